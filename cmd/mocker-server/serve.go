@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mocker-server/mocker-server/internal/config"
+)
+
+func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve [MODEL]",
+		Short: "Run the mock inference server (default command)",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return &config.Error{Problems: []string{fmt.Sprintf("serve accepts at most one positional argument (MODEL), got %d: %q", len(args), args)}}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadServeConfig(cmd, args, stderr)
+			if err != nil {
+				return err
+			}
+			return serveFunc(cmd.Context(), cfg, stdout, stderr)
+		},
+	}
+	config.RegisterFlags(cmd.Flags())
+	return cmd
+}
+
+// loadServeConfig loads and validates the configuration of serve: sources
+// from the flags, the positional MODEL, warnings printed to stderr.
+func loadServeConfig(cmd *cobra.Command, args []string, stderr io.Writer) (*config.Config, error) {
+	opts := config.OptionsFromFlags(cmd.Flags())
+	if len(args) == 1 {
+		if m, ok := opts.Overlay["model"].(string); ok && m != args[0] {
+			return nil, &config.Error{Problems: []string{
+				fmt.Sprintf("model given twice: positional %q and --model %q", args[0], m),
+			}}
+		}
+		opts.Overlay["model"] = args[0]
+	}
+	cfg, warnings, err := config.Load(opts)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	return cfg, err
+}
+
+// serveFunc runs serve with the validated configuration until ctx is done:
+// the engines and the HTTP server (runServer, server.go). The command-line
+// tests swap in printConfig to inspect the validated configuration.
+var serveFunc = runServer
+
+// printConfig prints the configuration (API keys redacted) as indented JSON.
+func printConfig(_ context.Context, cfg *config.Config, stdout, _ io.Writer) error {
+	shown := *cfg
+	shown.APIKey = make([]string, len(cfg.APIKey))
+	for i := range shown.APIKey {
+		shown.APIKey[i] = "<redacted>"
+	}
+	out, err := json.MarshalIndent(shown, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", out)
+	return err
+}

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"go.uber.org/goleak"
+
+	"github.com/mocker-server/mocker-server/internal/config"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// loadConfig loads a test configuration: port 0, no simulated delay, plus
+// the overlay.
+func loadConfig(t *testing.T, overlay map[string]any) *config.Config {
+	t.Helper()
+	o := map[string]any{"port": 0, "speedup_ratio": "inf"}
+	maps.Copy(o, overlay)
+	b, _ := json.Marshal(o)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	o = nil
+	if err := dec.Decode(&o); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := config.Load(config.LoadOptions{Overlay: o,
+		LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// running is a serve() call in progress.
+type running struct {
+	url    string
+	cancel context.CancelFunc
+	done   chan error
+	client *http.Client
+}
+
+// startServe runs serve in the background and waits until it listens.
+func startServe(t *testing.T, cfg *config.Config, grace time.Duration) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	r := &running{cancel: cancel, done: make(chan error, 1),
+		client: &http.Client{Transport: &http.Transport{}}}
+	go func() {
+		r.done <- serve(ctx, cfg, serverOptions{ShutdownGrace: grace, Ready: func(u string) { ready <- u }})
+	}()
+	select {
+	case r.url = <-ready:
+	case err := <-r.done:
+		t.Fatalf("serve returned early: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("serve did not become ready")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not return")
+		}
+		r.client.CloseIdleConnections()
+	})
+	return r
+}
+
+// stop cancels serve and returns its result and how long it took.
+func (r *running) stop(t *testing.T, bound time.Duration) (error, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		return err, time.Since(start)
+	case <-time.After(bound):
+		t.Fatalf("serve did not return within %v", bound)
+		return nil, 0
+	}
+}
+
+func (r *running) post(t *testing.T, ctx context.Context, path, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.url+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+const helloChat = `{"messages":[{"role":"user","content":"Hello!"}]`
+
+func TestServe_SDKAgainstRealServer(t *testing.T) {
+	r := startServe(t, loadConfig(t, map[string]any{"dp_size": 2}), 0)
+	if !regexp.MustCompile(`^http://127\.0\.0\.1:\d+$`).MatchString(r.url) || strings.HasSuffix(r.url, ":0") {
+		t.Fatalf("url = %s", r.url)
+	}
+	c := openai.NewClient(option.WithBaseURL(r.url+"/v1/"), option.WithAPIKey("x"),
+		option.WithHTTPClient(r.client), option.WithMaxRetries(0))
+	ctx := context.Background()
+	for range 2 { // both ranks
+		resp, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model: "mocker-model", MaxTokens: openai.Int(4),
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Choices[0].Message.Content != " puzo bevi funa jita" {
+			t.Errorf("content = %q", resp.Choices[0].Message.Content)
+		}
+	}
+	stream := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{
+		Model: "mocker-model", MaxTokens: openai.Int(4),
+		Prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: []int64{11, 12, 13, 14}},
+	})
+	var text string
+	for stream.Next() {
+		for _, ch := range stream.Current().Choices {
+			text += ch.Text
+		}
+	}
+	if stream.Err() != nil || text != " huvo baji neru fubu" {
+		t.Errorf("stream: %q %v", text, stream.Err())
+	}
+	_, err := c.Completions.New(ctx, openai.CompletionNewParams{Model: "nope",
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("a")}})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Errorf("unknown model: %v", err)
+	}
+	if err, _ := r.stop(t, 5*time.Second); err != nil {
+		t.Errorf("serve = %v", err)
+	}
+}
+
+// Shutdown waits for an in-flight stream to finish.
+func TestServe_GracefulShutdownCompletesStreams(t *testing.T) {
+	cfg := loadConfig(t, map[string]any{"speedup_ratio": 1.0, "timing_model": "fixed",
+		"fixed_prefill_ms": 5.0, "fixed_decode_ms": 10.0})
+	r := startServe(t, cfg, 5*time.Second)
+	resp := r.post(t, context.Background(), "/v1/chat/completions", helloChat+`,"max_tokens":30,"stream":true}`)
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	result := make(chan error, 1)
+	go func() { err, _ := r.stop(t, 5*time.Second); result <- err }()
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatalf("stream cut: %v", err)
+	}
+	if !strings.HasSuffix(string(rest), "data: [DONE]\n\n") || strings.Count(string(rest), `"content"`) != 30 {
+		t.Errorf("stream did not complete:\n%s", rest)
+	}
+	if err := <-result; err != nil {
+		t.Errorf("serve = %v", err)
+	}
+}
+
+// After the grace period, streams still open are cancelled with an error
+// event and serve returns nil.
+func TestServe_ShutdownCancelsAfterGrace(t *testing.T) {
+	cfg := loadConfig(t, map[string]any{"speedup_ratio": 1.0, "timing_model": "fixed",
+		"fixed_prefill_ms": 5.0, "fixed_decode_ms": 20.0})
+	const grace = 200 * time.Millisecond
+	r := startServe(t, cfg, grace)
+	resp := r.post(t, context.Background(), "/v1/chat/completions", helloChat+`,"max_tokens":10000,"stream":true}`)
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	var rest []byte
+	var wg sync.WaitGroup
+	wg.Go(func() { rest, _ = io.ReadAll(br) })
+	err, took := r.stop(t, grace+3*time.Second)
+	if err != nil {
+		t.Errorf("serve = %v", err)
+	}
+	if took < grace {
+		t.Errorf("serve returned after %v, before the grace period", took)
+	}
+	wg.Wait()
+	if !strings.Contains(string(rest), `data: {"error":{"message":"The server is shutting down.","type":"ServiceUnavailableError","param":null,"code":503}}`) ||
+		!strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+		t.Errorf("stream tail:\n%s", tail(string(rest), 400))
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// syncBuffer is a goroutine-safe stderr for run().
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The production path: run() with serve as the real server, the bound port
+// printed on stderr, the startup gate, and exit status 0 on shutdown.
+func TestRun_ServesUntilCancelled(t *testing.T) {
+	serveFunc = runServer
+	defer func() { serveFunc = printConfig }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--port", "0", "--speedup-ratio", "inf", "--startup-time", "0.3", "--log-level", "warn"}, &stdout, &stderr)
+	}()
+	re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)\n`)
+	var url string
+	deadline := time.Now().Add(5 * time.Second)
+	for url == "" {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			url = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no listening line; stderr:\n%s", stderr.String())
+		} else {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	health := func() int {
+		resp, err := client.Get(url + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := health(); s != 503 {
+		t.Errorf("/health during startup = %d", s)
+	}
+	deadline = time.Now().Add(3 * time.Second)
+	for health() != 200 {
+		if time.Now().After(deadline) {
+			t.Fatal("startup gate never opened")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := client.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(helloChat+`,"max_tokens":4}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"content":" puzo bevi funa jita"`) {
+		t.Errorf("chat = %s", body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil || exitCode(err) != 0 {
+			t.Errorf("run = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("run did not return")
+	}
+	if stdout.String() != "" {
+		t.Errorf("stdout = %q", stdout.String())
+	}
+}
+
+// A port that cannot be bound is a startup error (exit status 1).
+func TestServe_BindFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := loadConfig(t, map[string]any{"port": ln.Addr().(*net.TCPAddr).Port})
+	err = serve(context.Background(), cfg, serverOptions{})
+	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "listen on 127.0.0.1:") {
+		t.Errorf("serve = %v", err)
+	}
+}

@@ -1,0 +1,259 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
+)
+
+// handleHealth serves /health and /ping: 200 with an empty body, or 503
+// when an engine actor died (the startup gate answers 503 before it).
+func handleHealth(s *Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !s.healthy() {
+			writeError(w, errEngineDead)
+			return
+		}
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+func handleVersion(version string) http.Handler {
+	body := struct {
+		Version string `json:"version"`
+	}{version}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		encode(w, http.StatusOK, body)
+	})
+}
+
+// handleLoad serves GET /load: generation requests in flight.
+func handleLoad(s *Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		b := strconv.AppendInt([]byte(`{"server_load":`), s.inflight.Load(), 10)
+		writeJSON(w, http.StatusOK, append(b, '}'))
+	})
+}
+
+// handleMetrics serves GET /metrics with the injected handler, or an empty
+// exposition until metrics are wired.
+func handleMetrics(h http.Handler) http.Handler {
+	if h != nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// Model card of http-api.md §7.1.
+type modelCard struct {
+	ID          string            `json:"id"`
+	Object      string            `json:"object"`
+	Created     int64             `json:"created"`
+	OwnedBy     string            `json:"owned_by"`
+	Root        string            `json:"root"`
+	Parent      *string           `json:"parent"`
+	MaxModelLen int               `json:"max_model_len"`
+	Permission  []modelPermission `json:"permission"`
+}
+
+type modelPermission struct {
+	ID                 string  `json:"id"`
+	Object             string  `json:"object"`
+	Created            int64   `json:"created"`
+	AllowCreateEngine  bool    `json:"allow_create_engine"`
+	AllowSampling      bool    `json:"allow_sampling"`
+	AllowLogprobs      bool    `json:"allow_logprobs"`
+	AllowSearchIndices bool    `json:"allow_search_indices"`
+	AllowView          bool    `json:"allow_view"`
+	AllowFineTuning    bool    `json:"allow_fine_tuning"`
+	Organization       string  `json:"organization"`
+	Group              *string `json:"group"`
+	IsBlocking         bool    `json:"is_blocking"`
+}
+
+type modelList struct {
+	Object string      `json:"object"`
+	Data   []modelCard `json:"data"`
+}
+
+func handleModels(s *Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		now := s.now().Unix()
+		names := s.cfg.ServedModelName
+		if len(names) == 0 {
+			names = []string{s.cfg.ServedName()}
+		}
+		list := modelList{Object: "list", Data: make([]modelCard, len(names))}
+		for i, name := range names {
+			var id [16]byte
+			_, _ = rand.Read(id[:])
+			list.Data[i] = modelCard{
+				ID: name, Object: "model", Created: now, OwnedBy: "vllm", Root: s.cfg.Model,
+				MaxModelLen: s.cfg.MaxModelLen,
+				Permission: []modelPermission{{
+					ID: "modelperm-" + hex.EncodeToString(id[:]), Object: "model_permission", Created: now,
+					AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*",
+				}},
+			}
+		}
+		encode(w, http.StatusOK, list)
+	})
+}
+
+// checkModel applies the model rule of http-api.md §2.3 to an optional
+// model field.
+func (s *Server) checkModel(o object) *apiError {
+	model, ok := o.String("model")
+	if e := o.failed(); e != nil {
+		return e
+	}
+	if ok && !s.served[model] {
+		return &apiError{Status: http.StatusNotFound, Type: typeNotFound,
+			Message: "The model `" + model + "` does not exist.", Param: "model"}
+	}
+	return nil
+}
+
+type tokenizeResponse struct {
+	Count       int      `json:"count"`
+	MaxModelLen int      `json:"max_model_len"`
+	Tokens      []uint32 `json:"tokens"`
+	TokenStrs   []string `json:"token_strs"` // nil = null
+}
+
+// handleTokenize serves POST /tokenize (http-api.md §7.2): the completion
+// form {prompt} or the chat form {messages}.
+func handleTokenize(s *Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		hasPrompt, hasMessages := o.has("prompt"), o.has("messages")
+		var text string
+		switch {
+		case hasPrompt && hasMessages:
+			writeError(w, errInvalid("", "Either `prompt` or `messages` must be given, not both."))
+			return
+		case hasPrompt:
+			text, _ = o.String("prompt")
+			o.Bool("add_special_tokens", true)
+		case hasMessages:
+			msgs, badPart := parseMessages(o)
+			var tools []byte
+			if a, ok := o.Kind("tools", "array"); ok {
+				tools = compactJSON(a)
+			}
+			addGen := o.Bool("add_generation_prompt", true)
+			contFinal := o.Bool("continue_final_message", false)
+			o.Bool("add_special_tokens", false)
+			if e := o.failed(); e == nil {
+				switch {
+				case len(msgs) == 0:
+					o.fail(errInvalid("messages", "messages must contain at least one message"))
+				case badPart != "":
+					o.fail(errInvalid(badPart, "Only text content parts are supported by mocker-server."))
+				case addGen && contFinal:
+					o.fail(errInvalid("", "Cannot set both `continue_final_message` and `add_generation_prompt` to True."))
+				}
+			}
+			text = tokenizer.RenderChat(msgs, tools, addGen, contFinal)
+		default:
+			writeError(w, errBadRequest("prompt", "Field required: prompt (or messages)"))
+			return
+		}
+		strs := o.Bool("return_token_strs", false)
+		if e := o.failed(); e != nil {
+			writeError(w, e)
+			return
+		}
+		if e := s.checkModel(o); e != nil {
+			writeError(w, e)
+			return
+		}
+		resp := tokenizeResponse{Tokens: tokenizer.Encode(text), MaxModelLen: s.cfg.MaxModelLen}
+		resp.Count = len(resp.Tokens)
+		if strs {
+			resp.TokenStrs = tokenizer.Pieces(text)
+		}
+		encode(w, http.StatusOK, resp)
+	})
+}
+
+// handleDetokenize serves POST /detokenize (http-api.md §7.3).
+func handleDetokenize(s *Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		if !o.has("tokens") {
+			writeError(w, errFieldRequired("tokens"))
+			return
+		}
+		elems, _ := o.Array("tokens")
+		var ids []uint32
+		var bad string
+		if e := o.failed(); e == nil {
+			ids, bad, e = parseIDs(elems, "tokens")
+			if e != nil {
+				o.fail(e)
+			}
+		}
+		if e := o.failed(); e != nil {
+			writeError(w, e)
+			return
+		}
+		if e := s.checkModel(o); e != nil {
+			writeError(w, e)
+			return
+		}
+		if bad != "" {
+			writeError(w, errInvalid("tokens", "Token id %s is out of vocabulary", bad))
+			return
+		}
+		encode(w, http.StatusOK, struct {
+			Prompt string `json:"prompt"`
+		}{tokenizer.DecodeLiteral(ids)})
+	})
+}
+
+// handleResetPrefixCache serves POST /reset_prefix_cache (http-api.md §7.4):
+// every rank is asked; 409 lists the ranks whose blocks are in use.
+func handleResetPrefixCache(s *Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var busy []string
+		for rank, e := range s.engines {
+			ok, err := e.ResetPrefixCache(r.Context())
+			if err != nil {
+				if r.Context().Err() != nil {
+					return // client gone
+				}
+				writeError(w, errEngineDead)
+				return
+			}
+			if !ok {
+				busy = append(busy, strconv.Itoa(rank))
+			}
+		}
+		if len(busy) > 0 {
+			writeError(w, &apiError{Status: http.StatusConflict, Type: typeConflict,
+				Message: fmt.Sprintf("Prefix cache reset failed: blocks are in use on DP rank(s) %s.", strings.Join(busy, ", "))})
+			return
+		}
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+	})
+}

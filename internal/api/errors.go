@@ -1,0 +1,126 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// Error types of http-api.md §8.1.
+const (
+	typeBadRequest      = "Bad Request"     // not JSON, not an object, wrong content type, missing field, wrong JSON type
+	typeBadRequestError = "BadRequestError" // value validation, context length, KV capacity
+	typeNotFound        = "NotFoundError"
+	typeConflict        = "ConflictError"
+	typeTooLarge        = "Request Entity Too Large"
+	typeInternal        = "InternalServerError"
+	typeUnavailable     = "ServiceUnavailableError"
+)
+
+// apiError is an error answered with the nested error shape of
+// http-api.md §8.1: {"error":{"message","type","param","code"}}.
+type apiError struct {
+	Status  int
+	Type    string
+	Message string
+	Param   string // "" = null
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+// errBadRequest is a 400 "Bad Request" (syntax and typing problems).
+func errBadRequest(param, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: typeBadRequest, Message: fmt.Sprintf(format, args...), Param: param}
+}
+
+// errInvalid is a 400 "BadRequestError" (value validation).
+func errInvalid(param, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: typeBadRequestError, Message: fmt.Sprintf(format, args...), Param: param}
+}
+
+// errFieldType is the wrong-JSON-type error of §8.2.
+func errFieldType(field, want string) *apiError {
+	return errBadRequest(field, "Invalid type for field '%s': expected %s", field, want)
+}
+
+// errFieldRequired is the missing-required-field error of §8.2.
+func errFieldRequired(field string) *apiError {
+	return errBadRequest(field, "Field required: %s", field)
+}
+
+var (
+	errStartingUp = &apiError{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Message: "The server is starting up."}
+	errShutdown   = &apiError{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Message: "The server is shutting down."}
+	errEngineDead = &apiError{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Message: "The engine is not running."}
+	errInternal   = &apiError{Status: http.StatusInternalServerError, Type: typeInternal, Message: "Internal Server Error"}
+)
+
+// errorBody is the JSON form of an apiError.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    int     `json:"code"`
+}
+
+func (e *apiError) body() errorBody {
+	d := errorDetail{Message: e.Message, Type: e.Type, Code: e.Status}
+	if e.Param != "" {
+		p := e.Param
+		d.Param = &p
+	}
+	return errorBody{Error: d}
+}
+
+// appendSSE appends the error as a mid-stream SSE event (http-api.md §5.4):
+// param is always null there.
+func (e *apiError) appendSSE(b []byte) []byte {
+	b = append(b, `data: {"error":{"message":`...)
+	b = appendString(b, e.Message)
+	b = append(b, `,"type":`...)
+	b = appendString(b, e.Type)
+	b = append(b, `,"param":null,"code":`...)
+	b = strconv.AppendInt(b, int64(e.Status), 10)
+	return append(b, "}}\n\n"...)
+}
+
+// writeError answers err as JSON.
+func writeError(w http.ResponseWriter, err *apiError) {
+	encode(w, err.Status, err.body())
+}
+
+// encode writes v as compact JSON (no HTML escaping, no trailing newline)
+// with the given status.
+func encode(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only a programming error gets here (unsupported value).
+		panic(fmt.Sprintf("api: encoding response: %v", err))
+	}
+	body := bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
+	writeJSON(w, status, body)
+}
+
+// writeJSON writes an already encoded JSON body.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// Flat bodies that do not use the nested error shape (§8.1 exceptions).
+var (
+	bodyUnauthorized     = []byte(`{"error":"Unauthorized"}`)
+	bodyNotFound         = []byte(`{"detail":"Not Found"}`)
+	bodyMethodNotAllowed = []byte(`{"detail":"Method Not Allowed"}`)
+)

@@ -1,0 +1,327 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/plan"
+)
+
+// ErrShuttingDown is the cancellation cause the server owner gives the
+// requests' base context when the graceful-shutdown wait is over: handlers
+// then answer 503 (or a mid-stream error event) instead of assuming the
+// client left.
+var ErrShuttingDown = errors.New("server shutting down")
+
+// handleGenerate serves POST /v1/chat/completions (chat) and
+// POST /v1/completions.
+func handleGenerate(s *Server, chat bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		created := s.now().Unix()
+		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		g, e := s.parseGenerate(o, r, chat)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		g.created = created
+		if s.cfg.EnableRequestIDHeaders {
+			w.Header().Set("X-Request-Id", g.baseID)
+		}
+		j, e := s.submit(g)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		defer j.release()
+		if g.stream {
+			j.stream(w, r)
+			return
+		}
+		j.respond(w, r)
+	})
+}
+
+// job is one submitted generation request: its engine sequences (one per
+// prompt × choice, all on one rank, sharing one Output) and what arrived.
+type job struct {
+	s    *Server
+	g    *genRequest
+	rank int
+	eng  *engine.Engine
+	out  *engine.Output
+	reqs []engine.Request
+	ch   []choice
+
+	remaining  int // sequences without a terminal item
+	completion int // tokens received over all choices
+	items      []engine.OutputItem
+	rejected   int // index+1 of a choice the engine rejected
+}
+
+// choice is the state of one engine sequence.
+type choice struct {
+	prompt int // index into genRequest.prompts
+	plan   plan.Result
+	n      int // tokens received
+	done   bool
+	fin    engine.Finished
+
+	// Streaming state.
+	started bool   // chat: role chunk written; completions: first chunk written
+	held    bool   // the planned-last token waits for the terminal item
+	heldTok uint32 //
+	offset  int    // completions: characters of the choice's text so far
+}
+
+// submit plans every choice and submits one engine request per prompt ×
+// choice to one DP rank (engine.md §11).
+func (s *Server) submit(g *genRequest) (*job, *apiError) {
+	rank := g.rank
+	if rank < 0 {
+		rank = s.pickRank()
+	}
+	eng := s.engines[rank]
+	total := len(g.prompts) * g.n
+	j := &job{s: s, g: g, rank: rank, eng: eng, out: engine.NewOutput(),
+		reqs: make([]engine.Request, total), ch: make([]choice, total)}
+	arrival := eng.Clock().Now()
+	base := s.planParams(g)
+	for pi := range g.prompts {
+		ps := &g.prompts[pi]
+		seed := plan.RequestSeed(g.seed, s.cfg.Seed, ps.ids)
+		for c := range g.n {
+			idx := pi*g.n + c
+			p := base
+			p.Seed, p.Choice, p.MaxTokens = seed, c, ps.m
+			res := plan.Plan(p)
+			j.ch[idx] = choice{prompt: pi, plan: res}
+			j.reqs[idx] = engine.Request{
+				ID:              engine.NewRequestID(),
+				Prompt:          ps.ids,
+				PlannedOutput:   res.IDs,
+				FinishReason:    res.FinishReason,
+				MaxOutputTokens: ps.m,
+				Priority:        g.priority,
+				ArrivalTime:     arrival,
+				CacheSalt:       g.cacheSalt,
+				Choice:          idx,
+				Out:             j.out,
+			}
+		}
+	}
+	s.dispatched(rank, total)
+	for i := range j.reqs {
+		if err := eng.Submit(&j.reqs[i]); err != nil {
+			for k := range i {
+				eng.Cancel(j.reqs[k].ID)
+			}
+			s.finished(rank, total)
+			if s.dead.Load() > 0 {
+				return nil, errEngineDead
+			}
+			return nil, errShutdown
+		}
+	}
+	j.remaining = total
+	return j, nil
+}
+
+// release cancels every sequence still running (client gone, write failed,
+// shutdown, error) and reports the request to the observer.
+func (j *job) release() {
+	if j.remaining > 0 {
+		for i := range j.ch {
+			if !j.ch[i].done {
+				j.eng.Cancel(j.reqs[i].ID)
+			}
+		}
+		j.s.finished(j.rank, j.remaining)
+		j.remaining = 0
+	}
+	if obs := j.s.reqObs; obs != nil {
+		maxGen := 0
+		for i := range j.ch {
+			maxGen = max(maxGen, j.ch[i].n)
+		}
+		obs.ObserveRequest(j.rank, j.g.n, j.g.maxEffective, maxGen)
+	}
+}
+
+// record applies one output item to its choice's bookkeeping and returns
+// the choice. Tokens beyond the plan (never produced by the engine) are
+// counted but otherwise ignored.
+func (j *job) record(it *engine.OutputItem) *choice {
+	ch := &j.ch[it.Choice]
+	if it.Final {
+		if !ch.done {
+			ch.done = true
+			ch.fin = it.Finished
+			j.remaining--
+			j.s.finished(j.rank, 1)
+			if it.Finished.Rejected && j.rejected == 0 {
+				j.rejected = it.Choice + 1
+			}
+		}
+		return ch
+	}
+	ch.n++
+	j.completion++
+	return ch
+}
+
+// rejectionError is the answer to an engine-level rejection (normally
+// prevented by the KV-capacity pre-check).
+func (j *job) rejectionError() *apiError {
+	ps := &j.g.prompts[j.ch[j.rejected-1].prompt]
+	if e := kvCapacityError(j.s.cfg, len(ps.ids)); e != nil {
+		return e
+	}
+	return errInvalid("", "The request was rejected by the engine: it can never be scheduled.")
+}
+
+// ctxError maps the end of the request context to an answer: nil when the
+// client left, 503 when the server is shutting down.
+func ctxError(ctx context.Context) *apiError {
+	if errors.Is(context.Cause(ctx), ErrShuttingDown) {
+		return errShutdown
+	}
+	return nil
+}
+
+// stopReason returns the choice's finish_reason and stop_reason: the planned
+// stop reason applies only when the engine delivered the whole plan.
+func (ch *choice) reasons() (string, plan.StopReason) {
+	reason := ch.fin.Reason
+	if reason == "" {
+		reason = engine.FinishLength
+	}
+	if reason == ch.plan.FinishReason && ch.n >= len(ch.plan.IDs) {
+		return reason, ch.plan.StopReason
+	}
+	return reason, plan.StopReason{}
+}
+
+// respond waits for every sequence and writes the non-streaming response
+// (http-api.md §3.4, §4).
+func (j *job) respond(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	for j.remaining > 0 {
+		select {
+		case <-j.out.Ready():
+			j.items = j.out.Drain(j.items)
+			for i := range j.items {
+				j.record(&j.items[i])
+			}
+		case <-ctx.Done():
+			if e := ctxError(ctx); e != nil {
+				writeError(w, e)
+			}
+			return
+		}
+	}
+	if j.rejected > 0 {
+		writeError(w, j.rejectionError())
+		return
+	}
+	if j.g.chat {
+		encode(w, http.StatusOK, j.chatResponse())
+	} else {
+		encode(w, http.StatusOK, j.completionResponse())
+	}
+}
+
+// usage of the whole request: prompts counted once each, completions over
+// all choices.
+func (j *job) usage() usage {
+	p := 0
+	for i := range j.g.prompts {
+		p += len(j.g.prompts[i].ids)
+	}
+	u := usage{PromptTokens: p, TotalTokens: p + j.completion, CompletionTokens: j.completion}
+	if j.s.cfg.EnablePromptTokensDetails {
+		u.PromptTokensDetails = &promptTokensDetails{CachedTokens: j.ch[0].fin.CachedTokens}
+	}
+	return u
+}
+
+func (j *job) chatResponse() *chatResponse {
+	g := j.g
+	resp := &chatResponse{
+		ID:      "chatcmpl-" + g.baseID,
+		Object:  "chat.completion",
+		Created: g.created,
+		Model:   g.model,
+		Choices: make([]chatChoice, len(j.ch)),
+		Usage:   j.usage(),
+	}
+	if g.returnIDs {
+		resp.PromptTokenIDs = g.prompts[0].ids
+	}
+	lp := j.logprobRenderer()
+	for i := range j.ch {
+		ch := &j.ch[i]
+		reasoning, content := ch.plan.Texts(ch.n)
+		msg := chatMessage{Content: content, ReasoningKey: j.s.cfg.ReasoningField}
+		if j.s.cfg.Reasoning != nil && reasoning != "" {
+			msg.Reasoning = &reasoning
+		}
+		finish, stop := ch.reasons()
+		c := chatChoice{Index: i, Message: msg, FinishReason: finish, StopReason: stop}
+		ids := ch.plan.IDs[:min(ch.n, len(ch.plan.IDs))]
+		if g.logprobs {
+			c.Logprobs = lp.appendChatList(nil, ids)
+		}
+		if g.returnIDs {
+			c.TokenIDs = appendUint32s(nil, ids)
+		}
+		resp.Choices[i] = c
+	}
+	return resp
+}
+
+func (j *job) completionResponse() *completionResponse {
+	g := j.g
+	resp := &completionResponse{
+		ID:      "cmpl-" + g.baseID,
+		Object:  "text_completion",
+		Created: g.created,
+		Model:   g.model,
+		Choices: make([]completionChoice, len(j.ch)),
+		Usage:   j.usage(),
+	}
+	lp := j.logprobRenderer()
+	var text []byte
+	for i := range j.ch {
+		ch := &j.ch[i]
+		ps := &g.prompts[ch.prompt]
+		text = text[:0]
+		offset := 0
+		if g.echo {
+			text = append(text, ps.text...)
+			offset = utf8.RuneCountInString(ps.text)
+		}
+		text = ch.plan.AppendText(text, ch.n)
+		finish, stop := ch.reasons()
+		c := completionChoice{Index: i, Text: string(text), FinishReason: finish, StopReason: stop}
+		ids := ch.plan.IDs[:min(ch.n, len(ch.plan.IDs))]
+		if g.logprobs {
+			c.Logprobs = lp.appendCompletionLists(nil, &ch.plan, ids, offset)
+		}
+		if g.returnIDs {
+			c.PromptTokenIDs = ps.ids
+			c.TokenIDs = appendUint32s(nil, ids)
+		}
+		resp.Choices[i] = c
+	}
+	return resp
+}

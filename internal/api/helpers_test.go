@@ -1,0 +1,225 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/engine"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testEnv is a real HTTP server (httptest: an http.Server on 127.0.0.1:0)
+// over live engines, torn down at the end of the test.
+type testEnv struct {
+	t       *testing.T
+	cfg     *config.Config
+	srv     *Server
+	engines []*engine.Engine
+	ts      *httptest.Server
+	URL     string
+	client  *http.Client
+}
+
+// fixedNow is the "created" timestamp of every test response.
+var fixedNow = func() time.Time { return time.Unix(1760000000, 0) }
+
+// testConfig loads a configuration from an overlay of JSON keys on top of
+// the test defaults (no simulated delay).
+func testConfig(t testing.TB, overlay map[string]any) *config.Config {
+	t.Helper()
+	o := map[string]any{"speedup_ratio": "inf"}
+	maps.Copy(o, overlay)
+	// The loader takes JSON-decoded values (numbers as json.Number).
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	o = nil
+	if err := dec.Decode(&o); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := config.Load(config.LoadOptions{
+		Overlay:   o,
+		LookupEnv: func(string) (string, bool) { return "", false },
+		Hostname:  func() (string, error) { return "test", nil },
+	})
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
+}
+
+// startServer runs the engines and the HTTP server of a configuration.
+func startServer(t *testing.T, overlay map[string]any, deps ...Deps) *testEnv {
+	t.Helper()
+	cfg := testConfig(t, overlay)
+	engines := make([]*engine.Engine, cfg.DPSize)
+	for r := range engines {
+		e, err := engine.New(cfg, engine.Options{Rank: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines[r] = e
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, e := range engines {
+		wg.Go(func() { _ = e.Run(ctx) })
+	}
+	d := Deps{Now: fixedNow, Version: "test-version"}
+	if len(deps) > 0 {
+		d = deps[0]
+		if d.Now == nil {
+			d.Now = fixedNow
+		}
+	}
+	srv := NewServer(cfg, engines, d)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		cancel()
+		wg.Wait()
+	})
+	return &testEnv{t: t, cfg: cfg, srv: srv, engines: engines, ts: ts, URL: ts.URL, client: ts.Client()}
+}
+
+// response is a finished HTTP exchange.
+type response struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// do sends a request and reads the whole response.
+func (e *testEnv) do(method, path, contentType, body string, headers ...string) response {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.URL+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
+}
+
+// post sends a JSON body.
+func (e *testEnv) post(path, body string, headers ...string) response {
+	e.t.Helper()
+	return e.do(http.MethodPost, path, "application/json", body, headers...)
+}
+
+func (e *testEnv) get(path string, headers ...string) response {
+	e.t.Helper()
+	return e.do(http.MethodGet, path, "", "", headers...)
+}
+
+// jsonOf parses a JSON body into a generic value.
+func jsonOf(t *testing.T, body string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v\n%s", err, body)
+	}
+	return m
+}
+
+// sseEvents splits an SSE body into its data payloads, checking the framing
+// (only "data: " lines, each event ends with a blank line).
+func sseEvents(t *testing.T, body string) []string {
+	t.Helper()
+	if !strings.HasSuffix(body, "\n\n") {
+		t.Fatalf("SSE body does not end with a blank line: %q", body)
+	}
+	var out []string
+	for _, ev := range strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n") {
+		data, ok := strings.CutPrefix(ev, "data: ")
+		if !ok || strings.Contains(data, "\n") {
+			t.Fatalf("malformed SSE event %q", ev)
+		}
+		out = append(out, data)
+	}
+	return out
+}
+
+// readEvent reads one SSE event from a live stream.
+func readEvent(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	if _, err := r.ReadString('\n'); err != nil { // the blank line
+		return "", err
+	}
+	return strings.TrimPrefix(strings.TrimSuffix(line, "\n"), "data: "), nil
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// idle reports whether every engine has no running, waiting or active work.
+func (e *testEnv) idle() bool {
+	for _, eng := range e.engines {
+		l := eng.Load()
+		if l.Running != 0 || l.Waiting != 0 || l.ActiveBlocks != 0 {
+			return false
+		}
+	}
+	return e.srv.InFlight() == 0
+}
+
+// errorOf parses the nested error shape and returns its fields.
+func errorOf(t *testing.T, r response) (message, typ string, param any, code float64) {
+	t.Helper()
+	m := jsonOf(t, r.Body)
+	e, ok := m["error"].(map[string]any)
+	if !ok {
+		t.Fatalf("no nested error in %s", r.Body)
+	}
+	if len(e) != 4 {
+		t.Errorf("error object has keys %v, want message,type,param,code", e)
+	}
+	code, _ = e["code"].(float64)
+	return e["message"].(string), e["type"].(string), e["param"], code
+}
+
+const helloChat = `{"messages":[{"role":"user","content":"Hello!"}]`

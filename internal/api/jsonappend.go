@@ -1,0 +1,122 @@
+package api
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Hand-written JSON appenders for the streaming hot path: they write into a
+// caller-owned buffer and never allocate beyond growing it.
+
+const hexDigits = "0123456789abcdef"
+
+// safeASCII[c] is true for ASCII bytes that need no escaping in a JSON string.
+var safeASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// appendString appends s as a quoted JSON string. Control characters are
+// escaped, invalid UTF-8 becomes U+FFFD, and U+2028/U+2029 are escaped like
+// encoding/json does; HTML characters are left alone.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = appendStringContent(b, s)
+	return append(b, '"')
+}
+
+// appendStringContent appends the escaped body of a JSON string (no quotes).
+func appendStringContent(b []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if safeASCII[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(b, s[start:]...)
+}
+
+// appendFloat appends f the way encoding/json formats float64 values.
+func appendFloat(b []byte, f float64) []byte {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return append(b, "null"...)
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// Clean up e-09 to e-9 like encoding/json.
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// appendUint32s appends a JSON array of ids.
+func appendUint32s(b []byte, ids []uint32) []byte {
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(id), 10)
+	}
+	return append(b, ']')
+}
+
+// appendByteValues appends the UTF-8 bytes of s as a JSON array of integers.
+func appendByteValues(b []byte, s string) []byte {
+	b = append(b, '[')
+	for i := 0; i < len(s); i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(s[i]), 10)
+	}
+	return append(b, ']')
+}

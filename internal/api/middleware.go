@@ -1,0 +1,73 @@
+package api
+
+import (
+	"net/http"
+	"runtime/debug"
+	"strings"
+)
+
+// cors puts Access-Control-Allow-Origin on every response and answers every
+// OPTIONS request as a CORS preflight (200, empty body), before
+// authentication and routing.
+func cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "*")
+			h.Set("Access-Control-Allow-Headers", "*")
+			h.Set("Content-Length", "0")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverPanics turns a handler panic into a logged 500 InternalServerError
+// (http-api.md §2.5). Streaming handlers recover mid-stream panics
+// themselves (they know the headers are gone) and answer with an SSE error
+// event instead. http.ErrAbortHandler keeps its meaning.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path,
+				"panic", v, "stack", string(debug.Stack()))
+			writeError(w, errInternal)
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticate requires a configured API key on paths starting with /v1
+// (http-api.md §2.2). OPTIONS never reaches it (cors answers it).
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	if len(s.apiKeys) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1") && !s.authorized(r) {
+			writeJSON(w, http.StatusUnauthorized, bodyUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// startupGate answers 503 while the startup time runs (engine.md §9.4).
+func (s *Server) startupGate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.ready.Load() {
+			writeError(w, errStartingUp)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

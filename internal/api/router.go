@@ -1,0 +1,80 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/config"
+)
+
+// DP rank selection (engine.md §11).
+
+// headerRank returns the rank named by X-data-parallel-rank, -1 when the
+// header is absent, or a 400 when it is not an integer in [0, dp_size).
+func (s *Server) headerRank(r *http.Request) (int, *apiError) {
+	vals, ok := r.Header["X-Data-Parallel-Rank"]
+	if !ok || len(vals) == 0 {
+		return -1, nil
+	}
+	v := strings.TrimSpace(vals[0])
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n >= len(s.engines) {
+		return -1, errInvalid("", "data_parallel_rank %s is out of range [0, %d)", vals[0], len(s.engines))
+	}
+	return n, nil
+}
+
+// pickRank chooses the rank of a request that named none: round_robin =
+// counter mod dp_size; least_loaded = smallest 4×waiting + running, ties to
+// the lowest rank.
+func (s *Server) pickRank() int {
+	n := len(s.engines)
+	if n == 1 {
+		return 0
+	}
+	if s.cfg.DPRouting != "least_loaded" {
+		return int((s.rr.Add(1) - 1) % uint64(n))
+	}
+	best, bestScore := 0, int64(-1)
+	for r := range n {
+		score := s.rankScore(r)
+		if bestScore < 0 || score < bestScore {
+			best, bestScore = r, score
+		}
+	}
+	return best
+}
+
+// rankScore is 4×waiting + running of a rank. The router's own count of
+// undelivered sequences is authoritative for the total (it includes
+// sequences dispatched since the engine's latest pass); the engine's
+// running gauge says how many of them are running, the rest wait.
+func (s *Server) rankScore(r int) int64 {
+	total := s.ranks[r].seqs.Load()
+	running := min(int64(s.engines[r].Load().Running), total)
+	return 4*(total-running) + running
+}
+
+// dispatched / finished maintain the per-rank sequence counts.
+func (s *Server) dispatched(rank, seqs int) { s.ranks[rank].seqs.Add(int64(seqs)) }
+func (s *Server) finished(rank, seqs int)   { s.ranks[rank].seqs.Add(-int64(seqs)) }
+
+// kvCapacityError is the KV-capacity pre-check of http-api.md §3.2 with the
+// rejection rules of engine.md §8: a prompt of p tokens needs ceil(p/bs)
+// blocks (vllm, sglang) or ceil((p+1)/bs) (trtllm, which must also hold the
+// first generated token) and can never run when that exceeds the per-rank
+// pool.
+func kvCapacityError(cfg *config.Config, p int) *apiError {
+	bs := cfg.EffectiveBlockSize()
+	need := p
+	if cfg.EngineType == config.EngineTRTLLM {
+		need = p + 1
+	}
+	blocks := (need + bs - 1) / bs
+	if blocks <= cfg.NumGPUBlocks {
+		return nil
+	}
+	return errInvalid("", "This request needs %d KV cache blocks but each engine has only %d blocks of %d tokens.",
+		blocks, cfg.NumGPUBlocks, bs)
+}

@@ -1,0 +1,38 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// routes lists every route of http-api.md §1 and the middleware around them.
+// Middleware order: CORS (header on every response, OPTIONS preflight) →
+// panic recovery → authentication of /v1/* → router; the startup gate wraps
+// /health, /ping and the generation endpoints.
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(cors, s.recoverPanics, s.authenticate)
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusNotFound, bodyNotFound)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, bodyMethodNotAllowed)
+	})
+
+	gate := s.startupGate
+	r.Method(http.MethodPost, "/v1/chat/completions", gate(handleGenerate(s, true)))
+	r.Method(http.MethodPost, "/v1/completions", gate(handleGenerate(s, false)))
+	r.Method(http.MethodGet, "/v1/models", handleModels(s))
+
+	r.Method(http.MethodGet, "/health", gate(handleHealth(s)))
+	r.Method(http.MethodGet, "/ping", gate(handleHealth(s)))
+	r.Method(http.MethodPost, "/ping", gate(handleHealth(s)))
+	r.Method(http.MethodGet, "/version", handleVersion(s.version))
+	r.Method(http.MethodPost, "/tokenize", handleTokenize(s))
+	r.Method(http.MethodPost, "/detokenize", handleDetokenize(s))
+	r.Method(http.MethodGet, "/load", handleLoad(s))
+	r.Method(http.MethodGet, "/metrics", handleMetrics(s.metrics))
+	r.Method(http.MethodPost, "/reset_prefix_cache", handleResetPrefixCache(s))
+	return r
+}

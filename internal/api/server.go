@@ -1,0 +1,144 @@
+// Package api is mocker-server's OpenAI-compatible HTTP layer
+// (http-api.md): a chi router, the chat and completions handlers with SSE
+// streaming, the auxiliary endpoints, request validation and errors. It
+// tokenizes and plans each request (internal/tokenizer, internal/plan) and
+// submits one engine sequence per choice to a DP rank's engine.
+package api
+
+import (
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/engine"
+)
+
+// RequestObserver receives the per-HTTP-request size observations of
+// metrics.md §2.4 (vllm:request_params_n, vllm:request_params_max_tokens,
+// vllm:request_max_num_generation_tokens). It is called once per generation
+// request that reached the engine, when the request ends, with the DP rank
+// that served it (the histograms carry the engine label), n, the effective
+// max tokens M (the largest over the prompts of a multi-prompt completions
+// request) and the largest number of tokens any choice generated. It must be
+// safe for concurrent use and must not block.
+type RequestObserver interface {
+	ObserveRequest(rank, n, maxTokens, maxGenerated int)
+}
+
+// Deps are the Server's collaborators. Every field is optional.
+type Deps struct {
+	// Logger receives request logs (unknown fields at debug, recovered
+	// panics at error). Default: discard.
+	Logger *slog.Logger
+	// Metrics serves GET /metrics. Default: an empty 200 text/plain body.
+	Metrics http.Handler
+	// Requests observes per-HTTP-request histograms (may be nil).
+	Requests RequestObserver
+	// Version is reported by GET /version.
+	Version string
+	// Now is the wall clock for "created" timestamps. Default time.Now.
+	Now func() time.Time
+}
+
+// Server is the HTTP layer over dp_size engines.
+type Server struct {
+	cfg     *config.Config
+	engines []*engine.Engine
+	log     *slog.Logger
+	metrics http.Handler
+	reqObs  RequestObserver
+	version string
+	now     func() time.Time
+
+	served  map[string]bool
+	apiKeys [][]byte
+	handler http.Handler
+
+	ready    atomic.Bool  // startup gate (false = 503)
+	dead     atomic.Int32 // engines whose actor has died
+	inflight atomic.Int64 // generation requests in flight (GET /load)
+	rr       atomic.Uint64
+	ranks    []rankLoad
+}
+
+// rankLoad counts the engine sequences the router dispatched to a rank that
+// have not finished yet (least_loaded routing).
+type rankLoad struct {
+	seqs atomic.Int64
+	_    [56]byte // keep ranks on separate cache lines
+}
+
+// NewServer builds the HTTP layer over one engine per DP rank (engines[r] is
+// rank r). The engines' Run loops are the caller's business. The server
+// starts ready unless cfg.StartupTime > 0; then the caller opens the gate
+// with SetReady(true) when the startup time has elapsed.
+func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server {
+	s := &Server{
+		cfg:     cfg,
+		engines: engines,
+		log:     deps.Logger,
+		metrics: deps.Metrics,
+		reqObs:  deps.Requests,
+		version: deps.Version,
+		now:     deps.Now,
+		served:  make(map[string]bool, len(cfg.ServedModelName)),
+		ranks:   make([]rankLoad, len(engines)),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	for _, name := range cfg.ServedModelName {
+		s.served[name] = true
+	}
+	if len(s.served) == 0 {
+		s.served[cfg.ServedName()] = true
+	}
+	for _, k := range cfg.APIKey {
+		s.apiKeys = append(s.apiKeys, []byte(k))
+	}
+	s.ready.Store(cfg.StartupTime <= 0)
+	s.handler = s.routes()
+	return s
+}
+
+// Handler returns the server's HTTP handler (the router with its middleware).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// SetReady opens (true) or closes (false) the startup gate: while closed,
+// /health, /ping and the generation endpoints answer 503.
+func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+
+// MarkEngineDead records that a rank's engine actor stopped unexpectedly:
+// /health answers 503 from then on.
+func (s *Server) MarkEngineDead(rank int) {
+	s.dead.Add(1)
+	s.log.Error("engine actor died", "engine", rank)
+}
+
+// InFlight returns the number of generation requests in flight (GET /load).
+func (s *Server) InFlight() int64 { return s.inflight.Load() }
+
+// authorized reports whether the request carries one of the API keys
+// (constant-time comparison).
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) < len(prefix) || h[:len(prefix)] != prefix {
+		return false
+	}
+	tok := []byte(h[len(prefix):])
+	ok := 0
+	for _, k := range s.apiKeys {
+		ok |= subtle.ConstantTimeCompare(tok, k)
+	}
+	return ok == 1
+}
+
+// healthy reports whether /health answers 200.
+func (s *Server) healthy() bool { return s.ready.Load() && s.dead.Load() == 0 }

@@ -1,0 +1,367 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/plan"
+)
+
+// sseWriteTimeout bounds every SSE write (http-api.md §2.5).
+const sseWriteTimeout = 60 * time.Second
+
+const sseDone = "data: [DONE]\n\n"
+
+// streamer renders a job's output items as SSE events (http-api.md §5). All
+// events of one drain of the output queue are appended to one reused buffer
+// and written with one Write and one Flush; the hot path uses hand-written
+// JSON and allocates nothing per token.
+type streamer struct {
+	j   *job
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf []byte
+
+	prefix    []byte // `data: {"id":…,"model":…,"choices":[` (constant per request)
+	reasonKey []byte // `{"reasoning":` or `{"reasoning_content":`
+	lp        *logprobRenderer
+	promptTok int // prompt tokens over all prompts (usage)
+	usageDone bool
+}
+
+func newStreamer(j *job, w http.ResponseWriter) *streamer {
+	g := j.g
+	st := &streamer{j: j, w: w, rc: http.NewResponseController(w), lp: j.logprobRenderer(),
+		buf: make([]byte, 0, 4096)}
+	p := make([]byte, 0, 128+len(g.baseID)+len(g.model))
+	p = append(p, `data: {"id":"`...)
+	if g.chat {
+		p = append(p, "chatcmpl-"...)
+	} else {
+		p = append(p, "cmpl-"...)
+	}
+	p = appendStringContent(p, g.baseID)
+	if g.chat {
+		p = append(p, `","object":"chat.completion.chunk","created":`...)
+	} else {
+		p = append(p, `","object":"text_completion","created":`...)
+	}
+	p = strconv.AppendInt(p, g.created, 10)
+	p = append(p, `,"model":`...)
+	p = appendString(p, g.model)
+	p = append(p, `,"choices":[`...)
+	st.prefix = p
+	key := j.s.cfg.ReasoningField
+	if key == "" {
+		key = "reasoning"
+	}
+	st.reasonKey = appendString([]byte(`{`), key)
+	st.reasonKey = append(st.reasonKey, ':')
+	for i := range g.prompts {
+		st.promptTok += len(g.prompts[i].ids)
+	}
+	return st
+}
+
+// stream sends the SSE response of a submitted job: headers at once, then
+// events as the engine delivers tokens, then the usage chunk and [DONE].
+func (j *job) stream(w http.ResponseWriter, r *http.Request) {
+	st := newStreamer(j, w)
+	defer st.rc.SetWriteDeadline(time.Time{}) // the connection may serve more requests
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			j.s.log.Error("panic while streaming", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			st.buf = errInternal.appendSSE(st.buf[:0])
+			st.buf = append(st.buf, sseDone...)
+			_ = st.flush()
+		}
+	}()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if st.flush() != nil {
+		return
+	}
+	ctx := r.Context()
+	for {
+		select {
+		case <-j.out.Ready():
+		case <-ctx.Done():
+			if e := ctxError(ctx); e != nil {
+				st.buf = e.appendSSE(st.buf[:0])
+				st.buf = append(st.buf, sseDone...)
+				_ = st.flush()
+			}
+			return // release cancels the engine work
+		}
+		j.items = j.out.Drain(j.items)
+		if len(j.items) == 0 {
+			continue // a stale wake-up
+		}
+		st.render(j.items)
+		finished := j.remaining == 0 || j.rejected > 0
+		if j.rejected > 0 {
+			st.buf = j.rejectionError().appendSSE(st.buf)
+			st.buf = append(st.buf, sseDone...)
+		} else if finished {
+			st.finish()
+		}
+		if len(st.buf) == 0 && !finished {
+			continue // only tokens without visible text
+		}
+		if err := st.flush(); err != nil || finished {
+			return
+		}
+	}
+}
+
+// flush writes the buffered events with a fresh write deadline and flushes
+// them to the client.
+func (st *streamer) flush() error {
+	if err := st.rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if len(st.buf) > 0 {
+		_, err := st.w.Write(st.buf)
+		st.buf = st.buf[:0]
+		if err != nil {
+			return err
+		}
+	}
+	if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// render appends the events of a batch of output items.
+func (st *streamer) render(items []engine.OutputItem) {
+	j := st.j
+	for i := range items {
+		it := &items[i]
+		ch := j.record(it)
+		if it.Final {
+			st.final(it.Choice, ch)
+			continue
+		}
+		pos := ch.n - 1
+		if j.g.chat && !ch.started {
+			ch.started = true
+			st.roleChunk(it.Choice, ch)
+		}
+		if pos == len(ch.plan.IDs)-1 {
+			// The planned-last token travels in the final chunk, which
+			// follows in the same pass.
+			ch.held, ch.heldTok = true, it.Token
+			continue
+		}
+		if pos >= len(ch.plan.IDs) {
+			continue // beyond the plan: never produced by the engine
+		}
+		text, reasoning := ch.plan.Segment(pos)
+		if j.g.chat {
+			if text != "" {
+				st.chatChunk(it.Choice, ch, text, reasoning, it.Token, false)
+			}
+		} else if text != "" || (j.g.echo && !ch.started) {
+			st.completionChunk(it.Choice, ch, text, it.Token, false)
+		}
+	}
+}
+
+// final appends a choice's final chunk, carrying its held last token.
+func (st *streamer) final(idx int, ch *choice) {
+	if ch.fin.Rejected {
+		return // answered with an error event
+	}
+	var text string
+	var reasoning bool
+	if ch.held {
+		text, reasoning = ch.plan.Segment(len(ch.plan.IDs) - 1)
+	}
+	if st.j.g.chat {
+		st.chatChunk(idx, ch, text, reasoning, ch.heldTok, true)
+	} else {
+		st.completionChunk(idx, ch, text, ch.heldTok, true)
+	}
+}
+
+// appendRunningUsage appends `,"usage":{…}` with the tokens generated so far.
+func (st *streamer) appendRunningUsage(b []byte) []byte {
+	b = append(b, `,"usage":`...)
+	return st.appendUsage(b, false)
+}
+
+func (st *streamer) appendUsage(b []byte, details bool) []byte {
+	c := st.j.completion
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(st.promptTok), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(st.promptTok+c), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(c), 10)
+	if details {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(st.j.ch[0].fin.CachedTokens), 10)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// roleChunk appends the chat role chunk of a choice (http-api.md §5.2 step 1).
+func (st *streamer) roleChunk(idx int, ch *choice) {
+	b := append(st.buf, st.prefix...)
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(idx), 10)
+	b = append(b, `,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
+	if st.j.g.continuousUsage {
+		// The token that triggers the role chunk is already counted; the
+		// role chunk reports the tokens before it.
+		st.j.completion--
+		b = st.appendRunningUsage(b)
+		st.j.completion++
+	}
+	if st.j.g.returnIDs {
+		b = append(b, `,"prompt_token_ids":`...)
+		b = appendUint32s(b, st.j.g.prompts[ch.prompt].ids)
+	}
+	st.buf = append(b, "}\n\n"...)
+}
+
+// chatChunk appends a content chunk (final false) or the final chunk of a
+// chat choice (http-api.md §5.2 steps 2–3). text "" on a final chunk gives
+// the empty delta {}.
+func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, tok uint32, final bool) {
+	g := st.j.g
+	hasTok := !final || ch.held
+	b := append(st.buf, st.prefix...)
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(idx), 10)
+	b = append(b, `,"delta":`...)
+	switch {
+	case text == "":
+		b = append(b, "{}"...)
+	case reasoning:
+		b = append(b, st.reasonKey...)
+		b = appendString(b, text)
+		b = append(b, '}')
+	default:
+		b = append(b, `{"content":`...)
+		b = appendString(b, text)
+		b = append(b, '}')
+	}
+	b = append(b, `,"logprobs":`...)
+	if g.logprobs && hasTok {
+		b = append(b, `{"content":[`...)
+		b = st.lp.appendChatEntry(b, tok)
+		b = append(b, "]}"...)
+	} else {
+		b = append(b, "null"...)
+	}
+	if final {
+		b = st.appendFinish(b, ch)
+	} else {
+		b = append(b, `,"finish_reason":null`...)
+	}
+	if g.returnIDs {
+		b = append(b, `,"token_ids":[`...)
+		if hasTok {
+			b = strconv.AppendUint(b, uint64(tok), 10)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, "}]"...)
+	if g.continuousUsage {
+		b = st.appendRunningUsage(b)
+	}
+	st.buf = append(b, "}\n\n"...)
+}
+
+// appendFinish appends `,"finish_reason":…,"stop_reason":…`.
+func (st *streamer) appendFinish(b []byte, ch *choice) []byte {
+	reason, stop := ch.reasons()
+	b = append(b, `,"finish_reason":`...)
+	b = appendString(b, reason)
+	b = append(b, `,"stop_reason":`...)
+	switch stop.Kind {
+	case plan.StopString:
+		b = appendString(b, stop.String)
+	case plan.StopTokenID:
+		b = strconv.AppendUint(b, uint64(stop.TokenID), 10)
+	default:
+		b = append(b, "null"...)
+	}
+	return b
+}
+
+// completionChunk appends a completions chunk (http-api.md §5.3): one per
+// token with visible text, the first one prefixed with the echoed prompt,
+// the final one with finish_reason and stop_reason.
+func (st *streamer) completionChunk(idx int, ch *choice, text string, tok uint32, final bool) {
+	g := st.j.g
+	hasTok := !final || ch.held
+	first := !ch.started
+	ch.started = true
+	b := append(st.buf, st.prefix...)
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(idx), 10)
+	b = append(b, `,"text":"`...)
+	if first && g.echo {
+		echo := g.prompts[ch.prompt].text
+		b = appendStringContent(b, echo)
+		ch.offset += utf8.RuneCountInString(echo)
+	}
+	b = appendStringContent(b, text)
+	b = append(b, `","logprobs":`...)
+	if g.logprobs && hasTok {
+		b = st.lp.appendCompletionOne(b, tok, ch.offset)
+	} else {
+		b = append(b, "null"...)
+	}
+	ch.offset += utf8.RuneCountInString(text)
+	if final {
+		b = st.appendFinish(b, ch)
+	} else {
+		b = append(b, `,"finish_reason":null,"stop_reason":null`...)
+	}
+	if g.returnIDs {
+		if first {
+			b = append(b, `,"prompt_token_ids":`...)
+			b = appendUint32s(b, g.prompts[ch.prompt].ids)
+		}
+		b = append(b, `,"token_ids":[`...)
+		if hasTok {
+			b = strconv.AppendUint(b, uint64(tok), 10)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, "}]"...)
+	if g.continuousUsage {
+		b = st.appendRunningUsage(b)
+	} else {
+		b = append(b, `,"usage":null`...)
+	}
+	st.buf = append(b, "}\n\n"...)
+}
+
+// finish appends the usage chunk (when asked for) and [DONE].
+func (st *streamer) finish() {
+	if st.j.g.includeUsage && !st.usageDone {
+		st.usageDone = true
+		b := append(st.buf, st.prefix...)
+		b = append(b, `],"usage":`...)
+		b = st.appendUsage(b, st.j.s.cfg.EnablePromptTokensDetails)
+		st.buf = append(b, "}\n\n"...)
+	}
+	st.buf = append(st.buf, sseDone...)
+}

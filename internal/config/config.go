@@ -1,0 +1,237 @@
+// Package config holds mocker-server's configuration tree: every field of the
+// specification with its JSON key, its default, and its validation. All
+// sources (defaults, --config file, --extra-engine-args, explicitly set CLI
+// flags) decode onto the same json-tagged structs.
+package config
+
+import "math"
+
+// Config is the whole configuration of one mocker-server process.
+// JSON keys are the specification's keys; "-" and "_" are interchangeable
+// when loading.
+type Config struct {
+	// Server and API fields (engine.md §1.2).
+	Model                     string   `json:"model"`
+	ServedModelName           []string `json:"served_model_name"`
+	Host                      string   `json:"host"`
+	Port                      int      `json:"port"`
+	APIKey                    []string `json:"api_key"`
+	Seed                      int64    `json:"seed"`
+	OutputLenMode             string   `json:"output_len_mode"`
+	NaturalOutputLen          int      `json:"natural_output_len"`
+	ReasoningField            string   `json:"reasoning_field"`
+	EnableRequestIDHeaders    bool     `json:"enable_request_id_headers"`
+	EnablePromptTokensDetails bool     `json:"enable_prompt_tokens_details"`
+	EnableForceIncludeUsage   bool     `json:"enable_force_include_usage"`
+	MaxRequestBodyBytes       int64    `json:"max_request_body_bytes"`
+	WorkerID                  string   `json:"worker_id"`
+	StartupTime               float64  `json:"startup_time"`
+	MetricsFamily             string   `json:"metrics_family"`
+	DeprecatedMetrics         bool     `json:"deprecated_metrics"`
+	LogLevel                  string   `json:"log_level"`
+
+	// Engine and scheduler fields (engine.md §1.3).
+	EngineType            string `json:"engine_type"`
+	NumGPUBlocks          int    `json:"num_gpu_blocks"`
+	BlockSize             int    `json:"block_size"`
+	MaxModelLen           int    `json:"max_model_len"`
+	MaxNumSeqs            int    `json:"max_num_seqs"`
+	MaxNumBatchedTokens   int    `json:"max_num_batched_tokens"`
+	EnablePrefixCaching   bool   `json:"enable_prefix_caching"`
+	EnableChunkedPrefill  bool   `json:"enable_chunked_prefill"`
+	PreemptionMode        string `json:"preemption_mode"`
+	SchedulingPolicy      string `json:"scheduling_policy"`
+	PrefixCachingHashAlgo string `json:"prefix_caching_hash_algo"`
+	HashSeed              string `json:"hash_seed"`
+
+	// SGLang and TensorRT-LLM fields (engine.md §1.4).
+	SGLang SGLangConfig `json:"sglang"`
+	TRTLLM TRTLLMConfig `json:"trtllm"`
+
+	// Timing fields (engine.md §1.5).
+	TimingModel        string  `json:"timing_model"`
+	PlannerProfileData string  `json:"planner_profile_data"`
+	FixedPrefillMs     float64 `json:"fixed_prefill_ms"`
+	FixedDecodeMs      float64 `json:"fixed_decode_ms"`
+	SpeedupRatio       float64 `json:"speedup_ratio"`
+	DecodeSpeedupRatio float64 `json:"decode_speedup_ratio"`
+
+	// Reasoning framing (engine.md §1.6); nil means no framing.
+	Reasoning *ReasoningConfig `json:"reasoning"`
+
+	// Data parallelism (engine.md §1.7).
+	DPSize    int    `json:"dp_size"`
+	DPRouting string `json:"dp_routing"`
+
+	// Disaggregated prefill/decode (engine.md §1.8).
+	WorkerType              string  `json:"worker_type"`
+	BootstrapPort           int     `json:"bootstrap_port"` // 0 = none
+	AdvertiseHost           string  `json:"advertise_host"` // empty until Load resolves it
+	KVBytesPerToken         int64   `json:"kv_bytes_per_token"`
+	KVTransferBandwidth     float64 `json:"kv_transfer_bandwidth"` // GB/s
+	KVTransferTimingMode    string  `json:"kv_transfer_timing_mode"`
+	HandoffSessionTimeoutMs int64   `json:"handoff_session_timeout_ms"`
+
+	// KV events and FPM publishing (engine.md §1.9).
+	KVEventsConfig           *KVEventsConfig `json:"kv_events_config"`
+	ZMQKVEventsPort          int             `json:"zmq_kv_events_port"` // 0 = none
+	ZMQReplayPort            int             `json:"zmq_replay_port"`    // 0 = none
+	KVEventsEncoding         string          `json:"kv_events_encoding"`
+	KVEventsReplayTopicFrame bool            `json:"kv_events_replay_topic_frame"`
+	FPMEndpoint              string          `json:"fpm_endpoint"`
+
+	// NumGPUBlocksOverridden records whether num_gpu_blocks was set
+	// explicitly by any source (for vllm:cache_config_info). Not a JSON key.
+	NumGPUBlocksOverridden bool `json:"-"`
+}
+
+// SGLangConfig holds the sglang.* keys (engine.md §1.4).
+type SGLangConfig struct {
+	SchedulePolicy           string  `json:"schedule_policy"`
+	PageSize                 int     `json:"page_size"`
+	MaxPrefillTokens         int     `json:"max_prefill_tokens"`
+	ChunkedPrefillSize       int     `json:"chunked_prefill_size"`
+	ClipMaxNewTokens         int     `json:"clip_max_new_tokens"`
+	ScheduleConservativeness float64 `json:"schedule_conservativeness"`
+}
+
+// TRTLLMConfig holds the trtllm.* keys (engine.md §1.4).
+type TRTLLMConfig struct {
+	CapacitySchedulerPolicy string `json:"capacity_scheduler_policy"`
+}
+
+// ReasoningConfig configures reasoning framing of planned outputs (engine.md §10.5).
+type ReasoningConfig struct {
+	StartThinkingTokenID uint32  `json:"start_thinking_token_id"`
+	EndThinkingTokenID   uint32  `json:"end_thinking_token_id"`
+	ThinkingRatio        float64 `json:"thinking_ratio"`
+}
+
+// KVEventsConfig mirrors vLLM's KVEventsConfig (kv-events.md §1.1).
+type KVEventsConfig struct {
+	EnableKVCacheEvents bool    `json:"enable_kv_cache_events"`
+	Publisher           string  `json:"publisher"`
+	Endpoint            string  `json:"endpoint"`
+	ReplayEndpoint      *string `json:"replay_endpoint"`
+	BufferSteps         int     `json:"buffer_steps"`
+	HWM                 int     `json:"hwm"`
+	MaxQueueSize        int     `json:"max_queue_size"`
+	Topic               string  `json:"topic"`
+}
+
+// Engine type names.
+const (
+	EngineVLLM   = "vllm"
+	EngineSGLang = "sglang"
+	EngineTRTLLM = "trtllm"
+)
+
+// Worker types (engine.md §1.8, §12).
+const (
+	WorkerAggregated = "aggregated"
+	WorkerPrefill    = "prefill"
+	WorkerDecode     = "decode"
+)
+
+// Timing models (engine.md §1.5, §9).
+const (
+	TimingPolynomial   = "polynomial"
+	TimingFixed        = "fixed"
+	TimingInterpolated = "interpolated"
+)
+
+// DefaultReasoningConfig returns the defaults of a reasoning object; the
+// required thinking_ratio is left at 0.
+func DefaultReasoningConfig() ReasoningConfig {
+	return ReasoningConfig{StartThinkingTokenID: 3, EndThinkingTokenID: 4}
+}
+
+// DefaultKVEventsConfig returns the defaults of a kv_events_config object
+// (kv-events.md §1.1). Publisher stays empty ("unset") until Load resolves
+// it to "zmq" (enabled) or "null".
+func DefaultKVEventsConfig() KVEventsConfig {
+	return KVEventsConfig{
+		Endpoint:     "tcp://*:5557",
+		BufferSteps:  10000,
+		HWM:          100000,
+		MaxQueueSize: 100000,
+	}
+}
+
+// Default returns the configuration with every built-in default applied.
+// BlockSize stays 0 ("per engine") until Load resolves it.
+func Default() Config {
+	return Config{
+		Model:               "mocker-model",
+		Host:                "127.0.0.1",
+		Port:                8000,
+		OutputLenMode:       "max",
+		NaturalOutputLen:    128,
+		ReasoningField:      "reasoning",
+		MaxRequestBodyBytes: 33554432,
+		MetricsFamily:       "auto",
+		DeprecatedMetrics:   true,
+		LogLevel:            "info",
+
+		EngineType:            EngineVLLM,
+		NumGPUBlocks:          16384,
+		MaxModelLen:           32768,
+		MaxNumSeqs:            256,
+		MaxNumBatchedTokens:   8192,
+		EnablePrefixCaching:   true,
+		EnableChunkedPrefill:  true,
+		PreemptionMode:        "lifo",
+		SchedulingPolicy:      "fcfs",
+		PrefixCachingHashAlgo: "xxh3",
+
+		SGLang: SGLangConfig{
+			SchedulePolicy:           "fifo",
+			MaxPrefillTokens:         16384,
+			ChunkedPrefillSize:       8192,
+			ClipMaxNewTokens:         4096,
+			ScheduleConservativeness: 1.0,
+		},
+		TRTLLM: TRTLLMConfig{CapacitySchedulerPolicy: "guaranteed_no_evict"},
+
+		TimingModel:        "polynomial",
+		FixedPrefillMs:     20.0,
+		FixedDecodeMs:      10.0,
+		SpeedupRatio:       1.0,
+		DecodeSpeedupRatio: 1.0,
+
+		DPSize:    1,
+		DPRouting: "round_robin",
+
+		WorkerType:              WorkerAggregated,
+		KVBytesPerToken:         131072,
+		KVTransferBandwidth:     64.0,
+		KVTransferTimingMode:    "full_prompt",
+		HandoffSessionTimeoutMs: 300000,
+
+		KVEventsEncoding:         "map",
+		KVEventsReplayTopicFrame: true,
+	}
+}
+
+// EffectiveBlockSize returns the block size after per-engine defaulting:
+// vllm 64, sglang 1 (or sglang.page_size when set), trtllm 32.
+func (c *Config) EffectiveBlockSize() int {
+	if c.BlockSize > 0 {
+		return c.BlockSize
+	}
+	switch c.EngineType {
+	case EngineSGLang:
+		if c.SGLang.PageSize > 0 {
+			return c.SGLang.PageSize
+		}
+		return 1
+	case EngineTRTLLM:
+		return 32
+	default:
+		return 64
+	}
+}
+
+// NoDelay reports whether a speedup ratio means "no simulated delay"
+// (0 and +Inf both do).
+func NoDelay(ratio float64) bool { return ratio == 0 || math.IsInf(ratio, 1) }

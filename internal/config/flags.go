@@ -1,0 +1,369 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// flagKind says how a flag's text becomes a value of the overlay map. Flags
+// never validate by themselves: their values go through the same decoder and
+// validation as configuration files.
+type flagKind int
+
+const (
+	flagString flagKind = iota // string (enums are normalised by the decoder)
+	flagInt                    // integer text; HR sizes ("32k") where the key allows them
+	flagFloat                  // number text; "inf" where the key allows it
+	flagBool                   // --x, --x=true|false (and --no-x when negatable)
+	flagList                   // repeatable string list
+	flagJSON                   // a JSON object given as text
+)
+
+// flagSpec maps one kebab-case CLI flag to its JSON key.
+type flagSpec struct {
+	name      string // canonical flag name, without "--"
+	key       string // JSON path, dotted for nested keys ("sglang.page_size")
+	kind      flagKind
+	aliases   []string // other accepted names
+	negatable bool     // also register --no-<name>
+	split     bool     // list values may be comma-separated
+	usage     string
+}
+
+// flagTable lists every configuration flag of engine.md §1.2–§1.9.
+var flagTable = []flagSpec{
+	// §1.2 server and API.
+	{name: "model", key: "model", kind: flagString, usage: "model name reported as root in /v1/models (also: positional serve [MODEL])"},
+	{name: "served-model-name", key: "served_model_name", kind: flagList, split: true, usage: "served model name(s); repeatable or comma-separated (default [model])"},
+	{name: "host", key: "host", kind: flagString, usage: "HTTP bind address"},
+	{name: "port", key: "port", kind: flagInt, usage: "HTTP port (0 = OS-assigned)"},
+	{name: "api-key", key: "api_key", kind: flagList, usage: "API key required as Bearer token on /v1/*; repeatable (default $VLLM_API_KEY)"},
+	{name: "seed", key: "seed", kind: flagInt, usage: "server seed for output tokens"},
+	{name: "output-len-mode", key: "output_len_mode", kind: flagString, usage: "output length mode: max | random"},
+	{name: "natural-output-len", key: "natural_output_len", kind: flagInt, usage: "mean length of outputs that end naturally"},
+	{name: "reasoning-field", key: "reasoning_field", kind: flagString, usage: "reasoning text field: reasoning | reasoning_content"},
+	{name: "enable-request-id-headers", key: "enable_request_id_headers", kind: flagBool, usage: "echo X-Request-Id in responses"},
+	{name: "enable-prompt-tokens-details", key: "enable_prompt_tokens_details", kind: flagBool, usage: "add usage.prompt_tokens_details.cached_tokens"},
+	{name: "enable-force-include-usage", key: "enable_force_include_usage", kind: flagBool, usage: "streaming responses always end with a usage chunk"},
+	{name: "max-request-body-bytes", key: "max_request_body_bytes", kind: flagInt, usage: "maximum request body size (accepts 32M etc.)"},
+	{name: "worker-id", key: "worker_id", kind: flagString, usage: "worker identity in FPM and kv_transfer_params (default <hostname>:<port>)"},
+	{name: "startup-time", key: "startup_time", kind: flagFloat, usage: "seconds before the engine serves"},
+	{name: "metrics-family", key: "metrics_family", kind: flagString, usage: "metrics family: auto | vllm | sglang | both"},
+	{name: "deprecated-metrics", key: "deprecated_metrics", kind: flagBool, negatable: true, usage: "export deprecated vLLM metric names"},
+	{name: "log-level", key: "log_level", kind: flagString, usage: "log level: debug | info | warn | error"},
+
+	// §1.3 engine and scheduler.
+	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | sglang | trtllm"},
+	{name: "num-gpu-blocks-override", key: "num_gpu_blocks", kind: flagInt, aliases: []string{"num-gpu-blocks"}, usage: "KV blocks per DP rank (alias --num-gpu-blocks)"},
+	{name: "block-size", key: "block_size", kind: flagInt, usage: "tokens per KV block (0 = per engine: vllm 64, sglang 1, trtllm 32)"},
+	{name: "max-model-len", key: "max_model_len", kind: flagInt, usage: "maximum sequence length (accepts 32k = 32000, 32K = 32768)"},
+	{name: "max-num-seqs", key: "max_num_seqs", kind: flagInt, usage: "maximum running sequences per DP rank"},
+	{name: "max-num-batched-tokens", key: "max_num_batched_tokens", kind: flagInt, usage: "token budget per pass (accepts 8k, 8K)"},
+	{name: "enable-prefix-caching", key: "enable_prefix_caching", kind: flagBool, negatable: true, usage: "enable prefix caching"},
+	{name: "enable-chunked-prefill", key: "enable_chunked_prefill", kind: flagBool, negatable: true, usage: "enable chunked prefill"},
+	{name: "preemption-mode", key: "preemption_mode", kind: flagString, usage: "preemption victim: lifo | fifo"},
+	{name: "scheduling-policy", key: "scheduling_policy", kind: flagString, usage: "scheduling policy: fcfs | priority"},
+	{name: "prefix-caching-hash-algo", key: "prefix_caching_hash_algo", kind: flagString, usage: "block hash algorithm: xxh3 | sha256_cbor"},
+	{name: "hash-seed", key: "hash_seed", kind: flagString, usage: "sha256_cbor hash seed (default $PYTHONHASHSEED, else \"0\")"},
+
+	// §1.4 SGLang and TensorRT-LLM.
+	{name: "sglang-schedule-policy", key: "sglang.schedule_policy", kind: flagString, usage: "SGLang schedule policy: fifo | lpm"},
+	{name: "sglang-page-size", key: "sglang.page_size", kind: flagInt, usage: "SGLang page size (default block_size)"},
+	{name: "sglang-max-prefill-tokens", key: "sglang.max_prefill_tokens", kind: flagInt, usage: "SGLang prefill token budget per pass"},
+	{name: "sglang-chunked-prefill-size", key: "sglang.chunked_prefill_size", kind: flagInt, usage: "SGLang chunked prefill size"},
+	{name: "sglang-clip-max-new-tokens", key: "sglang.clip_max_new_tokens", kind: flagInt, usage: "SGLang clip of max_new_tokens for admission"},
+	{name: "sglang-schedule-conservativeness", key: "sglang.schedule_conservativeness", kind: flagFloat, usage: "SGLang schedule conservativeness (0 < x <= 10)"},
+	{name: "trtllm-capacity-scheduler-policy", key: "trtllm.capacity_scheduler_policy", kind: flagString, usage: "TensorRT-LLM capacity scheduler policy: guaranteed_no_evict"},
+
+	// §1.5 timing.
+	{name: "timing-model", key: "timing_model", kind: flagString, usage: "timing model: polynomial | fixed | interpolated"},
+	{name: "planner-profile-data", key: "planner_profile_data", kind: flagString, usage: "NPZ or JSON planner profile (implies --timing-model interpolated)"},
+	{name: "fixed-prefill-ms", key: "fixed_prefill_ms", kind: flagFloat, usage: "fixed timing model: prefill pass ms"},
+	{name: "fixed-decode-ms", key: "fixed_decode_ms", kind: flagFloat, usage: "fixed timing model: decode pass ms"},
+	{name: "speedup-ratio", key: "speedup_ratio", kind: flagFloat, usage: "divisor of modeled durations (0 or inf = no delay)"},
+	{name: "decode-speedup-ratio", key: "decode_speedup_ratio", kind: flagFloat, usage: "extra divisor of decode durations (0 or inf = no delay)"},
+
+	// §1.6 reasoning.
+	{name: "reasoning", key: "reasoning", kind: flagJSON, usage: `reasoning framing as JSON: {"thinking_ratio":0.5,"start_thinking_token_id":3,"end_thinking_token_id":4}`},
+
+	// §1.7 data parallelism. -dp is handled by RewriteArgs.
+	{name: "data-parallel-size", key: "dp_size", kind: flagInt, aliases: []string{"dp-size"}, usage: "number of DP ranks (aliases --dp-size, -dp)"},
+	{name: "dp-routing", key: "dp_routing", kind: flagString, usage: "DP rank choice: round_robin | least_loaded"},
+
+	// §1.8 disaggregated prefill/decode.
+	{name: "disaggregation-mode", key: "worker_type", kind: flagString, aliases: []string{"worker-type"}, usage: "worker type: aggregated | prefill | decode (alias --worker-type)"},
+	{name: "bootstrap-port", key: "bootstrap_port", kind: flagInt, usage: "prefill worker bootstrap rendezvous port"},
+	{name: "advertise-host", key: "advertise_host", kind: flagString, usage: "host written into kv_transfer_params.remote_host (default host, or 127.0.0.1 for a wildcard host)"},
+	{name: "kv-bytes-per-token", key: "kv_bytes_per_token", kind: flagInt, usage: "KV bytes per token for the transfer delay (0 = no delay)"},
+	{name: "kv-transfer-bandwidth", key: "kv_transfer_bandwidth", kind: flagFloat, usage: "KV transfer bandwidth in GB/s (0 = no delay)"},
+	{name: "kv-transfer-timing-mode", key: "kv_transfer_timing_mode", kind: flagString, usage: "transfer size: full_prompt | destination_missing"},
+	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time prefill blocks are held for a handoff"},
+
+	// §1.9 KV events and FPM.
+	{name: "kv-events-config", key: "kv_events_config", kind: flagJSON, usage: `vLLM KVEventsConfig as JSON, e.g. {"enable_kv_cache_events":true}`},
+	{name: "zmq-kv-events-port", key: "zmq_kv_events_port", kind: flagInt, usage: "Dynamo style: bind KV event PUB at tcp://<host>:<port+dp_rank>"},
+	{name: "zmq-replay-port", key: "zmq_replay_port", kind: flagInt, usage: "Dynamo style: bind replay ROUTER at tcp://<host>:<port+dp_rank>"},
+	{name: "kv-events-encoding", key: "kv_events_encoding", kind: flagString, usage: "KV event encoding: map | array"},
+	{name: "kv-events-replay-topic-frame", key: "kv_events_replay_topic_frame", kind: flagBool, negatable: true, usage: "replay replies carry a topic frame"},
+	{name: "fpm-endpoint", key: "fpm_endpoint", kind: flagString, usage: "ZMQ PUB endpoint for forward-pass metrics (empty = off)"},
+}
+
+// Names of the source flags, which are not configuration keys themselves.
+const (
+	FlagConfig          = "config"
+	FlagExtraEngineArgs = "extra-engine-args"
+)
+
+var flagAliases = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range flagTable {
+		for _, a := range s.aliases {
+			m[a] = s.name
+		}
+	}
+	return m
+}()
+
+// canonicalFlagName maps "_" to "-" (vLLM accepts --max_model_len) and
+// aliases to their canonical flag name.
+func canonicalFlagName(name string) string {
+	name = strings.ReplaceAll(name, "_", "-")
+	if c, ok := flagAliases[name]; ok {
+		return c
+	}
+	return name
+}
+
+// RegisterFlags registers every configuration flag (engine.md §1.2–§1.9)
+// plus --config and --extra-engine-args on fs, and installs a flag-name
+// normaliser for aliases (--num-gpu-blocks, --dp-size, --worker-type) and
+// underscore spellings. Use FlagOverlay or OptionsFromFlags after parsing.
+func RegisterFlags(fs *pflag.FlagSet) {
+	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		return pflag.NormalizedName(canonicalFlagName(name))
+	})
+	def := Default()
+	defV := reflect.ValueOf(&def).Elem()
+	for _, s := range flagTable {
+		switch s.kind {
+		case flagBool:
+			slot := new(bool)
+			if fv, ok := fieldAt(defV, s.key); ok {
+				*slot = fv.Bool()
+			}
+			fs.Var(&boolValue{slot: slot}, s.name, s.usage)
+			fs.Lookup(s.name).NoOptDefVal = "true"
+			if s.negatable {
+				// Shares the slot: the last of --x / --no-x on the command line wins.
+				neg := "no-" + s.name
+				fs.Var(&boolValue{slot: slot, invert: true}, neg, "disable --"+s.name)
+				fs.Lookup(neg).NoOptDefVal = "true"
+			}
+		case flagList:
+			fs.Var(&listValue{split: s.split}, s.name, s.usage)
+		default:
+			fs.Var(&textValue{text: defaultText(defV, s.key), kind: s.kind}, s.name, s.usage)
+		}
+	}
+	fs.String(FlagConfig, "", "YAML or JSON configuration file")
+	fs.String(FlagExtraEngineArgs, "", "inline JSON object, or a JSON/YAML file, overriding --config")
+}
+
+// defaultText formats a default value for --help (zero values print nothing).
+func defaultText(def reflect.Value, key string) string {
+	fv, ok := fieldAt(def, key)
+	if !ok {
+		return ""
+	}
+	switch fv.Kind() {
+	case reflect.String:
+		return fv.String()
+	case reflect.Int, reflect.Int64:
+		return strconv.FormatInt(fv.Int(), 10)
+	case reflect.Float64:
+		return strconv.FormatFloat(fv.Float(), 'g', -1, 64)
+	}
+	return ""
+}
+
+// FlagOverlay returns the explicitly set configuration flags of a parsed fs
+// (registered by RegisterFlags) as a generic map keyed by JSON keys, nested
+// for dotted keys. Integer and float texts become json.Number when numeric
+// and stay strings otherwise ("32k", "inf", "abc"), so Load applies exactly
+// the rules it applies to files. Flags not registered on fs are skipped.
+func FlagOverlay(fs *pflag.FlagSet) map[string]any {
+	out := map[string]any{}
+	for _, s := range flagTable {
+		f := fs.Lookup(s.name)
+		if f == nil {
+			continue
+		}
+		changed := f.Changed
+		if s.negatable {
+			if nf := fs.Lookup("no-" + s.name); nf != nil && nf.Changed {
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		var val any
+		switch v := f.Value.(type) {
+		case *boolValue:
+			val = *v.slot
+		case *listValue:
+			items := make([]any, len(v.items))
+			for i, it := range v.items {
+				items[i] = it
+			}
+			val = items
+		case *textValue:
+			val = v.text
+			if s.kind == flagInt || s.kind == flagFloat {
+				val = scalarFromText(v.text)
+			}
+		default:
+			val = f.Value.String()
+		}
+		setPath(out, s.key, val)
+	}
+	return out
+}
+
+// OptionsFromFlags returns the LoadOptions of a parsed fs: --config,
+// --extra-engine-args and the FlagOverlay.
+func OptionsFromFlags(fs *pflag.FlagSet) LoadOptions {
+	o := LoadOptions{Overlay: FlagOverlay(fs)}
+	if f := fs.Lookup(FlagConfig); f != nil {
+		o.ConfigPath = f.Value.String()
+	}
+	if f := fs.Lookup(FlagExtraEngineArgs); f != nil {
+		o.ExtraEngineArgs = f.Value.String()
+	}
+	return o
+}
+
+// RewriteArgs rewrites vLLM's two-letter single-dash flag -dp (and -dp=N) to
+// --data-parallel-size in raw command-line arguments. It must run before
+// cobra/pflag parse them: pflag shorthands are single letters, so it would
+// read "-dp" as the shorthand group "-d -p" and fail. Arguments after "--"
+// and values of flags that take one are left alone.
+func RewriteArgs(args []string) []string {
+	valueFlags := map[string]bool{FlagConfig: true, FlagExtraEngineArgs: true}
+	for _, s := range flagTable {
+		if s.kind != flagBool {
+			valueFlags[s.name] = true
+		}
+	}
+	out := make([]string, 0, len(args))
+	skipNext := false
+	for i, a := range args {
+		if skipNext {
+			out = append(out, a)
+			skipNext = false
+			continue
+		}
+		switch {
+		case a == "--":
+			return append(out, args[i:]...)
+		case a == "-dp":
+			a = "--data-parallel-size"
+			skipNext = true
+		case strings.HasPrefix(a, "-dp="):
+			a = "--data-parallel-size=" + strings.TrimPrefix(a, "-dp=")
+		case strings.HasPrefix(a, "--") && !strings.Contains(a, "="):
+			skipNext = valueFlags[canonicalFlagName(a[2:])]
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+var numericRE = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
+// scalarFromText turns numeric flag text into a json.Number and leaves
+// anything else a string for the decoder to accept (HR sizes, "inf") or reject.
+func scalarFromText(t string) any {
+	t = strings.TrimSpace(t)
+	if numericRE.MatchString(t) {
+		return json.Number(strings.TrimPrefix(t, "+"))
+	}
+	return t
+}
+
+// setPath stores val at a dotted path in m, creating nested maps.
+func setPath(m map[string]any, path string, val any) {
+	keys := strings.Split(path, ".")
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[keys[len(keys)-1]] = val
+}
+
+// textValue holds a flag's raw text; the decoder interprets it.
+type textValue struct {
+	text string
+	kind flagKind
+}
+
+func (v *textValue) Set(s string) error { v.text = s; return nil }
+func (v *textValue) String() string     { return v.text }
+func (v *textValue) Type() string {
+	switch v.kind {
+	case flagInt:
+		return "int"
+	case flagFloat:
+		return "float"
+	case flagJSON:
+		return "json"
+	}
+	return "string"
+}
+
+// listValue collects a repeatable flag; with split, values are also
+// comma-separated.
+type listValue struct {
+	items []string
+	split bool
+}
+
+func (v *listValue) Set(s string) error {
+	if !v.split {
+		v.items = append(v.items, s)
+		return nil
+	}
+	for _, p := range strings.Split(s, ",") {
+		v.items = append(v.items, strings.TrimSpace(p))
+	}
+	return nil
+}
+func (v *listValue) String() string { return strings.Join(v.items, ",") }
+func (v *listValue) Type() string   { return "strings" }
+
+// boolValue is a bool flag; the --no-x form shares the slot inverted.
+type boolValue struct {
+	slot   *bool
+	invert bool
+}
+
+func (v *boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("expected true or false")
+	}
+	*v.slot = b != v.invert
+	return nil
+}
+func (v *boolValue) String() string { return strconv.FormatBool(*v.slot != v.invert) }
+func (v *boolValue) Type() string   { return "bool" }

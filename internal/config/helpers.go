@@ -1,0 +1,75 @@
+package config
+
+import (
+	"encoding/json"
+	"math"
+)
+
+// ServedName returns the first served model name: the metrics model_name
+// label and the default response "model". It falls back to Model when
+// served_model_name is empty (before Load applied its default).
+func (c *Config) ServedName() string {
+	if len(c.ServedModelName) > 0 {
+		return c.ServedModelName[0]
+	}
+	return c.Model
+}
+
+// ResolvedMetricsFamily returns the metrics family with "auto" resolved:
+// "sglang" for engine type sglang, else "vllm". Other values ("vllm",
+// "sglang", "both") are returned unchanged.
+func (c *Config) ResolvedMetricsFamily() string {
+	if c.MetricsFamily != "auto" && c.MetricsFamily != "" {
+		return c.MetricsFamily
+	}
+	if c.EngineType == EngineSGLang {
+		return "sglang"
+	}
+	return "vllm"
+}
+
+// KVEventsEnabled reports whether KV events are configured to be published:
+// vLLM style (kv_events_config enabled with the zmq publisher) or Dynamo
+// style (zmq_kv_events_port). It does not consider prefix caching or the
+// worker type (kv-events.md §1.6).
+func (c *Config) KVEventsEnabled() bool {
+	if c.ZMQKVEventsPort > 0 {
+		return true
+	}
+	k := c.KVEventsConfig
+	return k != nil && k.EnableKVCacheEvents && k.Publisher != "null"
+}
+
+// configJSON has Config's fields without its methods (no recursion).
+type configJSON Config
+
+// MarshalJSON encodes the configuration with its JSON keys so that Load
+// accepts the result back: infinite speedup ratios, which JSON numbers cannot
+// express, are written as "inf", and nil lists as [] (not null).
+func (c Config) MarshalJSON() ([]byte, error) {
+	cj := configJSON(c)
+	if cj.ServedModelName == nil {
+		cj.ServedModelName = []string{}
+	}
+	if cj.APIKey == nil {
+		cj.APIKey = []string{}
+	}
+	out := struct {
+		configJSON
+		// Shallower fields win over the embedded ones of the same key.
+		SpeedupRatio       any `json:"speedup_ratio"`
+		DecodeSpeedupRatio any `json:"decode_speedup_ratio"`
+	}{
+		configJSON:         cj,
+		SpeedupRatio:       jsonFloat(c.SpeedupRatio),
+		DecodeSpeedupRatio: jsonFloat(c.DecodeSpeedupRatio),
+	}
+	return json.Marshal(out)
+}
+
+func jsonFloat(f float64) any {
+	if math.IsInf(f, 1) {
+		return "inf"
+	}
+	return f
+}

@@ -1,0 +1,256 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// LoadOptions names the configuration sources of one process, lowest
+// precedence first after the built-in defaults (engine.md §1.1).
+type LoadOptions struct {
+	// ConfigPath is the --config file (YAML or JSON); empty = none.
+	ConfigPath string
+	// ExtraEngineArgs is the --extra-engine-args value: an inline JSON
+	// object, or a path to a JSON/YAML file; empty = none.
+	ExtraEngineArgs string
+	// Overlay holds the explicitly set CLI flags as a generic map keyed by
+	// JSON keys (see FlagOverlay). It goes through the same decoding and
+	// validation as files.
+	Overlay map[string]any
+
+	// LookupEnv reads VLLM_API_KEY and PYTHONHASHSEED; nil = os.LookupEnv.
+	LookupEnv func(key string) (string, bool)
+	// Hostname provides the host name of the default worker_id; nil = os.Hostname.
+	Hostname func() (string, error)
+}
+
+// Load merges defaults < --config < --extra-engine-args < explicitly set
+// flags, decodes the result strictly onto Config, applies the derived
+// defaults, and validates it. It returns the startup warnings and, on any
+// problem, an *Error listing every problem found, one line each.
+//
+// Derived defaults: served_model_name = [model]; worker_id =
+// "<hostname>:<port>"; timing_model = interpolated when planner_profile_data
+// is set and timing_model is not; api_key from VLLM_API_KEY when no source
+// set it; hash_seed from PYTHONHASHSEED, else "0"; advertise_host = host (or
+// 127.0.0.1 for a wildcard host); kv_events_config.publisher = "zmq" when
+// enabled, else "null"; NumGPUBlocksOverridden when any source set
+// num_gpu_blocks. After validation BlockSize holds the effective block size
+// and sglang.page_size defaults to it.
+func Load(opts LoadOptions) (*Config, []string, error) {
+	var probs []problem
+	bad := map[string]bool{}
+
+	// Each source is read and checked on its own (so that its problems name
+	// it), in precedence order, then merged.
+	type layer struct {
+		label string // prefix of error lines; empty for flags
+		read  func() (map[string]any, error)
+	}
+	var layers []layer
+	if opts.ConfigPath != "" {
+		layers = append(layers, layer{"--config " + opts.ConfigPath, func() (map[string]any, error) {
+			return readConfigFile(opts.ConfigPath)
+		}})
+	}
+	if v := strings.TrimSpace(opts.ExtraEngineArgs); v != "" {
+		if strings.HasPrefix(v, "{") {
+			layers = append(layers, layer{"--extra-engine-args", func() (map[string]any, error) {
+				return parseJSONObject([]byte(v))
+			}})
+		} else {
+			layers = append(layers, layer{"--extra-engine-args " + v, func() (map[string]any, error) {
+				return readConfigFile(v)
+			}})
+		}
+	}
+	if opts.Overlay != nil {
+		layers = append(layers, layer{"", func() (map[string]any, error) { return opts.Overlay, nil }})
+	}
+
+	merged := map[string]any{}
+	for _, l := range layers {
+		raw, err := l.read()
+		if err != nil {
+			probs = append(probs, problem{msg: l.label + ": " + err.Error()})
+			continue
+		}
+		m, ps := prepareLayer(raw, bad)
+		for _, p := range ps {
+			if l.label != "" {
+				p.msg = l.label + ": " + p.msg
+			}
+			probs = append(probs, p)
+		}
+		mergeMaps(merged, m)
+	}
+
+	cfg := Default()
+	d := newDecoder()
+	d.decodeStruct(reflect.ValueOf(&cfg).Elem(), merged, "")
+	// d.probs repeats what the layers reported; keep its bad paths and warnings.
+	for p := range d.bad {
+		bad[p] = true
+	}
+	warns := d.warns
+
+	probs = append(probs, checkMerged(&cfg, merged, bad)...)
+	applyDerivedDefaults(&cfg, merged, opts)
+
+	vprobs, vwarns := cfg.validate()
+	warns = append(warns, vwarns...)
+	for _, p := range vprobs {
+		if !involvesBad(p.keys, bad) {
+			probs = append(probs, p)
+		}
+	}
+	if len(probs) > 0 {
+		return nil, warns, &Error{Problems: messages(probs)}
+	}
+	cfg.BlockSize = cfg.EffectiveBlockSize()
+	if cfg.SGLang.PageSize == 0 {
+		cfg.SGLang.PageSize = cfg.BlockSize
+	}
+	return &cfg, warns, nil
+}
+
+// prepareLayer normalises the keys of one source, expands string-form JSON
+// objects (--kv-events-config '<json>'), and type-checks it by decoding it
+// onto a scratch configuration.
+func prepareLayer(raw map[string]any, bad map[string]bool) (map[string]any, []problem) {
+	var probs []problem
+	m, _ := normalizeKeys(raw, "", &probs).(map[string]any)
+	for _, k := range slices.Sorted(maps.Keys(jsonStringObjects)) {
+		s, ok := m[k].(string)
+		if !ok {
+			continue
+		}
+		if strings.TrimSpace(s) == "null" {
+			m[k] = nil // --reasoning null: unset
+			continue
+		}
+		obj, err := parseJSONObject([]byte(s))
+		if err != nil {
+			probs = append(probs, problem{msg: fmt.Sprintf("%s: %v", k, err), keys: []string{k}})
+			bad[k] = true
+			delete(m, k)
+			continue
+		}
+		m[k] = normalizeKeys(obj, k, &probs)
+	}
+	for _, p := range probs {
+		for _, k := range p.keys {
+			bad[k] = true
+		}
+	}
+	scratch := Default()
+	d := newDecoder()
+	d.decodeStruct(reflect.ValueOf(&scratch).Elem(), m, "")
+	for p := range d.bad {
+		bad[p] = true
+	}
+	return m, append(probs, d.probs...)
+}
+
+// checkMerged applies the rules that need all layers together: the legacy
+// is_prefill / is_decode keys and the required reasoning.thinking_ratio.
+func checkMerged(cfg *Config, merged map[string]any, bad map[string]bool) []problem {
+	var probs []problem
+	if _, ok := merged["worker_type"]; !ok {
+		isPrefill, _ := merged["is_prefill"].(bool)
+		isDecode, _ := merged["is_decode"].(bool)
+		switch {
+		case isPrefill && isDecode:
+			probs = append(probs, problem{msg: "is_prefill and is_decode must not both be true", keys: []string{"worker_type"}})
+			bad["worker_type"] = true
+		case isPrefill:
+			cfg.WorkerType = WorkerPrefill
+		case isDecode:
+			cfg.WorkerType = WorkerDecode
+		}
+	}
+	if r, ok := merged["reasoning"].(map[string]any); ok && !bad["reasoning"] {
+		if _, has := r["thinking_ratio"]; !has {
+			probs = append(probs, problem{msg: "reasoning.thinking_ratio is required", keys: []string{"reasoning.thinking_ratio"}})
+			bad["reasoning.thinking_ratio"] = true
+		}
+	}
+	return probs
+}
+
+// applyDerivedDefaults fills the defaults that depend on other fields, on
+// whether a key was set by any source, or on the environment.
+func applyDerivedDefaults(cfg *Config, merged map[string]any, opts LoadOptions) {
+	lookupEnv := opts.LookupEnv
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	hostname := opts.Hostname
+	if hostname == nil {
+		hostname = os.Hostname
+	}
+	set := func(key string) bool { _, ok := merged[key]; return ok }
+
+	cfg.NumGPUBlocksOverridden = set("num_gpu_blocks")
+	if len(cfg.ServedModelName) == 0 && cfg.Model != "" {
+		cfg.ServedModelName = []string{cfg.Model}
+	}
+	if !set("api_key") {
+		if k, ok := lookupEnv("VLLM_API_KEY"); ok && k != "" {
+			cfg.APIKey = []string{k}
+		}
+	}
+	if cfg.HashSeed == "" {
+		if s, ok := lookupEnv("PYTHONHASHSEED"); ok && s != "" {
+			cfg.HashSeed = s
+		} else {
+			cfg.HashSeed = "0"
+		}
+	}
+	if !set("timing_model") && cfg.PlannerProfileData != "" {
+		cfg.TimingModel = TimingInterpolated
+	}
+	if cfg.WorkerID == "" {
+		h, err := hostname()
+		if err != nil || h == "" {
+			h = "localhost"
+		}
+		cfg.WorkerID = fmt.Sprintf("%s:%d", h, cfg.Port)
+	}
+	if cfg.AdvertiseHost == "" {
+		switch cfg.Host {
+		case "", "0.0.0.0", "::", "[::]":
+			cfg.AdvertiseHost = "127.0.0.1"
+		default:
+			cfg.AdvertiseHost = cfg.Host
+		}
+	}
+	if k := cfg.KVEventsConfig; k != nil && k.Publisher == "" {
+		if k.EnableKVCacheEvents {
+			k.Publisher = "zmq"
+		} else {
+			k.Publisher = "null"
+		}
+	}
+}
+
+// involvesBad reports whether any key, or an ancestor of it, failed to parse.
+func involvesBad(keys []string, bad map[string]bool) bool {
+	for _, k := range keys {
+		for p := k; ; {
+			if bad[p] {
+				return true
+			}
+			i := strings.LastIndex(p, ".")
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+		}
+	}
+	return false
+}

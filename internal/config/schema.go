@@ -1,0 +1,98 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// fieldOpt holds the parsing options of one JSON path beyond its Go type.
+type fieldOpt struct {
+	hr   bool // integer accepting human-readable sizes ("32k", "32K", "1M")
+	inf  bool // float accepting "inf" / "+inf" / "Infinity"
+	enum *enumSpec
+}
+
+// enumSpec lists the canonical values of an enum field (lowercase, "_").
+type enumSpec struct {
+	values  []string
+	aliases map[string]string // accepted spelling -> canonical value
+	// fallback, when set, turns an unknown value into a warning and this
+	// value (sglang.schedule_policy, engine.md §1.4).
+	fallback string
+}
+
+func enum(values ...string) *enumSpec { return &enumSpec{values: values} }
+
+// fieldOpts maps JSON paths to their parsing options.
+var fieldOpts = map[string]fieldOpt{
+	"max_model_len":          {hr: true},
+	"max_num_batched_tokens": {hr: true},
+	"max_request_body_bytes": {hr: true},
+	"speedup_ratio":          {inf: true},
+	"decode_speedup_ratio":   {inf: true},
+
+	"output_len_mode":          {enum: enum("max", "random")},
+	"reasoning_field":          {enum: enum("reasoning", "reasoning_content")},
+	"metrics_family":           {enum: enum("auto", "vllm", "sglang", "both")},
+	"log_level":                {enum: &enumSpec{values: []string{"debug", "info", "warn", "error"}, aliases: map[string]string{"warning": "warn"}}},
+	"engine_type":              {enum: enum(EngineVLLM, EngineSGLang, EngineTRTLLM)},
+	"preemption_mode":          {enum: enum("lifo", "fifo")},
+	"scheduling_policy":        {enum: enum("fcfs", "priority")},
+	"prefix_caching_hash_algo": {enum: enum("xxh3", "sha256_cbor")},
+	"sglang.schedule_policy": {enum: &enumSpec{
+		values: []string{"fifo", "lpm"}, aliases: map[string]string{"fcfs": "fifo"}, fallback: "fifo",
+	}},
+	"trtllm.capacity_scheduler_policy": {enum: enum("guaranteed_no_evict")},
+	"timing_model":                     {enum: enum(TimingPolynomial, TimingFixed, TimingInterpolated)},
+	"dp_routing":                       {enum: enum("round_robin", "least_loaded")},
+	"worker_type":                      {enum: enum(WorkerAggregated, WorkerPrefill, WorkerDecode)},
+	"kv_transfer_timing_mode":          {enum: enum("full_prompt", "destination_missing")},
+	"kv_events_encoding":               {enum: enum("map", "array")},
+	"kv_events_config.publisher":       {enum: enum("zmq", "null")},
+}
+
+// legacyKeys are top-level JSON keys accepted in sources but not stored in
+// Config: is_prefill / is_decode select worker_type when it is absent.
+var legacyKeys = map[string]bool{"is_prefill": true, "is_decode": true}
+
+// jsonStringObjects are object-valued keys that may also be given as a string
+// holding a JSON object (the CLI form, e.g. --kv-events-config '<json>').
+var jsonStringObjects = map[string]bool{"reasoning": true, "kv_events_config": true}
+
+// normalizeEnum lowercases s and replaces "-" with "_".
+func normalizeEnum(s string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "-", "_")
+}
+
+// lookup returns the canonical value for s, or false.
+func (e *enumSpec) lookup(s string) (string, bool) {
+	n := normalizeEnum(s)
+	if a, ok := e.aliases[n]; ok {
+		return a, true
+	}
+	for _, v := range e.values {
+		if n == v {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// invalidMsg formats the invalid-value message in the style the spec gives
+// for engine_type: Invalid engine_type 'x'. Must be 'vllm', 'sglang', or 'trtllm'.
+func (e *enumSpec) invalidMsg(path, got string) string {
+	q := make([]string, len(e.values))
+	for i, v := range e.values {
+		q[i] = "'" + v + "'"
+	}
+	var list string
+	switch len(q) {
+	case 1:
+		list = q[0]
+	case 2:
+		list = q[0] + " or " + q[1]
+	default:
+		list = strings.Join(q[:len(q)-1], ", ") + ", or " + q[len(q)-1]
+	}
+	return fmt.Sprintf("Invalid %s '%s'. Must be %s.", path, got, list)
+}

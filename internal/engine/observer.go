@@ -1,0 +1,115 @@
+package engine
+
+import "time"
+
+// Observer receives what metrics need from one DP rank. Its methods are
+// called on the engine goroutine and must be quick and non-blocking; the
+// values passed are only valid during the call.
+type Observer interface {
+	// ObserveGauges is called at pass start and after each pass's
+	// completions with the rank's current state.
+	ObserveGauges(g Gauges)
+	// ObservePass is called at the end of every pass (and after
+	// cancellations outside a pass) with what happened.
+	ObservePass(r *PassReport)
+}
+
+// Gauges is the instantaneous state of one DP rank.
+type Gauges struct {
+	Rank int
+	// Running is the length of the running list.
+	Running int
+	// Waiting is the waiting queue length (never scheduled + preempted).
+	Waiting int
+	// WaitingDeferred counts requests waiting for remote KV (disaggregation).
+	WaitingDeferred int
+	// ActiveBlocks is the number of referenced KV blocks.
+	ActiveBlocks int
+	// KVUsage is ActiveBlocks / num_gpu_blocks.
+	KVUsage float64
+}
+
+// PassReport is what one pass (or one batch of out-of-pass cancellations)
+// did on one DP rank. Pass-level fields are zero for a cancellation report.
+type PassReport struct {
+	Rank int
+	// IsPass is false for a report that only carries cancellations.
+	IsPass bool
+	// Duration is the modeled pass duration after speedup.
+	Duration time.Duration
+	// IterationTokens is prompt tokens computed plus decode tokens scheduled.
+	IterationTokens int
+	// Preemptions counts preemptions in this pass.
+	Preemptions int
+	// PrefixQueries / PrefixHits are tokens looked up / hit at admissions.
+	PrefixQueries, PrefixHits int
+	// Rejected counts engine-level rejections.
+	Rejected int
+	// KVEvents counts KV events by kind (index kv.EventKind).
+	KVEvents [4]int
+	// First holds one entry per sequence that emitted its first token (or
+	// finished its prompt with no output) in this pass.
+	First []FirstTokenRecord
+	// GenerationTokens counts tokens emitted this pass.
+	GenerationTokens int
+	// ITL holds the inter-token gaps (seconds) of tokens emitted this pass.
+	ITL []float64
+	// Finished holds the sequences that finished (completion or abort).
+	Finished []FinishedRecord
+}
+
+// FirstTokenRecord describes a sequence's first output (metrics.md §2.2–2.3).
+type FirstTokenRecord struct {
+	PromptTokens int
+	CachedTokens int
+	// TTFT is first token − arrival in seconds; HasToken is false for a
+	// zero-output sequence (which has no TTFT).
+	TTFT     float64
+	HasToken bool
+}
+
+// FinishedRecord is the timeline and sizes of one finished sequence.
+type FinishedRecord struct {
+	Reason         string
+	Arrival        time.Time
+	FirstScheduled time.Time // zero if never scheduled
+	FirstToken     time.Time // zero if no token
+	LastToken      time.Time // zero if no token
+	Finished       time.Time
+	PromptTokens   int
+	Generated      int
+	CachedTokens   int
+	Preemptions    int
+}
+
+// Welford accumulates a population variance in one pass (metrics.md §5.1).
+// The zero value is an empty set.
+type Welford struct {
+	n    int
+	mean float64
+	m2   float64
+	sum  int
+}
+
+// Add adds one observation.
+func (w *Welford) Add(x int) {
+	w.n++
+	w.sum += x
+	d := float64(x) - w.mean
+	w.mean += d / float64(w.n)
+	w.m2 += d * (float64(x) - w.mean)
+}
+
+// Count returns the number of observations.
+func (w *Welford) Count() int { return w.n }
+
+// Sum returns the sum of the observations.
+func (w *Welford) Sum() int { return w.sum }
+
+// Variance returns the population variance m2/n, 0 for an empty set.
+func (w *Welford) Variance() float64 {
+	if w.n == 0 {
+		return 0
+	}
+	return w.m2 / float64(w.n)
+}

@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/mocker-server/mocker-server/internal/kv"
+)
+
+// KVEventBatch is every KV event one pass of one DP rank produced, in
+// production order. A pass without events produces no batch.
+type KVEventBatch struct {
+	// Rank is the DP rank that produced the batch.
+	Rank int
+	// Time is the engine clock reading when the batch was built (pass start
+	// for vllm/trtllm, pass end for sglang).
+	Time time.Time
+	// Events are the engine-neutral records produced by internal/kv.
+	Events []kv.Event
+}
+
+// KVEventSink receives KV event batches. PublishKVEvents is called on the
+// engine goroutine and must not block on I/O: implementations queue the batch
+// (dropping and counting it when their queue is full) and return.
+type KVEventSink interface {
+	PublishKVEvents(batch KVEventBatch)
+}
+
+// ForwardPassSnapshot is the per-pass forward-pass metrics record (metrics.md §5.1).
+type ForwardPassSnapshot struct {
+	Rank                    int
+	NumPrefillRequests      int
+	SumPrefillTokens        int
+	VarPrefillLength        float64
+	SumPrefillKVTokens      int
+	NumDecodeRequests       int
+	SumDecodeKVTokens       int
+	VarDecodeKVTokens       float64
+	NumQueuedPrefill        int
+	SumQueuedPrefillTokens  int
+	VarQueuedPrefillLength  float64
+	NumQueuedDecode         int
+	SumQueuedDecodeKVTokens int
+	VarQueuedDecodeKVTokens float64
+	// WallTimeSecs is the modeled pass duration after speedup (0 for heartbeats).
+	WallTimeSecs float64
+	// CounterID counts messages per rank: 1 for the first, +1 per snapshot
+	// including heartbeats.
+	CounterID uint64
+	// Heartbeat marks an idle heartbeat rather than a pass.
+	Heartbeat bool
+}
+
+// FPMSink receives forward-pass snapshots. PublishFPM is called on the engine
+// goroutine and must not block.
+type FPMSink interface {
+	PublishFPM(s ForwardPassSnapshot)
+}

@@ -1,0 +1,217 @@
+package events
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	zmq "github.com/pebbe/zmq4"
+	"github.com/vmihailenco/msgpack/v5"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// unhex parses spec-style hex ("93 cb 41 ..."), ignoring whitespace.
+func unhex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
+	if err != nil {
+		t.Fatalf("bad hex: %v", err)
+	}
+	return b
+}
+
+// decodeAny decodes a msgpack value generically: maps → map[string]any,
+// arrays → []any, integers → int64 or uint64, floats → float64.
+func decodeAny(t testing.TB, b []byte) any {
+	t.Helper()
+	dec := msgpack.NewDecoder(bytes.NewReader(b))
+	dec.UseLooseInterfaceDecoding(true)
+	v, err := dec.DecodeInterface()
+	if err != nil {
+		t.Fatalf("msgpack decode: %v", err)
+	}
+	if _, err := dec.DecodeInterface(); err == nil {
+		t.Fatalf("trailing data after msgpack value")
+	}
+	return v
+}
+
+// num converts a generically decoded msgpack integer to uint64.
+func num(t testing.TB, v any) uint64 {
+	t.Helper()
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			t.Fatalf("negative integer %d", x)
+		}
+		return uint64(x)
+	case uint64:
+		return x
+	}
+	t.Fatalf("not an integer: %#v", v)
+	return 0
+}
+
+func newCtx(t testing.TB) *zmq.Context {
+	t.Helper()
+	zctx, err := zmq.NewContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered first, so it runs after the sockets' cleanups.
+	t.Cleanup(func() {
+		if err := zctx.Term(); err != nil {
+			t.Errorf("term: %v", err)
+		}
+	})
+	return zctx
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ipcEndpoint returns a fresh ipc:// endpoint with a short path.
+func ipcEndpoint(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mkev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return "ipc://" + filepath.Join(dir, name)
+}
+
+// socket is a test-side ZMQ socket with a poller.
+type socket struct {
+	t testing.TB
+	s *zmq.Socket
+	p *zmq.Poller
+}
+
+func newTestSocket(t testing.TB, zctx *zmq.Context, typ zmq.Type, ep string, bind bool, setup func(*zmq.Socket)) *socket {
+	t.Helper()
+	s, err := zctx.NewSocket(typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetLinger(0); err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(s)
+	}
+	if bind {
+		err = s.Bind(ep)
+	} else {
+		err = s.Connect(ep)
+	}
+	if err != nil {
+		t.Fatalf("test socket %s %s: %v", typ, ep, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	p := zmq.NewPoller()
+	p.Add(s, zmq.POLLIN)
+	return &socket{t: t, s: s, p: p}
+}
+
+// newSub returns a SUB subscribed to topic.
+func newSub(t testing.TB, zctx *zmq.Context, ep string, bind bool, topic string) *socket {
+	return newTestSocket(t, zctx, zmq.SUB, ep, bind, func(s *zmq.Socket) {
+		if err := s.SetSubscribe(topic); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// recv waits up to timeout for one multipart message.
+func (s *socket) recv(timeout time.Duration) ([][]byte, bool) {
+	s.t.Helper()
+	polled, err := s.p.Poll(timeout)
+	if err != nil {
+		s.t.Fatalf("poll: %v", err)
+	}
+	if len(polled) == 0 {
+		return nil, false
+	}
+	msg, err := s.s.RecvMessageBytes(0)
+	if err != nil {
+		s.t.Fatalf("recv: %v", err)
+	}
+	return msg, true
+}
+
+// mustRecv is recv that fails the test on timeout.
+func (s *socket) mustRecv(timeout time.Duration, what string) [][]byte {
+	s.t.Helper()
+	msg, ok := s.recv(timeout)
+	if !ok {
+		s.t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	}
+	return msg
+}
+
+// settle services the socket for d (FIELD-NOTES: a bound SUB forwards its
+// subscription only while it is serviced); nothing may arrive meanwhile.
+func (s *socket) settle(d time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if msg, ok := s.recv(20 * time.Millisecond); ok {
+			s.t.Fatalf("unexpected message while settling: %q", msg)
+		}
+	}
+}
+
+// waitFor polls cond until it holds or the timeout expires.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// debianPython returns the first python3 on PATH (or Debian's) that can
+// import zmq and msgpack, or "".
+func debianPython() string {
+	cands := []string{}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		cands = append(cands, filepath.Join(dir, "python3"))
+	}
+	cands = append(cands, "/usr/bin/python3")
+	for _, c := range cands {
+		if err := exec.Command(c, "-c", "import zmq, msgpack").Run(); err == nil {
+			return c
+		}
+	}
+	return ""
+}
+
+func be64(seq uint64) []byte {
+	return []byte{byte(seq >> 56), byte(seq >> 48), byte(seq >> 40), byte(seq >> 32),
+		byte(seq >> 24), byte(seq >> 16), byte(seq >> 8), byte(seq)}
+}
+
+func hexs(b []byte) string { return fmt.Sprintf("% x", b) }

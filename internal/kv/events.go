@@ -1,0 +1,46 @@
+package kv
+
+// EventKind says which KV cache event an Event records.
+type EventKind uint8
+
+// The three KV cache events (kv-cache.md §4).
+const (
+	// Stored announces blocks whose hash became resident with its first copy.
+	Stored EventKind = iota + 1
+	// Removed announces that the last resident copy of a hash was evicted.
+	Removed
+	// AllCleared announces a successful prefix-cache reset.
+	AllCleared
+)
+
+// String returns vLLM's tag for the event kind.
+func (k EventKind) String() string {
+	switch k {
+	case Stored:
+		return "BlockStored"
+	case Removed:
+		return "BlockRemoved"
+	case AllCleared:
+		return "AllBlocksCleared"
+	}
+	return "Unknown"
+}
+
+// Event is an engine-neutral KV cache event record (kv-cache.md §1). It is
+// produced by the block pool (or radix cache) and encoded by internal/events.
+type Event struct {
+	Kind EventKind
+	// BlockHashes are sequence hashes in block order (Stored, Removed).
+	BlockHashes []uint64
+	// ParentBlockHash is the sequence hash of the block before the first
+	// stored block; valid only when HasParent is true (Stored).
+	ParentBlockHash uint64
+	HasParent       bool
+	// TokenIDs are the stored blocks' tokens, len(BlockHashes)*BlockSize ids (Stored).
+	TokenIDs []uint32
+	// BlockSize is the engine block size (Stored).
+	BlockSize int
+	// ExtraKeys has one entry per stored block: nil, or the block's extra
+	// keys (block 0 of a salted request: [cache_salt]) (Stored).
+	ExtraKeys [][]string
+}

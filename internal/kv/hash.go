@@ -1,0 +1,180 @@
+package kv
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/zeebo/xxh3"
+)
+
+// Names of the block hash algorithms accepted by NewHasher (kv-cache.md §2).
+const (
+	// AlgoXXH3 is the default algorithm, shared with Dynamo's router (§2.1).
+	AlgoXXH3 = "xxh3"
+	// AlgoSHA256CBOR reproduces vLLM's sha256_cbor block hashes (§2.2).
+	AlgoSHA256CBOR = "sha256_cbor"
+)
+
+// xxh3Seed is the XXH3 seed of every xxh3 block hash. It is fixed so that
+// local hashes match the ones Dynamo's router computes from token ids.
+const xxh3Seed = 1337
+
+// A Hasher computes the sequence hashes of full blocks with one algorithm
+// and block size. It is immutable after construction and may be shared by
+// any number of goroutines; per-request state lives in a HashChain.
+type Hasher struct {
+	sha       bool
+	blockSize int
+	// noneHash is the parent digest of block 0 for sha256_cbor.
+	noneHash [sha256.Size]byte
+}
+
+// NewHasher returns a Hasher for algorithm algo (AlgoXXH3 or AlgoSHA256CBOR)
+// and blocks of blockSize tokens.
+//
+// The seed is used only by AlgoSHA256CBOR. An empty seed means the value of
+// the environment variable PYTHONHASHSEED when it is set and non-empty, and
+// "0" otherwise, which is what a vLLM started with that variable would use.
+func NewHasher(algo string, seed string, blockSize int) (*Hasher, error) {
+	if blockSize <= 0 {
+		return nil, fmt.Errorf("kv: block size must be positive, got %d", blockSize)
+	}
+	h := &Hasher{blockSize: blockSize}
+	switch algo {
+	case AlgoXXH3:
+	case AlgoSHA256CBOR:
+		h.sha = true
+		if seed == "" {
+			seed = os.Getenv("PYTHONHASHSEED")
+		}
+		if seed == "" {
+			seed = "0"
+		}
+		h.noneHash = sha256.Sum256(appendCBORText(nil, seed))
+	default:
+		return nil, fmt.Errorf("kv: unknown block hash algorithm %q (want %q or %q)", algo, AlgoXXH3, AlgoSHA256CBOR)
+	}
+	return h, nil
+}
+
+// BlockSize returns the number of tokens per block.
+func (h *Hasher) BlockSize() int { return h.blockSize }
+
+// A HashChain holds the sequence hashes of one request's full blocks and
+// the state needed to extend them as more blocks fill up.
+//
+// The zero value is an empty chain without cache salt. A chain must only
+// ever be extended by one Hasher, since it keeps that Hasher's running
+// digest. It is not safe for concurrent use.
+type HashChain struct {
+	salt   string
+	hashes []uint64
+	// last is the full digest of the last hashed block (sha256_cbor only):
+	// the digest chain uses all 32 bytes, the wire value only 8.
+	last [sha256.Size]byte
+	// buf is scratch space for the bytes of one block, reused across
+	// Extend calls so that steady-state hashing does not allocate.
+	buf []byte
+}
+
+// NewChain returns an empty chain for a request with the given cache salt
+// ("" for none).
+func (h *Hasher) NewChain(salt string) HashChain {
+	return HashChain{salt: salt}
+}
+
+// Hashes returns the sequence hashes computed so far, one per full block in
+// block order. The slice aliases the chain's storage: callers must not
+// modify it, and a later Extend may move the storage (the values already
+// returned stay correct).
+func (c *HashChain) Hashes() []uint64 { return c.hashes }
+
+// Salt returns the chain's cache salt ("" for none).
+func (c *HashChain) Salt() string { return c.salt }
+
+// Extend makes c hold the sequence hashes of blocks [0, fullBlocks) of a
+// sequence whose token ids start with tokens; tokens must hold at least
+// fullBlocks*h.BlockSize() ids. Only blocks not hashed yet are computed, so
+// calling Extend as a sequence grows costs O(new blocks) overall. Blocks
+// already hashed are assumed to cover the same tokens as before.
+func (h *Hasher) Extend(c *HashChain, tokens []uint32, fullBlocks int) {
+	have := len(c.hashes)
+	if fullBlocks <= have {
+		return
+	}
+	bs := h.blockSize
+	_ = tokens[fullBlocks*bs-1] // fail early, before any state changes
+	// Amortised growth: decode steps add one block at a time.
+	c.hashes = slices.Grow(c.hashes, fullBlocks-have)
+	for i := have; i < fullBlocks; i++ {
+		block := tokens[i*bs : (i+1)*bs]
+		var s uint64
+		if h.sha {
+			s = h.sha256Block(c, i, block)
+		} else {
+			s = h.xxh3Block(c, i, block)
+		}
+		c.hashes = append(c.hashes, s)
+	}
+}
+
+// xxh3Block returns S_i for block i under AlgoXXH3 (kv-cache.md §2.1, §2.4).
+func (h *Hasher) xxh3Block(c *HashChain, i int, block []uint32) uint64 {
+	buf := c.scratch(4 * len(block))
+	for j, t := range block {
+		binary.LittleEndian.PutUint32(buf[4*j:], t)
+	}
+	local := xxh3.HashSeed(buf, xxh3Seed)
+	if i > 0 {
+		var pair [16]byte
+		binary.LittleEndian.PutUint64(pair[:8], c.hashes[i-1])
+		binary.LittleEndian.PutUint64(pair[8:], local)
+		return xxh3.HashSeed(pair[:], xxh3Seed)
+	}
+	if c.salt == "" {
+		return local
+	}
+	buf = binary.LittleEndian.AppendUint64(buf[:0], local)
+	buf = append(buf, c.salt...)
+	c.buf = buf
+	return xxh3.HashSeed(buf, xxh3Seed)
+}
+
+// scratch returns c's scratch buffer resliced to n bytes, growing it if
+// needed.
+func (c *HashChain) scratch(n int) []byte {
+	if cap(c.buf) < n {
+		c.buf = make([]byte, n)
+	}
+	c.buf = c.buf[:n]
+	return c.buf
+}
+
+// sha256Block returns S_i for block i under AlgoSHA256CBOR (kv-cache.md
+// §2.2, §2.4) and records its full digest as the next block's parent.
+func (h *Hasher) sha256Block(c *HashChain, i int, block []uint32) uint64 {
+	parent := &h.noneHash
+	if i > 0 {
+		parent = &c.last
+	}
+	// Canonical CBOR of [parent, [tokens...], extra].
+	buf := append(c.buf[:0], cborArray|3)
+	buf = appendCBORHead(buf, cborBytes, sha256.Size)
+	buf = append(buf, parent[:]...)
+	buf = appendCBORHead(buf, cborArray, uint64(len(block)))
+	for _, t := range block {
+		buf = appendCBORHead(buf, cborUint, uint64(t))
+	}
+	if i == 0 && c.salt != "" {
+		buf = appendCBORHead(buf, cborArray, 1)
+		buf = appendCBORText(buf, c.salt)
+	} else {
+		buf = append(buf, cborNull)
+	}
+	c.buf = buf
+	c.last = sha256.Sum256(buf)
+	return binary.BigEndian.Uint64(c.last[sha256.Size-8:])
+}

@@ -1,0 +1,78 @@
+package kv
+
+// Chunk sizes of the recorder's arenas, in elements.
+const (
+	hashChunk  = 256
+	tokenChunk = 4096
+	extraChunk = 256
+)
+
+// recorder accumulates events until TakeEvents hands them over.
+//
+// Event slices are carved from shared arenas, so that recording one event
+// (one Removed per evicted hash is common under memory pressure) rarely
+// allocates. Carving only ever moves forward and every carved slice has its
+// capacity clipped to its length, so a slice handed to the caller is never
+// written again and appending to it cannot clobber a neighbour.
+type recorder struct {
+	events []Event
+	hashes []uint64
+	tokens []uint32
+	extras [][]string
+}
+
+// carve returns a fresh slice of n elements from arena, starting a new chunk
+// of chunk elements when the current one is too short. Requests of at least
+// chunk elements get their own allocation and leave the arena alone.
+func carve[T any](arena *[]T, n, chunk int) []T {
+	if n >= chunk {
+		return make([]T, n)
+	}
+	a := *arena
+	if cap(a)-len(a) < n {
+		a = make([]T, 0, chunk)
+	}
+	l := len(a)
+	a = a[:l+n]
+	*arena = a
+	return a[l : l+n : l+n]
+}
+
+func (r *recorder) removed(h uint64) {
+	hs := carve(&r.hashes, 1, hashChunk)
+	hs[0] = h
+	r.events = append(r.events, Event{Kind: Removed, BlockHashes: hs})
+}
+
+// stored records one Stored event for blocks [first, end) of a sequence
+// with the given hashes and tokens.
+func (r *recorder) stored(hashes []uint64, tokens []uint32, first, end, bs int, salt string) {
+	n := end - first
+	ev := Event{
+		Kind:        Stored,
+		BlockHashes: carve(&r.hashes, n, hashChunk),
+		TokenIDs:    carve(&r.tokens, n*bs, tokenChunk),
+		BlockSize:   bs,
+		ExtraKeys:   carve(&r.extras, n, extraChunk),
+	}
+	copy(ev.BlockHashes, hashes[first:end])
+	copy(ev.TokenIDs, tokens[first*bs:end*bs])
+	if first > 0 {
+		ev.ParentBlockHash, ev.HasParent = hashes[first-1], true
+	} else if salt != "" {
+		// vLLM puts the cache salt into the first block's extra keys.
+		ev.ExtraKeys[0] = []string{salt}
+	}
+	r.events = append(r.events, ev)
+}
+
+func (r *recorder) allCleared() {
+	r.events = append(r.events, Event{Kind: AllCleared})
+}
+
+// take returns the recorded events and forgets them.
+func (r *recorder) take() []Event {
+	ev := r.events
+	r.events = nil
+	return ev
+}

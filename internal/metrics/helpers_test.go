@@ -1,0 +1,203 @@
+package metrics
+
+import (
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/engine"
+)
+
+// testConfig returns the default configuration with bs 64 (S1's setup),
+// adjusted by mutate.
+func testConfig(mutate func(c *config.Config)) *config.Config {
+	cfg := config.Default()
+	cfg.BlockSize = 64
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return &cfg
+}
+
+// scrapeText GETs the registry's handler through a real HTTP server and
+// returns the response and body.
+func scrapeText(t testing.TB, reg *Registry) (*http.Response, []byte) {
+	t.Helper()
+	srv := httptest.NewServer(reg.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading /metrics: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s: %s", resp.Status, body)
+	}
+	return resp, body
+}
+
+// scrape returns the parsed exposition.
+func scrape(t testing.TB, reg *Registry) families {
+	t.Helper()
+	resp, body := scrapeText(t, reg)
+	if ct := resp.Header.Get("Content-Type"); ct != ContentType {
+		t.Fatalf("Content-Type %q, want %q", ct, ContentType)
+	}
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(bytesReader(body))
+	if err != nil {
+		t.Fatalf("parsing exposition: %v\n%s", err, body)
+	}
+	return mfs
+}
+
+type families map[string]*dto.MetricFamily
+
+// metric returns the sample of family name whose labels include want
+// (name=value pairs), failing the test when there is not exactly one.
+func (f families) metric(t testing.TB, name string, want ...string) *dto.Metric {
+	t.Helper()
+	mf, ok := f[name]
+	if !ok {
+		t.Fatalf("metric %s missing", name)
+	}
+	var found *dto.Metric
+	for _, m := range mf.Metric {
+		if hasLabels(m, want...) {
+			if found != nil {
+				t.Fatalf("metric %s%v matches several samples", name, want)
+			}
+			found = m
+		}
+	}
+	if found == nil {
+		t.Fatalf("metric %s%v missing", name, want)
+	}
+	return found
+}
+
+func hasLabels(m *dto.Metric, want ...string) bool {
+	for i := 0; i+1 < len(want); i += 2 {
+		ok := false
+		for _, l := range m.Label {
+			if l.GetName() == want[i] && l.GetValue() == want[i+1] {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// value returns a counter's, gauge's or untyped sample's value.
+func (f families) value(t testing.TB, name string, want ...string) float64 {
+	t.Helper()
+	m := f.metric(t, name, want...)
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Untyped != nil:
+		return m.Untyped.GetValue()
+	}
+	t.Fatalf("metric %s has no scalar value", name)
+	return 0
+}
+
+// hist returns a histogram sample's count and sum.
+func (f families) hist(t testing.TB, name string, want ...string) (uint64, float64) {
+	t.Helper()
+	m := f.metric(t, name, want...)
+	if m.Histogram == nil {
+		t.Fatalf("metric %s is not a histogram", name)
+	}
+	return m.Histogram.GetSampleCount(), m.Histogram.GetSampleSum()
+}
+
+// bounds returns the finite bucket upper bounds of a histogram sample.
+func (f families) bounds(t testing.TB, name string) []float64 {
+	t.Helper()
+	mf, ok := f[name]
+	if !ok || len(mf.Metric) == 0 || mf.Metric[0].Histogram == nil {
+		t.Fatalf("histogram %s missing", name)
+	}
+	var out []float64
+	for _, b := range mf.Metric[0].Histogram.Bucket {
+		if !math.IsInf(b.GetUpperBound(), 1) {
+			out = append(out, b.GetUpperBound())
+		}
+	}
+	return out
+}
+
+func labelNames(m *dto.Metric) []string {
+	var out []string
+	for _, l := range m.Label {
+		out = append(out, l.GetName())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fpmRecorder records snapshots.
+type fpmRecorder struct{ snaps []engine.ForwardPassSnapshot }
+
+func (r *fpmRecorder) PublishFPM(s engine.ForwardPassSnapshot) { r.snaps = append(r.snaps, s) }
+
+// run drives one rank through the simulator with the registry's observer
+// and FPM sink (teed to a recorder) until all work is done.
+type run struct {
+	reg  *Registry
+	core *engine.Core
+	sim  *engine.Simulator
+	fpm  *fpmRecorder
+}
+
+func newRun(t testing.TB, cfg *config.Config) *run {
+	t.Helper()
+	reg := New(cfg, "test")
+	rec := &fpmRecorder{}
+	core, err := engine.NewCore(cfg, engine.CoreOptions{
+		Observer: reg.Observer(0),
+		FPMSink:  TeeFPM(reg.FPMSink(0), rec),
+	})
+	if err != nil {
+		t.Fatalf("NewCore: %v", err)
+	}
+	return &run{reg: reg, core: core, sim: engine.NewSimulator(core), fpm: rec}
+}
+
+func (r *run) submit(at time.Duration, prompt, planned []uint32) *engine.Request {
+	req := &engine.Request{ID: engine.NewRequestID(), Prompt: prompt, PlannedOutput: planned, Out: engine.NewOutput()}
+	r.sim.SubmitAt(at, req)
+	return req
+}
+
+// tokens returns n consecutive token ids starting at first.
+func tokens(first, n int) []uint32 {
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = uint32(first + i)
+	}
+	return out
+}
+
+func approx(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }

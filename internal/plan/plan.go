@@ -1,0 +1,318 @@
+package plan
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
+)
+
+// Output length modes (engine.md §10.4, --output-len-mode).
+const (
+	ModeMax    = "max"
+	ModeRandom = "random"
+)
+
+// Finish reasons a plan can produce (http-api.md §3.5).
+const (
+	FinishStop   = "stop"
+	FinishLength = "length"
+)
+
+// Reasoning is the reasoning framing configuration (engine.md §1.6, §10.5).
+type Reasoning struct {
+	StartID uint32  // start_thinking_token_id
+	EndID   uint32  // end_thinking_token_id
+	Ratio   float64 // thinking_ratio, 0 ≤ ratio ≤ 1
+}
+
+// Params are the inputs of Plan for one choice. The caller has validated
+// them (http-api.md §3.2, §8.2).
+type Params struct {
+	Seed             uint64 // from RequestSeed
+	Choice           int
+	MaxTokens        int    // effective max tokens M (http-api.md §3.2); 0 = empty plan
+	SetsMax          bool   // the request sent max_tokens or max_completion_tokens
+	Chat             bool   // chat endpoint (vs completions)
+	Mode             string // ModeMax ("" counts as max) or ModeRandom
+	NaturalOutputLen int    // --natural-output-len
+	IgnoreEOS        bool
+	MinTokens        int
+	StopTokenIDs     []uint32
+	// Stop strings (empty strings are ignored).
+	Stop                   []string
+	IncludeStopStrInOutput bool
+	Reasoning              *Reasoning // nil = no reasoning framing
+}
+
+// StopKind tells which kind of value a StopReason holds.
+type StopKind uint8
+
+const (
+	StopNone    StopKind = iota // stop_reason null
+	StopString                  // stop_reason is the matched stop string
+	StopTokenID                 // stop_reason is the matched stop token id
+)
+
+// StopReason is the stop_reason of a choice: null, a string or an integer.
+// It marshals to JSON as exactly that (null / "..." / 123).
+type StopReason struct {
+	Kind    StopKind
+	String  string // Kind == StopString
+	TokenID uint32 // Kind == StopTokenID
+}
+
+// Value returns nil, the string, or the token id as uint32.
+func (s StopReason) Value() any {
+	switch s.Kind {
+	case StopString:
+		return s.String
+	case StopTokenID:
+		return s.TokenID
+	}
+	return nil
+}
+
+// MarshalJSON encodes null, a JSON string or an integer.
+func (s StopReason) MarshalJSON() ([]byte, error) {
+	switch s.Kind {
+	case StopString:
+		return json.Marshal(s.String)
+	case StopTokenID:
+		return strconv.AppendUint(nil, uint64(s.TokenID), 10), nil
+	}
+	return []byte("null"), nil
+}
+
+// Result is the planned output of one choice.
+//
+// Rendering: the visible text of position pos is Segment(pos). Every
+// position renders tokenizer.TokenText(IDs[pos]) except reasoning boundary
+// positions (0 and ThinkLen−1, never rendered), the natural-end EOS (renders
+// "" anyway), and — when a stop string ended the output — the positions from
+// the one where the cut falls to the end, whose text is truncated so that the
+// concatenation of all segments is exactly the final text. Because the plan is
+// known up front a streaming renderer needs no hold-back buffer: it emits
+// Segment(pos) for each delivered token.
+type Result struct {
+	// IDs are the planned output token ids (the engine's input).
+	IDs []uint32
+	// FinishReason is "stop" or "length".
+	FinishReason string
+	// StopReason is the stop_reason (null for length and natural end).
+	StopReason StopReason
+	// NaturalEnd reports an EOS-terminated natural end (engine.md §10.4):
+	// the last id is EOS (0), counted, not rendered.
+	NaturalEnd bool
+	// ThinkLen is the reasoning framing length: IDs[0] is the start id,
+	// IDs[ThinkLen−1] the end id, positions [1, ThinkLen−1) are reasoning
+	// text and positions ≥ ThinkLen content. 0 = no reasoning framing.
+	// Positions beyond len(IDs) (cut off by a stop rule) do not exist.
+	ThinkLen int
+
+	cut     bool   // a stop string truncated the text
+	cutPos  int    // first position whose text the cut truncates
+	cutText string // visible text of cutPos after the cut; later positions render ""
+}
+
+// Reasoning reports whether position pos is reasoning text (1 ≤ pos < ThinkLen−1).
+func (r *Result) Reasoning(pos int) bool {
+	return pos >= 1 && pos < r.ThinkLen-1
+}
+
+// Segment returns the visible text of the token at position pos
+// (0 ≤ pos < len(IDs)) and whether it belongs to the reasoning text. Empty
+// text means the token produces no text chunk. It never allocates.
+func (r *Result) Segment(pos int) (text string, reasoning bool) {
+	reasoning = r.Reasoning(pos)
+	if r.cut && pos >= r.cutPos {
+		if pos == r.cutPos {
+			return r.cutText, reasoning
+		}
+		return "", reasoning
+	}
+	if r.ThinkLen > 0 && (pos == 0 || pos == r.ThinkLen-1) {
+		return "", false
+	}
+	return tokenizer.TokenText(r.IDs[pos]), reasoning
+}
+
+// Texts returns the reasoning and content text of the first n planned tokens
+// (n is clamped to [0, len(IDs)]; the engine may deliver fewer tokens than
+// planned when it hits max_model_len). Completions concatenate the two.
+func (r *Result) Texts(n int) (reasoning, content string) {
+	n = min(max(n, 0), len(r.IDs))
+	var rb, cb []byte
+	for pos := 0; pos < n; pos++ {
+		t, isR := r.Segment(pos)
+		if isR {
+			rb = append(rb, t...)
+		} else {
+			cb = append(cb, t...)
+		}
+	}
+	return string(rb), string(cb)
+}
+
+// AppendText appends the whole visible text (reasoning followed by content)
+// of the first n planned tokens to dst.
+func (r *Result) AppendText(dst []byte, n int) []byte {
+	n = min(max(n, 0), len(r.IDs))
+	for pos := 0; pos < n; pos++ {
+		t, _ := r.Segment(pos)
+		dst = append(dst, t...)
+	}
+	return dst
+}
+
+// Plan computes the planned output of one choice (engine.md §10.3–§10.5).
+// It runs in O(M) time with one allocation of M ids (plus a window buffer
+// bounded by the longest stop string when stop strings are given).
+func Plan(p Params) Result {
+	m := max(p.MaxTokens, 0)
+	minTokens := max(p.MinTokens, 0)
+
+	// Step 2: natural end (§10.4).
+	n, natural := m, false
+	if !p.IgnoreEOS {
+		if p.Mode == ModeRandom {
+			if l, ok := NaturalLen(p.Seed, p.Choice, minTokens, m); ok && l < m {
+				n, natural = l, true
+			}
+		} else if p.Chat && !p.SetsMax {
+			if l, ok := NaturalLen(p.Seed, p.Choice, minTokens, min(m, 2*p.NaturalOutputLen)); ok {
+				n, natural = l, true
+			}
+		}
+	}
+	body := n
+	if natural {
+		body = n - 1
+	}
+
+	// Step 1: r(c, pos) for the body; EOS last on a natural end.
+	ids := make([]uint32, n)
+	for pos := 0; pos < body; pos++ {
+		ids[pos] = TokenAt(p.Seed, p.Choice, pos)
+	}
+	if natural {
+		ids[n-1] = tokenizer.EOS
+	}
+
+	res := Result{IDs: ids, FinishReason: FinishLength, NaturalEnd: natural}
+	if natural {
+		res.FinishReason = FinishStop
+	}
+
+	// Step 3: reasoning framing with osl = body length.
+	if p.Reasoning != nil {
+		if tl := ThinkLen(body, p.Reasoning.Ratio); tl > 0 {
+			ids[0] = p.Reasoning.StartID
+			ids[tl-1] = p.Reasoning.EndID
+			res.ThinkLen = tl
+		}
+	}
+
+	// Steps 4–5: stop token ids and stop strings, position by position.
+	if len(p.StopTokenIDs) > 0 || len(p.Stop) > 0 {
+		applyStops(&res, &p, minTokens)
+	}
+	return res
+}
+
+// applyStops evaluates stop token ids and stop strings together position by
+// position (engine.md §10.3 steps 4–5); the earliest position wins, and at
+// the same position a stop token id wins (it is step 4). Among stop strings
+// matching at the same position the first in list order wins, taking its
+// earliest occurrence ending inside the newest token's text (vLLM).
+func applyStops(res *Result, p *Params, minTokens int) {
+	ids := res.IDs
+
+	// Stop token ids: a sorted copy (on the stack for ≤ 64 ids).
+	var stack [64]uint32
+	stopIDs := append(stack[:0], p.StopTokenIDs...)
+	slices.Sort(stopIDs)
+
+	// Stop strings: the visible text is kept in a window holding at least
+	// the last maxLen+8 bytes (enough for any occurrence ending in the
+	// newest token, whose text is at most 7 bytes).
+	maxLen := 0
+	for _, s := range p.Stop {
+		maxLen = max(maxLen, len(s))
+	}
+	var buf []byte
+	keep := maxLen + 8
+	const chunk = 1024
+	if maxLen > 0 {
+		buf = make([]byte, 0, keep+chunk+16)
+	}
+
+	for pos := range ids {
+		var text string
+		if maxLen > 0 {
+			text, _ = res.Segment(pos)
+			if len(buf)+len(text) > cap(buf) {
+				drop := len(buf) - keep
+				copy(buf, buf[drop:])
+				buf = buf[:keep]
+			}
+			buf = append(buf, text...)
+		}
+		if pos < minTokens {
+			continue
+		}
+		if len(stopIDs) > 0 {
+			if _, found := slices.BinarySearch(stopIDs, ids[pos]); found {
+				res.IDs = ids[:pos+1]
+				res.FinishReason = FinishStop
+				res.StopReason = StopReason{Kind: StopTokenID, TokenID: ids[pos]}
+				res.NaturalEnd = res.NaturalEnd && pos == len(ids)-1
+				return
+			}
+		}
+		if len(text) == 0 {
+			continue // no occurrence can end inside empty text
+		}
+		cur := len(buf)         // end of the newest token's text (window offset)
+		prev := cur - len(text) // its start
+		for _, s := range p.Stop {
+			if s == "" {
+				continue
+			}
+			last := s[len(s)-1]
+			for e := max(prev+1, len(s)); e <= cur; e++ {
+				if buf[e-1] != last || string(buf[e-len(s):e]) != s {
+					continue
+				}
+				cutOff := e - len(s)
+				if p.IncludeStopStrInOutput {
+					cutOff = e
+				}
+				res.IDs = ids[:pos+1]
+				res.FinishReason = FinishStop
+				res.StopReason = StopReason{Kind: StopString, String: s}
+				res.NaturalEnd = false
+				if cutOff < cur {
+					cutText(res, buf, pos, prev, cutOff)
+				}
+				return
+			}
+		}
+	}
+}
+
+// cutText records the truncation of the visible text at window offset
+// cutOff. pos is the last position, whose text starts at window offset prev.
+func cutText(res *Result, buf []byte, pos, prev, cutOff int) {
+	q, start := pos, prev
+	for start > cutOff {
+		q--
+		t, _ := res.Segment(q)
+		start -= len(t)
+	}
+	// Now start ≤ cutOff < end of q's text.
+	res.cut = true
+	res.cutPos = q
+	res.cutText = string(buf[start:cutOff])
+}
