@@ -1,14 +1,22 @@
 # mocker-server — build, run and test targets. `make run` and `make test`
-# work on a fresh Debian machine with Go installed: missing libzmq headers
-# are installed through apt-get when running as root.
+# work on a fresh Debian machine with only Go installed: missing system
+# packages (gcc, libzmq3-dev, pkg-config; for the KV-event check also
+# python3-zmq, python3-msgpack, curl) are installed through apt-get when
+# running as root; otherwise one line says what to install
+# (scripts/ensure-deps.sh).
+
+# Go from the official tarball lives in /usr/local/go/bin, often not on PATH.
+export PATH := $(PATH):/usr/local/go/bin
 
 GO       ?= go
 BIN      := bin/mocker-server
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
 LDFLAGS  := -X main.version=$(VERSION)
+CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
+IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events bench lint fmt clean
+.PHONY: all deps build run test test-go check-events bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -18,18 +26,21 @@ deps:
 build: deps
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mocker-server
 
-# A demo server on http://127.0.0.1:8000 with KV events (tcp://127.0.0.1:5557)
-# and forward-pass metrics (tcp://*:5560) enabled.
+# A demo server (configs/demo.yaml) on http://127.0.0.1:8000 with KV events
+# (PUB tcp://127.0.0.1:5557, replay ROUTER :5558) and forward-pass metrics
+# (PUB tcp://*:5560). Other config: make run CONFIG=configs/small-cache.yaml;
+# extra flags: make run RUN_ARGS='--speedup-ratio 10'.
 run: build
-	./$(BIN) serve --zmq-kv-events-port 5557 --zmq-replay-port 5558 --fpm-endpoint 'tcp://*:5560' $(RUN_ARGS)
+	./$(BIN) serve --config $(CONFIG) $(RUN_ARGS)
 
-# The whole suite: vet, race-enabled Go tests, and the cross-language
-# KV-event check against a live server.
+# The whole suite: vet, race-enabled Go tests (including the configs/ and
+# Grafana dashboard checks), and the cross-language KV-event check against
+# a live server.
 test: test-go check-events
 
 test-go: deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 10m ./...
 
 check-events: build
 	@scripts/ensure-deps.sh --python
@@ -41,6 +52,19 @@ bench: deps
 lint: deps
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+
+# docker-compose.yml (docker-compose config) and Dockerfile (dockerfilelint);
+# needs no Docker engine.
+lint-docker:
+	scripts/check-docker.sh
+
+# Needs a Docker engine (not used by CI).
+docker:
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+
+# What CI runs: dependencies, container-file checks, lint, test.
+ci:
+	.ci/run
 
 fmt:
 	gofmt -w .

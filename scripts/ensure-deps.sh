@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
-# ensure-deps.sh: make sure the C library (libzmq, via pkg-config) that the
-# cgo ZMQ binding needs is present, plus — with --python — Debian's Python
-# ZMQ/msgpack modules used by the cross-language KV-event check.
-# Installs through apt-get when running as root; otherwise prints one line
-# saying what to install and fails.
+# ensure-deps.sh: make sure the system packages the build needs are present:
+# a C compiler for cgo and libzmq's headers (via pkg-config) for the ZMQ
+# binding (github.com/pebbe/zmq4). With --python, also what the live
+# cross-language KV-event check needs: Debian's python3 with python3-zmq and
+# python3-msgpack, and curl.
+#
+# Running as root on Debian/Ubuntu, missing packages are installed with
+# apt-get (non-interactive). Otherwise the script prints ONE line saying
+# what to install and fails, e.g.
+#   missing system packages: run 'sudo apt-get install -y libzmq3-dev pkg-config' and retry
 set -euo pipefail
 
 want=()
+if ! command -v go >/dev/null 2>&1; then
+  echo "go not found on PATH: install Go 1.26 (https://go.dev/dl/) and add it to PATH (e.g. /usr/local/go/bin)" >&2
+  exit 1
+fi
+cc=$(go env CC 2>/dev/null || true)
+if ! command -v "${cc:-gcc}" >/dev/null 2>&1; then
+  want+=(gcc libc6-dev)
+fi
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libzmq; then
   want+=(libzmq3-dev pkg-config)
 fi
@@ -14,15 +27,22 @@ if [ "${1:-}" = "--python" ]; then
   if ! /usr/bin/python3 -c 'import zmq, msgpack' >/dev/null 2>&1; then
     want+=(python3 python3-zmq python3-msgpack)
   fi
+  command -v curl >/dev/null 2>&1 || want+=(curl)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing ${want[*]} with apt-get" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
+  if ! { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null; } </dev/null; then
+    echo "apt-get could not install ${want[*]}; install them and retry" >&2
+    exit 1
+  fi
   exit 0
 fi
-echo "missing system packages: run 'sudo apt-get install -y ${want[*]}' and retry" >&2
+if command -v apt-get >/dev/null 2>&1; then
+  echo "missing system packages: run 'sudo apt-get install -y ${want[*]}' and retry" >&2
+else
+  echo "missing system packages (Debian names): ${want[*]} — install the equivalents (libzmq with headers, pkg-config) and retry" >&2
+fi
 exit 1

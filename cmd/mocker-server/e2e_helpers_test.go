@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"sort"
@@ -198,12 +199,14 @@ func e2eWaitFor(t *testing.T, timeout time.Duration, cond func() string) {
 // both free right now (DP rank 1 uses p+1), avoiding the ports in avoid.
 func e2eFreePortPair(t *testing.T, avoid ...int) int {
 	t.Helper()
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Pairs come from below the kernel's ephemeral range (32768+), where
+	// client connections of concurrent load cannot take the neighbour.
+	for range 200 {
+		p := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
-		p := ln.Addr().(*net.TCPAddr).Port
 		ln2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+1))
 		ln.Close()
 		if err != nil {

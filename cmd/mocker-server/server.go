@@ -51,6 +51,8 @@ type serverOptions struct {
 	// histograms (metrics.md §2.4).
 	Metrics  http.Handler
 	Requests api.RequestObserver
+	// DeliveryLag observes the per-token SSE delivery lag.
+	DeliveryLag api.DeliveryLagObserver
 }
 
 // engineHooks give each DP rank its observer and sinks; nil functions and
@@ -64,6 +66,9 @@ type engineHooks struct {
 // runServer is serve's production entry point: it wires the Prometheus
 // registry and the ZMQ publishers into every rank and serves.
 func runServer(ctx context.Context, cfg *config.Config, _, stderr io.Writer) error {
+	if err := startPprof(stderr); err != nil {
+		return err
+	}
 	opts, closePubs, err := productionOptions(cfg, stderr)
 	if err != nil {
 		return err
@@ -97,8 +102,9 @@ func productionOptions(cfg *config.Config, stderr io.Writer) (serverOptions, fun
 				return metrics.TeeFPM(reg.FPMSink(r), pubs.FPMSink(r))
 			},
 		},
-		Metrics:  reg.Handler(),
-		Requests: reg,
+		Metrics:     reg.Handler(),
+		Requests:    reg,
+		DeliveryLag: reg,
 	}
 	return opts, func() { _ = pubs.Close() }, nil
 }
@@ -160,10 +166,11 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 		return err
 	}
 	srv := api.NewServer(cfg, engines, api.Deps{
-		Logger:   log,
-		Metrics:  opts.Metrics,
-		Requests: opts.Requests,
-		Version:  version,
+		Logger:      log,
+		Metrics:     opts.Metrics,
+		Requests:    opts.Requests,
+		DeliveryLag: opts.DeliveryLag,
+		Version:     version,
 	})
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))

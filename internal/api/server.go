@@ -28,6 +28,16 @@ type RequestObserver interface {
 	ObserveRequest(rank, n, maxTokens, maxGenerated int)
 }
 
+// DeliveryLagObserver receives, per streamed token, how late (seconds) its
+// bytes were flushed to the client after the token's modeled delivery time
+// (engine.OutputItem.Time, the deadline of the pass that produced it):
+// mocker_token_delivery_lag_seconds{dp_rank}. It is called from handler
+// goroutines once per token right after each flush; it must be safe for
+// concurrent use, cheap and non-blocking. metrics.Registry implements it.
+type DeliveryLagObserver interface {
+	ObserveDeliveryLag(rank int, seconds float64)
+}
+
 // Deps are the Server's collaborators. Every field is optional.
 type Deps struct {
 	// Logger receives request logs (unknown fields at debug, recovered
@@ -37,6 +47,8 @@ type Deps struct {
 	Metrics http.Handler
 	// Requests observes per-HTTP-request histograms (may be nil).
 	Requests RequestObserver
+	// DeliveryLag observes the per-token SSE delivery lag (may be nil).
+	DeliveryLag DeliveryLagObserver
 	// Version is reported by GET /version.
 	Version string
 	// Now is the wall clock for "created" timestamps. Default time.Now.
@@ -50,6 +62,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics http.Handler
 	reqObs  RequestObserver
+	lagObs  DeliveryLagObserver
 	version string
 	now     func() time.Time
 
@@ -82,6 +95,7 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 		log:     deps.Logger,
 		metrics: deps.Metrics,
 		reqObs:  deps.Requests,
+		lagObs:  deps.DeliveryLag,
 		version: deps.Version,
 		now:     deps.Now,
 		served:  make(map[string]bool, len(cfg.ServedModelName)),

@@ -32,6 +32,7 @@ type streamer struct {
 	lp        *logprobRenderer
 	promptTok int // prompt tokens over all prompts (usage)
 	usageDone bool
+	armed     time.Time // when the write deadline was last set
 }
 
 func newStreamer(j *job, w http.ResponseWriter) *streamer {
@@ -117,19 +118,51 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request) {
 			st.finish()
 		}
 		if len(st.buf) == 0 && !finished {
-			continue // only tokens without visible text
+			// Only tokens without visible text: nothing to send, so they
+			// count as delivered now.
+			st.observeLag(j.items)
+			continue
 		}
-		if err := st.flush(); err != nil || finished {
+		if err := st.flush(); err != nil {
+			return
+		}
+		st.observeLag(j.items)
+		if finished {
 			return
 		}
 	}
 }
 
-// flush writes the buffered events with a fresh write deadline and flushes
-// them to the client.
+// observeLag reports, once per token of a flushed drain, how late the
+// flush was against the token's modeled delivery time.
+func (st *streamer) observeLag(items []engine.OutputItem) {
+	obs := st.j.s.lagObs
+	if obs == nil {
+		return
+	}
+	now := time.Now()
+	rank := st.j.rank
+	for i := range items {
+		if !items[i].Final {
+			obs.ObserveDeliveryLag(rank, now.Sub(items[i].Time).Seconds())
+		}
+	}
+}
+
+// deadlineRefresh is how often flush re-arms the write deadline: re-arming
+// a net.Conn deadline costs a runtime timer update, so a busy stream does it
+// at most once per interval and every write stays bounded by
+// sseWriteTimeout minus at most this much.
+const deadlineRefresh = time.Second
+
+// flush writes the buffered events under a write deadline and flushes them
+// to the client.
 func (st *streamer) flush() error {
-	if err := st.rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
+	if now := time.Now(); now.Sub(st.armed) >= deadlineRefresh {
+		if err := st.rc.SetWriteDeadline(now.Add(sseWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		st.armed = now
 	}
 	if len(st.buf) > 0 {
 		_, err := st.w.Write(st.buf)

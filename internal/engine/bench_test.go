@@ -72,3 +72,60 @@ func BenchmarkVirtualRun10k(b *testing.B) {
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "sim_requests/s")
 	b.ReportMetric(simulated/float64(b.N), "virtual_s/run")
 }
+
+// BenchmarkVirtualRun100k simulates a 100,000-request synthetic trace in
+// virtual time (no HTTP): 256-token prompts (the first 128 shared by one of
+// 32 prefixes), 64 output tokens, Poisson-free arrivals at 200 req/s, with
+// max_num_seqs 1024. It reports simulated requests and tokens per
+// wall-clock second (docs/BENCHMARKS.md, scenario 4).
+func BenchmarkVirtualRun100k(b *testing.B) {
+	const n, out = 100_000, 64
+	var simulated float64
+	for i := 0; i < b.N; i++ {
+		cfg := config.Default()
+		cfg.MaxNumSeqs = 1024
+		core, err := NewCore(&cfg, CoreOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sim := NewSimulator(core)
+		planned := seqTokens(1000, out)
+		for j := 0; j < n; j++ {
+			prompt := append(seqTokens(1+(j%32)*128, 128), seqTokens(200_000+j*128, 128)...)
+			sim.SubmitAt(time.Duration(j)*5*time.Millisecond, &Request{ID: uint64(j + 1), Prompt: prompt, PlannedOutput: planned})
+		}
+		sim.Run(0)
+		simulated += sim.Now().Seconds()
+	}
+	b.ReportMetric(float64(n*out*b.N)/b.Elapsed().Seconds(), "sim_tokens/s")
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "sim_requests/s")
+	b.ReportMetric(simulated/float64(b.N), "virtual_s/run")
+}
+
+// BenchmarkAdmit10k measures admitting 10,000 queued requests into an
+// empty rank (max_num_seqs 16384): the admission passes until all run.
+func BenchmarkAdmit10k(b *testing.B) {
+	const n = 10_000
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		cfg := config.Default()
+		cfg.MaxNumSeqs = 16384
+		cfg.NumGPUBlocks = 65536
+		cfg.MaxNumBatchedTokens = 1 << 20
+		core, err := NewCore(&cfg, CoreOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		planned := seqTokens(1000, 1000)
+		for j := 0; j < n; j++ {
+			core.Submit(&Request{ID: uint64(j + 1), Prompt: seqTokens(300_000+j*16, 16), PlannedOutput: planned})
+		}
+		b.StartTimer()
+		now := VirtualEpoch
+		for core.NumRunning() < n {
+			d := core.BeginPass(now)
+			now = now.Add(d)
+			core.EndPass(now, now)
+		}
+	}
+}

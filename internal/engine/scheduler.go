@@ -67,7 +67,11 @@ func (c *Core) BeginPass(start time.Time) time.Duration {
 		c.cacheFull(s)
 	}
 
-	// Step B: the waiting head, unless this pass preempted.
+	// Step B: the waiting head, unless this pass preempted. claimed is the
+	// blocks the running requests still claim (reserved() or inflight()),
+	// computed once and updated per admission, so admitting k requests
+	// costs O(running + k), not O(running × k).
+	claimed := -1
 	for !preempted && c.waiting.Len() > 0 && budget > 0 && len(c.running) < c.cfg.MaxNumSeqs {
 		s := c.waiting.Front()
 		if s.status == statusWaiting && c.mustReject(s) {
@@ -88,14 +92,16 @@ func (c *Core) BeginPass(start time.Time) time.Duration {
 				activeHits++
 			}
 		}
+		if claimed < 0 {
+			claimed = c.claimedBlocks()
+		}
 		var needed, available int
 		if c.trtllm {
 			needed = ceilDiv(s.p+s.maxOutput, c.bs) - activeHits
-			available = c.pool.NumFree() - c.reserved()
 		} else {
 			needed = ceilDiv(L, c.bs) - activeHits
-			available = c.pool.NumFree() - c.inflight()
 		}
+		available = c.pool.NumFree() - claimed
 		if needed > available {
 			break
 		}
@@ -120,6 +126,7 @@ func (c *Core) BeginPass(start time.Time) time.Duration {
 		s.c = cached + chunk
 		s.status = statusRunning
 		c.running = append(c.running, s)
+		claimed += c.claimOf(s)
 		budget -= chunk
 		s.scheduled = true
 		s.passTokens = chunk
@@ -150,28 +157,26 @@ func (c *Core) mustReject(s *sequence) bool {
 	return ceilDiv(s.p, c.bs) > c.numBlocks
 }
 
-// inflight is the blocks running requests still need to finish their
-// prompts (engine.md §4 B.4).
-func (c *Core) inflight() int {
+// claimedBlocks is the blocks the running requests still claim: for vLLM
+// the inflight blocks they need to finish their prompts (engine.md §4 B.4),
+// for TRT-LLM the blocks reserved up to their completion (engine.md §6).
+func (c *Core) claimedBlocks() int {
 	n := 0
 	for _, r := range c.running {
-		if r.c < r.p {
-			n += ceilDiv(r.p, c.bs) - len(r.blocks)
-		}
+		n += c.claimOf(r)
 	}
 	return n
 }
 
-// reserved is the blocks running TRT-LLM requests may still allocate up to
-// their completion (engine.md §6).
-func (c *Core) reserved() int {
-	n := 0
-	for _, r := range c.running {
-		if d := ceilDiv(r.p+r.maxOutput, c.bs) - len(r.blocks); d > 0 {
-			n += d
-		}
+// claimOf is one running request's share of claimedBlocks.
+func (c *Core) claimOf(r *sequence) int {
+	if c.trtllm {
+		return max(ceilDiv(r.p+r.maxOutput, c.bs)-len(r.blocks), 0)
 	}
-	return n
+	if r.c < r.p {
+		return ceilDiv(r.p, c.bs) - len(r.blocks)
+	}
+	return 0
 }
 
 // cacheFull hashes and caches the blocks the sequence's computed tokens

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
@@ -481,13 +482,38 @@ func TestOpenBindFailureNamesEndpoint(t *testing.T) {
 		t.Errorf("err = %v, want one naming %s", err, want)
 	}
 	// A busy replay port (rank 1 of 2) is reported too, and what was opened
-	// before is closed again (goleak in TestMain).
+	// before is closed again (goleak in TestMain). Rank 0's replay port q
+	// must be free and rank 1's, q+1, busy: find such a pair.
+	q, busy := consecutiveFreeThenBusy(t)
+	defer busy.Close()
 	cfg = config.Default()
-	cfg.ZMQKVEventsPort, cfg.ZMQReplayPort, cfg.DPSize = freePort(t), port-1, 2
+	cfg.ZMQKVEventsPort, cfg.ZMQReplayPort, cfg.DPSize = freePort(t), q, 2
 	_, err = Open(&cfg, nil)
+	want = "tcp://127.0.0.1:" + strconv.Itoa(q+1)
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ROUTER") {
-		t.Errorf("replay: err = %v", err)
+		t.Errorf("replay: err = %v, want a ROUTER error naming %s", err, want)
 	}
+}
+
+// consecutiveFreeThenBusy returns a free port q and a listener holding q+1.
+func consecutiveFreeThenBusy(t *testing.T) (int, net.Listener) {
+	t.Helper()
+	// Below the kernel's ephemeral range (32768+), so concurrent client
+	// connections cannot hold the neighbour.
+	for range 200 {
+		q := 20000 + rand.IntN(12000)
+		l1, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
+		if err != nil {
+			continue
+		}
+		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q+1))
+		l1.Close()
+		if err == nil {
+			return q, l2
+		}
+	}
+	t.Fatal("no pair of consecutive free ports")
+	return 0, nil
 }
 
 // TestOpenNothingPublished: prefix caching disabled keeps the sockets (a

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Benchmark driver for mocker-server + mocker-bench (docs/BENCHMARKS.md).
+# Not part of `make test`: it takes several minutes and wants 2+ idle cores.
+#
+#   scripts/bench.sh [all|throughput|paced|hold|engine|sse]   (default: all)
+#
+# Environment: RUNS (repetitions per scenario, default 3), SERVER_CPU and
+# BENCH_CPU (taskset CPU lists, default 0 and 1), PORT (default 18080),
+# OUT (directory for JSON results, default /tmp/mocker-bench-results).
+# Loopback only; every run is bounded in time and request count.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-3}
+SERVER_CPU=${SERVER_CPU:-0}
+BENCH_CPU=${BENCH_CPU:-1}
+PORT=${PORT:-18080}
+OUT=${OUT:-/tmp/mocker-bench-results}
+BIN=${BIN:-/tmp/mocker-bench-bin}
+URL="http://127.0.0.1:${PORT}"
+mkdir -p "$OUT" "$BIN"
+
+# 10,000 streams need ~10k descriptors per process.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+echo "== machine"
+echo "nproc: $(nproc)"
+echo "cpu:   $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+echo "go:    $(go version)"
+echo "ulimit -n: $(ulimit -n)"
+
+go build -o "$BIN/mocker-server" ./cmd/mocker-server
+go build -o "$BIN/mocker-bench" ./cmd/mocker-bench
+
+SERVER_PID=""
+stop_server() {
+	if [[ -n "$SERVER_PID" ]]; then
+		kill "$SERVER_PID" 2>/dev/null || true
+		wait "$SERVER_PID" 2>/dev/null || true
+		SERVER_PID=""
+	fi
+}
+trap stop_server EXIT
+
+# start_server ARGS...: a fresh server pinned to SERVER_CPU.
+start_server() {
+	stop_server
+	taskset -c "$SERVER_CPU" "$BIN/mocker-server" --port "$PORT" --log-level warn "$@" \
+		>"$OUT/server.log" 2>&1 &
+	SERVER_PID=$!
+	for _ in $(seq 100); do
+		curl -fs "$URL/health" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "server did not start:"; cat "$OUT/server.log"; exit 1
+}
+
+# bench NAME ARGS...: one mocker-bench run pinned to BENCH_CPU, JSON to $OUT/NAME.json.
+bench() {
+	local name=$1; shift
+	taskset -c "$BENCH_CPU" "$BIN/mocker-bench" --url "$URL" --no-progress --json "$OUT/$name.json" "$@" \
+		>"$OUT/$name.txt" || { cat "$OUT/$name.txt"; return 1; }
+}
+
+# lag_quantile Q: quantile of mocker_token_delivery_lag_seconds from /metrics
+# (histogram_quantile-style linear interpolation inside the bucket), in ms.
+lag_quantile() {
+	curl -fs "$URL/metrics" | awk -v q="$1" '
+		/^mocker_token_delivery_lag_seconds_bucket/ {
+			match($0, /le="[^"]*"/); le = substr($0, RSTART + 4, RLENGTH - 5)
+			n++; les[n] = (le == "+Inf") ? 1e9 : le + 0; cnt[n] = $NF + 0
+		}
+		END {
+			total = cnt[n]; if (total == 0) { print "nan"; exit }
+			rank = q * total; prevle = 0; prevc = 0
+			for (i = 1; i <= n; i++) {
+				if (cnt[i] >= rank) {
+					if (les[i] == 1e9) { printf "%.3f\n", prevle * 1000; exit }
+					printf "%.3f\n", (prevle + (les[i] - prevle) * (rank - prevc) / (cnt[i] - prevc)) * 1000; exit
+				}
+				prevle = les[i]; prevc = cnt[i]
+			}
+		}'
+}
+
+lag_count() { curl -fs "$URL/metrics" | awk '/^mocker_token_delivery_lag_seconds_count/ {print $NF}'; }
+
+rss_mib() { awk '/VmRSS/ {printf "%.0f\n", $2 / 1024}' "/proc/$SERVER_PID/status"; }
+
+# median of the numbers on stdin
+median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+
+jf() { jq -r "$2" "$OUT/$1.json"; }
+
+# 1. Zero-latency streaming throughput.
+scenario_throughput() {
+	echo; echo "== 1. zero-latency streaming: --speedup-ratio inf, 256 streams x 1000 tokens, 10 s"
+	local tps=()
+	for r in $(seq "$RUNS"); do
+		start_server --speedup-ratio inf --max-num-seqs 256
+		bench "s1-$r" --concurrency 256 --duration 10s --max-tokens 1000 --prompt-tokens 32
+		tps+=("$(jf "s1-$r" .output_tokens_per_second)")
+		printf "run %d: %.0f tok/s, %.1f req/s, errors %s\n" "$r" "${tps[-1]}" \
+			"$(jf "s1-$r" .requests_per_second)" "$(jf "s1-$r" .errors)"
+	done
+	printf "median: %.0f output tokens/s\n" "$(printf '%s\n' "${tps[@]}" | median)"
+}
+
+# 2. 1000 paced streams x 50 tokens at 20 ms per pass: ideal e2e 1.000 s.
+scenario_paced() {
+	echo; echo "== 2. 1000 streams x 50 tokens, fixed 0 ms prefill / 20 ms decode (ideal e2e 1000 ms)"
+	local p50s=() p99s=() lags=()
+	for r in $(seq "$RUNS"); do
+		start_server --timing-model fixed --fixed-prefill-ms 0 --fixed-decode-ms 20 --max-num-seqs 1024
+		bench "s2-$r" --concurrency 1000 --requests 5000 --max-tokens 50 --prompt-tokens 32 --ramp 1s
+		p50s+=("$(jf "s2-$r" .e2e.p50_ms)"); p99s+=("$(jf "s2-$r" .e2e.p99_ms)")
+		lags+=("$(lag_quantile 0.99)")
+		printf "run %d: e2e p50 %.1f ms p99 %.1f ms max %.1f ms, ttft p50 %.1f ms, itl p50 %.2f ms p99 %.2f ms, errors %s, lag p50 %s ms p99 %s ms (%s obs)\n" \
+			"$r" "${p50s[-1]}" "${p99s[-1]}" "$(jf "s2-$r" .e2e.max_ms)" "$(jf "s2-$r" .ttft.p50_ms)" \
+			"$(jf "s2-$r" .itl.p50_ms)" "$(jf "s2-$r" .itl.p99_ms)" "$(jf "s2-$r" .errors)" \
+			"$(lag_quantile 0.5)" "${lags[-1]}" "$(lag_count)"
+	done
+	printf "median: e2e p50 %.1f ms (%+.1f %%), p99 %.1f ms (%+.1f %%), lag p99 %.2f ms\n" \
+		"$(printf '%s\n' "${p50s[@]}" | median)" "$(echo "($(printf '%s\n' "${p50s[@]}" | median) - 1000) / 10" | bc -l)" \
+		"$(printf '%s\n' "${p99s[@]}" | median)" "$(echo "($(printf '%s\n' "${p99s[@]}" | median) - 1000) / 10" | bc -l)" \
+		"$(printf '%s\n' "${lags[@]}" | median)"
+}
+
+# 3. 10,000 streams held open: long outputs at a slow pace.
+scenario_hold() {
+	echo; echo "== 3. 10,000 concurrent streams, 200 tokens at 100 ms per pass (20 s each), 1 request per stream"
+	local rss=() lags=() p99s=()
+	for r in $(seq "$RUNS"); do
+		start_server --timing-model fixed --fixed-prefill-ms 0 --fixed-decode-ms 100 --max-num-seqs 16384 \
+			--num-gpu-blocks-override 65536 --max-num-batched-tokens 1000000
+		local peak=0
+		( while kill -0 "$SERVER_PID" 2>/dev/null; do rss_mib; sleep 0.5; done ) >"$OUT/s3-$r.rss" 2>/dev/null &
+		local sampler=$!
+		bench "s3-$r" --concurrency 10000 --requests 10000 --max-tokens 200 --prompt-tokens 16 --ramp 2s
+		lags+=("$(lag_quantile 0.99)")
+		kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
+		peak=$(sort -n "$OUT/s3-$r.rss" | tail -1)
+		rss+=("$peak"); p99s+=("$(jf "s3-$r" .e2e.p99_ms)")
+		printf "run %d: %s ok, %s errors, peak RSS %s MiB, e2e p50 %.0f ms p99 %.0f ms (ideal 20000), itl p99 %.1f ms, lag p50 %s ms p99 %s ms\n" \
+			"$r" "$(jf "s3-$r" .requests)" "$(jf "s3-$r" .errors)" "$peak" "$(jf "s3-$r" .e2e.p50_ms)" \
+			"${p99s[-1]}" "$(jf "s3-$r" .itl.p99_ms)" "$(lag_quantile 0.5)" "${lags[-1]}"
+	done
+	printf "median: peak RSS %s MiB, lag p99 %.2f ms, e2e p99 %.0f ms\n" "$(printf '%s\n' "${rss[@]}" | median)" \
+		"$(printf '%s\n' "${lags[@]}" | median)" "$(printf '%s\n' "${p99s[@]}" | median)"
+}
+
+# 4. The engine alone in virtual time (no HTTP).
+scenario_engine() {
+	echo; echo "== 4. engine in virtual time: 100,000-request synthetic trace"
+	taskset -c "$SERVER_CPU" go test -run '^$' -bench 'BenchmarkVirtualRun100k$' -benchtime 1x -count "$RUNS" ./internal/engine/ |
+		grep -E '^Benchmark' | tee "$OUT/s4.txt"
+	awk '{for (i = 1; i < NF; i++) if ($(i+1) == "sim_requests/s") print $i}' "$OUT/s4.txt" | median |
+		xargs printf "median: %.0f simulated requests/s"
+	awk '{for (i = 1; i < NF; i++) if ($(i+1) == "sim_tokens/s") print $i}' "$OUT/s4.txt" | median |
+		xargs printf ", %.0f simulated tokens/s\n"
+}
+
+# The per-token SSE write path.
+scenario_sse() {
+	echo; echo "== SSE write path (ns and allocations per token)"
+	taskset -c "$SERVER_CPU" go test -run '^$' -bench 'BenchmarkSSEWritePerToken' -benchmem -count "$RUNS" ./internal/api/ |
+		grep -E '^Benchmark'
+}
+
+case "${1:-all}" in
+	throughput) scenario_throughput ;;
+	paced) scenario_paced ;;
+	hold) scenario_hold ;;
+	engine) scenario_engine ;;
+	sse) scenario_sse ;;
+	all) scenario_throughput; scenario_paced; scenario_hold; scenario_engine; scenario_sse ;;
+	*) echo "usage: $0 [all|throughput|paced|hold|engine|sse]"; exit 2 ;;
+esac
