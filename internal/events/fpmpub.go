@@ -2,10 +2,8 @@ package events
 
 import (
 	"encoding/binary"
-	"fmt"
 	"log/slog"
 	"runtime"
-	"sync"
 	"sync/atomic"
 
 	zmq "github.com/pebbe/zmq4"
@@ -22,10 +20,7 @@ type FPMPublisher struct {
 	workerID string
 	log      *slog.Logger
 	queue    *boundedQueue[engine.ForwardPassSnapshot]
-	quit     chan struct{}
-	done     chan struct{}
-	once     sync.Once
-	ownCtx   *zmq.Context
+	lifecycle
 
 	sent         atomic.Uint64
 	queueDropped atomic.Uint64
@@ -66,19 +61,13 @@ func NewFPMPublisher(o FPMPublisherOptions) (*FPMPublisher, error) {
 		workerID: o.WorkerID,
 		log:      log.With("component", "fpm", "dp_rank", o.Rank),
 		queue:    newBoundedQueue[engine.ForwardPassSnapshot](o.QueueSize),
-		quit:     make(chan struct{}),
-		done:     make(chan struct{}),
 		seqBuf:   make([]byte, 8),
 	}
-	zctx := o.Context
-	if zctx == nil {
-		var err error
-		if zctx, err = zmq.NewContext(); err != nil {
-			return nil, fmt.Errorf("zmq context: %w", err)
-		}
-		p.ownCtx = zctx
+	p.lifecycle.start()
+	zctx, err := p.lifecycle.context(o.Context)
+	if err != nil {
+		return nil, err
 	}
-	var err error
 	if p.pub, err = newSocket(zctx, zmq.PUB, o.Endpoint, o.Bind, FPMHWM); err != nil {
 		if p.ownCtx != nil {
 			_ = p.ownCtx.Term()
@@ -113,15 +102,7 @@ func (p *FPMPublisher) Dropped() uint64 { return p.queueDropped.Load() + p.hwmDr
 // Close stops the goroutine, which closes the socket (linger 0), and
 // returns once it has ended. Idempotent.
 func (p *FPMPublisher) Close() error {
-	var err error
-	p.once.Do(func() {
-		close(p.quit)
-		<-p.done
-		if p.ownCtx != nil {
-			err = p.ownCtx.Term()
-		}
-	})
-	return err
+	return p.stop()
 }
 
 func (p *FPMPublisher) run() {

@@ -2,10 +2,8 @@ package events
 
 import (
 	"encoding/binary"
-	"fmt"
 	"log/slog"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,10 +39,7 @@ type KVPublisher struct {
 	publish bool
 	log     *slog.Logger
 	queue   *boundedQueue[kvItem]
-	quit    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	ownCtx  *zmq.Context // terminated by Close when the publisher created it
+	lifecycle
 
 	sent         atomic.Uint64
 	queueDropped atomic.Uint64
@@ -84,22 +79,16 @@ func NewKVPublisher(o KVPublisherOptions) (*KVPublisher, error) {
 		publish:    o.Publish,
 		log:        log.With("component", "kv-events", "dp_rank", o.Rank),
 		queue:      newBoundedQueue[kvItem](o.MaxQueueSize),
-		quit:       make(chan struct{}),
-		done:       make(chan struct{}),
 		enc:        o.Encoding,
 		topic:      []byte(o.Topic),
 		topicFrame: o.ReplayTopicFrame,
 		seqBuf:     make([]byte, 8),
 	}
-	zctx := o.Context
-	if zctx == nil {
-		var err error
-		if zctx, err = zmq.NewContext(); err != nil {
-			return nil, fmt.Errorf("zmq context: %w", err)
-		}
-		p.ownCtx = zctx
+	p.lifecycle.start()
+	zctx, err := p.lifecycle.context(o.Context)
+	if err != nil {
+		return nil, err
 	}
-	var err error
 	if p.pub, err = newSocket(zctx, zmq.PUB, o.Endpoint, o.Bind, o.HWM); err != nil {
 		return p.abort(err)
 	}
@@ -155,15 +144,7 @@ func (p *KVPublisher) HWMDropped() uint64 { return p.hwmDropped.Load() }
 // and returns once it has ended; a context the publisher created is then
 // terminated. Batches still queued are discarded. Close is idempotent.
 func (p *KVPublisher) Close() error {
-	var err error
-	p.once.Do(func() {
-		close(p.quit)
-		<-p.done
-		if p.ownCtx != nil {
-			err = p.ownCtx.Term()
-		}
-	})
-	return err
+	return p.stop()
 }
 
 func (p *KVPublisher) run() {

@@ -3,6 +3,7 @@ package events
 import (
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -97,4 +98,46 @@ func (r *rateLog) note(log *slog.Logger, msg string, attrs ...any) {
 		return
 	}
 	log.Warn(msg, append(attrs, "count", r.pending.Swap(0))...)
+}
+
+// lifecycle is what both publishers share: the quit signal of their socket
+// goroutine, that goroutine's end, and the ZMQ context they own, if any.
+type lifecycle struct {
+	quit   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+	ownCtx *zmq.Context // terminated by stop when the publisher created it
+}
+
+// start prepares the channels; call it before the goroutine starts.
+func (l *lifecycle) start() {
+	l.quit = make(chan struct{})
+	l.done = make(chan struct{})
+}
+
+// context returns zctx, or a new context the publisher then owns.
+func (l *lifecycle) context(zctx *zmq.Context) (*zmq.Context, error) {
+	if zctx != nil {
+		return zctx, nil
+	}
+	zctx, err := zmq.NewContext()
+	if err != nil {
+		return nil, fmt.Errorf("zmq context: %w", err)
+	}
+	l.ownCtx = zctx
+	return zctx, nil
+}
+
+// stop signals the goroutine, waits for it to end (it closes its sockets),
+// then terminates an owned context. Idempotent.
+func (l *lifecycle) stop() error {
+	var err error
+	l.once.Do(func() {
+		close(l.quit)
+		<-l.done
+		if l.ownCtx != nil {
+			err = l.ownCtx.Term()
+		}
+	})
+	return err
 }
