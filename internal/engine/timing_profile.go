@@ -176,16 +176,7 @@ func parseJSONProfile(data []byte) (*Profile, error) {
 		return nil, fmt.Errorf("invalid JSON profile: %w", err)
 	}
 	p := &Profile{}
-	vectors := []struct {
-		name string
-		dst  *[]float64
-	}{
-		{arrPrefillISL, &p.PrefillISL},
-		{arrPrefillTTFTMs, &p.PrefillTTFTMs},
-		{arrDecodeActiveKVTokens, &p.DecodeActiveKVTokens},
-		{arrDecodeContextLength, &p.DecodeContextLength},
-	}
-	for _, v := range vectors {
+	for _, v := range p.vectors() {
 		if msg, ok := raw[v.name]; ok {
 			vec, err := jsonVector(msg)
 			if err != nil {
@@ -283,16 +274,7 @@ func parseNPZProfile(data []byte) (*Profile, error) {
 		return a, nil
 	}
 	p := &Profile{}
-	vectors := []struct {
-		name string
-		dst  *[]float64
-	}{
-		{arrPrefillISL, &p.PrefillISL},
-		{arrPrefillTTFTMs, &p.PrefillTTFTMs},
-		{arrDecodeActiveKVTokens, &p.DecodeActiveKVTokens},
-		{arrDecodeContextLength, &p.DecodeContextLength},
-	}
-	for _, v := range vectors {
+	for _, v := range p.vectors() {
 		a, err := read(v.name, 1)
 		if err != nil {
 			return nil, err
@@ -564,4 +546,21 @@ func (p *pyLiteral) separator(end byte) error {
 		return nil
 	}
 	return fmt.Errorf("expected ',' or %q", end)
+}
+
+// profileVector names one 1-D array of a Profile and where it is stored.
+type profileVector struct {
+	name string
+	dst  *[]float64
+}
+
+// vectors lists the profile's four 1-D arrays in file order, so both file
+// formats fill them the same way.
+func (p *Profile) vectors() []profileVector {
+	return []profileVector{
+		{arrPrefillISL, &p.PrefillISL},
+		{arrPrefillTTFTMs, &p.PrefillTTFTMs},
+		{arrDecodeActiveKVTokens, &p.DecodeActiveKVTokens},
+		{arrDecodeContextLength, &p.DecodeContextLength},
+	}
 }
