@@ -26,34 +26,9 @@ func TestBenchSmoke(t *testing.T) {
 	cfg := loadConfig(t, map[string]any{"speedup_ratio": 1, "timing_model": "fixed",
 		"fixed_prefill_ms": 2, "fixed_decode_ms": 5, "max_num_seqs": 64})
 	reg := metrics.New(cfg, version)
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, cfg, serverOptions{ShutdownGrace: 2 * time.Second,
-			Ready:   func(u string) { ready <- u },
-			Engines: engineHooks{Observer: reg.Observer},
-			Metrics: reg.Handler(), Requests: reg, DeliveryLag: reg})
-	}()
-	var url string
-	select {
-	case url = <-ready:
-	case err := <-done:
-		t.Fatalf("serve returned early: %v", err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("serve did not become ready")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve = %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("serve did not return")
-		}
-	})
+	url := startWith(t, cfg, serverOptions{ShutdownGrace: 2 * time.Second,
+		Engines: engineHooks{Observer: reg.Observer},
+		Metrics: reg.Handler(), Requests: reg, DeliveryLag: reg}, nil).url
 
 	lc := loadgen.Defaults()
 	lc.URL, lc.Concurrency, lc.Duration, lc.MaxTokens, lc.PromptTokens = url, 20, 2*time.Second, maxTokens, 32

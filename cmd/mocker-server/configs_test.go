@@ -6,7 +6,6 @@ package main
 // only queries metrics a live server exports.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -102,38 +101,8 @@ func cfgsLoopback(t *testing.T, cfg *config.Config) map[string]any {
 // registry and real ZMQ publishers) until the test ends.
 func cfgsStart(t *testing.T, cfg *config.Config) (baseURL string, client *http.Client) {
 	t.Helper()
-	opts, closePubs, err := productionOptions(cfg, io.Discard)
-	if err != nil {
-		t.Fatalf("productionOptions: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	opts.Ready = func(u string) { ready <- u }
-	go func() { done <- serve(ctx, cfg, opts) }()
-	client = &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve = %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("serve did not return")
-		}
-		closePubs()
-		client.CloseIdleConnections()
-	})
-	select {
-	case baseURL = <-ready:
-	case err := <-done:
-		done <- err
-		t.Fatalf("serve returned early: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not become ready")
-	}
-	return baseURL, client
+	r := e2eStartProduction(t, cfg)
+	return r.url, r.client
 }
 
 // cfgsChat sends a non-streamed chat completion and returns the decoded body.

@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -36,39 +34,8 @@ func e2eStartProduction(t *testing.T, cfg *config.Config) *running {
 	if err != nil {
 		t.Fatalf("productionOptions: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	r := &running{cancel: cancel, done: make(chan error, 1),
-		client: &http.Client{Transport: &http.Transport{}, Timeout: 20 * time.Second}}
 	opts.ShutdownGrace = 2 * time.Second
-	opts.Ready = func(u string) { ready <- u }
-	go func() {
-		err := serve(ctx, cfg, opts)
-		closePubs()
-		r.done <- err
-	}()
-	select {
-	case r.url = <-ready:
-	case err := <-r.done:
-		t.Fatalf("serve returned early: %v", err)
-	case <-time.After(5 * time.Second):
-		cancel()
-		<-r.done
-		t.Fatal("serve did not become ready")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-r.done:
-			if err != nil {
-				t.Errorf("serve = %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("serve did not return")
-		}
-		r.client.CloseIdleConnections()
-	})
-	return r
+	return startWith(t, cfg, opts, closePubs)
 }
 
 // e2eExposition is one parsed /metrics exposition.

@@ -59,24 +59,43 @@ type running struct {
 // startServe runs serve in the background and waits until it listens.
 func startServe(t *testing.T, cfg *config.Config, grace time.Duration) *running {
 	t.Helper()
+	return startWith(t, cfg, serverOptions{ShutdownGrace: grace}, nil)
+}
+
+// startWith runs serve(ctx, cfg, opts) in the background until the test
+// ends and waits until it listens. after, when non-nil, runs once serve has
+// returned (engines stopped) — e.g. closing the ZMQ publishers, exactly as
+// runServer does. Every test that needs the real server starts it here.
+func startWith(t *testing.T, cfg *config.Config, opts serverOptions, after func()) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	r := &running{cancel: cancel, done: make(chan error, 1),
-		client: &http.Client{Transport: &http.Transport{}}}
+		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}}
+	opts.Ready = func(u string) { ready <- u }
 	go func() {
-		r.done <- serve(ctx, cfg, serverOptions{ShutdownGrace: grace, Ready: func(u string) { ready <- u }})
+		err := serve(ctx, cfg, opts)
+		if after != nil {
+			after()
+		}
+		r.done <- err
 	}()
 	select {
 	case r.url = <-ready:
 	case err := <-r.done:
 		t.Fatalf("serve returned early: %v", err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
+		cancel()
+		<-r.done
 		t.Fatal("serve did not become ready")
 	}
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-r.done:
+		case err := <-r.done:
+			if err != nil {
+				t.Errorf("serve = %v", err)
+			}
 		case <-time.After(15 * time.Second):
 			t.Error("serve did not return")
 		}
