@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
@@ -498,18 +497,10 @@ func TestOpenBindFailureNamesEndpoint(t *testing.T) {
 // consecutiveFreeThenBusy returns a free port q and a listener holding q+1.
 func consecutiveFreeThenBusy(t *testing.T) (int, net.Listener) {
 	t.Helper()
-	// Below the kernel's ephemeral range (32768+), so concurrent client
-	// connections cannot hold the neighbour.
-	for range 200 {
-		q := 20000 + rand.IntN(12000)
-		l1, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
-		if err != nil {
-			continue
-		}
-		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q+1))
-		l1.Close()
-		if err == nil {
-			return q, l2
+	for range 20 {
+		q := freePort(t) // q and q+1 were free a moment ago
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q+1)); err == nil {
+			return q, l
 		}
 	}
 	t.Fatal("no pair of consecutive free ports")
