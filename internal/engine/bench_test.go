@@ -46,60 +46,55 @@ func BenchmarkDecodePass256(b *testing.B) {
 	}
 }
 
-// BenchmarkVirtualRun10k simulates 10,000 requests (512-token prompts with
-// shared 256-token prefixes, 128 output tokens, 50 req/s arrivals) in
-// virtual time and reports simulated tokens per wall-clock second.
-func BenchmarkVirtualRun10k(b *testing.B) {
-	const n = 10_000
-	var tokens, simulated float64
-	for i := 0; i < b.N; i++ {
-		cfg := config.Default()
-		core, err := NewCore(&cfg, CoreOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		sim := NewSimulator(core)
-		planned := seqTokens(1000, 128)
-		for j := 0; j < n; j++ {
-			prompt := append(seqTokens(1+(j%16)*256, 256), seqTokens(100_000+j*256, 256)...)
-			sim.SubmitAt(time.Duration(j)*20*time.Millisecond, &Request{ID: uint64(j + 1), Prompt: prompt, PlannedOutput: planned})
-		}
-		sim.Run(0)
-		tokens += n * 128
-		simulated += sim.Now().Seconds()
-	}
-	b.ReportMetric(tokens/b.Elapsed().Seconds(), "sim_tokens/s")
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "sim_requests/s")
-	b.ReportMetric(simulated/float64(b.N), "virtual_s/run")
+// syntheticTrace shapes a virtual-time benchmark workload: n requests
+// arriving every gap, each prompt a shared prefix (one of prefixes) followed
+// by unique tokens, each generating out tokens.
+type syntheticTrace struct {
+	n, shared, unique, prefixes, out int
+	gap                              time.Duration
+	maxNumSeqs                       int
 }
 
-// BenchmarkVirtualRun100k simulates a 100,000-request synthetic trace in
-// virtual time (no HTTP): 256-token prompts (the first 128 shared by one of
-// 32 prefixes), 64 output tokens, Poisson-free arrivals at 200 req/s, with
-// max_num_seqs 1024. It reports simulated requests and tokens per
-// wall-clock second (docs/BENCHMARKS.md, scenario 4).
-func BenchmarkVirtualRun100k(b *testing.B) {
-	const n, out = 100_000, 64
+// runTrace simulates the trace b.N times in virtual time and reports
+// simulated tokens and requests per wall-clock second.
+func runTrace(b *testing.B, tr syntheticTrace) {
 	var simulated float64
 	for i := 0; i < b.N; i++ {
 		cfg := config.Default()
-		cfg.MaxNumSeqs = 1024
+		cfg.MaxNumSeqs = tr.maxNumSeqs
 		core, err := NewCore(&cfg, CoreOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		sim := NewSimulator(core)
-		planned := seqTokens(1000, out)
-		for j := 0; j < n; j++ {
-			prompt := append(seqTokens(1+(j%32)*128, 128), seqTokens(200_000+j*128, 128)...)
-			sim.SubmitAt(time.Duration(j)*5*time.Millisecond, &Request{ID: uint64(j + 1), Prompt: prompt, PlannedOutput: planned})
+		planned := seqTokens(1000, tr.out)
+		for j := 0; j < tr.n; j++ {
+			prompt := append(seqTokens(1+(j%tr.prefixes)*tr.shared, tr.shared),
+				seqTokens(1_000_000+j*tr.unique, tr.unique)...)
+			sim.SubmitAt(time.Duration(j)*tr.gap, &Request{ID: uint64(j + 1), Prompt: prompt, PlannedOutput: planned})
 		}
 		sim.Run(0)
 		simulated += sim.Now().Seconds()
 	}
-	b.ReportMetric(float64(n*out*b.N)/b.Elapsed().Seconds(), "sim_tokens/s")
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "sim_requests/s")
+	b.ReportMetric(float64(tr.n*tr.out*b.N)/b.Elapsed().Seconds(), "sim_tokens/s")
+	b.ReportMetric(float64(tr.n*b.N)/b.Elapsed().Seconds(), "sim_requests/s")
 	b.ReportMetric(simulated/float64(b.N), "virtual_s/run")
+}
+
+// BenchmarkVirtualRun10k simulates 10,000 requests (512-token prompts with
+// shared 256-token prefixes, 128 output tokens, 50 req/s arrivals).
+func BenchmarkVirtualRun10k(b *testing.B) {
+	runTrace(b, syntheticTrace{n: 10_000, shared: 256, unique: 256, prefixes: 16, out: 128,
+		gap: 20 * time.Millisecond, maxNumSeqs: 256})
+}
+
+// BenchmarkVirtualRun100k simulates a 100,000-request synthetic trace
+// (256-token prompts, the first 128 shared by one of 32 prefixes, 64 output
+// tokens, arrivals at 200 req/s, max_num_seqs 1024; docs/BENCHMARKS.md,
+// scenario 4).
+func BenchmarkVirtualRun100k(b *testing.B) {
+	runTrace(b, syntheticTrace{n: 100_000, shared: 128, unique: 128, prefixes: 32, out: 64,
+		gap: 5 * time.Millisecond, maxNumSeqs: 1024})
 }
 
 // BenchmarkAdmit10k measures admitting 10,000 queued requests into an
