@@ -1,0 +1,346 @@
+package hftokenizer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// noToken marks a symbol that is not in the vocabulary (a character
+// SentencePiece-style vocabularies lack); it never merges.
+const noToken = -1
+
+// bpeModel is a BPE model over integer ids: the initial symbols of a piece
+// are its bytes (byte-level vocabularies) or its characters, and merges are
+// looked up by id pair.
+type bpeModel struct {
+	byteLevel bool
+	// tokenIDs maps vocabulary strings to ids; like tokenizers.js it also
+	// holds the added tokens, so ignore_merges and byte fallback see them.
+	tokenIDs map[string]uint32
+	// byteSymbol is, for byte-level models, the id of each byte's
+	// alphabet character (noToken when absent).
+	byteSymbol [256]int32
+	// merges maps (left<<32 | right) to (rank<<32 | merged id).
+	merges       map[uint64]uint64
+	ignoreMerges bool
+	byteFallback bool
+	// fallbackIDs are the ids of "<0x00>" … "<0xFF>" (noToken when absent).
+	fallbackIDs [256]int32
+	unkID       int32
+	fuseUnk     bool
+	cache       *wordCache
+}
+
+func compileBPE(m modelJSON, byteLevel bool) (*bpeModel, error) {
+	switch m.Type {
+	case "BPE":
+	case "":
+		if isNull(m.Merges) {
+			return nil, fmt.Errorf("model: no type and no merges: only BPE models are supported")
+		}
+	default:
+		return nil, fmt.Errorf("model type %q is not supported (only BPE)", m.Type)
+	}
+	if m.Dropout != nil && *m.Dropout > 0 {
+		return nil, fmt.Errorf("model: BPE dropout %v is not supported (encoding would not be deterministic)", *m.Dropout)
+	}
+	if m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "" {
+		return nil, fmt.Errorf("model: continuing_subword_prefix %q is not supported", *m.ContinuingSubwordPrefix)
+	}
+	if m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
+		return nil, fmt.Errorf("model: end_of_word_suffix %q is not supported", *m.EndOfWordSuffix)
+	}
+	model := &bpeModel{
+		byteLevel:    byteLevel,
+		ignoreMerges: m.IgnoreMerges,
+		byteFallback: m.ByteFallback,
+		fuseUnk:      m.FuseUnk,
+		unkID:        noToken,
+		cache:        newWordCache(),
+	}
+	if err := json.Unmarshal(m.Vocab, &model.tokenIDs); err != nil {
+		return nil, fmt.Errorf("model.vocab: %w", err)
+	}
+	if len(model.tokenIDs) == 0 {
+		return nil, fmt.Errorf("model.vocab: empty")
+	}
+	if m.UnkToken != nil {
+		if id, ok := model.tokenIDs[*m.UnkToken]; ok {
+			model.unkID = int32(id)
+		}
+	}
+	for b := range model.byteSymbol {
+		model.byteSymbol[b] = model.lookup(string(byteLevelAlphabet[b]))
+		model.fallbackIDs[b] = model.lookup(fmt.Sprintf("<0x%02X>", b))
+	}
+	if err := model.loadMerges(m.Merges); err != nil {
+		return nil, fmt.Errorf("model.merges: %w", err)
+	}
+	return model, nil
+}
+
+func (m *bpeModel) lookup(token string) int32 {
+	if id, ok := m.tokenIDs[token]; ok {
+		return int32(id)
+	}
+	return noToken
+}
+
+// loadMerges accepts both spellings of merges: ["a b", …] and
+// [["a", "b"], …]. A merge's rank is its position.
+func (m *bpeModel) loadMerges(raw json.RawMessage) error {
+	if isNull(raw) {
+		m.merges = map[uint64]uint64{}
+		return nil
+	}
+	var pairs [][2]string
+	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) > 1 && bytes.TrimLeft(trimmed[1:], " \t\r\n")[0] == '"' {
+		var joined []string
+		if err := json.Unmarshal(raw, &joined); err != nil {
+			return err
+		}
+		pairs = make([][2]string, len(joined))
+		for i, merge := range joined {
+			left, right, ok := strings.Cut(merge, " ")
+			if !ok {
+				return fmt.Errorf("merge %d %q: no space between the two parts", i, merge)
+			}
+			pairs[i] = [2]string{left, right}
+		}
+	} else if err := json.Unmarshal(raw, &pairs); err != nil {
+		return err
+	}
+	m.merges = make(map[uint64]uint64, len(pairs))
+	for rank, pair := range pairs {
+		left, okLeft := m.tokenIDs[pair[0]]
+		right, okRight := m.tokenIDs[pair[1]]
+		merged, okMerged := m.tokenIDs[pair[0]+pair[1]]
+		if !okLeft || !okRight || !okMerged {
+			return fmt.Errorf("merge %d (%q, %q): token not in the vocabulary", rank, pair[0], pair[1])
+		}
+		key := uint64(left)<<32 | uint64(right)
+		if _, dup := m.merges[key]; !dup {
+			m.merges[key] = uint64(rank)<<32 | uint64(merged)
+		}
+	}
+	return nil
+}
+
+// maxCachedWord is the longest piece (in bytes) whose encoding is cached;
+// longer pieces are rare and would crowd the cache.
+const maxCachedWord = 256
+
+// encodeWord appends the ids of one pre-tokenized piece. unkBefore says
+// whether the previous id of the same section was the unknown token (for
+// fuse_unk); the returned flag says the same of the last appended id.
+func (m *bpeModel) encodeWord(piece string, out []uint32, unkBefore bool) ([]uint32, bool) {
+	if len(piece) <= maxCachedWord {
+		if ids, ok := m.cache.get(piece); ok {
+			return m.appendFused(out, ids, unkBefore)
+		}
+	}
+	ids := m.encodeUncached(piece)
+	if len(piece) <= maxCachedWord {
+		m.cache.put(piece, ids)
+	}
+	return m.appendFused(out, ids, unkBefore)
+}
+
+func (m *bpeModel) appendFused(out, ids []uint32, unkBefore bool) ([]uint32, bool) {
+	if !m.fuseUnk || m.unkID == noToken {
+		return append(out, ids...), false
+	}
+	unk := uint32(m.unkID)
+	for _, id := range ids {
+		if id == unk && unkBefore {
+			continue
+		}
+		out = append(out, id)
+		unkBefore = id == unk
+	}
+	return out, unkBefore
+}
+
+// symbol is one node of the doubly linked list a piece is merged in.
+type symbol struct {
+	id         int32
+	start, end int32 // byte range in the piece
+	prev, next int32 // neighbours; -1 at the ends
+}
+
+func (m *bpeModel) encodeUncached(piece string) []uint32 {
+	if m.ignoreMerges {
+		key := piece
+		if m.byteLevel {
+			key = byteLevelEncode(piece)
+		}
+		if id, ok := m.tokenIDs[key]; ok {
+			return []uint32{id}
+		}
+	}
+	symbols := m.initialSymbols(piece)
+	m.mergeAll(symbols)
+	ids := make([]uint32, 0, len(symbols))
+	for i := int32(0); i >= 0 && int(i) < len(symbols); i = symbols[i].next {
+		s := symbols[i]
+		if s.id != noToken {
+			ids = append(ids, uint32(s.id))
+			continue
+		}
+		ids = m.appendUnknown(ids, piece[s.start:s.end])
+	}
+	return ids
+}
+
+// appendUnknown handles a character missing from the vocabulary: its
+// UTF-8 bytes as <0xNN> tokens when byte_fallback is on and all exist,
+// otherwise the unknown token if there is one, otherwise nothing (as
+// tokenizers.js does).
+func (m *bpeModel) appendUnknown(ids []uint32, text string) []uint32 {
+	if m.byteFallback {
+		complete := true
+		for i := 0; i < len(text); i++ {
+			complete = complete && m.fallbackIDs[text[i]] != noToken
+		}
+		if complete {
+			for i := 0; i < len(text); i++ {
+				ids = append(ids, uint32(m.fallbackIDs[text[i]]))
+			}
+			return ids
+		}
+	}
+	if m.unkID != noToken {
+		ids = append(ids, uint32(m.unkID))
+	}
+	return ids
+}
+
+func (m *bpeModel) initialSymbols(piece string) []symbol {
+	n := len(piece)
+	if !m.byteLevel {
+		n = utf8.RuneCountInString(piece)
+	}
+	symbols := make([]symbol, 0, n)
+	add := func(id int32, start, end int) {
+		i := int32(len(symbols))
+		symbols = append(symbols, symbol{id: id, start: int32(start), end: int32(end), prev: i - 1, next: i + 1})
+	}
+	if m.byteLevel {
+		for i := 0; i < len(piece); i++ {
+			add(m.byteSymbol[piece[i]], i, i+1)
+		}
+	} else {
+		for i, r := range piece {
+			size := utf8.RuneLen(r)
+			if r == utf8.RuneError {
+				_, size = utf8.DecodeRuneInString(piece[i:])
+			}
+			add(m.lookup(piece[i:i+size]), i, i+size)
+		}
+	}
+	if len(symbols) > 0 {
+		symbols[len(symbols)-1].next = -1
+	}
+	return symbols
+}
+
+// mergeCandidate is a possible merge of symbols[pos] with its right
+// neighbour, valid while both still hold the ids it was made from.
+type mergeCandidate struct {
+	rank        uint32
+	pos         int32
+	left, right int32
+	merged      int32
+}
+
+func (a mergeCandidate) before(b mergeCandidate) bool {
+	return a.rank < b.rank || a.rank == b.rank && a.pos < b.pos
+}
+
+// mergeAll applies merges lowest rank first, leftmost first among equal
+// ranks, until none applies — the order of both reference
+// implementations.
+func (m *bpeModel) mergeAll(symbols []symbol) {
+	if len(symbols) < 2 {
+		return
+	}
+	var queue candidateHeap
+	consider := func(pos int32) {
+		if pos < 0 {
+			return
+		}
+		next := symbols[pos].next
+		if next < 0 || symbols[pos].id == noToken || symbols[next].id == noToken {
+			return
+		}
+		if v, ok := m.merges[uint64(symbols[pos].id)<<32|uint64(symbols[next].id)]; ok {
+			queue.push(mergeCandidate{rank: uint32(v >> 32), pos: pos, left: symbols[pos].id, right: symbols[next].id, merged: int32(uint32(v))})
+		}
+	}
+	for i := range symbols {
+		consider(int32(i))
+	}
+	for queue.len() > 0 {
+		c := queue.pop()
+		left := &symbols[c.pos]
+		if left.id != c.left || left.next < 0 {
+			continue
+		}
+		right := &symbols[left.next]
+		if right.id != c.right {
+			continue
+		}
+		left.id = c.merged
+		left.end = right.end
+		left.next = right.next
+		if right.next >= 0 {
+			symbols[right.next].prev = c.pos
+		}
+		right.id = noToken
+		right.next, right.prev = -1, -1
+		consider(left.prev)
+		consider(c.pos)
+	}
+}
+
+// candidateHeap is a binary min-heap of merge candidates.
+type candidateHeap struct{ items []mergeCandidate }
+
+func (h *candidateHeap) len() int { return len(h.items) }
+
+func (h *candidateHeap) push(c mergeCandidate) {
+	h.items = append(h.items, c)
+	for i := len(h.items) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.items[i].before(h.items[parent]) {
+			break
+		}
+		h.items[i], h.items[parent] = h.items[parent], h.items[i]
+		i = parent
+	}
+}
+
+func (h *candidateHeap) pop() mergeCandidate {
+	top := h.items[0]
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items = h.items[:last]
+	for i := 0; ; {
+		smallest, l, r := i, 2*i+1, 2*i+2
+		if l < last && h.items[l].before(h.items[smallest]) {
+			smallest = l
+		}
+		if r < last && h.items[r].before(h.items[smallest]) {
+			smallest = r
+		}
+		if smallest == i {
+			break
+		}
+		h.items[i], h.items[smallest] = h.items[smallest], h.items[i]
+		i = smallest
+	}
+	return top
+}
