@@ -1,6 +1,9 @@
 package hftokenizer
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // addedToken is a token matched in the raw text before normalization and
 // pre-tokenization (special tokens such as <|im_start|>, and extra tokens
@@ -20,8 +23,9 @@ type addedToken struct {
 type tokenTrie struct {
 	nodes []trieNode
 	// first marks the bytes some token starts with, so most positions are
-	// skipped without touching the trie.
-	first [256]bool
+	// skipped without touching the trie; firstBytes lists them.
+	first      [256]bool
+	firstBytes string
 }
 
 type trieNode struct {
@@ -37,7 +41,10 @@ func (t *tokenTrie) insert(key string, token int) {
 	if key == "" {
 		return
 	}
-	t.first[key[0]] = true
+	if !t.first[key[0]] {
+		t.first[key[0]] = true
+		t.firstBytes += key[:1]
+	}
 	node := int32(0)
 	for i := 0; i < len(key); i++ {
 		next, ok := t.nodes[node].children[key[i]]
@@ -84,6 +91,14 @@ func (t *tokenTrie) split(text string, sections []section) []section {
 	}
 	start := 0
 	for i := 0; i < len(text); {
+		if len(t.firstBytes) == 1 {
+			// One possible first byte (Qwen's "<"): jump to it.
+			skip := strings.IndexByte(text[i:], t.firstBytes[0])
+			if skip < 0 {
+				break
+			}
+			i += skip
+		}
 		if t.first[text[i]] {
 			if token, end := t.longestAt(text, i); token >= 0 {
 				if i > start {

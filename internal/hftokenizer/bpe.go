@@ -1,7 +1,6 @@
 package hftokenizer
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -27,6 +26,10 @@ type bpeModel struct {
 	merges       map[uint64]uint64
 	ignoreMerges bool
 	byteFallback bool
+	// bmpSymbol is, for character-level models, the id of each
+	// single-character token of the Basic Multilingual Plane (noToken when
+	// absent): the initial symbols of a word without a map lookup.
+	bmpSymbol []int32
 	// fallbackIDs are the ids of "<0x00>" … "<0xFF>" (noToken when absent).
 	fallbackIDs [256]int32
 	unkID       int32
@@ -61,7 +64,8 @@ func compileBPE(m modelJSON, byteLevel bool) (*bpeModel, error) {
 		unkID:        noToken,
 		cache:        newWordCache(),
 	}
-	if err := json.Unmarshal(m.Vocab, &model.tokenIDs); err != nil {
+	var err error
+	if model.tokenIDs, err = parseVocab(m.Vocab); err != nil {
 		return nil, fmt.Errorf("model.vocab: %w", err)
 	}
 	if len(model.tokenIDs) == 0 {
@@ -75,6 +79,17 @@ func compileBPE(m modelJSON, byteLevel bool) (*bpeModel, error) {
 	for b := range model.byteSymbol {
 		model.byteSymbol[b] = model.lookup(string(byteLevelAlphabet[b]))
 		model.fallbackIDs[b] = model.lookup(fmt.Sprintf("<0x%02X>", b))
+	}
+	if !byteLevel {
+		model.bmpSymbol = make([]int32, 0x10000)
+		for i := range model.bmpSymbol {
+			model.bmpSymbol[i] = noToken
+		}
+		for token, id := range model.tokenIDs {
+			if r, size := utf8.DecodeRuneInString(token); size == len(token) && r < 0x10000 && r != utf8.RuneError {
+				model.bmpSymbol[r] = int32(id)
+			}
+		}
 	}
 	if err := model.loadMerges(m.Merges); err != nil {
 		return nil, fmt.Errorf("model.merges: %w", err)
@@ -96,21 +111,8 @@ func (m *bpeModel) loadMerges(raw json.RawMessage) error {
 		m.merges = map[uint64]uint64{}
 		return nil
 	}
-	var pairs [][2]string
-	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) > 1 && bytes.TrimLeft(trimmed[1:], " \t\r\n")[0] == '"' {
-		var joined []string
-		if err := json.Unmarshal(raw, &joined); err != nil {
-			return err
-		}
-		pairs = make([][2]string, len(joined))
-		for i, merge := range joined {
-			left, right, ok := strings.Cut(merge, " ")
-			if !ok {
-				return fmt.Errorf("merge %d %q: no space between the two parts", i, merge)
-			}
-			pairs[i] = [2]string{left, right}
-		}
-	} else if err := json.Unmarshal(raw, &pairs); err != nil {
+	pairs, err := parseMerges(raw)
+	if err != nil {
 		return err
 	}
 	m.merges = make(map[uint64]uint64, len(pairs))
@@ -127,6 +129,12 @@ func (m *bpeModel) loadMerges(raw json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// cutMerge splits an "a b" merge at its first space, as tokenizers.js
+// does (split(" ", 2)).
+func cutMerge(joined string) (left, right string, ok bool) {
+	return strings.Cut(joined, " ")
 }
 
 // maxCachedWord is the longest piece (in bytes) whose encoding is cached;
@@ -233,12 +241,14 @@ func (m *bpeModel) initialSymbols(piece string) []symbol {
 			add(m.byteSymbol[piece[i]], i, i+1)
 		}
 	} else {
-		for i, r := range piece {
-			size := utf8.RuneLen(r)
-			if r == utf8.RuneError {
-				_, size = utf8.DecodeRuneInString(piece[i:])
+		for i := 0; i < len(piece); {
+			r, size := utf8.DecodeRuneInString(piece[i:])
+			if r < 0x10000 && r != utf8.RuneError {
+				add(m.bmpSymbol[r], i, i+size)
+			} else {
+				add(m.lookup(piece[i:i+size]), i, i+size)
 			}
-			add(m.lookup(piece[i:i+size]), i, i+size)
+			i += size
 		}
 	}
 	if len(symbols) > 0 {

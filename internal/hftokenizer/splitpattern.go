@@ -86,6 +86,27 @@ func runeAt(text string, pos int) (rune, int, charClass) {
 
 func isSpaceClass(c charClass) bool { return c == classSpace || c == classNewline }
 
+// letterRunEnd returns the end of the run of letters starting at pos,
+// with a fast path over ASCII letters (most text).
+func letterRunEnd(text string, pos int) int {
+	for pos < len(text) {
+		c := text[pos]
+		if c < utf8.RuneSelf {
+			if asciiClass[c] != classLetter {
+				return pos
+			}
+			pos++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[pos:])
+		if !unicode.IsLetter(r) {
+			return pos
+		}
+		pos += size
+	}
+	return pos
+}
+
 // runEnd returns the end of the run of runes starting at pos for which
 // keep is true, stopping after max runes when max > 0.
 func runEnd(text string, pos int, keep func(charClass) bool, max int) int {
@@ -99,7 +120,6 @@ func runEnd(text string, pos int, keep func(charClass) bool, max int) int {
 	return pos
 }
 
-func isLetterClass(c charClass) bool { return c == classLetter }
 func isNumberClass(c charClass) bool { return c == classNumber }
 func isOtherClass(c charClass) bool  { return c == classOther }
 func isNewlineClass(c charClass) bool {
@@ -132,11 +152,11 @@ func (p splitPattern) matchAt(text string, pos int) int {
 
 	// [^\r\n\p{L}\p{N}]?\p{L}+
 	if class0 == classLetter {
-		return runEnd(text, next, isLetterClass, 0)
+		return letterRunEnd(text, next)
 	}
 	if class0 != classNewline && class0 != classNumber && next < len(text) {
 		if _, _, class1 := runeAt(text, next); class1 == classLetter {
-			return runEnd(text, next, isLetterClass, 0)
+			return letterRunEnd(text, next)
 		}
 	}
 

@@ -2,54 +2,47 @@ package hftokenizer
 
 import (
 	"hash/maphash"
-	"sync"
+	"sync/atomic"
 )
 
-// Word cache sizing: 64 shards of at most 4096 words bound the cache to
-// 262,144 words (a few tens of MB at worst); prose repeats a few thousand
-// words, so a full shard is simply emptied rather than tracked for LRU.
-const (
-	cacheShards        = 64
-	cacheWordsPerShard = 4096
-)
+// cacheSlots is the number of words the cache holds at most (a power of
+// two). Prose repeats a few thousand distinct words, so 64k slots hit
+// almost always, and the memory stays bounded (a few MB at worst).
+const cacheSlots = 1 << 16
 
-// wordCache remembers the ids of recently encoded pieces. It is shared by
-// every goroutine that encodes with the tokenizer; sharding keeps lock
-// contention low.
+// wordCache remembers the ids of recently encoded pieces. It is a
+// direct-mapped table of atomic pointers: a lookup is one hash, one load
+// and one string compare, with no lock, so every goroutine encoding with
+// the tokenizer shares it without contention. A colliding word simply
+// replaces the previous one.
 type wordCache struct {
-	seed   maphash.Seed
-	shards [cacheShards]cacheShard
+	seed  maphash.Seed
+	slots [cacheSlots]atomic.Pointer[cachedWord]
 }
 
-type cacheShard struct {
-	mu    sync.RWMutex
-	words map[string][]uint32
+// cachedWord is immutable once published.
+type cachedWord struct {
+	word string
+	ids  []uint32
 }
 
 func newWordCache() *wordCache {
 	return &wordCache{seed: maphash.MakeSeed()}
 }
 
-func (c *wordCache) shard(word string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, word)%cacheShards]
+func (c *wordCache) slot(word string) *atomic.Pointer[cachedWord] {
+	return &c.slots[maphash.String(c.seed, word)&(cacheSlots-1)]
 }
 
 // get returns the cached ids of word. The slice is shared: callers copy
 // it, never modify it.
 func (c *wordCache) get(word string) ([]uint32, bool) {
-	s := c.shard(word)
-	s.mu.RLock()
-	ids, ok := s.words[word]
-	s.mu.RUnlock()
-	return ids, ok
+	if entry := c.slot(word).Load(); entry != nil && entry.word == word {
+		return entry.ids, true
+	}
+	return nil, false
 }
 
 func (c *wordCache) put(word string, ids []uint32) {
-	s := c.shard(word)
-	s.mu.Lock()
-	if s.words == nil || len(s.words) >= cacheWordsPerShard {
-		s.words = make(map[string][]uint32, 256)
-	}
-	s.words[word] = ids
-	s.mu.Unlock()
+	c.slot(word).Store(&cachedWord{word: word, ids: ids})
 }
