@@ -13,7 +13,7 @@ import (
 // would have produced.
 func (t *Tokenizer) Encode(text string, addSpecialTokens bool) []uint32 {
 	if !utf8.ValidString(text) {
-		text = strings.ToValidUTF8(text, "\uFFFD")
+		text = replaceInvalidUTF8(text)
 	}
 	ids := make([]uint32, 0, len(text)/3+4)
 	if addSpecialTokens {
@@ -72,4 +72,21 @@ func (t *Tokenizer) encodeSection(ids []uint32, s section, index int) []uint32 {
 		})
 	}
 	return ids
+}
+
+// replaceInvalidUTF8 replaces every invalid byte with U+FFFD, as
+// encoding/json does when it decodes a string.
+func replaceInvalidUTF8(text string) string {
+	var b strings.Builder
+	b.Grow(len(text) + 8)
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(text[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }

@@ -84,7 +84,7 @@ func checkDecode(t *testing.T, tok *Tokenizer, ids []uint32, skip bool, want str
 	var streamed strings.Builder
 	for _, id := range ids {
 		streamed.WriteString(stream.Add(id))
-		if !strings.HasPrefix(want, streamed.String()) && !strings.HasSuffix(streamed.String(), "\uFFFD") {
+		if !strings.HasPrefix(want, streamed.String()) {
 			t.Errorf("stream of %v (skip=%v) emitted %s, not a prefix of %s", ids, skip, describe(streamed.String()), describe(want))
 			return false
 		}
