@@ -103,7 +103,13 @@ type referenceResult struct {
 	} `json:"decodes"`
 }
 
-// runReference encodes texts and decodes id lists with tokenizers.js.
+// referenceEnv selects the reference implementation of testdata/ref.mjs:
+// unset or "tokenizers.js" (the default, @huggingface/tokenizers), or
+// "lenml" (@lenml/tokenizers, the transformers.js 3 fork) for a second
+// opinion.
+const referenceEnv = "HFTOKENIZER_REFERENCE"
+
+// runReference encodes texts and decodes id lists with the reference.
 func runReference(t *testing.T, model string, texts []string, decodes [][]uint32) referenceResult {
 	t.Helper()
 	modules := nodeModules(t)
@@ -115,7 +121,11 @@ func runReference(t *testing.T, model string, texts []string, decodes [][]uint32
 	if err := os.WriteFile(inputPath, input, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("node", filepath.Join("testdata", "ref.mjs"), modules, modelDir(t, model), inputPath)
+	implementation := os.Getenv(referenceEnv)
+	if implementation == "" {
+		implementation = "tokenizers.js"
+	}
+	cmd := exec.Command("node", filepath.Join("testdata", "ref.mjs"), modules, modelDir(t, model), inputPath, implementation)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -8,26 +8,41 @@
 //                          skip_special_tokens
 // and for every id list in "decode": decoded / decodedSkip.
 //
-// Usage: node ref.mjs NODE_MODULES_DIR TOKENIZER_DIR INPUT.json
+// Usage: node ref.mjs NODE_MODULES_DIR TOKENIZER_DIR INPUT.json [IMPLEMENTATION]
 // INPUT.json: {"texts": ["…"], "decode": [[1, 2, 3]]}
+// IMPLEMENTATION: "tokenizers.js" (default) or "lenml" (@lenml/tokenizers,
+// the tokenizer-only fork of transformers.js 3, as a second opinion).
 import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [modules, dir, inputPath] = process.argv.slice(2);
-const { Tokenizer } = await import(pathToFileURL(path.join(modules, "@huggingface/tokenizers/dist/tokenizers.mjs")).href);
+const [modules, dir, inputPath, implementation = "tokenizers.js"] = process.argv.slice(2);
+const load = async (pkg, file) => import(pathToFileURL(path.join(modules, pkg, file)).href);
 
 const read = (name) => JSON.parse(fs.readFileSync(path.join(dir, name), "utf8"));
 const configPath = path.join(dir, "tokenizer_config.json");
-const tokenizer = new Tokenizer(read("tokenizer.json"), fs.existsSync(configPath) ? read("tokenizer_config.json") : {});
+const tokenizerJSON = read("tokenizer.json");
+const tokenizerConfig = fs.existsSync(configPath) ? read("tokenizer_config.json") : {};
+let tokenizer, encode;
+if (implementation === "tokenizers.js") {
+  const { Tokenizer } = await load("@huggingface/tokenizers", "dist/tokenizers.mjs");
+  tokenizer = new Tokenizer(tokenizerJSON, tokenizerConfig);
+  encode = (text, special) => tokenizer.encode(text, { add_special_tokens: special }).ids;
+} else if (implementation === "lenml") {
+  const { TokenizerLoader } = await load("@lenml/tokenizers", "dist/main.mjs");
+  tokenizer = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
+  encode = (text, special) => Array.from(tokenizer.encode(text, { add_special_tokens: special }), Number);
+} else {
+  throw new Error(`unknown implementation ${implementation}`);
+}
 const input = JSON.parse(fs.readFileSync(inputPath, "utf8"));
 
 // decode() rejects an empty list; an empty list decodes to "".
 const decode = (ids, skip) => (ids.length === 0 ? "" : tokenizer.decode(ids, { skip_special_tokens: skip }));
 
 const encodings = (input.texts ?? []).map((text) => {
-  const special = tokenizer.encode(text, { add_special_tokens: true }).ids;
-  const plain = tokenizer.encode(text, { add_special_tokens: false }).ids;
+  const special = encode(text, true);
+  const plain = encode(text, false);
   return { special, plain, decoded: decode(special, false), decodedSkip: decode(special, true) };
 });
 const decodes = (input.decode ?? []).map((ids) => ({ decoded: decode(ids, false), decodedSkip: decode(ids, true) }));
