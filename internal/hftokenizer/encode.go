@@ -17,7 +17,7 @@ func (t *Tokenizer) Encode(text string, addSpecialTokens bool) []uint32 {
 	}
 	ids := make([]uint32, 0, len(text)/3+4)
 	if addSpecialTokens {
-		ids = append(ids, t.post.prefix...)
+		ids = append(ids, t.postProcess.prefix...)
 	}
 	var stack [8]section
 	sections := t.rawTrie.split(text, stack[:0])
@@ -26,7 +26,7 @@ func (t *Tokenizer) Encode(text string, addSpecialTokens bool) []uint32 {
 		ids = t.encodeSection(ids, s, index)
 	}
 	if addSpecialTokens {
-		ids = append(ids, t.post.suffix...)
+		ids = append(ids, t.postProcess.suffix...)
 	}
 	return ids
 }
@@ -67,7 +67,7 @@ func (t *Tokenizer) encodeSection(ids []uint32, s section, index int) []uint32 {
 			continue
 		}
 		unk := false
-		t.pre.run(part.text, index, func(piece string) {
+		t.preTokenize.run(part.text, index, func(piece string) {
 			ids, unk = t.model.encodeWord(piece, ids, unk)
 		})
 	}

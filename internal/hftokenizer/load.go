@@ -78,16 +78,16 @@ func build(file *tokenizerFile) (*Tokenizer, error) {
 	if t.normalize, err = compileNormalizer(file.Normalizer); err != nil {
 		return nil, err
 	}
-	if t.pre, err = compilePreTokenizer(file.PreTokenizer); err != nil {
+	if t.preTokenize, err = compilePreTokenizer(file.PreTokenizer); err != nil {
 		return nil, err
 	}
-	if t.model, err = compileBPE(file.Model, t.pre.byteLevel); err != nil {
+	if t.model, err = compileBPE(file.Model, t.preTokenize.byteLevel); err != nil {
 		return nil, err
 	}
 	for _, a := range file.AddedTokens {
 		t.addAddedToken(a)
 	}
-	if t.post, err = compilePostProcessor(file.PostProcessor, t); err != nil {
+	if t.postProcess, err = compilePostProcessor(file.PostProcessor, t); err != nil {
 		return nil, err
 	}
 	if t.decoder, err = compileDecoder(file.Decoder); err != nil {

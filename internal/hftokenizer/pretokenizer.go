@@ -82,6 +82,8 @@ func (spec *preTokenizerSpec) addMetaspace(c componentJSON) error {
 	}
 	switch c.PrependScheme {
 	case "":
+		// Older files say add_prefix_space instead; false means never,
+		// as the Rust crate reads it (tokenizers.js ignores the field).
 		if c.AddPrefixSpace != nil && !*c.AddPrefixSpace {
 			m.scheme = "never"
 		}

@@ -120,11 +120,9 @@ func runEnd(text string, pos int, keep func(charClass) bool, max int) int {
 	return pos
 }
 
-func isNumberClass(c charClass) bool { return c == classNumber }
-func isOtherClass(c charClass) bool  { return c == classOther }
-func isNewlineClass(c charClass) bool {
-	return c == classNewline
-}
+func isNumberClass(c charClass) bool  { return c == classNumber }
+func isOtherClass(c charClass) bool   { return c == classOther }
+func isNewlineClass(c charClass) bool { return c == classNewline }
 
 // split calls emit with each piece of text, in order; the pieces tile the
 // text (every character matches one of the alternatives).
@@ -181,7 +179,8 @@ func (p splitPattern) matchAt(text string, pos int) int {
 		return runEnd(text, end, isNewlineClass, 0)
 	}
 
-	// Here text[pos] is whitespace. runStart/lastStart track the run.
+	// Here text[pos] is whitespace: find the run's end, the start of its
+	// last character and the end of its last newline.
 	end, lastStart, lastNewlineEnd := pos, pos, -1
 	for end < len(text) {
 		_, size, class := runeAt(text, end)

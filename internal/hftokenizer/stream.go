@@ -40,6 +40,21 @@ func (t *Tokenizer) NewStreamDecoder(skipSpecialTokens bool) *StreamDecoder {
 	return &StreamDecoder{tok: t, skipSpecial: skipSpecialTokens, stripLeft: t.decoder.stripCount}
 }
 
+// Prime feeds context ids — the end of the prompt — without returning
+// their text, so that the next Add continues mid-sequence instead of at
+// the start: the first generated "▁Hello" then streams as " Hello", not
+// "Hello". vLLM primes its incremental detokenizer with the prompt's last
+// tokens the same way. Bytes of a character the context leaves unfinished
+// stay pending (the next token may complete it); context text held for
+// the clean-up is dropped.
+func (d *StreamDecoder) Prime(ids []uint32) {
+	var discard []byte
+	for _, id := range ids {
+		discard = d.appendToken(discard[:0], id)
+	}
+	d.held = d.held[:0]
+}
+
 // Add decodes one more id and returns the text it completes (often "").
 func (d *StreamDecoder) Add(id uint32) string {
 	return string(d.appendToken(nil, id))

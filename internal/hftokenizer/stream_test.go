@@ -157,3 +157,48 @@ func TestConcurrentEncode(t *testing.T) {
 		t.Errorf("concurrent Encode(%s) differs from the sequential result", text)
 	}
 }
+
+// TestStreamDecoderPrime: after the prompt's ids, generated text continues
+// mid-sequence (the SentencePiece leading space is kept), and the prompt's
+// own text is never returned.
+func TestStreamDecoderPrime(t *testing.T) {
+	tests := []struct {
+		model, prompt, output string
+		skip                  bool
+		want, wantUnprimed    string
+	}{
+		{"llama2", "Say hi:", " Hello world", true, " Hello world", "Hello world"},
+		{"gemma3", "Say hi:", " Hello world", true, " Hello world", " Hello world"},
+		{"qwen3", "<|im_start|>assistant\n", " Hello world", true, " Hello world", " Hello world"},
+		// Only special tokens before: still the start of the text.
+		{"llama2", "", "Hello", true, "Hello", "Hello"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model+"/"+tt.prompt, func(t *testing.T) {
+			tok := loadModel(t, tt.model)
+			prompt := tok.Encode(tt.prompt, true)
+			all := tok.Encode(tt.prompt+tt.output, true)
+			if !slices.Equal(all[:len(prompt)], prompt) {
+				t.Fatalf("prompt ids %v are not a prefix of %v", prompt, all)
+			}
+			output := all[len(prompt):]
+			decode := func(prime bool) string {
+				stream := tok.NewStreamDecoder(tt.skip)
+				if prime {
+					stream.Prime(prompt)
+				}
+				var got strings.Builder
+				for _, id := range output {
+					got.WriteString(stream.Add(id))
+				}
+				return got.String() + stream.Flush()
+			}
+			if got := decode(true); got != tt.want {
+				t.Errorf("primed stream = %q, want %q", got, tt.want)
+			}
+			if got := decode(false); got != tt.wantUnprimed {
+				t.Errorf("unprimed stream = %q, want %q", got, tt.wantUnprimed)
+			}
+		})
+	}
+}

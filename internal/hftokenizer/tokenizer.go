@@ -3,11 +3,11 @@ package hftokenizer
 // Tokenizer encodes and decodes text with a model's Hugging Face
 // tokenizer. It is immutable after Load and safe for concurrent use.
 type Tokenizer struct {
-	normalize normalizer // nil: none
-	pre       preTokenizerSpec
-	model     *bpeModel
-	post      postProcessor
-	decoder   decoderSpec
+	normalize   normalizer // nil: none
+	preTokenize preTokenizerSpec
+	model       *bpeModel
+	postProcess postProcessor
+	decoder     decoderSpec
 
 	added []addedToken
 	// addedByContent finds an added token by its content, and by its
