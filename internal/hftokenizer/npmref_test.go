@@ -98,8 +98,9 @@ type referenceResult struct {
 		DecodedSkip string   `json:"decodedSkip"`
 	} `json:"encodings"`
 	Decodes []struct {
-		Decoded     string `json:"decoded"`
-		DecodedSkip string `json:"decodedSkip"`
+		Decoded     string    `json:"decoded"`
+		DecodedSkip string    `json:"decodedSkip"`
+		Tokens      []*string `json:"tokens"` // null for an id without a token
 	} `json:"decodes"`
 }
 

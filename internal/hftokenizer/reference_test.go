@@ -59,6 +59,12 @@ func TestMatchesReference(t *testing.T) {
 				if !checkDecode(t, tok, ids, false, ref.Decodes[i].Decoded) || !checkDecode(t, tok, ids, true, ref.Decodes[i].DecodedSkip) {
 					decodeMismatch++
 				}
+				for k, id := range ids {
+					got, ok := tok.TokenString(id)
+					if want := ref.Decodes[i].Tokens[k]; want == nil && ok || want != nil && (!ok || got != *want) {
+						t.Errorf("TokenString(%d) = %q, %v; reference %v", id, got, ok, want)
+					}
+				}
 			}
 			t.Logf("%s: %d texts (%d varied, %d random), %d id lists: %d id mismatches, %d decode mismatches; %d texts round-trip exactly",
 				model, len(texts), len(varied), len(random), len(idLists), idMismatch, decodeMismatch, roundTrips)

@@ -6,7 +6,8 @@
 //   plain:   encode(text, add_special_tokens=false).ids
 //   decoded / decodedSkip: decode(special ids) without / with
 //                          skip_special_tokens
-// and for every id list in "decode": decoded / decodedSkip.
+// and for every id list in "decode": decoded / decodedSkip, and tokens
+// (the vocabulary string of each id).
 //
 // Usage: node ref.mjs NODE_MODULES_DIR TOKENIZER_DIR INPUT.json [IMPLEMENTATION]
 // INPUT.json: {"texts": ["…"], "decode": [[1, 2, 3]]}
@@ -23,15 +24,17 @@ const read = (name) => JSON.parse(fs.readFileSync(path.join(dir, name), "utf8"))
 const configPath = path.join(dir, "tokenizer_config.json");
 const tokenizerJSON = read("tokenizer.json");
 const tokenizerConfig = fs.existsSync(configPath) ? read("tokenizer_config.json") : {};
-let tokenizer, encode;
+let tokenizer, encode, idToToken;
 if (implementation === "tokenizers.js") {
   const { Tokenizer } = await load("@huggingface/tokenizers", "dist/tokenizers.mjs");
   tokenizer = new Tokenizer(tokenizerJSON, tokenizerConfig);
   encode = (text, special) => tokenizer.encode(text, { add_special_tokens: special }).ids;
+  idToToken = (id) => tokenizer.id_to_token(id);
 } else if (implementation === "lenml") {
   const { TokenizerLoader } = await load("@lenml/tokenizers", "dist/main.mjs");
   tokenizer = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
   encode = (text, special) => Array.from(tokenizer.encode(text, { add_special_tokens: special }), Number);
+  idToToken = (id) => tokenizer.model.vocab[id];
 } else {
   throw new Error(`unknown implementation ${implementation}`);
 }
@@ -45,5 +48,9 @@ const encodings = (input.texts ?? []).map((text) => {
   const plain = encode(text, false);
   return { special, plain, decoded: decode(special, false), decodedSkip: decode(special, true) };
 });
-const decodes = (input.decode ?? []).map((ids) => ({ decoded: decode(ids, false), decodedSkip: decode(ids, true) }));
+const decodes = (input.decode ?? []).map((ids) => ({
+  decoded: decode(ids, false),
+  decodedSkip: decode(ids, true),
+  tokens: ids.map((id) => idToToken(id) ?? null),
+}));
 process.stdout.write(JSON.stringify({ encodings, decodes }));
