@@ -7,6 +7,10 @@ import (
 	"unicode/utf8"
 )
 
+// maxTokenID bounds ids (16.7M, 60× today's largest vocabularies), so that
+// a corrupt file cannot make Load allocate per-id tables of gigabytes.
+const maxTokenID = 1 << 24
+
 // noToken marks a symbol that is not in the vocabulary (a character
 // SentencePiece-style vocabularies lack); it never merges.
 const noToken = -1
@@ -19,6 +23,8 @@ type bpeModel struct {
 	// tokenIDs maps vocabulary strings to ids; like tokenizers.js it also
 	// holds the added tokens, so ignore_merges and byte fallback see them.
 	tokenIDs map[string]uint32
+	// vocab is the model's own id → string table, before added tokens.
+	vocab []string
 	// byteSymbol is, for byte-level models, the id of each byte's
 	// alphabet character (noToken when absent).
 	byteSymbol [256]int32
@@ -70,6 +76,15 @@ func compileBPE(m modelJSON, byteLevel bool) (*bpeModel, error) {
 	}
 	if len(model.tokenIDs) == 0 {
 		return nil, fmt.Errorf("model.vocab: empty")
+	}
+	for token, id := range model.tokenIDs {
+		if id >= maxTokenID {
+			return nil, fmt.Errorf("model.vocab: token %q has id %d, beyond %d", token, id, maxTokenID-1)
+		}
+		if int(id) >= len(model.vocab) {
+			model.vocab = append(model.vocab, make([]string, int(id)+1-len(model.vocab))...)
+		}
+		model.vocab[id] = token
 	}
 	if m.UnkToken != nil {
 		if id, ok := model.tokenIDs[*m.UnkToken]; ok {

@@ -85,6 +85,9 @@ func build(file *tokenizerFile) (*Tokenizer, error) {
 		return nil, err
 	}
 	for _, a := range file.AddedTokens {
+		if a.ID >= maxTokenID {
+			return nil, fmt.Errorf("added token %q has id %d, beyond %d", a.Content, a.ID, maxTokenID-1)
+		}
 		t.addAddedToken(a)
 	}
 	if t.postProcess, err = compilePostProcessor(file.PostProcessor, t); err != nil {
@@ -115,18 +118,14 @@ func (t *Tokenizer) addAddedToken(a addedTokenJSON) {
 
 // indexTokens builds the per-id tables and the added-token tries.
 func (t *Tokenizer) indexTokens() {
-	size := 0
-	for _, id := range t.model.tokenIDs {
-		size = max(size, int(id)+1)
+	size := len(t.model.vocab)
+	for _, a := range t.added {
+		size = max(size, int(a.id)+1)
 	}
 	t.tokens = make([]string, size)
+	copy(t.tokens, t.model.vocab)
 	t.special = make([]bool, size)
 	t.isAdded = make([]bool, size)
-	for token, id := range t.model.tokenIDs {
-		if t.tokens[id] == "" {
-			t.tokens[id] = token
-		}
-	}
 	t.rawTrie, t.normalizedTrie = newTokenTrie(), newTokenTrie()
 	for i, a := range t.added {
 		t.tokens[a.id] = a.content
@@ -155,8 +154,8 @@ func (t *Tokenizer) applyConfig(c *tokenizerConfigFile) error {
 	grew := false
 	for key, a := range c.AddedTokensDecoder {
 		id, err := strconv.ParseUint(key, 10, 32)
-		if err != nil {
-			return fmt.Errorf("added_tokens_decoder: key %q is not a token id", key)
+		if err != nil || id >= maxTokenID {
+			return fmt.Errorf("added_tokens_decoder: key %q is not a token id below %d", key, maxTokenID)
 		}
 		if int(id) < len(t.tokens) && t.tokens[id] != "" {
 			continue

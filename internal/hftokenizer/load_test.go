@@ -46,6 +46,14 @@ func TestLoadRejectsBadInput(t *testing.T) {
 		{"merge of unknown tokens", func(t *testing.T) string {
 			return writeTokenizerDir(t, with(func(tok map[string]any) { model(tok)["merges"] = []any{"x yz"} }), nil)
 		}, []string{"model.merges", "not in the vocabulary"}},
+		{"huge token id", func(t *testing.T) string {
+			return writeTokenizerDir(t, with(func(tok map[string]any) { model(tok)["vocab"].(map[string]any)["x"] = 4000000000 }), nil)
+		}, []string{"model.vocab", `token "x" has id 4000000000`}},
+		{"huge added token id", func(t *testing.T) string {
+			return writeTokenizerDir(t, with(func(tok map[string]any) {
+				tok["added_tokens"] = []any{map[string]any{"id": 1 << 30, "content": "<big>", "special": true}}
+			}), nil)
+		}, []string{`added token "<big>" has id 1073741824`}},
 		{"BPE dropout", func(t *testing.T) string {
 			return writeTokenizerDir(t, with(func(tok map[string]any) { model(tok)["dropout"] = 0.1 }), nil)
 		}, []string{"dropout"}},
