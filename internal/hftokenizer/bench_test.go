@@ -58,6 +58,35 @@ func BenchmarkEncodeProse(b *testing.B) {
 	}
 }
 
+// BenchmarkEncodeCache compares the shared word cache with no cache at
+// all, on one core and with all cores encoding at once (RunParallel), the
+// way a server encodes requests from many goroutines.
+func BenchmarkEncodeCache(b *testing.B) {
+	shared := loadModel(b, "qwen3")
+	uncachedModel := *shared.model
+	uncachedModel.cache = nil
+	uncached := *shared
+	uncached.model = &uncachedModel
+	text := proseText(40)
+	tokens := len(shared.Encode(text, false))
+	for _, variant := range []struct {
+		name string
+		tok  *Tokenizer
+	}{{"shared", shared}, {"none", &uncached}} {
+		b.Run(variant.name, func(b *testing.B) {
+			cpu := processCPU(b)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					variant.tok.Encode(text, false)
+				}
+			})
+			cpu = processCPU(b) - cpu
+			b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+			b.ReportMetric(float64(tokens)*float64(b.N)/cpu.Seconds(), "tokens/cpu-s")
+		})
+	}
+}
+
 // BenchmarkDecode measures Decode throughput on the ids of the prose.
 func BenchmarkDecode(b *testing.B) {
 	tok := loadModel(b, "qwen3")

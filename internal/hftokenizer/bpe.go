@@ -40,7 +40,7 @@ type bpeModel struct {
 	fallbackIDs [256]int32
 	unkID       int32
 	fuseUnk     bool
-	cache       *wordCache
+	cache       *wordCache // nil: no cache (benchmarks measure its worth)
 }
 
 func compileBPE(m modelJSON, byteLevel bool) (*bpeModel, error) {
@@ -160,13 +160,14 @@ const maxCachedWord = 256
 // whether the previous id of the same section was the unknown token (for
 // fuse_unk); the returned flag says the same of the last appended id.
 func (m *bpeModel) encodeWord(piece string, out []uint32, unkBefore bool) ([]uint32, bool) {
-	if len(piece) <= maxCachedWord {
+	cacheable := m.cache != nil && len(piece) <= maxCachedWord
+	if cacheable {
 		if ids, ok := m.cache.get(piece); ok {
 			return m.appendFused(out, ids, unkBefore)
 		}
 	}
 	ids := m.encodeUncached(piece)
-	if len(piece) <= maxCachedWord {
+	if cacheable {
 		m.cache.put(piece, ids)
 	}
 	return m.appendFused(out, ids, unkBefore)
@@ -204,6 +205,14 @@ func (m *bpeModel) encodeUncached(piece string) []uint32 {
 			return []uint32{id}
 		}
 	}
+	if m.symbolCount(piece) <= smallWord {
+		return m.encodeSmall(piece)
+	}
+	return m.encodeLong(piece)
+}
+
+// encodeLong merges a word of any length with a heap of candidate merges.
+func (m *bpeModel) encodeLong(piece string) []uint32 {
 	symbols := m.initialSymbols(piece)
 	m.mergeAll(symbols)
 	ids := make([]uint32, 0, len(symbols))
@@ -239,6 +248,106 @@ func (m *bpeModel) appendUnknown(ids []uint32, text string) []uint32 {
 		ids = append(ids, uint32(m.unkID))
 	}
 	return ids
+}
+
+// smallWord is the longest word (in initial symbols) merged by
+// encodeSmall; nearly every pre-tokenized word is shorter.
+const smallWord = 64
+
+func (m *bpeModel) symbolCount(piece string) int {
+	if m.byteLevel {
+		return len(piece)
+	}
+	return utf8.RuneCountInString(piece)
+}
+
+// symbolID is the id of the initial symbol piece[start:end] (one byte or
+// one character), or noToken.
+func (m *bpeModel) symbolID(piece string, start, end int) int32 {
+	if m.byteLevel {
+		return m.byteSymbol[piece[start]]
+	}
+	if r, size := utf8.DecodeRuneInString(piece[start:end]); r < 0x10000 && r != utf8.RuneError && size == end-start {
+		return m.bmpSymbol[r]
+	}
+	return m.lookup(piece[start:end])
+}
+
+// noMerge is the rank of a pair that does not merge.
+const noMerge = ^uint32(0)
+
+// pairRank returns the rank and result of merging left and right.
+func (m *bpeModel) pairRank(left, right int32) (uint32, int32) {
+	if left == noToken || right == noToken {
+		return noMerge, noToken
+	}
+	v, ok := m.merges[uint64(left)<<32|uint64(right)]
+	if !ok {
+		return noMerge, noToken
+	}
+	return uint32(v >> 32), int32(uint32(v))
+}
+
+// encodeSmall merges a short word in fixed arrays on the stack: the rank
+// of every adjacent pair is kept, the lowest (leftmost on ties) merges,
+// and only the two pairs next to it are looked up again. Same order as
+// mergeAll, without its heap and allocations.
+func (m *bpeModel) encodeSmall(piece string) []uint32 {
+	var (
+		ids    [smallWord]int32
+		starts [smallWord + 1]int32 // symbol i is piece[starts[i]:starts[i+1]]
+		ranks  [smallWord]uint32    // rank of the pair (i, i+1)
+		merged [smallWord]int32     // its result
+	)
+	n := 0
+	for i := 0; i < len(piece); {
+		size := 1
+		if !m.byteLevel {
+			_, size = utf8.DecodeRuneInString(piece[i:])
+		}
+		starts[n] = int32(i)
+		ids[n] = m.symbolID(piece, i, i+size)
+		n++
+		i += size
+	}
+	starts[n] = int32(len(piece))
+	for i := 0; i < n-1; i++ {
+		ranks[i], merged[i] = m.pairRank(ids[i], ids[i+1])
+	}
+	for n > 1 {
+		best, bestRank := -1, noMerge
+		for i := 0; i < n-1; i++ {
+			if ranks[i] < bestRank {
+				best, bestRank = i, ranks[i]
+			}
+		}
+		if best < 0 {
+			break
+		}
+		ids[best] = merged[best]
+		copy(ids[best+1:n-1], ids[best+2:n])
+		copy(starts[best+1:n], starts[best+2:n+1])
+		if best+1 <= n-2 { // the pairs right of the merged one move left
+			copy(ranks[best+1:n-2], ranks[best+2:n-1])
+			copy(merged[best+1:n-2], merged[best+2:n-1])
+		}
+		n--
+		if best > 0 {
+			ranks[best-1], merged[best-1] = m.pairRank(ids[best-1], ids[best])
+		}
+		if best < n-1 {
+			ranks[best], merged[best] = m.pairRank(ids[best], ids[best+1])
+		}
+	}
+	out := make([]uint32, 0, n)
+	for i := 0; i < n; i++ {
+		if ids[i] != noToken {
+			out = append(out, uint32(ids[i]))
+			continue
+		}
+		out = m.appendUnknown(out, piece[starts[i]:starts[i+1]])
+	}
+	return out
 }
 
 func (m *bpeModel) initialSymbols(piece string) []symbol {

@@ -202,3 +202,31 @@ func TestStreamDecoderPrime(t *testing.T) {
 		})
 	}
 }
+
+// TestShortAndLongMergesAgree: the stack-array merge used for short words
+// and the heap merge used for long ones give the same ids on every word
+// of the test corpus (the reference test covers each path only where it
+// is used).
+func TestShortAndLongMergesAgree(t *testing.T) {
+	for _, model := range []string{"qwen3", "llama2"} {
+		tok := loadModel(t, model)
+		words := 0
+		for _, text := range append(variedTexts(), randomTexts(5, 500)...) {
+			if tok.normalize != nil {
+				text = tok.normalize(text)
+			}
+			tok.preTokenize.run(text, 0, func(piece string) {
+				if tok.model.symbolCount(piece) > smallWord {
+					return
+				}
+				words++
+				if short, long := tok.model.encodeSmall(piece), tok.model.encodeLong(piece); !slices.Equal(short, long) {
+					t.Errorf("%s: word %q: short merge %v, heap merge %v", model, piece, short, long)
+				}
+			})
+		}
+		if words < 1000 {
+			t.Errorf("%s: only %d words compared", model, words)
+		}
+	}
+}
