@@ -74,7 +74,7 @@ func NewCore(cfg *config.Config, opts CoreOptions) (*Core, error) {
 	timing := opts.Timing
 	if timing == nil {
 		var err error
-		if timing, err = NewTimingModel(cfg); err != nil {
+		if timing, err = NewTimingModel(cfg, nil); err != nil {
 			return nil, fmt.Errorf("engine rank %d: %w", opts.Rank, err)
 		}
 	}

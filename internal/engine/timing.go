@@ -33,20 +33,16 @@ type TimingModel interface {
 }
 
 // NewTimingModel builds the timing model cfg selects: "polynomial", "fixed"
-// or "interpolated" (which loads cfg.PlannerProfileData). An empty name means
-// the default: interpolated when a profile is configured, else polynomial.
-func NewTimingModel(cfg *config.Config) (TimingModel, error) {
+// or "interpolated" (built from profile, which the caller loaded from
+// cfg.PlannerProfileData). An empty name means the default: interpolated
+// when a profile is configured, else polynomial. profile is only read, so
+// one loaded profile can be shared by every DP rank; it is ignored by the
+// other models.
+func NewTimingModel(cfg *config.Config, profile *Profile) (TimingModel, error) {
 	if cfg == nil {
 		return nil, errors.New("timing model: nil config")
 	}
-	name := cfg.TimingModel
-	if name == "" {
-		name = timingPolynomial
-		if cfg.PlannerProfileData != "" {
-			name = timingInterpolated
-		}
-	}
-	switch name {
+	switch name := timingModelName(cfg); name {
 	case timingPolynomial:
 		return PolynomialTiming{}, nil
 	case timingFixed:
@@ -63,14 +59,33 @@ func NewTimingModel(cfg *config.Config) (TimingModel, error) {
 		if cfg.PlannerProfileData == "" {
 			return nil, errors.New("timing model interpolated requires planner_profile_data")
 		}
-		p, err := LoadProfile(cfg.PlannerProfileData)
-		if err != nil {
-			return nil, err
+		if profile == nil {
+			// The engine reads no files: whoever builds the engine loads
+			// the profile once and hands it in.
+			return nil, fmt.Errorf("timing model interpolated: planner_profile_data %q was not loaded (no profile handed in)", cfg.PlannerProfileData)
 		}
-		return NewInterpolatedTiming(p)
+		return NewInterpolatedTiming(profile)
 	default:
 		return nil, fmt.Errorf("unknown timing model %q (want polynomial, fixed or interpolated)", name)
 	}
+}
+
+// NeedsProfile reports whether cfg selects the interpolated model, whose
+// profile the caller must load from cfg.PlannerProfileData and pass to
+// NewTimingModel.
+func NeedsProfile(cfg *config.Config) bool {
+	return cfg != nil && timingModelName(cfg) == timingInterpolated
+}
+
+// timingModelName resolves cfg's timing model name, filling in the default.
+func timingModelName(cfg *config.Config) string {
+	if cfg.TimingModel != "" {
+		return cfg.TimingModel
+	}
+	if cfg.PlannerProfileData != "" {
+		return timingInterpolated
+	}
+	return timingPolynomial
 }
 
 // PolynomialTiming is the default model (engine.md §9.2): a quadratic in the

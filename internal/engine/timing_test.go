@@ -2,7 +2,6 @@ package engine
 
 import (
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -232,10 +231,11 @@ func TestNewInterpolatedTimingRejectsInvalidProfile(t *testing.T) {
 }
 
 func TestNewTimingModel(t *testing.T) {
-	profilePath := filepath.Join("testdata", "profile.json")
+	const profilePath = "profile.npz" // never opened: the profile is handed in
 	tests := []struct {
 		name    string
 		mutate  func(c *config.Config)
+		profile *Profile
 		check   func(t *testing.T, m TimingModel)
 		wantErr []string
 	}{
@@ -258,8 +258,9 @@ func TestNewTimingModel(t *testing.T) {
 			},
 		},
 		{
-			name:   "empty name with profile is interpolated",
-			mutate: func(c *config.Config) { c.TimingModel = ""; c.PlannerProfileData = profilePath },
+			name:    "empty name with profile is interpolated",
+			mutate:  func(c *config.Config) { c.TimingModel = ""; c.PlannerProfileData = profilePath },
+			profile: interpTestProfile(),
 			check: func(t *testing.T, m TimingModel) {
 				if _, ok := m.(*InterpolatedTiming); !ok {
 					t.Errorf("model is %T, want *InterpolatedTiming", m)
@@ -288,24 +289,44 @@ func TestNewTimingModel(t *testing.T) {
 			},
 		},
 		{
-			name:   "interpolated loads the profile",
-			mutate: func(c *config.Config) { c.TimingModel = "interpolated"; c.PlannerProfileData = profilePath },
+			name:    "interpolated uses the profile handed in",
+			mutate:  func(c *config.Config) { c.TimingModel = "interpolated"; c.PlannerProfileData = profilePath },
+			profile: interpTestProfile(),
 			check: func(t *testing.T, m TimingModel) {
-				assertNear(t, "PrefillMs(1024)", m.PrefillMs(1024), 33.6, 1e-12)
+				assertNear(t, "PrefillMs(150)", m.PrefillMs(150), 20, 1e-12)
+				assertNear(t, "DecodeMs(1500, ·, 200)", m.DecodeMs(1500, 0, 200), 8, 1e-12)
+			},
+		},
+		{
+			name:    "polynomial ignores a profile",
+			mutate:  func(c *config.Config) { c.TimingModel = "polynomial"; c.PlannerProfileData = profilePath },
+			profile: interpTestProfile(),
+			check: func(t *testing.T, m TimingModel) {
+				if _, ok := m.(PolynomialTiming); !ok {
+					t.Errorf("model is %T, want PolynomialTiming", m)
+				}
 			},
 		},
 		{
 			name:    "interpolated without profile is an error",
 			mutate:  func(c *config.Config) { c.TimingModel = "interpolated" },
+			profile: interpTestProfile(),
 			wantErr: []string{"planner_profile_data"},
 		},
 		{
-			name: "interpolated with a missing file names the path",
-			mutate: func(c *config.Config) {
-				c.TimingModel = "interpolated"
-				c.PlannerProfileData = filepath.Join(t.TempDir(), "nope.npz")
-			},
-			wantErr: []string{"nope.npz"},
+			name:    "interpolated with a configured but unloaded profile names the path",
+			mutate:  func(c *config.Config) { c.TimingModel = "interpolated"; c.PlannerProfileData = profilePath },
+			wantErr: []string{profilePath, "not loaded"},
+		},
+		{
+			name:   "interpolated with an invalid profile names the array",
+			mutate: func(c *config.Config) { c.TimingModel = "interpolated"; c.PlannerProfileData = profilePath },
+			profile: func() *Profile {
+				p := interpTestProfile()
+				p.DecodeContextLength = []float64{300, 100}
+				return p
+			}(),
+			wantErr: []string{"decode_context_length", "strictly increasing"},
 		},
 		{
 			name:    "unknown model name is an error",
@@ -327,7 +348,7 @@ func TestNewTimingModel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
 			tc.mutate(&cfg)
-			m, err := NewTimingModel(&cfg)
+			m, err := NewTimingModel(&cfg, tc.profile)
 			if tc.wantErr != nil {
 				if err == nil {
 					t.Fatalf("no error, model %T", m)
@@ -345,7 +366,34 @@ func TestNewTimingModel(t *testing.T) {
 			tc.check(t, m)
 		})
 	}
-	if _, err := NewTimingModel(nil); err == nil {
+	if _, err := NewTimingModel(nil, interpTestProfile()); err == nil {
 		t.Error("nil config accepted")
+	}
+}
+
+func TestNeedsProfile(t *testing.T) {
+	tests := []struct {
+		name        string
+		timingModel string
+		profileData string
+		want        bool
+	}{
+		{"default without profile data", "", "", false},
+		{"default with profile data", "", "p.npz", true},
+		{"explicit interpolated", "interpolated", "p.npz", true},
+		{"fixed with profile data does not read it", "fixed", "p.npz", false},
+		{"polynomial with profile data does not read it", "polynomial", "p.npz", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.TimingModel, cfg.PlannerProfileData = tc.timingModel, tc.profileData
+			if got := NeedsProfile(&cfg); got != tc.want {
+				t.Errorf("NeedsProfile = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if NeedsProfile(nil) {
+		t.Error("NeedsProfile(nil) = true")
 	}
 }
