@@ -18,6 +18,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/events"
 	"github.com/mocker-server/mocker-server/internal/metrics"
+	"github.com/mocker-server/mocker-server/internal/profile"
 )
 
 // Server timeouts (http-api.md §2.5). There is deliberately no overall
@@ -118,11 +119,29 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// buildEngines creates one engine per DP rank with the rank's hooks.
+// loadProfile reads a timing profile file; tests wrap it to count loads.
+var loadProfile = profile.Load
+
+// buildEngines creates one engine per DP rank with the rank's hooks. The
+// interpolated model's profile is loaded once here and the same read-only
+// profile is handed to every rank; a profile that fails to load or validate
+// is a configuration error (exit status 2).
 func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*engine.Engine, error) {
+	var timingProfile *engine.Profile
+	if engine.NeedsProfile(cfg) {
+		p, err := loadProfile(cfg.PlannerProfileData)
+		if err != nil {
+			return nil, &config.Error{Problems: []string{err.Error()}}
+		}
+		timingProfile = p
+	}
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
-		opts := engine.Options{Rank: r, Logger: log.With("engine", r)}
+		timing, err := engine.NewTimingModel(cfg, timingProfile)
+		if err != nil {
+			return nil, fmt.Errorf("engine rank %d: %w", r, err)
+		}
+		opts := engine.Options{Rank: r, Timing: timing, Logger: log.With("engine", r)}
 		if hooks.Observer != nil {
 			opts.Observer = hooks.Observer(r)
 		}
