@@ -48,7 +48,7 @@ type npyMember struct {
 }
 
 // encodeNPY writes a .npy file by hand (no numpy here).
-func encodeNPY(t *testing.T, m npyMember) []byte {
+func encodeNPY(t testing.TB, m npyMember) []byte {
 	t.Helper()
 	if m.raw != nil {
 		return m.raw
@@ -123,7 +123,7 @@ func encodeNPY(t *testing.T, m npyMember) []byte {
 
 // writeNPZ writes the members into a zip archive at dir/name with the given
 // compression method and returns its path.
-func writeNPZ(t *testing.T, dir, name string, method uint16, members []npyMember) string {
+func writeNPZ(t testing.TB, dir, name string, method uint16, members []npyMember) string {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
