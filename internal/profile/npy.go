@@ -91,8 +91,8 @@ func parseNPY(b []byte) (*npyArray, error) {
 	switch {
 	case fortran && len(shape) == 2 && count > 0:
 		// Column-major: element (i, j) is stored at j*rows + i. An empty
-		// array needs no transposing, and looping over its rows could take
-		// forever: shape (10**18, 0) is a valid empty header.
+		// array needs no transposing (and one dimension of an empty array
+		// may be enormous).
 		rows, cols := shape[0], shape[1]
 		rowMajor := make([]float64, count)
 		for i := range rows {
