@@ -151,7 +151,15 @@ func cfgsTokens(from, n int) []uint32 {
 func cfgsSimulate(t *testing.T, cfg *config.Config, rank int, reqs [][2]int) *cfgsObserver {
 	t.Helper()
 	obs := &cfgsObserver{}
-	core, err := engine.NewCore(cfg, engine.CoreOptions{Rank: rank, Observer: obs})
+	timingProfile, err := loadTimingProfile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timing, err := engine.NewTimingModel(cfg, timingProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := engine.NewCore(cfg, engine.CoreOptions{Rank: rank, Timing: timing, Observer: obs})
 	if err != nil {
 		t.Fatalf("engine.NewCore(rank %d): %v", rank, err)
 	}

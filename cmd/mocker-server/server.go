@@ -122,18 +122,27 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 // loadProfile reads a timing profile file; tests wrap it to count loads.
 var loadProfile = profile.Load
 
+// loadTimingProfile loads cfg's planner profile when its timing model is
+// the interpolated one (nil otherwise). A profile that fails to load or
+// validate is a configuration error (exit status 2).
+func loadTimingProfile(cfg *config.Config) (*engine.Profile, error) {
+	if !engine.NeedsProfile(cfg) {
+		return nil, nil
+	}
+	p, err := loadProfile(cfg.PlannerProfileData)
+	if err != nil {
+		return nil, &config.Error{Problems: []string{err.Error()}}
+	}
+	return p, nil
+}
+
 // buildEngines creates one engine per DP rank with the rank's hooks. The
-// interpolated model's profile is loaded once here and the same read-only
-// profile is handed to every rank; a profile that fails to load or validate
-// is a configuration error (exit status 2).
+// profile is loaded once and the same read-only profile is handed to every
+// rank.
 func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*engine.Engine, error) {
-	var timingProfile *engine.Profile
-	if engine.NeedsProfile(cfg) {
-		p, err := loadProfile(cfg.PlannerProfileData)
-		if err != nil {
-			return nil, &config.Error{Problems: []string{err.Error()}}
-		}
-		timingProfile = p
+	timingProfile, err := loadTimingProfile(cfg)
+	if err != nil {
+		return nil, err
 	}
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
