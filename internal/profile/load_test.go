@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,19 +20,15 @@ import (
 
 // handCheckedProfile is a small profile whose interpolation can be checked
 // by hand: prefill slope 0.2 ms/token (10 ms at 100, 30 at 200, 70 at 400);
-// decode grid rows kv 1000/2000/4000, columns ctx 100/300.
+// decode grid rows kv 1000/2000/4000, columns ctx 100/300. It is decoded
+// from interpTestProfileJSON with encoding/json straight into the struct,
+// a reference independent of this package's JSON reader.
 func handCheckedProfile() *engine.Profile {
-	return &engine.Profile{
-		PrefillISL:           []float64{100, 200, 400},
-		PrefillTTFTMs:        []float64{10, 30, 70},
-		DecodeActiveKVTokens: []float64{1000, 2000, 4000},
-		DecodeContextLength:  []float64{100, 300},
-		DecodeITL: [][]float64{
-			{5, 7},
-			{9, 11},
-			{13, 19},
-		},
+	p := &engine.Profile{}
+	if err := json.Unmarshal([]byte(interpTestProfileJSON), p); err != nil {
+		panic(err)
 	}
+	return p
 }
 
 // npyMember describes one .npy member of a test NPZ archive. Values are
@@ -70,26 +67,7 @@ func encodeNPY(t testing.TB, m npyMember) []byte {
 	if major == 0 {
 		major = 1
 	}
-	preamble := 10
-	if major >= 2 {
-		preamble = 12
-	}
-	for (preamble+len(header)+1)%64 != 0 {
-		header += " "
-	}
-	header += "\n"
-
 	var b bytes.Buffer
-	b.WriteString("\x93NUMPY")
-	b.WriteByte(major)
-	b.WriteByte(0)
-	if major == 1 {
-		_ = binary.Write(&b, binary.LittleEndian, uint16(len(header)))
-	} else {
-		_ = binary.Write(&b, binary.LittleEndian, uint32(len(header)))
-	}
-	b.WriteString(header)
-
 	vals := m.values
 	if m.fortran && len(m.shape) == 2 {
 		rows, cols := m.shape[0], m.shape[1]
@@ -118,7 +96,7 @@ func encodeNPY(t testing.TB, m npyMember) []byte {
 			t.Fatal(err)
 		}
 	}
-	return b.Bytes()
+	return rawNPY(major, header, b.Bytes())
 }
 
 // writeNPZ writes the members into a zip archive at dir/name with the given
