@@ -118,8 +118,17 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// buildEngines creates one engine per DP rank with the rank's hooks.
+// buildEngines creates one engine per DP rank with the rank's hooks. A
+// timing profile is read once here and shared by every rank.
 func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*engine.Engine, error) {
+	var profile *engine.Profile
+	if cfg.TimingModel == engine.TimingInterpolated {
+		var err error
+		if profile, err = engine.LoadProfile(cfg.PlannerProfileData); err != nil {
+			return nil, err
+		}
+	}
+	engineCfg := cfg.EngineConfig(profile)
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
 		opts := engine.Options{Rank: r, Logger: log.With("engine", r)}
@@ -132,7 +141,7 @@ func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*e
 		if hooks.FPMSink != nil {
 			opts.FPMSink = hooks.FPMSink(r)
 		}
-		e, err := engine.New(cfg, opts)
+		e, err := engine.New(engineCfg, opts)
 		if err != nil {
 			return nil, err
 		}

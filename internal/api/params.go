@@ -381,10 +381,12 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		g.maxEffective = max(g.maxEffective, ps.m)
 	}
 
-	// 10. KV capacity.
+	// 10. KV capacity: the engine's own rule, so the answer here and a
+	// rejection at the head of its queue can never disagree. Every rank
+	// has the same configuration, so rank 0 answers for all.
 	for _, ps := range g.prompts {
-		if e := kvCapacityError(s.cfg, len(ps.ids)); e != nil {
-			return nil, e
+		if rej := s.engines[0].CheckAdmissible(len(ps.ids), ps.m); rej != nil {
+			return nil, errInvalid("", "%s", rej.Message)
 		}
 	}
 	return g, nil

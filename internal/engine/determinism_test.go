@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
@@ -15,11 +14,11 @@ import (
 // event batch, FPM snapshot and output item, in order, as text.
 func transcript(t *testing.T, seed uint64) []byte {
 	var buf bytes.Buffer
-	cfg := config.Default()
+	cfg := DefaultConfig()
 	cfg.BlockSize = 4
-	cfg.NumGPUBlocks = 40
+	cfg.NumBlocks = 40
 	cfg.MaxNumBatchedTokens = 32
-	core, err := NewCore(&cfg, CoreOptions{
+	core, err := NewCore(cfg, CoreOptions{
 		KVSink: sinkFunc(func(b KVEventBatch) {
 			fmt.Fprintf(&buf, "batch t=%d\n", b.Time.Sub(VirtualEpoch))
 			for _, e := range b.Events {

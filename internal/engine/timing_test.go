@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/mocker-server/mocker-server/internal/config"
 )
 
 func assertNear(t *testing.T, what string, got, want, tol float64) {
@@ -235,13 +233,13 @@ func TestNewTimingModel(t *testing.T) {
 	profilePath := filepath.Join("testdata", "profile.json")
 	tests := []struct {
 		name    string
-		mutate  func(c *config.Config)
+		mutate  func(c *Config)
 		check   func(t *testing.T, m TimingModel)
 		wantErr []string
 	}{
 		{
 			name:   "default is polynomial",
-			mutate: func(c *config.Config) {},
+			mutate: func(c *Config) {},
 			check: func(t *testing.T, m TimingModel) {
 				if _, ok := m.(PolynomialTiming); !ok {
 					t.Errorf("model is %T, want PolynomialTiming", m)
@@ -250,7 +248,7 @@ func TestNewTimingModel(t *testing.T) {
 		},
 		{
 			name:   "empty name without profile is polynomial",
-			mutate: func(c *config.Config) { c.TimingModel = "" },
+			mutate: func(c *Config) { c.Timing.Model = "" },
 			check: func(t *testing.T, m TimingModel) {
 				if _, ok := m.(PolynomialTiming); !ok {
 					t.Errorf("model is %T, want PolynomialTiming", m)
@@ -259,7 +257,7 @@ func TestNewTimingModel(t *testing.T) {
 		},
 		{
 			name:   "empty name with profile is interpolated",
-			mutate: func(c *config.Config) { c.TimingModel = ""; c.PlannerProfileData = profilePath },
+			mutate: func(c *Config) { c.Timing.Model = ""; c.Timing.Profile = mustLoadProfile(t, profilePath) },
 			check: func(t *testing.T, m TimingModel) {
 				if _, ok := m.(*InterpolatedTiming); !ok {
 					t.Errorf("model is %T, want *InterpolatedTiming", m)
@@ -267,8 +265,12 @@ func TestNewTimingModel(t *testing.T) {
 			},
 		},
 		{
-			name:   "fixed uses the configured times",
-			mutate: func(c *config.Config) { c.TimingModel = "fixed"; c.FixedPrefillMs = 7.5; c.FixedDecodeMs = 2.5 },
+			name: "fixed uses the configured times",
+			mutate: func(c *Config) {
+				c.Timing.Model = TimingFixed
+				c.Timing.FixedPrefillMs = 7.5
+				c.Timing.FixedDecodeMs = 2.5
+			},
 			check: func(t *testing.T, m TimingModel) {
 				if got := m.PrefillMs(10); got != 7.5 {
 					t.Errorf("PrefillMs = %v, want 7.5", got)
@@ -280,7 +282,7 @@ func TestNewTimingModel(t *testing.T) {
 		},
 		{
 			name:   "fixed defaults are 20 and 10",
-			mutate: func(c *config.Config) { c.TimingModel = "fixed" },
+			mutate: func(c *Config) { c.Timing.Model = TimingFixed },
 			check: func(t *testing.T, m TimingModel) {
 				if m.PrefillMs(1) != 20 || m.DecodeMs(1, 1, 1) != 10 {
 					t.Errorf("fixed model = %+v, want prefill 20 decode 10", m)
@@ -288,46 +290,41 @@ func TestNewTimingModel(t *testing.T) {
 			},
 		},
 		{
-			name:   "interpolated loads the profile",
-			mutate: func(c *config.Config) { c.TimingModel = "interpolated"; c.PlannerProfileData = profilePath },
+			name: "interpolated loads the profile",
+			mutate: func(c *Config) {
+				c.Timing.Model = TimingInterpolated
+				c.Timing.Profile = mustLoadProfile(t, profilePath)
+			},
 			check: func(t *testing.T, m TimingModel) {
 				assertNear(t, "PrefillMs(1024)", m.PrefillMs(1024), 33.6, 1e-12)
 			},
 		},
 		{
 			name:    "interpolated without profile is an error",
-			mutate:  func(c *config.Config) { c.TimingModel = "interpolated" },
+			mutate:  func(c *Config) { c.Timing.Model = TimingInterpolated },
 			wantErr: []string{"planner_profile_data"},
 		},
 		{
-			name: "interpolated with a missing file names the path",
-			mutate: func(c *config.Config) {
-				c.TimingModel = "interpolated"
-				c.PlannerProfileData = filepath.Join(t.TempDir(), "nope.npz")
-			},
-			wantErr: []string{"nope.npz"},
-		},
-		{
 			name:    "unknown model name is an error",
-			mutate:  func(c *config.Config) { c.TimingModel = "quadratic" },
+			mutate:  func(c *Config) { c.Timing.Model = "quadratic" },
 			wantErr: []string{"quadratic"},
 		},
 		{
 			name:    "negative fixed prefill is an error",
-			mutate:  func(c *config.Config) { c.TimingModel = "fixed"; c.FixedPrefillMs = -1 },
+			mutate:  func(c *Config) { c.Timing.Model = TimingFixed; c.Timing.FixedPrefillMs = -1 },
 			wantErr: []string{"fixed_prefill_ms"},
 		},
 		{
 			name:    "NaN fixed decode is an error",
-			mutate:  func(c *config.Config) { c.TimingModel = "fixed"; c.FixedDecodeMs = math.NaN() },
+			mutate:  func(c *Config) { c.Timing.Model = TimingFixed; c.Timing.FixedDecodeMs = math.NaN() },
 			wantErr: []string{"fixed_decode_ms"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
+			cfg := DefaultConfig()
 			tc.mutate(&cfg)
-			m, err := NewTimingModel(&cfg)
+			m, err := NewTimingModel(cfg.Timing)
 			if tc.wantErr != nil {
 				if err == nil {
 					t.Fatalf("no error, model %T", m)
@@ -345,7 +342,14 @@ func TestNewTimingModel(t *testing.T) {
 			tc.check(t, m)
 		})
 	}
-	if _, err := NewTimingModel(nil); err == nil {
-		t.Error("nil config accepted")
+}
+
+// mustLoadProfile reads a profile fixture for the timing-model tests.
+func mustLoadProfile(t *testing.T, path string) *Profile {
+	t.Helper()
+	p, err := LoadProfile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return p
 }

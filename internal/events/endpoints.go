@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
 // Defaults of the Dynamo port style (kv-events.md §1.2) and of the FPM
@@ -136,7 +137,7 @@ func needsIPv6(endpoint string) bool {
 // configuration (kv-events.md §1.6): prefix caching on and not a decode
 // worker. Sockets are created regardless.
 func KVEventsPublishable(cfg *config.Config) bool {
-	return cfg.EnablePrefixCaching && cfg.WorkerType != config.WorkerDecode
+	return cfg.EnablePrefixCaching && cfg.WorkerType != engine.WorkerDecode
 }
 
 // KVSettingsFor resolves DP rank's KV event publisher from the
