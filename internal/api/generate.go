@@ -194,7 +194,7 @@ func ctxError(ctx context.Context) *apiError {
 	return nil
 }
 
-// stopReason returns the choice's finish_reason and stop_reason: the planned
+// reasons returns the choice's finish_reason and stop_reason: the planned
 // stop reason applies only when the engine delivered the whole plan.
 func (ch *choice) reasons() (engine.FinishReason, plan.StopReason) {
 	reason := ch.fin.Reason

@@ -38,6 +38,11 @@ func (c *Core) planPass(start time.Time) time.Duration {
 
 	var prefillMs, decodeMs float64
 	if prefillN > 0 {
+		// The prefill term is charged for prefillN × (mean prompt length −
+		// mean cached prefix), each mean truncated by integer division
+		// before subtracting. That is Dynamo's mocker arithmetic, kept on
+		// purpose so pass times match it to the nanosecond; it differs from
+		// the exact new-token count (computed) by less than prefillN.
 		T := prefillN * (sumISL/prefillN - sumPrefix/prefillN)
 		if T > 0 {
 			prefillMs = c.timing.PrefillMs(T) / c.prefillDiv
