@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
@@ -337,7 +338,7 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		g.cacheSalt = cacheSalt
 	}
 	if priority.Set && priority.I != 0 {
-		if s.cfg.SchedulingPolicy != "priority" {
+		if s.cfg.SchedulingPolicy != engine.SchedulePriority {
 			return nil, errInvalid("priority", "Got priority %s but Priority scheduling is not enabled.", priority)
 		}
 		g.priority = int(max(min(priority.I, 1<<31-1), -(1 << 31)))
