@@ -126,7 +126,7 @@ var loadProfile = profile.Load
 // the interpolated one (nil otherwise). A profile that fails to load or
 // validate is a configuration error (exit status 2).
 func loadTimingProfile(cfg *config.Config) (*engine.Profile, error) {
-	if !engine.NeedsProfile(cfg) {
+	if cfg.TimingModel != engine.TimingInterpolated {
 		return nil, nil
 	}
 	p, err := loadProfile(cfg.PlannerProfileData)
@@ -136,21 +136,17 @@ func loadTimingProfile(cfg *config.Config) (*engine.Profile, error) {
 	return p, nil
 }
 
-// buildEngines creates one engine per DP rank with the rank's hooks. The
-// profile is loaded once and the same read-only profile is handed to every
-// rank.
+// buildEngines creates one engine per DP rank with the rank's hooks. A
+// timing profile is read once here and shared by every rank.
 func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*engine.Engine, error) {
 	timingProfile, err := loadTimingProfile(cfg)
 	if err != nil {
 		return nil, err
 	}
+	engineCfg := cfg.EngineConfig(timingProfile)
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
-		timing, err := engine.NewTimingModel(cfg, timingProfile)
-		if err != nil {
-			return nil, fmt.Errorf("engine rank %d: %w", r, err)
-		}
-		opts := engine.Options{Rank: r, Timing: timing, Logger: log.With("engine", r)}
+		opts := engine.Options{Rank: r, Logger: log.With("engine", r)}
 		if hooks.Observer != nil {
 			opts.Observer = hooks.Observer(r)
 		}
@@ -160,7 +156,7 @@ func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*e
 		if hooks.FPMSink != nil {
 			opts.FPMSink = hooks.FPMSink(r)
 		}
-		e, err := engine.New(cfg, opts)
+		e, err := engine.New(engineCfg, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -168,7 +168,7 @@ func (j *job) record(it *engine.OutputItem) *choice {
 			ch.fin = it.Finished
 			j.remaining--
 			j.s.finished(j.rank, 1)
-			if it.Finished.Rejected && j.rejected == 0 {
+			if it.Finished.Rejection != nil && j.rejected == 0 {
 				j.rejected = it.Choice + 1
 			}
 		}
@@ -180,13 +180,9 @@ func (j *job) record(it *engine.OutputItem) *choice {
 }
 
 // rejectionError is the answer to an engine-level rejection (normally
-// prevented by the KV-capacity pre-check).
+// caught before submission by the same rule; see checkAdmissible).
 func (j *job) rejectionError() *apiError {
-	ps := &j.g.prompts[j.ch[j.rejected-1].prompt]
-	if e := kvCapacityError(j.s.cfg, len(ps.ids)); e != nil {
-		return e
-	}
-	return errInvalid("", "The request was rejected by the engine: it can never be scheduled.")
+	return errInvalid("", "%s", j.ch[j.rejected-1].fin.Rejection.Message)
 }
 
 // ctxError maps the end of the request context to an answer: nil when the
@@ -198,9 +194,9 @@ func ctxError(ctx context.Context) *apiError {
 	return nil
 }
 
-// stopReason returns the choice's finish_reason and stop_reason: the planned
+// reasons returns the choice's finish_reason and stop_reason: the planned
 // stop reason applies only when the engine delivered the whole plan.
-func (ch *choice) reasons() (string, plan.StopReason) {
+func (ch *choice) reasons() (engine.FinishReason, plan.StopReason) {
 	reason := ch.fin.Reason
 	if reason == "" {
 		reason = engine.FinishLength

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
@@ -337,7 +338,7 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		g.cacheSalt = cacheSalt
 	}
 	if priority.Set && priority.I != 0 {
-		if s.cfg.SchedulingPolicy != "priority" {
+		if s.cfg.SchedulingPolicy != engine.SchedulePriority {
 			return nil, errInvalid("priority", "Got priority %s but Priority scheduling is not enabled.", priority)
 		}
 		g.priority = int(max(min(priority.I, 1<<31-1), -(1 << 31)))
@@ -381,10 +382,12 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		g.maxEffective = max(g.maxEffective, ps.m)
 	}
 
-	// 10. KV capacity.
+	// 10. KV capacity: the engine's own rule, so the answer here and a
+	// rejection at the head of its queue can never disagree. Every rank
+	// has the same configuration, so rank 0 answers for all.
 	for _, ps := range g.prompts {
-		if e := kvCapacityError(s.cfg, len(ps.ids)); e != nil {
-			return nil, e
+		if rej := s.engines[0].CheckAdmissible(len(ps.ids), ps.m); rej != nil {
+			return nil, errInvalid("", "%s", rej.Message)
 		}
 	}
 	return g, nil

@@ -214,7 +214,7 @@ func (st *streamer) render(items []engine.OutputItem) {
 
 // final appends a choice's final chunk, carrying its held last token.
 func (st *streamer) final(idx int, ch *choice) {
-	if ch.fin.Rejected {
+	if ch.fin.Rejection != nil {
 		return // answered with an error event
 	}
 	var text string
@@ -324,7 +324,7 @@ func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, 
 func (st *streamer) appendFinish(b []byte, ch *choice) []byte {
 	reason, stop := ch.reasons()
 	b = append(b, `,"finish_reason":`...)
-	b = appendString(b, reason)
+	b = appendString(b, string(reason))
 	b = append(b, `,"stop_reason":`...)
 	switch stop.Kind {
 	case plan.StopString:

@@ -4,7 +4,9 @@
 // flags) decode onto the same json-tagged structs.
 package config
 
-import "math"
+import (
+	"github.com/mocker-server/mocker-server/internal/engine"
+)
 
 // Config is the whole configuration of one mocker-server process.
 // JSON keys are the specification's keys; "-" and "_" are interchangeable
@@ -31,46 +33,46 @@ type Config struct {
 	LogLevel                  string   `json:"log_level"`
 
 	// Engine and scheduler fields (engine.md §1.3).
-	EngineType            string `json:"engine_type"`
-	NumGPUBlocks          int    `json:"num_gpu_blocks"`
-	BlockSize             int    `json:"block_size"`
-	MaxModelLen           int    `json:"max_model_len"`
-	MaxNumSeqs            int    `json:"max_num_seqs"`
-	MaxNumBatchedTokens   int    `json:"max_num_batched_tokens"`
-	EnablePrefixCaching   bool   `json:"enable_prefix_caching"`
-	EnableChunkedPrefill  bool   `json:"enable_chunked_prefill"`
-	PreemptionMode        string `json:"preemption_mode"`
-	SchedulingPolicy      string `json:"scheduling_policy"`
-	PrefixCachingHashAlgo string `json:"prefix_caching_hash_algo"`
-	HashSeed              string `json:"hash_seed"`
+	EngineType            engine.EngineType       `json:"engine_type"`
+	NumGPUBlocks          int                     `json:"num_gpu_blocks"`
+	BlockSize             int                     `json:"block_size"`
+	MaxModelLen           int                     `json:"max_model_len"`
+	MaxNumSeqs            int                     `json:"max_num_seqs"`
+	MaxNumBatchedTokens   int                     `json:"max_num_batched_tokens"`
+	EnablePrefixCaching   bool                    `json:"enable_prefix_caching"`
+	EnableChunkedPrefill  bool                    `json:"enable_chunked_prefill"`
+	PreemptionMode        engine.PreemptionMode   `json:"preemption_mode"`
+	SchedulingPolicy      engine.SchedulingPolicy `json:"scheduling_policy"`
+	PrefixCachingHashAlgo string                  `json:"prefix_caching_hash_algo"`
+	HashSeed              string                  `json:"hash_seed"`
 
 	// SGLang and TensorRT-LLM fields (engine.md §1.4).
 	SGLang SGLangConfig `json:"sglang"`
 	TRTLLM TRTLLMConfig `json:"trtllm"`
 
 	// Timing fields (engine.md §1.5).
-	TimingModel        string  `json:"timing_model"`
-	PlannerProfileData string  `json:"planner_profile_data"`
-	FixedPrefillMs     float64 `json:"fixed_prefill_ms"`
-	FixedDecodeMs      float64 `json:"fixed_decode_ms"`
-	SpeedupRatio       float64 `json:"speedup_ratio"`
-	DecodeSpeedupRatio float64 `json:"decode_speedup_ratio"`
+	TimingModel        engine.TimingModelKind `json:"timing_model"`
+	PlannerProfileData string                 `json:"planner_profile_data"`
+	FixedPrefillMs     float64                `json:"fixed_prefill_ms"`
+	FixedDecodeMs      float64                `json:"fixed_decode_ms"`
+	SpeedupRatio       float64                `json:"speedup_ratio"`
+	DecodeSpeedupRatio float64                `json:"decode_speedup_ratio"`
 
 	// Reasoning framing (engine.md §1.6); nil means no framing.
 	Reasoning *ReasoningConfig `json:"reasoning"`
 
 	// Data parallelism (engine.md §1.7).
-	DPSize    int    `json:"dp_size"`
-	DPRouting string `json:"dp_routing"`
+	DPSize    int              `json:"dp_size"`
+	DPRouting engine.DPRouting `json:"dp_routing"`
 
 	// Disaggregated prefill/decode (engine.md §1.8).
-	WorkerType              string  `json:"worker_type"`
-	BootstrapPort           int     `json:"bootstrap_port"` // 0 = none
-	AdvertiseHost           string  `json:"advertise_host"` // empty until Load resolves it
-	KVBytesPerToken         int64   `json:"kv_bytes_per_token"`
-	KVTransferBandwidth     float64 `json:"kv_transfer_bandwidth"` // GB/s
-	KVTransferTimingMode    string  `json:"kv_transfer_timing_mode"`
-	HandoffSessionTimeoutMs int64   `json:"handoff_session_timeout_ms"`
+	WorkerType              engine.WorkerType `json:"worker_type"`
+	BootstrapPort           int               `json:"bootstrap_port"` // 0 = none
+	AdvertiseHost           string            `json:"advertise_host"` // empty until Load resolves it
+	KVBytesPerToken         int64             `json:"kv_bytes_per_token"`
+	KVTransferBandwidth     float64           `json:"kv_transfer_bandwidth"` // GB/s
+	KVTransferTimingMode    string            `json:"kv_transfer_timing_mode"`
+	HandoffSessionTimeoutMs int64             `json:"handoff_session_timeout_ms"`
 
 	// KV events and FPM publishing (engine.md §1.9).
 	KVEventsConfig           *KVEventsConfig `json:"kv_events_config"`
@@ -119,27 +121,6 @@ type KVEventsConfig struct {
 	Topic               string  `json:"topic"`
 }
 
-// Engine type names.
-const (
-	EngineVLLM   = "vllm"
-	EngineSGLang = "sglang"
-	EngineTRTLLM = "trtllm"
-)
-
-// Worker types (engine.md §1.8, §12).
-const (
-	WorkerAggregated = "aggregated"
-	WorkerPrefill    = "prefill"
-	WorkerDecode     = "decode"
-)
-
-// Timing models (engine.md §1.5, §9).
-const (
-	TimingPolynomial   = "polynomial"
-	TimingFixed        = "fixed"
-	TimingInterpolated = "interpolated"
-)
-
 // DefaultReasoningConfig returns the defaults of a reasoning object; the
 // required thinking_ratio is left at 0.
 func DefaultReasoningConfig() ReasoningConfig {
@@ -173,15 +154,15 @@ func Default() Config {
 		DeprecatedMetrics:   true,
 		LogLevel:            "info",
 
-		EngineType:            EngineVLLM,
+		EngineType:            engine.EngineVLLM,
 		NumGPUBlocks:          16384,
 		MaxModelLen:           32768,
 		MaxNumSeqs:            256,
 		MaxNumBatchedTokens:   8192,
 		EnablePrefixCaching:   true,
 		EnableChunkedPrefill:  true,
-		PreemptionMode:        "lifo",
-		SchedulingPolicy:      "fcfs",
+		PreemptionMode:        engine.PreemptLIFO,
+		SchedulingPolicy:      engine.ScheduleFCFS,
 		PrefixCachingHashAlgo: "xxh3",
 
 		SGLang: SGLangConfig{
@@ -193,16 +174,16 @@ func Default() Config {
 		},
 		TRTLLM: TRTLLMConfig{CapacitySchedulerPolicy: "guaranteed_no_evict"},
 
-		TimingModel:        "polynomial",
+		TimingModel:        engine.TimingPolynomial,
 		FixedPrefillMs:     20.0,
 		FixedDecodeMs:      10.0,
 		SpeedupRatio:       1.0,
 		DecodeSpeedupRatio: 1.0,
 
 		DPSize:    1,
-		DPRouting: "round_robin",
+		DPRouting: engine.RouteRoundRobin,
 
-		WorkerType:              WorkerAggregated,
+		WorkerType:              engine.WorkerAggregated,
 		KVBytesPerToken:         131072,
 		KVTransferBandwidth:     64.0,
 		KVTransferTimingMode:    "full_prompt",
@@ -219,19 +200,8 @@ func (c *Config) EffectiveBlockSize() int {
 	if c.BlockSize > 0 {
 		return c.BlockSize
 	}
-	switch c.EngineType {
-	case EngineSGLang:
-		if c.SGLang.PageSize > 0 {
-			return c.SGLang.PageSize
-		}
-		return 1
-	case EngineTRTLLM:
-		return 32
-	default:
-		return 64
+	if c.EngineType == engine.EngineSGLang && c.SGLang.PageSize > 0 {
+		return c.SGLang.PageSize
 	}
+	return c.EngineType.DefaultBlockSize()
 }
-
-// NoDelay reports whether a speedup ratio means "no simulated delay"
-// (0 and +Inf both do).
-func NoDelay(ratio float64) bool { return ratio == 0 || math.IsInf(ratio, 1) }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
 // Validate checks every field against engine.md §1.2–§1.9 and the
@@ -201,7 +203,7 @@ func (c *Config) validate() ([]problem, []string) {
 		v.errorf([]string{"sglang.schedule_conservativeness"},
 			"sglang.schedule_conservativeness must be > 0 and <= 10, got %s", fmtFloat(x))
 	}
-	if c.EngineType == EngineSGLang {
+	if c.EngineType == engine.EngineSGLang {
 		// Rule 1.
 		if c.BlockSize > 0 && c.SGLang.PageSize > 0 && c.BlockSize != c.SGLang.PageSize {
 			v.errorf([]string{"block_size", "sglang.page_size"},
@@ -229,7 +231,7 @@ func (c *Config) validate() ([]problem, []string) {
 	v.speedup("speedup_ratio", c.SpeedupRatio)
 	v.speedup("decode_speedup_ratio", c.DecodeSpeedupRatio)
 	// Rule 5 (presence only; the engine loads and validates the profile).
-	if c.TimingModel == TimingInterpolated && c.PlannerProfileData == "" {
+	if c.TimingModel == engine.TimingInterpolated && c.PlannerProfileData == "" {
 		v.errorf([]string{"timing_model", "planner_profile_data"},
 			"timing_model 'interpolated' requires planner_profile_data")
 	}
@@ -320,7 +322,7 @@ func (c *Config) validate() ([]problem, []string) {
 		if !c.EnablePrefixCaching {
 			v.warns = append(v.warns, "KV events are configured but prefix caching is disabled: no KV events will be published")
 		}
-		if c.WorkerType == WorkerDecode {
+		if c.WorkerType == engine.WorkerDecode {
 			v.warns = append(v.warns, "KV events are configured on a decode worker: no KV events will be published")
 		}
 	}

@@ -70,7 +70,7 @@ type FirstTokenRecord struct {
 
 // FinishedRecord is the timeline and sizes of one finished sequence.
 type FinishedRecord struct {
-	Reason         string
+	Reason         FinishReason
 	Arrival        time.Time
 	FirstScheduled time.Time // zero if never scheduled
 	FirstToken     time.Time // zero if no token

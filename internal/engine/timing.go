@@ -7,19 +7,10 @@ import (
 	"math"
 	"sort"
 	"sync"
-
-	"github.com/mocker-server/mocker-server/internal/config"
-)
-
-// Timing model names (engine.md §1.5).
-const (
-	timingPolynomial   = "polynomial"
-	timingFixed        = "fixed"
-	timingInterpolated = "interpolated"
 )
 
 // TimingModel models the raw duration of one pass's two terms in
-// milliseconds, before speedup ratios (engine.md §9.1). Implementations are
+// milliseconds, before speedup ratios are applied. Implementations are
 // immutable and safe for concurrent use.
 type TimingModel interface {
 	// PrefillMs returns the prefill term for T new prompt tokens in the pass
@@ -32,60 +23,37 @@ type TimingModel interface {
 	DecodeMs(activeKVTokens, totalKVTokens, avgContext int) float64
 }
 
-// NewTimingModel builds the timing model cfg selects: "polynomial", "fixed"
-// or "interpolated" (built from profile, which the caller loaded from
-// cfg.PlannerProfileData). An empty name means the default: interpolated
-// when a profile is configured, else polynomial. profile is only read, so
-// one loaded profile can be shared by every DP rank; it is ignored by the
-// other models.
-func NewTimingModel(cfg *config.Config, profile *Profile) (TimingModel, error) {
-	if cfg == nil {
-		return nil, errors.New("timing model: nil config")
+// NewTimingModel builds the timing model tc selects. An empty kind means
+// the default: interpolated when a profile is given, else polynomial.
+func NewTimingModel(tc TimingConfig) (TimingModel, error) {
+	kind := tc.Model
+	if kind == "" {
+		kind = TimingPolynomial
+		if tc.Profile != nil {
+			kind = TimingInterpolated
+		}
 	}
-	switch name := timingModelName(cfg); name {
-	case timingPolynomial:
+	switch kind {
+	case TimingPolynomial:
 		return PolynomialTiming{}, nil
-	case timingFixed:
+	case TimingFixed:
 		for _, f := range []struct {
 			key string
 			v   float64
-		}{{"fixed_prefill_ms", cfg.FixedPrefillMs}, {"fixed_decode_ms", cfg.FixedDecodeMs}} {
+		}{{"fixed_prefill_ms", tc.FixedPrefillMs}, {"fixed_decode_ms", tc.FixedDecodeMs}} {
 			if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 				return nil, fmt.Errorf("timing model fixed: %s must be finite and >= 0, got %v", f.key, f.v)
 			}
 		}
-		return FixedTiming{Prefill: cfg.FixedPrefillMs, Decode: cfg.FixedDecodeMs}, nil
-	case timingInterpolated:
-		if cfg.PlannerProfileData == "" {
+		return FixedTiming{Prefill: tc.FixedPrefillMs, Decode: tc.FixedDecodeMs}, nil
+	case TimingInterpolated:
+		if tc.Profile == nil {
 			return nil, errors.New("timing model interpolated requires planner_profile_data")
 		}
-		if profile == nil {
-			// The engine reads no files: whoever builds the engine loads
-			// the profile once and hands it in.
-			return nil, fmt.Errorf("timing model interpolated: planner_profile_data %q was not loaded (no profile handed in)", cfg.PlannerProfileData)
-		}
-		return NewInterpolatedTiming(profile)
+		return NewInterpolatedTiming(tc.Profile)
 	default:
-		return nil, fmt.Errorf("unknown timing model %q (want polynomial, fixed or interpolated)", name)
+		return nil, fmt.Errorf("unknown timing model %q (want polynomial, fixed or interpolated)", kind)
 	}
-}
-
-// NeedsProfile reports whether cfg selects the interpolated model, whose
-// profile the caller must load from cfg.PlannerProfileData and pass to
-// NewTimingModel.
-func NeedsProfile(cfg *config.Config) bool {
-	return cfg != nil && timingModelName(cfg) == timingInterpolated
-}
-
-// timingModelName resolves cfg's timing model name, filling in the default.
-func timingModelName(cfg *config.Config) string {
-	if cfg.TimingModel != "" {
-		return cfg.TimingModel
-	}
-	if cfg.PlannerProfileData != "" {
-		return timingInterpolated
-	}
-	return timingPolynomial
 }
 
 // PolynomialTiming is the default model (engine.md §9.2): a quadratic in the

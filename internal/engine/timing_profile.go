@@ -7,8 +7,7 @@ import (
 )
 
 // Profile array names: the keys of a JSON profile, the member names (plus
-// ".npy") of an NPZ profile, and the names validation errors report
-// (engine.md §9.3).
+// ".npy") of an NPZ profile, and the names validation errors report.
 const (
 	ProfilePrefillISL           = "prefill_isl"
 	ProfilePrefillTTFTMs        = "prefill_ttft_ms"
@@ -17,8 +16,8 @@ const (
 	ProfileDecodeITL            = "decode_itl"
 )
 
-// Profile is measured timing data for the interpolated model
-// (engine.md §9.3). A nil array means "missing". The engine never reads
+// Profile is measured timing data for the interpolated model (see
+// docs/timing-model.md). A nil array means "missing". The engine never reads
 // profile files: internal/profile loads them into this type.
 type Profile struct {
 	// PrefillISL is the prefill axis: new prompt tokens in a pass. Strictly

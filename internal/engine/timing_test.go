@@ -4,8 +4,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/mocker-server/mocker-server/internal/config"
 )
 
 func assertNear(t *testing.T, what string, got, want, tol float64) {
@@ -231,17 +229,15 @@ func TestNewInterpolatedTimingRejectsInvalidProfile(t *testing.T) {
 }
 
 func TestNewTimingModel(t *testing.T) {
-	const profilePath = "profile.npz" // never opened: the profile is handed in
 	tests := []struct {
 		name    string
-		mutate  func(c *config.Config)
-		profile *Profile
+		mutate  func(c *Config)
 		check   func(t *testing.T, m TimingModel)
 		wantErr []string
 	}{
 		{
 			name:   "default is polynomial",
-			mutate: func(c *config.Config) {},
+			mutate: func(c *Config) {},
 			check: func(t *testing.T, m TimingModel) {
 				if _, ok := m.(PolynomialTiming); !ok {
 					t.Errorf("model is %T, want PolynomialTiming", m)
@@ -250,7 +246,7 @@ func TestNewTimingModel(t *testing.T) {
 		},
 		{
 			name:   "empty name without profile is polynomial",
-			mutate: func(c *config.Config) { c.TimingModel = "" },
+			mutate: func(c *Config) { c.Timing.Model = "" },
 			check: func(t *testing.T, m TimingModel) {
 				if _, ok := m.(PolynomialTiming); !ok {
 					t.Errorf("model is %T, want PolynomialTiming", m)
@@ -258,9 +254,8 @@ func TestNewTimingModel(t *testing.T) {
 			},
 		},
 		{
-			name:    "empty name with profile is interpolated",
-			mutate:  func(c *config.Config) { c.TimingModel = ""; c.PlannerProfileData = profilePath },
-			profile: interpTestProfile(),
+			name:   "empty name with profile is interpolated",
+			mutate: func(c *Config) { c.Timing.Model = ""; c.Timing.Profile = interpTestProfile() },
 			check: func(t *testing.T, m TimingModel) {
 				if _, ok := m.(*InterpolatedTiming); !ok {
 					t.Errorf("model is %T, want *InterpolatedTiming", m)
@@ -268,8 +263,12 @@ func TestNewTimingModel(t *testing.T) {
 			},
 		},
 		{
-			name:   "fixed uses the configured times",
-			mutate: func(c *config.Config) { c.TimingModel = "fixed"; c.FixedPrefillMs = 7.5; c.FixedDecodeMs = 2.5 },
+			name: "fixed uses the configured times",
+			mutate: func(c *Config) {
+				c.Timing.Model = TimingFixed
+				c.Timing.FixedPrefillMs = 7.5
+				c.Timing.FixedDecodeMs = 2.5
+			},
 			check: func(t *testing.T, m TimingModel) {
 				if got := m.PrefillMs(10); got != 7.5 {
 					t.Errorf("PrefillMs = %v, want 7.5", got)
@@ -281,7 +280,7 @@ func TestNewTimingModel(t *testing.T) {
 		},
 		{
 			name:   "fixed defaults are 20 and 10",
-			mutate: func(c *config.Config) { c.TimingModel = "fixed" },
+			mutate: func(c *Config) { c.Timing.Model = TimingFixed },
 			check: func(t *testing.T, m TimingModel) {
 				if m.PrefillMs(1) != 20 || m.DecodeMs(1, 1, 1) != 10 {
 					t.Errorf("fixed model = %+v, want prefill 20 decode 10", m)
@@ -289,18 +288,19 @@ func TestNewTimingModel(t *testing.T) {
 			},
 		},
 		{
-			name:    "interpolated uses the profile handed in",
-			mutate:  func(c *config.Config) { c.TimingModel = "interpolated"; c.PlannerProfileData = profilePath },
-			profile: interpTestProfile(),
+			name: "interpolated uses the profile handed in",
+			mutate: func(c *Config) {
+				c.Timing.Model = TimingInterpolated
+				c.Timing.Profile = interpTestProfile()
+			},
 			check: func(t *testing.T, m TimingModel) {
 				assertNear(t, "PrefillMs(150)", m.PrefillMs(150), 20, 1e-12)
 				assertNear(t, "DecodeMs(1500, ·, 200)", m.DecodeMs(1500, 0, 200), 8, 1e-12)
 			},
 		},
 		{
-			name:    "polynomial ignores a profile",
-			mutate:  func(c *config.Config) { c.TimingModel = "polynomial"; c.PlannerProfileData = profilePath },
-			profile: interpTestProfile(),
+			name:   "polynomial ignores a profile",
+			mutate: func(c *Config) { c.Timing.Model = TimingPolynomial; c.Timing.Profile = interpTestProfile() },
 			check: func(t *testing.T, m TimingModel) {
 				if _, ok := m.(PolynomialTiming); !ok {
 					t.Errorf("model is %T, want PolynomialTiming", m)
@@ -308,47 +308,40 @@ func TestNewTimingModel(t *testing.T) {
 			},
 		},
 		{
-			name:    "interpolated without profile is an error",
-			mutate:  func(c *config.Config) { c.TimingModel = "interpolated" },
-			profile: interpTestProfile(),
-			wantErr: []string{"planner_profile_data"},
-		},
-		{
-			name:    "interpolated with a configured but unloaded profile names the path",
-			mutate:  func(c *config.Config) { c.TimingModel = "interpolated"; c.PlannerProfileData = profilePath },
-			wantErr: []string{profilePath, "not loaded"},
-		},
-		{
-			name:   "interpolated with an invalid profile names the array",
-			mutate: func(c *config.Config) { c.TimingModel = "interpolated"; c.PlannerProfileData = profilePath },
-			profile: func() *Profile {
-				p := interpTestProfile()
-				p.DecodeContextLength = []float64{300, 100}
-				return p
-			}(),
+			name: "interpolated with an invalid profile names the array",
+			mutate: func(c *Config) {
+				c.Timing.Model = TimingInterpolated
+				c.Timing.Profile = interpTestProfile()
+				c.Timing.Profile.DecodeContextLength = []float64{300, 100}
+			},
 			wantErr: []string{"decode_context_length", "strictly increasing"},
 		},
 		{
+			name:    "interpolated without profile is an error",
+			mutate:  func(c *Config) { c.Timing.Model = TimingInterpolated },
+			wantErr: []string{"planner_profile_data"},
+		},
+		{
 			name:    "unknown model name is an error",
-			mutate:  func(c *config.Config) { c.TimingModel = "quadratic" },
+			mutate:  func(c *Config) { c.Timing.Model = "quadratic" },
 			wantErr: []string{"quadratic"},
 		},
 		{
 			name:    "negative fixed prefill is an error",
-			mutate:  func(c *config.Config) { c.TimingModel = "fixed"; c.FixedPrefillMs = -1 },
+			mutate:  func(c *Config) { c.Timing.Model = TimingFixed; c.Timing.FixedPrefillMs = -1 },
 			wantErr: []string{"fixed_prefill_ms"},
 		},
 		{
 			name:    "NaN fixed decode is an error",
-			mutate:  func(c *config.Config) { c.TimingModel = "fixed"; c.FixedDecodeMs = math.NaN() },
+			mutate:  func(c *Config) { c.Timing.Model = TimingFixed; c.Timing.FixedDecodeMs = math.NaN() },
 			wantErr: []string{"fixed_decode_ms"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
+			cfg := DefaultConfig()
 			tc.mutate(&cfg)
-			m, err := NewTimingModel(&cfg, tc.profile)
+			m, err := NewTimingModel(cfg.Timing)
 			if tc.wantErr != nil {
 				if err == nil {
 					t.Fatalf("no error, model %T", m)
@@ -365,35 +358,5 @@ func TestNewTimingModel(t *testing.T) {
 			}
 			tc.check(t, m)
 		})
-	}
-	if _, err := NewTimingModel(nil, interpTestProfile()); err == nil {
-		t.Error("nil config accepted")
-	}
-}
-
-func TestNeedsProfile(t *testing.T) {
-	tests := []struct {
-		name        string
-		timingModel string
-		profileData string
-		want        bool
-	}{
-		{"default without profile data", "", "", false},
-		{"default with profile data", "", "p.npz", true},
-		{"explicit interpolated", "interpolated", "p.npz", true},
-		{"fixed with profile data does not read it", "fixed", "p.npz", false},
-		{"polynomial with profile data does not read it", "polynomial", "p.npz", false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
-			cfg.TimingModel, cfg.PlannerProfileData = tc.timingModel, tc.profileData
-			if got := NeedsProfile(&cfg); got != tc.want {
-				t.Errorf("NeedsProfile = %v, want %v", got, tc.want)
-			}
-		})
-	}
-	if NeedsProfile(nil) {
-		t.Error("NeedsProfile(nil) = true")
 	}
 }

@@ -7,15 +7,12 @@ import (
 	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
-// Defaults of the Dynamo port style (kv-events.md §1.2) and of the FPM
-// publisher (metrics.md §5.4).
+// FPM publisher settings. (The KV publisher's queue and socket defaults are
+// config.DefaultKVEventsConfig's, for both endpoint styles.)
 const (
-	DefaultBufferSteps  = 10000
-	DefaultHWM          = 100000
-	DefaultMaxQueueSize = 100000
-
 	// FPMTopic is the first frame of every FPM message.
 	FPMTopic = "forward-pass-metrics"
 	// FPMHWM is the FPM PUB socket's send high-water mark.
@@ -136,7 +133,7 @@ func needsIPv6(endpoint string) bool {
 // configuration (kv-events.md §1.6): prefix caching on and not a decode
 // worker. Sockets are created regardless.
 func KVEventsPublishable(cfg *config.Config) bool {
-	return cfg.EnablePrefixCaching && cfg.WorkerType != config.WorkerDecode
+	return cfg.EnablePrefixCaching && cfg.WorkerType != engine.WorkerDecode
 }
 
 // KVSettingsFor resolves DP rank's KV event publisher from the
@@ -165,7 +162,8 @@ func KVSettingsFor(cfg *config.Config, rank int, lookup LookupIP) (s KVSettings,
 				return s, false, fmt.Errorf("zmq_replay_port: %w", err)
 			}
 		}
-		s.BufferSteps, s.HWM, s.MaxQueueSize = DefaultBufferSteps, DefaultHWM, DefaultMaxQueueSize
+		d := config.DefaultKVEventsConfig()
+		s.BufferSteps, s.HWM, s.MaxQueueSize = d.BufferSteps, d.HWM, d.MaxQueueSize
 		return s, true, nil
 	}
 	k := cfg.KVEventsConfig
@@ -183,14 +181,15 @@ func KVSettingsFor(cfg *config.Config, rank int, lookup LookupIP) (s KVSettings,
 	}
 	s.Topic = k.Topic
 	s.BufferSteps, s.HWM, s.MaxQueueSize = k.BufferSteps, k.HWM, k.MaxQueueSize
+	d := config.DefaultKVEventsConfig()
 	if s.BufferSteps < 1 {
-		s.BufferSteps = DefaultBufferSteps
+		s.BufferSteps = d.BufferSteps
 	}
 	if s.MaxQueueSize < 1 {
-		s.MaxQueueSize = DefaultMaxQueueSize
+		s.MaxQueueSize = d.MaxQueueSize
 	}
 	if s.HWM < 0 {
-		s.HWM = DefaultHWM
+		s.HWM = d.HWM
 	}
 	return s, true, nil
 }

@@ -200,7 +200,7 @@ func runWorkload(t *testing.T, enc Encoding, ipc bool) {
 	zctx := newCtx(t)
 	cfg := config.Default()
 	cfg.BlockSize, cfg.NumGPUBlocks, cfg.MaxModelLen = 4, 12, 48
-	cfg.TimingModel = config.TimingFixed
+	cfg.TimingModel = engine.TimingFixed
 
 	var pubEP string
 	var sub *socket
@@ -219,7 +219,7 @@ func runWorkload(t *testing.T, enc Encoding, ipc bool) {
 	sub.settle(700 * time.Millisecond)
 
 	sink := &countingSink{next: p}
-	core, err := engine.NewCore(&cfg, engine.CoreOptions{KVSink: sink})
+	core, err := engine.NewCore(cfg.EngineConfig(nil), engine.CoreOptions{KVSink: sink})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -294,7 +294,7 @@ func (r *Registry) buildMocker(version string) {
 	cfg := r.cfg
 	r.gaugeVec("mocker_info", "mocker-server build and mode; constant 1.",
 		"version", "engine_type", "worker_type", "timing_model").
-		WithLabelValues(version, cfg.EngineType, cfg.WorkerType, cfg.TimingModel).Set(1)
+		WithLabelValues(version, string(cfg.EngineType), string(cfg.WorkerType), string(cfg.TimingModel)).Set(1)
 
 	passes := r.counterVec("mocker_passes_total", "Engine passes executed.", labelRank)
 	passSeconds := r.counterVec("mocker_pass_seconds_total", "Sum of modeled pass durations (busy time), in seconds.", labelRank)

@@ -140,7 +140,7 @@ func New(cfg *config.Config, version string) *Registry {
 	dp := max(cfg.DPSize, 1)
 	r.ranks = make([]*rankObserver, dp)
 	for i := range r.ranks {
-		r.ranks[i] = &rankObserver{rank: i, sglangEngine: cfg.EngineType == config.EngineSGLang}
+		r.ranks[i] = &rankObserver{rank: i, sglangEngine: cfg.EngineType == engine.EngineSGLang}
 	}
 	if r.vllm {
 		r.buildVLLM()

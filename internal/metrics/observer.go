@@ -244,7 +244,7 @@ func (o *rankObserver) addWindow(tokens int, secs float64) {
 
 // reasonIndex maps a finish reason to its request_success child; unknown
 // reasons count as "error".
-func reasonIndex(reason string) int {
+func reasonIndex(reason engine.FinishReason) int {
 	switch reason {
 	case engine.FinishStop:
 		return reasonStop

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
@@ -12,12 +13,6 @@ import (
 const (
 	ModeMax    = "max"
 	ModeRandom = "random"
-)
-
-// Finish reasons a plan can produce (http-api.md §3.5).
-const (
-	FinishStop   = "stop"
-	FinishLength = "length"
 )
 
 // Reasoning is the reasoning framing configuration (engine.md §1.6, §10.5).
@@ -98,8 +93,8 @@ func (s StopReason) MarshalJSON() ([]byte, error) {
 type Result struct {
 	// IDs are the planned output token ids (the engine's input).
 	IDs []uint32
-	// FinishReason is "stop" or "length".
-	FinishReason string
+	// FinishReason is engine.FinishStop or engine.FinishLength.
+	FinishReason engine.FinishReason
 	// StopReason is the stop_reason (null for length and natural end).
 	StopReason StopReason
 	// NaturalEnd reports an EOS-terminated natural end (engine.md §10.4):
@@ -200,9 +195,9 @@ func Plan(p Params) Result {
 		ids[n-1] = tokenizer.EOS
 	}
 
-	res := Result{IDs: ids, FinishReason: FinishLength, NaturalEnd: natural}
+	res := Result{IDs: ids, FinishReason: engine.FinishLength, NaturalEnd: natural}
 	if natural {
-		res.FinishReason = FinishStop
+		res.FinishReason = engine.FinishStop
 	}
 
 	// Step 3: reasoning framing with osl = body length.
@@ -265,7 +260,7 @@ func applyStops(res *Result, p *Params, minTokens int) {
 		if len(stopIDs) > 0 {
 			if _, found := slices.BinarySearch(stopIDs, ids[pos]); found {
 				res.IDs = ids[:pos+1]
-				res.FinishReason = FinishStop
+				res.FinishReason = engine.FinishStop
 				res.StopReason = StopReason{Kind: StopTokenID, TokenID: ids[pos]}
 				res.NaturalEnd = res.NaturalEnd && pos == len(ids)-1
 				return
@@ -290,7 +285,7 @@ func applyStops(res *Result, p *Params, minTokens int) {
 					cutOff = e
 				}
 				res.IDs = ids[:pos+1]
-				res.FinishReason = FinishStop
+				res.FinishReason = engine.FinishStop
 				res.StopReason = StopReason{Kind: StopString, String: s}
 				res.NaturalEnd = false
 				if cutOff < cur {

@@ -542,7 +542,7 @@ func refStops(p Params) (ids []uint32, reason StopReason, finish, visible string
 			}
 		}
 	}
-	return base.IDs, StopReason{}, base.FinishReason, txt
+	return base.IDs, StopReason{}, string(base.FinishReason), txt
 }
 
 // Differential test against the oracle, with long outputs (window
@@ -585,7 +585,7 @@ func TestStopsMatchReference(t *testing.T) {
 		}
 		wantIDs, wantReason, wantFinish, wantText := refStops(p)
 		r := Plan(p)
-		if !slices.Equal(r.IDs, wantIDs) || r.StopReason != wantReason || r.FinishReason != wantFinish || text(&r) != wantText {
+		if !slices.Equal(r.IDs, wantIDs) || r.StopReason != wantReason || string(r.FinishReason) != wantFinish || text(&r) != wantText {
 			t.Fatalf("iter %d %+v:\n got %d ids %+v %s %q\nwant %d ids %+v %s %q", iter, p,
 				len(r.IDs), r.StopReason, r.FinishReason, text(&r), len(wantIDs), wantReason, wantFinish, wantText)
 		}
