@@ -9,6 +9,7 @@ package profile
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
@@ -33,7 +34,7 @@ func isNPZ(data []byte) bool {
 // *engine.ProfileArrayError naming it, and a file that cannot be read keeps
 // its fs error (errors.Is(err, fs.ErrNotExist) works).
 func Load(path string) (*engine.Profile, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path)
 	if err != nil {
 		return nil, fmt.Errorf("load planner profile %q: %w", path, err)
 	}
@@ -42,6 +43,28 @@ func Load(path string) (*engine.Profile, error) {
 		return nil, fmt.Errorf("load planner profile %q: %w", path, err)
 	}
 	return p, nil
+}
+
+// maxFileBytes bounds a profile file. Real profiles are a few kilobytes;
+// the bound turns a wrong path such as /dev/zero into an error instead of a
+// startup that never ends.
+const maxFileBytes = 64 << 20
+
+// readBounded reads the file at path, refusing one larger than maxFileBytes.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileBytes {
+		return nil, fmt.Errorf("file is larger than %d bytes", maxFileBytes)
+	}
+	return data, nil
 }
 
 // Parse decodes and validates a profile held in memory: NPZ when it starts

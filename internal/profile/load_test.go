@@ -384,6 +384,8 @@ func TestLoadUnreadableOrGarbage(t *testing.T) {
 		is      error
 	}{
 		{"non-existent file", missing, "does-not-exist.npz", fs.ErrNotExist},
+		{"a directory", dir, "is a directory", nil},
+		{"an endless device", "/dev/zero", "larger than 67108864 bytes", nil},
 		{"garbage text", write("garbage.bin", "hello, I am not a profile"), "not an NPZ archive", nil},
 		{"binary garbage", write("garbage2.bin", "\x00\x01\x02\x03\xff"), "not an NPZ archive", nil},
 		{"empty file", write("empty.json", ""), "not an NPZ archive", nil},
