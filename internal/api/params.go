@@ -143,7 +143,7 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		addGen = o.Bool("add_generation_prompt", true)
 		contFinal = o.Bool("continue_final_message", false)
 	} else {
-		rawPrompts, emptyPrompt, badTokenID = parsePrompt(o)
+		rawPrompts, emptyPrompt, badTokenID = parsePrompt(o, s.tok.VocabSize())
 		g.echo = o.Bool("echo", false)
 	}
 	model, hasModel := o.String("model")
@@ -320,7 +320,7 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		return nil, errInvalid("stop_token_ids", "stop_token_ids must contain at most %d ids", maxStopTokenIDs)
 	}
 	for _, v := range stopIDNums {
-		if v.I < 0 || v.I >= tokenizer.VocabSize {
+		if v.I < 0 || v.I >= int64(s.tok.VocabSize()) {
 			return nil, errInvalid("stop_token_ids", "Token id %s is out of vocabulary", v)
 		}
 		g.stopIDs = append(g.stopIDs, uint32(v.I))
@@ -363,12 +363,17 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 
 	// 9. Rendering, tokenization, max tokens, context length.
 	if chat {
-		text := tokenizer.RenderChat(msgs, tools, addGen, contFinal)
-		rawPrompts = []rawPrompt{{text: text, ids: tokenizer.Encode(text), isText: true}}
+		text, e := s.renderChat(o, msgs, tools, addGen, contFinal)
+		if e != nil {
+			return nil, e
+		}
+		// A rendered chat prompt already holds the template's special
+		// tokens; vLLM adds none (add_special_tokens defaults to false).
+		rawPrompts = []rawPrompt{{text: text, ids: s.tok.Encode(text, false), isText: true}}
 	} else {
 		for i := range rawPrompts {
 			if rawPrompts[i].isText {
-				rawPrompts[i].ids = tokenizer.Encode(rawPrompts[i].text)
+				rawPrompts[i].ids = s.tok.Encode(rawPrompts[i].text, true)
 			}
 		}
 	}
@@ -550,7 +555,7 @@ func parseMessages(o object) (msgs []tokenizer.Message, badPart string) {
 // parsePrompt reads the completions prompt: a string, an array of strings,
 // an array of ids or an array of id arrays. Emptiness and out-of-vocabulary
 // ids are value errors reported after the model check.
-func parsePrompt(o object) (prompts []rawPrompt, empty bool, badID string) {
+func parsePrompt(o object, vocabSize int) (prompts []rawPrompt, empty bool, badID string) {
 	raw, ok := o.raw("prompt")
 	if !ok {
 		if o.failed() == nil {
@@ -597,7 +602,7 @@ func parsePrompt(o object) (prompts []rawPrompt, empty bool, badID string) {
 				o.fail(e)
 				return nil, false, ""
 			}
-			ids, bad, e := parseIDs(inner, path)
+			ids, bad, e := parseIDs(inner, path, vocabSize)
 			if e != nil {
 				o.fail(e)
 				return nil, false, ""
@@ -610,7 +615,7 @@ func parsePrompt(o object) (prompts []rawPrompt, empty bool, badID string) {
 		}
 		return prompts, empty, badID
 	}
-	ids, bad, e := parseIDs(elems, "prompt")
+	ids, bad, e := parseIDs(elems, "prompt", vocabSize)
 	if e != nil {
 		o.fail(e)
 		return nil, false, ""
@@ -620,14 +625,14 @@ func parsePrompt(o object) (prompts []rawPrompt, empty bool, badID string) {
 
 // parseIDs reads an array of token ids. It returns the text of the first id
 // outside the vocabulary (a value error) separately from type errors.
-func parseIDs(elems []json.RawMessage, path string) (ids []uint32, badID string, err *apiError) {
+func parseIDs(elems []json.RawMessage, path string, vocabSize int) (ids []uint32, badID string, err *apiError) {
 	ids = make([]uint32, len(elems))
 	for i, el := range elems {
 		v, e := parseInt(el, path+"["+itoa(i)+"]")
 		if e != nil {
 			return nil, "", e
 		}
-		if v.I < 0 || v.I >= tokenizer.VocabSize {
+		if v.I < 0 || v.I >= int64(vocabSize) {
 			if badID == "" {
 				badID = v.Raw
 			}
@@ -709,6 +714,7 @@ func (s *Server) planParams(g *genRequest) plan.Params {
 		StopTokenIDs:           g.stopIDs,
 		Stop:                   g.stop,
 		IncludeStopStrInOutput: g.includeStr,
+		Model:                  s.tok,
 	}
 	if rc := s.cfg.Reasoning; rc != nil {
 		p.Reasoning = &plan.Reasoning{StartID: rc.StartThinkingTokenID, EndID: rc.EndThinkingTokenID, Ratio: rc.ThinkingRatio}

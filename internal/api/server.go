@@ -14,6 +14,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
 // RequestObserver receives the per-HTTP-request size observations of
@@ -53,12 +54,20 @@ type Deps struct {
 	Version string
 	// Now is the wall clock for "created" timestamps. Default time.Now.
 	Now func() time.Time
+	// Tokenizer tokenizes prompts and renders generated tokens. Default:
+	// the built-in pseudo-word tokenizer.
+	Tokenizer tokenizer.Model
+	// ChatTemplate renders chat requests. Default: the built-in ChatML
+	// template.
+	ChatTemplate ChatRenderer
 }
 
 // Server is the HTTP layer over dp_size engines.
 type Server struct {
 	cfg     *config.Config
 	engines []*engine.Engine
+	tok     tokenizer.Model
+	chat    ChatRenderer
 	log     *slog.Logger
 	metrics http.Handler
 	reqObs  RequestObserver
@@ -92,6 +101,8 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 	s := &Server{
 		cfg:     cfg,
 		engines: engines,
+		tok:     deps.Tokenizer,
+		chat:    deps.ChatTemplate,
 		log:     deps.Logger,
 		metrics: deps.Metrics,
 		reqObs:  deps.Requests,
@@ -106,6 +117,9 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.tok == nil {
+		s.tok = tokenizer.Builtin()
 	}
 	for _, name := range cfg.ServedModelName {
 		s.served[name] = true

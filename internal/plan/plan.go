@@ -39,6 +39,9 @@ type Params struct {
 	Stop                   []string
 	IncludeStopStrInOutput bool
 	Reasoning              *Reasoning // nil = no reasoning framing
+	// Model draws the output ids and renders their text; nil means the
+	// built-in tokenizer.
+	Model tokenizer.Model
 }
 
 // StopKind tells which kind of value a StopReason holds.
@@ -83,7 +86,8 @@ func (s StopReason) MarshalJSON() ([]byte, error) {
 // Result is the planned output of one choice.
 //
 // Rendering: the visible text of position pos is Segment(pos). Every
-// position renders tokenizer.TokenText(IDs[pos]) except reasoning boundary
+// position renders its token's text (for a loaded tokenizer, the text its
+// incremental decoder released at that position) except reasoning boundary
 // positions (0 and ThinkLen−1, never rendered), the natural-end EOS (renders
 // "" anyway), and — when a stop string ended the output — the positions from
 // the one where the cut falls to the end, whose text is truncated so that the
@@ -105,6 +109,11 @@ type Result struct {
 	// text and positions ≥ ThinkLen content. 0 = no reasoning framing.
 	// Positions beyond len(IDs) (cut off by a stop rule) do not exist.
 	ThinkLen int
+
+	// texts holds each position's text for a loaded tokenizer, whose
+	// pieces depend on their neighbours (a multi-byte character split over
+	// tokens); nil for the built-in tokenizer.
+	texts []string
 
 	cut     bool   // a stop string truncated the text
 	cutPos  int    // first position whose text the cut truncates
@@ -129,6 +138,9 @@ func (r *Result) Segment(pos int) (text string, reasoning bool) {
 	}
 	if r.ThinkLen > 0 && (pos == 0 || pos == r.ThinkLen-1) {
 		return "", false
+	}
+	if r.texts != nil {
+		return r.texts[pos], reasoning
 	}
 	return tokenizer.TokenText(r.IDs[pos]), reasoning
 }
@@ -187,12 +199,16 @@ func Plan(p Params) Result {
 	}
 
 	// Step 1: r(c, pos) for the body; EOS last on a natural end.
+	model := p.Model
+	if model == nil {
+		model = builtinModel
+	}
 	ids := make([]uint32, n)
 	for pos := 0; pos < body; pos++ {
-		ids[pos] = TokenAt(p.Seed, p.Choice, pos)
+		ids[pos] = model.Draw(draw(p.Seed, p.Choice, pos))
 	}
 	if natural {
-		ids[n-1] = tokenizer.EOS
+		ids[n-1] = model.EOS()
 	}
 
 	res := Result{IDs: ids, FinishReason: engine.FinishLength, NaturalEnd: natural}
@@ -207,6 +223,10 @@ func Plan(p Params) Result {
 			ids[tl-1] = p.Reasoning.EndID
 			res.ThinkLen = tl
 		}
+	}
+
+	if !tokenizer.IsBuiltin(model) {
+		res.texts = decodePositions(model, &res, body)
 	}
 
 	// Steps 4–5: stop token ids and stop strings, position by position.
@@ -310,4 +330,20 @@ func cutText(res *Result, buf []byte, pos, prev, cutOff int) {
 	res.cut = true
 	res.cutPos = q
 	res.cutText = string(buf[start:cutOff])
+}
+
+// decodePositions runs a loaded tokenizer's incremental decoder over the
+// body of a plan and returns the text each position releases. Reasoning
+// boundary markers and the natural-end EOS render nothing and are not fed
+// to the decoder, like the special tokens vLLM skips when detokenizing.
+func decodePositions(model tokenizer.Model, res *Result, body int) []string {
+	texts := make([]string, len(res.IDs))
+	dec := model.NewDecoder()
+	for pos := 0; pos < body; pos++ {
+		if res.ThinkLen > 0 && (pos == 0 || pos == res.ThinkLen-1) {
+			continue
+		}
+		texts[pos] = dec.Next(res.IDs[pos])
+	}
+	return texts
 }

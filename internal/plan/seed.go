@@ -51,19 +51,13 @@ func draw(s uint64, choice, pos int) uint64 {
 	return Mix64(s + (uint64(choice)<<32+uint64(pos)+1)*Phi)
 }
 
-// TokenAt returns the token id at position pos (0-based) of choice c
-// (engine.md §10.2): with r = r(c, pos) and k = r mod 20, k == 0 → 16 ("."),
-// k == 1 → 17 (","), else 1000 + ((r >> 8) mod 6400).
+// TokenAt returns the built-in tokenizer's token id at position pos
+// (0-based) of choice c: Draw of r(c, pos).
 func TokenAt(s uint64, choice, pos int) uint32 {
-	r := draw(s, choice, pos)
-	switch r % 20 {
-	case 0:
-		return tokenizer.Period
-	case 1:
-		return tokenizer.Comma
-	}
-	return tokenizer.WordBase + uint32((r>>8)%tokenizer.NumWords)
+	return builtinModel.Draw(draw(s, choice, pos))
 }
+
+var builtinModel = tokenizer.Builtin()
 
 // NaturalLen is the natural-end draw of engine.md §10.4: lo = minTokens + 1,
 // r0 = mix64(s + (c·2³²)·φ), L_nat = lo + (r0 mod (hi − lo + 1)). ok is false

@@ -352,37 +352,37 @@ func TestLogprobs(t *testing.T) {
 		}
 	}
 	// §6 example: 5398 " puzo" → −0.9; candidate 1 = 5399 " puzu" → −1.0.
-	c := TopCandidates(5398, 3, nil)
+	c := TopCandidates(Builtin(), 5398, 3, nil)
 	want := []Candidate{{5398, -0.9, " puzo"}, {5399, -1.0, " puzu"}, {5400, -1.1, " raba"}}
 	if !slices.Equal(c, want) {
-		t.Errorf("TopCandidates(5398, 3) = %v, want %v", c, want)
+		t.Errorf("TopCandidates(Builtin(), 5398, 3) = %v, want %v", c, want)
 	}
-	if got := TopCandidates(5398, 0, c); len(got) != 0 {
+	if got := TopCandidates(Builtin(), 5398, 0, c); len(got) != 0 {
 		t.Errorf("k=0: %v", got)
 	}
-	if got := TopCandidates(5398, 1, nil); !slices.Equal(got, want[:1]) {
+	if got := TopCandidates(Builtin(), 5398, 1, nil); !slices.Equal(got, want[:1]) {
 		t.Errorf("k=1: %v", got)
 	}
 	// Duplicated texts are skipped: 7400–8191 are reserved (all ""), so
 	// after 7399 comes 7400 ("") and then 8192 (j = 793).
-	c = TopCandidates(7399, 3, nil)
+	c = TopCandidates(Builtin(), 7399, 3, nil)
 	want = []Candidate{{7399, -1.0, " zuzu"}, {7400, -1.1, ""}, {8192, -80.3, " bababa"}}
 	if !slices.Equal(c, want) {
-		t.Errorf("TopCandidates(7399, 3) = %v, want %v", c, want)
+		t.Errorf("TopCandidates(Builtin(), 7399, 3) = %v, want %v", c, want)
 	}
 	// Wrap-around to the specials, rendered literally.
-	c = TopCandidates(131071, 3, nil)
+	c = TopCandidates(Builtin(), 131071, 3, nil)
 	want = []Candidate{{131071, -0.2, " gugazu"}, {0, -0.3, "<|endoftext|>"}, {1, -0.4, "<|im_start|>"}}
 	if !slices.Equal(c, want) {
-		t.Errorf("TopCandidates(131071, 3) = %v, want %v", c, want)
+		t.Errorf("TopCandidates(Builtin(), 131071, 3) = %v, want %v", c, want)
 	}
 	// Sampled reserved id: every further reserved id duplicates it.
-	c = TopCandidates(20, 2, nil)
+	c = TopCandidates(Builtin(), 20, 2, nil)
 	if c[0].ID != 20 || c[1].ID != 1000 || c[1].Text != " baba" {
-		t.Errorf("TopCandidates(20, 2) = %v", c)
+		t.Errorf("TopCandidates(Builtin(), 20, 2) = %v", c)
 	}
 	dst := make([]Candidate, 0, 20)
-	if n := testing.AllocsPerRun(100, func() { dst = TopCandidates(5398, 20, dst) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { dst = TopCandidates(Builtin(), 5398, 20, dst) }); n != 0 {
 		t.Errorf("TopCandidates allocates %v", n)
 	}
 }
@@ -489,6 +489,6 @@ func BenchmarkTopCandidates(b *testing.B) {
 	dst := make([]Candidate, 0, 20)
 	b.ReportAllocs()
 	for b.Loop() {
-		dst = TopCandidates(5398, 20, dst)
+		dst = TopCandidates(Builtin(), 5398, 20, dst)
 	}
 }
