@@ -58,7 +58,8 @@ type PassReport struct {
 	Finished []FinishedRecord
 }
 
-// FirstTokenRecord describes a sequence's first output (metrics.md §2.2–2.3).
+// FirstTokenRecord describes a sequence's first output: it feeds the TTFT
+// histogram and the prompt and cached-prompt token counters.
 type FirstTokenRecord struct {
 	PromptTokens int
 	CachedTokens int
@@ -82,7 +83,8 @@ type FinishedRecord struct {
 	Preemptions    int
 }
 
-// Welford accumulates a population variance in one pass (metrics.md §5.1).
+// Welford accumulates a population variance in one pass over the data, for
+// the variance fields of forward-pass snapshots.
 // The zero value is an empty set.
 type Welford struct {
 	n    int

@@ -25,7 +25,8 @@ type KVEventSink interface {
 	PublishKVEvents(batch KVEventBatch)
 }
 
-// ForwardPassSnapshot is the per-pass forward-pass metrics record (metrics.md §5.1).
+// ForwardPassSnapshot is the per-pass forward-pass metrics record; the
+// fields and their wire keys are described in docs/metrics.md.
 type ForwardPassSnapshot struct {
 	Rank                    int
 	NumPrefillRequests      int
