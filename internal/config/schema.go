@@ -19,7 +19,7 @@ type enumSpec struct {
 	values  []string
 	aliases map[string]string // accepted spelling -> canonical value
 	// fallback, when set, turns an unknown value into a warning and this
-	// value (sglang.schedule_policy, engine.md §1.4).
+	// value (sglang.schedule_policy).
 	fallback string
 }
 
