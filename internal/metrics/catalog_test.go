@@ -21,7 +21,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
-// spec is one metric of metrics.md: its type, label names and the fixed
+// spec is one exported metric (docs/metrics.md): its type, label names and the fixed
 // label values whose children must exist for every rank.
 type spec struct {
 	name   string
