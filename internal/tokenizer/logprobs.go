@@ -1,6 +1,7 @@
 package tokenizer
 
-// Synthetic logprobs (http-api.md §6).
+// Synthetic logprobs: deterministic values derived from the token id, so
+// clients that parse logprobs get stable, plausible numbers without a model.
 
 // Logprob returns the synthetic logprob of generated token t:
 // −0.1 × ((t mod 10) + 1), i.e. −0.1 … −1.0. It is computed as an integer
@@ -19,7 +20,7 @@ type Candidate struct {
 }
 
 // TopCandidates appends to dst[:0] and returns the k-entry top-logprobs list
-// of sampled token t (http-api.md §6): entry 0 is t itself (rank 1, logprob
+// of sampled token t: entry 0 is t itself (rank 1, logprob
 // Logprob(t)); then candidates j = 1, 2, … with id (t+j) mod 131072 and
 // logprob Logprob(t) − 0.1×j, skipping a candidate whose text duplicates an
 // earlier entry's text (j keeps counting over skipped candidates). k ≤ 0
