@@ -9,8 +9,8 @@ import (
 )
 
 // Config is the whole configuration of one mocker-server process.
-// JSON keys are the specification's keys; "-" and "_" are interchangeable
-// when loading.
+// JSON keys are the keys of the README's flag table (vLLM's names where
+// vLLM has the setting); "-" and "_" are interchangeable when loading.
 type Config struct {
 	// Server and API fields.
 	Model                     string   `json:"model"`
