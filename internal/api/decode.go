@@ -345,5 +345,5 @@ func (o object) unknownKeys(known map[string]bool) []string {
 	return out
 }
 
-// numText formats a validated number for a message: the JSON text as sent.
+// String formats a validated number for a message: the JSON text as sent.
 func (n num) String() string { return n.Raw }

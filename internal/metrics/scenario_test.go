@@ -11,7 +11,7 @@ import (
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
-// vllmLabels are the label pairs of rank 0's vLLM children.
+// rank0 are the label pairs of rank 0's vLLM children.
 var rank0 = []string{"model_name", "mocker-model", "engine", "0"}
 
 func withRank0(extra ...string) []string { return append(append([]string(nil), rank0...), extra...) }
