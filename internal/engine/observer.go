@@ -21,7 +21,8 @@ type Gauges struct {
 	Running int
 	// Waiting is the waiting queue length (never scheduled + preempted).
 	Waiting int
-	// WaitingDeferred counts requests waiting for remote KV (disaggregation).
+	// WaitingDeferred counts requests waiting for remote KV (disaggregation;
+	// always 0 until that is built).
 	WaitingDeferred int
 	// ActiveBlocks is the number of referenced KV blocks.
 	ActiveBlocks int
