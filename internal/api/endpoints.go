@@ -52,7 +52,7 @@ func handleMetrics(h http.Handler) http.Handler {
 	})
 }
 
-// Model card of http-api.md §7.1.
+// modelCard is one entry of GET /v1/models, with vLLM's fields.
 type modelCard struct {
 	ID          string            `json:"id"`
 	Object      string            `json:"object"`
@@ -108,8 +108,8 @@ func handleModels(s *Server) http.Handler {
 	})
 }
 
-// checkModel applies the model rule of http-api.md §2.3 to an optional
-// model field.
+// checkModel applies the model rule to an optional model field: absent is
+// fine, otherwise it must be a served model name (404).
 func (s *Server) checkModel(o object) *apiError {
 	model, ok := o.String("model")
 	if e := o.failed(); e != nil {
@@ -129,7 +129,7 @@ type tokenizeResponse struct {
 	TokenStrs   []string `json:"token_strs"` // nil = null
 }
 
-// handleTokenize serves POST /tokenize (http-api.md §7.2): the completion
+// handleTokenize serves POST /tokenize: the completion
 // form {prompt} or the chat form {messages}.
 func handleTokenize(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -195,7 +195,7 @@ func handleTokenize(s *Server) http.Handler {
 	})
 }
 
-// handleDetokenize serves POST /detokenize (http-api.md §7.3).
+// handleDetokenize serves POST /detokenize.
 func handleDetokenize(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
@@ -234,7 +234,7 @@ func handleDetokenize(s *Server) http.Handler {
 	})
 }
 
-// handleResetPrefixCache serves POST /reset_prefix_cache (http-api.md §7.4):
+// handleResetPrefixCache serves POST /reset_prefix_cache:
 // every rank is asked; 409 lists the ranks whose blocks are in use.
 func handleResetPrefixCache(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -8,7 +8,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
-// logprobRenderer appends the synthetic logprobs of http-api.md §6 as JSON.
+// logprobRenderer appends the synthetic logprobs (tokenizer.Logprob,
+// tokenizer.TopCandidates) as JSON.
 // It reuses its candidate buffer, so rendering allocates nothing once warm.
 type logprobRenderer struct {
 	k     int  // chat top_logprobs / completions logprobs

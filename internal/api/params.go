@@ -15,7 +15,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
-// Request limits of http-api.md §3.1, §8.2.
+// Request limits: bounds that keep one request from costing unbounded work;
+// exceeding one is a 400 naming the field.
 const (
 	maxN             = 128
 	maxStopStrings   = 64
@@ -26,7 +27,7 @@ const (
 )
 
 // genRequest is a parsed and validated generation request of either
-// endpoint (http-api.md §3, §4).
+// endpoint.
 type genRequest struct {
 	chat    bool
 	model   string // echoed in responses
@@ -60,7 +61,8 @@ type genRequest struct {
 	maxEffective int // largest M over the prompts (metrics)
 }
 
-// promptSpec is one prompt after tokenization and the §3.2 checks.
+// promptSpec is one prompt after tokenization and the max-token and
+// context-length checks (checkPrompt).
 type promptSpec struct {
 	ids    []uint32 // after truncate_prompt_tokens
 	text   string   // the prompt text as given (string prompts, chat), for echo
@@ -104,7 +106,8 @@ func setOf(keys ...string) map[string]bool {
 	return m
 }
 
-// parseGenerate runs checks 6–10 of http-api.md §2.1 on a decoded body.
+// parseGenerate runs the field checks on a decoded body, in the order of
+// docs/http-api.md: types, model, values, prompt, KV capacity.
 func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genRequest, *apiError) {
 	g := &genRequest{chat: chat, rank: -1}
 	known := completionFields
@@ -399,7 +402,9 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 }
 
 // checkPrompt truncates one tokenized prompt and applies the max-token and
-// context-length rules of http-api.md §3.2.
+// context-length rules: the effective max tokens is the request's limit,
+// else max_model_len − prompt (chat) or min(16, max_model_len − prompt)
+// (completions), as in vLLM.
 func (s *Server) checkPrompt(g *genRequest, rp rawPrompt) (promptSpec, *apiError) {
 	ids := rp.ids
 	if len(ids) == 0 {
@@ -437,7 +442,7 @@ func (s *Server) checkPrompt(g *genRequest, rp rawPrompt) (promptSpec, *apiError
 	return ps, nil
 }
 
-// contextLengthError is the context-length message of http-api.md §3.2:
+// contextLengthError is vLLM's context-length message:
 // text prompts report vLLM's lower bound P = N − M + 1, token prompts the
 // exact count.
 func contextLengthError(N, M, p int, isText bool) *apiError {
@@ -452,7 +457,7 @@ func contextLengthError(N, M, p int, isText bool) *apiError {
 }
 
 // checkSampling validates the sampling parameters that have no effect
-// (http-api.md §8.2).
+// but are still range-checked as vLLM does, so a bad value fails here too.
 func checkSampling(temperature, topP, topK, minP, freqPen, presPen, repPen num) *apiError {
 	switch {
 	case temperature.Set && temperature.F < 0:
@@ -673,7 +678,7 @@ func parseStop(o object) ([]string, bool) {
 	return out, true
 }
 
-// requestID picks the base request id (http-api.md §2.4): the X-Request-Id
+// requestID picks the base request id: the X-Request-Id
 // header, else the body's request_id, each only if at most 512 bytes of
 // printable ASCII; else 32 random lowercase hex characters (a UUIDv4).
 func requestID(header, body string) string {
@@ -725,7 +730,7 @@ func (s *Server) planParams(g *genRequest) plan.Params {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // compactJSON removes insignificant whitespace, keeping key order
-// (the tools JSON of the chat template, http-api.md §9.5).
+// (the tools JSON the chat template renders).
 func compactJSON(raw []byte) []byte {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {

@@ -1,5 +1,5 @@
 // Package api is mocker-server's OpenAI-compatible HTTP layer
-// (http-api.md): a chi router, the chat and completions handlers with SSE
+// (docs/http-api.md): a chi router, the chat and completions handlers with SSE
 // streaming, the auxiliary endpoints, request validation and errors. It
 // tokenizes and plans each request (internal/tokenizer, internal/plan) and
 // submits one engine sequence per choice to a DP rank's engine.
@@ -17,8 +17,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
-// RequestObserver receives the per-HTTP-request size observations of
-// metrics.md §2.4 (vllm:request_params_n, vllm:request_params_max_tokens,
+// RequestObserver receives the per-HTTP-request size observations
+// (vllm:request_params_n, vllm:request_params_max_tokens,
 // vllm:request_max_num_generation_tokens). It is called once per generation
 // request that reached the engine, when the request ends, with the DP rank
 // that served it (the histograms carry the engine label), n, the effective

@@ -14,8 +14,8 @@ import (
 	"strings"
 )
 
-// Profile array names, as they appear as JSON keys and NPZ members
-// (engine.md §9.3).
+// Profile array names, used both as JSON keys and as NPZ member names, so
+// one profile can be written in either format.
 const (
 	arrPrefillISL           = "prefill_isl"
 	arrPrefillTTFTMs        = "prefill_ttft_ms"
@@ -25,7 +25,7 @@ const (
 )
 
 // Profile is measured timing data for the interpolated model
-// (engine.md §9.3). A nil array means "missing".
+// (docs/timing-model.md). A nil array means "missing".
 type Profile struct {
 	// PrefillISL is the prefill axis: new prompt tokens in a pass. Strictly
 	// increasing, at least 2 points.

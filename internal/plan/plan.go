@@ -9,13 +9,14 @@ import (
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
-// Output length modes (engine.md §10.4, --output-len-mode).
+// Output length modes (--output-len-mode): max generates up to the limit,
+// random draws a natural end below it.
 const (
 	ModeMax    = "max"
 	ModeRandom = "random"
 )
 
-// Reasoning is the reasoning framing configuration (engine.md §1.6, §10.5).
+// Reasoning is the reasoning framing configuration (--reasoning).
 type Reasoning struct {
 	StartID uint32  // start_thinking_token_id
 	EndID   uint32  // end_thinking_token_id
@@ -23,11 +24,11 @@ type Reasoning struct {
 }
 
 // Params are the inputs of Plan for one choice. The caller has validated
-// them (http-api.md §3.2, §8.2).
+// them (see docs/http-api.md for the checks).
 type Params struct {
 	Seed             uint64 // from RequestSeed
 	Choice           int
-	MaxTokens        int    // effective max tokens M (http-api.md §3.2); 0 = empty plan
+	MaxTokens        int    // effective max tokens M; 0 = empty plan
 	SetsMax          bool   // the request sent max_tokens or max_completion_tokens
 	Chat             bool   // chat endpoint (vs completions)
 	Mode             string // ModeMax ("" counts as max) or ModeRandom
@@ -101,7 +102,7 @@ type Result struct {
 	FinishReason engine.FinishReason
 	// StopReason is the stop_reason (null for length and natural end).
 	StopReason StopReason
-	// NaturalEnd reports an EOS-terminated natural end (engine.md §10.4):
+	// NaturalEnd reports an EOS-terminated natural end:
 	// the last id is EOS (0), counted, not rendered.
 	NaturalEnd bool
 	// ThinkLen is the reasoning framing length: IDs[0] is the start id,
@@ -173,14 +174,16 @@ func (r *Result) AppendText(dst []byte, n int) []byte {
 	return dst
 }
 
-// Plan computes the planned output of one choice (engine.md §10.3–§10.5).
+// Plan computes the planned output of one choice: (1) a pseudo-random token
+// per position, (2) an optional natural end, (3) reasoning framing, then
+// (4) stop token ids and (5) stop strings, position by position.
 // It runs in O(M) time with one allocation of M ids (plus a window buffer
 // bounded by the longest stop string when stop strings are given).
 func Plan(p Params) Result {
 	m := max(p.MaxTokens, 0)
 	minTokens := max(p.MinTokens, 0)
 
-	// Step 2: natural end (§10.4).
+	// Step 2, first because it fixes the length: natural end.
 	n, natural := m, false
 	if !p.IgnoreEOS {
 		if p.Mode == ModeRandom {
@@ -237,7 +240,7 @@ func Plan(p Params) Result {
 }
 
 // applyStops evaluates stop token ids and stop strings together position by
-// position (engine.md §10.3 steps 4–5); the earliest position wins, and at
+// position (Plan's steps 4–5); the earliest position wins, and at
 // the same position a stop token id wins (it is step 4). Among stop strings
 // matching at the same position the first in list order wins, taking its
 // earliest occurrence ending inside the newest token's text (vLLM).

@@ -1,4 +1,4 @@
-// Package plan computes a request's output tokens up front (engine.md §10):
+// Package plan computes a request's output tokens up front:
 // the request seed, the token at each position, the natural (EOS) end,
 // reasoning framing and the stop rules, together with what the HTTP layer
 // needs to render the visible text of each planned token.
@@ -11,10 +11,11 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// Phi is φ = 0x9E3779B97F4A7C15 (engine.md §10.2).
+// Phi is φ = 0x9E3779B97F4A7C15, the 64-bit golden-ratio increment of
+// SplitMix64: adding multiples of it spreads consecutive positions apart.
 const Phi uint64 = 0x9E3779B97F4A7C15
 
-// Mix64 is the SplitMix64 finalizer of engine.md §10.2:
+// Mix64 is the SplitMix64 finalizer:
 // x ^= x>>30; x *= 0xBF58476D1CE4E5B9; x ^= x>>27; x *= 0x94D049BB133111EB; x ^= x>>31.
 func Mix64(x uint64) uint64 {
 	x ^= x >> 30
@@ -25,7 +26,7 @@ func Mix64(x uint64) uint64 {
 	return x
 }
 
-// RequestSeed returns the output seed s (engine.md §10.1): uint64(*requestSeed)
+// RequestSeed returns the output seed s: uint64(*requestSeed)
 // (two's complement) when the request carries seed, otherwise
 // XXH3-64(seed = uint64(serverSeed), bytes = prompt ids as little-endian
 // uint32). Prompts of up to 256 tokens are hashed without allocating.
@@ -59,9 +60,10 @@ func TokenAt(s uint64, choice, pos int) uint32 {
 
 var builtinModel = tokenizer.Builtin()
 
-// NaturalLen is the natural-end draw of engine.md §10.4: lo = minTokens + 1,
-// r0 = mix64(s + (c·2³²)·φ), L_nat = lo + (r0 mod (hi − lo + 1)). ok is false
-// when lo > hi (no natural end). Negative minTokens counts as 0.
+// NaturalLen is the natural-end draw, uniform over [lo, hi]:
+// lo = minTokens + 1, r0 = mix64(s + (c·2³²)·φ),
+// L_nat = lo + (r0 mod (hi − lo + 1)). ok is false when lo > hi (no
+// natural end). Negative minTokens counts as 0.
 func NaturalLen(s uint64, choice, minTokens, hi int) (lNat int, ok bool) {
 	lo := max(minTokens, 0) + 1
 	if lo > hi {
@@ -71,9 +73,9 @@ func NaturalLen(s uint64, choice, minTokens, hi int) (lNat int, ok bool) {
 	return lo + int(r0%uint64(hi-lo+1)), true
 }
 
-// ThinkLen returns the reasoning framing length of engine.md §10.5 for body
-// length osl: 0 if osl < 2; else raw = floor(osl × ratio), 0 if raw == 0,
-// else clamp(raw, 2, osl).
+// ThinkLen returns the reasoning framing length for body length osl: 0 if
+// osl < 2; else raw = floor(osl × ratio), 0 if raw == 0, else
+// clamp(raw, 2, osl).
 func ThinkLen(osl int, ratio float64) int {
 	if osl < 2 || !(ratio > 0) {
 		return 0

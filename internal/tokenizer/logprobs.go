@@ -1,7 +1,7 @@
 package tokenizer
 
-// Synthetic logprobs: deterministic values derived from the token id, so a
-// client that parses logprobs gets stable, plausible numbers.
+// Synthetic logprobs: deterministic values derived from the token id, so
+// clients that parse logprobs get stable, plausible numbers without a model.
 
 // Logprob returns the synthetic logprob of generated token t:
 // −0.1 × ((t mod 10) + 1), i.e. −0.1 … −1.0. It is computed as an integer

@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// Every example of http-api.md §9.6 (and §7.2).
+// Worked examples of the tokenizer and template (also what /tokenize answers
+// for them).
 func TestSpecExamples(t *testing.T) {
 	chat := RenderChat([]Message{{Role: "user", Content: "Hello!"}}, nil, true, false)
 	tests := []struct {
@@ -224,7 +225,7 @@ func TestPreTokenization(t *testing.T) {
 			}
 		})
 	}
-	// Specials, punctuation and hashed pieces map as §9.3 says.
+	// Specials, punctuation and hashed pieces map as PieceID says.
 	if got := Encode("<|endoftext|><|im_start|><|im_end|><think></think>.,\n"); !slices.Equal(got, []uint32{0, 1, 2, 3, 4, 16, 17, 18}) {
 		t.Errorf("specials = %v", got)
 	}
@@ -235,8 +236,8 @@ func TestPreTokenization(t *testing.T) {
 	}
 }
 
-// The spec's claim (http-api.md §9, engine.md §10.2): generated text
-// re-tokenizes to exactly the generated ids. Generated ids are 16 ("."),
+// The design relies on this (streamed text and usage counts agree with
+// /tokenize): generated text re-tokenizes to exactly the generated ids. Generated ids are 16 ("."),
 // 17 (",") and words 1000–7399. This holds for every sequence: "." and ","
 // are one-character pieces of the "anything else" class that never absorb a
 // neighbour, and each word " xxxx" is a space followed by 4 letters, so the
@@ -351,7 +352,7 @@ func TestLogprobs(t *testing.T) {
 			t.Errorf("Logprob(%d) = %v, want %v", id, got, want)
 		}
 	}
-	// §6 example: 5398 " puzo" → −0.9; candidate 1 = 5399 " puzu" → −1.0.
+	// 5398 " puzo" → −0.9; candidate 1 = 5399 " puzu" → −1.0.
 	c := TopCandidates(Builtin(), 5398, 3, nil)
 	want := []Candidate{{5398, -0.9, " puzo"}, {5399, -1.0, " puzu"}, {5400, -1.1, " raba"}}
 	if !slices.Equal(c, want) {
