@@ -21,7 +21,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/profile"
 )
 
-// Server timeouts (http-api.md §2.5). There is deliberately no overall
+// Server timeouts (docs/http-api.md). There is deliberately no overall
 // write timeout: streams can be long; each SSE write sets its own deadline.
 const (
 	readHeaderTimeout    = 10 * time.Second
@@ -49,7 +49,7 @@ type serverOptions struct {
 	// event and FPM sinks).
 	Engines engineHooks
 	// Metrics serves GET /metrics; Requests observes per-request
-	// histograms (metrics.md §2.4).
+	// histograms (vllm:request_params_*).
 	Metrics  http.Handler
 	Requests api.RequestObserver
 	// DeliveryLag observes the per-token SSE delivery lag.
@@ -166,7 +166,7 @@ func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*e
 }
 
 // serve runs the engines and the HTTP server until ctx ends, then shuts
-// down gracefully (http-api.md §2.5): stop accepting, let in-flight requests
+// down gracefully (docs/http-api.md): stop accepting, let in-flight requests
 // finish for up to ShutdownGrace, cancel the rest, stop the engines, and
 // return nil.
 func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
@@ -224,7 +224,8 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 		})
 	}
 
-	// The startup gate (engine.md §9.4): wall clock, not scaled.
+	// The startup gate imitates model loading, which a speedup ratio does not
+	// shorten: wall clock, not scaled.
 	var startup *time.Timer
 	if cfg.StartupTime > 0 {
 		srv.SetReady(false)

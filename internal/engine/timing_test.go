@@ -60,8 +60,8 @@ func TestPolynomialTimingDecode(t *testing.T) {
 	}
 }
 
-// TestPolynomialTimingReferenceScenarios checks the pass sums of S1 and S4
-// (engine.md §14) at speedup 1.
+// TestPolynomialTimingReferenceScenarios checks the pass sums of reference
+// scenarios S1 and S4 (scenario_test.go) at speedup 1.
 func TestPolynomialTimingReferenceScenarios(t *testing.T) {
 	m := PolynomialTiming{}
 	const total = 16384 * 64

@@ -36,7 +36,9 @@ type wireEvent struct {
 }
 
 // decodeEvents decodes a batch payload generically and checks its shape
-// and the constant fields of each event (kv-events.md §4, §7 #2, #3, #7–#10).
+// and the constant fields of each event: the batch shape, integer hashes,
+// exact names, constants and array positions consumers rely on
+// (docs/kv-events.md).
 func decodeEvents(t *testing.T, payload []byte, enc Encoding, wantRank uint64) []wireEvent {
 	t.Helper()
 	batch, ok := decodeAny(t, payload).([]any)

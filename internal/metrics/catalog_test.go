@@ -21,8 +21,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
-// spec is one metric of metrics.md: its type, label names and the fixed
-// label values whose children must exist for every rank.
+// spec is one exported metric (docs/metrics.md): its type, label names and
+// the fixed label values whose children must exist for every rank.
 type spec struct {
 	name   string
 	typ    dto.MetricType
@@ -181,9 +181,9 @@ func checkSpec(t *testing.T, f families, s spec, dp int) {
 	}
 }
 
-// TestCatalog checks every metric of the spec, and nothing else under the
-// vllm:, sglang: and mocker_ prefixes, for each family and deprecation
-// setting, with dp_size 2.
+// TestCatalog checks every metric docs/metrics.md lists, and nothing else
+// under the vllm:, sglang: and mocker_ prefixes, for each family and
+// deprecation setting, with dp_size 2.
 func TestCatalog(t *testing.T) {
 	for _, tc := range []struct {
 		family     string
@@ -372,8 +372,8 @@ func TestBuckets(t *testing.T) {
 	}
 }
 
-// specNameProblems are promlint findings that the spec's own names cause
-// (vLLM's real names) and that therefore cannot be fixed here.
+// specNameProblems are promlint findings caused by vLLM's own metric names,
+// which clients expect and which therefore cannot be fixed here.
 var specNameProblems = map[string]string{
 	"vllm:iteration_tokens_total": `non-counter metrics should not have "_total" suffix`,
 }
