@@ -1,0 +1,482 @@
+package chattemplate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Names under which this package's own implementations are handed to the
+// engine. The engine looks a filter up among its built-ins first and then
+// among the render variables, so a built-in it gets wrong is replaced by
+// renaming it in the source (| tojson becomes | chattemplate_tojson).
+const (
+	printFuncName = "chattemplate_str"
+	renamedPrefix = "chattemplate_"
+)
+
+// overriddenFilters are the built-in filters whose Jinja2 behaviour the
+// engine does not reproduce: tojson (key order with indent, Python float
+// and escaping rules, ensure_ascii), trim and string (None must become
+// "None", Python's whitespace set), join (items go through str()).
+var overriddenFilters = map[string]bool{
+	"tojson": true,
+	"trim":   true,
+	"string": true,
+	"join":   true,
+}
+
+// prepareSource rewrites a Jinja2 chat template into the dialect the engine
+// renders identically:
+//
+//   - newlines are normalised and one trailing newline is dropped, as
+//     Jinja2's lexer does (keep_trailing_newline=False);
+//   - whitespace control ("-" markers, lstrip_blocks, trim_blocks) is
+//     applied here, following Jinja2's lexer, and template text is handed to
+//     the engine as string literals, so the engine's own trimming (which
+//     reaches past expression tags) never applies;
+//   - string literals are decoded with Python's escape rules (\r, \xNN,
+//     \uNNNN, …) and re-encoded with the few escapes the engine knows;
+//   - the filters in overriddenFilters are redirected to this package;
+//   - every {{ expression }} prints through Python's str(), so None, floats,
+//     lists and dicts print as Jinja2 prints them;
+//   - comments, {% raw %} markers and transformers' {% generation %} block
+//     markers disappear (the generation block renders its body).
+func prepareSource(source string) (string, error) {
+	source = strings.ReplaceAll(source, "\r\n", "\n")
+	source = strings.ReplaceAll(source, "\r", "\n")
+	source = strings.TrimSuffix(source, "\n")
+
+	pieces, err := splitPieces(source)
+	if err != nil {
+		return "", err
+	}
+	applyWhitespaceControl(pieces)
+
+	var out strings.Builder
+	out.Grow(len(source) + len(source)/4)
+	for _, p := range pieces {
+		switch p.kind {
+		case pieceText:
+			if p.text != "" {
+				out.WriteString("{{ " + encodeEngineString(p.text) + " }}")
+			}
+		case pieceOutput, pieceStatement:
+			body, err := rewriteTagBody(p.text, p.kind == pieceOutput)
+			if err != nil {
+				return "", fmt.Errorf("line %d: %w", p.line, err)
+			}
+			if p.kind == pieceOutput {
+				out.WriteString("{{" + body + "}}")
+			} else {
+				out.WriteString("{%" + body + "%}")
+			}
+		}
+	}
+	return out.String(), nil
+}
+
+// pieceKind classifies the parts of a template.
+type pieceKind int
+
+const (
+	pieceText      pieceKind = iota // literal text
+	pieceOutput                     // {{ … }}
+	pieceStatement                  // {% … %}
+	pieceComment                    // {# … #}
+	pieceDropped                    // {% raw %}, {% endraw %}, {% generation %}, {% endgeneration %}
+)
+
+// piece is one part of a template; tags remember their whitespace-control
+// markers ('-', '+' or 0) on each side.
+type piece struct {
+	kind        pieceKind
+	text        string // the text, or a tag's body
+	left, right byte
+	line        int
+}
+
+func (p *piece) isTag() bool { return p.kind != pieceText }
+
+// splitPieces cuts source into text and tags; a raw block's content is text.
+func splitPieces(source string) ([]piece, error) {
+	var pieces []piece
+	pos := 0
+	for {
+		open := nextTagOpen(source, pos)
+		if open < 0 {
+			pieces = append(pieces, piece{kind: pieceText, text: source[pos:]})
+			return pieces, nil
+		}
+		pieces = append(pieces, piece{kind: pieceText, text: source[pos:open]})
+		if source[open+1] == '#' {
+			end := strings.Index(source[open+2:], "#}")
+			if end < 0 {
+				return nil, fmt.Errorf("line %d: comment is never closed", lineAt(source, open))
+			}
+			body := source[open+2 : open+2+end]
+			p := piece{kind: pieceComment, line: lineAt(source, open)}
+			if body != "" && (body[0] == '-' || body[0] == '+') {
+				p.left = body[0]
+			}
+			if n := len(body); n > 0 && (body[n-1] == '-' || body[n-1] == '+') && (n > 1 || p.left == 0) {
+				p.right = body[n-1]
+			}
+			pieces = append(pieces, p)
+			pos = open + 2 + end + 2
+			continue
+		}
+		tag, err := scanTag(source, open)
+		if err != nil {
+			return nil, err
+		}
+		p := piece{kind: pieceOutput, text: tag.body, line: lineAt(source, open)}
+		if len(tag.opener) == 3 {
+			p.left = tag.opener[2]
+		}
+		if len(tag.closer) == 3 {
+			p.right = tag.closer[0]
+		}
+		pos = tag.end
+		if tag.isStatement {
+			p.kind = pieceStatement
+			switch statementKeyword(tag.body) {
+			case "generation", "endgeneration":
+				p.kind = pieceDropped
+			case "raw":
+				p.kind = pieceDropped
+				pieces = append(pieces, p)
+				end, err := rawBlockEnd(source, tag.end)
+				if err != nil {
+					return nil, err
+				}
+				closing, _ := scanTag(source, end.open)
+				pieces = append(pieces, piece{kind: pieceText, text: source[tag.end:end.open]})
+				p = piece{kind: pieceDropped, line: lineAt(source, end.open)}
+				if len(closing.opener) == 3 {
+					p.left = closing.opener[2]
+				}
+				if len(closing.closer) == 3 {
+					p.right = closing.closer[0]
+				}
+				pos = closing.end
+			}
+		}
+		pieces = append(pieces, p)
+	}
+}
+
+// applyWhitespaceControl trims the text pieces around tags as Jinja2's
+// lexer does with trim_blocks and lstrip_blocks on:
+//
+//   - "-" on a tag's side strips all whitespace on that side;
+//   - otherwise a block or comment tag that is alone on its line after
+//     indentation loses that indentation (lstrip_blocks; "+" keeps it), and
+//     the newline right after a block or comment tag goes (trim_blocks).
+//
+// Output tags ({{ }}) get neither default. Pieces are visited in order
+// because lstrip_blocks looks at what the previous tag left: after a
+// trimmed newline the following text starts a line.
+func applyWhitespaceControl(pieces []piece) {
+	lineStarting := true // the text at pieces[i] starts a line
+	for i := range pieces {
+		tag := &pieces[i]
+		if !tag.isTag() {
+			continue
+		}
+		isBlock := tag.kind != pieceOutput
+		if i > 0 && pieces[i-1].kind == pieceText {
+			text := &pieces[i-1].text
+			switch {
+			case tag.left == '-':
+				*text = strings.TrimRightFunc(*text, isPythonSpace)
+			case tag.left != '+' && isBlock:
+				lineStart := strings.LastIndexByte(*text, '\n') + 1
+				if (lineStart > 0 || lineStarting) && strings.Trim((*text)[lineStart:], " \t") == "" {
+					*text = (*text)[:lineStart]
+				}
+			}
+		}
+		lineStarting = false
+		if i+1 < len(pieces) && pieces[i+1].kind == pieceText {
+			text := &pieces[i+1].text
+			switch {
+			case tag.right == '-':
+				trimmed := strings.TrimLeftFunc(*text, isPythonSpace)
+				lineStarting = strings.HasSuffix((*text)[:len(*text)-len(trimmed)], "\n")
+				*text = trimmed
+			case tag.right != '+' && isBlock && strings.HasPrefix(*text, "\n"):
+				*text = (*text)[1:]
+				lineStarting = true
+			}
+		}
+	}
+}
+
+// nextTagOpen finds the next "{{", "{%" or "{#" at or after pos.
+func nextTagOpen(source string, pos int) int {
+	for {
+		i := strings.IndexByte(source[pos:], '{')
+		if i < 0 || pos+i+1 >= len(source) {
+			return -1
+		}
+		switch source[pos+i+1] {
+		case '{', '%', '#':
+			return pos + i
+		}
+		pos += i + 1
+	}
+}
+
+// scannedTag is one {{ … }} or {% … %} tag with its whitespace-control
+// markers kept in opener and closer.
+type scannedTag struct {
+	opener, body, closer string
+	isStatement          bool
+	end                  int // offset just past the closer
+}
+
+// scanTag reads the tag starting at open. Like Jinja2's lexer it skips
+// string literals and balanced brackets, so "}}" inside a dict literal or a
+// string does not end the tag.
+func scanTag(source string, open int) (scannedTag, error) {
+	isStatement := source[open+1] == '%'
+	closeChar := byte('}')
+	if isStatement {
+		closeChar = '%'
+	}
+	bodyStart := open + 2
+	if bodyStart < len(source) && (source[bodyStart] == '-' || source[bodyStart] == '+') {
+		bodyStart++
+	}
+	depth := 0
+	for i := bodyStart; i < len(source); i++ {
+		switch c := source[i]; c {
+		case '\'', '"':
+			end := skipString(source, i)
+			if end < 0 {
+				return scannedTag{}, fmt.Errorf("line %d: string literal is never closed", lineAt(source, i))
+			}
+			i = end - 1
+		case '(', '[', '{':
+			depth++
+		case ')', ']':
+			depth--
+		case '}', '%':
+			if c == '}' && depth > 0 {
+				depth--
+				continue
+			}
+			if c != closeChar || depth > 0 || i+1 >= len(source) || source[i+1] != '}' {
+				continue
+			}
+			bodyEnd := i
+			if bodyEnd > bodyStart && (source[bodyEnd-1] == '-' || source[bodyEnd-1] == '+') {
+				bodyEnd--
+			}
+			return scannedTag{
+				opener:      source[open:bodyStart],
+				body:        source[bodyStart:bodyEnd],
+				closer:      source[bodyEnd : i+2],
+				isStatement: isStatement,
+				end:         i + 2,
+			}, nil
+		}
+	}
+	kind := "expression"
+	if isStatement {
+		kind = "statement"
+	}
+	return scannedTag{}, fmt.Errorf("line %d: %s tag is never closed", lineAt(source, open), kind)
+}
+
+// skipString returns the offset just past the string literal starting at
+// start, or -1 when it is not closed.
+func skipString(source string, start int) int {
+	quote := source[start]
+	for i := start + 1; i < len(source); i++ {
+		switch source[i] {
+		case '\\':
+			i++
+		case quote:
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// rawEnd locates the {% endraw %} tag that closes a raw block.
+type rawEnd struct{ open int }
+
+// rawBlockEnd finds the {% endraw %} after a raw block's opening tag, which
+// ends at from.
+func rawBlockEnd(source string, from int) (rawEnd, error) {
+	for pos := from; ; {
+		open := strings.Index(source[pos:], "{%")
+		if open < 0 {
+			return rawEnd{}, fmt.Errorf("line %d: raw block is never closed", lineAt(source, from))
+		}
+		open += pos
+		if tag, err := scanTag(source, open); err == nil && statementKeyword(tag.body) == "endraw" {
+			return rawEnd{open: open}, nil
+		}
+		pos = open + 2
+	}
+}
+
+func statementKeyword(body string) string {
+	body = strings.TrimLeft(body, " \t\n")
+	end := 0
+	for end < len(body) && isNameByte(body[end]) {
+		end++
+	}
+	return body[:end]
+}
+
+func lineAt(source string, offset int) int {
+	return strings.Count(source[:offset], "\n") + 1
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// rewriteTagBody rewrites the inside of one tag: string literals, overridden
+// filter names and, for an output tag, the str() wrapper.
+func rewriteTagBody(body string, isOutput bool) (string, error) {
+	var out strings.Builder
+	out.Grow(len(body) + 16)
+	afterPipe := false      // the previous token was the filter operator
+	afterFilterWord := true // at the start of a statement: "filter NAME"
+	literalOnly := true     // the whole expression is one string literal
+	literals := 0
+	for i := 0; i < len(body); {
+		c := body[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			out.WriteByte(c)
+			i++
+			continue
+		case c == '\'' || c == '"':
+			end := skipString(body, i)
+			if end < 0 {
+				return "", fmt.Errorf("string literal %s is never closed", strconv.Quote(body[i:]))
+			}
+			text, err := decodePythonString(body[i+1 : end-1])
+			if err != nil {
+				return "", err
+			}
+			out.WriteString(encodeEngineString(text))
+			literals++
+			i = end
+			afterPipe, afterFilterWord = false, false
+			continue
+		case isNameByte(c) && !(c >= '0' && c <= '9'):
+			end := i
+			for end < len(body) && isNameByte(body[end]) {
+				end++
+			}
+			name := body[i:end]
+			switch {
+			case (afterPipe || afterFilterWord && !isOutput && statementKeyword(body) == "filter" && name != "filter") && overriddenFilters[name]:
+				out.WriteString(renamedPrefix + name)
+			default:
+				out.WriteString(name)
+			}
+			literalOnly = false
+			afterPipe = false
+			if name != "filter" {
+				afterFilterWord = false
+			}
+			i = end
+			continue
+		case c == '|':
+			afterPipe = true
+		default:
+			afterPipe = false
+		}
+		literalOnly = false
+		afterFilterWord = false
+		out.WriteByte(c)
+		i++
+	}
+	rewritten := out.String()
+	if !isOutput || literalOnly && literals == 1 {
+		return rewritten, nil
+	}
+	return " " + printFuncName + "(" + rewritten + ") ", nil
+}
+
+// decodePythonString decodes the inside of a Jinja2 string literal, which
+// Jinja2 reads with Python's unicode-escape rules.
+func decodePythonString(lit string) (string, error) {
+	if strings.IndexByte(lit, '\\') < 0 {
+		return lit, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(lit); i++ {
+		c := lit[i]
+		if c != '\\' || i+1 >= len(lit) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch e := lit[i]; e {
+		case '\n':
+			// backslash-newline continues the line
+		case '\\', '\'', '"':
+			b.WriteByte(e)
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte('\v')
+		case 'x', 'u', 'U':
+			digits := 2
+			switch e {
+			case 'u':
+				digits = 4
+			case 'U':
+				digits = 8
+			}
+			if i+digits >= len(lit) {
+				return "", fmt.Errorf(`truncated \%c escape in string literal`, e)
+			}
+			n, err := strconv.ParseUint(lit[i+1:i+1+digits], 16, 32)
+			if err != nil || n > utf8.MaxRune {
+				return "", fmt.Errorf(`bad \%c escape in string literal`, e)
+			}
+			b.WriteRune(rune(n))
+			i += digits
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			end := i
+			for end < len(lit) && end < i+3 && lit[end] >= '0' && lit[end] <= '7' {
+				end++
+			}
+			n, _ := strconv.ParseUint(lit[i:end], 8, 32)
+			b.WriteRune(rune(n))
+			i = end - 1
+		default:
+			// Python keeps an unknown escape as written.
+			b.WriteByte('\\')
+			b.WriteByte(e)
+		}
+	}
+	return b.String(), nil
+}
+
+// encodeEngineString quotes text for the engine, whose literals know only
+// the \\ and \' escapes needed here; every other byte is written raw.
+func encodeEngineString(text string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(text) + "'"
+}
