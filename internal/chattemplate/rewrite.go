@@ -53,10 +53,27 @@ func prepareSource(source string) (string, error) {
 		return "", err
 	}
 	applyWhitespaceControl(pieces)
+	loopLocals := findLoopLocals(pieces)
 
 	var out strings.Builder
 	out.Grow(len(source) + len(source)/4)
-	for _, p := range pieces {
+	for i, p := range pieces {
+		if locals, ok := loopLocals[i]; ok {
+			// Remember each name's value outside the loop ...
+			for _, name := range locals.names {
+				fmt.Fprintf(&out, "{%% set %s%d_%s = %s %%}", loopOuterPrefix, i, name, name)
+			}
+			body, err := rewriteTagBody(p.text, false)
+			if err != nil {
+				return "", fmt.Errorf("line %d: %w", p.line, err)
+			}
+			out.WriteString("{%" + body + "%}")
+			// ... and start every iteration from it.
+			for _, name := range locals.names {
+				fmt.Fprintf(&out, "{%% set %s = %s%d_%s %%}", name, loopOuterPrefix, i, name)
+			}
+			continue
+		}
 		switch p.kind {
 		case pieceText:
 			if p.text != "" {
@@ -75,6 +92,98 @@ func prepareSource(source string) (string, error) {
 		}
 	}
 	return out.String(), nil
+}
+
+// loopOuterPrefix names the variables that keep a value from outside a
+// for loop (see findLoopLocals).
+const loopOuterPrefix = renamedPrefix + "outer_"
+
+// loopLocal lists the names a for loop's body assigns with {% set %}.
+type loopLocal struct{ names []string }
+
+// findLoopLocals maps the index of each {% for %} piece to the names its
+// body assigns. In Jinja2 such an assignment lasts one iteration: the next
+// iteration sees the value from outside the loop again (or undefined). The
+// engine keeps one scope for all iterations, so prepareSource resets the
+// names at the top of each iteration to the value saved before the loop.
+func findLoopLocals(pieces []piece) map[int]loopLocal {
+	out := map[int]loopLocal{}
+	var open []int // indexes of the enclosing {% for %} pieces
+	targets := map[int][]string{}
+	for i, p := range pieces {
+		if p.kind != pieceStatement {
+			continue
+		}
+		switch statementKeyword(p.text) {
+		case "for":
+			open = append(open, i)
+			targets[i] = forTargets(p.text)
+		case "endfor":
+			if len(open) > 0 {
+				open = open[:len(open)-1]
+			}
+		case "set":
+			for _, name := range setTargets(p.text) {
+				for _, loop := range open {
+					// The engine binds the loop's own variables anew
+					// every iteration already.
+					locals := out[loop]
+					if !containsString(locals.names, name) && !containsString(targets[loop], name) {
+						locals.names = append(locals.names, name)
+					}
+					out[loop] = locals
+				}
+			}
+		}
+	}
+	for loop, locals := range out {
+		if len(locals.names) == 0 {
+			delete(out, loop)
+		}
+	}
+	return out
+}
+
+// forTargets returns the names a {% for %} binds ("for a, b in …").
+func forTargets(body string) []string {
+	body = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(body), "for"))
+	if in := strings.Index(body, " in "); in >= 0 {
+		body = body[:in]
+	}
+	var names []string
+	for _, part := range strings.Split(body, ",") {
+		names = append(names, strings.Trim(part, " ()"))
+	}
+	return names
+}
+
+// setTargets returns the plain names a {% set %} statement assigns
+// ("set a = …", "set a, b = …", "set a" blocks); namespace attributes
+// (ns.x) are not scoped and are left out.
+func setTargets(body string) []string {
+	body = strings.TrimSpace(body)
+	body = strings.TrimSpace(strings.TrimPrefix(body, "set"))
+	if eq := strings.IndexByte(body, '='); eq >= 0 {
+		body = body[:eq]
+	}
+	var names []string
+	for _, part := range strings.Split(body, ",") {
+		name := strings.TrimSpace(part)
+		if name == "" || strings.ContainsAny(name, ".[( |") {
+			continue
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+func containsString(list []string, s string) bool {
+	for _, item := range list {
+		if item == s {
+			return true
+		}
+	}
+	return false
 }
 
 // pieceKind classifies the parts of a template.
