@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The references are independent renderers run as separate processes:
@@ -48,6 +49,16 @@ type refResult struct {
 // fixedNow is the clock of every differential render, here and in the
 // references, so templates that print today's date agree.
 const fixedNow = "2026-07-04T09:05:06"
+
+// fixedClock is fixedNow as a Template clock (local time, as the
+// references read it).
+func fixedClock() func() time.Time {
+	now, err := time.ParseInLocation("2006-01-02T15:04:05", fixedNow, time.Local)
+	if err != nil {
+		panic(err)
+	}
+	return func() time.Time { return now }
+}
 
 func skipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
@@ -103,10 +114,17 @@ func pythonWithJinja2(t testing.TB) string {
 	return ""
 }
 
-// runReference renders cases through one reference program.
-func runReference(t testing.TB, cmd *exec.Cmd, template string, cases []refCase) []refResult {
+// refJob is one template with the cases to render through it.
+type refJob struct {
+	Template string    `json:"template"`
+	Cases    []refCase `json:"cases"`
+}
+
+// runReference renders every job through one reference program (one
+// process for all of them: interpreter start-up dominates otherwise).
+func runReference(t testing.TB, cmd *exec.Cmd, jobs []refJob) [][]refResult {
 	t.Helper()
-	request, err := json.Marshal(map[string]any{"template": template, "now": fixedNow, "cases": cases})
+	request, err := json.Marshal(map[string]any{"now": fixedNow, "jobs": jobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,20 +135,25 @@ func runReference(t testing.TB, cmd *exec.Cmd, template string, cases []refCase)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", cmd.Path, err, stderr.String())
 	}
-	var results []refResult
-	if err := json.Unmarshal(out, &results); err != nil || len(results) != len(cases) {
-		t.Fatalf("%s: %d results for %d cases (%v)", cmd.Path, len(results), len(cases), err)
+	var results [][]refResult
+	if err := json.Unmarshal(out, &results); err != nil || len(results) != len(jobs) {
+		t.Fatalf("%s: %d results for %d jobs (%v)", cmd.Path, len(results), len(jobs), err)
+	}
+	for i := range jobs {
+		if len(results[i]) != len(jobs[i].Cases) {
+			t.Fatalf("%s: job %d: %d results for %d cases", cmd.Path, i, len(results[i]), len(jobs[i].Cases))
+		}
 	}
 	return results
 }
 
-func renderJinja2(t testing.TB, template string, cases []refCase) []refResult {
+func renderJinja2(t testing.TB, jobs []refJob) [][]refResult {
 	t.Helper()
 	script := filepath.Join("testdata", "reference", "render_jinja2.py")
-	return runReference(t, exec.Command(pythonWithJinja2(t), script), template, cases)
+	return runReference(t, exec.Command(pythonWithJinja2(t), script), jobs)
 }
 
-func renderHFJinja(t testing.TB, template string, cases []refCase) []refResult {
+func renderHFJinja(t testing.TB, jobs []refJob) [][]refResult {
 	t.Helper()
 	modules := nodeModules(t)
 	node, err := exec.LookPath("node")
@@ -138,6 +161,6 @@ func renderHFJinja(t testing.TB, template string, cases []refCase) []refResult {
 		skipOrFail(t, "node not found")
 	}
 	cmd := exec.Command(node, filepath.Join("testdata", "reference", "render_hfjinja.mjs"))
-	cmd.Env = append(os.Environ(), "NODE_REF_MODULES="+modules, "TZ=UTC")
-	return runReference(t, cmd, template, cases)
+	cmd.Env = append(os.Environ(), "NODE_REF_MODULES="+modules)
+	return runReference(t, cmd, jobs)
 }

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 )
 
 // realTemplate is a chat template shipped with a real model's tokenizer.
@@ -107,17 +107,24 @@ const casesPerTemplate = 60
 
 func TestRealTemplatesMatchJinja2(t *testing.T) {
 	templates := append(loadNPMTemplates(t), loadModuleTemplates(t)...)
-	now, _ := time.ParseInLocation("2006-01-02T15:04:05", fixedNow, time.Local)
+	jobs := make([]refJob, len(templates))
+	for i, tmpl := range templates {
+		jobs[i] = refJob{tmpl.source, generateCases(tmpl.style, uint64(i)+1, casesPerTemplate, tmpl.bos, tmpl.eos)}
+	}
+	var pythonResults, nodeResults [][]refResult
+	var wg sync.WaitGroup
+	wg.Go(func() { nodeResults = renderHFJinja(t, jobs) })
+	pythonResults = renderJinja2(t, jobs)
+	wg.Wait()
+	now := fixedClock()
 	for i, tmpl := range templates {
 		t.Run(tmpl.name, func(t *testing.T) {
 			parsed, err := Parse(tmpl.source)
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			parsed.now = func() time.Time { return now }
-			cases := generateCases(tmpl.style, uint64(i)+1, casesPerTemplate, tmpl.bos, tmpl.eos)
-			python := renderJinja2(t, tmpl.source, cases)
-			node := renderHFJinja(t, tmpl.source, cases)
+			parsed.now = now
+			cases, python, node := jobs[i].Cases, pythonResults[i], nodeResults[i]
 			var rendered, raised, failed, lenient, nodeDisagrees int
 			for n, c := range cases {
 				got, err := parsed.Render(c.input())

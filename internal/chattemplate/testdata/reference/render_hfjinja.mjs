@@ -1,6 +1,7 @@
 // Reference renderer: @huggingface/jinja, the engine behind transformers.js'
 // apply_chat_template, used as a second independent check of
-// internal/chattemplate. Same stdin/stdout protocol as render_jinja2.py; the
+// internal/chattemplate. Same stdin/stdout protocol as render_jinja2.py (its
+// failures never set "raise": the library throws plain Errors); the
 // module directory comes from the NODE_REF_MODULES environment variable.
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
@@ -13,7 +14,6 @@ const { Template, Environment } = require("@huggingface/jinja");
 const TAG = "CONTINUE_FINAL_MESSAGE_TAG ";
 const request = JSON.parse(readFileSync(0, "utf8"));
 const now = new Date(request.now ?? "2026-07-04T09:05:06");
-const template = new Template(request.template);
 
 function pad2(n) {
   return n < 10 ? "0" + n : String(n);
@@ -29,7 +29,7 @@ function strftimeNow(format) {
   })[t]);
 }
 
-function render(c) {
+function render(template, c) {
   let messages = c.messages;
   let final;
   const cont = !!c.continue_final_message;
@@ -72,11 +72,23 @@ Environment.prototype.set = function (name, value) {
   return originalSet.call(this, name, name === "strftime_now" ? strftimeNow : value);
 };
 
-const out = request.cases.map((c) => {
+function failure(e) {
+  return { error: String(e && e.message ? e.message : e), raise: false };
+}
+
+const out = request.jobs.map((job) => {
+  let template;
   try {
-    return { text: render(c) };
+    template = new Template(job.template);
   } catch (e) {
-    return { error: String(e && e.message ? e.message : e), raise: false };
+    return job.cases.map(() => failure(e));
   }
+  return job.cases.map((c) => {
+    try {
+      return { text: render(template, c) };
+    } catch (e) {
+      return failure(e);
+    }
+  });
 });
 process.stdout.write(JSON.stringify(out));

@@ -4,12 +4,14 @@ transformers renders chat templates (apply_chat_template with
 tokenize=False), used to check internal/chattemplate byte for byte.
 
 Reads one JSON object on stdin:
-  {"template": str, "now": "YYYY-MM-DDTHH:MM:SS",
-   "cases": [{"messages": [...], "tools": [...]|null,
-              "add_generation_prompt": bool, "continue_final_message": bool,
-              "kwargs": {...}, "bos_token": str, "eos_token": str}, ...]}
-and writes one JSON array: per case {"text": str} or
-{"error": str, "raise": bool} (raise is true for raise_exception).
+  {"now": "YYYY-MM-DDTHH:MM:SS",
+   "jobs": [{"template": str,
+             "cases": [{"messages": [...], "tools": [...]|null,
+                        "add_generation_prompt": bool, "continue_final_message": bool,
+                        "kwargs": {...}, "bos_token": str, "eos_token": str}, ...]}, ...]}
+and writes one JSON array per job, holding per case {"text": str} or
+{"error": str, "raise": bool} (raise is true for raise_exception). A
+template that does not compile fails each of its cases.
 
 The environment mirrors transformers' _compile_jinja_template: an
 ImmutableSandboxedEnvironment with trim_blocks, lstrip_blocks, the
@@ -107,20 +109,27 @@ def render(template, source, case):
     return text
 
 
-def main():
-    request = json.load(sys.stdin)
-    source = request["template"]
-    now = datetime.fromisoformat(request.get("now", "2026-07-04T09:05:06"))
-    template = compile_template(source, now)
+def run_job(job, now):
+    source = job["template"]
+    try:
+        template = compile_template(source, now)
+    except Exception as exc:
+        return [{"error": f"{type(exc).__name__}: {exc}", "raise": False} for _ in job["cases"]]
     out = []
-    for case in request["cases"]:
+    for case in job["cases"]:
         try:
             out.append({"text": render(template, source, case)})
         except RaisedByTemplate as exc:
             out.append({"error": str(exc.message), "raise": True})
         except Exception as exc:  # every other failure is compared as "some error"
             out.append({"error": f"{type(exc).__name__}: {exc}", "raise": False})
-    json.dump(out, sys.stdout, ensure_ascii=False)
+    return out
+
+
+def main():
+    request = json.load(sys.stdin)
+    now = datetime.fromisoformat(request.get("now", "2026-07-04T09:05:06"))
+    json.dump([run_job(job, now) for job in request["jobs"]], sys.stdout, ensure_ascii=False)
 
 
 if __name__ == "__main__":
