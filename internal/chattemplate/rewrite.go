@@ -460,6 +460,11 @@ func rewriteTagBody(body string, isOutput bool) (string, error) {
 	afterFilterWord := true // at the start of a statement: "filter NAME"
 	literalOnly := true     // the whole expression is one string literal
 	literals := 0
+	// What the expression evaluates to at the top level (bracket depth 0):
+	// a "+"/"~" chain with a string literal operand is a string in the
+	// engine, and printing a string needs no str() wrapper. Any operator of
+	// lower or mixed precedence makes the type unknown.
+	depth, concat, topLiterals, unknownType := 0, false, 0, false
 	for i := 0; i < len(body); {
 		c := body[i]
 		switch {
@@ -478,6 +483,9 @@ func rewriteTagBody(body string, isOutput bool) (string, error) {
 			}
 			out.WriteString(encodeEngineString(text))
 			literals++
+			if depth == 0 {
+				topLiterals++
+			}
 			i = end
 			afterPipe, afterFilterWord = false, false
 			continue
@@ -487,6 +495,9 @@ func rewriteTagBody(body string, isOutput bool) (string, error) {
 				end++
 			}
 			name := body[i:end]
+			if depth == 0 && topLevelKeywords[name] {
+				unknownType = true
+			}
 			switch {
 			case (afterPipe || afterFilterWord && !isOutput && statementKeyword(body) == "filter" && name != "filter") && overriddenFilters[name]:
 				out.WriteString(renamedPrefix + name)
@@ -504,6 +515,19 @@ func rewriteTagBody(body string, isOutput bool) (string, error) {
 			afterPipe = true
 		default:
 			afterPipe = false
+			switch c {
+			case '(', '[', '{':
+				depth++
+			case ')', ']', '}':
+				depth--
+			case '+', '~':
+				concat = concat || depth == 0
+			case '.', ',', ':':
+			default:
+				if depth == 0 && (c < '0' || c > '9') {
+					unknownType = true // comparison, arithmetic, …
+				}
+			}
 		}
 		literalOnly = false
 		afterFilterWord = false
@@ -511,10 +535,16 @@ func rewriteTagBody(body string, isOutput bool) (string, error) {
 		i++
 	}
 	rewritten := out.String()
-	if !isOutput || literalOnly && literals == 1 {
+	if !isOutput || literalOnly && literals == 1 || concat && topLiterals > 0 && !unknownType {
 		return rewritten, nil
 	}
 	return " " + printFuncName + "(" + rewritten + ") ", nil
+}
+
+// topLevelKeywords are the operators spelled as words; at the top level
+// of an output expression they make its type unknown.
+var topLevelKeywords = map[string]bool{
+	"if": true, "else": true, "and": true, "or": true, "not": true, "in": true, "is": true,
 }
 
 // decodePythonString decodes the inside of a Jinja2 string literal, which
