@@ -20,6 +20,7 @@ type callable = func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.V
 var builtinVariables = map[string]jinja.Value{
 	"raise_exception":        jinja.NewCallable("raise_exception", raiseException),
 	printFuncName:            jinja.NewCallable(printFuncName, printValue),
+	concatFuncName:           jinja.NewCallable("~", concatValues),
 	renamedPrefix + "tojson": jinja.NewCallable("tojson", filterToJSON),
 	renamedPrefix + "trim":   jinja.NewCallable("trim", filterTrim),
 	renamedPrefix + "string": jinja.NewCallable("string", filterString),

@@ -534,7 +534,7 @@ func rewriteTagBody(body string, isOutput bool) (string, error) {
 		out.WriteByte(c)
 		i++
 	}
-	rewritten := out.String()
+	rewritten := rewriteConcat(out.String())
 	if !isOutput || literalOnly && literals == 1 || concat && topLiterals > 0 && !unknownType {
 		return rewritten, nil
 	}
