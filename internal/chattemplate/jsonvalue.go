@@ -189,7 +189,21 @@ func (p *jsonParser) string() (string, error) {
 	}
 	p.pos = start
 	var b strings.Builder
+	b.Grow(p.pos - start + 16)
 	for p.pos < len(p.data) {
+		// Copy the run of plain ASCII up to the next byte that needs care.
+		run := p.pos
+		for run < len(p.data) {
+			if c := p.data[run]; c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+				break
+			}
+			run++
+		}
+		b.Write(p.data[p.pos:run])
+		p.pos = run
+		if p.pos >= len(p.data) {
+			break
+		}
 		c := p.data[p.pos]
 		switch {
 		case c == '"':
@@ -201,9 +215,6 @@ func (p *jsonParser) string() (string, error) {
 			if err := p.escape(&b); err != nil {
 				return "", err
 			}
-		case c < utf8.RuneSelf:
-			b.WriteByte(c)
-			p.pos++
 		default:
 			// Invalid UTF-8 becomes U+FFFD, as encoding/json does.
 			r, size := utf8.DecodeRune(p.data[p.pos:])
