@@ -19,12 +19,15 @@ const (
 // overriddenFilters are the built-in filters whose Jinja2 behaviour the
 // engine does not reproduce: tojson (key order with indent, Python float
 // and escaping rules, ensure_ascii), trim and string (None must become
-// "None", Python's whitespace set), join (items go through str()).
+// "None", Python's whitespace set), join (items go through str()), length
+// and count (None has no length).
 var overriddenFilters = map[string]bool{
 	"tojson": true,
 	"trim":   true,
 	"string": true,
 	"join":   true,
+	"length": true,
+	"count":  true,
 }
 
 // prepareSource rewrites a Jinja2 chat template into the dialect the engine
@@ -534,7 +537,7 @@ func rewriteTagBody(body string, isOutput bool) (string, error) {
 		out.WriteByte(c)
 		i++
 	}
-	rewritten := rewriteConcat(out.String())
+	rewritten := rewriteOperators(out.String(), isOutput)
 	if !isOutput || literalOnly && literals == 1 || concat && topLiterals > 0 && !unknownType {
 		return rewritten, nil
 	}

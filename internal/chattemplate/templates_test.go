@@ -125,13 +125,9 @@ func TestRealTemplatesMatchJinja2(t *testing.T) {
 			}
 			parsed.now = now
 			cases, python, node := jobs[i].Cases, pythonResults[i], nodeResults[i]
-			var rendered, raised, failed, lenient, nodeDisagrees int
+			var rendered, raised, failed, nodeDisagrees int
 			for n, c := range cases {
 				got, err := parsed.Render(c.input())
-				if isKnownLeniency(err, python[n]) {
-					lenient++
-					continue
-				}
 				if msg := compareWithReference(got, err, python[n]); msg != "" {
 					t.Errorf("case %d (%s):\n%s", n, c.Messages, msg)
 					continue
@@ -149,22 +145,12 @@ func TestRealTemplatesMatchJinja2(t *testing.T) {
 				}
 			}
 			t.Logf("%d cases: %d rendered, %d raise_exception, %d other errors, all as Jinja2; "+
-				"%d rendered where Jinja2 raises TypeError; @huggingface/jinja disagrees with Jinja2 on %d",
-				len(cases), rendered, raised, failed, lenient, nodeDisagrees)
+				"@huggingface/jinja disagrees with Jinja2 on %d", len(cases), rendered, raised, failed, nodeDisagrees)
 			if rendered < len(cases)/4 {
 				t.Errorf("only %d of %d cases rendered: the conversations do not exercise this template", rendered, len(cases))
 			}
 		})
 	}
-}
-
-// isKnownLeniency reports the one documented divergence: where Python
-// raises TypeError for mixing types (str + None, str + list, iterating or
-// measuring None) the engine converts and renders. Such input is malformed
-// for the template (vLLM would answer 400); the prompt rendered for it is
-// not compared.
-func isKnownLeniency(err error, want refResult) bool {
-	return err == nil && want.Text == nil && strings.HasPrefix(want.Error, "TypeError: ")
 }
 
 // compareWithReference returns "" when the Go result is the reference's:
