@@ -39,6 +39,15 @@ const maxJSONDepth = 512
 type jsonParser struct {
 	data []byte
 	pos  int
+	// members is a stack of the key/value pairs of the objects being
+	// read, so each object's key slice and map get their final size at
+	// once.
+	members []jsonMember
+}
+
+type jsonMember struct {
+	key   string
+	value jinja.Value
 }
 
 func (p *jsonParser) errorf(format string, args ...any) error {
@@ -92,13 +101,13 @@ func (p *jsonParser) literal(word string) bool {
 }
 
 func (p *jsonParser) object(depth int) (jinja.Value, error) {
-	obj := jinja.NewDict()
-	dict := obj.AsDict()
 	p.pos++ // {
 	p.skipSpace()
+	base := len(p.members)
+	defer func() { p.members = p.members[:base] }()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return obj, nil
+		return jinja.NewDict(), nil
 	}
 	for {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
@@ -118,7 +127,7 @@ func (p *jsonParser) object(depth int) (jinja.Value, error) {
 		if err != nil {
 			return jinja.Value{}, err
 		}
-		dict.Set(key, item)
+		p.members = append(p.members, jsonMember{key, item})
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return jinja.Value{}, p.errorf("object is never closed")
@@ -129,11 +138,26 @@ func (p *jsonParser) object(depth int) (jinja.Value, error) {
 			p.skipSpace()
 		case '}':
 			p.pos++
-			return obj, nil
+			return newDict(p.members[base:]), nil
 		default:
 			return jinja.Value{}, p.errorf("expected ',' or '}' in object")
 		}
 	}
+}
+
+// newDict builds a dict from its members in order; a repeated key keeps
+// its first position and takes the last value, as a Python dict does.
+func newDict(members []jsonMember) jinja.Value {
+	obj := jinja.NewDict()
+	dict := obj.AsDict()
+	dict.Keys = make([]string, 0, len(members))
+	if len(members) > 8 {
+		dict.Data = make(map[string]jinja.Value, len(members))
+	}
+	for _, m := range members {
+		dict.Set(m.key, m.value)
+	}
+	return obj
 }
 
 func (p *jsonParser) array(depth int) (jinja.Value, error) {
