@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/mocker-server/mocker-server/internal/pyrepr"
 )
 
 // dumpOptions are Python json.dumps' keyword arguments as transformers'
@@ -43,7 +45,7 @@ func writeJSON(b *strings.Builder, val jinja.Value, opts *dumpOptions, level int
 	case val.IsInt():
 		b.WriteString(strconv.FormatInt(val.AsInt(), 10))
 	case val.IsFloat():
-		switch s := pyFloatRepr(val.AsFloat()); s {
+		switch s := pyrepr.Float(val.AsFloat()); s {
 		case "nan":
 			b.WriteString("NaN")
 		case "inf":

@@ -256,19 +256,13 @@ func (p *jsonParser) escape(b *strings.Builder) error {
 	}
 	c := p.data[p.pos+1]
 	p.pos += 2
+	if decoded, ok := shortEscape(c); ok {
+		b.WriteByte(decoded)
+		return nil
+	}
 	switch c {
 	case '"', '\\', '/':
 		b.WriteByte(c)
-	case 'b':
-		b.WriteByte('\b')
-	case 'f':
-		b.WriteByte('\f')
-	case 'n':
-		b.WriteByte('\n')
-	case 'r':
-		b.WriteByte('\r')
-	case 't':
-		b.WriteByte('\t')
 	case 'u':
 		r, err := p.hex4()
 		if err != nil {

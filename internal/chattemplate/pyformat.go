@@ -1,13 +1,14 @@
 package chattemplate
 
 import (
-	"math"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/mocker-server/mocker-server/internal/pyrepr"
 )
 
 // pyStr formats a value the way Python's str() does, which is what Jinja2
@@ -43,7 +44,7 @@ func writeRepr(b *strings.Builder, val jinja.Value) {
 	case val.IsInt():
 		b.WriteString(strconv.FormatInt(val.AsInt(), 10))
 	case val.IsFloat():
-		b.WriteString(pyFloatRepr(val.AsFloat()))
+		b.WriteString(pyrepr.Float(val.AsFloat()))
 	case val.IsString():
 		writeStringRepr(b, val.AsString())
 	case val.IsList():
@@ -115,55 +116,4 @@ func writeHex(b *strings.Builder, n uint32, digits int) {
 	for shift := (digits - 1) * 4; shift >= 0; shift -= 4 {
 		b.WriteByte(hexDigits[(n>>uint(shift))&0xf])
 	}
-}
-
-// pyFloatRepr formats f as Python's repr(float) (also what json.dumps
-// writes): the shortest digits that round-trip, positional notation with at
-// least one fractional digit for 1e-4 <= |f| < 1e16, otherwise
-// "d.ddde+XX" with a two-digit minimum exponent.
-func pyFloatRepr(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case f == 0:
-		if math.Signbit(f) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	// 'e' with precision -1 gives the shortest round-trip digits.
-	sci := strconv.FormatFloat(f, 'e', -1, 64)
-	sign := ""
-	if sci[0] == '-' {
-		sign, sci = "-", sci[1:]
-	}
-	mantissa, expText, _ := strings.Cut(sci, "e")
-	exp, _ := strconv.Atoi(expText)
-	digits := strings.Replace(mantissa, ".", "", 1)
-	if exp < -4 || exp >= 16 {
-		out := digits[:1]
-		if len(digits) > 1 {
-			out += "." + digits[1:]
-		}
-		expSign := "+"
-		if exp < 0 {
-			expSign, exp = "-", -exp
-		}
-		expDigits := strconv.Itoa(exp)
-		if len(expDigits) < 2 {
-			expDigits = "0" + expDigits
-		}
-		return sign + out + "e" + expSign + expDigits
-	}
-	if exp < 0 {
-		return sign + "0." + strings.Repeat("0", -exp-1) + digits
-	}
-	if len(digits) <= exp+1 {
-		return sign + digits + strings.Repeat("0", exp+1-len(digits)) + ".0"
-	}
-	return sign + digits[:exp+1] + "." + digits[exp+1:]
 }

@@ -564,6 +564,10 @@ func decodePythonString(lit string) (string, error) {
 			continue
 		}
 		i++
+		if decoded, ok := shortEscape(lit[i]); ok {
+			b.WriteByte(decoded)
+			continue
+		}
 		switch e := lit[i]; e {
 		case '\n':
 			// backslash-newline continues the line
@@ -571,16 +575,6 @@ func decodePythonString(lit string) (string, error) {
 			b.WriteByte(e)
 		case 'a':
 			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
 		case 'v':
 			b.WriteByte('\v')
 		case 'x', 'u', 'U':
