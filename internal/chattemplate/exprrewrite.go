@@ -13,10 +13,21 @@ import (
 // precedence-climbing reader for Jinja2's expression grammar that leaves
 // every other construct's text as written.
 const (
-	addFuncName  = renamedPrefix + "add"
-	inFuncName   = renamedPrefix + "in"
-	iterFuncName = renamedPrefix + "iter"
+	addFuncName    = renamedPrefix + "add"
+	inFuncName     = renamedPrefix + "in"
+	iterFuncName   = renamedPrefix + "iter"
+	refuseFuncName = renamedPrefix + "refuse"
 )
+
+// mutatingMethods are the methods transformers' ImmutableSandboxedEnvironment
+// refuses to call (on lists, dicts and sets; no other type has them): a call
+// is a SecurityError there, so it becomes one here instead of modifying the
+// request's data.
+var mutatingMethods = map[string]bool{
+	"append": true, "extend": true, "insert": true, "remove": true, "pop": true, "sort": true,
+	"reverse": true, "clear": true, "popitem": true, "setdefault": true, "update": true,
+	"add": true, "discard": true,
+}
 
 // exprPart is one piece of a rewritten expression: literal text or a
 // rewritten sub-expression.
@@ -304,12 +315,17 @@ func (p *exprParser) parseUnary() (spanned, error) {
 	if err != nil {
 		return spanned{}, err
 	}
+	var refused *exprNode // a call of a mutating method
 	for {
 		switch {
 		case p.is("."):
+			dot := p.offset()
 			p.pos++
 			if p.peek().kind != tokenName {
 				return spanned{}, errNotUnderstood
+			}
+			if name := p.peek().text; mutatingMethods[name] && p.isAt(p.pos+1, "(") && refused == nil {
+				refused = call(refuseFuncName, p.span(from, dot, children...), &exprNode{parts: []exprPart{{text: "'" + name + "'"}}})
 			}
 			p.pos++
 		case p.is("[") || p.is("("):
@@ -354,6 +370,9 @@ func (p *exprParser) parseUnary() (spanned, error) {
 				p.pos++ // a test's single argument: "is divisibleby 3"
 			}
 		default:
+			if refused != nil {
+				return spanned{refused, from, p.end()}, nil
+			}
 			return spanned{p.span(from, p.end(), children...), from, p.end()}, nil
 		}
 	}

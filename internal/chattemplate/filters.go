@@ -24,6 +24,7 @@ var builtinVariables = map[string]jinja.Value{
 	addFuncName:              jinja.NewCallable("+", addValues),
 	inFuncName:               jinja.NewCallable("in", containsValue),
 	iterFuncName:             jinja.NewCallable("iter", iterable),
+	refuseFuncName:           jinja.NewCallable("refuse", refuseMutation),
 	renamedPrefix + "length": jinja.NewCallable("length", filterLength),
 	renamedPrefix + "count":  jinja.NewCallable("count", filterLength),
 	renamedPrefix + "tojson": jinja.NewCallable("tojson", filterToJSON),

@@ -210,3 +210,12 @@ func pyEqual(a, b jinja.Value) bool {
 	}
 	return a.Equals(b)
 }
+
+// refuseMutation is the sandbox's answer to obj.method(…) for a method that
+// modifies obj.
+func refuseMutation(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 2 {
+		return jinja.Value{}, fmt.Errorf("refuse takes 2 values, got %d", len(args))
+	}
+	return jinja.Value{}, fmt.Errorf("SecurityError: access to attribute '%s' of '%s' object is unsafe", pyStr(args[1]), pyTypeName(args[0]))
+}

@@ -59,6 +59,10 @@ continued' }}`,
 		`{{ 'x' if nothing else 'y' }} {{ nothing if yes }} {{ yes and 'a' or 'b' }} {{ not nothing }}`,
 		`{% for i in range(5) %}{% if i == 1 %}{% continue %}{% endif %}{% if i == 3 %}{% break %}{% endif %}{{ i }}{% endfor %}`,
 		`{{ 'x{}y'.format(1) }} {{ 'abc'.replace('b', 'B') }} {{ 'Hello'.startswith('He') }} {{ 'a-b'.upper() }}`,
+		`{% set l = [1] %}{{ l.append(2) }}`,
+		`{% set d = {} %}{% set _ = d.update({'a': 1}) %}{{ d }}`,
+		`{{ nested.pop('a') }}`,
+		`{{ quotes[0].upper() }} {{ nested.get('a') }} {% set ns = namespace(a=1) %}{% set ns.a = ns.a + 1 %}{{ ns.a }}`,
 		"  {% if yes %}\n    indented\n  {% endif %}\n{%- if no -%} no {%- else -%}  else  {%- endif %}\n{{ 'end' }}\n",
 	}
 	in := refCase{Messages: json.RawMessage(`[]`), Kwargs: kwargs}
