@@ -43,6 +43,8 @@ type jsonParser struct {
 	// read, so each object's key slice and map get their final size at
 	// once.
 	members []jsonMember
+	// elements is the same kind of stack for arrays.
+	elements []jinja.Value
 }
 
 type jsonMember struct {
@@ -163,17 +165,18 @@ func newDict(members []jsonMember) jinja.Value {
 func (p *jsonParser) array(depth int) (jinja.Value, error) {
 	p.pos++ // [
 	p.skipSpace()
-	var items []jinja.Value
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		return jinja.NewList(items), nil
+		return jinja.NewList(nil), nil
 	}
+	base := len(p.elements)
+	defer func() { p.elements = p.elements[:base] }()
 	for {
 		item, err := p.value(depth + 1)
 		if err != nil {
 			return jinja.Value{}, err
 		}
-		items = append(items, item)
+		p.elements = append(p.elements, item)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return jinja.Value{}, p.errorf("array is never closed")
@@ -184,12 +187,29 @@ func (p *jsonParser) array(depth int) (jinja.Value, error) {
 			p.skipSpace()
 		case ']':
 			p.pos++
-			return jinja.NewList(items), nil
+			return jinja.NewList(append([]jinja.Value(nil), p.elements[base:]...)), nil
 		default:
 			return jinja.Value{}, p.errorf("expected ',' or ']' in array")
 		}
 	}
 }
+
+// commonStrings are keys and values every chat request repeats; reading
+// them from this table saves an allocation each (the lookup itself does
+// not allocate).
+var commonStrings = func() map[string]string {
+	words := []string{
+		"role", "content", "user", "assistant", "system", "tool", "developer", "tool_calls", "tool_call_id",
+		"name", "type", "function", "arguments", "id", "text", "image_url", "reasoning_content",
+		"description", "parameters", "properties", "required", "enum", "items", "object", "string",
+		"integer", "number", "boolean", "array", "null", "default", "title", "format",
+	}
+	table := make(map[string]string, len(words))
+	for _, w := range words {
+		table[w] = w
+	}
+	return table
+}()
 
 // string reads a string literal; p.pos is at its opening quote.
 func (p *jsonParser) string() (string, error) {
@@ -200,6 +220,10 @@ func (p *jsonParser) string() (string, error) {
 		c := p.data[p.pos]
 		if c == '"' {
 			s := p.data[start:p.pos]
+			if common, ok := commonStrings[string(s)]; ok {
+				p.pos++
+				return common, nil
+			}
 			if utf8.Valid(s) {
 				p.pos++
 				return string(s), nil
