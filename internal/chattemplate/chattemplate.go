@@ -51,20 +51,30 @@ func Parse(source string) (*Template, error) {
 }
 
 // Load resolves a --chat-template value the way vLLM does: the path of a
-// readable file holds the template, anything else is the template itself.
+// readable file holds the template. Otherwise a value without any of "{",
+// "}" or a newline is taken for a path that failed to open (an error), and
+// anything else is the template itself, with its backslash escapes decoded
+// (vLLM runs it through Python's unicode_escape codec, so "\n" typed on a
+// command line is a newline).
 func Load(fileOrString string) (*Template, error) {
-	if info, err := os.Stat(fileOrString); err == nil && !info.IsDir() {
-		data, err := os.ReadFile(fileOrString)
-		if err != nil {
-			return nil, fmt.Errorf("chat template: %w", err)
-		}
+	data, err := os.ReadFile(fileOrString)
+	if err == nil {
 		tmpl, err := Parse(string(data))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fileOrString, err)
 		}
 		return tmpl, nil
 	}
-	return Parse(fileOrString)
+	if !strings.ContainsAny(fileOrString, "{}\n") {
+		return nil, fmt.Errorf("chat template %q looks like a file path, but it failed to be opened: %w", fileOrString, err)
+	}
+	// Python's unicode_escape also turns each byte of a non-ASCII UTF-8
+	// character into its own Latin-1 character; vLLM inherits that.
+	literal, err := decodeEscapes(fileOrString, true)
+	if err != nil {
+		return nil, fmt.Errorf("chat template: %w", err)
+	}
+	return Parse(literal)
 }
 
 // Source returns the template text as given to Parse.

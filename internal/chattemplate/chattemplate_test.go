@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -169,10 +170,39 @@ func TestLoadReadsAFileOrTakesTheTemplate(t *testing.T) {
 			t.Fatalf("Load(%q).Render = %q, %v; want %q", tc.arg, got, err, tc.want)
 		}
 	}
+	if _, err := Load("/no/such/dir/template.jinja"); err == nil || !strings.Contains(err.Error(), "looks like a file path") {
+		t.Fatalf("Load(missing path) error = %v, want vLLM's 'looks like a file path'", err)
+	}
 	broken := filepath.Join(t.TempDir(), "broken.jinja")
 	_ = os.WriteFile(broken, []byte("{% if %}"), 0o600)
 	if _, err := Load(broken); err == nil || !strings.Contains(err.Error(), broken) {
 		t.Fatalf("Load(broken) error = %v, want one naming the file", err)
+	}
+}
+
+// TestLoadDecodesEscapesLikeVLLM checks a literal --chat-template against
+// Python's unicode_escape codec, which vLLM applies to it.
+func TestLoadDecodesEscapesLikeVLLM(t *testing.T) {
+	python := pythonWithJinja2(t)
+	for _, literal := range []string{
+		`{{ bos_token }}line one\nline two\t{{ 'x' }}`,
+		`{% for m in messages %}{{ m.content }}\n{% endfor %}`,
+		`caf\u00e9 {{ 1 }} \x41 \\ back`,
+		`héllo {{ 2 }}`, // non-ASCII is mangled by unicode_escape, in vLLM too
+	} {
+		cmd := exec.Command(python, "-c", `import codecs, sys; sys.stdout.buffer.write(codecs.decode(sys.stdin.buffer.read().decode(), "unicode_escape").encode())`)
+		cmd.Stdin = strings.NewReader(literal)
+		want, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl, err := Load(literal)
+		if err != nil {
+			t.Fatalf("Load(%q): %v", literal, err)
+		}
+		if tmpl.Source() != string(want) {
+			t.Errorf("Load(%q) template = %q, Python's unicode_escape gives %q", literal, tmpl.Source(), want)
+		}
 	}
 }
 

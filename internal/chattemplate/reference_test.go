@@ -24,6 +24,7 @@ import (
 type refCase struct {
 	Messages             json.RawMessage            `json:"messages"`
 	Tools                json.RawMessage            `json:"tools,omitempty"`
+	Documents            json.RawMessage            `json:"documents,omitempty"`
 	AddGenerationPrompt  bool                       `json:"add_generation_prompt"`
 	ContinueFinalMessage bool                       `json:"continue_final_message"`
 	Kwargs               map[string]json.RawMessage `json:"kwargs,omitempty"`
@@ -33,7 +34,7 @@ type refCase struct {
 
 func (c refCase) input() Input {
 	return Input{
-		Messages: c.Messages, Tools: c.Tools, Kwargs: c.Kwargs,
+		Messages: c.Messages, Tools: c.Tools, Documents: c.Documents, Kwargs: c.Kwargs,
 		AddGenerationPrompt: c.AddGenerationPrompt, ContinueFinalMessage: c.ContinueFinalMessage,
 		BOSToken: c.BOSToken, EOSToken: c.EOSToken,
 	}

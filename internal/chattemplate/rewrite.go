@@ -556,11 +556,22 @@ func decodePythonString(lit string) (string, error) {
 	if strings.IndexByte(lit, '\\') < 0 {
 		return lit, nil
 	}
+	return decodeEscapes(lit, false)
+}
+
+// decodeEscapes decodes Python's backslash escapes in text. With latin1,
+// every other non-ASCII byte becomes the character of that code point, as
+// Python's codecs.decode(text, "unicode_escape") does to UTF-8 text.
+func decodeEscapes(lit string, latin1 bool) (string, error) {
 	var b strings.Builder
 	for i := 0; i < len(lit); i++ {
 		c := lit[i]
 		if c != '\\' || i+1 >= len(lit) {
-			b.WriteByte(c)
+			if latin1 && c >= utf8.RuneSelf {
+				b.WriteRune(rune(c))
+			} else {
+				b.WriteByte(c)
+			}
 			continue
 		}
 		i++

@@ -63,9 +63,14 @@ continued' }}`,
 		`{% set d = {} %}{% set _ = d.update({'a': 1}) %}{{ d }}`,
 		`{{ nested.pop('a') }}`,
 		`{{ quotes[0].upper() }} {{ nested.get('a') }} {% set ns = namespace(a=1) %}{% set ns.a = ns.a + 1 %}{{ ns.a }}`,
+		`{% for d in documents %}[{{ d.title }}|{{ d.text }}]{% endfor %}{{ documents | length }}{{ tools is none }}`,
 		"  {% if yes %}\n    indented\n  {% endif %}\n{%- if no -%} no {%- else -%}  else  {%- endif %}\n{{ 'end' }}\n",
 	}
-	in := refCase{Messages: json.RawMessage(`[]`), Kwargs: kwargs}
+	in := refCase{
+		Messages:  json.RawMessage(`[]`),
+		Documents: json.RawMessage(`[{"title": "Doc één", "text": "First text."}, {"title": "Two", "text": "Second\ntext"}]`),
+		Kwargs:    kwargs,
+	}
 	jobs := make([]refJob, len(snippets))
 	for i, snippet := range snippets {
 		jobs[i] = refJob{snippet, []refCase{in}}
