@@ -43,11 +43,21 @@ func Parse(source string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
-	engine, err := jinja.Compile(prepared)
+	engine, err := compileEngine(prepared)
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
 	return &Template{source: source, engine: engine, now: time.Now}, nil
+}
+
+// compileEngine compiles with the engine, turning a panic into ErrEngine.
+func compileEngine(source string) (engine *jinja.Template, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrEngine, r)
+		}
+	}()
+	return jinja.Compile(source)
 }
 
 // Load resolves a --chat-template value the way vLLM does: the path of a
@@ -123,7 +133,7 @@ func (t *Template) Render(in Input) (string, error) {
 			return "", err
 		}
 	}
-	text, err := t.engine.RenderValues(vars)
+	text, err := t.renderEngine(vars)
 	if err != nil {
 		var raised *RaiseError
 		if errors.As(err, &raised) {
@@ -135,6 +145,21 @@ func (t *Template) Render(in Input) (string, error) {
 		return continued.cut(text)
 	}
 	return text, nil
+}
+
+// ErrEngine marks a failure inside the Jinja engine itself (a panic it
+// raised on an input Jinja2 would have handled); the message says where.
+var ErrEngine = errors.New("chat template engine failed")
+
+// renderEngine runs the engine, turning a panic into ErrEngine: one odd
+// template expression must not take the server down.
+func (t *Template) renderEngine(vars map[string]jinja.Value) (text string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrEngine, r)
+		}
+	}()
+	return t.engine.RenderValues(vars)
 }
 
 // variables builds the render's variables from in.

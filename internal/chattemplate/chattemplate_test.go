@@ -77,6 +77,17 @@ func TestRenderErrorsAreNotRaiseErrors(t *testing.T) {
 	}
 }
 
+// TestEnginePanicsBecomeErrors: the engine panics on a negative string
+// repeat count (Jinja2 prints ""); Render reports it as ErrEngine.
+func TestEnginePanicsBecomeErrors(t *testing.T) {
+	for _, source := range []string{`{{ 'a' * -1 }}`, `{{ 'a' | indent(-1) }}`} {
+		_, err := mustParse(t, source).Render(Input{Messages: json.RawMessage(`[]`)})
+		if !errors.Is(err, ErrEngine) {
+			t.Errorf("%s: err = %v, want ErrEngine", source, err)
+		}
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	tmpl := mustParse(t, `{% for m in messages %}{{ m.content }}{% endfor %}`)
 	for _, tc := range []struct {
