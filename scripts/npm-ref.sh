@@ -35,8 +35,15 @@ up_to_date() {
   done
 }
 
+# Test packages may call this at the same time: one installs, the others
+# wait and then find everything in place.
+mkdir -p "$dir"
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$dir.lock"
+  flock 9
+fi
+
 if ! up_to_date; then
-  mkdir -p "$dir"
   cp "$src" "$dir/package.json"
   echo "npm-ref: installing $(node -e 'console.log(Object.keys(require(process.argv[1]).dependencies).length)' "$PWD/$src") packages into $dir" >&2
   (cd "$dir" && npm install --no-audit --no-fund --no-package-lock --loglevel=error \
