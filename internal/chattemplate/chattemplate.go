@@ -111,6 +111,10 @@ type Input struct {
 	Kwargs map[string]json.RawMessage
 	// BOSToken and EOSToken are the tokenizer's special tokens.
 	BOSToken, EOSToken string
+	// ContentFormat reshapes message content first, as vLLM does; the zero
+	// value passes it as received (transformers). vLLM's default "auto" is
+	// ContentFormat: tmpl.DetectContentFormat().
+	ContentFormat ContentFormat
 }
 
 // reservedVariables are set by Render itself; transformers passes them as
@@ -191,6 +195,7 @@ func (t *Template) variables(in Input) (map[string]jinja.Value, error) {
 	if !messages.IsList() {
 		return nil, fmt.Errorf("%w: messages must be a JSON array", ErrBadInput)
 	}
+	applyContentFormat(messages, in.ContentFormat)
 	vars["messages"] = messages
 	for _, optional := range []struct {
 		name string
