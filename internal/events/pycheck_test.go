@@ -106,7 +106,7 @@ func TestPythonChecker(t *testing.T) {
 				Encoding: tc.enc, Publish: true}, nil)
 			cfg := config.Default()
 			cfg.BlockSize, cfg.NumGPUBlocks, cfg.SpeedupRatio = 16, 22, 100 // small: evictions
-			e, err := engine.New(&cfg, engine.Options{KVSink: p})
+			e, err := engine.New(cfg.EngineConfig(nil), engine.Options{KVSink: p})
 			if err != nil {
 				t.Fatal(err)
 			}
