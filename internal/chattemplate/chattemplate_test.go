@@ -261,3 +261,22 @@ func qwen3Like(t testing.TB) string {
 	}
 	return config.ChatTemplate
 }
+
+// chatRenderer is the HTTP layer's view of a chat renderer, restated here
+// because nothing may import the API package.
+type chatRenderer interface {
+	RenderChat(messages, tools json.RawMessage, addGenerationPrompt, continueFinalMessage bool,
+		kwargs map[string]json.RawMessage) (string, error)
+}
+
+func TestRendererPassesEverythingThrough(t *testing.T) {
+	tmpl := mustParse(t, `{{ bos_token }}{% for m in messages %}{{ m.content is string }}:{{ m.content | tojson }}{% endfor %}`+
+		`{{ tools | length }}{{ add_generation_prompt }}{{ flag }}{{ eos_token }}`)
+	var renderer chatRenderer = Renderer{Template: tmpl, BOSToken: "<s>", EOSToken: "</s>", ContentFormat: ContentOpenAI}
+	got, err := renderer.RenderChat(json.RawMessage(`[{"role": "user", "content": "hi"}]`), json.RawMessage(`[{"type": "function"}]`),
+		true, false, map[string]json.RawMessage{"flag": json.RawMessage(`"F"`)})
+	want := `<s>False:[{"type": "text", "text": "hi"}]1TrueF</s>`
+	if err != nil || got != want {
+		t.Fatalf("RenderChat = %q, %v; want %q", got, err, want)
+	}
+}
