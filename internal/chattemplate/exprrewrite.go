@@ -17,6 +17,7 @@ const (
 	inFuncName     = renamedPrefix + "in"
 	iterFuncName   = renamedPrefix + "iter"
 	refuseFuncName = renamedPrefix + "refuse"
+	concatFuncName = renamedPrefix + "cat"
 )
 
 // mutatingMethods are the methods transformers' ImmutableSandboxedEnvironment

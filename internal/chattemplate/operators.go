@@ -219,3 +219,13 @@ func refuseMutation(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, 
 	}
 	return jinja.Value{}, fmt.Errorf("SecurityError: access to attribute '%s' of '%s' object is unsafe", pyStr(args[1]), pyTypeName(args[0]))
 }
+
+// concatValues is Jinja2's a ~ b ~ …: str() of each, joined. (The engine
+// prints None as "" and 2.0 as "2" there.)
+func concatValues(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	var b strings.Builder
+	for _, arg := range args {
+		b.WriteString(pyStr(arg))
+	}
+	return jinja.NewString(b.String()), nil
+}

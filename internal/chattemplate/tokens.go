@@ -1,23 +1,5 @@
 package chattemplate
 
-import (
-	"strings"
-
-	"github.com/ardanlabs/jinja"
-)
-
-// concatFuncName is this package's "~" operator. Jinja2's a ~ b is
-// str(a) + str(b); the engine prints None as "" and 2.0 as "2" there.
-const concatFuncName = renamedPrefix + "cat"
-
-func concatValues(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	var b strings.Builder
-	for _, arg := range args {
-		b.WriteString(pyStr(arg))
-	}
-	return jinja.NewString(b.String()), nil
-}
-
 // exprToken is one token of a tag body, whitespace included, so the body
 // can be written back unchanged around the rewritten parts.
 type exprToken struct {
