@@ -102,11 +102,24 @@ func loadModuleTemplates(t *testing.T) []realTemplate {
 	return templates
 }
 
+// loadLocalTemplates returns the templates kept in testdata/templates.
+func loadLocalTemplates(t *testing.T) []realTemplate {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "templates", "llama2-chat.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []realTemplate{{
+		name: "llama2-chat.jinja", source: string(data), bos: "<s>", eos: "</s>",
+		style: conversationStyle{alternating: true},
+	}}
+}
+
 // casesPerTemplate is the number of generated conversations per template.
 const casesPerTemplate = 60
 
 func TestRealTemplatesMatchJinja2(t *testing.T) {
-	templates := append(loadNPMTemplates(t), loadModuleTemplates(t)...)
+	templates := append(append(loadNPMTemplates(t), loadModuleTemplates(t)...), loadLocalTemplates(t)...)
 	jobs := make([]refJob, len(templates))
 	for i, tmpl := range templates {
 		jobs[i] = refJob{tmpl.source, generateCases(tmpl.style, uint64(i)+1, casesPerTemplate, tmpl.bos, tmpl.eos)}
