@@ -172,12 +172,18 @@ func (t *Template) variables(in Input) (map[string]jinja.Value, error) {
 		return nil, ErrIncompatibleFlags
 	}
 	vars := make(map[string]jinja.Value, len(builtinVariables)+8+len(in.Kwargs))
-	for name, fn := range builtinVariables {
-		vars[name] = fn
-	}
+	// A kwarg may shadow raise_exception, strftime_now and the special
+	// tokens, as in transformers; this package's own functions are set
+	// after the kwargs, so no request can replace them.
+	vars["raise_exception"] = raiseExceptionFunc
 	vars["strftime_now"] = strftimeNowFunc(t.now)
 	vars["bos_token"] = jinja.NewString(in.BOSToken)
 	vars["eos_token"] = jinja.NewString(in.EOSToken)
+	defer func() {
+		for name, fn := range builtinVariables {
+			vars[name] = fn
+		}
+	}()
 	for name, raw := range in.Kwargs {
 		if reservedVariables[name] {
 			return nil, fmt.Errorf("%w: chat_template_kwargs may not set %q", ErrBadInput, name)

@@ -164,6 +164,23 @@ func TestKwargsAndSpecialTokens(t *testing.T) {
 	}
 }
 
+// TestKwargsCannotReplaceThisPackagesFunctions: a request's kwargs may
+// shadow template globals as in transformers, but not the functions the
+// rewritten template calls.
+func TestKwargsCannotReplaceThisPackagesFunctions(t *testing.T) {
+	tmpl := mustParse(t, `{{ x }}|{{ 'a' + 'b' }}|{{ raise_exception }}`)
+	got, err := tmpl.Render(Input{
+		Messages: json.RawMessage(`[]`),
+		Kwargs: map[string]json.RawMessage{
+			"x": json.RawMessage(`2.0`), printFuncName: json.RawMessage(`1`), addFuncName: json.RawMessage(`1`),
+			"raise_exception": json.RawMessage(`"shadowed"`),
+		},
+	})
+	if want := "2.0|ab|shadowed"; err != nil || got != want {
+		t.Fatalf("Render = %q, %v; want %q", got, err, want)
+	}
+}
+
 func TestLoadReadsAFileOrTakesTheTemplate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chat.jinja")
 	if err := os.WriteFile(path, []byte("file:{{ messages | length }}\n"), 0o600); err != nil {

@@ -9,16 +9,13 @@ import (
 	"github.com/ardanlabs/jinja"
 )
 
-// callable is the engine's signature for filters and global functions.
-type callable = func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error)
+// raiseExceptionFunc is transformers' raise_exception global.
+var raiseExceptionFunc = jinja.NewCallable("raise_exception", raiseException)
 
-// builtinVariables are the functions every render gets besides the
-// template's inputs: transformers' raise_exception, and this package's
-// replacements for what the engine prints or filters differently from
-// Jinja2 (see prepareSource). strftime_now is added per template because
-// it reads the template's clock.
+// builtinVariables are this package's replacements for what the engine
+// prints, filters or operates on differently from Jinja2 (see
+// prepareSource), handed to every render under their renamed names.
 var builtinVariables = map[string]jinja.Value{
-	"raise_exception":        jinja.NewCallable("raise_exception", raiseException),
 	printFuncName:            jinja.NewCallable(printFuncName, printValue),
 	concatFuncName:           jinja.NewCallable("~", concatValues),
 	addFuncName:              jinja.NewCallable("+", addValues),
