@@ -38,7 +38,12 @@ run: build
 # a live server.
 test: test-go check-events
 
+# The reference renderers the chat template tests compare against: Debian's
+# python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
+# so parallel test packages do not race to install them).
 test-go: deps
+	@scripts/ensure-deps.sh --python
+	@scripts/npm-ref.sh >/dev/null
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 10m ./...
 
