@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 func TestFeatures_FinishAndLength(t *testing.T) {
@@ -135,5 +136,5 @@ func TestStream_EngineRejectionMidStream(t *testing.T) {
 	if msg, _, _, _ := errorOf(t, r); r.Status != 400 || msg != "The request was rejected by the engine: it can never be scheduled." {
 		t.Errorf("non-streaming: %d %s", r.Status, r.Body)
 	}
-	waitFor(t, time.Second, "idle", env.idle)
+	testutil.WaitFor(t, time.Second, "idle", env.idle)
 }
