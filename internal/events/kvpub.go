@@ -39,8 +39,8 @@ type KVPublisher struct {
 	rank     int
 	publish  bool
 	endpoint string // the PUB endpoint, a bound "*" port resolved
-	log     *slog.Logger
-	queue   *boundedQueue[kvItem]
+	log      *slog.Logger
+	queue    *boundedQueue[kvItem]
 	lifecycle
 
 	sent         atomic.Uint64
