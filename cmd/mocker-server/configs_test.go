@@ -155,7 +155,11 @@ func cfgsTokens(from, n int) []uint32 {
 func cfgsSimulate(t *testing.T, cfg *config.Config, rank int, reqs [][2]int) *cfgsObserver {
 	t.Helper()
 	obs := &cfgsObserver{}
-	core, err := engine.NewCore(cfg, engine.CoreOptions{Rank: rank, Observer: obs})
+	profile, err := loadTimingProfile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := engine.NewCore(cfg.EngineConfig(profile), engine.CoreOptions{Rank: rank, Observer: obs})
 	if err != nil {
 		t.Fatalf("engine.NewCore(rank %d): %v", rank, err)
 	}
@@ -241,7 +245,7 @@ func TestConfigs_DemoEnablesEventsAndFPM(t *testing.T) {
 		t.Errorf("demo.yaml: kv events %d, replay %d, fpm %q, port %d",
 			cfg.ZMQKVEventsPort, cfg.ZMQReplayPort, cfg.FPMEndpoint, cfg.Port)
 	}
-	if !cfg.EnablePrefixCaching || cfg.WorkerType != config.WorkerAggregated {
+	if !cfg.EnablePrefixCaching || cfg.WorkerType != engine.WorkerAggregated {
 		t.Error("demo.yaml: events need prefix caching on an aggregated worker")
 	}
 }

@@ -252,7 +252,7 @@ func e2eNum(v any) (float64, bool) {
 	return 0, false
 }
 
-// isInt reports whether v is a generically decoded msgpack integer.
+// e2eIsInt reports whether v is a generically decoded msgpack integer.
 func e2eIsInt(v any) bool {
 	switch v.(type) {
 	case int8, int16, int32, int64, int, uint8, uint16, uint32, uint64, uint:

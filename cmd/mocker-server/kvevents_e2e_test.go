@@ -38,7 +38,8 @@ type e2eKVEvent struct {
 var e2eEndSeq = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // e2eDecodeKVPayload decodes a batch payload generically (msgpack into any),
-// checking the batch shape (kv-events.md §4, §7 #2, #3, #7–#10).
+// checking the batch shape, integer hashes, names, constants and array
+// positions consumers rely on (docs/kv-events.md).
 func e2eDecodeKVPayload(t *testing.T, payload []byte, rank int, array bool) []e2eKVEvent {
 	t.Helper()
 	dec := msgpack.NewDecoder(bytes.NewReader(payload))
@@ -175,8 +176,9 @@ func e2eDecodeKVPayload(t *testing.T, payload []byte, rank int, array bool) []e2
 	return out
 }
 
-// e2eKVTracker checks the consumer invariants of kv-events.md §7 (#4–#6) over
-// a complete stream starting at seq 0.
+// e2eKVTracker checks, over a complete stream starting at seq 0, the
+// consumer invariants that span messages (docs/kv-events.md): block size,
+// parents announced before children, removals only of stored hashes.
 type e2eKVTracker struct {
 	blockSize                   int
 	stored                      map[uint64]bool // announced and not removed since
@@ -264,7 +266,8 @@ func (s *e2eKVSub) take(t *testing.T, timeout time.Duration) bool {
 }
 
 // e2eReplay asks the rank's ROUTER for everything from seq 0 with a DEALER and
-// reads until the end marker, checking the frame layout (kv-events.md §6).
+// reads until the end marker, checking the replay frame layout
+// (docs/kv-events.md).
 func e2eReplay(t *testing.T, ep string, rank int, topicFrame, array bool) []e2eKVBatch {
 	t.Helper()
 	d := e2eNewZSock(t, zmq4.DEALER, ep, false, nil)

@@ -54,10 +54,11 @@ func (tl *e2eTally) add(n int, u openai.CompletionUsage, reasons []string, gPerC
 
 // TestE2E_MetricsOverHTTP drives the real server (productionOptions wiring,
 // so /metrics is the production registry) with a known mixed workload
-// through the openai-go SDK and checks the exposition against metrics.md.
+// through the openai-go SDK and checks the exposition against
+// docs/metrics.md.
 //
-// Counting rules used for the expected values (metrics.md §1.2, §2.2;
-// http-api.md §3.4):
+// Counting rules used for the expected values (docs/metrics.md,
+// docs/http-api.md):
 //   - Every choice of an n > 1 request is its own engine sequence.
 //   - usage.prompt_tokens reports the prompt p once per HTTP request (vLLM
 //     style), while vllm:prompt_tokens_total adds p per engine sequence when
@@ -379,8 +380,8 @@ type e2eFamSpec struct {
 	extra  map[string][]string
 }
 
-// e2eCheckCatalog asserts every metric of metrics.md §2 (vLLM family with the
-// deprecated names, the default) and §4 exists with its type and label set,
+// e2eCheckCatalog asserts every metric of the vLLM family (with the
+// deprecated names, the default) and every mocker_* metric exists with its type and label set,
 // for both DP ranks.
 func e2eCheckCatalog(t *testing.T, s *e2eExposition, model string) {
 	t.Helper()
@@ -543,7 +544,7 @@ func e2eCheckFamily(t *testing.T, s *e2eExposition, name string, spec e2eFamSpec
 	}
 }
 
-// e2eFPMFields are the FPM snapshot fields (metrics.md §5.1, §5.3).
+// e2eFPMFields are the FPM snapshot fields (docs/metrics.md).
 var e2eFPMFields = []string{
 	"num_prefill_requests", "sum_prefill_tokens", "var_prefill_length", "sum_prefill_kv_tokens",
 	"num_decode_requests", "sum_decode_kv_tokens", "var_decode_kv_tokens",

@@ -18,9 +18,10 @@ import (
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/events"
 	"github.com/mocker-server/mocker-server/internal/metrics"
+	"github.com/mocker-server/mocker-server/internal/profile"
 )
 
-// Server timeouts (http-api.md §2.5). There is deliberately no overall
+// Server timeouts (docs/http-api.md). There is deliberately no overall
 // write timeout: streams can be long; each SSE write sets its own deadline.
 const (
 	readHeaderTimeout    = 10 * time.Second
@@ -48,7 +49,7 @@ type serverOptions struct {
 	// event and FPM sinks).
 	Engines engineHooks
 	// Metrics serves GET /metrics; Requests observes per-request
-	// histograms (metrics.md §2.4).
+	// histograms (vllm:request_params_*).
 	Metrics  http.Handler
 	Requests api.RequestObserver
 	// DeliveryLag observes the per-token SSE delivery lag.
@@ -140,8 +141,31 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// buildEngines creates one engine per DP rank with the rank's hooks.
+// loadProfile reads a timing profile file; tests wrap it to count loads.
+var loadProfile = profile.Load
+
+// loadTimingProfile loads cfg's planner profile when its timing model is
+// the interpolated one (nil otherwise). A profile that fails to load or
+// validate is a configuration error (exit status 2).
+func loadTimingProfile(cfg *config.Config) (*engine.Profile, error) {
+	if cfg.TimingModel != engine.TimingInterpolated {
+		return nil, nil
+	}
+	p, err := loadProfile(cfg.PlannerProfileData)
+	if err != nil {
+		return nil, &config.Error{Problems: []string{err.Error()}}
+	}
+	return p, nil
+}
+
+// buildEngines creates one engine per DP rank with the rank's hooks. A
+// timing profile is read once here and shared by every rank.
 func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*engine.Engine, error) {
+	timingProfile, err := loadTimingProfile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	engineCfg := cfg.EngineConfig(timingProfile)
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
 		opts := engine.Options{Rank: r, Logger: log.With("engine", r)}
@@ -154,7 +178,7 @@ func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*e
 		if hooks.FPMSink != nil {
 			opts.FPMSink = hooks.FPMSink(r)
 		}
-		e, err := engine.New(cfg, opts)
+		e, err := engine.New(engineCfg, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +188,7 @@ func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*e
 }
 
 // serve runs the engines and the HTTP server until ctx ends, then shuts
-// down gracefully (http-api.md §2.5): stop accepting, let in-flight requests
+// down gracefully (docs/http-api.md): stop accepting, let in-flight requests
 // finish for up to ShutdownGrace, cancel the rest, stop the engines, and
 // return nil.
 func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
@@ -222,7 +246,8 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 		})
 	}
 
-	// The startup gate (engine.md §9.4).
+	// The startup gate imitates model loading, which a speedup ratio does not
+	// shorten (see wallClockGate).
 	stopStartup := func() {}
 	if cfg.StartupTime > 0 {
 		srv.SetReady(false)

@@ -73,7 +73,7 @@ func startServer(t *testing.T, overlay map[string]any, deps ...Deps) *testEnv {
 	cfg := testConfig(t, overlay)
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
-		e, err := engine.New(cfg, engine.Options{Rank: r})
+		e, err := engine.New(cfg.EngineConfig(nil), engine.Options{Rank: r})
 		if err != nil {
 			t.Fatal(err)
 		}

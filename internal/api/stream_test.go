@@ -13,7 +13,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
-// S18 streamed (http-api.md §5.2 example): exact events, bytes and key order.
+// Scenario S18 (seed-0 chat "Hello!", 4 tokens; see internal/plan's
+// TestGoldenS18) streamed: exact events, bytes and key order.
 func TestStream_ChatS18Exact(t *testing.T) {
 	env := startServer(t, nil)
 	r := env.post("/v1/chat/completions",
@@ -51,7 +52,7 @@ func TestStream_ChatS18Exact(t *testing.T) {
 	}
 }
 
-// Completions stream (http-api.md §5.3): every chunk has all fields, echo
+// Completions stream: every chunk has all fields, echo
 // prefixes the first chunk, the final chunk carries the last text, usage
 // and [DONE] follow.
 func TestStream_CompletionsExact(t *testing.T) {

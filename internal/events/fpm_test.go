@@ -59,7 +59,7 @@ func TestFPMScenarioS1(t *testing.T) {
 
 	cfg := config.Default()
 	cfg.BlockSize = 64
-	core, err := engine.NewCore(&cfg, engine.CoreOptions{FPMSink: p})
+	core, err := engine.NewCore(cfg.EngineConfig(nil), engine.CoreOptions{FPMSink: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestFPMHeartbeat(t *testing.T) {
 	sub.settle(300 * time.Millisecond)
 
 	cfg := config.Default()
-	e, err := engine.New(&cfg, engine.Options{FPMSink: p, HeartbeatInterval: 50 * time.Millisecond})
+	e, err := engine.New(cfg.EngineConfig(nil), engine.Options{FPMSink: p, HeartbeatInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// unhex parses spec-style hex ("93 cb 41 ..."), ignoring whitespace.
+// unhex parses a spaced hex dump ("93 cb 41 ..."), ignoring whitespace.
 func unhex(t testing.TB, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))

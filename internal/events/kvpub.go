@@ -14,8 +14,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
-// replayIdlePoll is how often the ROUTER is serviced while no batch arrives
-// (kv-events.md §2: at least every 100 ms).
+// replayIdlePoll is how often the ROUTER is serviced while no batch
+// arrives: the longest a replay request waits on an idle rank.
 const replayIdlePoll = 100 * time.Millisecond
 
 // endSeq is the replay end marker's sequence frame (−1 as int64).
@@ -29,7 +29,7 @@ type kvItem struct {
 	events []kv.Event
 }
 
-// KVPublisher publishes one DP rank's KV event batches (kv-events.md §2–6).
+// KVPublisher publishes one DP rank's KV event batches (docs/kv-events.md).
 // PublishKVEvents is the engine-side entry point: it only queues. One
 // goroutine owns the PUB socket and the optional replay ROUTER; it encodes
 // each batch, numbers it, sends it without blocking, keeps it in the replay
@@ -219,7 +219,9 @@ func (p *KVPublisher) send(it kvItem) {
 	}
 }
 
-// serviceReplay answers every pending replay request (kv-events.md §6).
+// serviceReplay answers every pending replay request: ["", start_seq] from
+// a DEALER, answered with every buffered batch from start_seq on and an end
+// marker.
 func (p *KVPublisher) serviceReplay() {
 	if p.router == nil {
 		return

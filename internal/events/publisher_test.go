@@ -47,13 +47,13 @@ func (l *testLogger) logger() *slog.Logger {
 func newKVPub(t testing.TB, zctx *zmq.Context, s KVSettings, log *slog.Logger) *KVPublisher {
 	t.Helper()
 	if s.BufferSteps == 0 {
-		s.BufferSteps = DefaultBufferSteps
+		s.BufferSteps = config.DefaultKVEventsConfig().BufferSteps
 	}
 	if s.HWM == 0 {
-		s.HWM = DefaultHWM
+		s.HWM = config.DefaultKVEventsConfig().HWM
 	}
 	if s.MaxQueueSize == 0 {
-		s.MaxQueueSize = DefaultMaxQueueSize
+		s.MaxQueueSize = config.DefaultKVEventsConfig().MaxQueueSize
 	}
 	p, err := NewKVPublisher(KVPublisherOptions{KVSettings: s, Context: zctx, Logger: log})
 	if err != nil {

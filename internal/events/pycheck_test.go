@@ -145,7 +145,7 @@ func runChecker(t *testing.T, py, script string, p *KVPublisher, blockSize int, 
 	t.Helper()
 	cfg := config.Default()
 	cfg.BlockSize, cfg.NumGPUBlocks, cfg.SpeedupRatio = 16, 22, 100 // small: evictions
-	e, err := engine.New(&cfg, engine.Options{KVSink: p})
+	e, err := engine.New(cfg.EngineConfig(nil), engine.Options{KVSink: p})
 	if err != nil {
 		t.Fatal(err)
 	}

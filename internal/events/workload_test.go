@@ -37,7 +37,9 @@ type wireEvent struct {
 }
 
 // decodeEvents decodes a batch payload generically and checks its shape
-// and the constant fields of each event (kv-events.md §4, §7 #2, #3, #7–#10).
+// and the constant fields of each event: the batch shape, integer hashes,
+// exact names, constants and array positions consumers rely on
+// (docs/kv-events.md).
 func decodeEvents(t *testing.T, payload []byte, enc Encoding, wantRank uint64) []wireEvent {
 	t.Helper()
 	batch, ok := decodeAny(t, payload).([]any)
@@ -201,7 +203,7 @@ func runWorkload(t *testing.T, enc Encoding, ipc bool) {
 	zctx := newCtx(t)
 	cfg := config.Default()
 	cfg.BlockSize, cfg.NumGPUBlocks, cfg.MaxModelLen = 4, 12, 48
-	cfg.TimingModel = config.TimingFixed
+	cfg.TimingModel = engine.TimingFixed
 
 	var pubEP string
 	var sub *socket
@@ -220,7 +222,7 @@ func runWorkload(t *testing.T, enc Encoding, ipc bool) {
 	sub.settle(700 * time.Millisecond)
 
 	sink := &countingSink{next: p}
-	core, err := engine.NewCore(&cfg, engine.CoreOptions{KVSink: sink})
+	core, err := engine.NewCore(cfg.EngineConfig(nil), engine.CoreOptions{KVSink: sink})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -179,7 +179,7 @@ func newRun(t testing.TB, cfg *config.Config) *run {
 	t.Helper()
 	reg := New(cfg, "test")
 	rec := &fpmRecorder{}
-	core, err := engine.NewCore(cfg, engine.CoreOptions{
+	core, err := engine.NewCore(cfg.EngineConfig(nil), engine.CoreOptions{
 		Observer: reg.Observer(0),
 		FPMSink:  TeeFPM(reg.FPMSink(0), rec),
 	})
