@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
@@ -206,7 +207,7 @@ func TestE2E_MetricsOverHTTP(t *testing.T) {
 	// observations are recorded: wait (bounded) until the engine side has
 	// caught up and both ranks are idle, then assert on that scrape.
 	var s *e2eExposition
-	e2eWaitFor(t, 5*time.Second, func() string {
+	testutil.WaitUntil(t, 5*time.Second, func() string {
 		s = srv.e2eScrape(t)
 		ttft, _ := s.hist("vllm:time_to_first_token_seconds", nil)
 		e2e, _ := s.hist("vllm:e2e_request_latency_seconds", nil)
