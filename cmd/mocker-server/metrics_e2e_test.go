@@ -214,9 +214,15 @@ func TestE2E_MetricsOverHTTP(t *testing.T) {
 		running := s.value("vllm:num_requests_running", nil)
 		waiting := s.value("vllm:num_requests_waiting", nil)
 		usage := s.value("vllm:kv_cache_usage_perc", nil)
+		// The per-HTTP-request histograms are observed when a handler
+		// returns, which may be after its client has read the response.
+		perRequest, _ := s.hist("vllm:request_max_num_generation_tokens", nil)
 		if int(ttft) != tl.sequences || int(e2e) != tl.sequences || running != 0 || waiting != 0 || usage != 0 {
 			return fmt.Sprintf("ttft count %d e2e count %d (want %d), running %v waiting %v kv usage %v (want 0)",
 				ttft, e2e, tl.sequences, running, waiting, usage)
+		}
+		if int(perRequest) != tl.httpRequests {
+			return fmt.Sprintf("per-request histogram count %d, want %d", perRequest, tl.httpRequests)
 		}
 		return ""
 	})

@@ -207,16 +207,22 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 		cfg.DPSize = 1
 	}
 
+	textModel, chat, err := loadTextModel(cfg)
+	if err != nil {
+		return err
+	}
 	engines, err := buildEngines(cfg, log, opts.Engines)
 	if err != nil {
 		return err
 	}
 	srv := api.NewServer(cfg, engines, api.Deps{
-		Logger:      log,
-		Metrics:     opts.Metrics,
-		Requests:    opts.Requests,
-		DeliveryLag: opts.DeliveryLag,
-		Version:     version,
+		Logger:       log,
+		Metrics:      opts.Metrics,
+		Requests:     opts.Requests,
+		DeliveryLag:  opts.DeliveryLag,
+		Version:      version,
+		Tokenizer:    textModel,
+		ChatTemplate: chat,
 	})
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
