@@ -4,7 +4,8 @@
 # binding (github.com/pebbe/zmq4). With --python, also what the live
 # cross-language KV-event check needs: Debian's python3 with python3-zmq and
 # python3-msgpack, and curl; and python3-jinja2, the reference the chat
-# template tests compare against.
+# template tests compare against; python3-xxhash and python3-cbor2 for
+# scripts/kv_block_hashes.py (block hashes computed independently of Go).
 #
 # Running as root on Debian/Ubuntu, missing packages are installed with
 # apt-get (non-interactive). Otherwise the script prints ONE line saying
@@ -29,6 +30,8 @@ if [ "${1:-}" = "--python" ]; then
     want+=(python3 python3-zmq python3-msgpack)
   fi
   /usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1 || want+=(python3-jinja2)
+  /usr/bin/python3 -c 'import xxhash' >/dev/null 2>&1 || want+=(python3-xxhash)
+  /usr/bin/python3 -c 'import cbor2' >/dev/null 2>&1 || want+=(python3-cbor2)
   command -v curl >/dev/null 2>&1 || want+=(curl)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
