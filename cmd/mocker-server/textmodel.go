@@ -25,10 +25,10 @@ func loadTextModel(cfg *config.Config) (tokenizer.Model, api.ChatRenderer, error
 		dir = cfg.Model
 	}
 	var (
-		model      tokenizer.Model
-		source     = cfg.ChatTemplate
-		bos, eos   string
-		sourceFlag = "--chat-template"
+		model    tokenizer.Model
+		bos, eos string
+		tmpl     *chattemplate.Template
+		err      error
 	)
 	if dir != "" {
 		tok, err := hftokenizer.Load(dir)
@@ -38,19 +38,27 @@ func loadTextModel(cfg *config.Config) (tokenizer.Model, api.ChatRenderer, error
 		model = tok.Model()
 		bos, _, _ = tok.BOSToken()
 		eos, _, _ = tok.EOSToken()
-		if source == "" {
-			source, sourceFlag = tok.ChatTemplate(), "--tokenizer "+dir+": chat_template"
+		if cfg.ChatTemplate == "" {
+			source := tok.ChatTemplate()
 			if source == "" {
 				return model, noChatTemplate{}, nil
 			}
+			// The tokenizer's template is the template's own text: Parse,
+			// not Load, whose unicode_escape decoding (right for an inline
+			// --chat-template) would turn the template's \" escapes into
+			// bare quotes that end its string literals early.
+			if tmpl, err = chattemplate.Parse(source); err != nil {
+				return nil, nil, configError("--tokenizer %s: chat_template: %v", dir, err)
+			}
 		}
 	}
-	if source == "" {
-		return model, nil, nil
+	if cfg.ChatTemplate != "" {
+		if tmpl, err = chattemplate.Load(cfg.ChatTemplate); err != nil {
+			return nil, nil, configError("--chat-template: %v", err)
+		}
 	}
-	tmpl, err := chattemplate.Load(source)
-	if err != nil {
-		return nil, nil, configError("%s: %v", sourceFlag, err)
+	if tmpl == nil {
+		return model, nil, nil
 	}
 	return model, chattemplate.NewRenderer(tmpl, bos, eos), nil
 }
