@@ -205,9 +205,9 @@ func (r *running) streamText(t *testing.T, path string, body map[string]any) str
 
 // kvBlock is one stored block as a BlockStored event announced it.
 type kvBlock struct {
-	parent   uint64
+	parent    uint64
 	hasParent bool
-	tokens   []uint32
+	tokens    []uint32
 }
 
 // kvCollector is a live SUB on a rank's KV-event publisher that keeps every

@@ -285,6 +285,14 @@ func applyStops(res *Result, p *Params, minTokens int) {
 				res.IDs = ids[:pos+1]
 				res.FinishReason = engine.FinishStop
 				res.StopReason = StopReason{Kind: StopTokenID, TokenID: ids[pos]}
+				if res.texts != nil && !p.IncludeStopStrInOutput {
+					// vLLM does not feed a stop-terminating token to its
+					// incremental detokenizer (unless
+					// include_stop_str_in_output), so nothing it would
+					// have released shows. The built-in tokenizer keeps
+					// rendering it, as it always has.
+					res.texts[pos] = ""
+				}
 				res.NaturalEnd = res.NaturalEnd && pos == len(ids)-1
 				return
 			}
