@@ -6,7 +6,8 @@
 #
 # Environment: RUNS (repetitions per scenario, default 3), SERVER_CPU and
 # BENCH_CPU (taskset CPU lists, default 0 and 1), SERVER_ENV (extra server
-# environment, e.g. GOGC=400), PORT (default 18080),
+# environment, e.g. GOGC=400), SERVER_ARGS (extra server flags, e.g.
+# "--tokenizer DIR" for a model's real tokenizer), PORT (default 18080),
 # OUT (directory for JSON results, default /tmp/mocker-bench-results).
 # Loopback only; every run is bounded in time and request count.
 set -euo pipefail
@@ -46,7 +47,7 @@ trap stop_server EXIT
 # start_server ARGS...: a fresh server pinned to SERVER_CPU.
 start_server() {
 	stop_server
-	taskset -c "$SERVER_CPU" env ${SERVER_ENV:-} "$BIN/mocker-server" --port "$PORT" --log-level warn "$@" \
+	taskset -c "$SERVER_CPU" env ${SERVER_ENV:-} "$BIN/mocker-server" --port "$PORT" --log-level warn ${SERVER_ARGS:-} "$@" \
 		>"$OUT/server.log" 2>&1 &
 	SERVER_PID=$!
 	for _ in $(seq 100); do

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // decoderSpec is a compiled decoder. Every supported decoder reduces to
@@ -39,6 +40,9 @@ type decoderSpec struct {
 type decodePiece struct {
 	text  string
 	bytes bool // text is raw bytes of a byte group, not literal text
+	// whole: bytes that form complete, valid UTF-8 on their own, which
+	// the stream decoder can pass through when nothing is pending.
+	whole bool
 }
 
 func compileDecoder(raw json.RawMessage) (decoderSpec, error) {
@@ -136,7 +140,9 @@ func (d *decoderSpec) index(t *Tokenizer) {
 	}
 	d.pieces = make([]decodePiece, len(t.tokens))
 	for id, token := range t.tokens {
-		d.pieces[id] = d.piece(token, added[token])
+		p := d.piece(token, added[token])
+		p.whole = p.bytes && utf8.ValidString(p.text)
+		d.pieces[id] = p
 	}
 }
 

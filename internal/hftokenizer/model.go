@@ -52,3 +52,6 @@ func (m *model) NewDecoder() tokenizer.Decoder {
 type streamDecoder struct{ d *StreamDecoder }
 
 func (s streamDecoder) Next(id uint32) string { return s.d.Add(id) }
+
+// AppendNext appends what Next would return to dst.
+func (s streamDecoder) AppendNext(dst []byte, id uint32) []byte { return s.d.AppendAdd(dst, id) }

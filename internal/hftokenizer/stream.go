@@ -60,6 +60,13 @@ func (d *StreamDecoder) Add(id uint32) string {
 	return string(d.appendToken(nil, id))
 }
 
+// AppendAdd is Add that appends the text to dst instead of returning a new
+// string, so a caller decoding many ids can keep all their text in one
+// buffer.
+func (d *StreamDecoder) AppendAdd(dst []byte, id uint32) []byte {
+	return d.appendToken(dst, id)
+}
+
 // Flush ends the stream and returns what was held back; an unfinished
 // character becomes U+FFFD.
 func (d *StreamDecoder) Flush() string {
@@ -80,6 +87,11 @@ func (d *StreamDecoder) appendToken(dst []byte, id uint32) []byte {
 	first := d.tokens == 0
 	d.tokens++
 	piece := t.decoder.pieces[id]
+	if piece.whole && len(d.pending) == 0 && d.stripLeft == 0 && !t.cleanUpSpaces {
+		// The common byte-level case: complete characters, nothing to
+		// hold back or rewrite.
+		return append(dst, piece.text...)
+	}
 	text := d.scratch[:0]
 	if piece.bytes {
 		d.pending = append(d.pending, piece.text...)
