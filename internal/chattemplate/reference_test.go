@@ -3,15 +3,14 @@ package chattemplate
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // The references are independent renderers run as separate processes:
@@ -75,31 +74,11 @@ func repoRoot(t testing.TB) string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-var (
-	npmOnce    sync.Once
-	npmModules string
-	npmErr     error
-)
-
 // nodeModules installs (once, when missing) and returns the npm packages
 // of scripts/npm-ref/package.json.
 func nodeModules(t testing.TB) string {
 	t.Helper()
-	npmOnce.Do(func() {
-		cmd := exec.Command(filepath.Join(repoRoot(t), "scripts", "npm-ref.sh"))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			npmErr = fmt.Errorf("scripts/npm-ref.sh: %w: %s", err, stderr.String())
-			return
-		}
-		npmModules = strings.TrimSpace(string(out))
-	})
-	if npmErr != nil {
-		skipOrFail(t, "npm reference packages unavailable: %v", npmErr)
-	}
-	return npmModules
+	return testutil.NodeModules(t)
 }
 
 // pythonWithJinja2 returns Debian's python3 when it can import jinja2 (the

