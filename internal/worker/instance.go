@@ -33,9 +33,10 @@ type instance struct {
 	url     string
 
 	stopEngines context.CancelFunc
-	engineWG  sync.WaitGroup
+	engineWG    sync.WaitGroup
 	cancelReqs  context.CancelCauseFunc
 	active      atomic.Int64 // handlers running
+	closing     atomic.Bool  // set before a deliberate close: Serve's error is expected
 	startup     *time.Timer
 
 	connMu sync.Mutex
@@ -141,7 +142,7 @@ func (w *Worker) startInstance(port int) (*instance, error) {
 	}
 	go func() {
 		err := in.hs.Serve(ln)
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err != nil && !errors.Is(err, http.ErrServerClosed) && !in.closing.Load() {
 			w.log.Error("http server failed", "err", err)
 			if w.opts.OnFailure != nil {
 				w.opts.OnFailure(err)
@@ -166,6 +167,7 @@ func (in *instance) trackConn(c net.Conn, s http.ConnState) {
 // shutdown stops the instance gracefully: stop accepting, let in-flight
 // requests finish for up to grace, cancel the rest, stop the engines.
 func (in *instance) shutdown(grace time.Duration) {
+	in.closing.Store(true)
 	shCtx, cancel := context.WithTimeout(context.Background(), grace)
 	if err := in.hs.Shutdown(shCtx); err != nil {
 		// Cancel what is left: handlers see ErrShuttingDown as the cause,
@@ -185,17 +187,17 @@ func (in *instance) shutdown(grace time.Duration) {
 // connections are refused), every open connection is reset (clients see
 // ECONNRESET mid-stream), handlers are cancelled, the engines stop.
 func (in *instance) kill() {
-	_ = in.ln.Close()
+	in.closing.Store(true)
 	in.connMu.Lock()
 	for c := range in.conns {
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0) // close with RST instead of FIN
 		}
-		_ = c.Close()
 	}
 	in.connMu.Unlock()
-	in.cancelReqs(errKilled)
+	// Close closes the listener and every connection (reset, see above).
 	_ = in.hs.Close()
+	in.cancelReqs(errKilled)
 	in.waitHandlers()
 	in.stop()
 }
