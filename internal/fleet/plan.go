@@ -67,6 +67,7 @@ func Plan(spec Spec) ([]Member, []string, error) {
 	}
 	var members []Member
 	var probs, warnings []string
+	index := 0 // of the group's first worker
 	seenWarning := map[string]bool{}
 	for gi, g := range groups {
 		opts, err := groupOptions(spec.Base, g)
@@ -76,8 +77,9 @@ func Plan(spec Spec) ([]Member, []string, error) {
 		if hasPortFlag(g.Args) {
 			return nil, nil, fleetError("fleet group %d: --port cannot be set per group: worker i listens on the base port + i", gi+1)
 		}
-		for range g.Count {
-			i := len(members)
+		first := index
+		index += g.Count
+		for i := first; i < index; i++ {
 			o := opts
 			o.Overlay = maps.Clone(opts.Overlay)
 			port := 0
