@@ -64,7 +64,7 @@ func startScaleFleet(t *testing.T, n int, overlay map[string]any) (*Fleet, time.
 // concurrent streams × 50 tokens each at 20 ms per pass.
 func TestFleetScale256(t *testing.T) {
 	scaleEnabled(t)
-	const workers, perWorker, tokens = 256, 4, 50
+	workers, perWorker, tokens := scaleWorkers(256), 4, 50
 	f, took := startScaleFleet(t, workers, map[string]any{"timing_model": "fixed",
 		"fixed_prefill_ms": 0, "fixed_decode_ms": 20})
 	runtime.GC()
@@ -153,4 +153,13 @@ func TestFleetScale1024(t *testing.T) {
 	if failures != 0 {
 		t.Errorf("%d of %d workers failed their request", failures, workers)
 	}
+}
+
+// scaleWorkers is n unless MOCKER_FLEET_WORKERS overrides it (to compare
+// the per-stream overhead at a smaller size on the same machine).
+func scaleWorkers(n int) int {
+	if v, err := strconv.Atoi(os.Getenv("MOCKER_FLEET_WORKERS")); err == nil && v > 0 {
+		return v
+	}
+	return n
 }

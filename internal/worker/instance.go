@@ -76,8 +76,10 @@ func buildEngines(cfg *config.Config, log *slog.Logger, hooks EngineHooks) ([]*e
 }
 
 // startInstance builds the engines and the HTTP layer, binds host:port and
-// starts serving. onFailure is told if the HTTP server fails by itself.
-func (w *Worker) startInstance(port int) (*instance, error) {
+// starts serving. beforeServe, when set, runs once the engines run and the
+// port is bound but before any request is read (connections wait in the
+// listen backlog); its error stops the instance.
+func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*instance, error) {
 	cfg := w.cfg
 	engines, err := buildEngines(cfg, w.log, w.hooks)
 	if err != nil {
@@ -139,6 +141,12 @@ func (w *Worker) startInstance(port int) (*instance, error) {
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ConnState:         in.trackConn,
 		ErrorLog:          slog.NewLogLogger(w.log.Handler(), slog.LevelWarn),
+	}
+	if beforeServe != nil {
+		if err := beforeServe(in); err != nil {
+			in.kill()
+			return nil, err
+		}
 	}
 	go func() {
 		err := in.hs.Serve(ln)

@@ -95,16 +95,16 @@ func (w *Worker) Start() error {
 	if w.started {
 		return errors.New("worker already started")
 	}
-	if err := w.startLocked(); err != nil {
+	if err := w.startLocked(nil); err != nil {
 		return err
 	}
 	w.started = true
 	return nil
 }
 
-func (w *Worker) startLocked() error {
+func (w *Worker) startLocked(beforeServe func(*instance) error) error {
 	w.publishing.Store(true)
-	in, err := w.startInstance(w.port)
+	in, err := w.startInstance(w.port, beforeServe)
 	if err != nil {
 		w.publishing.Store(false)
 		return err
@@ -169,7 +169,7 @@ func (w *Worker) killLocked() {
 
 // Restart brings a killed or running worker back with fresh engines (an
 // empty KV pool) on the same port. Every rank publishes AllBlocksCleared
-// before the port opens; the KV-event sequence numbers continue, since the
+// before the first request is read; the KV-event sequence numbers continue, since the
 // publishers outlive the engines. A running worker is killed first.
 // Drain, pause and slow settings do not survive a restart.
 func (w *Worker) Restart(ctx context.Context) error {
@@ -179,15 +179,19 @@ func (w *Worker) Restart(ctx context.Context) error {
 		return err
 	}
 	w.killLocked()
-	if err := w.startLocked(); err != nil {
-		return err
-	}
-	for _, e := range w.inst.engines {
-		// The pool is empty, so the reset succeeds; with prefix caching on
-		// it publishes AllBlocksCleared.
-		if _, err := e.ResetPrefixCache(ctx); err != nil {
-			return fmt.Errorf("announce the cleared pool: %w", err)
+	announce := func(in *instance) error {
+		for _, e := range in.engines {
+			// No request has been read yet, so the pool is empty and the
+			// reset succeeds; with prefix caching on it publishes
+			// AllBlocksCleared.
+			if _, err := e.ResetPrefixCache(ctx); err != nil {
+				return fmt.Errorf("announce the cleared pool: %w", err)
+			}
 		}
+		return nil
+	}
+	if err := w.startLocked(announce); err != nil {
+		return err
 	}
 	w.log.Info("restarted")
 	return nil
