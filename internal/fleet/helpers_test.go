@@ -329,17 +329,7 @@ func (s *stream) finish(t *testing.T, timeout time.Duration) ([]time.Time, error
 // scrape parses a /metrics exposition.
 func scrape(t *testing.T, client *http.Client, url, key string) map[string]*dto.MetricFamily {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := send(t, client, http.MethodGet, url+"/metrics", key, "")
 	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
@@ -376,8 +366,8 @@ next:
 	return total
 }
 
-// adminCall sends an admin request and decodes the JSON answer.
-func adminCall(t *testing.T, client *http.Client, method, url, key, body string) (int, any) {
+// send sends a request, with the bearer key when one is given.
+func send(t *testing.T, client *http.Client, method, url, key, body string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(context.Background(), method, url, strings.NewReader(body))
 	if err != nil {
@@ -390,6 +380,13 @@ func adminCall(t *testing.T, client *http.Client, method, url, key, body string)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+// adminCall sends a request and decodes the JSON answer.
+func adminCall(t *testing.T, client *http.Client, method, url, key, body string) (int, any) {
+	t.Helper()
+	resp := send(t, client, method, url, key, body)
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if ct := resp.Header.Get("Content-Type"); len(raw) > 0 && !strings.HasPrefix(ct, "application/json") {

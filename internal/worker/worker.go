@@ -180,15 +180,15 @@ func (w *Worker) Restart(ctx context.Context) error {
 	}
 	w.killLocked()
 	announce := func(in *instance) error {
-		for _, e := range in.engines {
-			// No request has been read yet, so the pool is empty and the
-			// reset succeeds; with prefix caching on it publishes
-			// AllBlocksCleared.
+		// No request has been read yet, so every pool is empty and the
+		// reset succeeds; with prefix caching on it publishes
+		// AllBlocksCleared.
+		return in.eachEngine(func(e *engine.Engine) error {
 			if _, err := e.ResetPrefixCache(ctx); err != nil {
 				return fmt.Errorf("announce the cleared pool: %w", err)
 			}
-		}
-		return nil
+			return nil
+		})
 	}
 	if err := w.startLocked(announce); err != nil {
 		return err
@@ -222,10 +222,8 @@ func (w *Worker) Pause(ctx context.Context, failHealth bool) error {
 	if err := w.checkRunning(); err != nil {
 		return err
 	}
-	for _, e := range w.inst.engines {
-		if err := e.Pause(ctx); err != nil {
-			return err
-		}
+	if err := w.inst.eachEngine(func(e *engine.Engine) error { return e.Pause(ctx) }); err != nil {
+		return err
 	}
 	w.inst.srv.SetHealthFailing(failHealth)
 	w.paused, w.healthFail = true, failHealth
@@ -240,10 +238,8 @@ func (w *Worker) Resume(ctx context.Context) error {
 	if err := w.checkRunning(); err != nil {
 		return err
 	}
-	for _, e := range w.inst.engines {
-		if err := e.Resume(ctx); err != nil {
-			return err
-		}
+	if err := w.inst.eachEngine(func(e *engine.Engine) error { return e.Resume(ctx) }); err != nil {
+		return err
 	}
 	w.inst.srv.SetHealthFailing(false)
 	w.paused, w.healthFail = false, false
@@ -274,12 +270,8 @@ func (w *Worker) Slow(ctx context.Context, s Slowdown) error {
 	if err := w.checkRunning(); err != nil {
 		return err
 	}
-	for _, e := range w.inst.engines {
-		if err := e.Retime(ctx, engine.TimingChange{SpeedupRatio: s.SpeedupRatio, ExtraPassDelay: s.ExtraPassDelay}); err != nil {
-			return err
-		}
-	}
-	return nil
+	change := engine.TimingChange{SpeedupRatio: s.SpeedupRatio, ExtraPassDelay: s.ExtraPassDelay}
+	return w.inst.eachEngine(func(e *engine.Engine) error { return e.Retime(ctx, change) })
 }
 
 // ResetPrefixCache resets every rank's prefix cache; false when some rank
@@ -387,4 +379,14 @@ func Serve(ctx context.Context, cfg *config.Config, opts Options) error {
 	}
 	w.Stop()
 	return result
+}
+
+// eachEngine applies f to every rank's engine, stopping at the first error.
+func (in *instance) eachEngine(f func(*engine.Engine) error) error {
+	for _, e := range in.engines {
+		if err := f(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
