@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,6 +79,7 @@ func TestFleetScale256(t *testing.T) {
 	// Every worker gets its own closed-loop client: 4 connections, 3
 	// requests each, first requests spread over one second.
 	results := make([]*loadgen.Result, workers)
+	cpu0, wall0 := cpuTime(t), time.Now()
 	var wg sync.WaitGroup
 	for i := range workers {
 		cfg := loadgen.Defaults()
@@ -93,6 +95,7 @@ func TestFleetScale256(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	t.Logf("FLEET load: server and clients used %.2f cores over %v", (cpuTime(t)-cpu0).Seconds()/time.Since(wall0).Seconds(), time.Since(wall0).Round(time.Millisecond))
 	var p50s, p99s []float64
 	requests, errs := 0, 0
 	for _, r := range results {
@@ -162,4 +165,13 @@ func scaleWorkers(n int) int {
 		return v
 	}
 	return n
+}
+
+// cpuTime returns the CPU time (user + system) the process has used.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
