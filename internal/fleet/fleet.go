@@ -75,7 +75,7 @@ func Start(ctx context.Context, members []Member, opts Options) (*Fleet, error) 
 	f := &Fleet{
 		members: members,
 		opts:    opts,
-		log:     worker.NewLogger(opts.Stderr, "info").With("component", "fleet"),
+		log:     worker.NewLogger(opts.Stderr, fleetLogLevel(members)).With("component", "fleet"),
 		failed:  make(chan error, 1),
 		workers: make([]*worker.Worker, len(members)),
 	}
@@ -216,4 +216,13 @@ func (f *Fleet) startAdmin() error {
 		f.opts.AdminReady(f.adminURL)
 	}
 	return nil
+}
+
+// fleetLogLevel is the log level of the fleet's own lines (admin actions,
+// start): the first worker's --log-level, info for an empty fleet.
+func fleetLogLevel(members []Member) string {
+	if len(members) == 0 {
+		return "info"
+	}
+	return members[0].Config.LogLevel
 }
