@@ -77,10 +77,11 @@ func TestRenderErrorsAreNotRaiseErrors(t *testing.T) {
 	}
 }
 
-// TestEnginePanicsBecomeErrors: the engine panics on a negative string
-// repeat count (Jinja2 prints ""); Render reports it as ErrEngine.
+// TestEnginePanicsBecomeErrors: the engine's indent filter panics on a
+// negative width (Jinja2 indents by nothing); Render reports it as
+// ErrEngine.
 func TestEnginePanicsBecomeErrors(t *testing.T) {
-	for _, source := range []string{`{{ 'a' * -1 }}`, `{{ 'a' | indent(-1) }}`} {
+	for _, source := range []string{`{{ 'a' | indent(-1) }}`, `{{ 'a\nb' | indent(-2, true) }}`} {
 		_, err := mustParse(t, source).Render(Input{Messages: json.RawMessage(`[]`)})
 		if !errors.Is(err, ErrEngine) {
 			t.Errorf("%s: err = %v, want ErrEngine", source, err)
