@@ -32,11 +32,11 @@ func arithmetic(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, erro
 		return jinja.NewString(text), err
 	}
 	if op == "*" {
-		if val, ok := repeat(a, b); ok {
-			return val, nil
+		if val, ok, err := repeat(a, b); ok {
+			return val, err
 		}
-		if val, ok := repeat(b, a); ok {
-			return val, nil
+		if val, ok, err := repeat(b, a); ok {
+			return val, err
 		}
 	}
 	if !isNumeric(a) || !isNumeric(b) {
@@ -90,32 +90,57 @@ func arithmetic(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, erro
 	return jinja.Value{}, fmt.Errorf("unknown operator %q", op)
 }
 
+// maxRepeatBytes bounds sequence repetition: a template must not be able
+// to make the server allocate without limit (Python would raise
+// MemoryError at some size too).
+const maxRepeatBytes = 64 << 20
+
 // repeat is sequence * int: a string or list repeated (nothing for n <= 0).
-func repeat(seq, count jinja.Value) (jinja.Value, bool) {
+func repeat(seq, count jinja.Value) (jinja.Value, bool, error) {
 	if !isIntLike(count) || !seq.IsString() && !seq.IsList() {
-		return jinja.Value{}, false
+		return jinja.Value{}, false, nil
 	}
-	n := max(0, int(asInt(count)))
+	n := max(0, asInt(count))
+	var unit int64
 	if seq.IsString() {
-		return jinja.NewString(strings.Repeat(seq.AsString(), n)), true
+		unit = int64(max(1, len(seq.AsString())))
+	} else {
+		unit = int64(max(1, seq.AsList().Len())) * 16
 	}
-	items := make([]jinja.Value, 0, n*seq.AsList().Len())
+	if n > maxRepeatBytes/unit {
+		return jinja.Value{}, true, fmt.Errorf("MemoryError: repeating a %s %d times", pyTypeName(seq), n)
+	}
+	if seq.IsString() {
+		return jinja.NewString(strings.Repeat(seq.AsString(), int(n))), true, nil
+	}
+	items := make([]jinja.Value, 0, int(n)*seq.AsList().Len())
 	for range n {
 		items = append(items, seq.AsList().Items...)
 	}
-	return jinja.NewList(items), true
+	return jinja.NewList(items), true, nil
 }
 
 // power is a ** b: an int for a non-negative int exponent, else a float.
 func power(a, b jinja.Value, ints bool) (jinja.Value, error) {
 	if ints && asInt(b) >= 0 {
-		result, base := int64(1), asInt(a)
-		for e := asInt(b); e > 0; e-- {
-			next := result * base
-			if base != 0 && next/base != result {
-				return jinja.Value{}, fmt.Errorf("OverflowError: %d ** %d does not fit in 64 bits", asInt(a), asInt(b))
+		// Exponentiation by squaring, refusing what overflows 64 bits.
+		result, base, e := int64(1), asInt(a), asInt(b)
+		for e > 0 {
+			if e&1 == 1 {
+				next := result * base
+				if base != 0 && next/base != result {
+					return jinja.Value{}, fmt.Errorf("OverflowError: %d ** %d does not fit in 64 bits", asInt(a), asInt(b))
+				}
+				result = next
 			}
-			result = next
+			e >>= 1
+			if e > 0 {
+				square := base * base
+				if base != 0 && square/base != base {
+					return jinja.Value{}, fmt.Errorf("OverflowError: %d ** %d does not fit in 64 bits", asInt(a), asInt(b))
+				}
+				base = square
+			}
 		}
 		return jinja.NewInt(result), nil
 	}

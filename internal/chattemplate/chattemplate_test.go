@@ -89,6 +89,17 @@ func TestEnginePanicsBecomeErrors(t *testing.T) {
 	}
 }
 
+// TestHugeResultsAreRefused: a template cannot make the server allocate
+// or loop without bound.
+func TestHugeResultsAreRefused(t *testing.T) {
+	for _, source := range []string{`{{ 'ab' * 1000000000000 }}`, `{{ [1, 2] * 100000000000 }}`, `{{ 2 ** 64 }}`} {
+		_, err := mustParse(t, source).Render(Input{Messages: json.RawMessage(`[]`)})
+		if err == nil || errors.Is(err, ErrEngine) {
+			t.Errorf("%s: err = %v, want a render error", source, err)
+		}
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	tmpl := mustParse(t, `{% for m in messages %}{{ m.content }}{% endfor %}`)
 	for _, tc := range []struct {
