@@ -40,6 +40,21 @@ func TestParseRejectsBrokenTemplates(t *testing.T) {
 	}
 }
 
+// TestParseErrorsNameTheTemplatesLine: the engine compiles a rewritten
+// source; its line numbers are mapped back to the template as written.
+func TestParseErrorsNameTheTemplatesLine(t *testing.T) {
+	for _, tc := range []struct{ source, want string }{
+		{"line1\n{% if x %}\nfoo\n{% endfor %}", "line 4:"},
+		{"a\nb\n\n{{ x | }}", "line 4:"},
+		{"{%- for m in messages -%}\n  {%- set y = 1 -%}\n  {{ m }}\n{%- endfor -%}\n{% bogus %}", "line 5:"},
+	} {
+		_, err := Parse(tc.source)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) error = %v, want one naming %q", tc.source, err, tc.want)
+		}
+	}
+}
+
 func TestRaiseExceptionIsRaiseError(t *testing.T) {
 	tmpl := mustParse(t, `{% if messages[0].role != 'user' %}{{ raise_exception('First message must be from the user, got ' ~ messages[0].role) }}{% endif %}ok`)
 	_, err := tmpl.Render(Input{Messages: json.RawMessage(`[{"role": "assistant", "content": "hi"}]`)})
