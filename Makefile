@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events npm-ref bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events npm-ref bench fuzz lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -60,6 +60,14 @@ check-events: build
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Fuzz internal/api's JSON appenders against encoding/json, FUZZTIME per
+# target. Not part of CI: every go test already runs the seed corpus.
+FUZZTIME ?= 30s
+fuzz: deps
+	for f in FuzzAppendString FuzzAppendFloat FuzzAppendIntegers; do \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/api/ || exit 1; \
+	done
 
 lint: deps
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }

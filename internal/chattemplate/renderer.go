@@ -3,17 +3,21 @@ package chattemplate
 import "encoding/json"
 
 // Renderer binds a template to a tokenizer's special tokens and vLLM's
-// content format. Its RenderChat has the shape the HTTP layer asks of a
-// chat renderer.
+// content-format choice; its RenderChat method is what the HTTP layer
+// calls for every chat request.
 type Renderer struct {
 	Template           *Template
 	BOSToken, EOSToken string
-	// ContentFormat is applied to every request; vLLM's default ("auto")
-	// is Template.DetectContentFormat().
-	ContentFormat ContentFormat
+	ContentFormat      ContentFormat
 }
 
-// RenderChat renders one chat request; see Template.Render for the errors.
+// NewRenderer returns a Renderer with the content format vLLM's default
+// ("auto") detects from the template.
+func NewRenderer(t *Template, bosToken, eosToken string) Renderer {
+	return Renderer{Template: t, BOSToken: bosToken, EOSToken: eosToken, ContentFormat: t.DetectContentFormat()}
+}
+
+// RenderChat renders one chat request.
 func (r Renderer) RenderChat(messages, tools json.RawMessage, addGenerationPrompt, continueFinalMessage bool,
 	kwargs map[string]json.RawMessage) (string, error) {
 	return r.Template.Render(Input{
