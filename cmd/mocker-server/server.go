@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/fleet"
+	"github.com/mocker-server/mocker-server/internal/profile"
 	"github.com/mocker-server/mocker-server/internal/worker"
 )
 
@@ -17,15 +19,34 @@ import (
 type (
 	serverOptions = worker.Options
 	engineHooks   = worker.EngineHooks
+	gateScheduler = worker.GateScheduler
 )
+
+// loadProfile reads a timing profile file; tests wrap it to count loads.
+var loadProfile = profile.Load
+
+// loaders are the production file loaders: the timing profile and the
+// model's tokenizer and chat template (textmodel.go).
+func loaders() worker.Loaders {
+	return worker.Loaders{Profile: func(path string) (*engine.Profile, error) { return loadProfile(path) },
+		TextModel: loadTextModel}
+}
 
 // runServer is serve's production entry point: a fleet of one worker
 // ("0"), with the admin API when --admin-port is given.
 func runServer(ctx context.Context, cfg *config.Config, admin adminFlags, _, stderr io.Writer) error {
+	return runServerGated(ctx, cfg, admin, stderr, nil)
+}
+
+// runServerGated is runServer with the startup gate scheduled by gate (nil:
+// the wall clock).
+func runServerGated(ctx context.Context, cfg *config.Config, admin adminFlags, stderr io.Writer, gate gateScheduler) error {
 	if err := startPprof(stderr); err != nil {
 		return err
 	}
-	return fleet.Run(ctx, []fleet.Member{{ID: "0", Config: cfg}}, admin.fleetOptions(stderr))
+	opts := admin.fleetOptions(stderr)
+	opts.StartupGate = gate
+	return fleet.Run(ctx, []fleet.Member{{ID: "0", Config: cfg}}, opts)
 }
 
 // productionOptions builds the metrics registry and the ZMQ KV-event and
@@ -45,6 +66,9 @@ func productionOptions(cfg *config.Config, stderr io.Writer) (serverOptions, fun
 func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 	if opts.Version == "" {
 		opts.Version = version
+	}
+	if opts.Profile == nil && opts.TextModel == nil {
+		opts.Loaders = loaders()
 	}
 	return worker.Serve(ctx, cfg, opts)
 }
@@ -66,5 +90,5 @@ func (a adminFlags) addr() string {
 
 func (a adminFlags) fleetOptions(stderr io.Writer) fleet.Options {
 	return fleet.Options{Stderr: stderr, Version: version, AdminAddr: a.addr(), AdminKey: a.key,
-		StaggerDelay: a.staggerDelay}
+		StaggerDelay: a.staggerDelay, Loaders: loaders()}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 func TestFeatures_FinishAndLength(t *testing.T) {
@@ -69,7 +70,8 @@ func TestFeatures_FinishAndLength(t *testing.T) {
 
 func TestFeatures_RandomModeAndForceUsage(t *testing.T) {
 	env := startServer(t, map[string]any{"output_len_mode": "random", "enable_force_include_usage": true})
-	// engine.md §10.4 example: seed-0 chat "Hello!", M 16 → L_nat 15.
+	// Random mode, seed-0 chat "Hello!", max tokens 16: the natural end is
+	// drawn at 15 tokens (the same example as internal/plan's tests).
 	r := env.post("/v1/chat/completions", helloChat+`,"max_tokens":16}`)
 	_, finish, m := choiceText(t, r.Body, 0)
 	if _, c, _ := usageOf(m); finish != "stop" || c != 15 {
@@ -145,5 +147,5 @@ func TestStream_EngineRejectionMidStream(t *testing.T) {
 	if msg, _, _, _ := errorOf(t, r); r.Status != 400 || msg != reason {
 		t.Errorf("non-streaming: %d %s", r.Status, r.Body)
 	}
-	waitFor(t, time.Second, "idle", env.idle)
+	testutil.WaitFor(t, time.Second, "idle", env.idle)
 }

@@ -84,7 +84,8 @@ type choice struct {
 }
 
 // submit plans every choice and submits one engine request per prompt ×
-// choice to one DP rank (engine.md §11).
+// choice to one DP rank: choices share their prompt's prefix cache only on
+// one rank.
 func (s *Server) submit(g *genRequest) (*job, *apiError) {
 	rank := g.rank
 	if rank < 0 {
@@ -180,7 +181,8 @@ func (j *job) record(it *engine.OutputItem) *choice {
 }
 
 // rejectionError is the answer to an engine-level rejection (normally
-// caught before submission by the same rule; see checkAdmissible).
+// caught before submission by the same rule, Engine.CheckAdmissible, in
+// parseGenerate).
 func (j *job) rejectionError() *apiError {
 	return errInvalid("", "%s", j.ch[j.rejected-1].fin.Rejection.Message)
 }
@@ -208,7 +210,7 @@ func (ch *choice) reasons() (engine.FinishReason, plan.StopReason) {
 }
 
 // respond waits for every sequence and writes the non-streaming response
-// (http-api.md §3.4, §4).
+// (docs/http-api.md).
 func (j *job) respond(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	for j.remaining > 0 {

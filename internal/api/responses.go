@@ -8,8 +8,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/plan"
 )
 
-// Non-streaming response bodies (http-api.md §3.4, §4). Field order is the
-// specification's key order.
+// Non-streaming response bodies. Field order is vLLM's key order, so
+// byte-level comparisons with a real server's answers stay meaningful.
 
 type usage struct {
 	PromptTokens        int                  `json:"prompt_tokens"`

@@ -1,5 +1,5 @@
-// Package config holds mocker-server's configuration tree: every field of the
-// specification with its JSON key, its default, and its validation. All
+// Package config holds mocker-server's configuration tree: every field
+// with its JSON key, its default, and its validation. All
 // sources (defaults, --config file, --extra-engine-args, explicitly set CLI
 // flags) decode onto the same json-tagged structs.
 package config
@@ -9,12 +9,18 @@ import (
 )
 
 // Config is the whole configuration of one mocker-server process.
-// JSON keys are the specification's keys; "-" and "_" are interchangeable
-// when loading.
+// JSON keys are the keys of the README's flag table (vLLM's names where
+// vLLM has the setting); "-" and "_" are interchangeable when loading.
 type Config struct {
-	// Server and API fields (engine.md §1.2).
-	Model                     string   `json:"model"`
-	ServedModelName           []string `json:"served_model_name"`
+	// Server and API fields.
+	Model           string   `json:"model"`
+	ServedModelName []string `json:"served_model_name"`
+	// Tokenizer is a Hugging Face tokenizer directory; "" means Model
+	// when Model is such a directory, else the built-in tokenizer.
+	Tokenizer string `json:"tokenizer"`
+	// ChatTemplate overrides the tokenizer's chat template: a file path,
+	// or the template text itself.
+	ChatTemplate              string   `json:"chat_template"`
 	Host                      string   `json:"host"`
 	Port                      int      `json:"port"`
 	APIKey                    []string `json:"api_key"`
@@ -32,7 +38,7 @@ type Config struct {
 	DeprecatedMetrics         bool     `json:"deprecated_metrics"`
 	LogLevel                  string   `json:"log_level"`
 
-	// Engine and scheduler fields (engine.md §1.3).
+	// Engine and scheduler fields.
 	EngineType            engine.EngineType       `json:"engine_type"`
 	NumGPUBlocks          int                     `json:"num_gpu_blocks"`
 	BlockSize             int                     `json:"block_size"`
@@ -46,11 +52,11 @@ type Config struct {
 	PrefixCachingHashAlgo string                  `json:"prefix_caching_hash_algo"`
 	HashSeed              string                  `json:"hash_seed"`
 
-	// SGLang and TensorRT-LLM fields (engine.md §1.4).
+	// SGLang and TensorRT-LLM fields.
 	SGLang SGLangConfig `json:"sglang"`
 	TRTLLM TRTLLMConfig `json:"trtllm"`
 
-	// Timing fields (engine.md §1.5).
+	// Timing fields (docs/timing-model.md).
 	TimingModel        engine.TimingModelKind `json:"timing_model"`
 	PlannerProfileData string                 `json:"planner_profile_data"`
 	FixedPrefillMs     float64                `json:"fixed_prefill_ms"`
@@ -58,14 +64,14 @@ type Config struct {
 	SpeedupRatio       float64                `json:"speedup_ratio"`
 	DecodeSpeedupRatio float64                `json:"decode_speedup_ratio"`
 
-	// Reasoning framing (engine.md §1.6); nil means no framing.
+	// Reasoning framing; nil means no framing.
 	Reasoning *ReasoningConfig `json:"reasoning"`
 
-	// Data parallelism (engine.md §1.7).
+	// Data parallelism.
 	DPSize    int              `json:"dp_size"`
 	DPRouting engine.DPRouting `json:"dp_routing"`
 
-	// Disaggregated prefill/decode (engine.md §1.8).
+	// Disaggregated prefill/decode (not supported yet; see unsupported.go).
 	WorkerType              engine.WorkerType `json:"worker_type"`
 	BootstrapPort           int               `json:"bootstrap_port"` // 0 = none
 	AdvertiseHost           string            `json:"advertise_host"` // empty until Load resolves it
@@ -74,7 +80,7 @@ type Config struct {
 	KVTransferTimingMode    string            `json:"kv_transfer_timing_mode"`
 	HandoffSessionTimeoutMs int64             `json:"handoff_session_timeout_ms"`
 
-	// KV events and FPM publishing (engine.md §1.9).
+	// KV events and FPM publishing (docs/kv-events.md, docs/metrics.md).
 	KVEventsConfig           *KVEventsConfig `json:"kv_events_config"`
 	ZMQKVEventsPort          int             `json:"zmq_kv_events_port"` // 0 = none
 	ZMQReplayPort            int             `json:"zmq_replay_port"`    // 0 = none
@@ -87,7 +93,7 @@ type Config struct {
 	NumGPUBlocksOverridden bool `json:"-"`
 }
 
-// SGLangConfig holds the sglang.* keys (engine.md §1.4).
+// SGLangConfig holds the sglang.* keys.
 type SGLangConfig struct {
 	SchedulePolicy           string  `json:"schedule_policy"`
 	PageSize                 int     `json:"page_size"`
@@ -97,19 +103,22 @@ type SGLangConfig struct {
 	ScheduleConservativeness float64 `json:"schedule_conservativeness"`
 }
 
-// TRTLLMConfig holds the trtllm.* keys (engine.md §1.4).
+// TRTLLMConfig holds the trtllm.* keys.
 type TRTLLMConfig struct {
 	CapacitySchedulerPolicy string `json:"capacity_scheduler_policy"`
 }
 
-// ReasoningConfig configures reasoning framing of planned outputs (engine.md §10.5).
+// ReasoningConfig configures reasoning framing of planned outputs: the
+// first part of each output is wrapped in the start and end thinking tokens
+// (see internal/plan).
 type ReasoningConfig struct {
 	StartThinkingTokenID uint32  `json:"start_thinking_token_id"`
 	EndThinkingTokenID   uint32  `json:"end_thinking_token_id"`
 	ThinkingRatio        float64 `json:"thinking_ratio"`
 }
 
-// KVEventsConfig mirrors vLLM's KVEventsConfig (kv-events.md §1.1).
+// KVEventsConfig mirrors vLLM's KVEventsConfig, so a vLLM command line's
+// --kv-events-config works unchanged (docs/kv-events.md).
 type KVEventsConfig struct {
 	EnableKVCacheEvents bool    `json:"enable_kv_cache_events"`
 	Publisher           string  `json:"publisher"`
@@ -128,7 +137,7 @@ func DefaultReasoningConfig() ReasoningConfig {
 }
 
 // DefaultKVEventsConfig returns the defaults of a kv_events_config object
-// (kv-events.md §1.1). Publisher stays empty ("unset") until Load resolves
+// (vLLM's). Publisher stays empty ("unset") until Load resolves
 // it to "zmq" (enabled) or "null".
 func DefaultKVEventsConfig() KVEventsConfig {
 	return KVEventsConfig{

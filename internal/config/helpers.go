@@ -35,7 +35,8 @@ func (c *Config) ResolvedMetricsFamily() string {
 // KVEventsEnabled reports whether KV events are configured to be published:
 // vLLM style (kv_events_config enabled with the zmq publisher) or Dynamo
 // style (zmq_kv_events_port). It does not consider prefix caching or the
-// worker type (kv-events.md §1.6).
+// worker type, which can make a configured stream silent
+// (events.KVEventsPublishable).
 func (c *Config) KVEventsEnabled() bool {
 	if c.ZMQKVEventsPort > 0 {
 		return true

@@ -12,7 +12,8 @@ import (
 )
 
 // LoadOptions names the configuration sources of one process, lowest
-// precedence first after the built-in defaults (engine.md §1.1).
+// precedence first after the built-in defaults: defaults < --config <
+// --extra-engine-args < explicitly set flags.
 type LoadOptions struct {
 	// ConfigPath is the --config file (YAML or JSON); empty = none.
 	ConfigPath string

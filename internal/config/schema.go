@@ -19,7 +19,7 @@ type enumSpec struct {
 	values  []string
 	aliases map[string]string // accepted spelling -> canonical value
 	// fallback, when set, turns an unknown value into a warning and this
-	// value (sglang.schedule_policy, engine.md §1.4).
+	// value (sglang.schedule_policy).
 	fallback string
 }
 
@@ -89,8 +89,8 @@ func (e *enumSpec) lookup(s string) (string, bool) {
 	return "", false
 }
 
-// invalidMsg formats the invalid-value message in the style the spec gives
-// for engine_type: Invalid engine_type 'x'. Must be 'vllm', 'sglang', or 'trtllm'.
+// invalidMsg formats the invalid-value message, one style for every enum,
+// e.g. for engine_type: Invalid engine_type 'x'. Must be 'vllm', 'sglang', or 'trtllm'.
 func (e *enumSpec) invalidMsg(path, got string) string {
 	q := make([]string, len(e.values))
 	for i, v := range e.values {

@@ -175,7 +175,8 @@ func (e *Engine) applyMailbox(batch []message) []message {
 	return msgs
 }
 
-// Run is the pass loop (engine.md §3.1). It returns when ctx ends, after
+// Run is the pass loop: apply the mailbox, BeginPass, sleep until the
+// pass's deadline, EndPass, repeat (docs/ARCHITECTURE.md). It returns when ctx ends, after
 // aborting every request still queued or running.
 func (e *Engine) Run(ctx context.Context) error {
 	defer e.stop()
@@ -191,8 +192,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		if e.core.Idle() || blocked || e.paused {
 			// Nothing can run until a message arrives: block, emitting FPM
-			// heartbeats while idle (metrics.md §5.2). A paused engine waits
-			// here too, with its requests kept as they are.
+			// heartbeats while idle so FPM consumers can tell an idle rank
+			// from a dead one. A paused engine waits here too, with its
+			// requests kept as they are.
 			busy = false
 			e.publishLoad()
 			hb.Reset(max(time.Until(lastSnapshot.Add(e.heartbeat)), 0))

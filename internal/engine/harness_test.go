@@ -57,7 +57,7 @@ type fpmFunc func(ForwardPassSnapshot)
 
 func (f fpmFunc) PublishFPM(s ForwardPassSnapshot) { f(s) }
 
-// newHarness builds a vllm core with the spec defaults, adjusted by mutate.
+// newHarness builds a vllm core with DefaultConfig, adjusted by mutate.
 func newHarness(t *testing.T, mutate func(c *Config)) *harness {
 	t.Helper()
 	cfg := DefaultConfig()
@@ -189,6 +189,6 @@ func blockNames(t *testing.T, cfg *Config, prefix string, tokens []uint32, names
 	}
 }
 
-const msTolerance = 2e-6 // ms: the spec's 6-decimal values plus ns clock resolution
+const msTolerance = 2e-6 // ms: expected values written with 6 decimals, plus ns clock resolution
 
 func approx(a, b, tol float64) bool { return math.Abs(a-b) <= tol }

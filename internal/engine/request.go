@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Request is one engine sequence as submitted by a caller (one choice of an
-// HTTP request, or one trace line of `replay`).
+// Request is one engine sequence as submitted by a caller (one prompt ×
+// choice of an HTTP request, or one request of a Simulator run).
 type Request struct {
 	// ID is the engine-wide unique id (see NewRequestID); Cancel uses it.
 	ID uint64

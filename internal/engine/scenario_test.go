@@ -8,8 +8,10 @@ import (
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
-// Reference scenarios of engine.md §14 for the vllm and trtllm engines, in
-// virtual time.
+// Reference scenarios for the vllm and trtllm engines, in virtual time:
+// small, fully worked situations whose token times, KV events, FPM
+// snapshots and observer totals are known exactly. Their names (S1, S2, …)
+// are reused by the metrics, events and end-to-end tests that replay them.
 
 func TestScenarioS1SingleRequestPolynomial(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.BlockSize = 64 })
@@ -53,7 +55,8 @@ func TestScenarioS1SingleRequestPolynomial(t *testing.T) {
 	if f2 := h.fpm[2]; f2.NumDecodeRequests != 1 || f2.SumDecodeKVTokens != 101 || f2.NumPrefillRequests != 0 {
 		t.Errorf("FPM pass 2: %+v", f2)
 	}
-	// metrics.md §2.8 check values, from the observer's reports.
+	// The totals the vLLM metrics must show after S1, from the observer's
+	// reports (internal/metrics checks the same values on the exposition).
 	o := h.obs
 	if got := o.total(func(p *PassReport) int { return p.IterationTokens }); got != 102 {
 		t.Errorf("iteration tokens sum = %d, want 102", got)

@@ -56,7 +56,7 @@ func NewTimingModel(tc TimingConfig) (TimingModel, error) {
 	}
 }
 
-// PolynomialTiming is the default model (engine.md §9.2): a quadratic in the
+// PolynomialTiming is the default model (docs/timing-model.md): a quadratic in the
 // new prompt tokens for prefill and a quadratic in the KV cache fill ratio
 // for decode. Batch size does not enter it.
 type PolynomialTiming struct{}
@@ -90,7 +90,7 @@ func (PolynomialTiming) DecodeMs(activeKVTokens, totalKVTokens, _ int) float64 {
 }
 
 // FixedTiming charges constant times: Prefill ms for a pass with new prompt
-// tokens, Decode ms for a pass that emits tokens (engine.md §9.2).
+// tokens, Decode ms for a pass that emits tokens.
 type FixedTiming struct {
 	// Prefill is the prefill term in ms (fixed_prefill_ms).
 	Prefill float64
@@ -109,7 +109,7 @@ func (f FixedTiming) PrefillMs(newTokens int) float64 {
 // DecodeMs returns f.Decode.
 func (f FixedTiming) DecodeMs(_, _, _ int) float64 { return f.Decode }
 
-// InterpolatedTiming interpolates measured profile data (engine.md §9.3):
+// InterpolatedTiming interpolates measured profile data (docs/timing-model.md):
 // prefill linearly on new prompt tokens, decode bilinearly on
 // (active KV tokens, average context length), extrapolating linearly from
 // the two nearest points/grid lines outside an axis.

@@ -42,6 +42,11 @@ type Options struct {
 	// WorkerReady is called with a worker's index and base URL each time
 	// it binds its port (start and restarts).
 	WorkerReady func(i int, url string)
+	// StartupGate schedules every worker's startup gate (nil: wall clock).
+	StartupGate worker.GateScheduler
+	// Loaders read timing profiles, tokenizers and chat templates; the
+	// workers share what they read (each distinct file is read once).
+	Loaders worker.Loaders
 }
 
 // Fleet is a running set of workers and its admin API.
@@ -80,6 +85,7 @@ func Start(ctx context.Context, members []Member, opts Options) (*Fleet, error) 
 		workers: make([]*worker.Worker, len(members)),
 	}
 	f.metrics = newAdminMetrics(f)
+	f.opts.Loaders = opts.Loaders.Shared()
 	if opts.AdminAddr != "" {
 		if err := f.startAdmin(); err != nil {
 			return nil, err
@@ -115,6 +121,8 @@ func (f *Fleet) startWorker(i int) error {
 		Logger:        worker.NewLogger(f.opts.Stderr, m.Config.LogLevel).With("worker", m.ID),
 		Version:       f.opts.Version,
 		ShutdownGrace: f.opts.ShutdownGrace,
+		StartupGate:   f.opts.StartupGate,
+		Loaders:       f.opts.Loaders,
 		OnFailure: func(err error) {
 			select {
 			case f.failed <- fmt.Errorf("worker %s: %w", m.ID, err):

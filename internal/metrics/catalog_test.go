@@ -21,8 +21,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
-// spec is one metric of metrics.md: its type, label names and the fixed
-// label values whose children must exist for every rank.
+// spec is one exported metric (docs/metrics.md): its type, label names and
+// the fixed label values whose children must exist for every rank.
 type spec struct {
 	name   string
 	typ    dto.MetricType
@@ -181,9 +181,9 @@ func checkSpec(t *testing.T, f families, s spec, dp int) {
 	}
 }
 
-// TestCatalog checks every metric of the spec, and nothing else under the
-// vllm:, sglang: and mocker_ prefixes, for each family and deprecation
-// setting, with dp_size 2.
+// TestCatalog checks every metric docs/metrics.md lists, and nothing else
+// under the vllm:, sglang: and mocker_ prefixes, for each family and
+// deprecation setting, with dp_size 2.
 func TestCatalog(t *testing.T) {
 	for _, tc := range []struct {
 		family     string
@@ -298,18 +298,6 @@ func TestCacheConfigInfo(t *testing.T) {
 	}
 }
 
-func TestPyFloat(t *testing.T) {
-	for f, want := range map[float64]string{
-		32: "32.0", 0.5: "0.5", 1.6: "1.6", 104.8576: "104.8576", 0: "0.0", 1.0 / 3: "0.3333333333333333",
-		1e15: "1000000000000000.0", 1e16: "1e+16", 1.5e20: "1.5e+20", 0.0001: "0.0001", 1e-05: "1e-05",
-		1.2345e-7: "1.2345e-07", 123456789012345680: "1.2345678901234568e+17", -2.5: "-2.5",
-	} {
-		if got := pyFloat(f); got != want {
-			t.Errorf("pyFloat(%v) = %q, want %q", f, got, want)
-		}
-	}
-}
-
 func TestBuckets(t *testing.T) {
 	f := scrape(t, New(testConfig(func(c *config.Config) { c.MetricsFamily = "both" }), "test"))
 	b125 := []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000}
@@ -372,8 +360,8 @@ func TestBuckets(t *testing.T) {
 	}
 }
 
-// specNameProblems are promlint findings that the spec's own names cause
-// (vLLM's real names) and that therefore cannot be fixed here.
+// specNameProblems are promlint findings caused by vLLM's own metric names,
+// which clients expect and which therefore cannot be fixed here.
 var specNameProblems = map[string]string{
 	"vllm:iteration_tokens_total": `non-counter metrics should not have "_total" suffix`,
 }

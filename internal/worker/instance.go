@@ -37,22 +37,15 @@ type instance struct {
 	cancelReqs  context.CancelCauseFunc
 	active      atomic.Int64 // handlers running
 	closing     atomic.Bool  // set before a deliberate close: Serve's error is expected
-	startup     *time.Timer
+	stopStartup func()
 
 	connMu sync.Mutex
 	conns  map[net.Conn]struct{}
 }
 
-// buildEngines creates one engine per DP rank. A timing profile is read
-// once here and shared by every rank.
-func buildEngines(cfg *config.Config, log *slog.Logger, hooks EngineHooks) ([]*engine.Engine, error) {
-	var profile *engine.Profile
-	if cfg.TimingModel == engine.TimingInterpolated {
-		var err error
-		if profile, err = engine.LoadProfile(cfg.PlannerProfileData); err != nil {
-			return nil, err
-		}
-	}
+// buildEngines creates one engine per DP rank; they share the timing
+// profile read at the worker's first start.
+func buildEngines(cfg *config.Config, log *slog.Logger, hooks EngineHooks, profile *engine.Profile) ([]*engine.Engine, error) {
 	engineCfg := cfg.EngineConfig(profile)
 	engines := make([]*engine.Engine, max(cfg.DPSize, 1))
 	for r := range engines {
@@ -81,17 +74,19 @@ func buildEngines(cfg *config.Config, log *slog.Logger, hooks EngineHooks) ([]*e
 // listen backlog); its error stops the instance.
 func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*instance, error) {
 	cfg := w.cfg
-	engines, err := buildEngines(cfg, w.log, w.hooks)
+	engines, err := buildEngines(cfg, w.log, w.hooks, w.files.profile)
 	if err != nil {
 		return nil, err
 	}
-	in := &instance{log: w.log, engines: engines, conns: map[net.Conn]struct{}{}}
+	in := &instance{log: w.log, engines: engines, conns: map[net.Conn]struct{}{}, stopStartup: func() {}}
 	in.srv = api.NewServer(cfg, engines, api.Deps{
-		Logger:      w.log,
-		Metrics:     w.opts.Metrics,
-		Requests:    w.opts.Requests,
-		DeliveryLag: w.opts.DeliveryLag,
-		Version:     w.opts.Version,
+		Logger:       w.log,
+		Metrics:      w.opts.Metrics,
+		Requests:     w.opts.Requests,
+		DeliveryLag:  w.opts.DeliveryLag,
+		Version:      w.opts.Version,
+		Tokenizer:    w.files.model,
+		ChatTemplate: w.files.chat,
 	})
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(port)))
 	if err != nil {
@@ -118,10 +113,15 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 		})
 	}
 
-	// The startup gate: wall clock, not scaled.
+	// The startup gate imitates model loading, which a speedup ratio does
+	// not shorten (see wallClockGate).
 	if cfg.StartupTime > 0 {
 		in.srv.SetReady(false)
-		in.startup = time.AfterFunc(time.Duration(cfg.StartupTime*float64(time.Second)), func() {
+		schedule := w.opts.StartupGate
+		if schedule == nil {
+			schedule = wallClockGate
+		}
+		in.stopStartup = schedule(time.Duration(cfg.StartupTime*float64(time.Second)), func() {
 			in.srv.SetReady(true)
 			w.log.Info("startup time elapsed; serving")
 		})
@@ -219,9 +219,7 @@ func (in *instance) waitHandlers() {
 
 // stop ends the startup timer and the engines.
 func (in *instance) stop() {
-	if in.startup != nil {
-		in.startup.Stop()
-	}
+	in.stopStartup()
 	in.stopEngines()
 	in.engineWG.Wait()
 }

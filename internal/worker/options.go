@@ -59,6 +59,11 @@ type Options struct {
 	// Release runs once when the worker stops for good (Stop), after its
 	// engines have stopped: Production closes the ZMQ publishers here.
 	Release func()
+	// StartupGate schedules the opening of the startup gate (nil: a
+	// wall-clock timer); tests pass their own to decide when it opens.
+	StartupGate GateScheduler
+	// Loaders read the timing profile, tokenizer and chat template.
+	Loaders
 }
 
 // EngineHooks give each DP rank its observer and sinks; nil functions and

@@ -38,6 +38,8 @@ type Worker struct {
 
 	// publishing gates the engines' KV-event and FPM sinks (sinks.go).
 	publishing atomic.Bool
+	// files were read at the first start (loaders.go).
+	files files
 
 	mu         sync.Mutex
 	started    bool
@@ -94,6 +96,10 @@ func (w *Worker) Start() error {
 	}
 	if w.started {
 		return errors.New("worker already started")
+	}
+	var err error
+	if w.files, err = w.opts.Loaders.load(w.cfg); err != nil {
+		return err
 	}
 	if err := w.startLocked(nil); err != nil {
 		return err

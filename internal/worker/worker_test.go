@@ -130,3 +130,18 @@ func TestReleaseRunsOnceOnStop(t *testing.T) {
 		t.Errorf("Release ran %d times", released)
 	}
 }
+
+// The production gate opens after the startup time on the wall clock, and
+// not at all once stopped.
+func TestWallClockGate(t *testing.T) {
+	opened := make(chan struct{})
+	wallClockGate(time.Millisecond, func() { close(opened) })
+	select {
+	case <-opened:
+	case <-time.After(5 * time.Second):
+		t.Fatal("gate never opened")
+	}
+	stop := wallClockGate(50*time.Millisecond, func() { t.Error("stopped gate opened") })
+	stop()
+	time.Sleep(100 * time.Millisecond)
+}
