@@ -15,6 +15,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // The fleet under test: two groups in one process.
@@ -41,8 +43,6 @@ type fleetEnv struct {
 
 func startTestFleet(t *testing.T) *fleetEnv {
 	t.Helper()
-	kvPort := freeRange(t, 16)
-	replay := freeRange(t, 16, kvPort)
 	file, err := ParseFile([]byte(`
 workers:
   - count: 2
@@ -53,19 +53,28 @@ workers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	members, _, err := Plan(Spec{File: file, Base: testLoadOptions(map[string]any{
-		"timing_model": "fixed", "fixed_prefill_ms": 5, "fixed_decode_ms": 15, "block_size": 16,
-		"zmq_kv_events_port": kvPort, "zmq_replay_port": replay, "log_level": "warn",
-		"host": "127.0.0.1",
-	})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := Start(context.Background(), members, Options{AdminAddr: "127.0.0.1:0", AdminKey: adminKey,
-		ShutdownGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// 8 workers × stride 2 KV-event ports, and as many replay ports, bound
+	// by the workers themselves: retried if another process takes one.
+	var (
+		f              *Fleet
+		members        []Member
+		kvPort, replay int
+	)
+	testutil.WithPortRuns(t, 2, 16, func(bases []int) error {
+		kvPort, replay = bases[0], bases[1]
+		var err error
+		members, _, err = Plan(Spec{File: file, Base: testLoadOptions(map[string]any{
+			"timing_model": "fixed", "fixed_prefill_ms": 5, "fixed_decode_ms": 15, "block_size": 16,
+			"zmq_kv_events_port": kvPort, "zmq_replay_port": replay, "log_level": "warn",
+			"host": "127.0.0.1",
+		})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err = Start(context.Background(), members, Options{AdminAddr: "127.0.0.1:0", AdminKey: adminKey,
+			ShutdownGrace: 2 * time.Second})
+		return err
+	})
 	env := &fleetEnv{fleet: f, admin: f.AdminURL(), kvPort: kvPort, replay: replay,
 		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}}
 	for i := range members {

@@ -8,10 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,40 +25,6 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// freeRange returns the first of n consecutive loopback TCP ports that
-// were all free a moment ago, below the kernel's ephemeral range (32768+)
-// so that client connections cannot take one meanwhile.
-func freeRange(t testing.TB, n int, avoid ...int) int {
-	t.Helper()
-next:
-	for range 200 {
-		p := 20000 + rand.IntN(12000-n)
-		for _, a := range avoid {
-			if a+n > p && a < p+n {
-				continue next
-			}
-		}
-		var open []net.Listener
-		ok := true
-		for i := range n {
-			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			open = append(open, ln)
-		}
-		for _, ln := range open {
-			ln.Close()
-		}
-		if ok {
-			return p
-		}
-	}
-	t.Fatalf("no %d free consecutive ports", n)
-	return 0
 }
 
 // testLoadOptions are command-line settings for Plan in tests: no
