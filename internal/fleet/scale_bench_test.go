@@ -20,6 +20,7 @@ import (
 // seconds and a quiet machine, so they run only when asked:
 //
 //	MOCKER_FLEET_SCALE=1 go test -run TestFleetScale -count 3 -v ./internal/fleet
+//	scripts/fleet-bench.sh    # the fleet in its own process, pinned apart from the clients
 
 func scaleEnabled(t *testing.T) {
 	if os.Getenv("MOCKER_FLEET_SCALE") == "" {
@@ -66,14 +67,26 @@ func startScaleFleet(t *testing.T, n int, overlay map[string]any) (*Fleet, time.
 func TestFleetScale256(t *testing.T) {
 	scaleEnabled(t)
 	workers, perWorker, tokens := scaleWorkers(256), 4, 50
-	f, took := startScaleFleet(t, workers, map[string]any{"timing_model": "fixed",
-		"fixed_prefill_ms": 0, "fixed_decode_ms": 20})
-	runtime.GC()
-	time.Sleep(500 * time.Millisecond)
-	rss := vmRSS(t)
-	t.Logf("FLEET start: %d workers in %v, idle RSS %.0f MiB", workers, took.Round(time.Millisecond), float64(rss)/(1<<20))
-	if took > 5*time.Second || rss > 2<<30 {
-		t.Errorf("start %v (≤ 5 s), RSS %d MiB (≤ 2048)", took, rss>>20)
+	urls := make([]string, workers)
+	if base, err := strconv.Atoi(os.Getenv("MOCKER_FLEET_BASE_PORT")); err == nil {
+		// A fleet in another process (scripts/fleet-bench.sh), so that
+		// server and clients can be pinned to different cores.
+		for i := range urls {
+			urls[i] = "http://127.0.0.1:" + strconv.Itoa(base+i)
+		}
+	} else {
+		f, took := startScaleFleet(t, workers, map[string]any{"timing_model": "fixed",
+			"fixed_prefill_ms": 0, "fixed_decode_ms": 20})
+		runtime.GC()
+		time.Sleep(500 * time.Millisecond)
+		rss := vmRSS(t)
+		t.Logf("FLEET start: %d workers in %v, idle RSS %.0f MiB", workers, took.Round(time.Millisecond), float64(rss)/(1<<20))
+		if took > 5*time.Second || rss > 2<<30 {
+			t.Errorf("start %v (≤ 5 s), RSS %d MiB (≤ 2048)", took, rss>>20)
+		}
+		for i := range urls {
+			urls[i] = f.Worker(i).URL()
+		}
 	}
 
 	// Every worker gets its own closed-loop client: 4 connections, 3
@@ -83,7 +96,7 @@ func TestFleetScale256(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range workers {
 		cfg := loadgen.Defaults()
-		cfg.URL, cfg.Concurrency, cfg.Requests = f.Worker(i).URL(), perWorker, 3*perWorker
+		cfg.URL, cfg.Concurrency, cfg.Requests = urls[i], perWorker, 3*perWorker
 		cfg.MaxTokens, cfg.PromptTokens, cfg.Ramp, cfg.Seed = tokens, 32, time.Second, int64(i+1)
 		wg.Go(func() {
 			res, err := loadgen.Run(context.Background(), cfg, loadgen.Options{})
@@ -95,7 +108,7 @@ func TestFleetScale256(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	t.Logf("FLEET load: server and clients used %.2f cores over %v", (cpuTime(t)-cpu0).Seconds()/time.Since(wall0).Seconds(), time.Since(wall0).Round(time.Millisecond))
+	t.Logf("FLEET load: this process used %.2f cores over %v", (cpuTime(t)-cpu0).Seconds()/time.Since(wall0).Seconds(), time.Since(wall0).Round(time.Millisecond))
 	var p50s, p99s []float64
 	requests, errs := 0, 0
 	for _, r := range results {
