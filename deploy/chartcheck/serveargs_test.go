@@ -105,6 +105,16 @@ func serveConfig(c corev1.Container, pod podIdentity) (*config.Config, []string,
 		}
 		args = append(args, expanded)
 	}
+	return loadServeFlags(args, config.LoadOptions{
+		LookupEnv: func(key string) (string, bool) { v, ok := env[key]; return v, ok },
+		Hostname:  func() (string, error) { return pod.name, nil },
+	})
+}
+
+// loadServeFlags parses serve flags with the server's own flag set and
+// loads the configuration they describe; base supplies the environment
+// and host name lookups.
+func loadServeFlags(args []string, base config.LoadOptions) (*config.Config, []string, error) {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.SetOutput(new(strings.Builder))
 	config.RegisterFlags(fs)
@@ -117,8 +127,7 @@ func serveConfig(c corev1.Container, pod podIdentity) (*config.Config, []string,
 		return nil, nil, fmt.Errorf("unexpected positional args %q (use --model)", positional)
 	}
 	opts := config.OptionsFromFlags(fs)
-	opts.LookupEnv = func(key string) (string, bool) { v, ok := env[key]; return v, ok }
-	opts.Hostname = func() (string, error) { return pod.name, nil }
+	opts.LookupEnv, opts.Hostname = base.LookupEnv, base.Hostname
 	cfg, warnings, err := config.Load(opts)
 	if err != nil {
 		return nil, warnings, fmt.Errorf("config: %w", err)
