@@ -214,31 +214,35 @@ func decodeObjects(docs []string) (*objects, error) {
 		if err := json.Unmarshal(raw, &head); err != nil {
 			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
-		var target any
 		switch head.APIVersion + " " + head.Kind {
 		case "apps/v1 Deployment":
-			obj := &appsv1.Deployment{}
-			out.deployments, target = append(out.deployments, obj), obj
+			err = decodeAppend(raw, &out.deployments)
 		case "v1 Service":
-			obj := &corev1.Service{}
-			out.services, target = append(out.services, obj), obj
+			err = decodeAppend(raw, &out.services)
 		case "monitoring.coreos.com/v1 ServiceMonitor":
-			obj := &monitoringv1.ServiceMonitor{}
-			out.serviceMonitors, target = append(out.serviceMonitors, obj), obj
+			err = decodeAppend(raw, &out.serviceMonitors)
 		case "monitoring.coreos.com/v1 PodMonitor":
-			obj := &monitoringv1.PodMonitor{}
-			out.podMonitors, target = append(out.podMonitors, obj), obj
+			err = decodeAppend(raw, &out.podMonitors)
 		case "inference.networking.k8s.io/v1 InferencePool":
-			obj := &InferencePool{}
-			out.inferencePools, target = append(out.inferencePools, obj), obj
+			err = decodeAppend(raw, &out.inferencePools)
 		default:
 			return nil, fmt.Errorf("document %d: unexpected object %s %s", i, head.APIVersion, head.Kind)
 		}
-		if err := decodeStrict(raw, target); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("document %d (%s %s): %w", i, head.APIVersion, head.Kind, err)
 		}
 	}
 	return &out, nil
+}
+
+// decodeAppend decodes one object strictly and appends it to list.
+func decodeAppend[T any](raw []byte, list *[]*T) error {
+	obj := new(T)
+	if err := decodeStrict(raw, obj); err != nil {
+		return err
+	}
+	*list = append(*list, obj)
+	return nil
 }
 
 // decodeStrict decodes exactly one JSON value into target, rejecting
