@@ -2,9 +2,11 @@ package chartcheck
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,32 +18,53 @@ import (
 
 // extraCases are value sets beyond the defaults and the examples that the
 // structural and args checks must also hold for.
+//
+// Their values are YAML text, read the way `helm install -f` reads a file
+// (numbers become float64), so that the chart's number formatting is
+// exercised as it is in real use.
 var extraCases = []valuesCase{
 	{
 		// Three data-parallel ranks: every ZMQ port exists once per rank.
 		name: "data-parallel-zmq", release: "dp",
-		values: map[string]any{
-			"server":   map[string]any{"dataParallelSize": 3, "startupTime": 12.5},
-			"kvEvents": map[string]any{"enabled": true, "port": 5557, "replayPort": 5600, "topic": "kv@$(POD_IP)@mocker-model"},
-			"fpm":      map[string]any{"enabled": true, "port": 5700},
-		},
+		values: yamlValues(`
+server: {dataParallelSize: 3, startupTime: 12.5}
+kvEvents: {enabled: true, port: 5557, replayPort: 5600, topic: "kv@$(POD_IP)@mocker-model"}
+fpm: {enabled: true, port: 5700}
+`),
 	},
 	{
 		// Every structured server value set at once.
 		name: "all-server-values", release: "all",
-		values: map[string]any{
-			"server": map[string]any{
-				"model": "Qwen/Qwen3-8B", "servedModelName": []any{"qwen3", "qwen3-8b"}, "port": 9000,
-				"engineType": "sglang", "blockSize": 16, "numGpuBlocks": 1000000, "maxModelLen": "32k",
-				"maxNumSeqs": 512, "maxNumBatchedTokens": "16k", "enablePrefixCaching": false,
-				"prefixCachingHashAlgo": "sha256_cbor", "seed": 7, "metricsFamily": "both", "logLevel": "debug",
-				"timing": map[string]any{"model": "fixed", "speedupRatio": "inf", "decodeSpeedupRatio": 2.5,
-					"fixedPrefillMs": 0.5, "fixedDecodeMs": 12},
-				"apiKeySecret": map[string]any{"name": "mocker-api-key"},
-			},
-			"service": map[string]any{"port": 80},
-		},
+		values: yamlValues(`
+server:
+  model: Qwen/Qwen3-8B
+  servedModelName: [qwen3, qwen3-8b]
+  port: 9000
+  engineType: sglang
+  blockSize: 16
+  numGpuBlocks: 1000000
+  maxModelLen: 32k
+  maxNumSeqs: 512
+  maxNumBatchedTokens: 16K
+  enablePrefixCaching: false
+  prefixCachingHashAlgo: sha256_cbor
+  seed: 7
+  metricsFamily: both
+  logLevel: debug
+  timing: {model: fixed, speedupRatio: inf, decodeSpeedupRatio: 2.5, fixedPrefillMs: 0.5, fixedDecodeMs: 12}
+  apiKeySecret: {name: mocker-api-key}
+service: {port: 80}
+`),
 	},
+}
+
+// yamlValues reads values from YAML text as Helm reads a values file.
+func yamlValues(text string) map[string]any {
+	vals, err := chartutil.ReadValues([]byte(text))
+	if err != nil {
+		panic(fmt.Sprintf("values %q: %v", text, err))
+	}
+	return vals
 }
 
 func allCases(t *testing.T) []valuesCase {
@@ -338,5 +361,45 @@ func TestChart_StartupProbeCoversStartupTime(t *testing.T) {
 				t.Errorf("server startup time %g, want %g", cfg.StartupTime, tc.wantServer)
 			}
 		})
+	}
+}
+
+// TestChart_StructuredValuesReachTheServer checks that every structured
+// server value becomes the server setting it names.
+func TestChart_StructuredValuesReachTheServer(t *testing.T) {
+	objs := renderObjects(t, extraCases[1])
+	cfg, _, err := serveConfig(objs.deployments[0].Spec.Template.Spec.Containers[0], testPod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		setting   string
+		got, want any
+	}{
+		{"model", cfg.Model, "Qwen/Qwen3-8B"},
+		{"served_model_name", strings.Join(cfg.ServedModelName, ","), "qwen3,qwen3-8b"},
+		{"port", cfg.Port, 9000},
+		{"engine_type", cfg.EngineType, config.EngineSGLang},
+		{"block_size", cfg.BlockSize, 16},
+		{"num_gpu_blocks", cfg.NumGPUBlocks, 1000000},
+		{"max_model_len", cfg.MaxModelLen, 32000},
+		{"max_num_seqs", cfg.MaxNumSeqs, 512},
+		{"max_num_batched_tokens", cfg.MaxNumBatchedTokens, 16384},
+		{"enable_prefix_caching", cfg.EnablePrefixCaching, false},
+		{"prefix_caching_hash_algo", cfg.PrefixCachingHashAlgo, "sha256_cbor"},
+		{"seed", cfg.Seed, int64(7)},
+		{"metrics_family", cfg.MetricsFamily, "both"},
+		{"log_level", cfg.LogLevel, "debug"},
+		{"timing_model", cfg.TimingModel, config.TimingFixed},
+		{"speedup_ratio", math.IsInf(cfg.SpeedupRatio, 1), true},
+		{"decode_speedup_ratio", cfg.DecodeSpeedupRatio, 2.5},
+		{"fixed_prefill_ms", cfg.FixedPrefillMs, 0.5},
+		{"fixed_decode_ms", cfg.FixedDecodeMs, 12.0},
+		{"api_key (from the Secret)", strings.Join(cfg.APIKey, ","), testPod.secret},
+		{"worker_id (pod name)", cfg.WorkerID, testPod.name + ":9000"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.setting, tc.got, tc.want)
+		}
 	}
 }

@@ -25,7 +25,7 @@ var plainManifests = []struct {
 	{
 		file:  "mocker-server.yaml",
 		kinds: []string{"Deployment", "Service"},
-		what:  "Two mocker-server workers (Deployment) and their Service",
+		what:  "mocker-server workers (Deployment) and their Service",
 	},
 	{
 		file:   "servicemonitor.yaml",

@@ -45,8 +45,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/*
 One serve flag as "--name=value", or nothing when the value is null or "".
-Whole numbers print without an exponent (values files decode numbers as
-floats, and "1e+06" is not an integer flag value), lists join with commas.
+Whole numbers print as integers (values files decode numbers as floats,
+which would print as 1e+06), lists join with commas.
 Argument: (list "flag-name" value).
 */}}
 {{- define "mocker-server.flag" -}}
