@@ -35,6 +35,11 @@ func TestChart_BadValuesFailToRenderWithAClearMessage(t *testing.T) {
 			[]string{"inferencePool.endpointPicker.name"},
 		},
 		{
+			"pod label that the selector owns",
+			map[string]any{"podLabels": map[string]any{"app.kubernetes.io/instance": "other"}},
+			[]string{"podLabels.app.kubernetes.io/instance: the chart sets this label itself"},
+		},
+		{
 			"service monitor without a service",
 			map[string]any{"service": map[string]any{"enabled": false}, "serviceMonitor": map[string]any{"enabled": true}},
 			[]string{"serviceMonitor.enabled needs service.enabled"},
