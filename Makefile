@@ -60,20 +60,24 @@ check-events: build
 
 # charts/mocker-server, deploy/kubernetes and docker-compose.fleet.yml,
 # checked by deploy/chartcheck: a nested Go module, so that Helm's and
-# Kubernetes' libraries stay out of the server's go.mod. No cgo and no
-# -race: the tests render templates and decode YAML in one goroutine.
+# Kubernetes' libraries stay out of the server's go.mod. It follows the
+# server's module through a replace directive; -mod=mod lets it pick up a
+# dependency the server added without a manual `go mod tidy` there. No
+# cgo and no -race: the tests render templates and decode YAML in one
+# goroutine.
 CHARTCHECK := deploy/chartcheck
+IN_CHARTCHECK := cd $(CHARTCHECK) && export GOFLAGS='$(GOFLAGS) -mod=mod' &&
 
 chart-test:
-	cd $(CHARTCHECK) && $(GO) vet . && $(GO) test -count=1 .
+	$(IN_CHARTCHECK) $(GO) vet . && $(GO) test -count=1 .
 
 # Helm's linter on the chart with its defaults and every example values file.
 helm-lint:
-	cd $(CHARTCHECK) && $(GO) test -count=1 -run '^TestChart_HelmLintIsClean$$' -v .
+	$(IN_CHARTCHECK) $(GO) test -count=1 -run '^TestChart_HelmLintIsClean$$' -v .
 
 # Rewrite deploy/kubernetes/*.yaml from a fresh render of the chart.
 manifests:
-	cd $(CHARTCHECK) && $(GO) test -count=1 -run '^TestPlainManifests_MatchAFreshRenderOfTheChart$$' . -update
+	$(IN_CHARTCHECK) $(GO) test -count=1 -run '^TestPlainManifests_MatchAFreshRenderOfTheChart$$' . -update
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...

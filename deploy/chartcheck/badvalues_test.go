@@ -16,6 +16,7 @@ func TestChart_BadValuesFailToRenderWithAClearMessage(t *testing.T) {
 	}{
 		{"negative replica count", map[string]any{"replicaCount": -1}, []string{"replicaCount", "minimum"}},
 		{"unknown engine type", map[string]any{"server": map[string]any{"engineType": "tgi"}}, []string{"engineType", "vllm"}},
+		{"engine type the server does not simulate yet", map[string]any{"server": map[string]any{"engineType": "sglang"}}, []string{"engineType", "trtllm"}},
 		{"misspelt top-level key", map[string]any{"replicas": 3}, []string{"replicas", "not allowed"}},
 		{"misspelt server key", map[string]any{"server": map[string]any{"numGPUBlocks": 10}}, []string{"numGPUBlocks", "not allowed"}},
 		{"port out of range", map[string]any{"server": map[string]any{"port": 70000}}, []string{"/server/port", "maximum"}},

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
 // extraCases are value sets beyond the defaults and the examples that the
@@ -40,7 +41,7 @@ server:
   model: Qwen/Qwen3-8B
   servedModelName: [qwen3, qwen3-8b]
   port: 9000
-  engineType: sglang
+  engineType: trtllm
   blockSize: 16
   numGpuBlocks: 1000000
   maxModelLen: 32k
@@ -379,7 +380,7 @@ func TestChart_StructuredValuesReachTheServer(t *testing.T) {
 		{"model", cfg.Model, "Qwen/Qwen3-8B"},
 		{"served_model_name", strings.Join(cfg.ServedModelName, ","), "qwen3,qwen3-8b"},
 		{"port", cfg.Port, 9000},
-		{"engine_type", cfg.EngineType, config.EngineSGLang},
+		{"engine_type", cfg.EngineType, engine.EngineTRTLLM},
 		{"block_size", cfg.BlockSize, 16},
 		{"num_gpu_blocks", cfg.NumGPUBlocks, 1000000},
 		{"max_model_len", cfg.MaxModelLen, 32000},
@@ -390,7 +391,7 @@ func TestChart_StructuredValuesReachTheServer(t *testing.T) {
 		{"seed", cfg.Seed, int64(7)},
 		{"metrics_family", cfg.MetricsFamily, "both"},
 		{"log_level", cfg.LogLevel, "debug"},
-		{"timing_model", cfg.TimingModel, config.TimingFixed},
+		{"timing_model", cfg.TimingModel, engine.TimingFixed},
 		{"speedup_ratio", math.IsInf(cfg.SpeedupRatio, 1), true},
 		{"decode_speedup_ratio", cfg.DecodeSpeedupRatio, 2.5},
 		{"fixed_prefill_ms", cfg.FixedPrefillMs, 0.5},

@@ -134,7 +134,6 @@ Rank 0 has the plain names (kv-events, kv-replay, fpm); rank r > 0 appends
   (list "enable-prefix-caching" $s.enablePrefixCaching)
   (list "prefix-caching-hash-algo" $s.prefixCachingHashAlgo)
   (list "data-parallel-size" $s.dataParallelSize)
-  (list "disaggregation-mode" $s.disaggregationMode)
   (list "seed" $s.seed)
   (list "startup-time" $s.startupTime)
   (list "metrics-family" $s.metricsFamily)
