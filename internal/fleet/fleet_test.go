@@ -319,9 +319,15 @@ func TestFleetOfEightHeterogeneousWorkers(t *testing.T) {
 		if err != nil || 5+len(toks) != 30 || s.usage != 30 {
 			t.Errorf("after resume: %d tokens in all, usage %d, %v", 5+len(toks), s.usage, err)
 		}
-		// The same request on a fresh worker of the same seed is not
-		// available, so check the text against the token count instead:
-		// one chunk per token, and the usage agrees.
+		// The output is planned from the worker's seed and the prompt, so
+		// the same request again, never paused, must stream the same text.
+		ref := startStream(t, env.client, env.urls[4], "big", prompt(4, 400), 30)
+		if toks, err := ref.finish(t, 10*time.Second); err != nil || len(toks) != 30 {
+			t.Fatalf("reference stream: %d tokens, %v", len(toks), err)
+		}
+		if got, want := s.text.String(), ref.text.String(); got != want {
+			t.Errorf("paused stream text %q, unpaused %q", got, want)
+		}
 
 		// pause with a failing health check
 		env.action(t, "5", "pause", `{"health":"fail"}`)
