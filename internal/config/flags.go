@@ -146,10 +146,12 @@ func canonicalFlagName(name string) string {
 	return name
 }
 
-// RegisterFlags registers every configuration flag of flagTable
-// plus --config and --extra-engine-args on fs, and installs a flag-name
-// normaliser for aliases (--num-gpu-blocks, --dp-size, --worker-type) and
-// underscore spellings. Use FlagOverlay or OptionsFromFlags after parsing.
+// RegisterFlags registers every configuration flag of flagTable, --config
+// and --extra-engine-args, and the other `vllm serve` flags (hidden from
+// --help: accepted with no effect, or refused as not supported yet) on fs,
+// and installs a flag-name normaliser for aliases (--num-gpu-blocks,
+// --dp-size, --worker-type) and underscore spellings. Use OptionsFromFlags
+// and NoEffectFlags after parsing.
 func RegisterFlags(fs *pflag.FlagSet) {
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		return pflag.NormalizedName(canonicalFlagName(name))
@@ -179,6 +181,7 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	}
 	fs.String(FlagConfig, "", "YAML or JSON configuration file")
 	fs.String(FlagExtraEngineArgs, "", "inline JSON object, or a JSON/YAML file, overriding --config")
+	registerVLLMFlags(fs)
 }
 
 // defaultText formats a default value for --help (zero values print nothing).
@@ -243,9 +246,10 @@ func FlagOverlay(fs *pflag.FlagSet) map[string]any {
 }
 
 // OptionsFromFlags returns the LoadOptions of a parsed fs: --config,
-// --extra-engine-args and the FlagOverlay.
+// --extra-engine-args, the FlagOverlay and the vLLM flags set on fs whose
+// capability is not built yet (Load refuses them).
 func OptionsFromFlags(fs *pflag.FlagSet) LoadOptions {
-	o := LoadOptions{Overlay: FlagOverlay(fs)}
+	o := LoadOptions{Overlay: FlagOverlay(fs), refusedFlags: notYetVLLMFlags(fs)}
 	if f := fs.Lookup(FlagConfig); f != nil {
 		o.ConfigPath = f.Value.String()
 	}
@@ -253,42 +257,6 @@ func OptionsFromFlags(fs *pflag.FlagSet) LoadOptions {
 		o.ExtraEngineArgs = f.Value.String()
 	}
 	return o
-}
-
-// RewriteArgs rewrites vLLM's two-letter single-dash flag -dp (and -dp=N) to
-// --data-parallel-size in raw command-line arguments. It must run before
-// cobra/pflag parse them: pflag shorthands are single letters, so it would
-// read "-dp" as the shorthand group "-d -p" and fail. Arguments after "--"
-// and values of flags that take one are left alone.
-func RewriteArgs(args []string) []string {
-	valueFlags := map[string]bool{FlagConfig: true, FlagExtraEngineArgs: true}
-	for _, s := range flagTable {
-		if s.kind != flagBool {
-			valueFlags[s.name] = true
-		}
-	}
-	out := make([]string, 0, len(args))
-	skipNext := false
-	for i, a := range args {
-		if skipNext {
-			out = append(out, a)
-			skipNext = false
-			continue
-		}
-		switch {
-		case a == "--":
-			return append(out, args[i:]...)
-		case a == "-dp":
-			a = "--data-parallel-size"
-			skipNext = true
-		case strings.HasPrefix(a, "-dp="):
-			a = "--data-parallel-size=" + strings.TrimPrefix(a, "-dp=")
-		case strings.HasPrefix(a, "--") && !strings.Contains(a, "="):
-			skipNext = valueFlags[canonicalFlagName(a[2:])]
-		}
-		out = append(out, a)
-	}
-	return out
 }
 
 var numericRE = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)

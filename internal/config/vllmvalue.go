@@ -1,0 +1,232 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// bareFlag is the NoOptDefVal of flags that take no value (or an optional
+// one): pflag passes it to Set for "--x", so "--x=VALUE" is told apart.
+const bareFlag = "\x00bare"
+
+// vllmUse records how the command line set one accepted-no-effect or
+// not-yet vLLM flag.
+type vllmUse struct {
+	flag    *vllmFlag
+	spelled string   // the form last used: "--enforce-eager" or "--no-enforce-eager"
+	values  []string // the value (last one wins) or, for lists, every value
+	order   int      // position of the first use among all vLLM flags
+	isSet   bool
+	negated bool // --no-x was the last form used
+}
+
+// vllmValue is the pflag.Value of a vLLM flag. A BooleanOptionalAction flag
+// has two: --x and --no-x share one vllmUse.
+type vllmValue struct {
+	use      *vllmUse
+	negative bool
+	counter  *int // shared by the flags of one FlagSet: order of first use
+}
+
+func (v *vllmValue) Set(text string) error {
+	f := v.use.flag
+	switch f.kind {
+	case vllmStoreTrue, vllmBoolOptional:
+		if text != bareFlag {
+			return errors.New("takes no value")
+		}
+	case vllmOptionalValue:
+		if text == bareFlag {
+			text = ""
+		}
+	default:
+		if err := checkVLLMValue(f, f.kind, text); err != nil {
+			return err
+		}
+	}
+	u := v.use
+	if !u.isSet {
+		*v.counter++
+		u.order = *v.counter
+		u.isSet = true
+	}
+	u.negated = v.negative
+	u.spelled = "--" + f.name
+	if v.negative {
+		u.spelled = "--no-" + f.name
+	}
+	switch {
+	case f.kind == vllmList || f.kind == vllmAppend:
+		u.values = append(u.values, text)
+	case f.kind.takesValue() && text != "":
+		u.values = []string{text}
+	default:
+		u.values = nil
+	}
+	return nil
+}
+
+func (v *vllmValue) String() string { return strings.Join(v.use.values, " ") }
+
+// Type names the value in pflag's error messages.
+func (v *vllmValue) Type() string {
+	switch v.use.flag.kind {
+	case vllmStoreTrue, vllmBoolOptional:
+		return "bool"
+	case vllmInt, vllmHumanInt, vllmIntChoice:
+		return "int"
+	case vllmFloat:
+		return "float"
+	case vllmJSON, vllmJSONObject, vllmJSONOrString:
+		return "json"
+	case vllmList, vllmAppend:
+		return "strings"
+	}
+	return "string"
+}
+
+// describe renders the use for the startup line: "--tensor-parallel-size 2",
+// "--trust-remote-code", "--cudagraph-capture-sizes 1 2 4".
+func (u *vllmUse) describe() string {
+	parts := []string{u.spelled}
+	for _, v := range u.values {
+		if v == "" || strings.ContainsAny(v, " \t\n\"'") {
+			v = strconv.Quote(v)
+		}
+		parts = append(parts, v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// enabled reports whether the use turns its capability on: a negated
+// boolean ("--no-enable-lora") or a "None" value asks for nothing.
+func (u *vllmUse) enabled() bool {
+	if u.negated {
+		return false
+	}
+	if u.flag.nullable && len(u.values) == 1 && isNoneText(u.values[0]) {
+		return false
+	}
+	return true
+}
+
+func isNoneText(s string) bool { return s == "" || s == "None" }
+
+var (
+	// Python's int(): optional sign, digits, single underscores between digits.
+	pythonIntRE = regexp.MustCompile(`^[+-]?[0-9]+(_[0-9]+)*$`)
+	// vLLM's human_readable_int suffix form.
+	vllmHumanIntRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)([kKmMgGtT])$`)
+	// vLLM's union_dict_and_str: text that looks like a JSON object.
+	jsonObjectLikeRE = regexp.MustCompile(`(?s)^\s*\{.*\}\s*$`)
+)
+
+// checkVLLMValue checks text as vLLM's argparse converts a value of kind,
+// with the same notion of valid: int() for ints, float() for floats,
+// json.loads for JSON, membership for choices.
+func checkVLLMValue(f *vllmFlag, kind vllmKind, text string) error {
+	if f.nullable && isNoneText(text) {
+		return nil
+	}
+	switch kind {
+	case vllmInt:
+		if _, err := parsePythonInt(text); err != nil {
+			return err
+		}
+	case vllmHumanInt:
+		t := strings.TrimSpace(text)
+		if m := vllmHumanIntRE.FindStringSubmatch(t); m != nil {
+			if strings.Contains(m[1], ".") && strings.ContainsAny(m[2], "KMGT") {
+				return fmt.Errorf("decimals are not allowed with binary suffixes like %s (did you mean %s%s?)",
+					m[2], m[1], strings.ToLower(m[2]))
+			}
+			return nil
+		}
+		if _, err := parsePythonInt(t); err != nil {
+			return fmt.Errorf("invalid integer %q (plain, or with a k/K, m/M, g/G, t/T suffix)", text)
+		}
+	case vllmFloat:
+		if _, err := parsePythonFloat(text); err != nil {
+			return err
+		}
+	case vllmChoice:
+		if !slices.Contains(f.choices, text) {
+			return fmt.Errorf("invalid choice %q (choose from %s)", text, strings.Join(f.choices, ", "))
+		}
+	case vllmIntChoice:
+		n, err := parsePythonInt(text)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(f.choices, strconv.FormatInt(n, 10)) {
+			return fmt.Errorf("invalid choice %d (choose from %s)", n, strings.Join(f.choices, ", "))
+		}
+	case vllmJSON:
+		var v any
+		if err := json.Unmarshal([]byte(text), &v); err != nil {
+			return fmt.Errorf("invalid JSON: %w", err)
+		}
+	case vllmJSONObject:
+		var v map[string]any
+		if err := json.Unmarshal([]byte(text), &v); err != nil {
+			return fmt.Errorf("expected a JSON object: %w", err)
+		}
+	case vllmJSONOrString:
+		if jsonObjectLikeRE.MatchString(text) {
+			var v any
+			if err := json.Unmarshal([]byte(text), &v); err != nil {
+				return fmt.Errorf("invalid JSON: %w", err)
+			}
+		}
+	case vllmList:
+		elem := f.elem
+		if elem == vllmList || elem == vllmStoreTrue {
+			elem = vllmString
+		}
+		return checkVLLMValue(f, elem, text)
+	}
+	return nil
+}
+
+// parsePythonInt parses text as Python's int() does for base 10.
+func parsePythonInt(text string) (int64, error) {
+	t := strings.TrimSpace(text)
+	if !pythonIntRE.MatchString(t) {
+		return 0, fmt.Errorf("invalid int value %q", text)
+	}
+	n, err := strconv.ParseInt(strings.ReplaceAll(t, "_", ""), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("int value %q out of range", text)
+	}
+	return n, nil
+}
+
+// parsePythonFloat parses text as Python's float() does: decimal and
+// exponent forms, inf/infinity/nan in any case, surrounding spaces.
+func parsePythonFloat(text string) (float64, error) {
+	t := strings.TrimSpace(text)
+	switch strings.ToLower(strings.TrimLeft(t, "+-")) {
+	case "inf", "infinity":
+		if strings.HasPrefix(t, "-") {
+			return math.Inf(-1), nil
+		}
+		return math.Inf(1), nil
+	case "nan":
+		return math.NaN(), nil
+	}
+	if !numericRE.MatchString(strings.ReplaceAll(t, "_", "")) || strings.Contains(t, "__") ||
+		strings.HasPrefix(t, "_") || strings.HasSuffix(t, "_") {
+		return 0, fmt.Errorf("invalid float value %q", text)
+	}
+	x, err := strconv.ParseFloat(strings.ReplaceAll(t, "_", ""), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("invalid float value %q", text)
+	}
+	return x, nil
+}
