@@ -57,6 +57,22 @@ func TestRewriteArgs(t *testing.T) {
 		{"after -- nothing is rewritten", []string{"--", "-dp", "2"}, []string{"--", "-dp", "2"}},
 		{"the value of a flag is not rewritten", []string{"--served-model-name", "-dp"}, []string{"--served-model-name", "-dp"}},
 		{"a bool flag takes no value", []string{"--enable-prefix-caching", "-dp", "2"}, []string{"--enable-prefix-caching", "--data-parallel-size", "2"}},
+		{"vLLM single-dash names", []string{"-tp", "2", "-pp=3", "-asc", "4", "-n", "2", "-q", "awq", "-ep"},
+			[]string{"--tensor-parallel-size", "2", "--pipeline-parallel-size=3", "--api-server-count", "4", "--nnodes", "2", "--quantization", "awq", "--enable-expert-parallel"}},
+		{"-O3 and -O=3", []string{"-O3", "-O=1"}, []string{"--optimization-level=3", "--optimization-level=1"}},
+		{"-O followed by a level", []string{"-O", "2", "--port", "1"}, []string{"--optimization-level", "2", "--port", "1"}},
+		{"-O alone stays", []string{"-O", "--port", "1"}, []string{"-O", "--port", "1"}},
+		{"nargs+ takes values up to the next flag", []string{"--served-model-name", "a", "b", "c", "--port", "1"},
+			[]string{"--served-model-name", "a", "--served-model-name", "b", "--served-model-name", "c", "--port", "1"}},
+		{"nargs+ takes negative numbers", []string{"--cudagraph-capture-sizes", "1", "-2", "-tp", "2"},
+			[]string{"--cudagraph-capture-sizes", "1", "--cudagraph-capture-sizes", "-2", "--tensor-parallel-size", "2"}},
+		{"nargs+ with =VALUE takes one value", []string{"--api-key=k1", "m"}, []string{"--api-key=k1", "m"}},
+		{"underscore spelling of nargs+", []string{"--served_model_name", "a", "b"}, []string{"--served_model_name", "a", "--served_model_name", "b"}},
+		{"optional value given", []string{"--hf-token", "hf_x", "--port", "1"}, []string{"--hf-token=hf_x", "--port", "1"}},
+		{"optional value absent", []string{"--hf-token", "--port", "1"}, []string{"--hf-token", "--port", "1"}},
+		{"store_true takes no value", []string{"--trust-remote-code", "-tp", "2"}, []string{"--trust-remote-code", "--tensor-parallel-size", "2"}},
+		{"value of a vLLM flag is not rewritten", []string{"--download-dir", "-tp"}, []string{"--download-dir", "-tp"}},
+		{"unknown single-dash name stays", []string{"-xyz"}, []string{"-xyz"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

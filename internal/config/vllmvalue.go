@@ -96,12 +96,18 @@ func (v *vllmValue) Type() string {
 func (u *vllmUse) describe() string {
 	parts := []string{u.spelled}
 	for _, v := range u.values {
-		if v == "" || strings.ContainsAny(v, " \t\n\"'") {
-			v = strconv.Quote(v)
-		}
-		parts = append(parts, v)
+		parts = append(parts, shellQuote(v))
 	}
 	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes an argument the way a POSIX shell command line would
+// need it ('{"a": 1}'), and leaves plain words alone.
+func shellQuote(arg string) string {
+	if arg != "" && !strings.ContainsAny(arg, " \t\n\"'\\$`*?[]{}()<>|&;#~!") {
+		return arg
+	}
+	return "'" + strings.ReplaceAll(arg, "'", `'\''`) + "'"
 }
 
 // enabled reports whether the use turns its capability on: a negated
