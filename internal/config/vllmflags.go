@@ -94,7 +94,7 @@ func (f vllmFlag) needs(capability string) vllmFlag {
 var vllmFlagTable = []vllmFlag{
 	// options (the serve command itself).
 	vStoreTrue("aggregate-engine-logging"),
-	vInt("api-server-count").short("asc").orNone(),
+	vInt("api-server-count").short("asc"),
 	vString("config"),
 	vStoreTrue("disable-log-stats"),
 	vBool("enable-log-requests"),
@@ -181,7 +181,7 @@ var vllmFlagTable = []vllmFlag{
 	vString("quantization").short("q").orNone(),
 	vString("revision").orNone(),
 	vChoice("runner", "auto", "draft", "generate", "pooling"),
-	vInt("seed").orNone(),
+	vInt("seed"),
 	vList("served-model-name").orNone(),
 	vBool("skip-tokenizer-init"),
 	vString("tokenizer-mode"),
@@ -244,7 +244,7 @@ var vllmFlagTable = []vllmFlag{
 	vString("worker-extension-cls"),
 
 	// CacheConfig.
-	{name: "block-size", kind: vllmIntChoice, choices: []string{"1", "8", "16", "32", "64", "128", "256"}, nullable: true},
+	{name: "block-size", kind: vllmIntChoice, choices: []string{"1", "8", "16", "32", "64", "128", "256"}},
 	vBool("calculate-kv-scales"),
 	vBool("enable-prefix-caching"),
 	vFloat("gpu-memory-utilization"),
@@ -320,14 +320,14 @@ var vllmFlagTable = []vllmFlag{
 	vInt("max-long-partial-prefills"),
 	{name: "max-num-batched-tokens", kind: vllmHumanInt, nullable: true},
 	vInt("max-num-partial-prefills"),
-	vInt("max-num-seqs").orNone(),
+	vInt("max-num-seqs"),
 	vString("scheduler-cls").orNone(),
 	vChoice("scheduling-policy", "fcfs", "priority"),
 	vInt("stream-interval"),
 
 	// CompilationConfig.
 	{name: "cudagraph-capture-sizes", kind: vllmList, elem: vllmInt, nullable: true},
-	vInt("max-cudagraph-capture-size").orNone(),
+	vInt("max-cudagraph-capture-size"),
 
 	// KernelConfig.
 	vBool("enable-flashinfer-autotune"),

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -316,6 +317,91 @@ func TestVLLMFlagTable_NamesAreUnique(t *testing.T) {
 		}
 		if (f.kind == vllmChoice || f.kind == vllmIntChoice) && len(f.choices) == 0 {
 			t.Errorf("--%s: a choice flag without choices", f.name)
+		}
+	}
+}
+
+// vllmHelpFlag is one option signature of `vllm serve --help`.
+type vllmHelpFlag struct {
+	negatable bool     // has a --no- form
+	metavar   string   // "", "int", "float", "a|b|c" or a NAME
+	shorts    []string // single-dash names without "-"
+}
+
+// readVLLMHelp reads testdata/vllm-0.17.1-serve-flags.txt.
+func readVLLMHelp(t *testing.T) map[string]vllmHelpFlag {
+	t.Helper()
+	b, err := os.ReadFile("testdata/vllm-0.17.1-serve-flags.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]vllmHelpFlag{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var name string
+		var h vllmHelpFlag
+		for _, opt := range strings.Split(line, ", ") {
+			spelling, metavar, _ := strings.Cut(opt, " ")
+			h.metavar = strings.Trim(metavar, "<>")
+			switch {
+			case strings.HasPrefix(spelling, "--no-"):
+				h.negatable = true
+			case strings.HasPrefix(spelling, "--"):
+				name = spelling[2:]
+			default:
+				h.shorts = append(h.shorts, spelling[1:])
+			}
+		}
+		out[name] = h
+	}
+	return out
+}
+
+// vllmFlagTable holds exactly the flags of `vllm serve --help` (minus the
+// two left to the tokenizer and chat-template work), with vLLM's short
+// names, and kinds that fit what argparse prints: no metavar for flags
+// without a value (a --no- form for BooleanOptionalAction), <int> and
+// <float> only for plain int and float types, <a|b|c> for choices.
+func TestVLLMFlagTable_MatchesVLLMHelp(t *testing.T) {
+	help := readVLLMHelp(t)
+	leftOut := []string{"tokenizer", "chat-template"}
+	for name := range help {
+		if _, ok := vllmFlagByName[name]; !ok && !slices.Contains(leftOut, name) {
+			t.Errorf("--%s is a vllm serve flag missing from vllmFlagTable", name)
+		}
+	}
+	for _, f := range vllmFlagTable {
+		h, ok := help[f.name]
+		if !ok {
+			t.Errorf("--%s is not a vllm serve flag of vLLM 0.17.1", f.name)
+			continue
+		}
+		if !slices.Equal(f.shortNames, h.shorts) {
+			t.Errorf("--%s: short names %q, vLLM has %q", f.name, f.shortNames, h.shorts)
+		}
+		var fits bool
+		switch h.metavar {
+		case "":
+			fits = f.kind == vllmStoreTrue && !h.negatable || f.kind == vllmBoolOptional && h.negatable
+		case "int":
+			fits = f.kind == vllmInt && !f.nullable
+		case "float":
+			fits = f.kind == vllmFloat && !f.nullable
+		default:
+			if strings.Contains(h.metavar, "|") {
+				fits = (f.kind == vllmChoice || f.kind == vllmIntChoice) && !f.nullable &&
+					slices.Equal(slices.Sorted(slices.Values(f.choices)), slices.Sorted(slices.Values(strings.Split(h.metavar, "|"))))
+			} else {
+				// A NAME: any other type; an int or a float here is an
+				// optional one (vLLM's optional_type hides the type).
+				fits = f.kind.takesValue() && (f.kind != vllmInt && f.kind != vllmFloat || f.nullable)
+			}
+		}
+		if !fits {
+			t.Errorf("--%s: kind %d (nullable %v, choices %q) does not fit vLLM's signature %q (negatable %v)",
+				f.name, f.kind, f.nullable, f.choices, h.metavar, h.negatable)
 		}
 	}
 }
