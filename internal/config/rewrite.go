@@ -57,7 +57,7 @@ func arityOf(name string) flagArity {
 //     the next flag (--served-model-name a b c); each becomes one repeat of
 //     the flag.
 //   - A flag with an optional value (--hf-token [TOKEN]) takes the next
-//     argument when it is not a flag.
+//     argument when it is not a flag (a negative number is a value).
 //
 // Arguments after "--" and values of flags that take one are left alone.
 func RewriteArgs(args []string) []string {
@@ -89,7 +89,7 @@ func RewriteArgs(args []string) []string {
 				out = append(out, a, args[i])
 			}
 		case arityOptional:
-			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			if i+1 < len(args) && isListValue(args[i+1]) {
 				i++
 				out[len(out)-1] = a + "=" + args[i]
 			}
@@ -125,8 +125,8 @@ func expandSingleDash(arg string, rest []string) string {
 }
 
 // isListValue reports whether an argument after a nargs="+" flag's first
-// value is one more value: anything but a flag (argparse takes negative
-// numbers as values).
+// value, or after a nargs="?" flag, is a value: anything but a flag
+// (argparse takes negative numbers as values).
 func isListValue(arg string) bool {
 	return !strings.HasPrefix(arg, "-") || numericRE.MatchString(arg)
 }

@@ -13,27 +13,31 @@ import (
 func registerVLLMFlags(fs *pflag.FlagSet) {
 	counter := new(int)
 	for i := range vllmFlagTable {
-		f := &vllmFlagTable[i]
-		if fs.Lookup(f.name) != nil {
-			continue
+		if fs.Lookup(vllmFlagTable[i].name) == nil {
+			registerVLLMFlag(fs, &vllmFlagTable[i], counter)
 		}
-		usage := "vllm serve flag: accepted, no effect"
-		if f.notYet != "" {
-			usage = "vllm serve flag: not supported yet (needs " + f.notYet + ")"
+	}
+}
+
+// registerVLLMFlag registers f (and its --no- form) as a hidden flag of fs.
+// counter orders the flags of fs by first use.
+func registerVLLMFlag(fs *pflag.FlagSet, f *vllmFlag, counter *int) {
+	usage := "vllm serve flag: accepted, no effect"
+	if f.notYet != "" {
+		usage = "vllm serve flag: not supported yet (needs " + f.notYet + ")"
+	}
+	use := &vllmUse{flag: f}
+	add := func(name string, negative bool) {
+		fs.Var(&vllmValue{use: use, negative: negative, counter: counter}, name, usage)
+		fl := fs.Lookup(name)
+		fl.Hidden = true
+		if !f.kind.takesValue() || f.kind == vllmOptionalValue {
+			fl.NoOptDefVal = bareFlag
 		}
-		use := &vllmUse{flag: f}
-		add := func(name string, negative bool) {
-			fs.Var(&vllmValue{use: use, negative: negative, counter: counter}, name, usage)
-			fl := fs.Lookup(name)
-			fl.Hidden = true
-			if !f.kind.takesValue() || f.kind == vllmOptionalValue {
-				fl.NoOptDefVal = bareFlag
-			}
-		}
-		add(f.name, false)
-		if f.kind == vllmBoolOptional {
-			add("no-"+f.name, true)
-		}
+	}
+	add(f.name, false)
+	if f.kind == vllmBoolOptional {
+		add("no-"+f.name, true)
 	}
 }
 

@@ -174,19 +174,20 @@ func checkVLLMValue(f *vllmFlag, kind vllmKind, text string) error {
 			return fmt.Errorf("invalid choice %d (choose from %s)", n, strings.Join(f.choices, ", "))
 		}
 	case vllmJSON:
-		var v any
-		if err := json.Unmarshal([]byte(text), &v); err != nil {
+		if _, err := parsePythonJSON(text); err != nil {
 			return fmt.Errorf("invalid JSON: %w", err)
 		}
 	case vllmJSONObject:
-		var v map[string]any
-		if err := json.Unmarshal([]byte(text), &v); err != nil {
+		v, err := parsePythonJSON(text)
+		if err != nil {
 			return fmt.Errorf("expected a JSON object: %w", err)
+		}
+		if _, ok := v.(map[string]any); !ok {
+			return fmt.Errorf("expected a JSON object, got %s", strings.TrimSpace(text))
 		}
 	case vllmJSONOrString:
 		if jsonObjectLikeRE.MatchString(text) {
-			var v any
-			if err := json.Unmarshal([]byte(text), &v); err != nil {
+			if _, err := parsePythonJSON(text); err != nil {
 				return fmt.Errorf("invalid JSON: %w", err)
 			}
 		}
@@ -235,4 +236,59 @@ func parsePythonFloat(text string) (float64, error) {
 		return 0, fmt.Errorf("invalid float value %q", text)
 	}
 	return x, nil
+}
+
+// parsePythonJSON decodes text as Python's json.loads does, which also
+// takes the literals NaN, Infinity and -Infinity outside strings.
+func parsePythonJSON(text string) (any, error) {
+	var v any
+	err := json.Unmarshal([]byte(text), &v)
+	if err == nil {
+		return v, nil
+	}
+	if lenient := replacePythonJSONLiterals(text); lenient != text {
+		if json.Unmarshal([]byte(lenient), &v) == nil {
+			return v, nil
+		}
+	}
+	return nil, err
+}
+
+// replacePythonJSONLiterals replaces NaN, Infinity and -Infinity outside
+// string literals by 0.
+func replacePythonJSONLiterals(text string) string {
+	var b strings.Builder
+	inString, escaped := false, false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if inString {
+			b.WriteByte(c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+			b.WriteByte(c)
+			continue
+		}
+		for _, lit := range []string{"-Infinity", "Infinity", "NaN"} {
+			if strings.HasPrefix(text[i:], lit) {
+				b.WriteByte('0')
+				i += len(lit) - 1
+				c = 0
+				break
+			}
+		}
+		if c != 0 {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
