@@ -73,6 +73,15 @@ func TestRewriteArgs(t *testing.T) {
 		{"store_true takes no value", []string{"--trust-remote-code", "-tp", "2"}, []string{"--trust-remote-code", "--tensor-parallel-size", "2"}},
 		{"value of a vLLM flag is not rewritten", []string{"--download-dir", "-tp"}, []string{"--download-dir", "-tp"}},
 		{"unknown single-dash name stays", []string{"-xyz"}, []string{"-xyz"}},
+		{"dotted JSON keys merge into one object after the other arguments",
+			[]string{"--compilation-config.mode", "3", "--port", "1", "--compilation-config.pass_config.fuse=true",
+				"--compilation_config.cache_dir", "/tmp/c d", "--compilation-config.sizes+", "1,2", "--compilation-config.sizes+=4"},
+			[]string{"--port", "1", `--compilation-config={"cache_dir":"/tmp/c d","mode":3,"pass_config":{"fuse":true},"sizes":["1","2","4"]}`}},
+		{"dotted values: JSON, human-readable integers, text", []string{"--kv-transfer-config.a", "80g", "--kv-transfer-config.b", "1.5K",
+			"--kv-transfer-config.c", `{"x":[1]}`, "--kv-transfer-config.d", "null", "--kv-transfer-config.e", "12345678901234567890"},
+			[]string{`--kv-transfer-config={"a":80000000000,"b":"1.5K","c":{"x":[1]},"d":null,"e":12345678901234567890}`}},
+		{"dotted flags go before --", []string{"--kv-events-config.topic", "t", "--", "x"}, []string{`--kv-events-config={"topic":"t"}`, "--", "x"}},
+		{"a dot in a value is not a dotted flag", []string{"--download-dir=a.b", "--host", "1.2.3.4"}, []string{"--download-dir=a.b", "--host", "1.2.3.4"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,6 +139,11 @@ func TestFlags_DecodeOntoConfig(t *testing.T) {
 		}},
 		{"--trtllm-capacity-scheduler-policy", []string{"--trtllm-capacity-scheduler-policy", "GUARANTEED_NO_EVICT"}, func(t *testing.T, c *Config) {
 			wantStr(t, "trtllm.capacity_scheduler_policy", c.TRTLLM.CapacitySchedulerPolicy, "guaranteed_no_evict")
+		}},
+		{"--kv-events-config keys one by one", []string{"--kv-events-config.enable_kv_cache_events", "true", "--kv-events-config.topic", "kv@pod@m"}, func(t *testing.T, c *Config) {
+			if k := c.KVEventsConfig; k == nil || !k.EnableKVCacheEvents || k.Topic != "kv@pod@m" {
+				t.Errorf("kv_events_config = %+v", k)
+			}
 		}},
 		{"--kv-events-config JSON", []string{"--kv-events-config", `{"enable-kv-cache-events": true, "topic": "kv@pod@m", "replay_endpoint": "tcp://*:5600"}`}, func(t *testing.T, c *Config) {
 			k := c.KVEventsConfig

@@ -52,20 +52,32 @@ func arityOf(name string) flagArity {
 //   - Single-dash names of two or more letters (-tp 2, -dp=4, -asc 2) and
 //     vLLM's one-letter names (-n, -r, -q) become their long names: pflag
 //     would read "-tp" as the shorthand group "-t -p".
+//
 //   - -O3, -O=3 and -O 3 become --optimization-level 3.
+//
 //   - A flag vLLM reads with nargs="+" takes every following argument up to
 //     the next flag (--served-model-name a b c); each becomes one repeat of
 //     the flag.
+//
 //   - A flag with an optional value (--hf-token [TOKEN]) takes the next
 //     argument when it is not a flag (a negative number is a value).
+//
+//   - JSON keys given one by one (--compilation-config.mode 3,
+//     --kv-events-config.enable_kv_cache_events=true, --x.list+ a,b) are
+//     merged into one JSON object per flag, passed as --x=<object> after the
+//     other arguments (dottedArgs).
 //
 // Arguments after "--" and values of flags that take one are left alone.
 func RewriteArgs(args []string) []string {
 	out := make([]string, 0, len(args))
+	dotted := newDottedArgs()
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			return append(out, args[i:]...)
+			return append(append(out, dotted.flags()...), args[i:]...)
+		}
+		if dotted.take(args, &i) {
+			continue
 		}
 		a = expandSingleDash(a, args[i+1:])
 		if !strings.HasPrefix(a, "--") || strings.Contains(a, "=") {
@@ -95,7 +107,7 @@ func RewriteArgs(args []string) []string {
 			}
 		}
 	}
-	return out
+	return append(out, dotted.flags()...)
 }
 
 // expandSingleDash returns the long form of a single-dash vLLM name (with

@@ -146,15 +146,12 @@ func checkVLLMValue(f *vllmFlag, kind vllmKind, text string) error {
 			return err
 		}
 	case vllmHumanInt:
-		t := strings.TrimSpace(text)
-		if m := vllmHumanIntRE.FindStringSubmatch(t); m != nil {
-			if strings.Contains(m[1], ".") && strings.ContainsAny(m[2], "KMGT") {
-				return fmt.Errorf("decimals are not allowed with binary suffixes like %s (did you mean %s%s?)",
-					m[2], m[1], strings.ToLower(m[2]))
-			}
-			return nil
+		if m := vllmHumanIntRE.FindStringSubmatch(strings.TrimSpace(text)); m != nil &&
+			strings.Contains(m[1], ".") && strings.ContainsAny(m[2], "KMGT") {
+			return fmt.Errorf("decimals are not allowed with binary suffixes like %s (did you mean %s%s?)",
+				m[2], m[1], strings.ToLower(m[2]))
 		}
-		if _, err := parsePythonInt(t); err != nil {
+		if _, ok := parseVLLMHumanInt(text); !ok {
 			return fmt.Errorf("invalid integer %q (plain, or with a k/K, m/M, g/G, t/T suffix)", text)
 		}
 	case vllmFloat:
@@ -291,4 +288,24 @@ func replacePythonJSONLiterals(text string) string {
 		}
 	}
 	return b.String()
+}
+
+// parseVLLMHumanInt converts text as vLLM's human_readable_int: k, m, g, t
+// multiply by powers of 1000 (a decimal mantissa is truncated after
+// multiplying), K, M, G, T by powers of 1024 (whole mantissas only).
+func parseVLLMHumanInt(text string) (int64, bool) {
+	t := strings.TrimSpace(text)
+	m := vllmHumanIntRE.FindStringSubmatch(t)
+	if m == nil {
+		n, err := parsePythonInt(t)
+		return n, err == nil
+	}
+	decimal := map[string]float64{"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+	binary := map[string]int64{"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+	if mult, ok := decimal[m[2]]; ok {
+		x, err := strconv.ParseFloat(m[1], 64)
+		return int64(x * mult), err == nil
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	return n * binary[m[2]], err == nil
 }
