@@ -46,10 +46,10 @@ type flagSpec struct {
 var flagTable = []flagSpec{
 	// Server and API.
 	{name: "model", key: "model", kind: flagString, usage: "model name reported as root in /v1/models (also: positional serve [MODEL])"},
-	{name: "served-model-name", key: "served_model_name", kind: flagList, split: true, usage: "served model name(s); repeatable or comma-separated (default [model])"},
+	{name: "served-model-name", key: "served_model_name", kind: flagList, split: true, usage: "served model names: several after the flag, repeated, or comma-separated; responses and metrics use the first (default [model])"},
 	{name: "host", key: "host", kind: flagString, usage: "HTTP bind address"},
 	{name: "port", key: "port", kind: flagInt, usage: "HTTP port (0 = OS-assigned)"},
-	{name: "api-key", key: "api_key", kind: flagList, usage: "API key required as Bearer token on /v1/*; repeatable (default $VLLM_API_KEY)"},
+	{name: "api-key", key: "api_key", kind: flagList, usage: "API keys accepted as Bearer token on /v1/*: several after the flag, or repeated (default $VLLM_API_KEY)"},
 	{name: "seed", key: "seed", kind: flagInt, usage: "server seed for output tokens"},
 	{name: "output-len-mode", key: "output_len_mode", kind: flagString, usage: "output length mode: max | random"},
 	{name: "natural-output-len", key: "natural_output_len", kind: flagInt, usage: "mean length of outputs that end naturally"},
