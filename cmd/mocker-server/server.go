@@ -18,6 +18,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/events"
 	"github.com/mocker-server/mocker-server/internal/metrics"
+	"github.com/mocker-server/mocker-server/internal/profile"
 )
 
 // Server timeouts (docs/http-api.md). There is deliberately no overall
@@ -53,6 +54,21 @@ type serverOptions struct {
 	Requests api.RequestObserver
 	// DeliveryLag observes the per-token SSE delivery lag.
 	DeliveryLag api.DeliveryLagObserver
+	// StartupGate schedules the opening of the startup gate when
+	// cfg.StartupTime > 0 (nil: a wall-clock timer). Tests pass their own
+	// to decide when the engine is "up".
+	StartupGate gateScheduler
+}
+
+// gateScheduler calls open once after d has elapsed, unless the returned
+// stop function is called first.
+type gateScheduler func(d time.Duration, open func()) (stop func())
+
+// wallClockGate is the production gateScheduler: the startup time is wall
+// clock, not scaled by speedup_ratio.
+func wallClockGate(d time.Duration, open func()) (stop func()) {
+	timer := time.AfterFunc(d, open)
+	return func() { timer.Stop() }
 }
 
 // engineHooks give each DP rank its observer and sinks; nil functions and
@@ -66,6 +82,12 @@ type engineHooks struct {
 // runServer is serve's production entry point: it wires the Prometheus
 // registry and the ZMQ publishers into every rank and serves.
 func runServer(ctx context.Context, cfg *config.Config, _, stderr io.Writer) error {
+	return runServerGated(ctx, cfg, stderr, nil)
+}
+
+// runServerGated is runServer with the startup gate scheduled by gate (nil:
+// the wall clock).
+func runServerGated(ctx context.Context, cfg *config.Config, stderr io.Writer, gate gateScheduler) error {
 	if err := startPprof(stderr); err != nil {
 		return err
 	}
@@ -74,6 +96,7 @@ func runServer(ctx context.Context, cfg *config.Config, _, stderr io.Writer) err
 		return err
 	}
 	defer closePubs()
+	opts.StartupGate = gate
 	return serve(ctx, cfg, opts)
 }
 
@@ -118,17 +141,31 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
+// loadProfile reads a timing profile file; tests wrap it to count loads.
+var loadProfile = profile.Load
+
+// loadTimingProfile loads cfg's planner profile when its timing model is
+// the interpolated one (nil otherwise). A profile that fails to load or
+// validate is a configuration error (exit status 2).
+func loadTimingProfile(cfg *config.Config) (*engine.Profile, error) {
+	if cfg.TimingModel != engine.TimingInterpolated {
+		return nil, nil
+	}
+	p, err := loadProfile(cfg.PlannerProfileData)
+	if err != nil {
+		return nil, &config.Error{Problems: []string{err.Error()}}
+	}
+	return p, nil
+}
+
 // buildEngines creates one engine per DP rank with the rank's hooks. A
 // timing profile is read once here and shared by every rank.
 func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*engine.Engine, error) {
-	var profile *engine.Profile
-	if cfg.TimingModel == engine.TimingInterpolated {
-		var err error
-		if profile, err = engine.LoadProfile(cfg.PlannerProfileData); err != nil {
-			return nil, err
-		}
+	timingProfile, err := loadTimingProfile(cfg)
+	if err != nil {
+		return nil, err
 	}
-	engineCfg := cfg.EngineConfig(profile)
+	engineCfg := cfg.EngineConfig(timingProfile)
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
 		opts := engine.Options{Rank: r, Logger: log.With("engine", r)}
@@ -170,16 +207,22 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 		cfg.DPSize = 1
 	}
 
+	textModel, chat, err := loadTextModel(cfg)
+	if err != nil {
+		return err
+	}
 	engines, err := buildEngines(cfg, log, opts.Engines)
 	if err != nil {
 		return err
 	}
 	srv := api.NewServer(cfg, engines, api.Deps{
-		Logger:      log,
-		Metrics:     opts.Metrics,
-		Requests:    opts.Requests,
-		DeliveryLag: opts.DeliveryLag,
-		Version:     version,
+		Logger:       log,
+		Metrics:      opts.Metrics,
+		Requests:     opts.Requests,
+		DeliveryLag:  opts.DeliveryLag,
+		Version:      version,
+		Tokenizer:    textModel,
+		ChatTemplate: chat,
 	})
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
@@ -210,11 +253,15 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 	}
 
 	// The startup gate imitates model loading, which a speedup ratio does not
-	// shorten: wall clock, not scaled.
-	var startup *time.Timer
+	// shorten (see wallClockGate).
+	stopStartup := func() {}
 	if cfg.StartupTime > 0 {
 		srv.SetReady(false)
-		startup = time.AfterFunc(time.Duration(cfg.StartupTime*float64(time.Second)), func() {
+		schedule := opts.StartupGate
+		if schedule == nil {
+			schedule = wallClockGate
+		}
+		stopStartup = schedule(time.Duration(cfg.StartupTime*float64(time.Second)), func() {
 			srv.SetReady(true)
 			log.Info("startup time elapsed; serving")
 		})
@@ -263,9 +310,7 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 	cancelShutdown()
 	cancelRequests(api.ErrShuttingDown)
 	_ = hs.Close()
-	if startup != nil {
-		startup.Stop()
-	}
+	stopStartup()
 	stopEngines()
 	engWG.Wait()
 	if result == nil || errors.Is(result, http.ErrServerClosed) {

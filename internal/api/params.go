@@ -542,6 +542,8 @@ func parseMessages(o object) (msgs []tokenizer.Message, badPart string) {
 					b.WriteString(text)
 				}
 				content = b.String()
+			case 'n':
+				// null content: an assistant turn that only calls tools.
 			default:
 				o.fail(errFieldType(path+".content", "string"))
 				return nil, ""

@@ -14,9 +14,6 @@ package config
 // "accepted, no effect": its value is checked the way vLLM's argparse would
 // check it, and the server names it once at startup. A flag with notYet set
 // belongs to a capability the mock will build; it is refused at startup.
-//
-// --tokenizer and --chat-template are vLLM flags too; they are left out of
-// this table because they belong to the tokenizer and chat-template work.
 
 // vllmKind says how vLLM's argparse reads a flag's value.
 type vllmKind int
@@ -107,6 +104,7 @@ var vllmFlagTable = []vllmFlag{
 	vJSON("allowed-methods"),
 	vJSON("allowed-origins"),
 	vList("api-key").orNone(),
+	vString("chat-template").orNone(),
 	vChoice("chat-template-content-format", "auto", "openai", "string"),
 	vJSON("default-chat-template-kwargs"),
 	vString("disable-access-log-for-endpoints"),
@@ -184,6 +182,7 @@ var vllmFlagTable = []vllmFlag{
 	vInt("seed"),
 	vList("served-model-name").orNone(),
 	vBool("skip-tokenizer-init"),
+	vString("tokenizer").orNone(),
 	vString("tokenizer-mode"),
 	vString("tokenizer-revision").orNone(),
 	vBool("trust-remote-code"),

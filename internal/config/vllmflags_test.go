@@ -359,16 +359,14 @@ func readVLLMHelp(t *testing.T) map[string]vllmHelpFlag {
 	return out
 }
 
-// vllmFlagTable holds exactly the flags of `vllm serve --help` (minus the
-// two left to the tokenizer and chat-template work), with vLLM's short
-// names, and kinds that fit what argparse prints: no metavar for flags
+// vllmFlagTable holds exactly the flags of `vllm serve --help`, with
+// vLLM's short names, and kinds that fit what argparse prints: no metavar for flags
 // without a value (a --no- form for BooleanOptionalAction), <int> and
 // <float> only for plain int and float types, <a|b|c> for choices.
 func TestVLLMFlagTable_MatchesVLLMHelp(t *testing.T) {
 	help := readVLLMHelp(t)
-	leftOut := []string{"tokenizer", "chat-template"}
 	for name := range help {
-		if _, ok := vllmFlagByName[name]; !ok && !slices.Contains(leftOut, name) {
+		if _, ok := vllmFlagByName[name]; !ok {
 			t.Errorf("--%s is a vllm serve flag missing from vllmFlagTable", name)
 		}
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -230,7 +229,6 @@ func TestNewInterpolatedTimingRejectsInvalidProfile(t *testing.T) {
 }
 
 func TestNewTimingModel(t *testing.T) {
-	profilePath := filepath.Join("testdata", "profile.json")
 	tests := []struct {
 		name    string
 		mutate  func(c *Config)
@@ -257,7 +255,7 @@ func TestNewTimingModel(t *testing.T) {
 		},
 		{
 			name:   "empty name with profile is interpolated",
-			mutate: func(c *Config) { c.Timing.Model = ""; c.Timing.Profile = mustLoadProfile(t, profilePath) },
+			mutate: func(c *Config) { c.Timing.Model = ""; c.Timing.Profile = interpTestProfile() },
 			check: func(t *testing.T, m TimingModel) {
 				if _, ok := m.(*InterpolatedTiming); !ok {
 					t.Errorf("model is %T, want *InterpolatedTiming", m)
@@ -290,14 +288,33 @@ func TestNewTimingModel(t *testing.T) {
 			},
 		},
 		{
-			name: "interpolated loads the profile",
+			name: "interpolated uses the profile handed in",
 			mutate: func(c *Config) {
 				c.Timing.Model = TimingInterpolated
-				c.Timing.Profile = mustLoadProfile(t, profilePath)
+				c.Timing.Profile = interpTestProfile()
 			},
 			check: func(t *testing.T, m TimingModel) {
-				assertNear(t, "PrefillMs(1024)", m.PrefillMs(1024), 33.6, 1e-12)
+				assertNear(t, "PrefillMs(150)", m.PrefillMs(150), 20, 1e-12)
+				assertNear(t, "DecodeMs(1500, ·, 200)", m.DecodeMs(1500, 0, 200), 8, 1e-12)
 			},
+		},
+		{
+			name:   "polynomial ignores a profile",
+			mutate: func(c *Config) { c.Timing.Model = TimingPolynomial; c.Timing.Profile = interpTestProfile() },
+			check: func(t *testing.T, m TimingModel) {
+				if _, ok := m.(PolynomialTiming); !ok {
+					t.Errorf("model is %T, want PolynomialTiming", m)
+				}
+			},
+		},
+		{
+			name: "interpolated with an invalid profile names the array",
+			mutate: func(c *Config) {
+				c.Timing.Model = TimingInterpolated
+				c.Timing.Profile = interpTestProfile()
+				c.Timing.Profile.DecodeContextLength = []float64{300, 100}
+			},
+			wantErr: []string{"decode_context_length", "strictly increasing"},
 		},
 		{
 			name:    "interpolated without profile is an error",
@@ -342,14 +359,4 @@ func TestNewTimingModel(t *testing.T) {
 			tc.check(t, m)
 		})
 	}
-}
-
-// mustLoadProfile reads a profile fixture for the timing-model tests.
-func mustLoadProfile(t *testing.T, path string) *Profile {
-	t.Helper()
-	p, err := LoadProfile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
