@@ -54,6 +54,8 @@ type vllmFlag struct {
 	// notYet names the capability the flag needs when the mock does not
 	// have it yet: starting with the flag set fails with "not supported yet".
 	notYet string
+	// secret: the value is a credential and never printed.
+	secret bool
 }
 
 // Capabilities that vLLM flags ask for and the mock does not have yet.
@@ -165,7 +167,7 @@ var vllmFlagTable = []vllmFlag{
 	vString("generation-config"),
 	vString("hf-config-path").orNone(),
 	{name: "hf-overrides", kind: vllmJSONOrString},
-	{name: "hf-token", kind: vllmOptionalValue},
+	{name: "hf-token", kind: vllmOptionalValue, secret: true},
 	vString("io-processor-plugin").orNone(),
 	vList("logits-processors").orNone(),
 	vChoice("logprobs-mode", "processed_logits", "processed_logprobs", "raw_logits", "raw_logprobs"),

@@ -203,7 +203,8 @@ func TestVLLMFlags_MockFlagsReadVLLMForms(t *testing.T) {
 }
 
 // The startup line lists the flags in command-line order, one entry per
-// flag, with the value that counts (argparse: the last one).
+// flag, with the value that counts (argparse: the last one), quoted for a
+// shell where needed, and never a credential.
 func TestNoEffectFlags_OrderAndRepeats(t *testing.T) {
 	fs, err := parseVLLMArgs("--tensor-parallel-size", "2", "--gpu-memory-utilization", "0.9", "--dtype", "bfloat16",
 		"--trust-remote-code", "--enable-prefix-caching", "-tp", "4", "--download-dir", "/my models", "--hf-token", "hf_x")
@@ -211,7 +212,7 @@ func TestNoEffectFlags_OrderAndRepeats(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"--tensor-parallel-size 4", "--gpu-memory-utilization 0.9", "--dtype bfloat16",
-		"--trust-remote-code", `--download-dir '/my models'`, "--hf-token hf_x"}
+		"--trust-remote-code", `--download-dir '/my models'`, "--hf-token <redacted>"}
 	if got := NoEffectFlags(fs); !slices.Equal(got, want) {
 		t.Errorf("no-effect flags:\n got  %q\n want %q", got, want)
 	}

@@ -96,6 +96,10 @@ func (v *vllmValue) Type() string {
 func (u *vllmUse) describe() string {
 	parts := []string{u.spelled}
 	for _, v := range u.values {
+		if u.flag.secret {
+			parts = append(parts, "<redacted>")
+			continue
+		}
 		parts = append(parts, shellQuote(v))
 	}
 	return strings.Join(parts, " ")
