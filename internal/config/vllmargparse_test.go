@@ -43,7 +43,7 @@ func argparseCases(f vllmFlag) [][]string {
 		return cases
 	}
 	values := []string{"3", "-2", "+4", "2.5", "1e3", ".5", "inf", "-Infinity", "nan", "1_000", "1__0", " 7 ", "0x10",
-		"abc", "", "None", "25.6k", "1.5K", "32K", "7t", "auto", "bogus", "AUTO", "true",
+		"abc", "", "None", "1_.5", "1._5", "1_0.2_5e1_0", "5.", "1e", "_1", "25.6k", "1.5K", "32K", "7t", "auto", "bogus", "AUTO", "true",
 		`{"a": 1}`, "[1, 2]", `"s"`, "null", "{bad}", "{bad", " {} ", `{"a":1} {}`}
 	values = append(values, f.choices...)
 	var cases [][]string

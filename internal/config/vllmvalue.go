@@ -128,9 +128,14 @@ func (u *vllmUse) enabled() bool {
 
 func isNoneText(s string) bool { return s == "" || s == "None" }
 
+// pyDigits is a run of digits with single underscores between them.
+const pyDigits = `[0-9](_?[0-9])*`
+
 var (
 	// Python's int(): optional sign, digits, single underscores between digits.
 	pythonIntRE = regexp.MustCompile(`^[+-]?[0-9]+(_[0-9]+)*$`)
+	// Python's float() for finite numbers, with the same underscore rule.
+	pythonFloatRE = regexp.MustCompile(`^[+-]?(` + pyDigits + `\.(` + pyDigits + `)?|\.` + pyDigits + `|` + pyDigits + `)([eE][+-]?` + pyDigits + `)?$`)
 	// vLLM's human_readable_int suffix form.
 	vllmHumanIntRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)([kKmMgGtT])$`)
 	// vLLM's union_dict_and_str: text that looks like a JSON object.
@@ -228,8 +233,7 @@ func parsePythonFloat(text string) (float64, error) {
 	case "nan":
 		return math.NaN(), nil
 	}
-	if !numericRE.MatchString(strings.ReplaceAll(t, "_", "")) || strings.Contains(t, "__") ||
-		strings.HasPrefix(t, "_") || strings.HasSuffix(t, "_") {
+	if !pythonFloatRE.MatchString(t) {
 		return 0, fmt.Errorf("invalid float value %q", text)
 	}
 	x, err := strconv.ParseFloat(strings.ReplaceAll(t, "_", ""), 64)
