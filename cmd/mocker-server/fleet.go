@@ -58,6 +58,7 @@ func newFleetCmd(stderr io.Writer) *cobra.Command {
 				return err
 			}
 			printWarnings(stderr, warnings)
+			printNoEffect(cmd, stderr)
 			if err := startPprof(stderr); err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,7 +18,11 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [MODEL]",
 		Short: "Run the mock inference server (default command)",
-		Args:  atMostModel,
+		Long: "Run the mock inference server (default command).\n\n" +
+			"Every `vllm serve` flag is accepted too: the ones the mock implements are listed\n" +
+			"below; the others (--tensor-parallel-size, --dtype, ...) have their values checked,\n" +
+			"have no effect and are named once at startup (docs/vllm-flags.md).",
+		Args: atMostModel,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadServeConfig(cmd, args, stderr)
 			if err != nil {
@@ -74,12 +79,21 @@ func loadServeConfig(cmd *cobra.Command, args []string, stderr io.Writer) (*conf
 		return nil, err
 	}
 	printWarnings(stderr, warnings)
+	printNoEffect(cmd, stderr)
 	return cfg, nil
 }
 
 func printWarnings(stderr io.Writer, warnings []string) {
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+}
+
+// printNoEffect names, once at startup, the vLLM flags given that the mock
+// accepts without effect.
+func printNoEffect(cmd *cobra.Command, stderr io.Writer) {
+	if ignored := config.NoEffectFlags(cmd.Flags()); len(ignored) > 0 {
+		fmt.Fprintf(stderr, "accepted, no effect: %s\n", strings.Join(ignored, ", "))
 	}
 }
 
