@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events npm-ref bench fuzz lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events npm-ref chart-test helm-lint manifests bench fuzz lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -34,9 +34,9 @@ run: build
 	./$(BIN) serve --config $(CONFIG) $(RUN_ARGS)
 
 # The whole suite: vet, race-enabled Go tests (including the configs/ and
-# Grafana dashboard checks), and the cross-language KV-event check against
-# a live server.
-test: test-go check-events
+# Grafana dashboard checks), the cross-language KV-event check against
+# a live server, and the Helm chart / manifests / compose fleet checks.
+test: test-go check-events chart-test
 
 # The reference renderers the chat template tests compare against: Debian's
 # python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
@@ -57,6 +57,27 @@ npm-ref:
 check-events: build
 	@scripts/ensure-deps.sh --python
 	scripts/check-events-live.sh $(BIN)
+
+# charts/mocker-server, deploy/kubernetes and docker-compose.fleet.yml,
+# checked by deploy/chartcheck: a nested Go module, so that Helm's and
+# Kubernetes' libraries stay out of the server's go.mod. It follows the
+# server's module through a replace directive; -mod=mod lets it pick up a
+# dependency the server added without a manual `go mod tidy` there. No
+# cgo and no -race: the tests render templates and decode YAML in one
+# goroutine.
+CHARTCHECK := deploy/chartcheck
+IN_CHARTCHECK := cd $(CHARTCHECK) && export GOFLAGS='$(GOFLAGS) -mod=mod' &&
+
+chart-test:
+	$(IN_CHARTCHECK) $(GO) vet . && $(GO) test -count=1 .
+
+# Helm's linter on the chart with its defaults and every example values file.
+helm-lint:
+	$(IN_CHARTCHECK) $(GO) test -count=1 -run '^TestChart_HelmLintIsClean$$' -v .
+
+# Rewrite deploy/kubernetes/*.yaml from a fresh render of the chart.
+manifests:
+	$(IN_CHARTCHECK) $(GO) test -count=1 -run '^TestPlainManifests_MatchAFreshRenderOfTheChart$$' . -update
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -25,10 +25,10 @@ func loadTextModel(cfg *config.Config) (tokenizer.Model, api.ChatRenderer, error
 		dir = cfg.Model
 	}
 	var (
-		model    tokenizer.Model
-		bos, eos string
-		tmpl     *chattemplate.Template
-		err      error
+		model      tokenizer.Model
+		source     = cfg.ChatTemplate
+		bos, eos   string
+		sourceFlag = "--chat-template"
 	)
 	if dir != "" {
 		tok, err := hftokenizer.Load(dir)
@@ -38,27 +38,27 @@ func loadTextModel(cfg *config.Config) (tokenizer.Model, api.ChatRenderer, error
 		model = tok.Model()
 		bos, _, _ = tok.BOSToken()
 		eos, _, _ = tok.EOSToken()
-		if cfg.ChatTemplate == "" {
-			source := tok.ChatTemplate()
+		if source == "" {
+			source, sourceFlag = tok.ChatTemplate(), "--tokenizer "+dir+": chat_template"
 			if source == "" {
 				return model, noChatTemplate{}, nil
 			}
-			// The tokenizer's template is the template's own text: Parse,
-			// not Load, whose unicode_escape decoding (right for an inline
-			// --chat-template) would turn the template's \" escapes into
-			// bare quotes that end its string literals early.
-			if tmpl, err = chattemplate.Parse(source); err != nil {
-				return nil, nil, configError("--tokenizer %s: chat_template: %v", dir, err)
-			}
 		}
 	}
-	if cfg.ChatTemplate != "" {
-		if tmpl, err = chattemplate.Load(cfg.ChatTemplate); err != nil {
-			return nil, nil, configError("--chat-template: %v", err)
-		}
-	}
-	if tmpl == nil {
+	if source == "" {
 		return model, nil, nil
+	}
+	// --chat-template is resolved like vLLM's flag (a path, or a literal
+	// whose backslash escapes are decoded); a tokenizer's own template is
+	// used as written: decoding it would mangle non-ASCII text such as
+	// DeepSeek's <｜User｜>.
+	parse := chattemplate.Parse
+	if cfg.ChatTemplate != "" {
+		parse = chattemplate.Load
+	}
+	tmpl, err := parse(source)
+	if err != nil {
+		return nil, nil, configError("%s: %v", sourceFlag, err)
 	}
 	return model, chattemplate.NewRenderer(tmpl, bos, eos), nil
 }
