@@ -72,14 +72,7 @@ func runTextRef(t *testing.T, dir string, req refRequest) refAnswer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("node", filepath.Join("testdata", "textref.mjs"), testutil.NodeModules(t), dir)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node testdata/textref.mjs: %v\n%s", err, stderr.String())
-	}
+	out := runReferenceTool(t, exec.Command("node", filepath.Join("testdata", "textref.mjs"), testutil.NodeModules(t), dir), in)
 	var ans refAnswer
 	if err := json.Unmarshal(out, &ans); err != nil {
 		t.Fatalf("textref.mjs answer: %v", err)
@@ -111,14 +104,7 @@ func refBlockHashes(t *testing.T, algo string, blockSize int, seqs [][]uint32) [
 	}
 	req["sequences"] = list
 	in, _ := json.Marshal(req)
-	cmd := exec.Command(python, filepath.Join(testutil.RepoRoot(), "scripts", "kv_block_hashes.py"))
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("scripts/kv_block_hashes.py: %v\n%s", err, stderr.String())
-	}
+	out := runReferenceTool(t, exec.Command(python, filepath.Join(testutil.RepoRoot(), "scripts", "kv_block_hashes.py")), in)
 	var ans struct {
 		Hashes [][]uint64 `json:"hashes"`
 	}
@@ -128,6 +114,20 @@ func refBlockHashes(t *testing.T, algo string, blockSize int, seqs [][]uint32) [
 		t.Fatalf("kv_block_hashes.py answer %s: %v", out, err)
 	}
 	return ans.Hashes
+}
+
+// runReferenceTool runs a reference implementation with input on stdin
+// and returns its stdout; a failure shows its stderr.
+func runReferenceTool(t *testing.T, cmd *exec.Cmd, input []byte) []byte {
+	t.Helper()
+	cmd.Stdin = bytes.NewReader(input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, stderr.String())
+	}
+	return out
 }
 
 // postJSON sends body to path and decodes the JSON answer into out (when
