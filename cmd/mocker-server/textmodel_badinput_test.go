@@ -32,16 +32,11 @@ func TestRun_BadTokenizerOrTemplateExitsWith2(t *testing.T) {
 	malformed := writeTokenizerDir(t, map[string]string{"tokenizer.json": `{"model": {"type": "BPE", "vocab": {`})
 	wordPiece := writeTokenizerDir(t, map[string]string{"tokenizer.json": `{"model": {"type": "WordPiece", "vocab": {"a": 0}}}`})
 	emptyDir := t.TempDir()
-	qwen3 := tokenizerFiles(t, qwen3Package)
-	// Qwen3's real tokenizer.json beside a config whose template is broken.
-	brokenTemplate := t.TempDir()
-	if err := os.Symlink(filepath.Join(qwen3, "tokenizer.json"), filepath.Join(brokenTemplate, "tokenizer.json")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(brokenTemplate, "tokenizer_config.json"),
-		[]byte(`{"eos_token": "<|im_end|>", "chat_template": "{% for message in messages %}{{ message.content }}"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// A tiny valid tokenizer beside a config whose template is broken.
+	brokenTemplate := writeTokenizerDir(t, map[string]string{
+		"tokenizer.json":        `{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []}, "decoder": {"type": "ByteLevel"}}`,
+		"tokenizer_config.json": `{"chat_template": "{% for message in messages %}{{ message.content }}"}`,
+	})
 	tests := []struct {
 		name string
 		args []string
@@ -52,7 +47,7 @@ func TestRun_BadTokenizerOrTemplateExitsWith2(t *testing.T) {
 		{"malformed tokenizer.json", []string{"--tokenizer", malformed}, []string{"tokenizer.json", "malformed JSON"}},
 		{"unsupported model type", []string{"--tokenizer", wordPiece}, []string{"tokenizer.json", "WordPiece"}},
 		{"tokenizer chat template that does not parse", []string{"--tokenizer", brokenTemplate}, []string{"--tokenizer " + brokenTemplate + ": chat_template"}},
-		{"--chat-template that does not parse", []string{"--tokenizer", qwen3, "--chat-template", "{% if messages %}{{ messages[0].content }"},
+		{"--chat-template that does not parse", []string{"--chat-template", "{% if messages %}{{ messages[0].content }"},
 			[]string{"--chat-template"}},
 		{"--chat-template file that does not exist", []string{"--chat-template", filepath.Join(missing, "t.jinja")}, []string{"--chat-template", "failed to be opened"}},
 	}
