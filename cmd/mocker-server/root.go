@@ -8,7 +8,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 )
 
-// newRootCmd builds the command tree: serve (the default) and version.
+// newRootCmd builds the command tree: serve (the default), replay and version.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mocker-server",
@@ -29,7 +29,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &config.Error{Problems: []string{err.Error()}}
 	})
-	root.AddCommand(newServeCmd(stdout, stderr), newVersionCmd(stdout))
+	root.AddCommand(newServeCmd(stdout, stderr), newReplayCmd(stdout, stderr), newVersionCmd(stdout))
 	return root
 }
 

@@ -94,7 +94,7 @@ func TestRunThreeRequestsOneWorkerExactTimes(t *testing.T) {
 		{"e2e p50", s.E2EMs.P50, 65},
 		{"itl mean", s.ITLMs.Mean, 15}, // requests with ≥ 2 tokens: 20 and 10
 		{"itl p50", s.ITLMs.P50, 15},
-		{"queue p99", s.QueueMs.P99, 24.5}, // sorted 0 0 25: rank 1.98
+		{"queue p99", s.QueueMs.P99, 24.5},                  // sorted 0 0 25: rank 1.98
 		{"per-user p50", s.OutputThroughputPerUser.P50, 75}, // 1000/20 and 1000/10
 		{"preemptions", float64(s.Preemptions), 0},
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"time"
 )
 
@@ -181,4 +182,34 @@ func traceTokens(ids []int64, n, blockSize int, request uint64) []uint32 {
 		p = blockTokens(p, 1<<63|request, rest)
 	}
 	return p
+}
+
+// TraceEnd returns the scaled timestamp of the last request of a trace
+// file, read from its tail, for a progress bar's total; 0 when it cannot
+// tell (not a regular file, a malformed last line).
+func TraceEnd(path string, timeScale float64) time.Duration {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return 0
+	}
+	const tail = 1 << 20
+	off := max(0, st.Size()-tail)
+	buf := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return 0
+	}
+	lines := bytes.Split(bytes.TrimSpace(buf), []byte("\n"))
+	var l mooncakeLine
+	if err := json.Unmarshal(lines[len(lines)-1], &l); err != nil || l.Timestamp == nil {
+		return 0
+	}
+	if timeScale == 0 {
+		timeScale = 1
+	}
+	return time.Duration(*l.Timestamp * timeScale * float64(time.Millisecond))
 }
