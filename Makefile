@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events check-replay-html bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -34,9 +34,9 @@ run: build
 	./$(BIN) serve --config $(CONFIG) $(RUN_ARGS)
 
 # The whole suite: vet, race-enabled Go tests (including the configs/ and
-# Grafana dashboard checks), and the cross-language KV-event check against
-# a live server.
-test: test-go check-events
+# Grafana dashboard checks), the cross-language KV-event check against
+# a live server, and the replay HTML report in headless Chromium.
+test: test-go check-events check-replay-html
 
 test-go: deps
 	$(GO) vet ./...
@@ -45,6 +45,13 @@ test-go: deps
 check-events: build
 	@scripts/ensure-deps.sh --python
 	scripts/check-events-live.sh $(BIN)
+
+# The replay HTML report in headless Chromium (puppeteer-core from npm into
+# .cache/npm): every chart renders, no console errors, a screenshot in
+# .cache/replay-html/.
+check-replay-html: build
+	@scripts/ensure-deps.sh --browser
+	scripts/check-replay-html.sh $(BIN)
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -3,7 +3,8 @@
 # a C compiler for cgo and libzmq's headers (via pkg-config) for the ZMQ
 # binding (github.com/pebbe/zmq4). With --python, also what the live
 # cross-language KV-event check needs: Debian's python3 with python3-zmq and
-# python3-msgpack, and curl.
+# python3-msgpack, and curl. With --browser, what the replay HTML check
+# needs: Debian's chromium, node and npm.
 #
 # Running as root on Debian/Ubuntu, missing packages are installed with
 # apt-get (non-interactive). Otherwise the script prints ONE line saying
@@ -28,6 +29,11 @@ if [ "${1:-}" = "--python" ]; then
     want+=(python3 python3-zmq python3-msgpack)
   fi
   command -v curl >/dev/null 2>&1 || want+=(curl)
+fi
+if [ "${1:-}" = "--browser" ]; then
+  [ -x /usr/bin/chromium ] || want+=(chromium)
+  command -v node >/dev/null 2>&1 || want+=(nodejs)
+  command -v npm >/dev/null 2>&1 || want+=(npm)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 
