@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -224,6 +225,11 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 		}
 		rep, err := replay.Run(src, s.opts)
 		closeSrc()
+		var lineErr *replay.LineError
+		if errors.As(err, &lineErr) {
+			// Bad input, like a bad flag: one line, exit status 2.
+			return usageErr("%v (--skip-bad-lines skips such lines)", err)
+		}
 		if err != nil {
 			return err
 		}
