@@ -57,6 +57,8 @@ type Synthetic struct {
 	emitted   int
 	unique    uint64
 	pending   turnHeap
+	// prefixes caches each group's shared prefix tokens (built on first use).
+	prefixes map[int][]uint32
 }
 
 // session is one conversation's state between turns.
@@ -100,7 +102,7 @@ func NewSynthetic(opts SyntheticOptions) (*Synthetic, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Synthetic{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, 0x7265706c6179))}, nil
+	return &Synthetic{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, 0x7265706c6179)), prefixes: map[int][]uint32{}}, nil
 }
 
 // Next returns the next request in arrival order, io.EOF after the last.
@@ -118,7 +120,12 @@ func (g *Synthetic) Next() (Request, error) {
 	s := &session{turnsLeft: turns}
 	if g.opts.PrefixGroups > 0 {
 		group := g.rng.IntN(g.opts.PrefixGroups)
-		s.prompt = blockTokens(nil, 1<<61|uint64(group), g.opts.PrefixTokens)
+		p, ok := g.prefixes[group]
+		if !ok {
+			p = blockTokens(nil, 1<<61|uint64(group), g.opts.PrefixTokens)
+			g.prefixes[group] = p
+		}
+		s.prompt = p // read-only: emit copies it into each prompt
 	}
 	at := g.nextStart
 	g.nextStart += g.gap()
