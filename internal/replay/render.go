@@ -110,6 +110,7 @@ func tableRows() []metricRow {
 	}
 	rows = append(rows, statRows("TTFT", func(s *Summary) *Stat { return &s.TTFTMs }, "ms")...)
 	rows = append(rows, statRows("ITL", func(s *Summary) *Stat { return &s.ITLMs }, "ms")...)
+	rows = append(rows, statRows("token gap", func(s *Summary) *Stat { return &s.InterTokenGapMs }, "ms")...)
 	rows = append(rows, statRows("E2E", func(s *Summary) *Stat { return &s.E2EMs }, "ms")...)
 	rows = append(rows, statRows("queue", func(s *Summary) *Stat { return &s.QueueMs }, "ms")...)
 	rows = append(rows, statRows("output tok/s per user", func(s *Summary) *Stat { return &s.OutputThroughputPerUser }, "tok/s")...)

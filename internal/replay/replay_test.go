@@ -79,7 +79,7 @@ func TestRunIsDeterministic(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			var out [2]bytes.Buffer
 			for i := range out {
-				rep, err := Run(openTrace(t, TraceOptions{TimeScale: 0.2}), Options{Workers: fleet(3, engine.DefaultConfig()), Router: kind, Seed: 42})
+				rep, err := Run(openTrace(t, TraceOptions{TimeScale: 0.2, MaxRequests: 120}), Options{Workers: fleet(3, engine.DefaultConfig()), Router: kind, Seed: 42})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -66,6 +66,10 @@ type Summary struct {
 	ITLMs              Stat    `json:"itl_ms"`
 	E2EMs              Stat    `json:"e2e_ms"`
 	QueueMs            Stat    `json:"queue_ms"`
+	// InterTokenGapMs is every gap between consecutive tokens of a request
+	// (what mocker-bench reports as ITL); its percentiles come from a
+	// logarithmic histogram, within ±0.05 %.
+	InterTokenGapMs Stat `json:"inter_token_gap_ms"`
 	// OutputThroughputPerUser is AIPerf's per-request 1 / ITL in tokens/s.
 	OutputThroughputPerUser Stat `json:"output_token_throughput_per_user"`
 }
@@ -121,6 +125,7 @@ type reportBuilder struct {
 	ttft, itl, e2e, queue, perUser []float64
 	targets                        []*targetStats
 	tl                             *timeline
+	gaps                           gapHistogram
 	hitCached, hitPrompt           *series
 	scatter                        sampler[[2]float64]
 
@@ -211,6 +216,7 @@ func (b *reportBuilder) build(r *runner) *Report {
 	s.PrefixCacheHitRate = ratio(b.cached, b.prompt)
 	s.TTFTMs, s.ITLMs, s.E2EMs = summarize(b.ttft), summarize(b.itl), summarize(b.e2e)
 	s.QueueMs, s.OutputThroughputPerUser = summarize(b.queue), summarize(b.perUser)
+	s.InterTokenGapMs = b.gaps.stat()
 	rep.Charts = Charts{TTFTCDF: cdfPoints(b.ttft, 200), ITLCDF: cdfPoints(b.itl, 200), E2ECDF: cdfPoints(b.e2e, 200),
 		TTFTvsPrompt: b.scatter.items}
 	tl := &rep.Timeline

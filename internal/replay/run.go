@@ -400,6 +400,7 @@ func (r *runner) collect(t *target) error {
 			r.load.prefillTokens[f.target] -= f.newTokens
 		} else {
 			gap := at - f.last
+			r.report.gaps.add(ms(gap))
 			if f.tokens == 2 || gap < f.itlMin {
 				f.itlMin = gap
 			}

@@ -97,6 +97,12 @@ func TestRunThreeRequestsOneWorkerExactTimes(t *testing.T) {
 		{"queue p99", s.QueueMs.P99, 24.5},                  // sorted 0 0 25: rank 1.98
 		{"per-user p50", s.OutputThroughputPerUser.P50, 75}, // 1000/20 and 1000/10
 		{"preemptions", float64(s.Preemptions), 0},
+		{"token gap count", float64(s.InterTokenGapMs.Count), 3}, // A: 30, 10; B: 10
+		{"token gap mean", s.InterTokenGapMs.Mean, 50.0 / 3},
+		{"token gap max", s.InterTokenGapMs.Max, 30},
+	}
+	if p50 := s.InterTokenGapMs.P50; math.Abs(p50-10) > 0.005 { // histogram bucket centre
+		t.Errorf("token gap p50 = %v, want 10 ± 0.05 %%", p50)
 	}
 	for _, c := range checks {
 		if math.Abs(c.got-c.want) > 1e-9 {
