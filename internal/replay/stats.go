@@ -190,6 +190,11 @@ type gapHistogram struct {
 	sum, ss float64
 	lo, hi  float64
 	zero    uint64 // gaps of exactly 0 (tokens delivered in one pass)
+	// lastValue and lastIndex memoise the bucket of the previous value: the
+	// requests of one pass mostly have the same gap, and the logarithm is
+	// most of the cost of add.
+	lastValue float64
+	lastIndex int
 }
 
 const (
@@ -211,7 +216,11 @@ func (h *gapHistogram) add(v float64) {
 		h.zero++
 		return
 	}
-	i := int(math.Log(v/gapMinMs) / logGapGrowth)
+	i := h.lastIndex
+	if v != h.lastValue {
+		i = int(math.Log(v/gapMinMs) / logGapGrowth)
+		h.lastValue, h.lastIndex = v, i
+	}
 	for len(h.counts) <= i {
 		h.counts = append(h.counts, 0)
 	}
