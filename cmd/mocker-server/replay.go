@@ -24,6 +24,7 @@ import (
 type replayFlags struct {
 	configs       []string
 	compare       []string
+	fleets        []string
 	workers       int
 	router        string
 	overlapWeight float64
@@ -83,6 +84,7 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs.SetNormalizeFunc(serveFlags.GetNormalizeFunc())
 	fs.StringArrayVar(&f.configs, config.FlagConfig, nil, "YAML or JSON configuration file of the fleet's workers; repeat it to compare setups")
 	fs.StringSliceVar(&f.compare, "compare", nil, "compare setups: --compare A.yaml B.yaml TRACE (same as --config A.yaml --config B.yaml)")
+	fs.StringArrayVar(&f.fleets, "fleet", nil, "fleet file (YAML: workers: [{count, config, args}]); repeat it to compare fleets")
 	fs.IntVar(&f.workers, "workers", 1, "number of workers, each with the configured engine (× its data-parallel ranks)")
 	fs.StringVar(&f.router, "router", string(replay.RoundRobin), fmt.Sprintf("routing policy: %v", replay.RouterKinds))
 	fs.Float64Var(&f.overlapWeight, "kv-overlap-score-weight", 1, "kv_aware: weight of the prefill blocks against the decode blocks (Dynamo's overlap_score_weight)")
@@ -163,35 +165,41 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 			fmt.Fprintf(stderr, "warning: --%s has no effect in replay (no HTTP, ZMQ or output planning offline)\n", strings.ReplaceAll(k, "_", "-"))
 		}
 	}
+	// Each setup is a fleet: --fleet files, else one group of --workers
+	// workers per --config (or the defaults).
+	var fleets []fleetSpec
+	if len(f.fleets) > 0 {
+		if len(configs) > 1 || configs[0] != "" || cmd.Flags().Changed("workers") {
+			return usageErr("--fleet describes the whole fleet: give it instead of --config, --compare and --workers")
+		}
+		for _, path := range f.fleets {
+			fl, err := readFleet(path)
+			if err != nil {
+				return usageErr("--fleet %s: %v", path, err)
+			}
+			fleets = append(fleets, fl)
+		}
+	} else {
+		for _, path := range configs {
+			label := "default"
+			if path != "" {
+				label = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+			}
+			fleets = append(fleets, fleetSpec{label: label, groups: []fleetGroup{{Count: f.workers, Config: path}}})
+		}
+	}
 	var setups []setup
-	for i, path := range configs {
-		opts := config.OptionsFromFlags(cmd.Flags())
-		opts.ConfigPath = path
-		cfg, warnings, err := config.Load(opts)
+	for i, fl := range fleets {
+		workers, seed, err := buildWorkers(cmd, fl, stderr)
 		if err != nil {
 			return err
 		}
-		for _, w := range warnings {
-			fmt.Fprintf(stderr, "warning: %s\n", w)
-		}
-		prof, err := loadTimingProfile(cfg)
-		if err != nil {
-			return err
-		}
-		label := "default"
-		if path != "" {
-			label = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		}
+		label := fl.label
 		if slices.ContainsFunc(setups, func(s setup) bool { return s.label == label }) {
 			label = fmt.Sprintf("%s#%d", label, i+1)
 		}
-		workers := make([]replay.WorkerSpec, f.workers)
-		for w := range workers {
-			workers[w] = replay.WorkerSpec{Name: fmt.Sprintf("w%d", w), Engine: cfg.EngineConfig(prof), DPSize: cfg.DPSize}
-		}
 		setups = append(setups, setup{label: label, opts: replay.Options{
-			Workers: workers, Router: router, OverlapWeight: weight, PrefixHashBlocks: f.prefixBlocks,
-			Seed: uint64(cfg.Seed),
+			Workers: workers, Router: router, OverlapWeight: weight, PrefixHashBlocks: f.prefixBlocks, Seed: seed,
 		}})
 	}
 

@@ -90,3 +90,56 @@ func TestReplay_BadInputExitsWithOneLine(t *testing.T) {
 		})
 	}
 }
+
+// TestReplay_FleetFileBuildsHeterogeneousWorkers replays on a fleet file of
+// two groups: 2 default workers and 1 with a tiny KV pool set by its args.
+// The small worker must show a far higher peak KV usage, and a bad fleet
+// file is one clear error.
+func TestReplay_FleetFileBuildsHeterogeneousWorkers(t *testing.T) {
+	dir := t.TempDir()
+	fleet := filepath.Join(dir, "fleet.yaml")
+	abs, _ := filepath.Abs("../../configs/fast-ci.yaml")
+	if err := os.WriteFile(fleet, []byte("workers:\n  - count: 2\n    config: "+abs+
+		"\n  - count: 1\n    args: --num-gpu-blocks-override 512 --block-size 16\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runCLI(t, "replay", "--json", "--fleet", fleet, "--requests", "60", "--rate", "20",
+		"--input-len", "1000", "--output-len", "50")
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr)
+	}
+	var rep struct {
+		Label   string `json:"label"`
+		Workers []struct {
+			Name       string  `json:"name"`
+			Routed     int     `json:"routed"`
+			KVUsageMax float64 `json:"kv_usage_max"`
+		} `json:"workers"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Label != "fleet" || len(rep.Workers) != 3 || rep.Workers[2].Routed != 20 {
+		t.Fatalf("report %+v, want fleet label and 3 workers of 20 requests each", rep)
+	}
+	if !(rep.Workers[2].KVUsageMax > 2*rep.Workers[0].KVUsageMax) {
+		t.Errorf("the 512-block worker's peak KV usage %.3f is not well above the 4096-block workers' %.3f",
+			rep.Workers[2].KVUsageMax, rep.Workers[0].KVUsageMax)
+	}
+
+	for name, body := range map[string]string{
+		"unknown key": "workers:\n  - count: 1\n    cnfig: x.yaml\n",
+		"zero count":  "workers:\n  - count: 0\n",
+		"bad flag":    "workers:\n  - count: 1\n    args: [--max-num-seqs, zero]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(fleet, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, stderr, err := runCLI(t, "replay", "--fleet", fleet, replayTrace)
+			if err == nil || exitCode(err) != 2 || strings.Count(strings.TrimSpace(stderr), "\n") > 1 {
+				t.Errorf("err %v (exit %d), stderr %q: want one or two lines and exit 2", err, exitCode(err), stderr)
+			}
+		})
+	}
+}
