@@ -109,20 +109,12 @@ func TestRunOneWorkerMatchesEngineSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	sim := engine.NewSimulator(core)
-	src := openTrace(t, opts)
 	out := engine.NewOutput()
-	var n int
-	for {
-		req, err := src.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	reqs := drainSource(t, openTrace(t, opts))
+	n := len(reqs)
+	for _, req := range reqs {
 		sim.SubmitAt(req.Arrival, &engine.Request{ID: uint64(req.Index + 1), Prompt: req.Prompt,
 			PlannedOutput: outputTokens(req.OutputTokens), Choice: req.Index, Out: out})
-		n++
 	}
 	sim.Run(0)
 	first := make([]time.Duration, n)
@@ -232,17 +224,7 @@ func TestMooncakeSourceSharesPrefixesByHashID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reqs []Request
-	for {
-		r, err := src.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		reqs = append(reqs, r)
-	}
+	reqs := drainSource(t, src)
 	if len(reqs) != 3 || reqs[0].Arrival != 50*time.Millisecond || reqs[1].Arrival != 150*time.Millisecond {
 		t.Fatalf("requests %+v", reqs)
 	}
