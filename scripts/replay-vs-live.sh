@@ -28,7 +28,7 @@ bin/mocker-server replay "${ARGS[@]}" --requests "$REQUESTS" --rate "$RATE" --in
 import json, sys
 out = sys.argv[1]
 live, rep = json.load(open(out + "/live.json")), json.load(open(out + "/replay.json"))["summary"]
-for name, lk, rk in (("TTFT", "ttft", "ttft_ms"), ("ITL", "itl", "itl_ms"), ("E2E", "e2e", "e2e_ms")):
+for name, lk, rk in (("TTFT", "ttft", "ttft_ms"), ("ITL", "itl", "inter_token_gap_ms"), ("E2E", "e2e", "e2e_ms")):
     l, r = live[lk]["p50_ms"], rep[rk]["p50"]
     print(f"{name} p50: replay {r:.3f} ms, live {l:.3f} ms ({100 * (l - r) / r:+.1f} %)")
 PY
