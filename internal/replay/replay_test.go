@@ -72,6 +72,39 @@ func TestRunKVAwareBeatsRoundRobinOnSharedPrefixes(t *testing.T) {
 	}
 }
 
+// TestRunKVAwareBeatsRoundRobinOnSharedPrefixTrace replays the committed
+// shared-prefix trace (8 system prompts of 4 blocks, made by
+// scripts/gen-shared-prefix-trace.py) on 4 workers whose pools hold only a
+// few of them: kv_aware must reach a strictly higher hit rate.
+func TestRunKVAwareBeatsRoundRobinOnSharedPrefixTrace(t *testing.T) {
+	hitRate := func(kind RouterKind) float64 {
+		f, err := os.Open("../../testdata/shared-prefix-synthetic.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		src, err := NewMooncakeSource(f, "shared-prefix", TraceOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := engine.DefaultConfig()
+		cfg.NumBlocks = 256
+		rep, err := Run(src, Options{Workers: fleet(4, cfg), Router: kind, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Summary.Completed != 300 {
+			t.Fatalf("%s: completed %d of 300", kind, rep.Summary.Completed)
+		}
+		return rep.Summary.PrefixCacheHitRate
+	}
+	rr, kvr := hitRate(RoundRobin), hitRate(KVAware)
+	t.Logf("hit rate: round_robin %.4f, kv_aware %.4f", rr, kvr)
+	if !(kvr > rr) {
+		t.Fatalf("kv_aware hit rate %.4f is not above round_robin's %.4f", kvr, rr)
+	}
+}
+
 // TestRunIsDeterministic replays the Mooncake sample twice per router and
 // compares the JSON reports byte for byte.
 func TestRunIsDeterministic(t *testing.T) {
