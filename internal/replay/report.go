@@ -110,12 +110,12 @@ type Charts struct {
 
 // targetStats accumulates one target's share.
 type targetStats struct {
-	name                   string
-	routed, completed, rej int
-	output, prompt, cached int
-	preemptions, passes    int
-	kvMax                  float64
-	kv, running, waiting   *series
+	name                        string
+	routed, completed, rejected int
+	output, prompt, cached      int
+	preemptions, passes         int
+	kvMax                       float64
+	kv, running, waiting        *series
 }
 
 // reportBuilder accumulates rows into a Report. Per-request latencies are
@@ -170,7 +170,7 @@ func (b *reportBuilder) add(row *RequestRow, s *targetStats, rows func(*RequestR
 	}
 	if row.FinishReason == "rejected" {
 		b.rejected++
-		s.rej++
+		s.rejected++
 	} else {
 		b.finished++
 		s.completed++
@@ -220,11 +220,10 @@ func (b *reportBuilder) build(r *runner) *Report {
 	rep.Charts = Charts{TTFTCDF: cdfPoints(b.ttft, 200), ITLCDF: cdfPoints(b.itl, 200), E2ECDF: cdfPoints(b.e2e, 200),
 		TTFTvsPrompt: b.scatter.items}
 	tl := &rep.Timeline
-	tl.BucketS = b.tl.width
-	b.tl.bucket(r.now.Seconds()) // every series covers the whole run
+	b.tl.bucket(r.now.Seconds()) // every series covers the whole run (this may widen the buckets)
 	for _, t := range b.targets {
 		rep.Workers = append(rep.Workers, WorkerReport{Name: t.name, Routed: t.routed, Completed: t.completed,
-			Rejected: t.rej, OutputTokens: t.output, PrefixCacheHitRate: ratio(t.cached, t.prompt),
+			Rejected: t.rejected, OutputTokens: t.output, PrefixCacheHitRate: ratio(t.cached, t.prompt),
 			Preemptions: t.preemptions, Passes: t.passes, KVUsageMax: t.kvMax})
 		tl.KVUsage = append(tl.KVUsage, t.kv.values)
 		tl.Running = append(tl.Running, t.running.values)

@@ -80,7 +80,6 @@ type flight struct {
 	prompt    int
 	newTokens int // prompt tokens the router expects to compute (kv_aware)
 	blocks    int
-	output    int
 	tokens    int
 	first     time.Duration
 	last      time.Duration
@@ -317,7 +316,7 @@ func (r *runner) arrive(req Request) {
 		r.flights = append(r.flights, flight{})
 	}
 	f := &r.flights[slot]
-	*f = flight{index: req.Index, arrival: req.Arrival, target: ti, prompt: len(req.Prompt), output: req.OutputTokens}
+	*f = flight{index: req.Index, arrival: req.Arrival, target: ti, prompt: len(req.Prompt)}
 	f.newTokens = len(req.Prompt)
 	if kr, ok := r.router.(*kvAwareRouter); ok {
 		f.newTokens -= kr.overlap[ti] * r.block
