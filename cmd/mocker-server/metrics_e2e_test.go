@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
@@ -206,16 +207,22 @@ func TestE2E_MetricsOverHTTP(t *testing.T) {
 	// observations are recorded: wait (bounded) until the engine side has
 	// caught up and both ranks are idle, then assert on that scrape.
 	var s *e2eExposition
-	e2eWaitFor(t, 5*time.Second, func() string {
+	testutil.WaitUntil(t, 5*time.Second, func() string {
 		s = srv.e2eScrape(t)
 		ttft, _ := s.hist("vllm:time_to_first_token_seconds", nil)
 		e2e, _ := s.hist("vllm:e2e_request_latency_seconds", nil)
 		running := s.value("vllm:num_requests_running", nil)
 		waiting := s.value("vllm:num_requests_waiting", nil)
 		usage := s.value("vllm:kv_cache_usage_perc", nil)
+		// The per-HTTP-request histograms are observed when a handler
+		// returns, which may be after its client has read the response.
+		perRequest, _ := s.hist("vllm:request_max_num_generation_tokens", nil)
 		if int(ttft) != tl.sequences || int(e2e) != tl.sequences || running != 0 || waiting != 0 || usage != 0 {
 			return fmt.Sprintf("ttft count %d e2e count %d (want %d), running %v waiting %v kv usage %v (want 0)",
 				ttft, e2e, tl.sequences, running, waiting, usage)
+		}
+		if int(perRequest) != tl.httpRequests {
+			return fmt.Sprintf("per-request histogram count %d, want %d", perRequest, tl.httpRequests)
 		}
 		return ""
 	})

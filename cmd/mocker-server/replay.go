@@ -84,7 +84,7 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs.SetNormalizeFunc(serveFlags.GetNormalizeFunc())
 	fs.StringArrayVar(&f.configs, config.FlagConfig, nil, "YAML or JSON configuration file of the fleet's workers; repeat it to compare setups")
 	fs.StringSliceVar(&f.compare, "compare", nil, "compare setups: --compare A.yaml B.yaml TRACE (same as --config A.yaml --config B.yaml)")
-	fs.StringArrayVar(&f.fleets, "fleet", nil, "fleet file (YAML: workers: [{count, config, args}]); repeat it to compare fleets")
+	fs.StringArrayVar(&f.fleets, "fleet-file", nil, "fleet file, as for `mocker-server fleet` (workers: [{count, config, args}]); repeat it to compare fleets")
 	fs.IntVar(&f.workers, "workers", 1, "number of workers, each with the configured engine (× its data-parallel ranks)")
 	fs.StringVar(&f.router, "router", string(replay.RoundRobin), fmt.Sprintf("routing policy: %v", replay.RouterKinds))
 	fs.Float64Var(&f.overlapWeight, "kv-overlap-score-weight", 1, "kv_aware: weight of the prefill blocks against the decode blocks (Dynamo's overlap_score_weight)")
@@ -170,12 +170,12 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 	var fleets []fleetSpec
 	if len(f.fleets) > 0 {
 		if len(configs) > 1 || configs[0] != "" || cmd.Flags().Changed("workers") {
-			return usageErr("--fleet describes the whole fleet: give it instead of --config, --compare and --workers")
+			return usageErr("--fleet-file describes the whole fleet: give it instead of --config, --compare and --workers")
 		}
 		for _, path := range f.fleets {
-			fl, err := readFleet(path)
+			fl, err := readFleetSpec(path)
 			if err != nil {
-				return usageErr("--fleet %s: %v", path, err)
+				return err
 			}
 			fleets = append(fleets, fl)
 		}
@@ -185,12 +185,13 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 			if path != "" {
 				label = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 			}
-			fleets = append(fleets, fleetSpec{label: label, groups: []fleetGroup{{Count: f.workers, Config: path}}})
+			fleets = append(fleets, fleetSpec{label: label, count: f.workers, config: path})
 		}
 	}
 	var setups []setup
+	files := loaders().Shared()
 	for i, fl := range fleets {
-		workers, seed, err := buildWorkers(cmd, fl, stderr)
+		workers, seed, err := buildWorkers(cmd, fl, files, stderr)
 		if err != nil {
 			return err
 		}

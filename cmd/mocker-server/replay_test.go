@@ -100,10 +100,10 @@ func TestReplay_FleetFileBuildsHeterogeneousWorkers(t *testing.T) {
 	fleet := filepath.Join(dir, "fleet.yaml")
 	abs, _ := filepath.Abs("../../configs/fast-ci.yaml")
 	if err := os.WriteFile(fleet, []byte("workers:\n  - count: 2\n    config: "+abs+
-		"\n  - count: 1\n    args: --num-gpu-blocks-override 512 --block-size 16\n"), 0o600); err != nil {
+		"\n  - count: 1\n    args: [--num-gpu-blocks-override, '512', --block-size, '16']\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := runCLI(t, "replay", "--json", "--fleet", fleet, "--requests", "60", "--rate", "20",
+	out, stderr, err := runCLI(t, "replay", "--json", "--fleet-file", fleet, "--requests", "60", "--rate", "20",
 		"--input-len", "1000", "--output-len", "50")
 	if err != nil {
 		t.Fatalf("replay: %v\n%s", err, stderr)
@@ -136,7 +136,7 @@ func TestReplay_FleetFileBuildsHeterogeneousWorkers(t *testing.T) {
 			if err := os.WriteFile(fleet, []byte(body), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, stderr, err := runCLI(t, "replay", "--fleet", fleet, replayTrace)
+			_, stderr, err := runCLI(t, "replay", "--fleet-file", fleet, replayTrace)
 			if err == nil || exitCode(err) != 2 || strings.Count(strings.TrimSpace(stderr), "\n") > 1 {
 				t.Errorf("err %v (exit %d), stderr %q: want one or two lines and exit 2", err, exitCode(err), stderr)
 			}

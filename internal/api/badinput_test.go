@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // Every kind of bad input, in the order the checks run (docs/http-api.md):
@@ -135,7 +137,7 @@ func TestBadInput(t *testing.T) {
 	if text, _, _ := choiceText(t, r.Body, 0); text != " puzo bevi funa jita" {
 		t.Errorf("after bad input: %s", r.Body)
 	}
-	waitFor(t, time.Second, "idle engines", env.idle)
+	testutil.WaitFor(t, time.Second, "idle engines", env.idle)
 }
 
 // Absurd but well-typed values allocate nothing in proportion to the value.

@@ -11,6 +11,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 func TestFeatures_FinishAndLength(t *testing.T) {
@@ -146,5 +147,5 @@ func TestStream_EngineRejectionMidStream(t *testing.T) {
 	if msg, _, _, _ := errorOf(t, r); r.Status != 400 || msg != reason {
 		t.Errorf("non-streaming: %d %s", r.Status, r.Body)
 	}
-	waitFor(t, time.Second, "idle", env.idle)
+	testutil.WaitFor(t, time.Second, "idle", env.idle)
 }

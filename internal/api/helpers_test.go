@@ -184,18 +184,6 @@ func readEvent(r *bufio.Reader) (string, error) {
 	return strings.TrimPrefix(strings.TrimSuffix(line, "\n"), "data: "), nil
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // idle reports whether every engine has no running, waiting or active work.
 func (e *testEnv) idle() bool {
 	for _, eng := range e.engines {

@@ -221,14 +221,12 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		return nil, err
 	}
 
-	// 7. Model name.
+	// 7. Model name. Any served name is accepted; responses carry the first
+	// one whichever was asked for, as vLLM's do.
 	g.model = s.cfg.ServedName()
-	if hasModel {
-		if !s.served[model] {
-			return nil, &apiError{Status: http.StatusNotFound, Type: typeNotFound,
-				Message: "The model `" + model + "` does not exist.", Param: "model"}
-		}
-		g.model = model
+	if hasModel && !s.served[model] {
+		return nil, &apiError{Status: http.StatusNotFound, Type: typeNotFound,
+			Message: "The model `" + model + "` does not exist.", Param: "model"}
 	}
 	g.baseID = requestID(r.Header.Get("X-Request-Id"), bodyID)
 
@@ -544,6 +542,8 @@ func parseMessages(o object) (msgs []tokenizer.Message, badPart string) {
 					b.WriteString(text)
 				}
 				content = b.String()
+			case 'n':
+				// null content: an assistant turn that only calls tools.
 			default:
 				o.fail(errFieldType(path+".content", "string"))
 				return nil, ""

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // Scenario S18 (seed-0 chat "Hello!", 4 tokens; see internal/plan's
@@ -195,7 +197,7 @@ func TestStream_DisconnectCancels(t *testing.T) {
 		}
 	}
 	// The engine publishes its load right after delivering a pass's tokens.
-	waitFor(t, time.Second, "3 running sequences", func() bool {
+	testutil.WaitFor(t, time.Second, "3 running sequences", func() bool {
 		l := env.engines[0].Load()
 		return l.ActiveBlocks > 0 && l.Running == 3
 	})
@@ -204,7 +206,7 @@ func TestStream_DisconnectCancels(t *testing.T) {
 	}
 	cancel() // closes the connection
 	resp.Body.Close()
-	waitFor(t, 2*time.Second, "engine work released", env.idle)
+	testutil.WaitFor(t, 2*time.Second, "engine work released", env.idle)
 	if r := env.get("/load"); r.Body != `{"server_load":0}` {
 		t.Errorf("/load = %s", r.Body)
 	}
@@ -224,5 +226,5 @@ func TestNonStream_DisconnectCancels(t *testing.T) {
 		resp.Body.Close()
 		t.Fatal("request finished before its deadline")
 	}
-	waitFor(t, 2*time.Second, "engine work released", env.idle)
+	testutil.WaitFor(t, 2*time.Second, "engine work released", env.idle)
 }

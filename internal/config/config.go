@@ -13,8 +13,14 @@ import (
 // vLLM has the setting); "-" and "_" are interchangeable when loading.
 type Config struct {
 	// Server and API fields.
-	Model                     string   `json:"model"`
-	ServedModelName           []string `json:"served_model_name"`
+	Model           string   `json:"model"`
+	ServedModelName []string `json:"served_model_name"`
+	// Tokenizer is a Hugging Face tokenizer directory; "" means Model
+	// when Model is such a directory, else the built-in tokenizer.
+	Tokenizer string `json:"tokenizer"`
+	// ChatTemplate overrides the tokenizer's chat template: a file path,
+	// or the template text itself.
+	ChatTemplate              string   `json:"chat_template"`
 	Host                      string   `json:"host"`
 	Port                      int      `json:"port"`
 	APIKey                    []string `json:"api_key"`

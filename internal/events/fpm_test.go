@@ -9,6 +9,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 func newFPMPub(t *testing.T, s FPMSettings) *FPMPublisher {
@@ -103,7 +104,7 @@ func TestFPMScenarioS1(t *testing.T) {
 		t.Errorf("var_prefill_length %#v", v)
 	}
 	// The counter moves just after the send returns.
-	waitFor(t, time.Second, "sent counter", func() bool { return p.Sent() == 3 })
+	testutil.WaitFor(t, time.Second, "sent counter", func() bool { return p.Sent() == 3 })
 	if p.Dropped() != 0 {
 		t.Errorf("dropped %d", p.Dropped())
 	}

@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"sync/atomic"
@@ -35,10 +36,11 @@ type kvItem struct {
 // ring, and answers replay requests after every batch and every 100 ms
 // while idle.
 type KVPublisher struct {
-	rank    int
-	publish bool
-	log     *slog.Logger
-	queue   *boundedQueue[kvItem]
+	rank     int
+	publish  bool
+	endpoint string // the PUB endpoint, a bound "*" port resolved
+	log      *slog.Logger
+	queue    *boundedQueue[kvItem]
 	lifecycle
 
 	sent         atomic.Uint64
@@ -92,6 +94,13 @@ func NewKVPublisher(o KVPublisherOptions) (*KVPublisher, error) {
 	if p.pub, err = newSocket(zctx, zmq.PUB, o.Endpoint, o.Bind, o.HWM); err != nil {
 		return p.abort(err)
 	}
+	p.endpoint = o.Endpoint
+	if o.Bind {
+		// A "*" port is chosen by the kernel: report the one it chose.
+		if p.endpoint, err = p.pub.GetLastEndpoint(); err != nil {
+			return p.abort(fmt.Errorf("zmq PUB %s: last endpoint: %w", o.Endpoint, err))
+		}
+	}
 	if o.ReplayEndpoint != "" {
 		// One full replay must fit in a client's pipe: the ROUTER drops
 		// (silently) what exceeds its high-water mark.
@@ -125,6 +134,11 @@ func (p *KVPublisher) PublishKVEvents(b engine.KVEventBatch) {
 		p.queueLog.note(p.log, "KV event queue full, batches dropped", "max_queue_size", p.queue.limit)
 	}
 }
+
+// Endpoint returns the PUB socket's endpoint: the connected one as given,
+// the bound one as libzmq reports it (ZMQ_LAST_ENDPOINT), so that a "*"
+// port reads back as the port the kernel chose.
+func (p *KVPublisher) Endpoint() string { return p.endpoint }
 
 // Sent returns the number of batches handed to the PUB socket.
 func (p *KVPublisher) Sent() uint64 { return p.sent.Load() }

@@ -11,6 +11,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // countingSink forwards to the publisher and counts batches (called on the
@@ -209,8 +210,8 @@ func runWorkload(t *testing.T, enc Encoding, ipc bool) {
 	if ipc {
 		pubEP = ipcEndpoint(t, "kv")
 	} else {
-		pubEP = "tcp://127.0.0.1:" + strconv.Itoa(freePort(t))
-		sub = newSub(t, zctx, pubEP, true, "kv@pod@m")
+		sub = newSub(t, zctx, testutil.AnyLoopbackPort, true, "kv@pod@m")
+		pubEP = testutil.LastEndpoint(t, sub.s)
 	}
 	replayEP := ipcEndpoint(t, "replay")
 	p := newKVPub(t, zctx, KVSettings{Endpoint: pubEP, Bind: ShouldBind(pubEP), ReplayEndpoint: replayEP,
@@ -253,7 +254,7 @@ func runWorkload(t *testing.T, enc Encoding, ipc bool) {
 	sim.Run(0)
 
 	n := sink.batches
-	waitFor(t, 5*time.Second, "all batches sent", func() bool { return p.Sent()+p.Dropped() == uint64(n) })
+	testutil.WaitFor(t, 5*time.Second, "all batches sent", func() bool { return p.Sent()+p.Dropped() == uint64(n) })
 	if p.Dropped() != 0 {
 		t.Fatalf("%d batches dropped", p.Dropped())
 	}

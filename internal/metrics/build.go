@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mocker-server/mocker-server/internal/pyrepr"
 )
 
 // vllmRank holds one rank's pre-resolved vllm:* children. The deprecated
@@ -232,7 +234,7 @@ func (r *Registry) buildVLLM() {
 		}
 		cacheInfo.WithLabelValues(e, strconv.Itoa(bs), "auto", pyBool(cfg.EnablePrefixCaching), "0.9",
 			strconv.Itoa(cfg.NumGPUBlocks), override, cfg.PrefixCachingHashAlgo,
-			strconv.Itoa(kvTokens), pyFloat(concurrency)).Set(1)
+			strconv.Itoa(kvTokens), pyrepr.Float(concurrency)).Set(1)
 		ro.v = v
 	}
 }

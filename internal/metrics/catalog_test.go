@@ -298,18 +298,6 @@ func TestCacheConfigInfo(t *testing.T) {
 	}
 }
 
-func TestPyFloat(t *testing.T) {
-	for f, want := range map[float64]string{
-		32: "32.0", 0.5: "0.5", 1.6: "1.6", 104.8576: "104.8576", 0: "0.0", 1.0 / 3: "0.3333333333333333",
-		1e15: "1000000000000000.0", 1e16: "1e+16", 1.5e20: "1.5e+20", 0.0001: "0.0001", 1e-05: "1e-05",
-		1.2345e-7: "1.2345e-07", 123456789012345680: "1.2345678901234568e+17", -2.5: "-2.5",
-	} {
-		if got := pyFloat(f); got != want {
-			t.Errorf("pyFloat(%v) = %q, want %q", f, got, want)
-		}
-	}
-}
-
 func TestBuckets(t *testing.T) {
 	f := scrape(t, New(testConfig(func(c *config.Config) { c.MetricsFamily = "both" }), "test"))
 	b125 := []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000}

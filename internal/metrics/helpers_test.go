@@ -12,10 +12,16 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"go.uber.org/goleak"
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
+
+// The registry serves scrapes through real HTTP servers.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 // testConfig returns the default configuration with bs 64 (S1's setup),
 // adjusted by mutate.

@@ -307,38 +307,3 @@ func pyBool(b bool) string {
 	}
 	return "False"
 }
-
-// pyFloat formats f like Python's repr()/str() of a float: the shortest
-// round-trip digits, fixed notation with ".0" for integral values when the
-// decimal exponent is in (-4, 16], scientific ("1e-05", "1.5e+20") otherwise.
-func pyFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case f == 0:
-		if math.Signbit(f) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // e.g. "-1.2345e+06"
-	mant, exp, _ := strings.Cut(e, "e")
-	x, _ := strconv.Atoi(exp)
-	decpt := x + 1
-	if decpt > -4 && decpt <= 16 {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
-		if !strings.ContainsRune(s, '.') {
-			s += ".0"
-		}
-		return s
-	}
-	sign := "+"
-	if x < 0 {
-		sign, x = "-", -x
-	}
-	return fmt.Sprintf("%se%s%02d", mant, sign, x)
-}
