@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -97,7 +96,7 @@ type runner struct {
 	block   int
 
 	now     time.Duration
-	passes  passHeap
+	passes  eventQueue[int] // busy targets by pass end, then index
 	touched []*target
 	flights []flight
 	free    []int
@@ -244,8 +243,8 @@ func (r *runner) loop(src Source) error {
 		if haveNext {
 			t, ok = next.Arrival, true
 		}
-		if len(r.passes) > 0 && (!ok || r.passes[0].end <= t) {
-			t, ok = r.passes[0].end, true
+		if end, busy := r.passes.peek(); busy && (!ok || end <= t) {
+			t, ok = end, true
 		}
 		if !ok {
 			break
@@ -254,8 +253,8 @@ func (r *runner) loop(src Source) error {
 			return fmt.Errorf("replay: request %d arrives at %v, before the previous one", next.Index, next.Arrival)
 		}
 		r.now = t
-		for len(r.passes) > 0 && r.passes[0].end == t {
-			tg := r.targets[heap.Pop(&r.passes).(passEnd).target]
+		for end, busy := r.passes.peek(); busy && end == t; end, busy = r.passes.peek() {
+			tg := r.targets[r.passes.pop().value]
 			tg.busy = false
 			tg.core.EndPass(engine.VirtualEpoch.Add(t), engine.VirtualEpoch.Add(t))
 			if err := r.collect(tg); err != nil {
@@ -374,7 +373,7 @@ func (r *runner) startPass(t *target) error {
 	}
 	t.busy = true
 	t.passEnd = r.now + d
-	heap.Push(&r.passes, passEnd{end: t.passEnd, target: t.index})
+	r.passes.push(t.passEnd, t.index, t.index)
 	return nil
 }
 
@@ -487,30 +486,4 @@ func (o *targetObserver) ObservePass(p *engine.PassReport) {
 	if p.IsPass {
 		o.t.stats.passes++
 	}
-}
-
-// passEnd is a busy target's pass deadline.
-type passEnd struct {
-	end    time.Duration
-	target int
-}
-
-// passHeap orders pass ends by time, then target index, so that targets
-// finishing at one instant are handled in a fixed order.
-type passHeap []passEnd
-
-func (h passHeap) Len() int { return len(h) }
-func (h passHeap) Less(i, j int) bool {
-	if h[i].end != h[j].end {
-		return h[i].end < h[j].end
-	}
-	return h[i].target < h[j].target
-}
-func (h passHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *passHeap) Push(x any)   { *h = append(*h, x.(passEnd)) }
-func (h *passHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -56,7 +55,7 @@ type Synthetic struct {
 	scheduled int // turns scheduled so far, emitted or pending
 	emitted   int
 	unique    uint64
-	pending   turnHeap
+	pending   eventQueue[*session] // sessions' next turns, by time then emission order
 	// prefixes caches each group's shared prefix tokens (built on first use).
 	prefixes map[int][]uint32
 }
@@ -108,12 +107,13 @@ func NewSynthetic(opts SyntheticOptions) (*Synthetic, error) {
 // Next returns the next request in arrival order, io.EOF after the last.
 func (g *Synthetic) Next() (Request, error) {
 	canStart := g.scheduled < g.opts.Requests
-	if len(g.pending) == 0 && !canStart {
+	due, pending := g.pending.peek()
+	if !pending && !canStart {
 		return Request{}, io.EOF
 	}
-	if len(g.pending) > 0 && (!canStart || g.pending[0].at <= g.nextStart) {
-		t := heap.Pop(&g.pending).(pendingTurn)
-		return g.emit(t.at, t.s), nil
+	if pending && (!canStart || due <= g.nextStart) {
+		t := g.pending.pop()
+		return g.emit(t.at, t.value), nil
 	}
 	turns := min(g.opts.Turns, g.opts.Requests-g.scheduled)
 	g.scheduled += turns
@@ -144,7 +144,7 @@ func (g *Synthetic) emit(at time.Duration, s *session) Request {
 	s.prompt, s.lastOut = prompt, out
 	s.turnsLeft--
 	if s.turnsLeft > 0 {
-		heap.Push(&g.pending, pendingTurn{at: at + g.opts.TurnGap, seq: g.emitted, s: s})
+		g.pending.push(at+g.opts.TurnGap, g.emitted, s)
 	}
 	r := Request{Index: g.emitted, Arrival: at, Prompt: prompt, OutputTokens: out}
 	g.emitted++
@@ -158,29 +158,4 @@ func (g *Synthetic) gap() time.Duration {
 		return time.Duration(math.Round(mean))
 	}
 	return time.Duration(math.Round(g.rng.ExpFloat64() * mean))
-}
-
-// pendingTurn is a session's next turn; seq orders turns due at the same time.
-type pendingTurn struct {
-	at  time.Duration
-	seq int
-	s   *session
-}
-
-type turnHeap []pendingTurn
-
-func (h turnHeap) Len() int { return len(h) }
-func (h turnHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
-}
-func (h turnHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *turnHeap) Push(x any)   { *h = append(*h, x.(pendingTurn)) }
-func (h *turnHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
