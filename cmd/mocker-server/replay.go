@@ -52,8 +52,9 @@ type replayFlags struct {
 }
 
 // offlineKeys are serve settings that mean nothing offline (HTTP, ZMQ,
-// logging): replay says so instead of ignoring them silently.
-var offlineKeys = []string{"host", "port", "api_key", "served_model_name", "startup_time", "worker_id",
+// logging, text: replay's prompts are token ids already): replay says so
+// instead of ignoring them silently.
+var offlineKeys = []string{"model", "tokenizer", "chat_template", "host", "port", "api_key", "served_model_name", "startup_time", "worker_id",
 	"kv_events_config", "zmq_kv_events_port", "zmq_replay_port", "kv_events_encoding",
 	"kv_events_replay_topic_frame", "fpm_endpoint", "max_request_body_bytes", "log_level", "metrics_family",
 	"deprecated_metrics", "enable_request_id_headers", "enable_prompt_tokens_details", "enable_force_include_usage",

@@ -22,12 +22,15 @@ func TestReplay_JSONIsByteIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatalf("replay: %v\n%s", err, stderr)
 	}
-	second, _, err := runCLI(t, args...)
+	second, stderr, err := runCLI(t, append([]string{"replay", "--port", "9000"}, args[1:]...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first != second {
 		t.Fatal("two runs printed different JSON")
+	}
+	if !strings.Contains(stderr, "warning: --port has no effect in replay") {
+		t.Errorf("a serve-only flag must be named on stderr, got %q", stderr)
 	}
 	var rep struct {
 		Summary struct{ Requests, Completed, Rejected int } `json:"summary"`
