@@ -57,12 +57,16 @@ func loadServeConfig(cmd *cobra.Command, args []string, stderr io.Writer) (*conf
 // tests swap in printConfig to inspect the validated configuration.
 var serveFunc = runServer
 
-// printConfig prints the configuration (API keys redacted) as indented JSON.
+// printConfig prints the configuration (API and admin keys redacted) as
+// indented JSON.
 func printConfig(_ context.Context, cfg *config.Config, stdout, _ io.Writer) error {
 	shown := *cfg
 	shown.APIKey = make([]string, len(cfg.APIKey))
 	for i := range shown.APIKey {
 		shown.APIKey[i] = "<redacted>"
+	}
+	if shown.AdminKey != "" {
+		shown.AdminKey = "<redacted>"
 	}
 	out, err := json.MarshalIndent(shown, "", "  ")
 	if err != nil {

@@ -17,15 +17,15 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/events"
+	"github.com/mocker-server/mocker-server/internal/faults"
 	"github.com/mocker-server/mocker-server/internal/metrics"
 )
 
 // Server timeouts (http-api.md §2.5). There is deliberately no overall
 // write timeout: streams can be long; each SSE write sets its own deadline.
 const (
-	readHeaderTimeout    = 10 * time.Second
-	idleTimeout          = 120 * time.Second
-	defaultShutdownGrace = 10 * time.Second
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 120 * time.Second
 	// handlerDrainTimeout bounds the wait for handlers after the grace
 	// period, once their contexts are cancelled.
 	handlerDrainTimeout = 5 * time.Second
@@ -41,8 +41,8 @@ type serverOptions struct {
 	// Ready is called with the base URL ("http://127.0.0.1:PORT") once the
 	// port is bound (tests use it to find an OS-assigned port).
 	Ready func(baseURL string)
-	// ShutdownGrace is how long in-flight requests may run after ctx ends
-	// before they are cancelled (default 10 s).
+	// ShutdownGrace, when > 0, overrides cfg.ShutdownGrace: how long
+	// in-flight requests may run after ctx ends before they are cancelled.
 	ShutdownGrace time.Duration
 	// Engines supplies each rank's collaborators (metrics observer, KV
 	// event and FPM sinks).
@@ -53,6 +53,8 @@ type serverOptions struct {
 	Requests api.RequestObserver
 	// DeliveryLag observes the per-token SSE delivery lag.
 	DeliveryLag api.DeliveryLagObserver
+	// Faults counts injected faults (mocker_injected_faults_total).
+	Faults api.FaultObserver
 }
 
 // engineHooks give each DP rank its observer and sinks; nil functions and
@@ -105,6 +107,7 @@ func productionOptions(cfg *config.Config, stderr io.Writer) (serverOptions, fun
 		Metrics:     reg.Handler(),
 		Requests:    reg,
 		DeliveryLag: reg,
+		Faults:      reg,
 	}
 	return opts, func() { _ = pubs.Close() }, nil
 }
@@ -155,7 +158,7 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 	}
 	grace := opts.ShutdownGrace
 	if grace <= 0 {
-		grace = defaultShutdownGrace
+		grace = time.Duration(cfg.ShutdownGrace * float64(time.Second))
 	}
 	if cfg.DPSize < 1 {
 		cfg.DPSize = 1
@@ -165,12 +168,18 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 	if err != nil {
 		return err
 	}
+	injector, err := faults.New(cfg.FaultSettings(), faults.Options{Seed: cfg.Seed})
+	if err != nil {
+		return &config.Error{Problems: []string{err.Error()}}
+	}
 	srv := api.NewServer(cfg, engines, api.Deps{
-		Logger:      log,
-		Metrics:     opts.Metrics,
-		Requests:    opts.Requests,
-		DeliveryLag: opts.DeliveryLag,
-		Version:     version,
+		Logger:        log,
+		Metrics:       opts.Metrics,
+		Requests:      opts.Requests,
+		DeliveryLag:   opts.DeliveryLag,
+		Faults:        injector,
+		FaultObserver: opts.Faults,
+		Version:       version,
 	})
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
@@ -225,7 +234,7 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
+	go func() { serveErr <- hs.Serve(api.JSONErrorListener(ln)) }()
 	if opts.Ready != nil {
 		opts.Ready(baseURL)
 	}

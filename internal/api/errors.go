@@ -17,6 +17,8 @@ const (
 	typeTooLarge        = "Request Entity Too Large"
 	typeInternal        = "InternalServerError"
 	typeUnavailable     = "ServiceUnavailableError"
+	typeRequestTimeout  = "Request Timeout"
+	typeRateLimit       = "RateLimitError"
 )
 
 // apiError is an error answered with the nested error shape of

@@ -12,8 +12,10 @@ import (
 // Defaults of the Dynamo port style (kv-events.md §1.2) and of the FPM
 // publisher (metrics.md §5.4).
 const (
-	DefaultBufferSteps  = 10000
-	DefaultHWM          = 100000
+	DefaultBufferSteps = 10000
+	// DefaultHWM bounds the batches libzmq queues per subscriber before
+	// dropping (counted): at ~11 KB per batch, about 110 MB per rank.
+	DefaultHWM          = 10000
 	DefaultMaxQueueSize = 100000
 
 	// FPMTopic is the first frame of every FPM message.
@@ -189,7 +191,10 @@ func KVSettingsFor(cfg *config.Config, rank int, lookup LookupIP) (s KVSettings,
 	if s.MaxQueueSize < 1 {
 		s.MaxQueueSize = DefaultMaxQueueSize
 	}
-	if s.HWM < 0 {
+	if s.HWM < 1 {
+		// libzmq reads 0 as "no limit": a subscriber that never reads would
+		// grow the publisher without bound. Validation rejects 0; this
+		// guards programmatic configurations.
 		s.HWM = DefaultHWM
 	}
 	return s, true, nil
