@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -28,15 +28,15 @@ build: deps
 
 # A demo server (configs/demo.yaml) on http://127.0.0.1:8000 with KV events
 # (PUB tcp://127.0.0.1:5557, replay ROUTER :5558) and forward-pass metrics
-# (PUB tcp://*:5560). Other config: make run CONFIG=configs/small-cache.yaml;
+# (PUB ipc:///tmp/mocker-server-fpm.ipc). Other config: make run CONFIG=configs/small-cache.yaml;
 # extra flags: make run RUN_ARGS='--speedup-ratio 10'.
 run: build
 	./$(BIN) serve --config $(CONFIG) $(RUN_ARGS)
 
 # The whole suite: vet, race-enabled Go tests (including the configs/ and
-# Grafana dashboard checks), and the cross-language KV-event check against
-# a live server.
-test: test-go check-events
+# Grafana dashboard checks), the cross-language KV-event check against
+# a live server, and a few seconds of every fuzz target.
+test: test-go check-events fuzz-short
 
 test-go: deps
 	$(GO) vet ./...
@@ -45,6 +45,19 @@ test-go: deps
 check-events: build
 	@scripts/ensure-deps.sh --python
 	scripts/check-events-live.sh $(BIN)
+
+# Fuzz targets (docs/FAULTS.md): a few seconds each in `make test`, longer
+# here (make fuzz FUZZTIME=10m, or FUZZTIME=1000000x for a count).
+FUZZTIME ?= 60s
+fuzz-short: deps
+	FUZZTIME=3s scripts/fuzz.sh
+
+fuzz: deps
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+# 10-minute soak under mixed traffic with faults (not part of `make test`).
+soak: build
+	scripts/soak.sh $(BIN)
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
