@@ -23,7 +23,9 @@ func (s *Server) readBodies(next http.Handler) http.Handler {
 	}
 	limit := s.cfg.MaxRequestBodyBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength > limit {
+			// No body, or one the handler refuses (413) from its declared
+			// length without reading it.
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"bufio"
-	"context"
 	"net/http"
 	"regexp"
 	"strings"
@@ -181,20 +179,8 @@ func TestResetPrefixCache(t *testing.T) {
 		t.Errorf("idle reset = %d %s", r.Status, r.Body)
 	}
 	// Keep rank 1 busy with a stream, then reset.
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel := env.holdStream("X-data-parallel-rank", "1")
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", env.URL+"/v1/chat/completions",
-		strings.NewReader(helloChat+`,"max_tokens":500,"stream":true}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-data-parallel-rank", "1")
-	resp, err := env.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if _, err := readEvent(bufio.NewReader(resp.Body)); err != nil {
-		t.Fatal(err)
-	}
 	r := env.post("/reset_prefix_cache", "")
 	msg, typ, _, _ := errorOf(t, r)
 	if r.Status != 409 || typ != "ConflictError" || msg != "Prefix cache reset failed: blocks are in use on DP rank(s) 1." {

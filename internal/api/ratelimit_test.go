@@ -1,10 +1,6 @@
 package api
 
 import (
-	"bufio"
-	"context"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 )
@@ -60,19 +56,8 @@ func TestRateLimits_TPMCountsPromptPlusMaxTokens(t *testing.T) {
 func TestRateLimits_MaxConcurrentRequests(t *testing.T) {
 	env := startServer(t, map[string]any{"max_concurrent_requests": 1, "speedup_ratio": 1.0,
 		"timing_model": "fixed", "fixed_decode_ms": 20.0})
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel := env.holdStream()
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", env.URL+"/v1/chat/completions",
-		strings.NewReader(helloChat+`,"max_tokens":500,"stream":true}`))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := env.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if _, err := readEvent(bufio.NewReader(resp.Body)); err != nil {
-		t.Fatal(err)
-	}
 	r := env.post("/v1/completions", `{"prompt":"a","max_tokens":1}`)
 	if msg, _, _, _ := errorOf(t, r); r.Status != 429 || r.Header.Get("Retry-After") != "1" || msg != "Too many concurrent requests: limit 1." {
 		t.Errorf("second request: %d %s", r.Status, r.Body)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,10 +41,10 @@ func TestInjector_SeededRateFailsTheSameRequestsOnEveryRun(t *testing.T) {
 	a := failing(t, mustNew(t, s, Options{Seed: 7}), 10000)
 	b := failing(t, mustNew(t, s, Options{Seed: 7}), 10000)
 	c := failing(t, mustNew(t, s, Options{Seed: 8}), 10000)
-	if !slicesEqual(a, b) {
+	if !slices.Equal(a, b) {
 		t.Error("two runs with the same seed failed different requests")
 	}
-	if slicesEqual(a, c) {
+	if slices.Equal(a, c) {
 		t.Error("a different seed failed the same requests")
 	}
 	if got := float64(len(a)) / 10000; math.Abs(got-0.3) > 0.02 {
@@ -121,7 +122,7 @@ func TestInjector_ReadsScriptFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := mustNew(t, Settings{Script: "@" + path}, Options{})
-	if got := failing(t, in, 5); !slicesEqual(got, []uint64{1, 2}) {
+	if got := failing(t, in, 5); !slices.Equal(got, []uint64{1, 2}) {
 		t.Errorf("failing = %v", got)
 	}
 	if err := Check(Settings{Script: "@" + path + ".missing"}); err == nil {
@@ -130,16 +131,4 @@ func TestInjector_ReadsScriptFiles(t *testing.T) {
 	if err := in.Update(Settings{Script: "@" + path}); err == nil {
 		t.Error("Update read a file")
 	}
-}
-
-func slicesEqual(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

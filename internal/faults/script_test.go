@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func atZero(int) time.Duration { return 0 }
 func TestScript_TheDocumentedFormsWorkAsWritten(t *testing.T) {
 	got := kindsOf(t, "first 3: rate_limit; then ok", 6, atZero)
 	want := []Kind{RateLimit, RateLimit, RateLimit, None, None, None}
-	if !equal(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("first 3 = %v, want %v", got, want)
 	}
 
@@ -44,7 +45,7 @@ func TestScript_TheDocumentedFormsWorkAsWritten(t *testing.T) {
 		return []time.Duration{29 * time.Second, 30 * time.Second, 35 * time.Second, 39999 * time.Millisecond, 40 * time.Second}[i]
 	})
 	want = []Kind{"", Unavailable, Unavailable, Unavailable, ""}
-	if !equal(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("from 30s to 40s = %v, want %v", got, want)
 	}
 }
@@ -58,16 +59,16 @@ every 5th: reset after 0
 otherwise ok`
 	got := kindsOf(t, text, 10, atZero)
 	want := []Kind{ServerError, ServerError, RateLimit, RateLimit, Reset, None, Stall, Stall, None, Reset}
-	if !equal(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 	// Without a then rule, unmatched requests fall through ("").
 	got = kindsOf(t, "first 1: timeout", 2, atZero)
-	if !equal(got, []Kind{Timeout, ""}) {
+	if !slices.Equal(got, []Kind{Timeout, ""}) {
 		t.Errorf("fall-through: %v", got)
 	}
 	got = kindsOf(t, "from 1m: unavailable", 2, func(i int) time.Duration { return time.Duration(i) * 2 * time.Minute })
-	if !equal(got, []Kind{"", Unavailable}) {
+	if !slices.Equal(got, []Kind{"", Unavailable}) {
 		t.Errorf("open window: %v", got)
 	}
 }
@@ -97,16 +98,4 @@ func TestScript_RejectsMalformedScriptsNamingTheLine(t *testing.T) {
 	} else if _, ok := s.Match(1, 0); ok {
 		t.Error("an empty script matched")
 	}
-}
-
-func equal(a, b []Kind) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
