@@ -233,6 +233,7 @@ func TestFaults_StallDelaysTheNextTokenByTheConfiguredTime(t *testing.T) {
 	if d := gap - 300*time.Millisecond; d < -10*time.Millisecond || d > 10*time.Millisecond+normal {
 		t.Errorf("gap before token 4 = %v, want 300 ms ± 10 ms (normal gap %v)", gap, normal)
 	}
+	t.Logf("gap before token 4: %v (normal gap %v)", gap, normal)
 }
 
 func TestFaults_StatusFaultsAnswerLikeTheirServers(t *testing.T) {
