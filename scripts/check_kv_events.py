@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check mocker-server's KV cache events on the wire (kv-events.md §3, §4, §7).
+"""Check mocker-server's KV cache events on the wire (docs/kv-events.md).
 
 Subscribes to the server's KV event PUB socket, sends a few chat completions
 that share a long prefix, and validates every message received:
@@ -7,8 +7,8 @@ that share a long prefix, and validates every message received:
   * exactly 3 frames; topic frame; sequence frame 8 bytes big-endian,
     contiguous from the first message seen;
   * batch = [float ts, list events, int data_parallel_rank];
-  * tags and (map encoding) key sets exactly as §4.2, or (array encoding)
-    the positional layout of §4.3; constant fields (medium GPU, lora null,
+  * tags and (map encoding) key sets exactly as vLLM writes them, or (array
+    encoding) the positional layout; constant fields (medium GPU, lora null,
     group_idx 0, kv_cache_spec_kind full_attention);
   * hashes and parents are msgpack integers; no duplicate hash in an event,
     parent not among the event's own hashes;

@@ -3,7 +3,8 @@
 # a C compiler for cgo and libzmq's headers (via pkg-config) for the ZMQ
 # binding (github.com/pebbe/zmq4). With --python, also what the live
 # cross-language KV-event check needs: Debian's python3 with python3-zmq and
-# python3-msgpack, and curl.
+# python3-msgpack, and curl; and python3-jinja2, the reference the chat
+# template tests compare against.
 #
 # Running as root on Debian/Ubuntu, missing packages are installed with
 # apt-get (non-interactive). Otherwise the script prints ONE line saying
@@ -27,6 +28,7 @@ if [ "${1:-}" = "--python" ]; then
   if ! /usr/bin/python3 -c 'import zmq, msgpack' >/dev/null 2>&1; then
     want+=(python3 python3-zmq python3-msgpack)
   fi
+  /usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1 || want+=(python3-jinja2)
   command -v curl >/dev/null 2>&1 || want+=(curl)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0

@@ -14,7 +14,10 @@ only=${1:-}
 targets=(
 	"./internal/api FuzzGenerateHandler"       # request decoding and parameters, through the real handler
 	"./internal/config FuzzLoad"               # configuration files and --extra-engine-args
-	"./internal/engine FuzzLoadProfile"        # timing profiles (NPZ and JSON)
+	"./internal/api FuzzAppendString"          # the hand-written JSON appenders against encoding/json
+	"./internal/api FuzzAppendFloat"
+	"./internal/api FuzzAppendIntegers"
+	"./internal/profile FuzzLoadProfile"       # timing profiles (NPZ and JSON)
 	"./internal/events FuzzEncodeRoundTrip"    # KV-event encoder against vmihailenco/msgpack
 	"./internal/loadgen FuzzSSEParser"         # the load generator's chunked SSE reader
 )

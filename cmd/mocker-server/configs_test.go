@@ -26,6 +26,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // cfgsRepoRoot is the repository root relative to this package's directory.
@@ -67,42 +68,45 @@ func cfgsLoad(t *testing.T, path string, overlay map[string]any) *config.Config 
 	return cfg
 }
 
-// cfgsFreePort returns a currently free TCP port on 127.0.0.1.
-func cfgsFreePort(t *testing.T) int {
-	t.Helper()
-	return e2eFreePortPair(t)
-}
-
 // cfgsLoopback moves everything a config would bind (HTTP, Dynamo-style
-// KV-event and replay ports, FPM endpoint) to loopback and free ports, as
-// CLI flags would.
-func cfgsLoopback(t *testing.T, cfg *config.Config) map[string]any {
-	t.Helper()
+// KV-event and replay ports, FPM endpoint) to loopback, as CLI flags would:
+// HTTP to a port the kernel chooses, the ZMQ sockets to the runs of free
+// ports starting at bases[0..3] (DP rank r adds r).
+func cfgsLoopback(cfg *config.Config, bases []int) map[string]any {
 	// Overlay numbers are json.Number, as config.FlagOverlay produces them.
-	port := func() json.Number { return json.Number(strconv.Itoa(cfgsFreePort(t))) }
+	port := func(i int) json.Number { return json.Number(strconv.Itoa(bases[i])) }
 	o := map[string]any{"host": "127.0.0.1", "port": json.Number("0")}
 	if cfg.ZMQKVEventsPort != 0 {
-		o["zmq_kv_events_port"] = port()
+		o["zmq_kv_events_port"] = port(0)
 	}
 	if cfg.ZMQReplayPort != 0 {
-		o["zmq_replay_port"] = port()
+		o["zmq_replay_port"] = port(1)
 	}
 	if cfg.FPMEndpoint != "" {
-		o["fpm_endpoint"] = fmt.Sprintf("tcp://127.0.0.1:%d", cfgsFreePort(t))
+		o["fpm_endpoint"] = fmt.Sprintf("tcp://127.0.0.1:%d", bases[2])
 	}
 	if k := cfg.KVEventsConfig; k != nil && k.EnableKVCacheEvents {
 		o["kv_events_config"] = map[string]any{"enable_kv_cache_events": true,
-			"endpoint": fmt.Sprintf("tcp://127.0.0.1:%d", cfgsFreePort(t))}
+			"endpoint": fmt.Sprintf("tcp://127.0.0.1:%d", bases[3])}
 	}
 	return o
 }
 
-// cfgsStart runs serve() with productionOptions (the Prometheus
-// registry and real ZMQ publishers) until the test ends.
-func cfgsStart(t *testing.T, cfg *config.Config) (baseURL string, client *http.Client) {
+// cfgsServeLoopback loads path (whose configuration is cfg) moved to
+// loopback (cfgsLoopback) and runs serve() with productionOptions (the
+// Prometheus registry and real ZMQ publishers) until the test ends.
+func cfgsServeLoopback(t *testing.T, path string, cfg *config.Config) (live *config.Config, baseURL string, client *http.Client) {
 	t.Helper()
-	r := e2eStartProduction(t, cfg)
-	return r.url, r.client
+	testutil.WithPortRuns(t, 4, max(cfg.DPSize, 1), func(bases []int) error {
+		live = cfgsLoad(t, path, cfgsLoopback(cfg, bases))
+		r, err := e2eTryStartProduction(t, live)
+		if err != nil {
+			return err
+		}
+		baseURL, client = r.url, r.client
+		return nil
+	})
+	return live, baseURL, client
 }
 
 // cfgsChat sends a non-streamed chat completion and returns the decoded body.
@@ -151,7 +155,11 @@ func cfgsTokens(from, n int) []uint32 {
 func cfgsSimulate(t *testing.T, cfg *config.Config, rank int, reqs [][2]int) *cfgsObserver {
 	t.Helper()
 	obs := &cfgsObserver{}
-	core, err := engine.NewCore(cfg, engine.CoreOptions{Rank: rank, Observer: obs})
+	profile, err := loadTimingProfile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := engine.NewCore(cfg.EngineConfig(profile), engine.CoreOptions{Rank: rank, Observer: obs})
 	if err != nil {
 		t.Fatalf("engine.NewCore(rank %d): %v", rank, err)
 	}
@@ -196,12 +204,11 @@ func TestConfigs_EveryEngineConfigLoadsAndServes(t *testing.T) {
 				cfgsSimulate(t, cfg, r, [][2]int{{100, 8}})
 			}
 
-			live := cfgsLoad(t, path, cfgsLoopback(t, cfg))
+			live, url, client := cfgsServeLoopback(t, path, cfg)
 			if live.EngineType != cfg.EngineType || live.BlockSize != cfg.BlockSize ||
 				live.TimingModel != cfg.TimingModel || live.NumGPUBlocks != cfg.NumGPUBlocks {
 				t.Fatalf("overlay changed the engine: %+v", live)
 			}
-			url, client := cfgsStart(t, live)
 			out := cfgsChat(t, client, url, live.ServedName(), 4)
 			choices, _ := out["choices"].([]any)
 			if len(choices) != 1 {
@@ -238,7 +245,7 @@ func TestConfigs_DemoEnablesEventsAndFPM(t *testing.T) {
 		t.Errorf("demo.yaml: kv events %d, replay %d, fpm %q, port %d",
 			cfg.ZMQKVEventsPort, cfg.ZMQReplayPort, cfg.FPMEndpoint, cfg.Port)
 	}
-	if !cfg.EnablePrefixCaching || cfg.WorkerType != config.WorkerAggregated {
+	if !cfg.EnablePrefixCaching || cfg.WorkerType != engine.WorkerAggregated {
 		t.Error("demo.yaml: events need prefix caching on an aggregated worker")
 	}
 }
@@ -350,8 +357,7 @@ func TestGrafanaDashboard_QueriesUseExportedMetrics(t *testing.T) {
 
 	t.Chdir(cfgsRepoRoot)
 	base := cfgsLoad(t, "configs/demo.yaml", nil)
-	cfg := cfgsLoad(t, "configs/demo.yaml", cfgsLoopback(t, base))
-	url, client := cfgsStart(t, cfg)
+	cfg, url, client := cfgsServeLoopback(t, "configs/demo.yaml", base)
 	cfgsChat(t, client, url, cfg.ServedName(), 4)
 	fams := cfgsScrapeFamilies(t, client, url)
 

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
-	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -30,12 +28,24 @@ import (
 // (engines stopped), exactly as runServer does.
 func e2eStartProduction(t *testing.T, cfg *config.Config) *running {
 	t.Helper()
+	r, err := e2eTryStartProduction(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// e2eTryStartProduction is e2eStartProduction that returns the error of
+// opening the ZMQ publishers (a port taken) instead of failing the test, for
+// testutil.WithPortRuns to try other ports.
+func e2eTryStartProduction(t *testing.T, cfg *config.Config) (*running, error) {
+	t.Helper()
 	opts, closePubs, err := productionOptions(cfg, io.Discard)
 	if err != nil {
-		t.Fatalf("productionOptions: %v", err)
+		return nil, fmt.Errorf("productionOptions: %w", err)
 	}
 	opts.ShutdownGrace = 2 * time.Second
-	return startWith(t, cfg, opts, closePubs)
+	return startWith(t, cfg, opts, closePubs), nil
 }
 
 // e2eExposition is one parsed /metrics exposition.
@@ -143,57 +153,6 @@ func (s *e2eExposition) hist(name string, want map[string]string) (count uint64,
 	return count, sum
 }
 
-// e2eWaitFor polls cond until it returns "" (satisfied) or the deadline passes;
-// it then fails with the last reason.
-func e2eWaitFor(t *testing.T, timeout time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	delay := 5 * time.Millisecond
-	for {
-		why := cond()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: %s", timeout, why)
-		}
-		time.Sleep(delay)
-		delay = min(delay*2, 100*time.Millisecond)
-	}
-}
-
-// e2eFreePortPair returns a TCP port p on 127.0.0.1 such that p and p+1 are
-// both free right now (DP rank 1 uses p+1), avoiding the ports in avoid.
-func e2eFreePortPair(t *testing.T, avoid ...int) int {
-	t.Helper()
-	// Pairs come from below the kernel's ephemeral range (32768+), where
-	// client connections of concurrent load cannot take the neighbour.
-	for range 200 {
-		p := 20000 + rand.IntN(12000)
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		ln2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+1))
-		ln.Close()
-		if err != nil {
-			continue
-		}
-		ln2.Close()
-		clash := false
-		for _, a := range avoid {
-			if a >= p-1 && a <= p+1 {
-				clash = true
-			}
-		}
-		if !clash {
-			return p
-		}
-	}
-	t.Fatal("no free port pair")
-	return 0
-}
-
 // e2eZSock is a test-side ZMQ socket with its own context. Sockets are used
 // only from the test goroutine.
 type e2eZSock struct {
@@ -293,7 +252,7 @@ func e2eNum(v any) (float64, bool) {
 	return 0, false
 }
 
-// isInt reports whether v is a generically decoded msgpack integer.
+// e2eIsInt reports whether v is a generically decoded msgpack integer.
 func e2eIsInt(v any) bool {
 	switch v.(type) {
 	case int8, int16, int32, int64, int, uint8, uint16, uint32, uint64, uint:

@@ -101,8 +101,8 @@ func (m e2eFPMMsg) heartbeat(t *testing.T) bool {
 	return true
 }
 
-// gauges maps the message onto the mocker_fpm_* gauge names (metrics.md
-// §5.3, §5.4).
+// gauges maps the message onto the mocker_fpm_* gauge names
+// (docs/metrics.md).
 func (m e2eFPMMsg) gauges(t *testing.T) map[string]float64 {
 	return map[string]float64{
 		"num_prefill_requests":        m.field(t, "s", "num_prefill_requests"),
@@ -179,7 +179,7 @@ func (s *e2eFPMStream) next(t *testing.T, timeout time.Duration) (e2eFPMMsg, boo
 	return m, true
 }
 
-// TestE2E_FPMOverZMQ runs engine scenario S1 (engine.md: vllm, block size
+// TestE2E_FPMOverZMQ runs engine scenario S1 (vllm, block size
 // 64, polynomial timing, speedup 1, one completions request with 100
 // distinct prompt ids, 3 tokens) through the live server with the FPM PUB
 // bound on an ipc:// endpoint, decodes the messages generically, and checks

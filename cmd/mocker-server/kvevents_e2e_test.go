@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/pebbe/zmq4"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -37,7 +38,8 @@ type e2eKVEvent struct {
 var e2eEndSeq = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // e2eDecodeKVPayload decodes a batch payload generically (msgpack into any),
-// checking the batch shape (kv-events.md §4, §7 #2, #3, #7–#10).
+// checking the batch shape, integer hashes, names, constants and array
+// positions consumers rely on (docs/kv-events.md).
 func e2eDecodeKVPayload(t *testing.T, payload []byte, rank int, array bool) []e2eKVEvent {
 	t.Helper()
 	dec := msgpack.NewDecoder(bytes.NewReader(payload))
@@ -174,8 +176,9 @@ func e2eDecodeKVPayload(t *testing.T, payload []byte, rank int, array bool) []e2
 	return out
 }
 
-// e2eKVTracker checks the consumer invariants of kv-events.md §7 (#4–#6) over
-// a complete stream starting at seq 0.
+// e2eKVTracker checks, over a complete stream starting at seq 0, the
+// consumer invariants that span messages (docs/kv-events.md): block size,
+// parents announced before children, removals only of stored hashes.
 type e2eKVTracker struct {
 	blockSize                   int
 	stored                      map[uint64]bool // announced and not removed since
@@ -263,7 +266,8 @@ func (s *e2eKVSub) take(t *testing.T, timeout time.Duration) bool {
 }
 
 // e2eReplay asks the rank's ROUTER for everything from seq 0 with a DEALER and
-// reads until the end marker, checking the frame layout (kv-events.md §6).
+// reads until the end marker, checking the replay frame layout
+// (docs/kv-events.md).
 func e2eReplay(t *testing.T, ep string, rank int, topicFrame, array bool) []e2eKVBatch {
 	t.Helper()
 	d := e2eNewZSock(t, zmq4.DEALER, ep, false, nil)
@@ -324,19 +328,25 @@ func TestE2E_KVEventsOverZMQ(t *testing.T) {
 }
 
 func e2eRunKVEvents(t *testing.T, array bool) {
-	P := e2eFreePortPair(t)
-	R := e2eFreePortPair(t, P)
-	overlay := map[string]any{
-		"block_size": 4, "num_gpu_blocks": 24, "max_model_len": 64, "dp_size": 2,
-		"zmq_kv_events_port": P, "zmq_replay_port": R, "log_level": "error",
-	}
+	// Dynamo-style ports: rank r binds P+r and R+r.
+	var P, R int
+	var srv *running
 	topicFrame := true
-	if array {
-		overlay["kv_events_encoding"] = "array"
-		overlay["kv_events_replay_topic_frame"] = false
-		topicFrame = false
-	}
-	srv := e2eStartProduction(t, loadConfig(t, overlay))
+	testutil.WithPortRuns(t, 2, 2, func(bases []int) error {
+		P, R = bases[0], bases[1]
+		overlay := map[string]any{
+			"block_size": 4, "num_gpu_blocks": 24, "max_model_len": 64, "dp_size": 2,
+			"zmq_kv_events_port": P, "zmq_replay_port": R, "log_level": "error",
+		}
+		if array {
+			overlay["kv_events_encoding"] = "array"
+			overlay["kv_events_replay_topic_frame"] = false
+			topicFrame = false
+		}
+		var err error
+		srv, err = e2eTryStartProduction(t, loadConfig(t, overlay))
+		return err
+	})
 
 	subs := make([]*e2eKVSub, 2)
 	for r := range subs {
@@ -401,7 +411,7 @@ func e2eRunKVEvents(t *testing.T, array bool) {
 		// publisher counted, and the per-type event counts match.
 		var rep []e2eKVBatch
 		var tr *e2eKVTracker
-		e2eWaitFor(t, 5*time.Second, func() string {
+		testutil.WaitUntil(t, 5*time.Second, func() string {
 			rep = e2eReplay(t, fmt.Sprintf("tcp://127.0.0.1:%d", R+r), r, topicFrame, array)
 			tr = &e2eKVTracker{blockSize: 4, stored: map[uint64]bool{}}
 			sc := srv.e2eScrape(t)

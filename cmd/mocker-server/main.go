@@ -37,7 +37,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // exitCode maps run's error to the process exit status: 0 on success, 2 for
-// configuration and usage errors (engine.md §1.1), 1 for anything else.
+// configuration and usage errors (the conventional usage-error status, so
+// scripts can tell a bad command line from a runtime failure), 1 for
+// anything else.
 func exitCode(err error) int {
 	var cfgErr *config.Error
 	switch {

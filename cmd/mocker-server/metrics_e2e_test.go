@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
@@ -53,10 +54,11 @@ func (tl *e2eTally) add(n int, u openai.CompletionUsage, reasons []string, gPerC
 
 // TestE2E_MetricsOverHTTP drives the real server (productionOptions wiring,
 // so /metrics is the production registry) with a known mixed workload
-// through the openai-go SDK and checks the exposition against metrics.md.
+// through the openai-go SDK and checks the exposition against
+// docs/metrics.md.
 //
-// Counting rules used for the expected values (metrics.md §1.2, §2.2;
-// http-api.md §3.4):
+// Counting rules used for the expected values (docs/metrics.md,
+// docs/http-api.md):
 //   - Every choice of an n > 1 request is its own engine sequence.
 //   - usage.prompt_tokens reports the prompt p once per HTTP request (vLLM
 //     style), while vllm:prompt_tokens_total adds p per engine sequence when
@@ -205,16 +207,22 @@ func TestE2E_MetricsOverHTTP(t *testing.T) {
 	// observations are recorded: wait (bounded) until the engine side has
 	// caught up and both ranks are idle, then assert on that scrape.
 	var s *e2eExposition
-	e2eWaitFor(t, 5*time.Second, func() string {
+	testutil.WaitUntil(t, 5*time.Second, func() string {
 		s = srv.e2eScrape(t)
 		ttft, _ := s.hist("vllm:time_to_first_token_seconds", nil)
 		e2e, _ := s.hist("vllm:e2e_request_latency_seconds", nil)
 		running := s.value("vllm:num_requests_running", nil)
 		waiting := s.value("vllm:num_requests_waiting", nil)
 		usage := s.value("vllm:kv_cache_usage_perc", nil)
+		// The per-HTTP-request histograms are observed when a handler
+		// returns, which may be after its client has read the response.
+		perRequest, _ := s.hist("vllm:request_max_num_generation_tokens", nil)
 		if int(ttft) != tl.sequences || int(e2e) != tl.sequences || running != 0 || waiting != 0 || usage != 0 {
 			return fmt.Sprintf("ttft count %d e2e count %d (want %d), running %v waiting %v kv usage %v (want 0)",
 				ttft, e2e, tl.sequences, running, waiting, usage)
+		}
+		if int(perRequest) != tl.httpRequests {
+			return fmt.Sprintf("per-request histogram count %d, want %d", perRequest, tl.httpRequests)
 		}
 		return ""
 	})
@@ -378,8 +386,8 @@ type e2eFamSpec struct {
 	extra  map[string][]string
 }
 
-// e2eCheckCatalog asserts every metric of metrics.md §2 (vLLM family with the
-// deprecated names, the default) and §4 exists with its type and label set,
+// e2eCheckCatalog asserts every metric of the vLLM family (with the
+// deprecated names, the default) and every mocker_* metric exists with its type and label set,
 // for both DP ranks.
 func e2eCheckCatalog(t *testing.T, s *e2eExposition, model string) {
 	t.Helper()
@@ -542,7 +550,7 @@ func e2eCheckFamily(t *testing.T, s *e2eExposition, name string, spec e2eFamSpec
 	}
 }
 
-// e2eFPMFields are the FPM snapshot fields (metrics.md §5.1, §5.3).
+// e2eFPMFields are the FPM snapshot fields (docs/metrics.md).
 var e2eFPMFields = []string{
 	"num_prefill_requests", "sum_prefill_tokens", "var_prefill_length", "sum_prefill_kv_tokens",
 	"num_decode_requests", "sum_decode_kv_tokens", "var_decode_kv_tokens",

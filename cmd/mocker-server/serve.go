@@ -46,10 +46,14 @@ func loadServeConfig(cmd *cobra.Command, args []string, stderr io.Writer) (*conf
 		opts.Overlay["model"] = args[0]
 	}
 	cfg, warnings, err := config.Load(opts)
+	if err != nil {
+		// Warnings are about a server that would start; this one will not.
+		return nil, err
+	}
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
-	return cfg, err
+	return cfg, nil
 }
 
 // serveFunc runs serve with the validated configuration until ctx is done:

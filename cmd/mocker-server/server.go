@@ -19,9 +19,10 @@ import (
 	"github.com/mocker-server/mocker-server/internal/events"
 	"github.com/mocker-server/mocker-server/internal/faults"
 	"github.com/mocker-server/mocker-server/internal/metrics"
+	"github.com/mocker-server/mocker-server/internal/profile"
 )
 
-// Server timeouts (http-api.md §2.5). There is deliberately no overall
+// Server timeouts (docs/http-api.md). There is deliberately no overall
 // write timeout: streams can be long; each SSE write sets its own deadline.
 const (
 	readHeaderTimeout = 10 * time.Second
@@ -48,13 +49,28 @@ type serverOptions struct {
 	// event and FPM sinks).
 	Engines engineHooks
 	// Metrics serves GET /metrics; Requests observes per-request
-	// histograms (metrics.md §2.4).
+	// histograms (vllm:request_params_*).
 	Metrics  http.Handler
 	Requests api.RequestObserver
 	// DeliveryLag observes the per-token SSE delivery lag.
 	DeliveryLag api.DeliveryLagObserver
 	// Faults counts injected faults (mocker_injected_faults_total).
 	Faults api.FaultObserver
+	// StartupGate schedules the opening of the startup gate when
+	// cfg.StartupTime > 0 (nil: a wall-clock timer). Tests pass their own
+	// to decide when the engine is "up".
+	StartupGate gateScheduler
+}
+
+// gateScheduler calls open once after d has elapsed, unless the returned
+// stop function is called first.
+type gateScheduler func(d time.Duration, open func()) (stop func())
+
+// wallClockGate is the production gateScheduler: the startup time is wall
+// clock, not scaled by speedup_ratio.
+func wallClockGate(d time.Duration, open func()) (stop func()) {
+	timer := time.AfterFunc(d, open)
+	return func() { timer.Stop() }
 }
 
 // engineHooks give each DP rank its observer and sinks; nil functions and
@@ -68,6 +84,12 @@ type engineHooks struct {
 // runServer is serve's production entry point: it wires the Prometheus
 // registry and the ZMQ publishers into every rank and serves.
 func runServer(ctx context.Context, cfg *config.Config, _, stderr io.Writer) error {
+	return runServerGated(ctx, cfg, stderr, nil)
+}
+
+// runServerGated is runServer with the startup gate scheduled by gate (nil:
+// the wall clock).
+func runServerGated(ctx context.Context, cfg *config.Config, stderr io.Writer, gate gateScheduler) error {
 	if err := startPprof(stderr); err != nil {
 		return err
 	}
@@ -76,6 +98,7 @@ func runServer(ctx context.Context, cfg *config.Config, _, stderr io.Writer) err
 		return err
 	}
 	defer closePubs()
+	opts.StartupGate = gate
 	return serve(ctx, cfg, opts)
 }
 
@@ -121,8 +144,31 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// buildEngines creates one engine per DP rank with the rank's hooks.
+// loadProfile reads a timing profile file; tests wrap it to count loads.
+var loadProfile = profile.Load
+
+// loadTimingProfile loads cfg's planner profile when its timing model is
+// the interpolated one (nil otherwise). A profile that fails to load or
+// validate is a configuration error (exit status 2).
+func loadTimingProfile(cfg *config.Config) (*engine.Profile, error) {
+	if cfg.TimingModel != engine.TimingInterpolated {
+		return nil, nil
+	}
+	p, err := loadProfile(cfg.PlannerProfileData)
+	if err != nil {
+		return nil, &config.Error{Problems: []string{err.Error()}}
+	}
+	return p, nil
+}
+
+// buildEngines creates one engine per DP rank with the rank's hooks. A
+// timing profile is read once here and shared by every rank.
 func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*engine.Engine, error) {
+	timingProfile, err := loadTimingProfile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	engineCfg := cfg.EngineConfig(timingProfile)
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
 		opts := engine.Options{Rank: r, Logger: log.With("engine", r)}
@@ -135,7 +181,7 @@ func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*e
 		if hooks.FPMSink != nil {
 			opts.FPMSink = hooks.FPMSink(r)
 		}
-		e, err := engine.New(cfg, opts)
+		e, err := engine.New(engineCfg, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +191,7 @@ func buildEngines(cfg *config.Config, log *slog.Logger, hooks engineHooks) ([]*e
 }
 
 // serve runs the engines and the HTTP server until ctx ends, then shuts
-// down gracefully (http-api.md §2.5): stop accepting, let in-flight requests
+// down gracefully (docs/http-api.md): stop accepting, let in-flight requests
 // finish for up to ShutdownGrace, cancel the rest, stop the engines, and
 // return nil.
 func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
@@ -164,6 +210,10 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 		cfg.DPSize = 1
 	}
 
+	textModel, chat, err := loadTextModel(cfg)
+	if err != nil {
+		return err
+	}
 	engines, err := buildEngines(cfg, log, opts.Engines)
 	if err != nil {
 		return err
@@ -180,6 +230,8 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 		Faults:        injector,
 		FaultObserver: opts.Faults,
 		Version:       version,
+		Tokenizer:     textModel,
+		ChatTemplate:  chat,
 	})
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
@@ -209,11 +261,16 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 		})
 	}
 
-	// The startup gate (engine.md §9.4): wall clock, not scaled.
-	var startup *time.Timer
+	// The startup gate imitates model loading, which a speedup ratio does not
+	// shorten (see wallClockGate).
+	stopStartup := func() {}
 	if cfg.StartupTime > 0 {
 		srv.SetReady(false)
-		startup = time.AfterFunc(time.Duration(cfg.StartupTime*float64(time.Second)), func() {
+		schedule := opts.StartupGate
+		if schedule == nil {
+			schedule = wallClockGate
+		}
+		stopStartup = schedule(time.Duration(cfg.StartupTime*float64(time.Second)), func() {
 			srv.SetReady(true)
 			log.Info("startup time elapsed; serving")
 		})
@@ -262,9 +319,7 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 	cancelShutdown()
 	cancelRequests(api.ErrShuttingDown)
 	_ = hs.Close()
-	if startup != nil {
-		startup.Stop()
-	}
+	stopStartup()
 	stopEngines()
 	engWG.Wait()
 	if result == nil || errors.Is(result, http.ErrServerClosed) {

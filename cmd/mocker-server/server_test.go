@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -256,10 +256,49 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// manualGate is a gateScheduler the test drives: it records what serve
+// scheduled, and the gate opens only when the test calls open.
+type manualGate struct {
+	scheduled chan time.Duration
+	mu        sync.Mutex
+	openFn    func()
+	stopped   bool
+}
+
+func newManualGate() *manualGate {
+	return &manualGate{scheduled: make(chan time.Duration, 1)}
+}
+
+func (g *manualGate) schedule(d time.Duration, open func()) (stop func()) {
+	g.mu.Lock()
+	g.openFn = open
+	g.mu.Unlock()
+	g.scheduled <- d
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.stopped = true
+	}
+}
+
+// open opens the gate now, as the scheduled time elapsing would.
+func (g *manualGate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.stopped {
+		g.openFn()
+	}
+}
+
 // The production path: run() with serve as the real server, the bound port
-// printed on stderr, the startup gate, and exit status 0 on shutdown.
+// printed on stderr, the startup gate, and exit status 0 on shutdown. The
+// test opens the gate itself, so both sides of it are checked without
+// racing the startup time.
 func TestRun_ServesUntilCancelled(t *testing.T) {
-	serveFunc = runServer
+	gate := newManualGate()
+	serveFunc = func(ctx context.Context, cfg *config.Config, _, stderr io.Writer) error {
+		return runServerGated(ctx, cfg, stderr, gate.schedule)
+	}
 	defer func() { serveFunc = printConfig }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -270,15 +309,20 @@ func TestRun_ServesUntilCancelled(t *testing.T) {
 	}()
 	re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)\n`)
 	var url string
-	deadline := time.Now().Add(5 * time.Second)
-	for url == "" {
+	testutil.WaitUntil(t, 5*time.Second, func() string {
 		if m := re.FindStringSubmatch(stderr.String()); m != nil {
 			url = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no listening line; stderr:\n%s", stderr.String())
-		} else {
-			time.Sleep(5 * time.Millisecond)
+			return ""
 		}
+		return "no listening line; stderr:\n" + stderr.String()
+	})
+	select {
+	case d := <-gate.scheduled:
+		if d != 300*time.Millisecond {
+			t.Errorf("startup gate scheduled after %v, want 300ms (--startup-time 0.3)", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("startup gate never scheduled")
 	}
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
@@ -293,12 +337,9 @@ func TestRun_ServesUntilCancelled(t *testing.T) {
 	if s := health(); s != 503 {
 		t.Errorf("/health during startup = %d", s)
 	}
-	deadline = time.Now().Add(3 * time.Second)
-	for health() != 200 {
-		if time.Now().After(deadline) {
-			t.Fatal("startup gate never opened")
-		}
-		time.Sleep(20 * time.Millisecond)
+	gate.open()
+	if s := health(); s != 200 {
+		t.Errorf("/health once the startup time elapsed = %d", s)
 	}
 	resp, err := client.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(helloChat+`,"max_tokens":4}`))
 	if err != nil {
@@ -323,15 +364,26 @@ func TestRun_ServesUntilCancelled(t *testing.T) {
 	}
 }
 
+// The production gate opens after the startup time on the wall clock, and
+// not at all once stopped.
+func TestWallClockGate(t *testing.T) {
+	opened := make(chan struct{})
+	wallClockGate(time.Millisecond, func() { close(opened) })
+	select {
+	case <-opened:
+	case <-time.After(5 * time.Second):
+		t.Fatal("gate never opened")
+	}
+	stop := wallClockGate(50*time.Millisecond, func() { t.Error("stopped gate opened") })
+	stop()
+	time.Sleep(100 * time.Millisecond)
+}
+
 // A port that cannot be bound is a startup error (exit status 1).
 func TestServe_BindFailure(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	cfg := loadConfig(t, map[string]any{"port": ln.Addr().(*net.TCPAddr).Port})
-	err = serve(context.Background(), cfg, serverOptions{})
+	port := testutil.Port(testutil.Listen(t).Addr())
+	cfg := loadConfig(t, map[string]any{"port": port})
+	err := serve(context.Background(), cfg, serverOptions{})
 	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "listen on 127.0.0.1:") {
 		t.Errorf("serve = %v", err)
 	}

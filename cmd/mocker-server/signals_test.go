@@ -164,8 +164,10 @@ func TestSignals_SecondSIGTERMExitsAtOnce(t *testing.T) {
 // publishers closed) with status 0.
 func TestSignals_SIGHUPEndsStreamsWithTheShutdownEventAndDone(t *testing.T) {
 	const streams = 200
+	kv := fmt.Sprintf(`{"enable_kv_cache_events":true,"endpoint":"ipc://%s/kv","replay_endpoint":"ipc://%s/replay"}`,
+		t.TempDir(), t.TempDir())
 	p := startProc(t, append(slowDecode, "--shutdown-grace", "0.2", "--max-num-seqs", "512",
-		"--zmq-kv-events-port", fmt.Sprint(cfgsFreePort(t)))...)
+		"--kv-events-config", kv)...)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams}}
 	readers := make([]*bufio.Reader, streams)
 	var wg sync.WaitGroup

@@ -5,10 +5,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
-// Every row of http-api.md §8.2 (and the §2.1 check order): status, exact
-// message, type and param; then the server still serves normally.
+// Every kind of bad input, in the order the checks run (docs/http-api.md):
+// status, exact message, type and param; then the server still serves
+// normally.
 func TestBadInput(t *testing.T) {
 	env := startServer(t, map[string]any{"max_request_body_bytes": 2048})
 	const chat, compl = "/v1/chat/completions", "/v1/completions"
@@ -134,7 +137,7 @@ func TestBadInput(t *testing.T) {
 	if text, _, _ := choiceText(t, r.Body, 0); text != " puzo bevi funa jita" {
 		t.Errorf("after bad input: %s", r.Body)
 	}
-	waitFor(t, time.Second, "idle engines", env.idle)
+	testutil.WaitFor(t, time.Second, "idle engines", env.idle)
 }
 
 // Absurd but well-typed values allocate nothing in proportion to the value.
@@ -156,7 +159,8 @@ func TestBadInput_NoProportionalAllocation(t *testing.T) {
 }
 
 // Small context and KV pool: the token-id context message and the KV
-// capacity pre-check (engine.md §8).
+// capacity pre-check (the engine's own rejection rule, asked before
+// submitting).
 func TestBadInput_ContextAndCapacity(t *testing.T) {
 	env := startServer(t, map[string]any{"max_model_len": 16, "num_gpu_blocks": 2, "block_size": 4})
 	cases := []struct{ body, path, msg string }{

@@ -12,8 +12,8 @@ import (
 	"strings"
 )
 
-// decodeBody runs checks 3–5 of http-api.md §2.1 on a POST body: content
-// type, size (413), and "one JSON object". The fields come back as raw JSON
+// decodeBody runs the body checks that come before any field is read
+// (docs/http-api.md): content type, size (413), and "one JSON object". The fields come back as raw JSON
 // for the typed getters of object, so that every type error names its field.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64) (object, *apiError) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
@@ -345,5 +345,5 @@ func (o object) unknownKeys(known map[string]bool) []string {
 	return out
 }
 
-// numText formats a validated number for a message: the JSON text as sent.
+// String formats a validated number for a message: the JSON text as sent.
 func (n num) String() string { return n.Raw }

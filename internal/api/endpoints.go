@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-
-	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
 // handleHealth serves /health and /ping: 200 with an empty body, or 503
@@ -54,7 +52,7 @@ func handleMetrics(h http.Handler) http.Handler {
 	})
 }
 
-// Model card of http-api.md §7.1.
+// modelCard is one entry of GET /v1/models, with vLLM's fields.
 type modelCard struct {
 	ID          string            `json:"id"`
 	Object      string            `json:"object"`
@@ -110,8 +108,8 @@ func handleModels(s *Server) http.Handler {
 	})
 }
 
-// checkModel applies the model rule of http-api.md §2.3 to an optional
-// model field.
+// checkModel applies the model rule to an optional model field: absent is
+// fine, otherwise it must be a served model name (404).
 func (s *Server) checkModel(o object) *apiError {
 	model, ok := o.String("model")
 	if e := o.failed(); e != nil {
@@ -131,7 +129,7 @@ type tokenizeResponse struct {
 	TokenStrs   []string `json:"token_strs"` // nil = null
 }
 
-// handleTokenize serves POST /tokenize (http-api.md §7.2): the completion
+// handleTokenize serves POST /tokenize: the completion
 // form {prompt} or the chat form {messages}.
 func handleTokenize(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -142,13 +140,14 @@ func handleTokenize(s *Server) http.Handler {
 		}
 		hasPrompt, hasMessages := o.has("prompt"), o.has("messages")
 		var text string
+		var addSpecial bool
 		switch {
 		case hasPrompt && hasMessages:
 			writeError(w, errInvalid("", "Either `prompt` or `messages` must be given, not both."))
 			return
 		case hasPrompt:
 			text, _ = o.String("prompt")
-			o.Bool("add_special_tokens", true)
+			addSpecial = o.Bool("add_special_tokens", true)
 		case hasMessages:
 			msgs, badPart := parseMessages(o)
 			var tools []byte
@@ -157,7 +156,7 @@ func handleTokenize(s *Server) http.Handler {
 			}
 			addGen := o.Bool("add_generation_prompt", true)
 			contFinal := o.Bool("continue_final_message", false)
-			o.Bool("add_special_tokens", false)
+			addSpecial = o.Bool("add_special_tokens", false)
 			if e := o.failed(); e == nil {
 				switch {
 				case len(msgs) == 0:
@@ -168,7 +167,12 @@ func handleTokenize(s *Server) http.Handler {
 					o.fail(errInvalid("", "Cannot set both `continue_final_message` and `add_generation_prompt` to True."))
 				}
 			}
-			text = tokenizer.RenderChat(msgs, tools, addGen, contFinal)
+			if e := o.failed(); e == nil {
+				var re *apiError
+				if text, re = s.renderChat(o, msgs, tools, addGen, contFinal); re != nil {
+					o.fail(re)
+				}
+			}
 		default:
 			writeError(w, errBadRequest("prompt", "Field required: prompt (or messages)"))
 			return
@@ -182,16 +186,16 @@ func handleTokenize(s *Server) http.Handler {
 			writeError(w, e)
 			return
 		}
-		resp := tokenizeResponse{Tokens: tokenizer.Encode(text), MaxModelLen: s.cfg.MaxModelLen}
+		resp := tokenizeResponse{Tokens: s.tok.Encode(text, addSpecial), MaxModelLen: s.cfg.MaxModelLen}
 		resp.Count = len(resp.Tokens)
 		if strs {
-			resp.TokenStrs = tokenizer.Pieces(text)
+			resp.TokenStrs = s.tok.TokenStrings(text, resp.Tokens)
 		}
 		encode(w, http.StatusOK, resp)
 	})
 }
 
-// handleDetokenize serves POST /detokenize (http-api.md §7.3).
+// handleDetokenize serves POST /detokenize.
 func handleDetokenize(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
@@ -207,7 +211,7 @@ func handleDetokenize(s *Server) http.Handler {
 		var ids []uint32
 		var bad string
 		if e := o.failed(); e == nil {
-			ids, bad, e = parseIDs(elems, "tokens")
+			ids, bad, e = parseIDs(elems, "tokens", s.tok.VocabSize())
 			if e != nil {
 				o.fail(e)
 			}
@@ -226,11 +230,11 @@ func handleDetokenize(s *Server) http.Handler {
 		}
 		encode(w, http.StatusOK, struct {
 			Prompt string `json:"prompt"`
-		}{tokenizer.DecodeLiteral(ids)})
+		}{s.tok.DecodeLiteral(ids)})
 	})
 }
 
-// handleResetPrefixCache serves POST /reset_prefix_cache (http-api.md §7.4):
+// handleResetPrefixCache serves POST /reset_prefix_cache:
 // every rank is asked; 409 lists the ranks whose blocks are in use.
 func handleResetPrefixCache(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 func TestTokenizeDetokenize(t *testing.T) {
@@ -187,7 +189,7 @@ func TestResetPrefixCache(t *testing.T) {
 		t.Errorf("busy reset = %d %s", r.Status, r.Body)
 	}
 	cancel()
-	waitFor(t, 2*time.Second, "idle", env.idle)
+	testutil.WaitFor(t, 2*time.Second, "idle", env.idle)
 }
 
 type panicHandler struct{}

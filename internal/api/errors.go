@@ -8,7 +8,8 @@ import (
 	"strconv"
 )
 
-// Error types of http-api.md §8.1.
+// Error types, the strings vLLM's server puts in error.type (clients match
+// them).
 const (
 	typeBadRequest      = "Bad Request"     // not JSON, not an object, wrong content type, missing field, wrong JSON type
 	typeBadRequestError = "BadRequestError" // value validation, context length, KV capacity
@@ -21,8 +22,8 @@ const (
 	typeRateLimit       = "RateLimitError"
 )
 
-// apiError is an error answered with the nested error shape of
-// http-api.md §8.1: {"error":{"message","type","param","code"}}.
+// apiError is an error answered with vLLM's nested error shape:
+// {"error":{"message","type","param","code"}}.
 type apiError struct {
 	Status  int
 	Type    string
@@ -42,12 +43,12 @@ func errInvalid(param, format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: typeBadRequestError, Message: fmt.Sprintf(format, args...), Param: param}
 }
 
-// errFieldType is the wrong-JSON-type error of §8.2.
+// errFieldType is the wrong-JSON-type error.
 func errFieldType(field, want string) *apiError {
 	return errBadRequest(field, "Invalid type for field '%s': expected %s", field, want)
 }
 
-// errFieldRequired is the missing-required-field error of §8.2.
+// errFieldRequired is the missing-required-field error.
 func errFieldRequired(field string) *apiError {
 	return errBadRequest(field, "Field required: %s", field)
 }
@@ -80,8 +81,8 @@ func (e *apiError) body() errorBody {
 	return errorBody{Error: d}
 }
 
-// appendSSE appends the error as a mid-stream SSE event (http-api.md §5.4):
-// param is always null there.
+// appendSSE appends the error as a mid-stream SSE event, for errors after
+// the 200 status is out: param is always null there.
 func (e *apiError) appendSSE(b []byte) []byte {
 	b = append(b, `data: {"error":{"message":`...)
 	b = appendString(b, e.Message)
@@ -120,7 +121,8 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// Flat bodies that do not use the nested error shape (§8.1 exceptions).
+// Flat bodies that do not use the nested error shape, as vLLM's server
+// (and FastAPI under it) answers them.
 var (
 	bodyUnauthorized     = []byte(`{"error":"Unauthorized"}`)
 	bodyNotFound         = []byte(`{"detail":"Not Found"}`)

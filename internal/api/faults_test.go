@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -171,7 +172,7 @@ func TestFaults_TruncateDeliversExactlyKTokensThenClosesWithoutDone(t *testing.T
 		}
 		s.Close()
 	}
-	waitFor(t, 2*time.Second, "truncated streams to release the engine", env.idle)
+	testutil.WaitFor(t, 2*time.Second, "truncated streams to release the engine", env.idle)
 }
 
 func TestFaults_StreamErrorSendsAnErrorEventThenDone(t *testing.T) {
@@ -362,7 +363,7 @@ func TestFaults_TimeoutNeverAnswersUntilTheClientGivesUp(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) < 290*time.Millisecond {
 		t.Errorf("err %v after %v", err, time.Since(start))
 	}
-	waitFor(t, 2*time.Second, "the abandoned request to leave /load", func() bool { return env.srv.InFlight() == 0 })
+	testutil.WaitFor(t, 2*time.Second, "the abandoned request to leave /load", func() bool { return env.srv.InFlight() == 0 })
 }
 
 func TestFaults_SlowFirstTokenAddsToTTFT(t *testing.T) {
@@ -397,5 +398,5 @@ func TestFaults_ResetSendsATCPReset(t *testing.T) {
 	if _, err := env.client.Do(req); err == nil {
 		t.Error("non-streaming reset answered")
 	}
-	waitFor(t, 2*time.Second, "reset requests to release the engine", env.idle)
+	testutil.WaitFor(t, 2*time.Second, "reset requests to release the engine", env.idle)
 }

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/config"
+
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 func TestFeatures_FinishAndLength(t *testing.T) {
@@ -67,7 +70,8 @@ func TestFeatures_FinishAndLength(t *testing.T) {
 
 func TestFeatures_RandomModeAndForceUsage(t *testing.T) {
 	env := startServer(t, map[string]any{"output_len_mode": "random", "enable_force_include_usage": true})
-	// engine.md §10.4 example: seed-0 chat "Hello!", M 16 → L_nat 15.
+	// Random mode, seed-0 chat "Hello!", max tokens 16: the natural end is
+	// drawn at 15 tokens (the same example as internal/plan's tests).
 	r := env.post("/v1/chat/completions", helloChat+`,"max_tokens":16}`)
 	_, finish, m := choiceText(t, r.Body, 0)
 	if _, c, _ := usageOf(m); finish != "stop" || c != 15 {
@@ -108,32 +112,40 @@ func TestFeatures_Logprobs(t *testing.T) {
 }
 
 // An engine-level rejection after the headers were sent becomes an SSE
-// error event and [DONE] (http-api.md §5.4). The HTTP pre-check normally
-// prevents it; here the server believes in a larger pool than the engine has.
+// error event and [DONE], carrying the engine's own reason. The pre-check
+// asks rank 0 and normally prevents it; here rank 1 has a smaller pool than
+// rank 0, and the request is sent to rank 1.
 func TestStream_EngineRejectionMidStream(t *testing.T) {
 	small := testConfig(t, map[string]any{"num_gpu_blocks": 2, "block_size": 4})
-	large := testConfig(t, map[string]any{"num_gpu_blocks": 100, "block_size": 4})
-	eng, err := engine.New(small, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
+	large := testConfig(t, map[string]any{"num_gpu_blocks": 100, "block_size": 4, "dp_size": 2})
+	var engines []*engine.Engine
+	for rank, cfg := range []*config.Config{large, small} {
+		eng, err := engine.New(cfg.EngineConfig(nil), engine.Options{Rank: rank})
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, eng)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Run(ctx) })
-	srv := NewServer(large, []*engine.Engine{eng}, Deps{Now: fixedNow})
+	for _, eng := range engines {
+		wg.Go(func() { _ = eng.Run(ctx) })
+	}
+	srv := NewServer(large, engines, Deps{Now: fixedNow})
 	ts := httptest.NewServer(srv.Handler())
 	defer func() { ts.Close(); cancel(); wg.Wait() }()
-	env := &testEnv{t: t, cfg: large, srv: srv, engines: []*engine.Engine{eng}, ts: ts, URL: ts.URL, client: ts.Client()}
+	env := &testEnv{t: t, cfg: large, srv: srv, engines: engines, ts: ts, URL: ts.URL, client: ts.Client()}
 
-	r := env.post("/v1/chat/completions", helloChat+`,"max_tokens":2,"stream":true,"n":2}`)
+	const reason = "This request needs 3 KV cache blocks but each engine has only 2 blocks of 4 tokens."
+	r := env.post("/v1/chat/completions", helloChat+`,"max_tokens":2,"stream":true,"n":2}`, "X-data-parallel-rank", "1")
 	ev := sseEvents(t, r.Body)
-	want := []string{`{"error":{"message":"The request was rejected by the engine: it can never be scheduled.","type":"BadRequestError","param":null,"code":400}}`, "[DONE]"}
+	want := []string{`{"error":{"message":"` + reason + `","type":"BadRequestError","param":null,"code":400}}`, "[DONE]"}
 	if r.Status != 200 || len(ev) != 2 || ev[0] != want[0] || ev[1] != want[1] {
 		t.Errorf("events %q", ev)
 	}
-	r = env.post("/v1/chat/completions", helloChat+`,"max_tokens":2}`)
-	if msg, _, _, _ := errorOf(t, r); r.Status != 400 || msg != "The request was rejected by the engine: it can never be scheduled." {
+	r = env.post("/v1/chat/completions", helloChat+`,"max_tokens":2}`, "X-data-parallel-rank", "1")
+	if msg, _, _, _ := errorOf(t, r); r.Status != 400 || msg != reason {
 		t.Errorf("non-streaming: %d %s", r.Status, r.Body)
 	}
-	waitFor(t, time.Second, "idle", env.idle)
+	testutil.WaitFor(t, time.Second, "idle", env.idle)
 }

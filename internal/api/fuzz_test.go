@@ -18,7 +18,7 @@ import (
 func startFuzzServer(f *testing.F) http.Handler {
 	cfg := testConfig(f, map[string]any{"max_model_len": 96, "num_gpu_blocks": 64, "block_size": 16,
 		"max_request_body_bytes": 65536})
-	eng, err := engine.New(cfg, engine.Options{})
+	eng, err := engine.New(cfg.EngineConfig(nil), engine.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

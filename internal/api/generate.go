@@ -108,7 +108,8 @@ type choice struct {
 }
 
 // submit plans every choice and submits one engine request per prompt ×
-// choice to one DP rank (engine.md §11).
+// choice to one DP rank: choices share their prompt's prefix cache only on
+// one rank.
 func (s *Server) submit(g *genRequest) (*job, *apiError) {
 	rank := g.rank
 	if rank < 0 {
@@ -192,7 +193,7 @@ func (j *job) record(it *engine.OutputItem) *choice {
 			ch.fin = it.Finished
 			j.remaining--
 			j.s.finished(j.rank, 1)
-			if it.Finished.Rejected && j.rejected == 0 {
+			if it.Finished.Rejection != nil && j.rejected == 0 {
 				j.rejected = it.Choice + 1
 			}
 		}
@@ -204,13 +205,10 @@ func (j *job) record(it *engine.OutputItem) *choice {
 }
 
 // rejectionError is the answer to an engine-level rejection (normally
-// prevented by the KV-capacity pre-check).
+// caught before submission by the same rule, Engine.CheckAdmissible, in
+// parseGenerate).
 func (j *job) rejectionError() *apiError {
-	ps := &j.g.prompts[j.ch[j.rejected-1].prompt]
-	if e := kvCapacityError(j.s.cfg, len(ps.ids)); e != nil {
-		return e
-	}
-	return errInvalid("", "The request was rejected by the engine: it can never be scheduled.")
+	return errInvalid("", "%s", j.ch[j.rejected-1].fin.Rejection.Message)
 }
 
 // ctxError maps the end of the request context to an answer: nil when the
@@ -222,9 +220,9 @@ func ctxError(ctx context.Context) *apiError {
 	return nil
 }
 
-// stopReason returns the choice's finish_reason and stop_reason: the planned
+// reasons returns the choice's finish_reason and stop_reason: the planned
 // stop reason applies only when the engine delivered the whole plan.
-func (ch *choice) reasons() (string, plan.StopReason) {
+func (ch *choice) reasons() (engine.FinishReason, plan.StopReason) {
 	reason := ch.fin.Reason
 	if reason == "" {
 		reason = engine.FinishLength
@@ -236,7 +234,7 @@ func (ch *choice) reasons() (string, plan.StopReason) {
 }
 
 // respond waits for every sequence and writes the non-streaming response
-// (http-api.md §3.4, §4).
+// (docs/http-api.md).
 func (j *job) respond(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	for j.remaining > 0 {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // Clients that send headers and then trickle their body are answered 408
@@ -178,9 +180,9 @@ func TestHardening_StuckReaderIsAbortedAndItsKVFreed(t *testing.T) {
 	body := helloChat + `,"max_tokens":20000,"stream":true,"logprobs":true,"top_logprobs":20}`
 	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	start := time.Now()
-	waitFor(t, 2*time.Second, "the sequence to run", func() bool { return env.engines[0].Load().Running == 1 })
+	testutil.WaitFor(t, 2*time.Second, "the sequence to run", func() bool { return env.engines[0].Load().Running == 1 })
 	// 20000 tokens at 1 ms would hold the slot and KV for 20 s.
-	waitFor(t, 5*time.Second, "the stuck stream's KV to be freed", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the stuck stream's KV to be freed", func() bool {
 		l := env.engines[0].Load()
 		return l.Running == 0 && l.ActiveBlocks == 0
 	})
@@ -204,5 +206,5 @@ func TestHardening_StuckReaderIsAbortedAndItsKVFreed(t *testing.T) {
 		!strings.Contains(s[i:], "64 or more generated tokens were left unread") {
 		t.Errorf("stream end: %q", s[max(0, len(s)-400):])
 	}
-	waitFor(t, 2*time.Second, "the request to end", env.idle)
+	testutil.WaitFor(t, 2*time.Second, "the request to end", env.idle)
 }

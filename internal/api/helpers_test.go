@@ -73,7 +73,7 @@ func startServer(t *testing.T, overlay map[string]any, deps ...Deps) *testEnv {
 	cfg := testConfig(t, overlay)
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
-		e, err := engine.New(cfg, engine.Options{Rank: r})
+		e, err := engine.New(cfg.EngineConfig(nil), engine.Options{Rank: r})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,18 +207,6 @@ func (e *testEnv) holdStream(headers ...string) (end func()) {
 	return func() {
 		cancel()
 		resp.Body.Close()
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -19,9 +19,17 @@ var safeASCII = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// appendString appends s as a quoted JSON string. Control characters are
-// escaped, invalid UTF-8 becomes U+FFFD, and U+2028/U+2029 are escaped like
-// encoding/json does; HTML characters are left alone.
+// appendString appends s as a quoted JSON string the way vLLM's streamed
+// chunks spell it (pydantic's model_dump_json; the same escaping as
+// Python's json.dumps with ensure_ascii=False, which the tests check): '"' and '\\' are backslash-escaped, control
+// characters are written as \b, \f, \n, \r, \t or \u00xx, and everything
+// else is written as is — HTML characters ('<', '>', '&') and U+2028/U+2029
+// included. Invalid UTF-8 becomes U+FFFD, one per bad byte.
+//
+// The bytes equal encoding/json's with SetEscapeHTML(false) except for
+// U+2028 and U+2029, which encoding/json always escapes (for JSONP);
+// an SSE client splits lines only at CR and LF, and JSON allows both
+// characters raw, so they decode to the same string either way.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = appendStringContent(b, s)
@@ -42,6 +50,10 @@ func appendStringContent(b []byte, s string) []byte {
 			switch c {
 			case '"', '\\':
 				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			case '\n':
 				b = append(b, '\\', 'n')
 			case '\r':
@@ -63,19 +75,13 @@ func appendStringContent(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
 		i += size
 	}
 	return append(b, s[start:]...)
 }
 
-// appendFloat appends f the way encoding/json formats float64 values.
+// appendFloat appends f the way encoding/json formats float64 values;
+// NaN and ±Inf, which encoding/json refuses, become null.
 func appendFloat(b []byte, f float64) []byte {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return append(b, "null"...)

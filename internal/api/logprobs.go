@@ -8,16 +8,18 @@ import (
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
-// logprobRenderer appends the synthetic logprobs of http-api.md §6 as JSON.
+// logprobRenderer appends the synthetic logprobs (tokenizer.Logprob,
+// tokenizer.TopCandidates) as JSON.
 // It reuses its candidate buffer, so rendering allocates nothing once warm.
 type logprobRenderer struct {
 	k     int  // chat top_logprobs / completions logprobs
 	asIDs bool // return_tokens_as_token_ids
+	tok   tokenizer.Model
 	cands []tokenizer.Candidate
 }
 
 func (j *job) logprobRenderer() *logprobRenderer {
-	return &logprobRenderer{k: j.g.topLogprobs, asIDs: j.g.tokensAsIDs}
+	return &logprobRenderer{k: j.g.topLogprobs, asIDs: j.g.tokensAsIDs, tok: j.s.tok}
 }
 
 const tokenIDPrefix = "token_id:"
@@ -58,7 +60,7 @@ func (l *logprobRenderer) appendTokenBytes(b []byte, id uint32, text string) []b
 // appendChatEntry appends one chat logprobs content entry:
 // {"token","logprob","bytes","top_logprobs":[k entries]}.
 func (l *logprobRenderer) appendChatEntry(b []byte, id uint32) []byte {
-	text := tokenizer.LiteralText(id)
+	text := l.tok.TokenText(id)
 	b = append(b, `{"token":`...)
 	b = l.appendToken(b, id, text)
 	b = append(b, `,"logprob":`...)
@@ -66,7 +68,7 @@ func (l *logprobRenderer) appendChatEntry(b []byte, id uint32) []byte {
 	b = append(b, `,"bytes":`...)
 	b = l.appendTokenBytes(b, id, text)
 	b = append(b, `,"top_logprobs":[`...)
-	l.cands = tokenizer.TopCandidates(id, l.k, l.cands)
+	l.cands = tokenizer.TopCandidates(l.tok, id, l.k, l.cands)
 	for i := range l.cands {
 		c := &l.cands[i]
 		if i > 0 {
@@ -98,7 +100,7 @@ func (l *logprobRenderer) appendChatList(b []byte, ids []uint32) []byte {
 // appendTopMap appends one completions top_logprobs object with max(k, 1)
 // entries, sampled token first.
 func (l *logprobRenderer) appendTopMap(b []byte, id uint32) []byte {
-	l.cands = tokenizer.TopCandidates(id, max(l.k, 1), l.cands)
+	l.cands = tokenizer.TopCandidates(l.tok, id, max(l.k, 1), l.cands)
 	b = append(b, '{')
 	for i := range l.cands {
 		c := &l.cands[i]
@@ -120,7 +122,7 @@ func (l *logprobRenderer) appendCompletionOne(b []byte, id uint32, offset int) [
 	b = append(b, `],"token_logprobs":[`...)
 	b = appendFloat(b, tokenizer.Logprob(id))
 	b = append(b, `],"tokens":[`...)
-	b = l.appendToken(b, id, tokenizer.LiteralText(id))
+	b = l.appendToken(b, id, l.tok.TokenText(id))
 	b = append(b, `],"top_logprobs":[`...)
 	b = l.appendTopMap(b, id)
 	return append(b, "]}"...)
@@ -151,7 +153,7 @@ func (l *logprobRenderer) appendCompletionLists(b []byte, p *plan.Result, ids []
 		if pos > 0 {
 			b = append(b, ',')
 		}
-		b = l.appendToken(b, id, tokenizer.LiteralText(id))
+		b = l.appendToken(b, id, l.tok.TokenText(id))
 	}
 	b = append(b, `],"top_logprobs":[`...)
 	for pos, id := range ids {

@@ -24,9 +24,9 @@ func cors(next http.Handler) http.Handler {
 	})
 }
 
-// recoverPanics turns a handler panic into a logged 500 InternalServerError
-// (http-api.md §2.5). Streaming handlers recover mid-stream panics
-// themselves (they know the headers are gone) and answer with an SSE error
+// recoverPanics turns a handler panic into a logged 500
+// InternalServerError rather than a dropped connection. Streaming handlers
+// recover mid-stream panics themselves (they know the headers are gone) and answer with an SSE error
 // event instead. http.ErrAbortHandler keeps its meaning.
 func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -47,8 +47,9 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 }
 
 // authenticate requires a configured API key on paths starting with /v1
-// (http-api.md §2.2) and on the other endpoints that use the model or
-// change state (guardedPath). OPTIONS never reaches it (cors answers it).
+// and on the other endpoints that use the model or change state
+// (guardedPath; vLLM itself authenticates only its OpenAI routes). OPTIONS
+// never reaches it (cors answers it).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	if len(s.apiKeys) == 0 {
 		return next
@@ -73,7 +74,8 @@ func guardedPath(p string) bool {
 	return strings.HasPrefix(p, "/v1")
 }
 
-// startupGate answers 503 while the startup time runs (engine.md §9.4).
+// startupGate answers 503 while the startup time runs, as a real server does
+// while it loads the model.
 func (s *Server) startupGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.ready.Load() {

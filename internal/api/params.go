@@ -10,11 +10,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
-// Request limits of http-api.md §3.1, §8.2.
+// Request limits: bounds that keep one request from costing unbounded work;
+// exceeding one is a 400 naming the field.
 const (
 	maxN             = 128
 	maxStopStrings   = 64
@@ -25,7 +27,7 @@ const (
 )
 
 // genRequest is a parsed and validated generation request of either
-// endpoint (http-api.md §3, §4).
+// endpoint.
 type genRequest struct {
 	chat    bool
 	model   string // echoed in responses
@@ -59,7 +61,8 @@ type genRequest struct {
 	maxEffective int // largest M over the prompts (metrics)
 }
 
-// promptSpec is one prompt after tokenization and the §3.2 checks.
+// promptSpec is one prompt after tokenization and the max-token and
+// context-length checks (checkPrompt).
 type promptSpec struct {
 	ids    []uint32 // after truncate_prompt_tokens
 	text   string   // the prompt text as given (string prompts, chat), for echo
@@ -103,7 +106,8 @@ func setOf(keys ...string) map[string]bool {
 	return m
 }
 
-// parseGenerate runs checks 6–10 of http-api.md §2.1 on a decoded body.
+// parseGenerate runs the field checks on a decoded body, in the order of
+// docs/http-api.md: types, model, values, prompt, KV capacity.
 func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genRequest, *apiError) {
 	g := &genRequest{chat: chat, rank: -1}
 	known := completionFields
@@ -142,7 +146,7 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		addGen = o.Bool("add_generation_prompt", true)
 		contFinal = o.Bool("continue_final_message", false)
 	} else {
-		rawPrompts, emptyPrompt, badTokenID = parsePrompt(o)
+		rawPrompts, emptyPrompt, badTokenID = parsePrompt(o, s.tok.VocabSize())
 		g.echo = o.Bool("echo", false)
 	}
 	model, hasModel := o.String("model")
@@ -320,7 +324,7 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		return nil, errInvalid("stop_token_ids", "stop_token_ids must contain at most %d ids", maxStopTokenIDs)
 	}
 	for _, v := range stopIDNums {
-		if v.I < 0 || v.I >= tokenizer.VocabSize {
+		if v.I < 0 || v.I >= int64(s.tok.VocabSize()) {
 			return nil, errInvalid("stop_token_ids", "Token id %s is out of vocabulary", v)
 		}
 		g.stopIDs = append(g.stopIDs, uint32(v.I))
@@ -338,7 +342,7 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		g.cacheSalt = cacheSalt
 	}
 	if priority.Set && priority.I != 0 {
-		if s.cfg.SchedulingPolicy != "priority" {
+		if s.cfg.SchedulingPolicy != engine.SchedulePriority {
 			return nil, errInvalid("priority", "Got priority %s but Priority scheduling is not enabled.", priority)
 		}
 		g.priority = int(max(min(priority.I, 1<<31-1), -(1 << 31)))
@@ -363,12 +367,17 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 
 	// 9. Rendering, tokenization, max tokens, context length.
 	if chat {
-		text := tokenizer.RenderChat(msgs, tools, addGen, contFinal)
-		rawPrompts = []rawPrompt{{text: text, ids: tokenizer.Encode(text), isText: true}}
+		text, e := s.renderChat(o, msgs, tools, addGen, contFinal)
+		if e != nil {
+			return nil, e
+		}
+		// A rendered chat prompt already holds the template's special
+		// tokens; vLLM adds none (add_special_tokens defaults to false).
+		rawPrompts = []rawPrompt{{text: text, ids: s.tok.Encode(text, false), isText: true}}
 	} else {
 		for i := range rawPrompts {
 			if rawPrompts[i].isText {
-				rawPrompts[i].ids = tokenizer.Encode(rawPrompts[i].text)
+				rawPrompts[i].ids = s.tok.Encode(rawPrompts[i].text, true)
 			}
 		}
 	}
@@ -382,17 +391,21 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		g.maxEffective = max(g.maxEffective, ps.m)
 	}
 
-	// 10. KV capacity.
+	// 10. KV capacity: the engine's own rule, so the answer here and a
+	// rejection at the head of its queue can never disagree. Every rank
+	// has the same configuration, so rank 0 answers for all.
 	for _, ps := range g.prompts {
-		if e := kvCapacityError(s.cfg, len(ps.ids)); e != nil {
-			return nil, e
+		if rej := s.engines[0].CheckAdmissible(len(ps.ids), ps.m); rej != nil {
+			return nil, errInvalid("", "%s", rej.Message)
 		}
 	}
 	return g, nil
 }
 
 // checkPrompt truncates one tokenized prompt and applies the max-token and
-// context-length rules of http-api.md §3.2.
+// context-length rules: the effective max tokens is the request's limit,
+// else max_model_len − prompt (chat) or min(16, max_model_len − prompt)
+// (completions), as in vLLM.
 func (s *Server) checkPrompt(g *genRequest, rp rawPrompt) (promptSpec, *apiError) {
 	ids := rp.ids
 	if len(ids) == 0 {
@@ -430,7 +443,7 @@ func (s *Server) checkPrompt(g *genRequest, rp rawPrompt) (promptSpec, *apiError
 	return ps, nil
 }
 
-// contextLengthError is the context-length message of http-api.md §3.2:
+// contextLengthError is vLLM's context-length message:
 // text prompts report vLLM's lower bound P = N − M + 1, token prompts the
 // exact count.
 func contextLengthError(N, M, p int, isText bool) *apiError {
@@ -445,7 +458,7 @@ func contextLengthError(N, M, p int, isText bool) *apiError {
 }
 
 // checkSampling validates the sampling parameters that have no effect
-// (http-api.md §8.2).
+// but are still range-checked as vLLM does, so a bad value fails here too.
 func checkSampling(temperature, topP, topK, minP, freqPen, presPen, repPen num) *apiError {
 	switch {
 	case temperature.Set && temperature.F < 0:
@@ -532,6 +545,8 @@ func parseMessages(o object) (msgs []tokenizer.Message, badPart string) {
 					b.WriteString(text)
 				}
 				content = b.String()
+			case 'n':
+				// null content: an assistant turn that only calls tools.
 			default:
 				o.fail(errFieldType(path+".content", "string"))
 				return nil, ""
@@ -548,7 +563,7 @@ func parseMessages(o object) (msgs []tokenizer.Message, badPart string) {
 // parsePrompt reads the completions prompt: a string, an array of strings,
 // an array of ids or an array of id arrays. Emptiness and out-of-vocabulary
 // ids are value errors reported after the model check.
-func parsePrompt(o object) (prompts []rawPrompt, empty bool, badID string) {
+func parsePrompt(o object, vocabSize int) (prompts []rawPrompt, empty bool, badID string) {
 	raw, ok := o.raw("prompt")
 	if !ok {
 		if o.failed() == nil {
@@ -595,7 +610,7 @@ func parsePrompt(o object) (prompts []rawPrompt, empty bool, badID string) {
 				o.fail(e)
 				return nil, false, ""
 			}
-			ids, bad, e := parseIDs(inner, path)
+			ids, bad, e := parseIDs(inner, path, vocabSize)
 			if e != nil {
 				o.fail(e)
 				return nil, false, ""
@@ -608,7 +623,7 @@ func parsePrompt(o object) (prompts []rawPrompt, empty bool, badID string) {
 		}
 		return prompts, empty, badID
 	}
-	ids, bad, e := parseIDs(elems, "prompt")
+	ids, bad, e := parseIDs(elems, "prompt", vocabSize)
 	if e != nil {
 		o.fail(e)
 		return nil, false, ""
@@ -618,14 +633,14 @@ func parsePrompt(o object) (prompts []rawPrompt, empty bool, badID string) {
 
 // parseIDs reads an array of token ids. It returns the text of the first id
 // outside the vocabulary (a value error) separately from type errors.
-func parseIDs(elems []json.RawMessage, path string) (ids []uint32, badID string, err *apiError) {
+func parseIDs(elems []json.RawMessage, path string, vocabSize int) (ids []uint32, badID string, err *apiError) {
 	ids = make([]uint32, len(elems))
 	for i, el := range elems {
 		v, e := parseInt(el, path+"["+itoa(i)+"]")
 		if e != nil {
 			return nil, "", e
 		}
-		if v.I < 0 || v.I >= tokenizer.VocabSize {
+		if v.I < 0 || v.I >= int64(vocabSize) {
 			if badID == "" {
 				badID = v.Raw
 			}
@@ -666,7 +681,7 @@ func parseStop(o object) ([]string, bool) {
 	return out, true
 }
 
-// requestID picks the base request id (http-api.md §2.4): the X-Request-Id
+// requestID picks the base request id: the X-Request-Id
 // header, else the body's request_id, each only if at most 512 bytes of
 // printable ASCII; else 32 random lowercase hex characters (a UUIDv4).
 func requestID(header, body string) string {
@@ -707,6 +722,7 @@ func (s *Server) planParams(g *genRequest) plan.Params {
 		StopTokenIDs:           g.stopIDs,
 		Stop:                   g.stop,
 		IncludeStopStrInOutput: g.includeStr,
+		Model:                  s.tok,
 	}
 	if rc := s.cfg.Reasoning; rc != nil {
 		p.Reasoning = &plan.Reasoning{StartID: rc.StartThinkingTokenID, EndID: rc.EndThinkingTokenID, Ratio: rc.ThinkingRatio}
@@ -717,7 +733,7 @@ func (s *Server) planParams(g *genRequest) plan.Params {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // compactJSON removes insignificant whitespace, keeping key order
-// (the tools JSON of the chat template, http-api.md §9.5).
+// (the tools JSON the chat template renders).
 func compactJSON(raw []byte) []byte {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {

@@ -3,6 +3,8 @@ package api
 import (
 	"testing"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 func TestRateLimits_RPMAnswers429WithOpenAIHeaders(t *testing.T) {
@@ -63,7 +65,7 @@ func TestRateLimits_MaxConcurrentRequests(t *testing.T) {
 		t.Errorf("second request: %d %s", r.Status, r.Body)
 	}
 	cancel()
-	waitFor(t, 2*time.Second, "the stream to end", func() bool { return env.srv.InFlight() == 0 })
+	testutil.WaitFor(t, 2*time.Second, "the stream to end", func() bool { return env.srv.InFlight() == 0 })
 	if r := env.post("/v1/completions", `{"prompt":"a","max_tokens":1}`); r.Status != 200 {
 		t.Errorf("after the stream ended: %d", r.Status)
 	}

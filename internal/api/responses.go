@@ -3,11 +3,13 @@ package api
 import (
 	"encoding/json"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
+
 	"github.com/mocker-server/mocker-server/internal/plan"
 )
 
-// Non-streaming response bodies (http-api.md §3.4, §4). Field order is the
-// specification's key order.
+// Non-streaming response bodies. Field order is vLLM's key order, so
+// byte-level comparisons with a real server's answers stay meaningful.
 
 type usage struct {
 	PromptTokens        int                  `json:"prompt_tokens"`
@@ -35,12 +37,12 @@ type chatResponse struct {
 }
 
 type chatChoice struct {
-	Index        int             `json:"index"`
-	Message      chatMessage     `json:"message"`
-	Logprobs     json.RawMessage `json:"logprobs"` // nil = null
-	FinishReason string          `json:"finish_reason"`
-	StopReason   plan.StopReason `json:"stop_reason"`
-	TokenIDs     json.RawMessage `json:"token_ids,omitempty"`
+	Index        int                 `json:"index"`
+	Message      chatMessage         `json:"message"`
+	Logprobs     json.RawMessage     `json:"logprobs"` // nil = null
+	FinishReason engine.FinishReason `json:"finish_reason"`
+	StopReason   plan.StopReason     `json:"stop_reason"`
+	TokenIDs     json.RawMessage     `json:"token_ids,omitempty"`
 }
 
 // chatMessage is the assistant message; its reasoning key is configurable
@@ -83,12 +85,12 @@ type completionResponse struct {
 }
 
 type completionChoice struct {
-	Index          int             `json:"index"`
-	Text           string          `json:"text"`
-	Logprobs       json.RawMessage `json:"logprobs"` // nil = null
-	FinishReason   string          `json:"finish_reason"`
-	StopReason     plan.StopReason `json:"stop_reason"`
-	PromptLogprobs *struct{}       `json:"prompt_logprobs"`
-	PromptTokenIDs []uint32        `json:"prompt_token_ids,omitempty"`
-	TokenIDs       json.RawMessage `json:"token_ids,omitempty"`
+	Index          int                 `json:"index"`
+	Text           string              `json:"text"`
+	Logprobs       json.RawMessage     `json:"logprobs"` // nil = null
+	FinishReason   engine.FinishReason `json:"finish_reason"`
+	StopReason     plan.StopReason     `json:"stop_reason"`
+	PromptLogprobs *struct{}           `json:"prompt_logprobs"`
+	PromptTokenIDs []uint32            `json:"prompt_token_ids,omitempty"`
+	TokenIDs       json.RawMessage     `json:"token_ids,omitempty"`
 }

@@ -5,10 +5,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
-// DP rank selection (engine.md §11).
+// DP rank selection: a request names its rank with X-data-parallel-rank, or
+// the server picks one by the configured DPRouting policy.
 
 // headerRank returns the rank named by X-data-parallel-rank, -1 when the
 // header is absent, or a 400 when it is not an integer in [0, dp_size).
@@ -33,7 +34,7 @@ func (s *Server) pickRank() int {
 	if n == 1 {
 		return 0
 	}
-	if s.cfg.DPRouting != "least_loaded" {
+	if s.cfg.DPRouting != engine.RouteLeastLoaded {
 		return int((s.rr.Add(1) - 1) % uint64(n))
 	}
 	best, bestScore := 0, int64(-1)
@@ -59,22 +60,3 @@ func (s *Server) rankScore(r int) int64 {
 // dispatched / finished maintain the per-rank sequence counts.
 func (s *Server) dispatched(rank, seqs int) { s.ranks[rank].seqs.Add(int64(seqs)) }
 func (s *Server) finished(rank, seqs int)   { s.ranks[rank].seqs.Add(-int64(seqs)) }
-
-// kvCapacityError is the KV-capacity pre-check of http-api.md §3.2 with the
-// rejection rules of engine.md §8: a prompt of p tokens needs ceil(p/bs)
-// blocks (vllm, sglang) or ceil((p+1)/bs) (trtllm, which must also hold the
-// first generated token) and can never run when that exceeds the per-rank
-// pool.
-func kvCapacityError(cfg *config.Config, p int) *apiError {
-	bs := cfg.EffectiveBlockSize()
-	need := p
-	if cfg.EngineType == config.EngineTRTLLM {
-		need = p + 1
-	}
-	blocks := (need + bs - 1) / bs
-	if blocks <= cfg.NumGPUBlocks {
-		return nil
-	}
-	return errInvalid("", "This request needs %d KV cache blocks but each engine has only %d blocks of %d tokens.",
-		blocks, cfg.NumGPUBlocks, bs)
-}

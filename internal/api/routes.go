@@ -6,7 +6,8 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// routes lists every route of http-api.md §1 and the middleware around them.
+// routes lists every route (docs/http-api.md) and the middleware around
+// them.
 // Middleware order: CORS (header on every response, OPTIONS preflight) →
 // panic recovery → authentication (/v1/*, /tokenize, /detokenize,
 // /reset_prefix_cache) → bounded body read → router; the startup gate wraps

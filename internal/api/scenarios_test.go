@@ -192,7 +192,7 @@ func TestScenario_S18(t *testing.T) {
 	if text, _, _ := choiceText(t, r.Body, 1); text != " zulu jopi rozi mubu" {
 		t.Errorf("n 2 choice 1: %q", text)
 	}
-	// Exact non-streaming body (key order of http-api.md §3.4).
+	// Exact non-streaming body, in vLLM's key order.
 	r = env.post("/v1/chat/completions", helloChat+`,"max_tokens":4}`, "X-Request-Id", "t")
 	const want = `{"id":"chatcmpl-t","object":"chat.completion","created":1760000000,"model":"mocker-model","choices":[{"index":0,"message":{"role":"assistant","content":" puzo bevi funa jita","refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":null,"finish_reason":"length","stop_reason":null}],"service_tier":null,"system_fingerprint":null,"usage":{"prompt_tokens":11,"total_tokens":15,"completion_tokens":4,"prompt_tokens_details":null},"prompt_logprobs":null,"kv_transfer_params":null}`
 	if r.Body != want {

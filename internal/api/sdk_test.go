@@ -210,7 +210,7 @@ func TestSDK_Errors(t *testing.T) {
 	_, err = c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o", Messages: helloMessages})
 	check(t, err, 404, "The model `gpt-4o` does not exist.")
 
-	// 401 has vLLM's flat body {"error":"Unauthorized"} (http-api.md §8.1),
+	// 401 has vLLM's flat body {"error":"Unauthorized"},
 	// which the SDK cannot decode into *openai.Error: it reports the decoding
 	// error, and the response says 401.
 	var httpResp *http.Response

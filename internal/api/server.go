@@ -1,5 +1,5 @@
 // Package api is mocker-server's OpenAI-compatible HTTP layer
-// (http-api.md): a chi router, the chat and completions handlers with SSE
+// (docs/http-api.md): a chi router, the chat and completions handlers with SSE
 // streaming, the auxiliary endpoints, request validation and errors. It
 // tokenizes and plans each request (internal/tokenizer, internal/plan) and
 // submits one engine sequence per choice to a DP rank's engine.
@@ -15,10 +15,11 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/faults"
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
-// RequestObserver receives the per-HTTP-request size observations of
-// metrics.md §2.4 (vllm:request_params_n, vllm:request_params_max_tokens,
+// RequestObserver receives the per-HTTP-request size observations
+// (vllm:request_params_n, vllm:request_params_max_tokens,
 // vllm:request_max_num_generation_tokens). It is called once per generation
 // request that reached the engine, when the request ends, with the DP rank
 // that served it (the histograms carry the engine label), n, the effective
@@ -59,12 +60,20 @@ type Deps struct {
 	Version string
 	// Now is the wall clock for "created" timestamps. Default time.Now.
 	Now func() time.Time
+	// Tokenizer tokenizes prompts and renders generated tokens. Default:
+	// the built-in pseudo-word tokenizer.
+	Tokenizer tokenizer.Model
+	// ChatTemplate renders chat requests. Default: the built-in ChatML
+	// template.
+	ChatTemplate ChatRenderer
 }
 
 // Server is the HTTP layer over dp_size engines.
 type Server struct {
 	cfg     *config.Config
 	engines []*engine.Engine
+	tok     tokenizer.Model
+	chat    ChatRenderer
 	log     *slog.Logger
 	metrics http.Handler
 	reqObs  RequestObserver
@@ -103,6 +112,8 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 	s := &Server{
 		cfg:      cfg,
 		engines:  engines,
+		tok:      deps.Tokenizer,
+		chat:     deps.ChatTemplate,
 		log:      deps.Logger,
 		metrics:  deps.Metrics,
 		reqObs:   deps.Requests,
@@ -119,6 +130,9 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.tok == nil {
+		s.tok = tokenizer.Builtin()
 	}
 	for _, name := range cfg.ServedModelName {
 		s.served[name] = true

@@ -14,12 +14,13 @@ import (
 	"github.com/mocker-server/mocker-server/internal/plan"
 )
 
-// sseWriteTimeout bounds every SSE write (http-api.md §2.5).
+// sseWriteTimeout bounds every SSE write, so a client that stops reading
+// cannot hold a handler (and its engine work) forever.
 const sseWriteTimeout = 60 * time.Second
 
 const sseDone = "data: [DONE]\n\n"
 
-// streamer renders a job's output items as SSE events (http-api.md §5). All
+// streamer renders a job's output items as SSE events (docs/http-api.md). All
 // events of one drain of the output queue are appended to one reused buffer
 // and written with one Write and one Flush; the hot path uses hand-written
 // JSON and allocates nothing per token.
@@ -337,7 +338,7 @@ func (st *streamer) render(items []engine.OutputItem) {
 
 // final appends a choice's final chunk, carrying its held last token.
 func (st *streamer) final(idx int, ch *choice) {
-	if ch.fin.Rejected {
+	if ch.fin.Rejection != nil {
 		return // answered with an error event
 	}
 	var text string
@@ -374,7 +375,8 @@ func (st *streamer) appendUsage(b []byte, details bool) []byte {
 	return append(b, '}')
 }
 
-// roleChunk appends the chat role chunk of a choice (http-api.md §5.2 step 1).
+// roleChunk appends the chat role chunk of a choice, sent when its first
+// token arrives.
 func (st *streamer) roleChunk(idx int, ch *choice) {
 	b := append(st.buf, st.prefix...)
 	b = append(b, `{"index":`...)
@@ -395,8 +397,7 @@ func (st *streamer) roleChunk(idx int, ch *choice) {
 }
 
 // chatChunk appends a content chunk (final false) or the final chunk of a
-// chat choice (http-api.md §5.2 steps 2–3). text "" on a final chunk gives
-// the empty delta {}.
+// chat choice. text "" on a final chunk gives the empty delta {}.
 func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, tok uint32, final bool) {
 	g := st.j.g
 	hasTok := !final || ch.held
@@ -447,7 +448,7 @@ func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, 
 func (st *streamer) appendFinish(b []byte, ch *choice) []byte {
 	reason, stop := ch.reasons()
 	b = append(b, `,"finish_reason":`...)
-	b = appendString(b, reason)
+	b = appendString(b, string(reason))
 	b = append(b, `,"stop_reason":`...)
 	switch stop.Kind {
 	case plan.StopString:
@@ -460,7 +461,7 @@ func (st *streamer) appendFinish(b []byte, ch *choice) []byte {
 	return b
 }
 
-// completionChunk appends a completions chunk (http-api.md §5.3): one per
+// completionChunk appends a completions chunk: one per
 // token with visible text, the first one prefixed with the echoed prompt,
 // the final one with finish_reason and stop_reason.
 func (st *streamer) completionChunk(idx int, ch *choice, text string, tok uint32, final bool) {

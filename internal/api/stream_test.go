@@ -9,9 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
-// S18 streamed (http-api.md §5.2 example): exact events, bytes and key order.
+// Scenario S18 (seed-0 chat "Hello!", 4 tokens; see internal/plan's
+// TestGoldenS18) streamed: exact events, bytes and key order.
 func TestStream_ChatS18Exact(t *testing.T) {
 	env := startServer(t, nil)
 	r := env.post("/v1/chat/completions",
@@ -49,7 +52,7 @@ func TestStream_ChatS18Exact(t *testing.T) {
 	}
 }
 
-// Completions stream (http-api.md §5.3): every chunk has all fields, echo
+// Completions stream: every chunk has all fields, echo
 // prefixes the first chunk, the final chunk carries the last text, usage
 // and [DONE] follow.
 func TestStream_CompletionsExact(t *testing.T) {
@@ -194,7 +197,7 @@ func TestStream_DisconnectCancels(t *testing.T) {
 		}
 	}
 	// The engine publishes its load right after delivering a pass's tokens.
-	waitFor(t, time.Second, "3 running sequences", func() bool {
+	testutil.WaitFor(t, time.Second, "3 running sequences", func() bool {
 		l := env.engines[0].Load()
 		return l.ActiveBlocks > 0 && l.Running == 3
 	})
@@ -203,7 +206,7 @@ func TestStream_DisconnectCancels(t *testing.T) {
 	}
 	cancel() // closes the connection
 	resp.Body.Close()
-	waitFor(t, 2*time.Second, "engine work released", env.idle)
+	testutil.WaitFor(t, 2*time.Second, "engine work released", env.idle)
 	if r := env.get("/load"); r.Body != `{"server_load":0}` {
 		t.Errorf("/load = %s", r.Body)
 	}
@@ -223,5 +226,5 @@ func TestNonStream_DisconnectCancels(t *testing.T) {
 		resp.Body.Close()
 		t.Fatal("request finished before its deadline")
 	}
-	waitFor(t, 2*time.Second, "engine work released", env.idle)
+	testutil.WaitFor(t, 2*time.Second, "engine work released", env.idle)
 }

@@ -1,18 +1,26 @@
-// Package config holds mocker-server's configuration tree: every field of the
-// specification with its JSON key, its default, and its validation. All
+// Package config holds mocker-server's configuration tree: every field
+// with its JSON key, its default, and its validation. All
 // sources (defaults, --config file, --extra-engine-args, explicitly set CLI
 // flags) decode onto the same json-tagged structs.
 package config
 
-import "math"
+import (
+	"github.com/mocker-server/mocker-server/internal/engine"
+)
 
 // Config is the whole configuration of one mocker-server process.
-// JSON keys are the specification's keys; "-" and "_" are interchangeable
-// when loading.
+// JSON keys are the keys of the README's flag table (vLLM's names where
+// vLLM has the setting); "-" and "_" are interchangeable when loading.
 type Config struct {
-	// Server and API fields (engine.md §1.2).
-	Model                     string   `json:"model"`
-	ServedModelName           []string `json:"served_model_name"`
+	// Server and API fields.
+	Model           string   `json:"model"`
+	ServedModelName []string `json:"served_model_name"`
+	// Tokenizer is a Hugging Face tokenizer directory; "" means Model
+	// when Model is such a directory, else the built-in tokenizer.
+	Tokenizer string `json:"tokenizer"`
+	// ChatTemplate overrides the tokenizer's chat template: a file path,
+	// or the template text itself.
+	ChatTemplate              string   `json:"chat_template"`
 	Host                      string   `json:"host"`
 	Port                      int      `json:"port"`
 	APIKey                    []string `json:"api_key"`
@@ -30,49 +38,49 @@ type Config struct {
 	DeprecatedMetrics         bool     `json:"deprecated_metrics"`
 	LogLevel                  string   `json:"log_level"`
 
-	// Engine and scheduler fields (engine.md §1.3).
-	EngineType            string `json:"engine_type"`
-	NumGPUBlocks          int    `json:"num_gpu_blocks"`
-	BlockSize             int    `json:"block_size"`
-	MaxModelLen           int    `json:"max_model_len"`
-	MaxNumSeqs            int    `json:"max_num_seqs"`
-	MaxNumBatchedTokens   int    `json:"max_num_batched_tokens"`
-	EnablePrefixCaching   bool   `json:"enable_prefix_caching"`
-	EnableChunkedPrefill  bool   `json:"enable_chunked_prefill"`
-	PreemptionMode        string `json:"preemption_mode"`
-	SchedulingPolicy      string `json:"scheduling_policy"`
-	PrefixCachingHashAlgo string `json:"prefix_caching_hash_algo"`
-	HashSeed              string `json:"hash_seed"`
+	// Engine and scheduler fields.
+	EngineType            engine.EngineType       `json:"engine_type"`
+	NumGPUBlocks          int                     `json:"num_gpu_blocks"`
+	BlockSize             int                     `json:"block_size"`
+	MaxModelLen           int                     `json:"max_model_len"`
+	MaxNumSeqs            int                     `json:"max_num_seqs"`
+	MaxNumBatchedTokens   int                     `json:"max_num_batched_tokens"`
+	EnablePrefixCaching   bool                    `json:"enable_prefix_caching"`
+	EnableChunkedPrefill  bool                    `json:"enable_chunked_prefill"`
+	PreemptionMode        engine.PreemptionMode   `json:"preemption_mode"`
+	SchedulingPolicy      engine.SchedulingPolicy `json:"scheduling_policy"`
+	PrefixCachingHashAlgo string                  `json:"prefix_caching_hash_algo"`
+	HashSeed              string                  `json:"hash_seed"`
 
-	// SGLang and TensorRT-LLM fields (engine.md §1.4).
+	// SGLang and TensorRT-LLM fields.
 	SGLang SGLangConfig `json:"sglang"`
 	TRTLLM TRTLLMConfig `json:"trtllm"`
 
-	// Timing fields (engine.md §1.5).
-	TimingModel        string  `json:"timing_model"`
-	PlannerProfileData string  `json:"planner_profile_data"`
-	FixedPrefillMs     float64 `json:"fixed_prefill_ms"`
-	FixedDecodeMs      float64 `json:"fixed_decode_ms"`
-	SpeedupRatio       float64 `json:"speedup_ratio"`
-	DecodeSpeedupRatio float64 `json:"decode_speedup_ratio"`
+	// Timing fields (docs/timing-model.md).
+	TimingModel        engine.TimingModelKind `json:"timing_model"`
+	PlannerProfileData string                 `json:"planner_profile_data"`
+	FixedPrefillMs     float64                `json:"fixed_prefill_ms"`
+	FixedDecodeMs      float64                `json:"fixed_decode_ms"`
+	SpeedupRatio       float64                `json:"speedup_ratio"`
+	DecodeSpeedupRatio float64                `json:"decode_speedup_ratio"`
 
-	// Reasoning framing (engine.md §1.6); nil means no framing.
+	// Reasoning framing; nil means no framing.
 	Reasoning *ReasoningConfig `json:"reasoning"`
 
-	// Data parallelism (engine.md §1.7).
-	DPSize    int    `json:"dp_size"`
-	DPRouting string `json:"dp_routing"`
+	// Data parallelism.
+	DPSize    int              `json:"dp_size"`
+	DPRouting engine.DPRouting `json:"dp_routing"`
 
-	// Disaggregated prefill/decode (engine.md §1.8).
-	WorkerType              string  `json:"worker_type"`
-	BootstrapPort           int     `json:"bootstrap_port"` // 0 = none
-	AdvertiseHost           string  `json:"advertise_host"` // empty until Load resolves it
-	KVBytesPerToken         int64   `json:"kv_bytes_per_token"`
-	KVTransferBandwidth     float64 `json:"kv_transfer_bandwidth"` // GB/s
-	KVTransferTimingMode    string  `json:"kv_transfer_timing_mode"`
-	HandoffSessionTimeoutMs int64   `json:"handoff_session_timeout_ms"`
+	// Disaggregated prefill/decode (not supported yet; see unsupported.go).
+	WorkerType              engine.WorkerType `json:"worker_type"`
+	BootstrapPort           int               `json:"bootstrap_port"` // 0 = none
+	AdvertiseHost           string            `json:"advertise_host"` // empty until Load resolves it
+	KVBytesPerToken         int64             `json:"kv_bytes_per_token"`
+	KVTransferBandwidth     float64           `json:"kv_transfer_bandwidth"` // GB/s
+	KVTransferTimingMode    string            `json:"kv_transfer_timing_mode"`
+	HandoffSessionTimeoutMs int64             `json:"handoff_session_timeout_ms"`
 
-	// KV events and FPM publishing (engine.md §1.9).
+	// KV events and FPM publishing (docs/kv-events.md, docs/metrics.md).
 	KVEventsConfig           *KVEventsConfig `json:"kv_events_config"`
 	ZMQKVEventsPort          int             `json:"zmq_kv_events_port"` // 0 = none
 	ZMQReplayPort            int             `json:"zmq_replay_port"`    // 0 = none
@@ -99,7 +107,7 @@ type Config struct {
 	NumGPUBlocksOverridden bool `json:"-"`
 }
 
-// SGLangConfig holds the sglang.* keys (engine.md §1.4).
+// SGLangConfig holds the sglang.* keys.
 type SGLangConfig struct {
 	SchedulePolicy           string  `json:"schedule_policy"`
 	PageSize                 int     `json:"page_size"`
@@ -109,19 +117,22 @@ type SGLangConfig struct {
 	ScheduleConservativeness float64 `json:"schedule_conservativeness"`
 }
 
-// TRTLLMConfig holds the trtllm.* keys (engine.md §1.4).
+// TRTLLMConfig holds the trtllm.* keys.
 type TRTLLMConfig struct {
 	CapacitySchedulerPolicy string `json:"capacity_scheduler_policy"`
 }
 
-// ReasoningConfig configures reasoning framing of planned outputs (engine.md §10.5).
+// ReasoningConfig configures reasoning framing of planned outputs: the
+// first part of each output is wrapped in the start and end thinking tokens
+// (see internal/plan).
 type ReasoningConfig struct {
 	StartThinkingTokenID uint32  `json:"start_thinking_token_id"`
 	EndThinkingTokenID   uint32  `json:"end_thinking_token_id"`
 	ThinkingRatio        float64 `json:"thinking_ratio"`
 }
 
-// KVEventsConfig mirrors vLLM's KVEventsConfig (kv-events.md §1.1).
+// KVEventsConfig mirrors vLLM's KVEventsConfig, so a vLLM command line's
+// --kv-events-config works unchanged (docs/kv-events.md).
 type KVEventsConfig struct {
 	EnableKVCacheEvents bool    `json:"enable_kv_cache_events"`
 	Publisher           string  `json:"publisher"`
@@ -133,27 +144,6 @@ type KVEventsConfig struct {
 	Topic               string  `json:"topic"`
 }
 
-// Engine type names.
-const (
-	EngineVLLM   = "vllm"
-	EngineSGLang = "sglang"
-	EngineTRTLLM = "trtllm"
-)
-
-// Worker types (engine.md §1.8, §12).
-const (
-	WorkerAggregated = "aggregated"
-	WorkerPrefill    = "prefill"
-	WorkerDecode     = "decode"
-)
-
-// Timing models (engine.md §1.5, §9).
-const (
-	TimingPolynomial   = "polynomial"
-	TimingFixed        = "fixed"
-	TimingInterpolated = "interpolated"
-)
-
 // DefaultReasoningConfig returns the defaults of a reasoning object; the
 // required thinking_ratio is left at 0.
 func DefaultReasoningConfig() ReasoningConfig {
@@ -161,7 +151,7 @@ func DefaultReasoningConfig() ReasoningConfig {
 }
 
 // DefaultKVEventsConfig returns the defaults of a kv_events_config object
-// (kv-events.md §1.1). Publisher stays empty ("unset") until Load resolves
+// (vLLM's). Publisher stays empty ("unset") until Load resolves
 // it to "zmq" (enabled) or "null".
 func DefaultKVEventsConfig() KVEventsConfig {
 	return KVEventsConfig{
@@ -187,15 +177,15 @@ func Default() Config {
 		DeprecatedMetrics:   true,
 		LogLevel:            "info",
 
-		EngineType:            EngineVLLM,
+		EngineType:            engine.EngineVLLM,
 		NumGPUBlocks:          16384,
 		MaxModelLen:           32768,
 		MaxNumSeqs:            256,
 		MaxNumBatchedTokens:   8192,
 		EnablePrefixCaching:   true,
 		EnableChunkedPrefill:  true,
-		PreemptionMode:        "lifo",
-		SchedulingPolicy:      "fcfs",
+		PreemptionMode:        engine.PreemptLIFO,
+		SchedulingPolicy:      engine.ScheduleFCFS,
 		PrefixCachingHashAlgo: "xxh3",
 
 		SGLang: SGLangConfig{
@@ -207,16 +197,16 @@ func Default() Config {
 		},
 		TRTLLM: TRTLLMConfig{CapacitySchedulerPolicy: "guaranteed_no_evict"},
 
-		TimingModel:        "polynomial",
+		TimingModel:        engine.TimingPolynomial,
 		FixedPrefillMs:     20.0,
 		FixedDecodeMs:      10.0,
 		SpeedupRatio:       1.0,
 		DecodeSpeedupRatio: 1.0,
 
 		DPSize:    1,
-		DPRouting: "round_robin",
+		DPRouting: engine.RouteRoundRobin,
 
-		WorkerType:              WorkerAggregated,
+		WorkerType:              engine.WorkerAggregated,
 		KVBytesPerToken:         131072,
 		KVTransferBandwidth:     64.0,
 		KVTransferTimingMode:    "full_prompt",
@@ -237,19 +227,8 @@ func (c *Config) EffectiveBlockSize() int {
 	if c.BlockSize > 0 {
 		return c.BlockSize
 	}
-	switch c.EngineType {
-	case EngineSGLang:
-		if c.SGLang.PageSize > 0 {
-			return c.SGLang.PageSize
-		}
-		return 1
-	case EngineTRTLLM:
-		return 32
-	default:
-		return 64
+	if c.EngineType == engine.EngineSGLang && c.SGLang.PageSize > 0 {
+		return c.SGLang.PageSize
 	}
+	return c.EngineType.DefaultBlockSize()
 }
-
-// NoDelay reports whether a speedup ratio means "no simulated delay"
-// (0 and +Inf both do).
-func NoDelay(ratio float64) bool { return ratio == 0 || math.IsInf(ratio, 1) }

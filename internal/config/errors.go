@@ -3,7 +3,7 @@ package config
 import "strings"
 
 // Error reports configuration problems, one line per problem. Callers map
-// it to exit status 2 (engine.md §1.1).
+// it to exit status 2, the status of a usage error.
 type Error struct {
 	Problems []string
 }

@@ -34,13 +34,21 @@ type flagSpec struct {
 	negatable bool     // also register --no-<name>
 	split     bool     // list values may be comma-separated
 	usage     string
+	// notYet, when set, names the capability the key belongs to: the key
+	// is accepted by the parser (so the user gets a precise message rather
+	// than "unknown flag") but starting with it set fails with
+	// "not supported yet", and the README does not list it.
+	notYet string
 }
 
-// flagTable lists every configuration flag of engine.md §1.2–§1.9.
+// flagTable lists every configuration flag, grouped like Config's fields.
+// The README's flag table is generated from it (TestREADME_FlagTable).
 var flagTable = []flagSpec{
-	// §1.2 server and API.
+	// Server and API.
 	{name: "model", key: "model", kind: flagString, usage: "model name reported as root in /v1/models (also: positional serve [MODEL])"},
 	{name: "served-model-name", key: "served_model_name", kind: flagList, split: true, usage: "served model name(s); repeatable or comma-separated (default [model])"},
+	{name: "tokenizer", key: "tokenizer", kind: flagString, usage: "Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json); default --model when it is one, else the built-in tokenizer"},
+	{name: "chat-template", key: "chat_template", kind: flagString, usage: "chat template file or inline Jinja text (default: the tokenizer's own; ChatML with the built-in tokenizer)"},
 	{name: "host", key: "host", kind: flagString, usage: "HTTP bind address"},
 	{name: "port", key: "port", kind: flagInt, usage: "HTTP port (0 = OS-assigned)"},
 	{name: "api-key", key: "api_key", kind: flagList, usage: "API key required as Bearer token on /v1/*; repeatable (default $VLLM_API_KEY)"},
@@ -58,8 +66,8 @@ var flagTable = []flagSpec{
 	{name: "deprecated-metrics", key: "deprecated_metrics", kind: flagBool, negatable: true, usage: "export deprecated vLLM metric names"},
 	{name: "log-level", key: "log_level", kind: flagString, usage: "log level: debug | info | warn | error"},
 
-	// §1.3 engine and scheduler.
-	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | sglang | trtllm"},
+	// Engine and scheduler.
+	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | trtllm (sglang is not supported yet)"},
 	{name: "num-gpu-blocks-override", key: "num_gpu_blocks", kind: flagInt, aliases: []string{"num-gpu-blocks"}, usage: "KV blocks per DP rank (alias --num-gpu-blocks)"},
 	{name: "block-size", key: "block_size", kind: flagInt, usage: "tokens per KV block (0 = per engine: vllm 64, sglang 1, trtllm 32)"},
 	{name: "max-model-len", key: "max_model_len", kind: flagInt, usage: "maximum sequence length (accepts 32k = 32000, 32K = 32768)"},
@@ -72,16 +80,16 @@ var flagTable = []flagSpec{
 	{name: "prefix-caching-hash-algo", key: "prefix_caching_hash_algo", kind: flagString, usage: "block hash algorithm: xxh3 | sha256_cbor"},
 	{name: "hash-seed", key: "hash_seed", kind: flagString, usage: "sha256_cbor hash seed (default $PYTHONHASHSEED, else \"0\")"},
 
-	// §1.4 SGLang and TensorRT-LLM.
-	{name: "sglang-schedule-policy", key: "sglang.schedule_policy", kind: flagString, usage: "SGLang schedule policy: fifo | lpm"},
-	{name: "sglang-page-size", key: "sglang.page_size", kind: flagInt, usage: "SGLang page size (default block_size)"},
-	{name: "sglang-max-prefill-tokens", key: "sglang.max_prefill_tokens", kind: flagInt, usage: "SGLang prefill token budget per pass"},
-	{name: "sglang-chunked-prefill-size", key: "sglang.chunked_prefill_size", kind: flagInt, usage: "SGLang chunked prefill size"},
-	{name: "sglang-clip-max-new-tokens", key: "sglang.clip_max_new_tokens", kind: flagInt, usage: "SGLang clip of max_new_tokens for admission"},
-	{name: "sglang-schedule-conservativeness", key: "sglang.schedule_conservativeness", kind: flagFloat, usage: "SGLang schedule conservativeness (0 < x <= 10)"},
+	// SGLang and TensorRT-LLM.
+	{name: "sglang-schedule-policy", key: "sglang.schedule_policy", kind: flagString, usage: "SGLang schedule policy: fifo | lpm", notYet: capSGLang},
+	{name: "sglang-page-size", key: "sglang.page_size", kind: flagInt, usage: "SGLang page size (default block_size)", notYet: capSGLang},
+	{name: "sglang-max-prefill-tokens", key: "sglang.max_prefill_tokens", kind: flagInt, usage: "SGLang prefill token budget per pass", notYet: capSGLang},
+	{name: "sglang-chunked-prefill-size", key: "sglang.chunked_prefill_size", kind: flagInt, usage: "SGLang chunked prefill size", notYet: capSGLang},
+	{name: "sglang-clip-max-new-tokens", key: "sglang.clip_max_new_tokens", kind: flagInt, usage: "SGLang clip of max_new_tokens for admission", notYet: capSGLang},
+	{name: "sglang-schedule-conservativeness", key: "sglang.schedule_conservativeness", kind: flagFloat, usage: "SGLang schedule conservativeness (0 < x <= 10)", notYet: capSGLang},
 	{name: "trtllm-capacity-scheduler-policy", key: "trtllm.capacity_scheduler_policy", kind: flagString, usage: "TensorRT-LLM capacity scheduler policy: guaranteed_no_evict"},
 
-	// §1.5 timing.
+	// Timing.
 	{name: "timing-model", key: "timing_model", kind: flagString, usage: "timing model: polynomial | fixed | interpolated"},
 	{name: "planner-profile-data", key: "planner_profile_data", kind: flagString, usage: "NPZ or JSON planner profile (implies --timing-model interpolated)"},
 	{name: "fixed-prefill-ms", key: "fixed_prefill_ms", kind: flagFloat, usage: "fixed timing model: prefill pass ms"},
@@ -89,23 +97,23 @@ var flagTable = []flagSpec{
 	{name: "speedup-ratio", key: "speedup_ratio", kind: flagFloat, usage: "divisor of modeled durations (0 or inf = no delay)"},
 	{name: "decode-speedup-ratio", key: "decode_speedup_ratio", kind: flagFloat, usage: "extra divisor of decode durations (0 or inf = no delay)"},
 
-	// §1.6 reasoning.
+	// Reasoning.
 	{name: "reasoning", key: "reasoning", kind: flagJSON, usage: `reasoning framing as JSON: {"thinking_ratio":0.5,"start_thinking_token_id":3,"end_thinking_token_id":4}`},
 
-	// §1.7 data parallelism. -dp is handled by RewriteArgs.
+	// Data parallelism. -dp is handled by RewriteArgs.
 	{name: "data-parallel-size", key: "dp_size", kind: flagInt, aliases: []string{"dp-size"}, usage: "number of DP ranks (aliases --dp-size, -dp)"},
 	{name: "dp-routing", key: "dp_routing", kind: flagString, usage: "DP rank choice: round_robin | least_loaded"},
 
-	// §1.8 disaggregated prefill/decode.
-	{name: "disaggregation-mode", key: "worker_type", kind: flagString, aliases: []string{"worker-type"}, usage: "worker type: aggregated | prefill | decode (alias --worker-type)"},
-	{name: "bootstrap-port", key: "bootstrap_port", kind: flagInt, usage: "prefill worker bootstrap rendezvous port"},
-	{name: "advertise-host", key: "advertise_host", kind: flagString, usage: "host written into kv_transfer_params.remote_host (default host, or 127.0.0.1 for a wildcard host)"},
-	{name: "kv-bytes-per-token", key: "kv_bytes_per_token", kind: flagInt, usage: "KV bytes per token for the transfer delay (0 = no delay)"},
-	{name: "kv-transfer-bandwidth", key: "kv_transfer_bandwidth", kind: flagFloat, usage: "KV transfer bandwidth in GB/s (0 = no delay)"},
-	{name: "kv-transfer-timing-mode", key: "kv_transfer_timing_mode", kind: flagString, usage: "transfer size: full_prompt | destination_missing"},
-	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time prefill blocks are held for a handoff"},
+	// Disaggregated prefill/decode.
+	{name: "disaggregation-mode", key: "worker_type", kind: flagString, aliases: []string{"worker-type"}, usage: "worker type: aggregated (prefill and decode are not supported yet; alias --worker-type)"},
+	{name: "bootstrap-port", key: "bootstrap_port", kind: flagInt, usage: "prefill worker bootstrap rendezvous port", notYet: capDisaggregation},
+	{name: "advertise-host", key: "advertise_host", kind: flagString, usage: "host written into kv_transfer_params.remote_host (default host, or 127.0.0.1 for a wildcard host)", notYet: capDisaggregation},
+	{name: "kv-bytes-per-token", key: "kv_bytes_per_token", kind: flagInt, usage: "KV bytes per token for the transfer delay (0 = no delay)", notYet: capDisaggregation},
+	{name: "kv-transfer-bandwidth", key: "kv_transfer_bandwidth", kind: flagFloat, usage: "KV transfer bandwidth in GB/s (0 = no delay)", notYet: capDisaggregation},
+	{name: "kv-transfer-timing-mode", key: "kv_transfer_timing_mode", kind: flagString, usage: "transfer size: full_prompt | destination_missing", notYet: capDisaggregation},
+	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time prefill blocks are held for a handoff", notYet: capDisaggregation},
 
-	// §1.9 KV events and FPM.
+	// KV events and FPM.
 	{name: "kv-events-config", key: "kv_events_config", kind: flagJSON, usage: `vLLM KVEventsConfig as JSON, e.g. {"enable_kv_cache_events":true}`},
 	{name: "zmq-kv-events-port", key: "zmq_kv_events_port", kind: flagInt, usage: "Dynamo style: bind KV event PUB at tcp://<host>:<port+dp_rank>"},
 	{name: "zmq-replay-port", key: "zmq_replay_port", kind: flagInt, usage: "Dynamo style: bind replay ROUTER at tcp://<host>:<port+dp_rank>"},
@@ -154,7 +162,7 @@ func canonicalFlagName(name string) string {
 	return name
 }
 
-// RegisterFlags registers every configuration flag (engine.md §1.2–§1.9)
+// RegisterFlags registers every configuration flag of flagTable
 // plus --config and --extra-engine-args on fs, and installs a flag-name
 // normaliser for aliases (--num-gpu-blocks, --dp-size, --worker-type) and
 // underscore spellings. Use FlagOverlay or OptionsFromFlags after parsing.

@@ -210,9 +210,9 @@ func wantInt(t *testing.T, key string, got, want int) {
 	}
 }
 
-func wantStr(t *testing.T, key, got, want string) {
+func wantStr[T ~string](t *testing.T, key string, got T, want string) {
 	t.Helper()
-	if got != want {
+	if string(got) != want {
 		t.Errorf("%s = %q, want %q", key, got, want)
 	}
 }

@@ -1,8 +1,12 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
 // ServedName returns the first served model name: the metrics model_name
@@ -22,7 +26,7 @@ func (c *Config) ResolvedMetricsFamily() string {
 	if c.MetricsFamily != "auto" && c.MetricsFamily != "" {
 		return c.MetricsFamily
 	}
-	if c.EngineType == EngineSGLang {
+	if c.EngineType == engine.EngineSGLang {
 		return "sglang"
 	}
 	return "vllm"
@@ -31,7 +35,8 @@ func (c *Config) ResolvedMetricsFamily() string {
 // KVEventsEnabled reports whether KV events are configured to be published:
 // vLLM style (kv_events_config enabled with the zmq publisher) or Dynamo
 // style (zmq_kv_events_port). It does not consider prefix caching or the
-// worker type (kv-events.md §1.6).
+// worker type, which can make a configured stream silent
+// (events.KVEventsPublishable).
 func (c *Config) KVEventsEnabled() bool {
 	if c.ZMQKVEventsPort > 0 {
 		return true
@@ -67,7 +72,42 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		SpeedupRatio:       jsonFloat(c.SpeedupRatio),
 		DecodeSpeedupRatio: jsonFloat(c.DecodeSpeedupRatio),
 	}
-	return json.Marshal(out)
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return withoutNotYetKeys(b)
+}
+
+// withoutNotYetKeys drops the keys of capabilities not built yet from an
+// encoded configuration: they have no effect, and Load refuses them.
+func withoutNotYetKeys(b []byte) ([]byte, error) {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	for _, s := range flagTable {
+		if s.notYet == "" {
+			continue
+		}
+		parent, key := m, s.key
+		if head, rest, nested := strings.Cut(s.key, "."); nested {
+			sub, ok := m[head].(map[string]any)
+			if !ok {
+				continue
+			}
+			parent, key = sub, rest
+			defer func() {
+				if len(sub) == 0 {
+					delete(m, head)
+				}
+			}()
+		}
+		delete(parent, key)
+	}
+	return json.Marshal(m)
 }
 
 func jsonFloat(f float64) any {

@@ -36,6 +36,7 @@ func noEnv(opts LoadOptions) LoadOptions {
 		opts.LookupEnv = func(string) (string, bool) { return "", false }
 	}
 	opts.Hostname = func() (string, error) { return "testhost", nil }
+	opts.parseNotYet = true // TestLoad_NotYetSupported covers the refusal
 	return opts
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
 func TestLoad_PrecedenceDefaultsFileExtraArgsFlags(t *testing.T) {
@@ -252,7 +254,7 @@ func TestLoad_InfiniteSpeedupRatio(t *testing.T) {
 	for _, s := range []string{"inf", "+inf", "Infinity", "INF"} {
 		t.Run(s, func(t *testing.T) {
 			cfg, _ := mustLoad(t, overlay(map[string]any{"speedup_ratio": s, "decode_speedup_ratio": s}))
-			if !math.IsInf(cfg.SpeedupRatio, 1) || !math.IsInf(cfg.DecodeSpeedupRatio, 1) || !NoDelay(cfg.SpeedupRatio) {
+			if !math.IsInf(cfg.SpeedupRatio, 1) || !math.IsInf(cfg.DecodeSpeedupRatio, 1) || !engine.NoDelay(cfg.SpeedupRatio) {
 				t.Errorf("speedups = %v %v", cfg.SpeedupRatio, cfg.DecodeSpeedupRatio)
 			}
 		})
@@ -286,7 +288,7 @@ func TestLoad_EnumsAreCaseInsensitiveAndAcceptDashes(t *testing.T) {
 		"trtllm":                   map[string]any{"capacity_scheduler_policy": "Guaranteed-No-Evict"},
 		"log_level":                "WARNING",
 	}))
-	got := []string{cfg.KVTransferTimingMode, cfg.EngineType, cfg.PrefixCachingHashAlgo, cfg.DPRouting,
+	got := []string{cfg.KVTransferTimingMode, string(cfg.EngineType), cfg.PrefixCachingHashAlgo, string(cfg.DPRouting),
 		cfg.SGLang.SchedulePolicy, cfg.TRTLLM.CapacitySchedulerPolicy, cfg.LogLevel}
 	want := []string{"full_prompt", "sglang", "sha256_cbor", "least_loaded", "fifo", "guaranteed_no_evict", "warn"}
 	if !slices.Equal(got, want) {
@@ -326,12 +328,12 @@ func TestLoad_DerivedDefaults(t *testing.T) {
 			}
 		}},
 		{"planner_profile_data implies interpolated timing", overlay(map[string]any{"planner_profile_data": "p.npz"}), func(t *testing.T, c *Config) {
-			if c.TimingModel != TimingInterpolated {
+			if c.TimingModel != engine.TimingInterpolated {
 				t.Errorf("timing_model = %q", c.TimingModel)
 			}
 		}},
 		{"explicit timing_model wins over profile data", overlay(map[string]any{"planner_profile_data": "p.npz", "timing_model": "fixed"}), func(t *testing.T, c *Config) {
-			if c.TimingModel != TimingFixed {
+			if c.TimingModel != engine.TimingFixed {
 				t.Errorf("timing_model = %q", c.TimingModel)
 			}
 		}},
@@ -393,12 +395,12 @@ func TestLoad_DerivedDefaults(t *testing.T) {
 			}
 		}},
 		{"legacy is_prefill selects the prefill worker", overlay(map[string]any{"is_prefill": true}), func(t *testing.T, c *Config) {
-			if c.WorkerType != WorkerPrefill {
+			if c.WorkerType != engine.WorkerPrefill {
 				t.Errorf("worker_type = %q", c.WorkerType)
 			}
 		}},
 		{"worker_type wins over legacy is_decode", overlay(map[string]any{"is_decode": true, "worker_type": "prefill"}), func(t *testing.T, c *Config) {
-			if c.WorkerType != WorkerPrefill {
+			if c.WorkerType != engine.WorkerPrefill {
 				t.Errorf("worker_type = %q", c.WorkerType)
 			}
 		}},

@@ -34,6 +34,9 @@ func readmeFlagTable() string {
 	var b strings.Builder
 	b.WriteString("| Flag | JSON key | Default | Meaning |\n|---|---|---|---|\n")
 	for _, s := range flagTable {
+		if s.notYet != "" {
+			continue // refused at startup: the README lists only what works
+		}
 		names := []string{"`--" + s.name + "`"}
 		if s.negatable {
 			names = append(names, "`--no-"+s.name+"`")
@@ -113,13 +116,24 @@ func TestREADME_FlagTable(t *testing.T) {
 	}
 }
 
-// Every registered flag (as the CLI registers them) appears in the table.
+// Every registered flag (as the CLI registers them) that works appears in
+// the table, and none that is refused as not supported yet does.
 func TestREADME_FlagTableCoversRegisteredFlags(t *testing.T) {
 	table := readmeFlagTable()
+	notYet := map[string]bool{}
+	for _, s := range flagTable {
+		if s.notYet != "" {
+			notYet[s.name] = true
+		}
+	}
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	RegisterFlags(fs)
 	fs.VisitAll(func(f *pflag.Flag) {
-		if !strings.Contains(table, "`--"+f.Name+"`") {
+		listed := strings.Contains(table, "`--"+f.Name+"`")
+		switch {
+		case notYet[f.Name] && listed:
+			t.Errorf("flag --%s is not supported yet but the README table lists it", f.Name)
+		case !notYet[f.Name] && !listed:
 			t.Errorf("flag --%s is missing from the README table", f.Name)
 		}
 	})

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
 // fieldOpt holds the parsing options of one JSON path beyond its Go type.
@@ -17,11 +19,20 @@ type enumSpec struct {
 	values  []string
 	aliases map[string]string // accepted spelling -> canonical value
 	// fallback, when set, turns an unknown value into a warning and this
-	// value (sglang.schedule_policy, engine.md §1.4).
+	// value (sglang.schedule_policy).
 	fallback string
 }
 
 func enum(values ...string) *enumSpec { return &enumSpec{values: values} }
+
+// typedEnum lists the values of one of the engine's typed enums.
+func typedEnum[T ~string](values ...T) *enumSpec {
+	spec := &enumSpec{}
+	for _, v := range values {
+		spec.values = append(spec.values, string(v))
+	}
+	return spec
+}
 
 // fieldOpts maps JSON paths to their parsing options.
 var fieldOpts = map[string]fieldOpt{
@@ -35,17 +46,17 @@ var fieldOpts = map[string]fieldOpt{
 	"reasoning_field":          {enum: enum("reasoning", "reasoning_content")},
 	"metrics_family":           {enum: enum("auto", "vllm", "sglang", "both")},
 	"log_level":                {enum: &enumSpec{values: []string{"debug", "info", "warn", "error"}, aliases: map[string]string{"warning": "warn"}}},
-	"engine_type":              {enum: enum(EngineVLLM, EngineSGLang, EngineTRTLLM)},
-	"preemption_mode":          {enum: enum("lifo", "fifo")},
-	"scheduling_policy":        {enum: enum("fcfs", "priority")},
+	"engine_type":              {enum: typedEnum(engine.EngineVLLM, engine.EngineSGLang, engine.EngineTRTLLM)},
+	"preemption_mode":          {enum: typedEnum(engine.PreemptLIFO, engine.PreemptFIFO)},
+	"scheduling_policy":        {enum: typedEnum(engine.ScheduleFCFS, engine.SchedulePriority)},
 	"prefix_caching_hash_algo": {enum: enum("xxh3", "sha256_cbor")},
 	"sglang.schedule_policy": {enum: &enumSpec{
 		values: []string{"fifo", "lpm"}, aliases: map[string]string{"fcfs": "fifo"}, fallback: "fifo",
 	}},
 	"trtllm.capacity_scheduler_policy": {enum: enum("guaranteed_no_evict")},
-	"timing_model":                     {enum: enum(TimingPolynomial, TimingFixed, TimingInterpolated)},
-	"dp_routing":                       {enum: enum("round_robin", "least_loaded")},
-	"worker_type":                      {enum: enum(WorkerAggregated, WorkerPrefill, WorkerDecode)},
+	"timing_model":                     {enum: typedEnum(engine.TimingPolynomial, engine.TimingFixed, engine.TimingInterpolated)},
+	"dp_routing":                       {enum: typedEnum(engine.RouteRoundRobin, engine.RouteLeastLoaded)},
+	"worker_type":                      {enum: typedEnum(engine.WorkerAggregated, engine.WorkerPrefill, engine.WorkerDecode)},
 	"kv_transfer_timing_mode":          {enum: enum("full_prompt", "destination_missing")},
 	"kv_events_encoding":               {enum: enum("map", "array")},
 	"kv_events_config.publisher":       {enum: enum("zmq", "null")},
@@ -78,8 +89,8 @@ func (e *enumSpec) lookup(s string) (string, bool) {
 	return "", false
 }
 
-// invalidMsg formats the invalid-value message in the style the spec gives
-// for engine_type: Invalid engine_type 'x'. Must be 'vllm', 'sglang', or 'trtllm'.
+// invalidMsg formats the invalid-value message, one style for every enum,
+// e.g. for engine_type: Invalid engine_type 'x'. Must be 'vllm', 'sglang', or 'trtllm'.
 func (e *enumSpec) invalidMsg(path, got string) string {
 	q := make([]string, len(e.values))
 	for i, v := range e.values {

@@ -8,15 +8,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
-// Validate checks every field against engine.md §1.2–§1.9 and the
-// cross-field rules of §1.10 (items 1–7). It returns the warnings of §1.10
-// and, when anything is wrong, an *Error with one line per problem.
+// Validate checks every field's range and the cross-field rules (SGLang
+// page and chunk sizes, the budget without chunked prefill, reasoning ids,
+// the interpolated model's profile, the two KV-event configuration styles,
+// per-rank endpoints). It returns warnings (configurations that run but
+// probably not as intended) and, when anything is wrong, an *Error with one
+// line per problem.
 //
-// Rule 5 is checked for presence only: timing_model "interpolated" requires
-// planner_profile_data. Loading and validating the profile file itself
-// (§9.3) is the engine package's job and happens at engine construction.
+// The interpolated model's profile is checked for presence only: loading
+// and validating the file is done once at startup, before the engines are
+// built (engine.LoadProfile).
 //
 // Validate accepts a configuration before or after Load's derived defaults
 // (block_size 0 means "per engine type").
@@ -150,7 +155,7 @@ func (c *Config) validate() ([]problem, []string) {
 	v := &validator{}
 	v.validateEnums(c)
 
-	// §1.2 server and API fields.
+	// Server and API fields.
 	if c.Model == "" {
 		v.errorf([]string{"model"}, "model must not be empty")
 	}
@@ -177,7 +182,7 @@ func (c *Config) validate() ([]problem, []string) {
 	v.intMin("max_request_body_bytes", c.MaxRequestBodyBytes, 1024)
 	v.nonNegFinite("startup_time", c.StartupTime)
 
-	// §1.3 engine and scheduler fields.
+	// Engine and scheduler fields.
 	v.intRange("num_gpu_blocks", int64(c.NumGPUBlocks), 1, 1<<24)
 	if c.BlockSize < 0 {
 		v.errorf([]string{"block_size"}, "block_size must be between 1 and 1024 (0 = per engine type), got %d", c.BlockSize)
@@ -193,16 +198,16 @@ func (c *Config) validate() ([]problem, []string) {
 	v.intRange("max_num_seqs", int64(c.MaxNumSeqs), 1, 65536)
 	v.intMin("max_num_batched_tokens", int64(c.MaxNumBatchedTokens), 1)
 
-	// §1.4 SGLang and TensorRT-LLM fields (value ranges apply to every engine
-	// type; the block-size relations only to sglang, rule 1).
+	// SGLang and TensorRT-LLM fields (value ranges apply to every engine
+	// type; the block-size relations only to sglang).
 	v.intMin("sglang.max_prefill_tokens", int64(c.SGLang.MaxPrefillTokens), 1)
 	v.intMin("sglang.clip_max_new_tokens", int64(c.SGLang.ClipMaxNewTokens), 1)
 	if x := c.SGLang.ScheduleConservativeness; math.IsNaN(x) || x <= 0 || x > 10 {
 		v.errorf([]string{"sglang.schedule_conservativeness"},
 			"sglang.schedule_conservativeness must be > 0 and <= 10, got %s", fmtFloat(x))
 	}
-	if c.EngineType == EngineSGLang {
-		// Rule 1.
+	if c.EngineType == engine.EngineSGLang {
+		// SGLang pages are blocks: one size, and chunks of whole pages.
 		if c.BlockSize > 0 && c.SGLang.PageSize > 0 && c.BlockSize != c.SGLang.PageSize {
 			v.errorf([]string{"block_size", "sglang.page_size"},
 				"block_size (%d) and sglang.page_size (%d) must be equal", c.BlockSize, c.SGLang.PageSize)
@@ -215,26 +220,26 @@ func (c *Config) validate() ([]problem, []string) {
 		}
 	}
 
-	// Rule 2.
+	// Without chunked prefill a whole prompt must fit one pass's budget.
 	if !c.EnableChunkedPrefill && c.MaxNumBatchedTokens < c.MaxModelLen {
 		v.errorf([]string{"enable_chunked_prefill", "max_num_batched_tokens", "max_model_len"},
 			"enable_chunked_prefill=false requires max_num_batched_tokens (%d) >= max_model_len (%d)",
 			c.MaxNumBatchedTokens, c.MaxModelLen)
 	}
-	// Rule 3 is the enum check of trtllm.capacity_scheduler_policy.
+	// trtllm.capacity_scheduler_policy is checked as an enum.
 
-	// §1.5 timing fields.
+	// Timing fields.
 	v.nonNegFinite("fixed_prefill_ms", c.FixedPrefillMs)
 	v.nonNegFinite("fixed_decode_ms", c.FixedDecodeMs)
 	v.speedup("speedup_ratio", c.SpeedupRatio)
 	v.speedup("decode_speedup_ratio", c.DecodeSpeedupRatio)
-	// Rule 5 (presence only; the engine loads and validates the profile).
-	if c.TimingModel == TimingInterpolated && c.PlannerProfileData == "" {
+	// Presence only; the profile is loaded and validated at startup.
+	if c.TimingModel == engine.TimingInterpolated && c.PlannerProfileData == "" {
 		v.errorf([]string{"timing_model", "planner_profile_data"},
 			"timing_model 'interpolated' requires planner_profile_data")
 	}
 
-	// §1.6 reasoning, rule 4.
+	// Reasoning: the ratio is a fraction and the two ids must differ.
 	if r := c.Reasoning; r != nil {
 		if x := r.ThinkingRatio; math.IsNaN(x) || x < 0 || x > 1 {
 			v.errorf([]string{"reasoning.thinking_ratio"},
@@ -247,16 +252,16 @@ func (c *Config) validate() ([]problem, []string) {
 		}
 	}
 
-	// §1.7 data parallelism.
+	// Data parallelism.
 	v.intRange("dp_size", int64(c.DPSize), 1, 256)
 
-	// §1.8 disaggregation.
+	// Disaggregation.
 	v.port("bootstrap_port", c.BootstrapPort)
 	v.intMin("kv_bytes_per_token", c.KVBytesPerToken, 0)
 	v.nonNegFinite("kv_transfer_bandwidth", c.KVTransferBandwidth)
 	v.intMin("handoff_session_timeout_ms", c.HandoffSessionTimeoutMs, 1)
 
-	// §1.9 KV events and FPM.
+	// KV events and FPM.
 	kvEnabled := false
 	if k := c.KVEventsConfig; k != nil {
 		v.intMin("kv_events_config.buffer_steps", int64(k.BufferSteps), 1)
@@ -275,7 +280,7 @@ func (c *Config) validate() ([]problem, []string) {
 	}
 	v.port("zmq_kv_events_port", c.ZMQKVEventsPort)
 	v.port("zmq_replay_port", c.ZMQReplayPort)
-	// Rule 6.
+	// One KV-event configuration style at a time (vLLM's or Dynamo's).
 	if c.KVEventsConfig != nil && c.KVEventsConfig.EnableKVCacheEvents && c.ZMQKVEventsPort > 0 {
 		v.errorf([]string{"kv_events_config.enable_kv_cache_events", "zmq_kv_events_port"},
 			"kv_events_config with enable_kv_cache_events=true and zmq_kv_events_port cannot be combined")
@@ -299,7 +304,7 @@ func (c *Config) validate() ([]problem, []string) {
 				"zmq_kv_events_port and zmq_replay_port ranges overlap (dp_size %d)", c.DPSize)
 		}
 	}
-	// Rule 7.
+	// Endpoints must be offsettable per DP rank.
 	if c.DPSize > 1 {
 		if kvEnabled {
 			v.dpEndpoint("kv_events_config.endpoint", c.KVEventsConfig.Endpoint, c.DPSize)
@@ -314,7 +319,7 @@ func (c *Config) validate() ([]problem, []string) {
 
 	v.validateRobustness(c)
 
-	// Warnings (§1.10).
+	// Warnings: configurations that run, but not as the user probably means.
 	if capTokens := int64(c.NumGPUBlocks) * int64(bs); c.NumGPUBlocks > 0 && bs > 0 && int64(c.MaxModelLen) > capTokens {
 		v.warns = append(v.warns, fmt.Sprintf(
 			"max_model_len (%d) is larger than the KV cache (num_gpu_blocks %d x block_size %d = %d tokens); longer requests will be rejected",
@@ -324,7 +329,7 @@ func (c *Config) validate() ([]problem, []string) {
 		if !c.EnablePrefixCaching {
 			v.warns = append(v.warns, "KV events are configured but prefix caching is disabled: no KV events will be published")
 		}
-		if c.WorkerType == WorkerDecode {
+		if c.WorkerType == engine.WorkerDecode {
 			v.warns = append(v.warns, "KV events are configured on a decode worker: no KV events will be published")
 		}
 	}
@@ -332,7 +337,7 @@ func (c *Config) validate() ([]problem, []string) {
 }
 
 // dpEndpoint checks that an endpoint can be offset per DP rank
-// (kv-events.md §1.5): tcp://host:port (with port + dp_size - 1 <= 65535)
+// (docs/kv-events.md): tcp://host:port (with port + dp_size - 1 <= 65535)
 // or inproc://name.
 func (v *validator) dpEndpoint(key, ep string, dpSize int) {
 	switch {

@@ -70,7 +70,7 @@ func TestLoad_CrossFieldRules(t *testing.T) {
 		args []string
 		want string // "" = valid
 	}{
-		// Rule 1.
+		// SGLang page and chunk sizes.
 		{"sglang block_size must equal page_size", []string{"--engine-type", "sglang", "--block-size", "16", "--sglang-page-size", "32"},
 			"block_size (16) and sglang.page_size (32) must be equal"},
 		{"sglang equal block_size and page_size", []string{"--engine-type", "sglang", "--block-size", "16", "--sglang-page-size", "16"}, ""},
@@ -79,22 +79,22 @@ func TestLoad_CrossFieldRules(t *testing.T) {
 			"sglang.chunked_prefill_size (100) must be a positive multiple of the page size (16)"},
 		{"sglang chunked_prefill_size must be at least the page size", []string{"--engine-type", "sglang", "--sglang-page-size", "64", "--sglang-chunked-prefill-size", "32"},
 			"sglang.chunked_prefill_size (32) must be a positive multiple of the page size (64)"},
-		// Rule 2.
+		// The budget without chunked prefill.
 		{"no chunked prefill needs a budget of max_model_len", []string{"--no-enable-chunked-prefill"},
 			"enable_chunked_prefill=false requires max_num_batched_tokens (8192) >= max_model_len (32768)"},
 		{"no chunked prefill with a large budget", []string{"--no-enable-chunked-prefill", "--max-num-batched-tokens", "32K"}, ""},
-		// Rule 3.
+		// The TensorRT-LLM capacity policy.
 		{"trtllm policy is fixed", []string{"--trtllm-capacity-scheduler-policy", "max_utilization"},
 			"Invalid trtllm.capacity_scheduler_policy 'max_utilization'. Must be 'guaranteed_no_evict'."},
-		// Rule 4.
+		// Reasoning ids.
 		{"reasoning ids must differ", []string{"--reasoning", `{"thinking_ratio": 0.3, "start_thinking_token_id": 9, "end_thinking_token_id": 9}`},
 			"reasoning.start_thinking_token_id and reasoning.end_thinking_token_id must differ (both 9)"},
 		{"reasoning with defaults", []string{"--reasoning", `{"thinking_ratio": 0.3}`}, ""},
-		// Rule 5.
+		// The interpolated model's profile.
 		{"interpolated needs profile data", []string{"--timing-model", "interpolated"},
 			"timing_model 'interpolated' requires planner_profile_data"},
 		{"interpolated with profile data", []string{"--timing-model", "interpolated", "--planner-profile-data", "p.json"}, ""},
-		// Rule 6.
+		// The two KV-event configuration styles.
 		{"enabled kv_events_config and zmq port conflict", []string{"--kv-events-config", `{"enable_kv_cache_events": true}`, "--zmq-kv-events-port", "5557"},
 			"kv_events_config with enable_kv_cache_events=true and zmq_kv_events_port cannot be combined"},
 		{"disabled kv_events_config and zmq port", []string{"--kv-events-config", `{"enable_kv_cache_events": false}`, "--zmq-kv-events-port", "5557"}, ""},
@@ -102,7 +102,7 @@ func TestLoad_CrossFieldRules(t *testing.T) {
 		{"replay port with events port", []string{"--zmq-kv-events-port", "5557", "--zmq-replay-port", "5600", "-dp", "4"}, ""},
 		{"dynamo ports overlap across ranks", []string{"--zmq-kv-events-port", "5557", "--zmq-replay-port", "5558", "-dp", "2"},
 			"zmq_kv_events_port and zmq_replay_port ranges overlap (dp_size 2)"},
-		// Rule 7.
+		// Per-rank endpoints.
 		{"dp with an ipc kv endpoint", []string{"-dp", "2", "--kv-events-config", `{"enable_kv_cache_events": true, "endpoint": "ipc:///tmp/kv"}`},
 			`kv_events_config.endpoint "ipc:///tmp/kv" must use tcp:// or inproc:// when dp_size > 1`},
 		{"dp with an ipc replay endpoint", []string{"-dp", "2", "--kv-events-config", `{"enable_kv_cache_events": true, "replay_endpoint": "ipc:///tmp/r"}`},

@@ -3,19 +3,17 @@ package engine
 import (
 	"testing"
 	"time"
-
-	"github.com/mocker-server/mocker-server/internal/config"
 )
 
 // BenchmarkDecodePass256 measures one scheduler pass (BeginPass + EndPass)
 // with 256 running requests in decode.
 func BenchmarkDecodePass256(b *testing.B) {
-	cfg := config.Default()
+	cfg := DefaultConfig()
 	cfg.MaxNumSeqs = 256
 	cfg.MaxModelLen = 1 << 24 // never the reason a request ends here
 	// Enough blocks that nobody is preempted however many passes run.
-	cfg.NumGPUBlocks = 256*ceilDiv(512+b.N+64, cfg.EffectiveBlockSize()) + 64
-	core, err := NewCore(&cfg, CoreOptions{})
+	cfg.NumBlocks = 256*ceilDiv(512+b.N+64, cfg.resolvedBlockSize()) + 64
+	core, err := NewCore(cfg, CoreOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,9 +58,9 @@ type syntheticTrace struct {
 func runTrace(b *testing.B, tr syntheticTrace) {
 	var simulated float64
 	for i := 0; i < b.N; i++ {
-		cfg := config.Default()
+		cfg := DefaultConfig()
 		cfg.MaxNumSeqs = tr.maxNumSeqs
-		core, err := NewCore(&cfg, CoreOptions{})
+		core, err := NewCore(cfg, CoreOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -103,11 +101,11 @@ func BenchmarkAdmit10k(b *testing.B) {
 	const n = 10_000
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		cfg := config.Default()
+		cfg := DefaultConfig()
 		cfg.MaxNumSeqs = 16384
-		cfg.NumGPUBlocks = 65536
+		cfg.NumBlocks = 65536
 		cfg.MaxNumBatchedTokens = 1 << 20
-		core, err := NewCore(&cfg, CoreOptions{})
+		core, err := NewCore(cfg, CoreOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,7 +7,8 @@ import (
 )
 
 // Clock is the engine's only source of time. The live loop uses RealClock;
-// tests and `replay` use a VirtualClock that jumps instead of sleeping.
+// the Simulator (and so the tests) uses a VirtualClock that jumps instead of
+// sleeping.
 type Clock interface {
 	// Now returns the current engine time.
 	Now() time.Time

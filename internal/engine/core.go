@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
@@ -16,18 +15,13 @@ import (
 // no I/O, reads no clock and never sleeps; the live actor (Engine) and the
 // virtual-time Simulator drive it. Not safe for concurrent use.
 type Core struct {
-	cfg       *config.Config
-	rank      int
-	engine    string // engine type
-	bs        int
-	numBlocks int
-	trtllm    bool
-	lifo      bool
-	priority  bool
+	cfg  Config
+	rank int
 
-	pool   *kv.Pool
-	hasher *kv.Hasher
-	timing TimingModel
+	kv        *kvManager
+	scheduler scheduler
+	claims    claimPolicy
+	timing    TimingModel
 
 	prefillDiv float64 // divisor of the prefill term; +Inf = no delay
 	decodeDiv  float64 // divisor of the decode term; +Inf = no delay
@@ -44,7 +38,6 @@ type Core struct {
 	fpmCounter uint64
 
 	// Scratch reused across passes so steady-state passes do not allocate.
-	hits     []kv.BlockID
 	ready    []*sequence
 	prefills []*sequence
 	report   PassReport
@@ -61,58 +54,48 @@ type passState struct {
 // CoreOptions are a Core's collaborators; every field may be nil.
 type CoreOptions struct {
 	Rank     int
-	Timing   TimingModel // nil: built from the configuration
 	KVSink   KVEventSink
 	FPMSink  FPMSink
 	Observer Observer
 	Logger   *slog.Logger
 }
 
-// NewCore builds a rank's engine state from a validated configuration.
-func NewCore(cfg *config.Config, opts CoreOptions) (*Core, error) {
-	bs := cfg.EffectiveBlockSize()
-	timing := opts.Timing
+// NewCore builds a rank's engine state.
+func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
+	cfg.BlockSize = cfg.resolvedBlockSize()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("engine rank %d: %w", opts.Rank, err)
+	}
+	timing := cfg.TimingModel
 	if timing == nil {
 		var err error
-		if timing, err = NewTimingModel(cfg); err != nil {
+		if timing, err = NewTimingModel(cfg.Timing); err != nil {
 			return nil, fmt.Errorf("engine rank %d: %w", opts.Rank, err)
 		}
 	}
-	var hasher *kv.Hasher
-	if cfg.EnablePrefixCaching {
-		var err error
-		if hasher, err = kv.NewHasher(cfg.PrefixCachingHashAlgo, cfg.HashSeed, bs); err != nil {
-			return nil, fmt.Errorf("engine rank %d: %w", opts.Rank, err)
-		}
+	claims := newClaimPolicy(cfg.Type)
+	kvm, err := newKVManager(&cfg, claims)
+	if err != nil {
+		return nil, fmt.Errorf("engine rank %d: %w", opts.Rank, err)
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Core{
-		cfg:       cfg,
-		rank:      opts.Rank,
-		engine:    cfg.EngineType,
-		bs:        bs,
-		numBlocks: cfg.NumGPUBlocks,
-		trtllm:    cfg.EngineType == config.EngineTRTLLM,
-		lifo:      cfg.PreemptionMode != "fifo",
-		priority:  cfg.SchedulingPolicy == "priority",
-		pool:      kv.NewPool(cfg.NumGPUBlocks, bs, cfg.EnablePrefixCaching),
-		hasher:    hasher,
-		timing:    timing,
-		byID:      make(map[uint64]*sequence),
-		kvSink:    opts.KVSink,
-		fpmSink:   opts.FPMSink,
-		observer:  opts.Observer,
-		log:       log,
+		cfg:      cfg,
+		rank:     opts.Rank,
+		kv:       kvm,
+		claims:   claims,
+		timing:   timing,
+		byID:     make(map[uint64]*sequence),
+		kvSink:   opts.KVSink,
+		fpmSink:  opts.FPMSink,
+		observer: opts.Observer,
+		log:      log,
 	}
-	if cfg.EngineType == config.EngineSGLang {
-		// The SGLang scheduler and radix cache are a later milestone; say so
-		// rather than pretend.
-		log.Warn("engine_type sglang: the SGLang scheduler is not implemented yet; scheduling with the vLLM policy", "rank", opts.Rank)
-	}
-	c.waiting.byPriority = c.priority
+	c.scheduler = &vllmScheduler{core: c, claims: claims, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}
+	c.waiting.byPriority = cfg.Scheduling == SchedulePriority
 	c.prefillDiv = divisor(cfg.SpeedupRatio)
 	c.decodeDiv = c.prefillDiv * divisor(cfg.DecodeSpeedupRatio)
 	return c, nil
@@ -121,7 +104,7 @@ func NewCore(cfg *config.Config, opts CoreOptions) (*Core, error) {
 // divisor maps a speedup ratio to the divisor applied to modeled times:
 // 0 and +Inf mean "no delay" (an infinite divisor).
 func divisor(ratio float64) float64 {
-	if config.NoDelay(ratio) {
+	if NoDelay(ratio) {
 		return math.Inf(1)
 	}
 	return ratio
@@ -131,7 +114,7 @@ func divisor(ratio float64) float64 {
 func (c *Core) Rank() int { return c.rank }
 
 // Pool exposes the rank's block pool for inspection (tests, invariants).
-func (c *Core) Pool() *kv.Pool { return c.pool }
+func (c *Core) Pool() *kv.Pool { return c.kv.pool }
 
 // NumRunning returns the length of the running list.
 func (c *Core) NumRunning() int { return len(c.running) }
@@ -142,17 +125,18 @@ func (c *Core) NumWaiting() int { return c.waiting.Len() }
 // Idle reports whether the rank has no waiting or running work.
 func (c *Core) Idle() bool { return len(c.running) == 0 && c.waiting.Len() == 0 }
 
-// Submit queues a request. Requests that can never run are rejected at once
-// (their terminal signal is queued) — or, when they only fail the vLLM
-// admission checks, when they reach the head of the queue (engine.md §4 B).
+// Submit queues a request. A request that can never run is rejected: an
+// empty prompt at once, one that fails the capacity rule when it reaches the
+// head of the waiting queue (as vLLM does), or at once when the claim policy
+// decides so (TensorRT-LLM).
 func (c *Core) Submit(r *Request) {
 	s := &sequence{
-		req:          r,
-		planned:      r.PlannedOutput,
-		p:            len(r.Prompt),
-		maxOutput:    r.MaxOutputTokens,
-		finishReason: r.FinishReason,
-		arrival:      r.ArrivalTime,
+		req:             r,
+		planned:         r.PlannedOutput,
+		numPromptTokens: len(r.Prompt),
+		maxOutput:       r.MaxOutputTokens,
+		finishReason:    r.FinishReason,
+		arrival:         r.ArrivalTime,
 	}
 	if s.finishReason == "" {
 		s.finishReason = FinishLength
@@ -160,38 +144,26 @@ func (c *Core) Submit(r *Request) {
 	if s.maxOutput < len(s.planned) {
 		s.maxOutput = len(s.planned)
 	}
-	if s.p == 0 {
-		c.reject(s)
+	if s.numPromptTokens == 0 {
+		c.reject(s, c.kv.rejection(0, s.maxOutput))
 		return
 	}
-	if c.trtllm {
-		// TRT-LLM clamps the output to what the KV capacity and context can
-		// hold, then reserves for it (engine.md §6).
-		capacity := c.numBlocks * c.bs
-		if s.p >= capacity {
-			c.reject(s)
-			return
-		}
-		limit := min(s.maxOutput, capacity-s.p, c.cfg.MaxModelLen-s.p)
-		if limit < 0 {
-			limit = 0
-		}
-		if limit < s.maxOutput {
-			c.log.Debug("trtllm output clamped", "request", r.ID, "from", s.maxOutput, "to", limit)
-			s.maxOutput = limit
-		}
-		if len(s.planned) > limit {
-			s.planned = s.planned[:limit]
-			s.finishReason = FinishLength
-		}
+	if rej := c.claims.prepare(s, c.kv, c.log); rej != nil {
+		c.reject(s, rej)
+		return
 	}
-	s.tokens = make([]uint32, s.p, s.p+len(s.planned))
+	s.tokens = make([]uint32, s.numPromptTokens, s.numPromptTokens+len(s.planned))
 	copy(s.tokens, r.Prompt)
-	if c.hasher != nil {
-		s.chain = c.hasher.NewChain(r.CacheSalt)
-	}
+	c.kv.startChain(s)
 	c.byID[r.ID] = s
 	c.waiting.PushBack(s)
+}
+
+// CheckAdmissible applies the engine's capacity rule to a request before
+// it is submitted: nil when it can run, else the rejection the engine would
+// give it. Safe for concurrent use (it reads only immutable configuration).
+func (c *Core) CheckAdmissible(promptTokens, maxOutputTokens int) *Rejection {
+	return c.kv.rejection(promptTokens, maxOutputTokens)
 }
 
 // Cancel removes a request wherever it is, releases its blocks at once and
@@ -212,22 +184,21 @@ func (c *Core) Cancel(id uint64, now time.Time) {
 	c.finish(s, FinishAbort, now)
 }
 
-// reject ends a request that can never run (engine.md §8).
-func (c *Core) reject(s *sequence) {
+// reject ends a request that can never run.
+func (c *Core) reject(s *sequence, rej *Rejection) {
 	delete(c.byID, s.req.ID)
 	s.status = statusFinished
 	c.report.Rejected++
 	if s.req.Out != nil {
 		s.req.Out.push(OutputItem{Choice: s.req.Choice, Final: true, Time: s.arrival,
-			Finished: Finished{Reason: FinishAbort, Rejected: true}})
+			Finished: Finished{Reason: FinishAbort, Rejection: rej}})
 	}
 }
 
 // finish releases a sequence's blocks in reverse order and queues its
 // terminal signal. The caller has already removed it from its queue.
-func (c *Core) finish(s *sequence, reason string, now time.Time) {
-	c.pool.Release(s.blocks)
-	s.blocks = s.blocks[:0]
+func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
+	c.kv.free(s)
 	s.status = statusFinished
 	delete(c.byID, s.req.ID)
 	c.report.Finished = append(c.report.Finished, FinishedRecord{
@@ -237,14 +208,14 @@ func (c *Core) finish(s *sequence, reason string, now time.Time) {
 		FirstToken:     s.firstToken,
 		LastToken:      s.lastToken,
 		Finished:       now,
-		PromptTokens:   s.p,
-		Generated:      s.g,
+		PromptTokens:   s.numPromptTokens,
+		Generated:      s.numGeneratedTokens,
 		CachedTokens:   s.cachedFirst,
 		Preemptions:    s.numPreemptions,
 	})
 	if s.req.Out != nil {
 		s.req.Out.push(OutputItem{Choice: s.req.Choice, Final: true, Time: now,
-			Finished: Finished{Reason: reason, NumGenerated: s.g, CachedTokens: s.cachedFirst}})
+			Finished: Finished{Reason: reason, NumGenerated: s.numGeneratedTokens, CachedTokens: s.cachedFirst}})
 	}
 }
 
@@ -273,15 +244,16 @@ func (c *Core) gauges() Gauges {
 		Rank:         c.rank,
 		Running:      len(c.running),
 		Waiting:      c.waiting.Len(),
-		ActiveBlocks: c.pool.NumActive(),
-		KVUsage:      c.pool.Usage(),
+		ActiveBlocks: c.kv.pool.NumActive(),
+		KVUsage:      c.kv.usage(),
 	}
 }
 
-// ResetPrefixCache clears the rank's prefix cache if no block is in use
-// (kv-cache.md §3.6) and publishes AllBlocksCleared. It reports success.
+// ResetPrefixCache clears the rank's prefix cache if no block is in use and
+// publishes AllBlocksCleared. It reports success; vLLM refuses a reset
+// while requests hold blocks, and so does the mock.
 func (c *Core) ResetPrefixCache(now time.Time) bool {
-	if !c.pool.Reset() {
+	if !c.kv.resetPrefixCache() {
 		return false
 	}
 	c.publishEvents(now)
@@ -290,7 +262,7 @@ func (c *Core) ResetPrefixCache(now time.Time) bool {
 
 // publishEvents hands the pool's pending events to the sink as one batch.
 func (c *Core) publishEvents(now time.Time) {
-	events := c.pool.TakeEvents()
+	events := c.kv.takeEvents()
 	if len(events) == 0 {
 		return
 	}
@@ -312,4 +284,40 @@ func (c *Core) CancelAll(now time.Time) {
 	}
 	clear(c.running)
 	c.running = c.running[:0]
+}
+
+// BeginPass runs one scheduler pass at start, models its duration,
+// publishes the pass-start KV event batch, FPM snapshot and gauges, and
+// returns the duration. A zero duration with PassActive false means the
+// pass did nothing.
+func (c *Core) BeginPass(start time.Time) time.Duration {
+	c.ready = c.ready[:0]
+	c.prefills = c.prefills[:0]
+	c.scheduler.schedule(start)
+	return c.planPass(start)
+}
+
+// preempt moves a running request back to the waiting queue for
+// recomputation (its blocks are freed, its prefix may still be cached) and
+// returns its former index in the running list.
+func (c *Core) preempt(victim *sequence) int {
+	idx := -1
+	for i, r := range c.running {
+		if r == victim {
+			idx = i
+			break
+		}
+	}
+	c.running = append(c.running[:idx], c.running[idx+1:]...)
+	c.kv.free(victim)
+	victim.numComputedTokens = 0
+	victim.status = statusPreempted
+	victim.numPreemptions++
+	// Work scheduled for the victim earlier in this pass is undone.
+	victim.scheduled = false
+	victim.passTokens = 0
+	victim.passPrefill = false
+	c.report.Preemptions++
+	c.waiting.PushPreempted(victim)
+	return idx
 }

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/mocker-server/mocker-server/internal/config"
 )
 
 // ErrStopped is returned by Submit after the engine's loop has ended.
@@ -51,8 +49,7 @@ type message struct {
 // Options are an Engine's collaborators; zero fields get defaults.
 type Options struct {
 	Rank     int
-	Clock    Clock       // default RealClock
-	Timing   TimingModel // default from the configuration
+	Clock    Clock // default RealClock
 	KVSink   KVEventSink
 	FPMSink  FPMSink
 	Observer Observer
@@ -61,9 +58,9 @@ type Options struct {
 	HeartbeatInterval time.Duration
 }
 
-// New builds one rank's engine from a validated configuration.
-func New(cfg *config.Config, opts Options) (*Engine, error) {
-	core, err := NewCore(cfg, CoreOptions{Rank: opts.Rank, Timing: opts.Timing,
+// New builds one rank's engine.
+func New(cfg Config, opts Options) (*Engine, error) {
+	core, err := NewCore(cfg, CoreOptions{Rank: opts.Rank,
 		KVSink: opts.KVSink, FPMSink: opts.FPMSink, Observer: opts.Observer, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
@@ -94,6 +91,14 @@ type Load struct {
 func (e *Engine) Load() Load {
 	return Load{Running: int(e.running.Load()), Waiting: int(e.waiting.Load()),
 		ActiveBlocks: int(e.active.Load())}
+}
+
+// CheckAdmissible applies the engine's capacity rule to a request before it
+// is submitted: nil when it can run, else the rejection the engine would
+// give it. It reads only immutable configuration, so any goroutine may call
+// it.
+func (e *Engine) CheckAdmissible(promptTokens, maxOutputTokens int) *Rejection {
+	return e.core.CheckAdmissible(promptTokens, maxOutputTokens)
 }
 
 // Submit queues a request for the actor without waiting for it. Its outputs
@@ -159,7 +164,8 @@ func (e *Engine) applyMailbox(batch []message) []message {
 	return msgs
 }
 
-// Run is the pass loop (engine.md §3.1). It returns when ctx ends, after
+// Run is the pass loop: apply the mailbox, BeginPass, sleep until the
+// pass's deadline, EndPass, repeat (docs/ARCHITECTURE.md). It returns when ctx ends, after
 // aborting every request still queued or running.
 func (e *Engine) Run(ctx context.Context) error {
 	defer e.stop()
@@ -175,7 +181,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		if e.core.Idle() || blocked {
 			// Nothing can run until a message arrives: block, emitting FPM
-			// heartbeats while idle (metrics.md §5.2).
+			// heartbeats while idle so FPM consumers can tell an idle rank
+			// from a dead one.
 			busy = false
 			e.publishLoad()
 			hb.Reset(max(time.Until(lastSnapshot.Add(e.heartbeat)), 0))
@@ -226,7 +233,7 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) publishLoad() {
 	e.running.Store(int64(e.core.NumRunning()))
 	e.waiting.Store(int64(e.core.NumWaiting()))
-	e.active.Store(int64(e.core.pool.NumActive()))
+	e.active.Store(int64(e.core.kv.pool.NumActive()))
 }
 
 // stop refuses new messages and aborts everything still pending, queued or

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
@@ -15,7 +14,7 @@ import (
 // indexed by pass number.
 type harness struct {
 	t      *testing.T
-	cfg    *config.Config
+	cfg    *Config
 	core   *Core
 	sim    *Simulator
 	events map[int][]kv.Event // pass → events published in that pass
@@ -58,16 +57,16 @@ type fpmFunc func(ForwardPassSnapshot)
 
 func (f fpmFunc) PublishFPM(s ForwardPassSnapshot) { f(s) }
 
-// newHarness builds a vllm core with the spec defaults, adjusted by mutate.
-func newHarness(t *testing.T, mutate func(c *config.Config)) *harness {
+// newHarness builds a vllm core with DefaultConfig, adjusted by mutate.
+func newHarness(t *testing.T, mutate func(c *Config)) *harness {
 	t.Helper()
-	cfg := config.Default()
+	cfg := DefaultConfig()
 	if mutate != nil {
 		mutate(&cfg)
 	}
 	h := &harness{t: t, cfg: &cfg, events: map[int][]kv.Event{},
 		fpm: map[int]ForwardPassSnapshot{}, obs: &recordingObserver{}}
-	core, err := NewCore(&cfg, CoreOptions{
+	core, err := NewCore(cfg, CoreOptions{
 		KVSink:   sinkFunc(func(b KVEventBatch) { h.pend = append(h.pend, b.Events...) }),
 		FPMSink:  fpmFunc(func(s ForwardPassSnapshot) { h.pendF = append(h.pendF, s) }),
 		Observer: h.obs,
@@ -176,20 +175,20 @@ func describe(events []kv.Event, names map[uint64]string) string {
 }
 
 // blockNames names the sequence hashes of a prompt's full blocks prefix+i.
-func blockNames(t *testing.T, cfg *config.Config, prefix string, tokens []uint32, names map[uint64]string) {
+func blockNames(t *testing.T, cfg *Config, prefix string, tokens []uint32, names map[uint64]string) {
 	t.Helper()
-	h, err := kv.NewHasher(cfg.PrefixCachingHashAlgo, cfg.HashSeed, cfg.EffectiveBlockSize())
+	h, err := kv.NewHasher(cfg.HashAlgo, cfg.HashSeed, cfg.resolvedBlockSize())
 	if err != nil {
 		t.Fatal(err)
 	}
 	chain := h.NewChain("")
-	n := len(tokens) / cfg.EffectiveBlockSize()
+	n := len(tokens) / cfg.resolvedBlockSize()
 	h.Extend(&chain, tokens, n)
 	for i, x := range chain.Hashes() {
 		names[x] = fmt.Sprintf("%s%d", prefix, i)
 	}
 }
 
-const msTolerance = 2e-6 // ms: the spec's 6-decimal values plus ns clock resolution
+const msTolerance = 2e-6 // ms: expected values written with 6 decimals, plus ns clock resolution
 
 func approx(a, b, tol float64) bool { return math.Abs(a-b) <= tol }

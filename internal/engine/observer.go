@@ -21,7 +21,8 @@ type Gauges struct {
 	Running int
 	// Waiting is the waiting queue length (never scheduled + preempted).
 	Waiting int
-	// WaitingDeferred counts requests waiting for remote KV (disaggregation).
+	// WaitingDeferred counts requests waiting for remote KV (disaggregation;
+	// always 0 until that is built).
 	WaitingDeferred int
 	// ActiveBlocks is the number of referenced KV blocks.
 	ActiveBlocks int
@@ -58,7 +59,8 @@ type PassReport struct {
 	Finished []FinishedRecord
 }
 
-// FirstTokenRecord describes a sequence's first output (metrics.md §2.2–2.3).
+// FirstTokenRecord describes a sequence's first output: it feeds the TTFT
+// histogram and the prompt and cached-prompt token counters.
 type FirstTokenRecord struct {
 	PromptTokens int
 	CachedTokens int
@@ -70,7 +72,7 @@ type FirstTokenRecord struct {
 
 // FinishedRecord is the timeline and sizes of one finished sequence.
 type FinishedRecord struct {
-	Reason         string
+	Reason         FinishReason
 	Arrival        time.Time
 	FirstScheduled time.Time // zero if never scheduled
 	FirstToken     time.Time // zero if no token
@@ -82,7 +84,8 @@ type FinishedRecord struct {
 	Preemptions    int
 }
 
-// Welford accumulates a population variance in one pass (metrics.md §5.1).
+// Welford accumulates a population variance in one pass over the data, for
+// the variance fields of forward-pass snapshots.
 // The zero value is an empty set.
 type Welford struct {
 	n    int

@@ -5,13 +5,6 @@ import (
 	"time"
 )
 
-// FinishReason values of a terminal output item (http-api.md §3.5).
-const (
-	FinishStop   = "stop"
-	FinishLength = "length"
-	FinishAbort  = "abort"
-)
-
 // OutputItem is one thing a sequence delivered: a token, or (Final) its
 // terminal signal. Items are small values so queues hold them without
 // per-token allocation.
@@ -30,14 +23,14 @@ type OutputItem struct {
 
 // Finished is a sequence's terminal signal.
 type Finished struct {
-	// Reason is "stop", "length" or "abort".
-	Reason string
+	Reason FinishReason
 	// NumGenerated counts the tokens the sequence emitted.
 	NumGenerated int
 	// CachedTokens is the prefix-cache hit of the sequence's first admission.
 	CachedTokens int
-	// Rejected marks a request that could never run (engine.md §8).
-	Rejected bool
+	// Rejection is set when the request could never run; its message is
+	// the answer to give the client.
+	Rejection *Rejection
 }
 
 // Output is an unbounded FIFO of output items shared by the sequences of one
@@ -57,9 +50,10 @@ func NewOutput() *Output {
 // Ready returns a channel that has a value whenever items may be queued.
 func (o *Output) Ready() <-chan struct{} { return o.notify }
 
-// Drain appends every queued item to dst[:0] and empties the queue. The
-// returned slice is the caller's; passing the previous result back in
-// recycles its storage, so a steady-state reader allocates nothing.
+// Drain returns every queued item and empties the queue. dst becomes the
+// queue's storage for the items pushed next, so a reader that passes its
+// previous result back in allocates nothing in the steady state; the
+// returned slice is the caller's until then.
 func (o *Output) Drain(dst []OutputItem) []OutputItem {
 	o.mu.Lock()
 	items := o.items

@@ -22,13 +22,13 @@ func (c *Core) planPass(start time.Time) time.Duration {
 			sumISL += s.passPrefix + s.passTokens
 			sumPrefix += s.passPrefix
 			computed += s.passTokens
-			prefill.Add(s.p)
+			prefill.Add(s.numPromptTokens)
 		} else {
 			decode.Add(s.passCtx)
 		}
-		if s.c == s.L() {
+		if s.numComputedTokens == s.numTokens() {
 			c.ready = append(c.ready, s)
-			if s.g < len(s.planned) {
+			if s.numGeneratedTokens < len(s.planned) {
 				emitting++
 				sumReadyCtx += s.passCtx
 			}
@@ -38,14 +38,18 @@ func (c *Core) planPass(start time.Time) time.Duration {
 
 	var prefillMs, decodeMs float64
 	if prefillN > 0 {
+		// The prefill term is charged for prefillN × (mean prompt length −
+		// mean cached prefix), each mean truncated by integer division
+		// before subtracting. That is Dynamo's mocker arithmetic, kept on
+		// purpose so pass times match it to the nanosecond; it differs from
+		// the exact new-token count (computed) by less than prefillN.
 		T := prefillN * (sumISL/prefillN - sumPrefix/prefillN)
 		if T > 0 {
 			prefillMs = c.timing.PrefillMs(T) / c.prefillDiv
 		}
 	}
 	if emitting > 0 && !math.IsInf(c.decodeDiv, 1) {
-		active := c.pool.NumActive() * c.bs
-		decodeMs = c.timing.DecodeMs(active, c.numBlocks*c.bs, sumReadyCtx/emitting) / c.decodeDiv
+		decodeMs = c.timing.DecodeMs(c.kv.activeTokens(), c.kv.capacityTokens(), sumReadyCtx/emitting) / c.decodeDiv
 	}
 	d := time.Duration(math.Round((prefillMs + decodeMs) * float64(time.Millisecond)))
 
@@ -59,7 +63,8 @@ func (c *Core) planPass(start time.Time) time.Duration {
 	c.report.Duration = d
 	c.report.IterationTokens = computed + decodeTokens
 
-	// Pass-start publication (engine.md §3.1 step 5).
+	// KV events of the scheduling decisions go out when the pass starts,
+	// before its tokens, as vLLM publishes them at the start of a step.
 	c.publishEvents(start)
 	if c.fpmSink != nil || c.observer != nil {
 		snap := ForwardPassSnapshot{
@@ -88,9 +93,9 @@ func (c *Core) queuedStats(snap *ForwardPassSnapshot) {
 	for i := 0; i < c.waiting.Len(); i++ {
 		s := c.waiting.At(i)
 		if s.status == statusWaiting {
-			fresh.Add(s.p)
+			fresh.Add(s.numPromptTokens)
 		} else {
-			preempted.Add(s.L())
+			preempted.Add(s.numTokens())
 		}
 	}
 	snap.NumQueuedPrefill = fresh.Count()
@@ -110,7 +115,8 @@ func (c *Core) emitFPM(snap ForwardPassSnapshot) {
 	}
 }
 
-// Heartbeat emits an idle FPM heartbeat (metrics.md §5.2).
+// Heartbeat emits an idle FPM heartbeat: a snapshot with no work that tells
+// FPM consumers the rank is alive while idle.
 func (c *Core) Heartbeat() {
 	c.emitFPM(ForwardPassSnapshot{Rank: c.rank, Heartbeat: true})
 }
@@ -121,7 +127,7 @@ func (c *Core) PassActive() bool { return c.cur.active }
 
 // EndPass delivers the pass begun by BeginPass: one token per ready
 // request whose planned output is not exhausted, then completions, then
-// the observer's report (engine.md §3.1 step 7). deadline is the modeled
+// the observer's report. deadline is the modeled
 // delivery time stamped on outputs; now is the engine clock reading used
 // for metrics (equal to deadline in virtual time).
 func (c *Core) EndPass(deadline, now time.Time) {
@@ -133,22 +139,22 @@ func (c *Core) EndPass(deadline, now time.Time) {
 		if s.status != statusRunning {
 			continue
 		}
-		if s.g >= len(s.planned) {
+		if s.numGeneratedTokens >= len(s.planned) {
 			// Zero-output request: completes with its prompt, no token.
 			c.report.First = append(c.report.First, FirstTokenRecord{
-				PromptTokens: s.p, CachedTokens: s.cachedFirst})
+				PromptTokens: s.numPromptTokens, CachedTokens: s.cachedFirst})
 			s.status = statusFinished
 			finished = true
 			continue
 		}
-		id := s.planned[s.g]
+		id := s.planned[s.numGeneratedTokens]
 		s.tokens = append(s.tokens, id)
-		s.g++
+		s.numGeneratedTokens++
 		c.report.GenerationTokens++
-		if s.g == 1 {
+		if s.numGeneratedTokens == 1 {
 			s.firstToken = now
 			c.report.First = append(c.report.First, FirstTokenRecord{
-				PromptTokens: s.p, CachedTokens: s.cachedFirst,
+				PromptTokens: s.numPromptTokens, CachedTokens: s.cachedFirst,
 				TTFT: now.Sub(s.arrival).Seconds(), HasToken: true})
 		} else {
 			c.report.ITL = append(c.report.ITL, now.Sub(s.lastToken).Seconds())
@@ -157,7 +163,7 @@ func (c *Core) EndPass(deadline, now time.Time) {
 		if s.req.Out != nil {
 			s.req.Out.push(OutputItem{Choice: s.req.Choice, Token: id, Time: deadline})
 		}
-		if s.g == len(s.planned) || s.L() >= c.cfg.MaxModelLen {
+		if s.numGeneratedTokens == len(s.planned) || s.numTokens() >= c.cfg.MaxModelLen {
 			s.status = statusFinished
 			finished = true
 		}
@@ -170,7 +176,7 @@ func (c *Core) EndPass(deadline, now time.Time) {
 				continue
 			}
 			reason := s.finishReason
-			if s.g < len(s.planned) {
+			if s.numGeneratedTokens < len(s.planned) {
 				reason = FinishLength // cut short by the context limit
 			}
 			c.finish(s, reason, now)

@@ -1,7 +1,7 @@
 package engine
 
 // waitQueue is the waiting queue: a FIFO deque under fcfs, or kept sorted by
-// (priority, arrival) under the priority policy (engine.md §3.4).
+// (priority, arrival) under the priority policy, lower priority first.
 type waitQueue struct {
 	byPriority bool
 	items      []*sequence // items[head:] are queued

@@ -3,12 +3,10 @@ package engine
 import (
 	"sync/atomic"
 	"time"
-
-	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
-// Request is one engine sequence as submitted by a caller (one choice of an
-// HTTP request, or one trace line of `replay`).
+// Request is one engine sequence as submitted by a caller (one prompt ×
+// choice of an HTTP request, or one request of a Simulator run).
 type Request struct {
 	// ID is the engine-wide unique id (see NewRequestID); Cancel uses it.
 	ID uint64
@@ -17,9 +15,9 @@ type Request struct {
 	// PlannedOutput holds the token ids the sequence will generate unless
 	// the context limit (or a TRT-LLM clamp) truncates it.
 	PlannedOutput []uint32
-	// FinishReason is the planned finish reason ("stop" or "length"); empty
-	// means "length".
-	FinishReason string
+	// FinishReason is the planned finish reason (FinishStop or
+	// FinishLength); empty means FinishLength.
+	FinishReason FinishReason
 	// MaxOutputTokens is the requested limit (≥ len(PlannedOutput)); TRT-LLM
 	// reserves blocks for it. 0 means len(PlannedOutput).
 	MaxOutputTokens int
@@ -41,7 +39,8 @@ var lastRequestID atomic.Uint64
 // NewRequestID returns a process-wide unique engine request id.
 func NewRequestID() uint64 { return lastRequestID.Add(1) }
 
-// status is a sequence's scheduling state (engine.md §2).
+// status is a sequence's scheduling state: waiting (never run), running,
+// preempted (back in the waiting queue for recomputation) or finished.
 type status uint8
 
 const (
@@ -56,17 +55,19 @@ type sequence struct {
 	req     *Request
 	tokens  []uint32 // prompt followed by generated tokens
 	planned []uint32
-	p       int // prompt tokens
-	g       int // generated tokens
-	c       int // computed tokens (KV computed or cached)
+
+	numPromptTokens    int
+	numGeneratedTokens int
+	// numComputedTokens counts the leading tokens whose KV is computed or
+	// was found in the prefix cache.
+	numComputedTokens int
 
 	maxOutput    int
-	finishReason string
+	finishReason FinishReason
 	status       status
 
-	blocks       []kv.BlockID
-	chain        kv.HashChain
-	cachedBlocks int // leading blocks already hashed into the cache (hits or Cache calls)
+	// kv is the sequence's block table; only the kvManager changes it.
+	kv blockTable
 
 	numPreemptions int
 	firstAdmitted  bool
@@ -81,11 +82,15 @@ type sequence struct {
 	passTokens  int  // tokens scheduled this pass (refunded on preemption)
 	passPrefix  int  // KV available before this pass's computation (prefill batch only)
 	passPrefill bool // computed prompt tokens this pass
-	passCtx     int  // L at scheduling
+	passCtx     int  // numTokens() at scheduling
 	scheduled   bool // scheduled this pass
 }
 
-// L returns the sequence length: prompt plus generated tokens.
-func (s *sequence) L() int { return s.p + s.g }
+// numTokens returns the sequence length: prompt plus generated tokens.
+func (s *sequence) numTokens() int { return s.numPromptTokens + s.numGeneratedTokens }
+
+// prefillDone reports whether the prompt's KV is fully computed (a
+// preempted sequence may still be recomputing its generated tokens).
+func (s *sequence) prefillDone() bool { return s.numComputedTokens >= s.numPromptTokens }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -6,15 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
 func TestScenarioS10TRTLLMClampsOutput(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) {
-		c.EngineType = config.EngineTRTLLM
+	h := newHarness(t, func(c *Config) {
+		c.Type = EngineTRTLLM
 		c.BlockSize = 4
-		c.NumGPUBlocks = 4
+		c.NumBlocks = 4
 	})
 	r := h.submitAt(0, seqTokens(1, 4), seqTokens(1000, 40))
 	r.FinishReason = FinishStop
@@ -26,12 +25,19 @@ func TestScenarioS10TRTLLMClampsOutput(t *testing.T) {
 }
 
 func TestScenarioS11RejectsWhatCanNeverFit(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) { c.BlockSize = 4; c.NumGPUBlocks = 1 })
+	h := newHarness(t, func(c *Config) { c.BlockSize = 4; c.NumBlocks = 1 })
 	r := h.submitAt(0, seqTokens(1, 5), []uint32{1})
 	h.sim.Run(0)
 	res := drain(r)
-	if len(res.tokens) != 0 || res.fin == nil || !res.fin.Rejected {
-		t.Errorf("tokens %v terminal %+v; want rejection", res.tokens, res.fin)
+	if len(res.tokens) != 0 || res.fin == nil || res.fin.Rejection == nil {
+		t.Fatalf("tokens %v terminal %+v; want rejection", res.tokens, res.fin)
+	}
+	const wantMsg = "This request needs 2 KV cache blocks but each engine has only 1 blocks of 4 tokens."
+	if rej := res.fin.Rejection; rej.Reason != RejectKVCapacity || rej.Message != wantMsg {
+		t.Errorf("rejection = %+v, want KV capacity with %q", rej, wantMsg)
+	}
+	if rej := h.core.CheckAdmissible(5, 1); rej == nil || rej.Message != wantMsg {
+		t.Errorf("CheckAdmissible(5, 1) = %v, want the engine's own rejection %q", rej, wantMsg)
 	}
 	if len(h.events) != 0 || len(h.fpm) != 0 {
 		t.Errorf("rejected request produced events %v / FPM %v", h.events, h.fpm)
@@ -45,7 +51,7 @@ func TestScenarioS11RejectsWhatCanNeverFit(t *testing.T) {
 }
 
 func TestScenarioS12ContextLimitEndsOutput(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) { c.BlockSize = 4; c.MaxModelLen = 8 })
+	h := newHarness(t, func(c *Config) { c.BlockSize = 4; c.MaxModelLen = 8 })
 	r := h.submitAt(0, seqTokens(11, 4), seqTokens(1000, 10))
 	r.FinishReason = FinishStop
 	h.sim.Run(0)
@@ -56,7 +62,7 @@ func TestScenarioS12ContextLimitEndsOutput(t *testing.T) {
 }
 
 func TestScenarioS13ZeroOutputRequest(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) { c.BlockSize = 4 })
+	h := newHarness(t, func(c *Config) { c.BlockSize = 4 })
 	prompt := seqTokens(1, 8)
 	r := h.submitAt(0, prompt, nil)
 	h.sim.Run(0)
@@ -88,7 +94,7 @@ func TestScenarioS13ZeroOutputRequest(t *testing.T) {
 }
 
 func TestScenarioS14CancelReleasesAtOnce(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) { c.BlockSize = 4 })
+	h := newHarness(t, func(c *Config) { c.BlockSize = 4 })
 	r := h.submitAt(0, seqTokens(1, 10), seqTokens(1000, 20))
 	h.sim.AfterPass = chain(h.sim.AfterPass, func(pass int) {
 		if pass == 2 {
@@ -112,29 +118,11 @@ func TestScenarioS14CancelReleasesAtOnce(t *testing.T) {
 	}
 }
 
-func TestScenarioS17TransferDelay(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		speedup float64
-		want    time.Duration
-	}{
-		{"speedup 1", 1, 128 * time.Millisecond},
-		{"speedup 4", 4, 32 * time.Millisecond},
-		{"instant", 0, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := TransferDelay(128, 1_000_000, 1, tc.speedup); got != tc.want {
-				t.Errorf("delay = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestScenarioS21PreemptedRequestIsDeterministic(t *testing.T) {
-	_, _, b, names, _ := s6(t, config.EngineVLLM)
+	_, _, b, names, _ := s6(t, EngineVLLM)
 	preempted := drain(b)
 
-	alone := newHarness(t, func(c *config.Config) { c.BlockSize = 4; c.NumGPUBlocks = 6 })
+	alone := newHarness(t, func(c *Config) { c.BlockSize = 4; c.NumBlocks = 6 })
 	rb := alone.submitAt(0, seqTokens(101, 8), seqTokens(3000, 8))
 	alone.sim.Run(0)
 	if got := drain(rb).tokens; !slices.Equal(got, preempted.tokens) {
@@ -176,9 +164,9 @@ func TestScenarioS22WelfordPopulationVariance(t *testing.T) {
 }
 
 func TestPriorityPolicyRunsLowerValuesFirst(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) {
+	h := newHarness(t, func(c *Config) {
 		c.BlockSize = 4
-		c.SchedulingPolicy = "priority"
+		c.Scheduling = "priority"
 		c.MaxNumSeqs = 1
 	})
 	var order []int
@@ -212,17 +200,17 @@ func TestPriorityPolicyRunsLowerValuesFirst(t *testing.T) {
 // after every pass and the event stream at the end.
 func TestPropertyPoolInvariantsUnderRandomLoad(t *testing.T) {
 	for seed := uint64(1); seed <= 60; seed++ {
-		engine := config.EngineVLLM
+		engine := EngineVLLM
 		if seed%4 == 0 {
-			engine = config.EngineTRTLLM
+			engine = EngineTRTLLM
 		}
-		h := newHarness(t, func(c *config.Config) {
-			c.EngineType = engine
+		h := newHarness(t, func(c *Config) {
+			c.Type = engine
 			c.BlockSize = 4
-			c.NumGPUBlocks = 24 + int(seed%5)*8
+			c.NumBlocks = 24 + int(seed%5)*8
 			c.MaxNumBatchedTokens = 16 + int(seed%3)*16
 			c.MaxNumSeqs = 8
-			c.PreemptionMode = []string{"lifo", "fifo"}[seed%2]
+			c.Preemption = []PreemptionMode{PreemptLIFO, PreemptFIFO}[seed%2]
 		})
 		rng := rand.New(rand.NewPCG(seed, 7))
 		prefixes := [][]uint32{seqTokens(1, 12), seqTokens(200, 8), seqTokens(400, 16)}

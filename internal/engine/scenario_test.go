@@ -5,15 +5,16 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
-// Reference scenarios of engine.md §14 for the vllm and trtllm engines, in
-// virtual time.
+// Reference scenarios for the vllm and trtllm engines, in virtual time:
+// small, fully worked situations whose token times, KV events, FPM
+// snapshots and observer totals are known exactly. Their names (S1, S2, …)
+// are reused by the metrics, events and end-to-end tests that replay them.
 
 func TestScenarioS1SingleRequestPolynomial(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) { c.BlockSize = 64 })
+	h := newHarness(t, func(c *Config) { c.BlockSize = 64 })
 	prompt := seqTokens(1000, 100)
 	r := h.submitAt(0, prompt, []uint32{5, 6, 7})
 	h.sim.Run(0)
@@ -54,7 +55,8 @@ func TestScenarioS1SingleRequestPolynomial(t *testing.T) {
 	if f2 := h.fpm[2]; f2.NumDecodeRequests != 1 || f2.SumDecodeKVTokens != 101 || f2.NumPrefillRequests != 0 {
 		t.Errorf("FPM pass 2: %+v", f2)
 	}
-	// metrics.md §2.8 check values, from the observer's reports.
+	// The totals the vLLM metrics must show after S1, from the observer's
+	// reports (internal/metrics checks the same values on the exposition).
 	o := h.obs
 	if got := o.total(func(p *PassReport) int { return p.IterationTokens }); got != 102 {
 		t.Errorf("iteration tokens sum = %d, want 102", got)
@@ -85,7 +87,7 @@ func TestScenarioS2SpeedupRatios(t *testing.T) {
 		{"inf", math.Inf(1), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, func(c *config.Config) { c.BlockSize = 64; c.SpeedupRatio = tc.ratio })
+			h := newHarness(t, func(c *Config) { c.BlockSize = 64; c.SpeedupRatio = tc.ratio })
 			r := h.submitAt(0, seqTokens(1000, 100), []uint32{5, 6, 7})
 			h.sim.Run(0)
 			res := drain(r)
@@ -106,7 +108,7 @@ func TestScenarioS2SpeedupRatios(t *testing.T) {
 }
 
 func TestScenarioS3FixedTiming(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) { c.BlockSize = 64; c.TimingModel = "fixed" })
+	h := newHarness(t, func(c *Config) { c.BlockSize = 64; c.Timing.Model = TimingFixed })
 	r := h.submitAt(0, seqTokens(1000, 100), []uint32{5, 6, 7})
 	h.sim.Run(0)
 	if got := drain(r).times; !slices.Equal(got, []float64{30, 40, 50}) {
@@ -115,7 +117,7 @@ func TestScenarioS3FixedTiming(t *testing.T) {
 }
 
 func TestScenarioS4ChunkedPrefill(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) { c.BlockSize = 64 })
+	h := newHarness(t, func(c *Config) { c.BlockSize = 64 })
 	r := h.submitAt(0, seqTokens(1000, 20000), []uint32{9})
 	var perPass []int
 	h.sim.AfterPass = chain(h.sim.AfterPass, func(int) {
@@ -147,7 +149,7 @@ func chain(a, b func(int)) func(int) {
 }
 
 func TestScenarioS5RecomputeLastBlock(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) { c.BlockSize = 4 })
+	h := newHarness(t, func(c *Config) { c.BlockSize = 4 })
 	prompt := seqTokens(1, 8)
 	r1 := h.submitAt(0, prompt, []uint32{100})
 	h.sim.Run(0)
@@ -183,11 +185,11 @@ func TestScenarioS5RecomputeLastBlock(t *testing.T) {
 }
 
 // s6 runs scenario S6 (and S7 with engine trtllm).
-func s6(t *testing.T, engine string) (*harness, *Request, *Request, map[uint64]string, map[*Request]int) {
-	h := newHarness(t, func(c *config.Config) {
-		c.EngineType = engine
+func s6(t *testing.T, engine EngineType) (*harness, *Request, *Request, map[uint64]string, map[*Request]int) {
+	h := newHarness(t, func(c *Config) {
+		c.Type = engine
 		c.BlockSize = 4
-		c.NumGPUBlocks = 6
+		c.NumBlocks = 6
 	})
 	a := h.submitAt(0, seqTokens(1, 8), seqTokens(2000, 8))
 	b := h.submitAt(0, seqTokens(101, 8), seqTokens(3000, 8))
@@ -210,7 +212,7 @@ func s6(t *testing.T, engine string) (*harness, *Request, *Request, map[uint64]s
 }
 
 func TestScenarioS6LIFOPreemption(t *testing.T) {
-	h, a, b, names, done := s6(t, config.EngineVLLM)
+	h, a, b, names, done := s6(t, EngineVLLM)
 	want := map[int]string{
 		1: "Stored[A0,A1 parent=-] Stored[B0,B1 parent=-]",
 		5: "Stored[A2 parent=A1] Stored[B2 parent=B1]",
@@ -251,7 +253,7 @@ func TestScenarioS6LIFOPreemption(t *testing.T) {
 }
 
 func TestScenarioS7TRTLLMNoEvict(t *testing.T) {
-	h, a, b, names, done := s6(t, config.EngineTRTLLM)
+	h, a, b, names, done := s6(t, EngineTRTLLM)
 	want := map[int]string{
 		1:  "Stored[A0,A1 parent=-]",
 		5:  "Stored[A2 parent=A1]",
@@ -279,7 +281,7 @@ func TestScenarioS7TRTLLMNoEvict(t *testing.T) {
 }
 
 func TestScenarioS8InactivePrefixNotDiscounted(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) { c.BlockSize = 4; c.NumGPUBlocks = 6 })
+	h := newHarness(t, func(c *Config) { c.BlockSize = 4; c.NumBlocks = 6 })
 	promptA := seqTokens(1, 16)
 	promptC := append(seqTokens(1, 16), seqTokens(500, 4)...)
 	names := map[uint64]string{}
@@ -334,10 +336,10 @@ func TestScenarioS8InactivePrefixNotDiscounted(t *testing.T) {
 }
 
 func TestScenarioS9TRTLLMParity(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) {
-		c.EngineType = config.EngineTRTLLM
+	h := newHarness(t, func(c *Config) {
+		c.Type = EngineTRTLLM
 		c.BlockSize = 32
-		c.NumGPUBlocks = 7319
+		c.NumBlocks = 7319
 		c.MaxModelLen = 8096
 	})
 	planned := seqTokens(5000, 7000)

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Simulator drives one Core in virtual time (engine.md §3.2): before each
+// Simulator drives one Core in virtual time: before each
 // pass it applies every scheduled arrival and cancellation whose time has
 // come; when the core is idle it jumps to the next one; each pass advances
 // the clock by its modeled duration. It never sleeps.

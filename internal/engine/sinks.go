@@ -11,8 +11,9 @@ import (
 type KVEventBatch struct {
 	// Rank is the DP rank that produced the batch.
 	Rank int
-	// Time is the engine clock reading when the batch was built (pass start
-	// for vllm/trtllm, pass end for sglang).
+	// Time is the engine clock reading when the batch was built: the pass
+	// start (events go out before the pass's tokens, as in vLLM), or the
+	// time of a prefix-cache reset.
 	Time time.Time
 	// Events are the engine-neutral records produced by internal/kv.
 	Events []kv.Event
@@ -25,7 +26,8 @@ type KVEventSink interface {
 	PublishKVEvents(batch KVEventBatch)
 }
 
-// ForwardPassSnapshot is the per-pass forward-pass metrics record (metrics.md §5.1).
+// ForwardPassSnapshot is the per-pass forward-pass metrics record; the
+// fields and their wire keys are described in docs/metrics.md.
 type ForwardPassSnapshot struct {
 	Rank                    int
 	NumPrefillRequests      int

@@ -7,19 +7,10 @@ import (
 	"math"
 	"sort"
 	"sync"
-
-	"github.com/mocker-server/mocker-server/internal/config"
-)
-
-// Timing model names (engine.md §1.5).
-const (
-	timingPolynomial   = "polynomial"
-	timingFixed        = "fixed"
-	timingInterpolated = "interpolated"
 )
 
 // TimingModel models the raw duration of one pass's two terms in
-// milliseconds, before speedup ratios (engine.md §9.1). Implementations are
+// milliseconds, before speedup ratios are applied. Implementations are
 // immutable and safe for concurrent use.
 type TimingModel interface {
 	// PrefillMs returns the prefill term for T new prompt tokens in the pass
@@ -32,48 +23,40 @@ type TimingModel interface {
 	DecodeMs(activeKVTokens, totalKVTokens, avgContext int) float64
 }
 
-// NewTimingModel builds the timing model cfg selects: "polynomial", "fixed"
-// or "interpolated" (which loads cfg.PlannerProfileData). An empty name means
-// the default: interpolated when a profile is configured, else polynomial.
-func NewTimingModel(cfg *config.Config) (TimingModel, error) {
-	if cfg == nil {
-		return nil, errors.New("timing model: nil config")
-	}
-	name := cfg.TimingModel
-	if name == "" {
-		name = timingPolynomial
-		if cfg.PlannerProfileData != "" {
-			name = timingInterpolated
+// NewTimingModel builds the timing model tc selects. An empty kind means
+// the default: interpolated when a profile is given, else polynomial.
+func NewTimingModel(tc TimingConfig) (TimingModel, error) {
+	kind := tc.Model
+	if kind == "" {
+		kind = TimingPolynomial
+		if tc.Profile != nil {
+			kind = TimingInterpolated
 		}
 	}
-	switch name {
-	case timingPolynomial:
+	switch kind {
+	case TimingPolynomial:
 		return PolynomialTiming{}, nil
-	case timingFixed:
+	case TimingFixed:
 		for _, f := range []struct {
 			key string
 			v   float64
-		}{{"fixed_prefill_ms", cfg.FixedPrefillMs}, {"fixed_decode_ms", cfg.FixedDecodeMs}} {
+		}{{"fixed_prefill_ms", tc.FixedPrefillMs}, {"fixed_decode_ms", tc.FixedDecodeMs}} {
 			if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 				return nil, fmt.Errorf("timing model fixed: %s must be finite and >= 0, got %v", f.key, f.v)
 			}
 		}
-		return FixedTiming{Prefill: cfg.FixedPrefillMs, Decode: cfg.FixedDecodeMs}, nil
-	case timingInterpolated:
-		if cfg.PlannerProfileData == "" {
+		return FixedTiming{Prefill: tc.FixedPrefillMs, Decode: tc.FixedDecodeMs}, nil
+	case TimingInterpolated:
+		if tc.Profile == nil {
 			return nil, errors.New("timing model interpolated requires planner_profile_data")
 		}
-		p, err := LoadProfile(cfg.PlannerProfileData)
-		if err != nil {
-			return nil, err
-		}
-		return NewInterpolatedTiming(p)
+		return NewInterpolatedTiming(tc.Profile)
 	default:
-		return nil, fmt.Errorf("unknown timing model %q (want polynomial, fixed or interpolated)", name)
+		return nil, fmt.Errorf("unknown timing model %q (want polynomial, fixed or interpolated)", kind)
 	}
 }
 
-// PolynomialTiming is the default model (engine.md §9.2): a quadratic in the
+// PolynomialTiming is the default model (docs/timing-model.md): a quadratic in the
 // new prompt tokens for prefill and a quadratic in the KV cache fill ratio
 // for decode. Batch size does not enter it.
 type PolynomialTiming struct{}
@@ -107,7 +90,7 @@ func (PolynomialTiming) DecodeMs(activeKVTokens, totalKVTokens, _ int) float64 {
 }
 
 // FixedTiming charges constant times: Prefill ms for a pass with new prompt
-// tokens, Decode ms for a pass that emits tokens (engine.md §9.2).
+// tokens, Decode ms for a pass that emits tokens.
 type FixedTiming struct {
 	// Prefill is the prefill term in ms (fixed_prefill_ms).
 	Prefill float64
@@ -126,7 +109,7 @@ func (f FixedTiming) PrefillMs(newTokens int) float64 {
 // DecodeMs returns f.Decode.
 func (f FixedTiming) DecodeMs(_, _, _ int) float64 { return f.Decode }
 
-// InterpolatedTiming interpolates measured profile data (engine.md §9.3):
+// InterpolatedTiming interpolates measured profile data (docs/timing-model.md):
 // prefill linearly on new prompt tokens, decode bilinearly on
 // (active KV tokens, average context length), extrapolating linearly from
 // the two nearest points/grid lines outside an axis.

@@ -2,11 +2,8 @@ package engine
 
 import (
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/mocker-server/mocker-server/internal/config"
 )
 
 func assertNear(t *testing.T, what string, got, want, tol float64) {
@@ -63,8 +60,8 @@ func TestPolynomialTimingDecode(t *testing.T) {
 	}
 }
 
-// TestPolynomialTimingReferenceScenarios checks the pass sums of S1 and S4
-// (engine.md §14) at speedup 1.
+// TestPolynomialTimingReferenceScenarios checks the pass sums of reference
+// scenarios S1 and S4 (scenario_test.go) at speedup 1.
 func TestPolynomialTimingReferenceScenarios(t *testing.T) {
 	m := PolynomialTiming{}
 	const total = 16384 * 64
@@ -232,16 +229,15 @@ func TestNewInterpolatedTimingRejectsInvalidProfile(t *testing.T) {
 }
 
 func TestNewTimingModel(t *testing.T) {
-	profilePath := filepath.Join("testdata", "profile.json")
 	tests := []struct {
 		name    string
-		mutate  func(c *config.Config)
+		mutate  func(c *Config)
 		check   func(t *testing.T, m TimingModel)
 		wantErr []string
 	}{
 		{
 			name:   "default is polynomial",
-			mutate: func(c *config.Config) {},
+			mutate: func(c *Config) {},
 			check: func(t *testing.T, m TimingModel) {
 				if _, ok := m.(PolynomialTiming); !ok {
 					t.Errorf("model is %T, want PolynomialTiming", m)
@@ -250,7 +246,7 @@ func TestNewTimingModel(t *testing.T) {
 		},
 		{
 			name:   "empty name without profile is polynomial",
-			mutate: func(c *config.Config) { c.TimingModel = "" },
+			mutate: func(c *Config) { c.Timing.Model = "" },
 			check: func(t *testing.T, m TimingModel) {
 				if _, ok := m.(PolynomialTiming); !ok {
 					t.Errorf("model is %T, want PolynomialTiming", m)
@@ -259,7 +255,7 @@ func TestNewTimingModel(t *testing.T) {
 		},
 		{
 			name:   "empty name with profile is interpolated",
-			mutate: func(c *config.Config) { c.TimingModel = ""; c.PlannerProfileData = profilePath },
+			mutate: func(c *Config) { c.Timing.Model = ""; c.Timing.Profile = interpTestProfile() },
 			check: func(t *testing.T, m TimingModel) {
 				if _, ok := m.(*InterpolatedTiming); !ok {
 					t.Errorf("model is %T, want *InterpolatedTiming", m)
@@ -267,8 +263,12 @@ func TestNewTimingModel(t *testing.T) {
 			},
 		},
 		{
-			name:   "fixed uses the configured times",
-			mutate: func(c *config.Config) { c.TimingModel = "fixed"; c.FixedPrefillMs = 7.5; c.FixedDecodeMs = 2.5 },
+			name: "fixed uses the configured times",
+			mutate: func(c *Config) {
+				c.Timing.Model = TimingFixed
+				c.Timing.FixedPrefillMs = 7.5
+				c.Timing.FixedDecodeMs = 2.5
+			},
 			check: func(t *testing.T, m TimingModel) {
 				if got := m.PrefillMs(10); got != 7.5 {
 					t.Errorf("PrefillMs = %v, want 7.5", got)
@@ -280,7 +280,7 @@ func TestNewTimingModel(t *testing.T) {
 		},
 		{
 			name:   "fixed defaults are 20 and 10",
-			mutate: func(c *config.Config) { c.TimingModel = "fixed" },
+			mutate: func(c *Config) { c.Timing.Model = TimingFixed },
 			check: func(t *testing.T, m TimingModel) {
 				if m.PrefillMs(1) != 20 || m.DecodeMs(1, 1, 1) != 10 {
 					t.Errorf("fixed model = %+v, want prefill 20 decode 10", m)
@@ -288,46 +288,60 @@ func TestNewTimingModel(t *testing.T) {
 			},
 		},
 		{
-			name:   "interpolated loads the profile",
-			mutate: func(c *config.Config) { c.TimingModel = "interpolated"; c.PlannerProfileData = profilePath },
-			check: func(t *testing.T, m TimingModel) {
-				assertNear(t, "PrefillMs(1024)", m.PrefillMs(1024), 33.6, 1e-12)
+			name: "interpolated uses the profile handed in",
+			mutate: func(c *Config) {
+				c.Timing.Model = TimingInterpolated
+				c.Timing.Profile = interpTestProfile()
 			},
+			check: func(t *testing.T, m TimingModel) {
+				assertNear(t, "PrefillMs(150)", m.PrefillMs(150), 20, 1e-12)
+				assertNear(t, "DecodeMs(1500, ·, 200)", m.DecodeMs(1500, 0, 200), 8, 1e-12)
+			},
+		},
+		{
+			name:   "polynomial ignores a profile",
+			mutate: func(c *Config) { c.Timing.Model = TimingPolynomial; c.Timing.Profile = interpTestProfile() },
+			check: func(t *testing.T, m TimingModel) {
+				if _, ok := m.(PolynomialTiming); !ok {
+					t.Errorf("model is %T, want PolynomialTiming", m)
+				}
+			},
+		},
+		{
+			name: "interpolated with an invalid profile names the array",
+			mutate: func(c *Config) {
+				c.Timing.Model = TimingInterpolated
+				c.Timing.Profile = interpTestProfile()
+				c.Timing.Profile.DecodeContextLength = []float64{300, 100}
+			},
+			wantErr: []string{"decode_context_length", "strictly increasing"},
 		},
 		{
 			name:    "interpolated without profile is an error",
-			mutate:  func(c *config.Config) { c.TimingModel = "interpolated" },
+			mutate:  func(c *Config) { c.Timing.Model = TimingInterpolated },
 			wantErr: []string{"planner_profile_data"},
 		},
 		{
-			name: "interpolated with a missing file names the path",
-			mutate: func(c *config.Config) {
-				c.TimingModel = "interpolated"
-				c.PlannerProfileData = filepath.Join(t.TempDir(), "nope.npz")
-			},
-			wantErr: []string{"nope.npz"},
-		},
-		{
 			name:    "unknown model name is an error",
-			mutate:  func(c *config.Config) { c.TimingModel = "quadratic" },
+			mutate:  func(c *Config) { c.Timing.Model = "quadratic" },
 			wantErr: []string{"quadratic"},
 		},
 		{
 			name:    "negative fixed prefill is an error",
-			mutate:  func(c *config.Config) { c.TimingModel = "fixed"; c.FixedPrefillMs = -1 },
+			mutate:  func(c *Config) { c.Timing.Model = TimingFixed; c.Timing.FixedPrefillMs = -1 },
 			wantErr: []string{"fixed_prefill_ms"},
 		},
 		{
 			name:    "NaN fixed decode is an error",
-			mutate:  func(c *config.Config) { c.TimingModel = "fixed"; c.FixedDecodeMs = math.NaN() },
+			mutate:  func(c *Config) { c.Timing.Model = TimingFixed; c.Timing.FixedDecodeMs = math.NaN() },
 			wantErr: []string{"fixed_decode_ms"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
+			cfg := DefaultConfig()
 			tc.mutate(&cfg)
-			m, err := NewTimingModel(&cfg)
+			m, err := NewTimingModel(cfg.Timing)
 			if tc.wantErr != nil {
 				if err == nil {
 					t.Fatalf("no error, model %T", m)
@@ -344,8 +358,5 @@ func TestNewTimingModel(t *testing.T) {
 			}
 			tc.check(t, m)
 		})
-	}
-	if _, err := NewTimingModel(nil); err == nil {
-		t.Error("nil config accepted")
 	}
 }

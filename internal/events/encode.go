@@ -14,11 +14,12 @@ import (
 // The msgpack encoders below are hand-written appends rather than
 // vmihailenco/msgpack with UseCompactInts: the layout is fixed (field order,
 // smallest integer forms, float64 always), the output is byte-exact with
-// vLLM's msgspec encoder (kv-events.md §4.4 goldens), and appending into a
+// vLLM's msgspec encoder (the golden bytes in encode_test.go), and appending into a
 // reused buffer does not allocate. Keys and constant values are
 // pre-encoded byte strings.
 
-// Encoding selects the event encoding of kv-events.md §4.
+// Encoding selects how events are written: vLLM's tagged maps or the older
+// positional arrays some consumers still expect (docs/kv-events.md).
 type Encoding uint8
 
 const (
@@ -82,8 +83,8 @@ const (
 	removedMapTl  = kMedium + vGPU + kGroupIdx + "\x00"
 )
 
-// EncodeBatch appends the msgpack batch [ts, events, rank] (kv-events.md
-// §4.1) in the given encoding to dst and returns the extended slice.
+// EncodeBatch appends the msgpack batch [ts, events, rank] in the given
+// encoding to dst and returns the extended slice.
 func EncodeBatch(dst []byte, ts float64, events []kv.Event, rank int, enc Encoding) []byte {
 	dst = append(dst, 0x93)
 	dst = appendFloat64(dst, ts)
@@ -94,7 +95,7 @@ func EncodeBatch(dst []byte, ts float64, events []kv.Event, rank int, enc Encodi
 	return appendInt(dst, int64(rank))
 }
 
-// EncodeEvent appends one event (kv-events.md §4.2 or §4.3).
+// EncodeEvent appends one event, with the fields in vLLM's order.
 func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 	switch e.Kind {
 	case kv.Stored:
@@ -202,7 +203,7 @@ func appendExtraKeys(dst []byte, e *kv.Event) []byte {
 	return dst
 }
 
-// FPM keys (metrics.md §5.4).
+// FPM keys, pre-encoded; docs/metrics.md lists them in order.
 const (
 	fpmHead       = "\x87\xa7version\x01\xa9worker_id"
 	kDPRank       = "\xa7dp_rank"
@@ -219,7 +220,8 @@ const (
 	kVarDecodeKV  = "\xb4var_decode_kv_tokens"
 )
 
-// EncodeFPM appends the msgpack FPM payload of metrics.md §5.4 to dst.
+// EncodeFPM appends the msgpack FPM payload (a map of the snapshot's fields,
+// see docs/metrics.md) to dst.
 func EncodeFPM(dst []byte, workerID string, s engine.ForwardPassSnapshot) []byte {
 	dst = append(dst, fpmHead...)
 	dst = appendString(dst, workerID)
@@ -261,7 +263,8 @@ func EncodeFPM(dst []byte, workerID string, s engine.ForwardPassSnapshot) []byte
 	return appendFloat64(dst, s.VarQueuedDecodeKVTokens)
 }
 
-// msgpack primitives in msgspec's smallest forms (kv-events.md §4.1).
+// msgpack primitives in msgspec's smallest forms, so the bytes equal what a
+// vLLM publisher would send.
 
 func appendUint(dst []byte, v uint64) []byte {
 	switch {

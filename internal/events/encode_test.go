@@ -13,7 +13,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
-// Golden values of kv-events.md §4.4.
+// Golden values: whole batches as vLLM's msgspec encoder writes them
+// (docs/kv-events.md walks through the array form of the first).
 const (
 	goldenTS   = 1760000000.5
 	goldenHash = uint64(14643705804678351452) // 0xcb38e4d7fb2dca5c
@@ -27,7 +28,7 @@ b2 6b 76 5f 63 61 63 68 65 5f 73 70 65 63 5f 6b 69 6e 64 ae 66 75 6c 6c 5f 61 74
 	goldenClearedMap   = `81 a4 74 79 70 65 b0 41 6c 6c 42 6c 6f 63 6b 73 43 6c 65 61 72 65 64`
 	goldenClearedArray = `91 b0 41 6c 6c 42 6c 6f 63 6b 73 43 6c 65 61 72 65 64`
 
-	// metrics.md §5.4: the first bytes of worker "w0"'s heartbeat.
+	// The first bytes of worker "w0"'s first heartbeat (docs/metrics.md).
 	goldenFPMPrefix = `87 a7 76 65 72 73 69 6f 6e 01 a9 77 6f 72 6b 65 72 5f 69 64 a2 77 30 a7 64 70 5f 72 61 6e 6b 00 aa 63 6f 75 6e 74 65 72 5f 69 64 01 a9 77 61 6c 6c 5f 74 69 6d 65 cb 00 00 00 00 00 00 00 00 b2`
 )
 
@@ -86,7 +87,7 @@ func TestEncodeGoldens(t *testing.T) {
 }
 
 // TestEncodeGoldenDecodes checks the generic decoding of the golden map
-// payload against the values kv-events.md §4.4 lists.
+// payload against the event it encodes.
 func TestEncodeGoldenDecodes(t *testing.T) {
 	v := decodeAny(t, EncodeBatch(nil, goldenTS, []kv.Event{goldenStored()}, 0, EncodingMap))
 	batch := v.([]any)
@@ -105,8 +106,8 @@ func TestEncodeGoldenDecodes(t *testing.T) {
 	}
 }
 
-// TestEncodePythonDecodes decodes the goldens with python3-msgpack, the
-// reference decoder of kv-events.md §4.4 (skipped without Debian's python).
+// TestEncodePythonDecodes decodes the goldens with python3-msgpack, an
+// independent decoder (skipped without Debian's python).
 func TestEncodePythonDecodes(t *testing.T) {
 	py := debianPython()
 	if py == "" {

@@ -7,17 +7,12 @@ import (
 	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
-// Defaults of the Dynamo port style (kv-events.md §1.2) and of the FPM
-// publisher (metrics.md §5.4).
+// FPM publisher settings. (The KV publisher's queue and socket defaults are
+// config.DefaultKVEventsConfig's, for both endpoint styles.)
 const (
-	DefaultBufferSteps = 10000
-	// DefaultHWM bounds the batches libzmq queues per subscriber before
-	// dropping (counted): at ~11 KB per batch, about 110 MB per rank.
-	DefaultHWM          = 10000
-	DefaultMaxQueueSize = 100000
-
 	// FPMTopic is the first frame of every FPM message.
 	FPMTopic = "forward-pass-metrics"
 	// FPMHWM is the FPM PUB socket's send high-water mark.
@@ -35,7 +30,7 @@ type LookupIP func(host string) ([]net.IP, error)
 type KVSettings struct {
 	Rank int
 	// Endpoint is the PUB endpoint; Bind says whether it is bound or
-	// connected (kv-events.md §1.4).
+	// connected (ShouldBind).
 	Endpoint string
 	Bind     bool
 	// ReplayEndpoint is the ROUTER endpoint (always bound); "" = no replay.
@@ -45,10 +40,12 @@ type KVSettings struct {
 	HWM            int
 	MaxQueueSize   int
 	Encoding       Encoding
-	// ReplayTopicFrame selects the replay reply form (kv-events.md §6).
+	// ReplayTopicFrame selects the replay reply form: with a topic frame, or
+	// without it as older consumers expect.
 	ReplayTopicFrame bool
 	// Publish is false when the sockets exist but nothing may be sent
-	// (prefix caching disabled, decode worker; kv-events.md §1.6).
+	// (prefix caching disabled, decode worker: no event can happen, but the
+	// configured sockets still exist so consumers can connect).
 	Publish bool
 }
 
@@ -60,7 +57,7 @@ type FPMSettings struct {
 	WorkerID string
 }
 
-// ShouldBind applies vLLM's bind-or-connect rule (kv-events.md §1.4): bind
+// ShouldBind applies vLLM's bind-or-connect rule: bind
 // when the endpoint contains "*" or "::", or is ipc:// or inproc://;
 // otherwise connect.
 func ShouldBind(endpoint string) bool {
@@ -68,8 +65,8 @@ func ShouldBind(endpoint string) bool {
 		strings.HasPrefix(endpoint, "ipc://") || strings.HasPrefix(endpoint, "inproc://")
 }
 
-// OffsetEndpoint returns DP rank's endpoint (kv-events.md §1.5): rank 0
-// unchanged; tcp://host:port → port + rank; inproc://name →
+// OffsetEndpoint returns DP rank's endpoint, so ranks never share a socket:
+// rank 0 unchanged; tcp://host:port → port + rank; inproc://name →
 // inproc://name_dp<rank>; any other scheme is an error for rank > 0.
 func OffsetEndpoint(endpoint string, rank int) (string, error) {
 	if rank == 0 {
@@ -94,7 +91,7 @@ func OffsetEndpoint(endpoint string, rank int) (string, error) {
 }
 
 // HostEndpoint returns tcp://<ip>:<port> for an HTTP --host value
-// (kv-events.md §1.2): an IP literal is used as is, a host name is resolved
+// (Dynamo's port style): an IP literal is used as is, a host name is resolved
 // (first IPv4 address, else the first address), IPv6 addresses are
 // bracketed, and an empty host means every interface ("*").
 func HostEndpoint(host string, port int, lookup LookupIP) (string, error) {
@@ -135,10 +132,10 @@ func needsIPv6(endpoint string) bool {
 }
 
 // KVEventsPublishable reports whether KV events may actually be sent for a
-// configuration (kv-events.md §1.6): prefix caching on and not a decode
+// configuration: prefix caching on and not a decode
 // worker. Sockets are created regardless.
 func KVEventsPublishable(cfg *config.Config) bool {
-	return cfg.EnablePrefixCaching && cfg.WorkerType != config.WorkerDecode
+	return cfg.EnablePrefixCaching && cfg.WorkerType != engine.WorkerDecode
 }
 
 // KVSettingsFor resolves DP rank's KV event publisher from the
@@ -167,7 +164,8 @@ func KVSettingsFor(cfg *config.Config, rank int, lookup LookupIP) (s KVSettings,
 				return s, false, fmt.Errorf("zmq_replay_port: %w", err)
 			}
 		}
-		s.BufferSteps, s.HWM, s.MaxQueueSize = DefaultBufferSteps, DefaultHWM, DefaultMaxQueueSize
+		d := config.DefaultKVEventsConfig()
+		s.BufferSteps, s.HWM, s.MaxQueueSize = d.BufferSteps, d.HWM, d.MaxQueueSize
 		return s, true, nil
 	}
 	k := cfg.KVEventsConfig
@@ -185,17 +183,18 @@ func KVSettingsFor(cfg *config.Config, rank int, lookup LookupIP) (s KVSettings,
 	}
 	s.Topic = k.Topic
 	s.BufferSteps, s.HWM, s.MaxQueueSize = k.BufferSteps, k.HWM, k.MaxQueueSize
+	d := config.DefaultKVEventsConfig()
 	if s.BufferSteps < 1 {
-		s.BufferSteps = DefaultBufferSteps
+		s.BufferSteps = d.BufferSteps
 	}
 	if s.MaxQueueSize < 1 {
-		s.MaxQueueSize = DefaultMaxQueueSize
+		s.MaxQueueSize = d.MaxQueueSize
 	}
 	if s.HWM < 1 {
 		// libzmq reads 0 as "no limit": a subscriber that never reads would
 		// grow the publisher without bound. Validation rejects 0; this
 		// guards programmatic configurations.
-		s.HWM = DefaultHWM
+		s.HWM = d.HWM
 	}
 	return s, true, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
+
 	"github.com/mocker-server/mocker-server/internal/config"
 )
 
@@ -174,7 +176,7 @@ func TestKVSettingsFor(t *testing.T) {
 			HWM: 10000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: false}},
 		{name: "decode worker", mutate: func(c *config.Config) {
 			vllm(nil)(c)
-			c.WorkerType = config.WorkerDecode
+			c.WorkerType = engine.WorkerDecode
 		}, ok: true, want: KVSettings{Endpoint: "tcp://*:5557", Bind: true, BufferSteps: 10000,
 			HWM: 10000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: false}},
 		{name: "dynamo ports rank 1", rank: 1, mutate: func(c *config.Config) {

@@ -1,14 +1,13 @@
-// Package events publishes KV cache events (kv-events.md) and
-// forward-pass metrics (metrics.md §5.4) over ZMQ, one publisher goroutine
+// Package events publishes KV cache events (docs/kv-events.md) and
+// forward-pass metrics (docs/metrics.md) over ZMQ, one publisher goroutine
 // per DP rank and stream.
 //
 // Threading: the engine calls PublishKVEvents / PublishFPM on its own
 // goroutine; they only append the batch (the engine's events, handed over
 // by kv.Pool.TakeEvents, not yet encoded) to a bounded queue and never
 // block: when max_queue_size batches are queued the batch is dropped,
-// counted and logged at most once per second. (This overrides the
-// back-pressure sentence of kv-events.md §2: the engine never waits on a
-// publisher.) The queue is a mutex-guarded slice with a 1-slot wake
+// counted and logged at most once per second. (The engine never waits on
+// a publisher: a slow consumer costs events, never pass timing.) The queue is a mutex-guarded slice with a 1-slot wake
 // channel rather than a buffered channel so that its storage grows on
 // demand instead of allocating max_queue_size slots per rank up front.
 //

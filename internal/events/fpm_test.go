@@ -9,6 +9,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 func newFPMPub(t *testing.T, s FPMSettings) *FPMPublisher {
@@ -58,7 +59,7 @@ func TestFPMScenarioS1(t *testing.T) {
 
 	cfg := config.Default()
 	cfg.BlockSize = 64
-	core, err := engine.NewCore(&cfg, engine.CoreOptions{FPMSink: p})
+	core, err := engine.NewCore(cfg.EngineConfig(nil), engine.CoreOptions{FPMSink: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestFPMScenarioS1(t *testing.T) {
 		t.Errorf("var_prefill_length %#v", v)
 	}
 	// The counter moves just after the send returns.
-	waitFor(t, time.Second, "sent counter", func() bool { return p.Sent() == 3 })
+	testutil.WaitFor(t, time.Second, "sent counter", func() bool { return p.Sent() == 3 })
 	if p.Dropped() != 0 {
 		t.Errorf("dropped %d", p.Dropped())
 	}
@@ -119,7 +120,7 @@ func TestFPMHeartbeat(t *testing.T) {
 	sub.settle(300 * time.Millisecond)
 
 	cfg := config.Default()
-	e, err := engine.New(&cfg, engine.Options{FPMSink: p, HeartbeatInterval: 50 * time.Millisecond})
+	e, err := engine.New(cfg.EngineConfig(nil), engine.Options{FPMSink: p, HeartbeatInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

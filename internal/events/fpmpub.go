@@ -12,7 +12,7 @@ import (
 )
 
 // FPMPublisher publishes one DP rank's forward-pass metrics snapshots
-// (metrics.md §5.4): PublishFPM only queues; one goroutine owns the PUB
+// (docs/metrics.md): PublishFPM only queues; one goroutine owns the PUB
 // socket, encodes each snapshot and sends it as [topic, seq, payload]
 // without blocking.
 type FPMPublisher struct {

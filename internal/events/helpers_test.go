@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +20,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// unhex parses spec-style hex ("93 cb 41 ..."), ignoring whitespace.
+// unhex parses a spaced hex dump ("93 cb 41 ..."), ignoring whitespace.
 func unhex(t testing.TB, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
@@ -78,29 +75,6 @@ func newCtx(t testing.TB) *zmq.Context {
 		}
 	})
 	return zctx
-}
-
-// freePort returns a loopback TCP port that, with its neighbour port+1
-// (rank 1's offset), was free a moment ago. It picks from below the kernel's
-// ephemeral range (32768+), where concurrent client connections on a busy
-// machine cannot take the neighbour.
-func freePort(t testing.TB) int {
-	t.Helper()
-	for range 200 {
-		p := 20000 + rand.IntN(12000)
-		l1, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		if err != nil {
-			continue
-		}
-		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
-		l1.Close()
-		if err == nil {
-			l2.Close()
-			return p
-		}
-	}
-	t.Fatal("no free loopback port pair")
-	return 0
 }
 
 // ipcEndpoint returns a fresh ipc:// endpoint with a short path.
@@ -192,18 +166,6 @@ func (s *socket) settle(d time.Duration) {
 		if msg, ok := s.recv(20 * time.Millisecond); ok {
 			s.t.Fatalf("unexpected message while settling: %q", msg)
 		}
-	}
-}
-
-// waitFor polls cond until it holds or the timeout expires.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 

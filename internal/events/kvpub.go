@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"sync/atomic"
@@ -13,8 +14,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
-// replayIdlePoll is how often the ROUTER is serviced while no batch arrives
-// (kv-events.md §2: at least every 100 ms).
+// replayIdlePoll is how often the ROUTER is serviced while no batch
+// arrives: the longest a replay request waits on an idle rank.
 const replayIdlePoll = 100 * time.Millisecond
 
 // endSeq is the replay end marker's sequence frame (−1 as int64).
@@ -28,17 +29,18 @@ type kvItem struct {
 	events []kv.Event
 }
 
-// KVPublisher publishes one DP rank's KV event batches (kv-events.md §2–6).
+// KVPublisher publishes one DP rank's KV event batches (docs/kv-events.md).
 // PublishKVEvents is the engine-side entry point: it only queues. One
 // goroutine owns the PUB socket and the optional replay ROUTER; it encodes
 // each batch, numbers it, sends it without blocking, keeps it in the replay
 // ring, and answers replay requests after every batch and every 100 ms
 // while idle.
 type KVPublisher struct {
-	rank    int
-	publish bool
-	log     *slog.Logger
-	queue   *boundedQueue[kvItem]
+	rank     int
+	publish  bool
+	endpoint string // the PUB endpoint, a bound "*" port resolved
+	log      *slog.Logger
+	queue    *boundedQueue[kvItem]
 	lifecycle
 
 	sent         atomic.Uint64
@@ -92,6 +94,13 @@ func NewKVPublisher(o KVPublisherOptions) (*KVPublisher, error) {
 	if p.pub, err = newSocket(zctx, zmq.PUB, o.Endpoint, o.Bind, o.HWM); err != nil {
 		return p.abort(err)
 	}
+	p.endpoint = o.Endpoint
+	if o.Bind {
+		// A "*" port is chosen by the kernel: report the one it chose.
+		if p.endpoint, err = p.pub.GetLastEndpoint(); err != nil {
+			return p.abort(fmt.Errorf("zmq PUB %s: last endpoint: %w", o.Endpoint, err))
+		}
+	}
 	if o.ReplayEndpoint != "" {
 		// One full replay must fit in a client's pipe: the ROUTER drops
 		// (silently) what exceeds its high-water mark.
@@ -125,6 +134,11 @@ func (p *KVPublisher) PublishKVEvents(b engine.KVEventBatch) {
 		p.queueLog.note(p.log, "KV event queue full, batches dropped", "max_queue_size", p.queue.limit)
 	}
 }
+
+// Endpoint returns the PUB socket's endpoint: the connected one as given,
+// the bound one as libzmq reports it (ZMQ_LAST_ENDPOINT), so that a "*"
+// port reads back as the port the kernel chose.
+func (p *KVPublisher) Endpoint() string { return p.endpoint }
 
 // Sent returns the number of batches handed to the PUB socket.
 func (p *KVPublisher) Sent() uint64 { return p.sent.Load() }
@@ -205,7 +219,9 @@ func (p *KVPublisher) send(it kvItem) {
 	}
 }
 
-// serviceReplay answers every pending replay request (kv-events.md §6).
+// serviceReplay answers every pending replay request: ["", start_seq] from
+// a DEALER, answered with every buffered batch from start_seq on and an end
+// marker.
 func (p *KVPublisher) serviceReplay() {
 	if p.router == nil {
 		return

@@ -18,6 +18,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // testLogger collects log lines (to check warnings) and is safe for
@@ -46,13 +47,13 @@ func (l *testLogger) logger() *slog.Logger {
 func newKVPub(t testing.TB, zctx *zmq.Context, s KVSettings, log *slog.Logger) *KVPublisher {
 	t.Helper()
 	if s.BufferSteps == 0 {
-		s.BufferSteps = DefaultBufferSteps
+		s.BufferSteps = config.DefaultKVEventsConfig().BufferSteps
 	}
 	if s.HWM == 0 {
-		s.HWM = DefaultHWM
+		s.HWM = config.DefaultKVEventsConfig().HWM
 	}
 	if s.MaxQueueSize == 0 {
-		s.MaxQueueSize = DefaultMaxQueueSize
+		s.MaxQueueSize = config.DefaultKVEventsConfig().MaxQueueSize
 	}
 	p, err := NewKVPublisher(KVPublisherOptions{KVSettings: s, Context: zctx, Logger: log})
 	if err != nil {
@@ -147,7 +148,7 @@ func TestReplay(t *testing.T) {
 			for i := range 8 {
 				p.PublishKVEvents(batchN(i))
 			}
-			waitFor(t, 5*time.Second, "8 batches sent", func() bool { return p.Sent() == 8 })
+			testutil.WaitFor(t, 5*time.Second, "8 batches sent", func() bool { return p.Sent() == 8 })
 
 			// The ring keeps seqs 3..7.
 			for _, c2 := range []struct {
@@ -290,7 +291,7 @@ func TestPublishNeverBlocks(t *testing.T) {
 	if total > 3*time.Second || worst > 200*time.Millisecond {
 		t.Errorf("%d publishes took %v (worst call %v)", n, total, worst)
 	}
-	waitFor(t, 5*time.Second, "queue drained", func() bool { return p.Sent()+p.Dropped() == n })
+	testutil.WaitFor(t, 5*time.Second, "queue drained", func() bool { return p.Sent()+p.Dropped() == n })
 	if p.QueueDropped() == 0 {
 		t.Errorf("no batch dropped with max_queue_size 4 (sent %d)", p.Sent())
 	}
@@ -323,7 +324,7 @@ func TestHWMDrops(t *testing.T) {
 			p.PublishKVEvents(big)
 			published++
 		}
-		waitFor(t, 5*time.Second, "queue drained", func() bool { return p.Sent()+p.Dropped() == uint64(published) })
+		testutil.WaitFor(t, 5*time.Second, "queue drained", func() bool { return p.Sent()+p.Dropped() == uint64(published) })
 	}
 	if p.HWMDropped() == 0 {
 		t.Fatalf("no HWM drop after %d batches", published)
@@ -346,19 +347,15 @@ func TestOpenRanks(t *testing.T) {
 	var (
 		pubs *Publishers
 		port int
-		err  error
 	)
-	for range 20 { // find P with P and P+1 free
-		port = freePort(t)
+	testutil.WithPortRuns(t, 1, 2, func(bases []int) error { // rank r on port+r
+		port = bases[0]
 		cfg := config.Default()
 		cfg.ZMQKVEventsPort, cfg.DPSize = port, 2
-		if pubs, err = Open(&cfg, nil); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+		var err error
+		pubs, err = Open(&cfg, nil)
+		return err
+	})
 	t.Cleanup(func() { _ = pubs.Close() })
 	if pubs.FPMSink(0) != nil || pubs.FPMSink(1) != nil || pubs.KVSink(2) != nil {
 		t.Errorf("unexpected sinks")
@@ -386,7 +383,7 @@ func TestOpenRanks(t *testing.T) {
 		if batch[0] != 5.0 {
 			t.Errorf("ts %v", batch[0])
 		}
-		waitFor(t, time.Second, "sent counter", func() bool { return pubs.KVBatchesSent(rank) > 0 })
+		testutil.WaitFor(t, time.Second, "sent counter", func() bool { return pubs.KVBatchesSent(rank) > 0 })
 		if pubs.KVBatchesDropped(rank) != 0 {
 			t.Errorf("rank %d counters sent %d dropped %d", rank, pubs.KVBatchesSent(rank), pubs.KVBatchesDropped(rank))
 		}
@@ -397,28 +394,20 @@ func TestOpenRanks(t *testing.T) {
 // SUBs bind, one per rank port.
 func TestOpenFPMConnect(t *testing.T) {
 	zctx := newCtx(t)
+	// The SUBs bind: rank 0's on a port the kernel chose, rank 1's on the
+	// next one, which is usually free too.
 	var subs []*socket
 	var port int
-	for try := 0; ; try++ {
-		port = freePort(t)
-		s0, err0 := bindSub(zctx, port, FPMTopic)
-		s1, err1 := bindSub(zctx, port+1, FPMTopic)
-		if err0 == nil && err1 == nil {
-			for _, s := range []*zmq.Socket{s0, s1} {
-				t.Cleanup(func() { _ = s.Close() })
-				pl := zmq.NewPoller()
-				pl.Add(s, zmq.POLLIN)
-				subs = append(subs, &socket{t: t, s: s, p: pl})
-			}
-			break
-		}
-		for _, s := range []*zmq.Socket{s0, s1} {
-			if s != nil {
-				_ = s.Close()
-			}
-		}
-		if try == 20 {
-			t.Fatal("no free port pair")
+	for try := 0; subs == nil; try++ {
+		s0 := newSub(t, zctx, testutil.AnyLoopbackPort, true, FPMTopic)
+		port = testutil.EndpointPort(t, testutil.LastEndpoint(t, s0.s))
+		if s1, err := bindSub(zctx, port+1, FPMTopic); err == nil {
+			t.Cleanup(func() { _ = s1.Close() })
+			pl := zmq.NewPoller()
+			pl.Add(s1, zmq.POLLIN)
+			subs = []*socket{s0, {t: t, s: s1, p: pl}}
+		} else if try == 20 {
+			t.Fatalf("no free port next to %d: %v", port, err)
 		}
 	}
 	cfg := config.Default()
@@ -445,7 +434,7 @@ func TestOpenFPMConnect(t *testing.T) {
 		if string(msg[0]) != FPMTopic || num(t, m["dp_rank"]) != uint64(rank) || m["worker_id"] != "w0" {
 			t.Errorf("rank %d: topic %q payload %v", rank, msg[0], m)
 		}
-		waitFor(t, time.Second, "sent counter", func() bool { return pubs.FPMSent(rank) > 0 })
+		testutil.WaitFor(t, time.Second, "sent counter", func() bool { return pubs.FPMSent(rank) > 0 })
 		if pubs.FPMDropped(rank) != 0 {
 			t.Errorf("rank %d FPM counters %d %d", rank, pubs.FPMSent(rank), pubs.FPMDropped(rank))
 		}
@@ -467,44 +456,33 @@ func bindSub(zctx *zmq.Context, port int, topic string) (*zmq.Socket, error) {
 }
 
 func TestOpenBindFailureNamesEndpoint(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	port := l.Addr().(*net.TCPAddr).Port
+	port := testutil.Port(testutil.Listen(t).Addr())
 	cfg := config.Default()
 	cfg.ZMQKVEventsPort = port
-	_, err = Open(&cfg, nil)
+	_, err := Open(&cfg, nil)
 	want := "tcp://127.0.0.1:" + strconv.Itoa(port)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want one naming %s", err, want)
 	}
 	// A busy replay port (rank 1 of 2) is reported too, and what was opened
 	// before is closed again (goleak in TestMain). Rank 0's replay port q
-	// must be free and rank 1's, q+1, busy: find such a pair.
-	q, busy := consecutiveFreeThenBusy(t)
-	defer busy.Close()
-	cfg = config.Default()
-	cfg.ZMQKVEventsPort, cfg.ZMQReplayPort, cfg.DPSize = freePort(t), q, 2
-	_, err = Open(&cfg, nil)
-	want = "tcp://127.0.0.1:" + strconv.Itoa(q+1)
-	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ROUTER") {
-		t.Errorf("replay: err = %v, want a ROUTER error naming %s", err, want)
-	}
-}
-
-// consecutiveFreeThenBusy returns a free port q and a listener holding q+1.
-func consecutiveFreeThenBusy(t *testing.T) (int, net.Listener) {
-	t.Helper()
-	for range 20 {
-		q := freePort(t) // q and q+1 were free a moment ago
-		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q+1)); err == nil {
-			return q, l
+	// must be free and rank 1's, q+1, busy.
+	testutil.WithPortRuns(t, 2, 2, func(bases []int) error {
+		q := bases[1]
+		busy, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q+1))
+		if err != nil {
+			return err
 		}
-	}
-	t.Fatal("no pair of consecutive free ports")
-	return 0, nil
+		defer busy.Close()
+		cfg := config.Default()
+		cfg.ZMQKVEventsPort, cfg.ZMQReplayPort, cfg.DPSize = bases[0], q, 2
+		_, err = Open(&cfg, nil)
+		want := "tcp://127.0.0.1:" + strconv.Itoa(q+1)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ROUTER") {
+			return fmt.Errorf("replay: err = %v, want a ROUTER error naming %s", err, want)
+		}
+		return nil
+	})
 }
 
 // TestOpenNothingPublished: prefix caching disabled keeps the sockets (a

@@ -35,7 +35,8 @@ func newSocket(zctx *zmq.Context, t zmq.Type, endpoint string, bind bool, sndhwm
 		if t == zmq.PUB {
 			// Make a full subscriber pipe visible as EAGAIN, so that a batch
 			// dropped at the high-water mark is counted instead of being
-			// discarded silently by libzmq (kv-events.md §2).
+			// discarded silently by libzmq; the sequence number still shows
+			// consumers the gap, and replay can fill it.
 			if err := s.SetXpubNodrop(true); err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // countingSink forwards to the publisher and counts batches (called on the
@@ -36,7 +37,9 @@ type wireEvent struct {
 }
 
 // decodeEvents decodes a batch payload generically and checks its shape
-// and the constant fields of each event (kv-events.md §4, §7 #2, #3, #7–#10).
+// and the constant fields of each event: the batch shape, integer hashes,
+// exact names, constants and array positions consumers rely on
+// (docs/kv-events.md).
 func decodeEvents(t *testing.T, payload []byte, enc Encoding, wantRank uint64) []wireEvent {
 	t.Helper()
 	batch, ok := decodeAny(t, payload).([]any)
@@ -200,15 +203,15 @@ func runWorkload(t *testing.T, enc Encoding, ipc bool) {
 	zctx := newCtx(t)
 	cfg := config.Default()
 	cfg.BlockSize, cfg.NumGPUBlocks, cfg.MaxModelLen = 4, 12, 48
-	cfg.TimingModel = config.TimingFixed
+	cfg.TimingModel = engine.TimingFixed
 
 	var pubEP string
 	var sub *socket
 	if ipc {
 		pubEP = ipcEndpoint(t, "kv")
 	} else {
-		pubEP = "tcp://127.0.0.1:" + strconv.Itoa(freePort(t))
-		sub = newSub(t, zctx, pubEP, true, "kv@pod@m")
+		sub = newSub(t, zctx, testutil.AnyLoopbackPort, true, "kv@pod@m")
+		pubEP = testutil.LastEndpoint(t, sub.s)
 	}
 	replayEP := ipcEndpoint(t, "replay")
 	p := newKVPub(t, zctx, KVSettings{Endpoint: pubEP, Bind: ShouldBind(pubEP), ReplayEndpoint: replayEP,
@@ -219,7 +222,7 @@ func runWorkload(t *testing.T, enc Encoding, ipc bool) {
 	sub.settle(700 * time.Millisecond)
 
 	sink := &countingSink{next: p}
-	core, err := engine.NewCore(&cfg, engine.CoreOptions{KVSink: sink})
+	core, err := engine.NewCore(cfg.EngineConfig(nil), engine.CoreOptions{KVSink: sink})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +254,7 @@ func runWorkload(t *testing.T, enc Encoding, ipc bool) {
 	sim.Run(0)
 
 	n := sink.batches
-	waitFor(t, 5*time.Second, "all batches sent", func() bool { return p.Sent()+p.Dropped() == uint64(n) })
+	testutil.WaitFor(t, 5*time.Second, "all batches sent", func() bool { return p.Sent()+p.Dropped() == uint64(n) })
 	if p.Dropped() != 0 {
 		t.Fatalf("%d batches dropped", p.Dropped())
 	}

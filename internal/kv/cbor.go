@@ -2,7 +2,7 @@ package kv
 
 import "encoding/binary"
 
-// The few pieces of canonical CBOR (RFC 8949 §4.2.1: shortest-form heads,
+// The few pieces of canonical CBOR (RFC 8949's core deterministic encoding: shortest-form heads,
 // definite lengths) that sha256_cbor block hashing needs. Encoding by hand
 // into a reused buffer keeps hashing allocation-free; the tests check the
 // output byte for byte against github.com/fxamacker/cbor/v2's canonical

@@ -3,7 +3,8 @@ package kv
 // EventKind says which KV cache event an Event records.
 type EventKind uint8
 
-// The three KV cache events (kv-cache.md §4).
+// The three KV cache events; docs/kv-events.md says when each is produced
+// and how it is encoded.
 const (
 	// Stored announces blocks whose hash became resident with its first copy.
 	Stored EventKind = iota + 1
@@ -26,8 +27,8 @@ func (k EventKind) String() string {
 	return "Unknown"
 }
 
-// Event is an engine-neutral KV cache event record (kv-cache.md §1). It is
-// produced by the block pool (or radix cache) and encoded by internal/events.
+// Event is an engine-neutral KV cache event record. It is produced by the
+// block pool and encoded by internal/events.
 type Event struct {
 	Kind EventKind
 	// BlockHashes are sequence hashes in block order (Stored, Removed).

@@ -3,7 +3,7 @@ package kv
 // noBlock terminates the intrusive lists and marks an unlinked block.
 const noBlock BlockID = -1
 
-// freeList is the pool's free queue (kv-cache.md §3.1): an intrusive doubly
+// freeList is the pool's free queue: an intrusive doubly
 // linked list threaded through per-block prev/next arrays, so that every
 // operation is O(1) and none allocates. The head is the next block to be
 // reused; released blocks join at the tail, which makes eviction LRU.

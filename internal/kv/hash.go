@@ -10,11 +10,14 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// Names of the block hash algorithms accepted by NewHasher (kv-cache.md §2).
+// Names of the block hash algorithms accepted by NewHasher; docs/kv-hashing.md
+// gives both byte layouts and their test vectors.
 const (
-	// AlgoXXH3 is the default algorithm, shared with Dynamo's router (§2.1).
+	// AlgoXXH3 is the default algorithm: Dynamo's router computes the same
+	// hashes from token ids, so both sides agree without exchanging them.
 	AlgoXXH3 = "xxh3"
-	// AlgoSHA256CBOR reproduces vLLM's sha256_cbor block hashes (§2.2).
+	// AlgoSHA256CBOR reproduces vLLM's sha256_cbor block hashes (llm-d's
+	// indexer mode).
 	AlgoSHA256CBOR = "sha256_cbor"
 )
 
@@ -121,7 +124,9 @@ func (h *Hasher) Extend(c *HashChain, tokens []uint32, fullBlocks int) {
 	}
 }
 
-// xxh3Block returns S_i for block i under AlgoXXH3 (kv-cache.md §2.1, §2.4).
+// xxh3Block returns S_i for block i under AlgoXXH3: the local hash of the
+// block's little-endian token ids, chained with S_(i-1); the cache salt
+// enters block 0 only.
 func (h *Hasher) xxh3Block(c *HashChain, i int, block []uint32) uint64 {
 	buf := c.scratch(4 * len(block))
 	for j, t := range block {
@@ -153,8 +158,9 @@ func (c *HashChain) scratch(n int) []byte {
 	return c.buf
 }
 
-// sha256Block returns S_i for block i under AlgoSHA256CBOR (kv-cache.md
-// §2.2, §2.4) and records its full digest as the next block's parent.
+// sha256Block returns S_i for block i under AlgoSHA256CBOR (the last 8
+// digest bytes, big-endian) and records its full digest as the next block's
+// parent; the cache salt is block 0's extra key, as in vLLM.
 func (h *Hasher) sha256Block(c *HashChain, i int, block []uint32) uint64 {
 	parent := &h.noneHash
 	if i > 0 {

@@ -12,7 +12,7 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// vectorTokens are the two blocks of the kv-cache.md §2.3 test vectors.
+// vectorTokens are the two blocks of the test vectors in docs/kv-hashing.md.
 var vectorTokens = []uint32{1, 2, 3, 4, 5, 6, 7, 8}
 
 func newTestHasher(t testing.TB, algo, seed string, bs int) *Hasher {
@@ -228,7 +228,8 @@ func TestSaltOnlyEntersBlockZero(t *testing.T) {
 }
 
 func TestSHA256BlockLayout(t *testing.T) {
-	// kv-cache.md §2.2: 83 58 20 <parent> 84 01 02 03 04 f6.
+	// Canonical CBOR of [parent, [1,2,3,4], null]:
+	// 83 58 20 <parent> 84 01 02 03 04 f6.
 	h := newTestHasher(t, AlgoSHA256CBOR, "0", 4)
 	c := h.NewChain("")
 	h.Extend(&c, vectorTokens, 1)

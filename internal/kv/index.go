@@ -1,8 +1,9 @@
 package kv
 
-// hashIndex maps sequence hashes to their resident copies (kv-cache.md
-// §3.1). Nearly every hash has exactly one copy, so the map holds only the
-// first copy and further copies are chained through per-block links: the
+// hashIndex maps sequence hashes to their resident copies (a hash has
+// several when requests computed the same block before either was cached).
+// Nearly every hash has exactly one copy, so the map holds only the first
+// copy and further copies are chained through per-block links: the
 // index never allocates except when the map grows, and it is presized for
 // the largest possible number of hashes. Copy order never depends on map
 // iteration, so the pool's choices and events are deterministic.

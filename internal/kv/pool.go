@@ -10,10 +10,10 @@ import (
 type BlockID int32
 
 // A Pool is the paged KV block pool of one DP rank for the vLLM and
-// TensorRT-LLM engine types (kv-cache.md §3): reference-counted blocks, a
-// free queue ordered for LRU leaf-first eviction, and an index from
-// sequence hash to resident copies for prefix caching. It records the KV
-// cache events of §4 for TakeEvents.
+// TensorRT-LLM engine types: reference-counted blocks, a free queue ordered
+// for LRU leaf-first eviction, and an index from sequence hash to resident
+// copies for prefix caching. It records the KV cache events (see
+// docs/kv-events.md) for TakeEvents.
 //
 // The pool is deterministic: the same operations always produce the same
 // block choices and events. It is not safe for concurrent use; it belongs
@@ -30,7 +30,7 @@ type Pool struct {
 // NewPool returns a pool of numBlocks blocks of blockSize tokens, all free
 // and uncached, with the free queue in id order. When prefixCaching is
 // false no block is ever cached, Lookup always misses and no event is
-// recorded (kv-cache.md §2.5). It panics if numBlocks does not fit a
+// recorded. It panics if numBlocks does not fit a
 // BlockID or blockSize is not positive; configuration validation rejects
 // such values long before.
 func NewPool(numBlocks, blockSize int, prefixCaching bool) *Pool {
@@ -74,7 +74,7 @@ func (p *Pool) RefCount(b BlockID) int { return int(p.ref[b]) }
 
 // Lookup appends to dst the blocks holding the longest prefix of hashes
 // that is resident, at most maxBlocks of them, and returns the extended
-// slice (kv-cache.md §3.2). For each hash it takes the referenced copy with
+// slice. For each hash it takes the referenced copy with
 // the lowest id if any copy is referenced, else the lowest id. Lookup has
 // no side effects; the caller Touches the blocks it uses.
 func (p *Pool) Lookup(hashes []uint64, maxBlocks int, dst []BlockID) []BlockID {
@@ -145,7 +145,7 @@ func (p *Pool) Allocate(dst []BlockID, k int) ([]BlockID, bool) {
 }
 
 // Cache records that blocks[i], for i in [from, to), became full: each gets
-// sequence hash hashes[i] and joins the hash index (kv-cache.md §3.3).
+// sequence hash hashes[i] and joins the hash index.
 // Blocks whose hash had no resident copy are newly announced, and every
 // maximal run of them records one Stored event whose parent is the hash of
 // the block before the run and whose tokens are tokens[first*bs:end*bs].
@@ -184,8 +184,7 @@ func (p *Pool) Cache(blocks []BlockID, hashes []uint64, tokens []uint32, from, t
 // Release drops one reference on each block, walking from the last block to
 // the first; blocks left without references join the tail of the free queue
 // and stay cached. Releasing a sequence's deepest blocks first puts them
-// nearer the head, so its suffix is evicted before its shared prefix
-// (kv-cache.md §3.4).
+// nearer the head, so its suffix is evicted before its shared prefix.
 func (p *Pool) Release(blocks []BlockID) {
 	for _, b := range slices.Backward(blocks) {
 		switch p.ref[b] {
@@ -200,7 +199,8 @@ func (p *Pool) Release(blocks []BlockID) {
 	}
 }
 
-// Reset clears the prefix cache if no block is active (kv-cache.md §3.6):
+// Reset clears the prefix cache if no block is active (vLLM refuses a reset
+// while requests hold blocks):
 // every hash is dropped, the free queue is rebuilt in id order and, with
 // prefix caching on, an AllCleared event is recorded. It reports whether
 // it did so; with active blocks it changes nothing and returns false.

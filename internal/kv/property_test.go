@@ -9,7 +9,8 @@ import (
 )
 
 // simRequest is one simulated request in the property test: a sequence
-// whose tokens grow and whose computed prefix advances as in engine.md §4.
+// whose tokens grow and whose computed prefix advances as the engine's
+// scheduler advances it: prefill chunks, then one token per pass.
 type simRequest struct {
 	tokens   []uint32
 	chain    HashChain

@@ -25,26 +25,37 @@ func decodeReport(varied bool) *engine.PassReport {
 	return r
 }
 
+// observePassCases are the metric families and gap patterns ObservePass is
+// measured (BenchmarkObservePass) and guarded (TestObservePassAllocationFree) with.
+var observePassCases = []struct {
+	name   string
+	family string
+	varied bool
+}{
+	{"vllm", "vllm", false},
+	{"vllm-varied-gaps", "vllm", true},
+	{"both", "both", false},
+	{"both-varied-gaps", "both", true},
+}
+
+// observePass is one decode pass as the engine reports it: gauges before
+// and after the pass report.
+func observePass(o engine.Observer, r *engine.PassReport) {
+	g := engine.Gauges{Running: 256, Waiting: 3, ActiveBlocks: 4000, KVUsage: 4000.0 / 16384}
+	o.ObserveGauges(g)
+	o.ObservePass(r)
+	o.ObserveGauges(g)
+}
+
 func BenchmarkObservePass(b *testing.B) {
-	for _, bc := range []struct {
-		name   string
-		family string
-		varied bool
-	}{
-		{"vllm", "vllm", false},
-		{"vllm-varied-gaps", "vllm", true},
-		{"both", "both", false},
-	} {
+	for _, bc := range observePassCases {
 		b.Run(bc.name, func(b *testing.B) {
 			reg := New(testConfig(func(c *config.Config) { c.MetricsFamily = bc.family }), "bench")
 			o := reg.Observer(0)
 			r := decodeReport(bc.varied)
-			g := engine.Gauges{Running: 256, Waiting: 3, ActiveBlocks: 4000, KVUsage: 4000.0 / 16384}
 			b.ReportAllocs()
 			for b.Loop() {
-				o.ObserveGauges(g)
-				o.ObservePass(r)
-				o.ObserveGauges(g)
+				observePass(o, r)
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mocker-server/mocker-server/internal/pyrepr"
 )
 
 // vllmRank holds one rank's pre-resolved vllm:* children. The deprecated
@@ -36,14 +38,15 @@ type sglangRank struct {
 	*sglangRequests
 }
 
-// sglangRequests are the request metrics summed over ranks (metrics.md §3.2).
+// sglangRequests are the request metrics summed over ranks: SGLang counts
+// them in its tokenizer manager, which sees every rank.
 type sglangRequests struct {
 	prompt, gen, cached, requests, aborted prometheus.Counter
 	ttft, e2e                              prometheus.Observer
 	itl                                    *batchHist
 }
 
-// FPM gauge fields in metrics.md §5.1 order.
+// FPM gauge fields in ForwardPassSnapshot order.
 const (
 	fpmNumPrefillRequests = iota
 	fpmSumPrefillTokens
@@ -106,7 +109,7 @@ func (r *Registry) batchHistVec(name, help string, labels ...string) *batchHistV
 	return v
 }
 
-// buildVLLM registers the vllm:* family (metrics.md §2) with one set of
+// buildVLLM registers the vllm:* family (docs/metrics.md) with one set of
 // children per rank.
 func (r *Registry) buildVLLM() {
 	cfg := r.cfg
@@ -231,12 +234,12 @@ func (r *Registry) buildVLLM() {
 		}
 		cacheInfo.WithLabelValues(e, strconv.Itoa(bs), "auto", pyBool(cfg.EnablePrefixCaching), "0.9",
 			strconv.Itoa(cfg.NumGPUBlocks), override, cfg.PrefixCachingHashAlgo,
-			strconv.Itoa(kvTokens), pyFloat(concurrency)).Set(1)
+			strconv.Itoa(kvTokens), pyrepr.Float(concurrency)).Set(1)
 		ro.v = v
 	}
 }
 
-// buildSGLang registers the sglang:* family (metrics.md §3).
+// buildSGLang registers the sglang:* family (docs/metrics.md).
 func (r *Registry) buildSGLang() {
 	cfg := r.cfg
 	model := cfg.ServedName()
@@ -288,13 +291,12 @@ func (r *Registry) buildSGLang() {
 	}
 }
 
-// buildMocker registers the mocker_* product metrics and FPM gauges
-// (metrics.md §4, §5.3).
+// buildMocker registers the mocker_* product metrics and FPM gauges.
 func (r *Registry) buildMocker(version string) {
 	cfg := r.cfg
 	r.gaugeVec("mocker_info", "mocker-server build and mode; constant 1.",
 		"version", "engine_type", "worker_type", "timing_model").
-		WithLabelValues(version, cfg.EngineType, cfg.WorkerType, cfg.TimingModel).Set(1)
+		WithLabelValues(version, string(cfg.EngineType), string(cfg.WorkerType), string(cfg.TimingModel)).Set(1)
 
 	passes := r.counterVec("mocker_passes_total", "Engine passes executed.", labelRank)
 	passSeconds := r.counterVec("mocker_pass_seconds_total", "Sum of modeled pass durations (busy time), in seconds.", labelRank)

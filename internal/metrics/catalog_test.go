@@ -21,8 +21,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
-// spec is one metric of metrics.md: its type, label names and the fixed
-// label values whose children must exist for every rank.
+// spec is one exported metric (docs/metrics.md): its type, label names and
+// the fixed label values whose children must exist for every rank.
 type spec struct {
 	name   string
 	typ    dto.MetricType
@@ -185,23 +185,23 @@ func checkSpec(t *testing.T, f families, s spec, dp int) {
 	}
 }
 
-// TestCatalog checks every metric of the spec, and nothing else under the
-// vllm:, sglang: and mocker_ prefixes, for each family and deprecation
-// setting, with dp_size 2.
+// TestCatalog checks every metric docs/metrics.md lists, and nothing else
+// under the vllm:, sglang: and mocker_ prefixes, for each family and
+// deprecation setting, with dp_size 2.
 func TestCatalog(t *testing.T) {
 	for _, tc := range []struct {
 		family     string
 		deprecated bool
-		engine     string
+		engine     engine.EngineType
 		vllm, sgl  bool
 	}{
-		{"vllm", true, config.EngineVLLM, true, false},
-		{"vllm", false, config.EngineVLLM, true, false},
-		{"sglang", true, config.EngineVLLM, false, true},
-		{"both", true, config.EngineVLLM, true, true},
-		{"both", false, config.EngineVLLM, true, true},
-		{"auto", true, config.EngineSGLang, false, true},
-		{"auto", true, config.EngineTRTLLM, true, false},
+		{"vllm", true, engine.EngineVLLM, true, false},
+		{"vllm", false, engine.EngineVLLM, true, false},
+		{"sglang", true, engine.EngineVLLM, false, true},
+		{"both", true, engine.EngineVLLM, true, true},
+		{"both", false, engine.EngineVLLM, true, true},
+		{"auto", true, engine.EngineSGLang, false, true},
+		{"auto", true, engine.EngineTRTLLM, true, false},
 	} {
 		t.Run(fmt.Sprintf("%s-%s-deprecated=%v", tc.family, tc.engine, tc.deprecated), func(t *testing.T) {
 			cfg := testConfig(func(c *config.Config) {
@@ -244,7 +244,7 @@ func TestCatalog(t *testing.T) {
 					t.Errorf("%s missing (Go/process collectors)", p)
 				}
 			}
-			if got := f.value(t, "mocker_info", "version", "v1.2.3", "engine_type", tc.engine,
+			if got := f.value(t, "mocker_info", "version", "v1.2.3", "engine_type", string(tc.engine),
 				"worker_type", "aggregated", "timing_model", "polynomial"); got != 1 {
 				t.Errorf("mocker_info = %v", got)
 			}
@@ -273,7 +273,7 @@ func TestCacheConfigInfo(t *testing.T) {
 		}},
 		{"fraction", func(c *config.Config) { c.NumGPUBlocks, c.MaxModelLen = 6, 32768 },
 			map[string]string{"kv_cache_size_tokens": "384", "kv_cache_max_concurrency": "0.01171875"}},
-		{"engine default block size", func(c *config.Config) { c.BlockSize = 0; c.EngineType = config.EngineTRTLLM },
+		{"engine default block size", func(c *config.Config) { c.BlockSize = 0; c.EngineType = engine.EngineTRTLLM },
 			map[string]string{"block_size": "32", "kv_cache_max_concurrency": "16.0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,18 +299,6 @@ func TestCacheConfigInfo(t *testing.T) {
 				t.Errorf("cache_config_info has a model_name label")
 			}
 		})
-	}
-}
-
-func TestPyFloat(t *testing.T) {
-	for f, want := range map[float64]string{
-		32: "32.0", 0.5: "0.5", 1.6: "1.6", 104.8576: "104.8576", 0: "0.0", 1.0 / 3: "0.3333333333333333",
-		1e15: "1000000000000000.0", 1e16: "1e+16", 1.5e20: "1.5e+20", 0.0001: "0.0001", 1e-05: "1e-05",
-		1.2345e-7: "1.2345e-07", 123456789012345680: "1.2345678901234568e+17", -2.5: "-2.5",
-	} {
-		if got := pyFloat(f); got != want {
-			t.Errorf("pyFloat(%v) = %q, want %q", f, got, want)
-		}
 	}
 }
 
@@ -376,8 +364,8 @@ func TestBuckets(t *testing.T) {
 	}
 }
 
-// specNameProblems are promlint findings that the spec's own names cause
-// (vLLM's real names) and that therefore cannot be fixed here.
+// specNameProblems are promlint findings caused by vLLM's own metric names,
+// which clients expect and which therefore cannot be fixed here.
 var specNameProblems = map[string]string{
 	"vllm:iteration_tokens_total": `non-counter metrics should not have "_total" suffix`,
 }
@@ -588,7 +576,7 @@ func TestRankIsolation(t *testing.T) {
 // TestSGLangEngineRetractions: with engine type sglang, preemptions reported
 // by the engine are retractions and leave vllm:num_preemptions_total at 0.
 func TestSGLangEngineRetractions(t *testing.T) {
-	reg := New(testConfig(func(c *config.Config) { c.EngineType = config.EngineSGLang; c.MetricsFamily = "both" }), "test")
+	reg := New(testConfig(func(c *config.Config) { c.EngineType = engine.EngineSGLang; c.MetricsFamily = "both" }), "test")
 	reg.Observer(0).ObservePass(&engine.PassReport{IsPass: true, Preemptions: 2})
 	f := scrape(t, reg)
 	if got := f.value(t, "vllm:num_preemptions_total", rank0...); got != 0 {
@@ -655,7 +643,7 @@ func TestConcurrentScrape(t *testing.T) {
 		sims.Add(1)
 		go func() {
 			defer sims.Done()
-			core, err := engine.NewCore(cfg, engine.CoreOptions{Rank: rank, Observer: reg.Observer(rank), FPMSink: reg.FPMSink(rank)})
+			core, err := engine.NewCore(cfg.EngineConfig(nil), engine.CoreOptions{Rank: rank, Observer: reg.Observer(rank), FPMSink: reg.FPMSink(rank)})
 			if err != nil {
 				t.Error(err)
 				return

@@ -12,10 +12,16 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"go.uber.org/goleak"
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
+
+// The registry serves scrapes through real HTTP servers.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 // testConfig returns the default configuration with bs 64 (S1's setup),
 // adjusted by mutate.
@@ -173,7 +179,7 @@ func newRun(t testing.TB, cfg *config.Config) *run {
 	t.Helper()
 	reg := New(cfg, "test")
 	rec := &fpmRecorder{}
-	core, err := engine.NewCore(cfg, engine.CoreOptions{
+	core, err := engine.NewCore(cfg.EngineConfig(nil), engine.CoreOptions{
 		Observer: reg.Observer(0),
 		FPMSink:  TeeFPM(reg.FPMSink(0), rec),
 	})

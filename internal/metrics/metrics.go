@@ -1,4 +1,4 @@
-// Package metrics exports mocker-server's Prometheus metrics (metrics.md):
+// Package metrics exports mocker-server's Prometheus metrics (docs/metrics.md):
 // the vLLM family (vllm:*), the SGLang family (sglang:*), the product
 // metrics (mocker_*) and the forward-pass-metrics gauges (mocker_fpm_*),
 // computed from the simulation through engine.Observer and engine.FPMSink.
@@ -28,7 +28,7 @@ import (
 // ContentType is the Content-Type of every /metrics response (text format 0.0.4).
 const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// Label names (metrics.md §1.1).
+// Label names: vLLM's per-engine labels and SGLang's per-rank label.
 const (
 	labelModel  = "model_name"
 	labelEngine = "engine"
@@ -45,7 +45,8 @@ const (
 	reasonError
 )
 
-// Bucket sets (metrics.md §2.5, §3).
+// Bucket sets, copied from vLLM and SGLang so dashboards built for them
+// show the same quantiles.
 var (
 	// BucketsTTFT is vLLM's time-to-first-token bucket set.
 	BucketsTTFT = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
@@ -83,7 +84,8 @@ var (
 )
 
 // Buckets125 returns vLLM's 1-2-5 bucket set: 1, 2, 5, 10, 20, 50, … while
-// ≤ maxValue (metrics.md §2.5). It never returns an empty set (client_golang
+// ≤ maxValue (vLLM sizes its token-count histograms by max_model_len this
+// way). It never returns an empty set (client_golang
 // would substitute its default buckets): for maxValue < 1 it returns [1].
 func Buckets125(maxValue int) []float64 {
 	var out []float64
@@ -105,7 +107,7 @@ func Buckets125(maxValue int) []float64 {
 }
 
 // Registry is a Prometheus registry holding the Go and process collectors
-// and every metric of metrics.md for the configured family. It is safe for
+// and every metric of the configured families. It is safe for
 // concurrent use; each rank's Observer and FPMSink must be driven from one
 // goroutine at a time (the rank's engine goroutine).
 type Registry struct {
@@ -141,7 +143,7 @@ func New(cfg *config.Config, version string) *Registry {
 	dp := max(cfg.DPSize, 1)
 	r.ranks = make([]*rankObserver, dp)
 	for i := range r.ranks {
-		r.ranks[i] = &rankObserver{rank: i, sglangEngine: cfg.EngineType == config.EngineSGLang}
+		r.ranks[i] = &rankObserver{rank: i, sglangEngine: cfg.EngineType == engine.EngineSGLang}
 	}
 	if r.vllm {
 		r.buildVLLM()
@@ -306,39 +308,4 @@ func pyBool(b bool) string {
 		return "True"
 	}
 	return "False"
-}
-
-// pyFloat formats f like Python's repr()/str() of a float: the shortest
-// round-trip digits, fixed notation with ".0" for integral values when the
-// decimal exponent is in (-4, 16], scientific ("1e-05", "1.5e+20") otherwise.
-func pyFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case f == 0:
-		if math.Signbit(f) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // e.g. "-1.2345e+06"
-	mant, exp, _ := strings.Cut(e, "e")
-	x, _ := strconv.Atoi(exp)
-	decpt := x + 1
-	if decpt > -4 && decpt <= 16 {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
-		if !strings.ContainsRune(s, '.') {
-			s += ".0"
-		}
-		return s
-	}
-	sign := "+"
-	if x < 0 {
-		sign, x = "-", -x
-	}
-	return fmt.Sprintf("%se%s%02d", mant, sign, x)
 }

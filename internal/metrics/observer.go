@@ -153,8 +153,9 @@ func (o *rankObserver) observeVLLM(r *engine.PassReport) {
 	}
 }
 
-// finishVLLM makes the finish-time observations of one sequence (metrics.md
-// §2.3–2.4), skipping intervals whose end never happened.
+// finishVLLM makes the finish-time observations of one sequence (latency
+// phases, token counts, preemptions), skipping intervals whose end never
+// happened.
 func (o *rankObserver) finishVLLM(f *engine.FinishedRecord) {
 	v := o.v
 	v.success[reasonIndex(f.Reason)].Inc()
@@ -244,7 +245,7 @@ func (o *rankObserver) addWindow(tokens int, secs float64) {
 
 // reasonIndex maps a finish reason to its request_success child; unknown
 // reasons count as "error".
-func reasonIndex(reason string) int {
+func reasonIndex(reason engine.FinishReason) int {
 	switch reason {
 	case engine.FinishStop:
 		return reasonStop

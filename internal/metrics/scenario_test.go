@@ -11,12 +11,15 @@ import (
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
-// vllmLabels are the label pairs of rank 0's vLLM children.
+// rank0 are the label pairs of rank 0's vLLM children.
 var rank0 = []string{"model_name", "mocker-model", "engine", "0"}
 
 func withRank0(extra ...string) []string { return append(append([]string(nil), rank0...), extra...) }
 
-// TestS1CheckValues drives engine scenario S1 and asserts metrics.md §2.8.
+// TestS1CheckValues drives engine scenario S1 (one completions request with
+// a 100-token prompt and 3 output tokens; see the engine's
+// TestScenarioS1SingleRequestPolynomial) and asserts the exact values the
+// vLLM metrics must show afterwards.
 func TestS1CheckValues(t *testing.T) {
 	r := newRun(t, testConfig(nil))
 	r.submit(0, tokens(1000, 100), []uint32{5, 6, 7})
@@ -25,7 +28,7 @@ func TestS1CheckValues(t *testing.T) {
 	}
 	f := scrape(t, r.reg)
 
-	// §2.8 check values.
+	// Counters and gauges after S1.
 	checks := []struct {
 		name   string
 		labels []string
@@ -68,7 +71,7 @@ func TestS1CheckValues(t *testing.T) {
 	}
 
 	// Pass durations rounded to the nanosecond: 23.770567 ms, then 5.746593 ms
-	// twice (engine.md §14 S1), so the last token is at 35.263753 ms.
+	// twice (engine scenario S1), so the last token is at 35.263753 ms.
 	const ttft, last = 0.023770567, 0.035263753
 	hists := []struct {
 		name  string

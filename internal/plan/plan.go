@@ -5,22 +5,18 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
-// Output length modes (engine.md §10.4, --output-len-mode).
+// Output length modes (--output-len-mode): max generates up to the limit,
+// random draws a natural end below it.
 const (
 	ModeMax    = "max"
 	ModeRandom = "random"
 )
 
-// Finish reasons a plan can produce (http-api.md §3.5).
-const (
-	FinishStop   = "stop"
-	FinishLength = "length"
-)
-
-// Reasoning is the reasoning framing configuration (engine.md §1.6, §10.5).
+// Reasoning is the reasoning framing configuration (--reasoning).
 type Reasoning struct {
 	StartID uint32  // start_thinking_token_id
 	EndID   uint32  // end_thinking_token_id
@@ -28,11 +24,11 @@ type Reasoning struct {
 }
 
 // Params are the inputs of Plan for one choice. The caller has validated
-// them (http-api.md §3.2, §8.2).
+// them (see docs/http-api.md for the checks).
 type Params struct {
 	Seed             uint64 // from RequestSeed
 	Choice           int
-	MaxTokens        int    // effective max tokens M (http-api.md §3.2); 0 = empty plan
+	MaxTokens        int    // effective max tokens M; 0 = empty plan
 	SetsMax          bool   // the request sent max_tokens or max_completion_tokens
 	Chat             bool   // chat endpoint (vs completions)
 	Mode             string // ModeMax ("" counts as max) or ModeRandom
@@ -44,6 +40,9 @@ type Params struct {
 	Stop                   []string
 	IncludeStopStrInOutput bool
 	Reasoning              *Reasoning // nil = no reasoning framing
+	// Model draws the output ids and renders their text; nil means the
+	// built-in tokenizer.
+	Model tokenizer.Model
 }
 
 // StopKind tells which kind of value a StopReason holds.
@@ -88,7 +87,8 @@ func (s StopReason) MarshalJSON() ([]byte, error) {
 // Result is the planned output of one choice.
 //
 // Rendering: the visible text of position pos is Segment(pos). Every
-// position renders tokenizer.TokenText(IDs[pos]) except reasoning boundary
+// position renders its token's text (for a loaded tokenizer, the text its
+// incremental decoder released at that position) except reasoning boundary
 // positions (0 and ThinkLen−1, never rendered), the natural-end EOS (renders
 // "" anyway), and — when a stop string ended the output — the positions from
 // the one where the cut falls to the end, whose text is truncated so that the
@@ -98,11 +98,11 @@ func (s StopReason) MarshalJSON() ([]byte, error) {
 type Result struct {
 	// IDs are the planned output token ids (the engine's input).
 	IDs []uint32
-	// FinishReason is "stop" or "length".
-	FinishReason string
+	// FinishReason is engine.FinishStop or engine.FinishLength.
+	FinishReason engine.FinishReason
 	// StopReason is the stop_reason (null for length and natural end).
 	StopReason StopReason
-	// NaturalEnd reports an EOS-terminated natural end (engine.md §10.4):
+	// NaturalEnd reports an EOS-terminated natural end:
 	// the last id is EOS (0), counted, not rendered.
 	NaturalEnd bool
 	// ThinkLen is the reasoning framing length: IDs[0] is the start id,
@@ -110,6 +110,11 @@ type Result struct {
 	// text and positions ≥ ThinkLen content. 0 = no reasoning framing.
 	// Positions beyond len(IDs) (cut off by a stop rule) do not exist.
 	ThinkLen int
+
+	// texts holds each position's text for a loaded tokenizer, whose
+	// pieces depend on their neighbours (a multi-byte character split over
+	// tokens); nil for the built-in tokenizer.
+	texts []string
 
 	cut     bool   // a stop string truncated the text
 	cutPos  int    // first position whose text the cut truncates
@@ -134,6 +139,9 @@ func (r *Result) Segment(pos int) (text string, reasoning bool) {
 	}
 	if r.ThinkLen > 0 && (pos == 0 || pos == r.ThinkLen-1) {
 		return "", false
+	}
+	if r.texts != nil {
+		return r.texts[pos], reasoning
 	}
 	return tokenizer.TokenText(r.IDs[pos]), reasoning
 }
@@ -166,14 +174,16 @@ func (r *Result) AppendText(dst []byte, n int) []byte {
 	return dst
 }
 
-// Plan computes the planned output of one choice (engine.md §10.3–§10.5).
+// Plan computes the planned output of one choice: (1) a pseudo-random token
+// per position, (2) an optional natural end, (3) reasoning framing, then
+// (4) stop token ids and (5) stop strings, position by position.
 // It runs in O(M) time with one allocation of M ids (plus a window buffer
 // bounded by the longest stop string when stop strings are given).
 func Plan(p Params) Result {
 	m := max(p.MaxTokens, 0)
 	minTokens := max(p.MinTokens, 0)
 
-	// Step 2: natural end (§10.4).
+	// Step 2, first because it fixes the length: natural end.
 	n, natural := m, false
 	if !p.IgnoreEOS {
 		if p.Mode == ModeRandom {
@@ -192,17 +202,21 @@ func Plan(p Params) Result {
 	}
 
 	// Step 1: r(c, pos) for the body; EOS last on a natural end.
+	model := p.Model
+	if model == nil {
+		model = builtinModel
+	}
 	ids := make([]uint32, n)
 	for pos := 0; pos < body; pos++ {
-		ids[pos] = TokenAt(p.Seed, p.Choice, pos)
+		ids[pos] = model.Draw(draw(p.Seed, p.Choice, pos))
 	}
 	if natural {
-		ids[n-1] = tokenizer.EOS
+		ids[n-1] = model.EOS()
 	}
 
-	res := Result{IDs: ids, FinishReason: FinishLength, NaturalEnd: natural}
+	res := Result{IDs: ids, FinishReason: engine.FinishLength, NaturalEnd: natural}
 	if natural {
-		res.FinishReason = FinishStop
+		res.FinishReason = engine.FinishStop
 	}
 
 	// Step 3: reasoning framing with osl = body length.
@@ -214,6 +228,10 @@ func Plan(p Params) Result {
 		}
 	}
 
+	if !tokenizer.IsBuiltin(model) {
+		res.texts = decodePositions(model, &res, body)
+	}
+
 	// Steps 4–5: stop token ids and stop strings, position by position.
 	if len(p.StopTokenIDs) > 0 || len(p.Stop) > 0 {
 		applyStops(&res, &p, minTokens)
@@ -222,7 +240,7 @@ func Plan(p Params) Result {
 }
 
 // applyStops evaluates stop token ids and stop strings together position by
-// position (engine.md §10.3 steps 4–5); the earliest position wins, and at
+// position (Plan's steps 4–5); the earliest position wins, and at
 // the same position a stop token id wins (it is step 4). Among stop strings
 // matching at the same position the first in list order wins, taking its
 // earliest occurrence ending inside the newest token's text (vLLM).
@@ -265,7 +283,7 @@ func applyStops(res *Result, p *Params, minTokens int) {
 		if len(stopIDs) > 0 {
 			if _, found := slices.BinarySearch(stopIDs, ids[pos]); found {
 				res.IDs = ids[:pos+1]
-				res.FinishReason = FinishStop
+				res.FinishReason = engine.FinishStop
 				res.StopReason = StopReason{Kind: StopTokenID, TokenID: ids[pos]}
 				res.NaturalEnd = res.NaturalEnd && pos == len(ids)-1
 				return
@@ -290,7 +308,7 @@ func applyStops(res *Result, p *Params, minTokens int) {
 					cutOff = e
 				}
 				res.IDs = ids[:pos+1]
-				res.FinishReason = FinishStop
+				res.FinishReason = engine.FinishStop
 				res.StopReason = StopReason{Kind: StopString, String: s}
 				res.NaturalEnd = false
 				if cutOff < cur {
@@ -315,4 +333,20 @@ func cutText(res *Result, buf []byte, pos, prev, cutOff int) {
 	res.cut = true
 	res.cutPos = q
 	res.cutText = string(buf[start:cutOff])
+}
+
+// decodePositions runs a loaded tokenizer's incremental decoder over the
+// body of a plan and returns the text each position releases. Reasoning
+// boundary markers and the natural-end EOS render nothing and are not fed
+// to the decoder, like the special tokens vLLM skips when detokenizing.
+func decodePositions(model tokenizer.Model, res *Result, body int) []string {
+	texts := make([]string, len(res.IDs))
+	dec := model.NewDecoder()
+	for pos := 0; pos < body; pos++ {
+		if res.ThinkLen > 0 && (pos == 0 || pos == res.ThinkLen-1) {
+			continue
+		}
+		texts[pos] = dec.Next(res.IDs[pos])
+	}
+	return texts
 }

@@ -91,7 +91,8 @@ func TestTokenAtAlphabet(t *testing.T) {
 	}
 }
 
-// Scenario S18 (engine.md §14).
+// Scenario S18: seed-0 chat "Hello!" with max_tokens 4 (the API's stream
+// tests replay it byte for byte).
 func TestGoldenS18(t *testing.T) {
 	s := s18Seed(t)
 	r := Plan(Params{Seed: s, MaxTokens: 4, SetsMax: true, Chat: true, Mode: ModeMax, NaturalOutputLen: 128})
@@ -207,7 +208,7 @@ func TestGoldenS12(t *testing.T) {
 	}
 }
 
-// engine.md §10.4 example: random mode, S18 prompt, min_tokens 0, M 16 → L_nat 15.
+// Random mode, S18 prompt, min_tokens 0, M 16 → L_nat 15.
 func TestRandomModeExample(t *testing.T) {
 	s := s18Seed(t)
 	if l, ok := NaturalLen(s, 0, 0, 16); !ok || l != 15 {
@@ -262,7 +263,7 @@ func TestRandomModeLNatEqualsM(t *testing.T) {
 	t.Fatal("no seed with L_nat == M")
 }
 
-// max mode (engine.md §10.4).
+// Max mode: no natural end unless a chat request sets no limit.
 func TestMaxMode(t *testing.T) {
 	s := s18Seed(t)
 	// Chat without max, !ignore_eos: natural end with hi = min(M, 2×natural_output_len).
@@ -511,7 +512,7 @@ func TestNaturalEndWithStops(t *testing.T) {
 	}
 }
 
-// refStops is a direct transcription of engine.md §10.3 steps 4–5 over the
+// refStops is a direct, slow implementation of Plan's steps 4–5 over the
 // full visible text (vLLM's window search), used as the oracle.
 func refStops(p Params) (ids []uint32, reason StopReason, finish, visible string) {
 	q := p
@@ -542,7 +543,7 @@ func refStops(p Params) (ids []uint32, reason StopReason, finish, visible string
 			}
 		}
 	}
-	return base.IDs, StopReason{}, base.FinishReason, txt
+	return base.IDs, StopReason{}, string(base.FinishReason), txt
 }
 
 // Differential test against the oracle, with long outputs (window
@@ -585,7 +586,7 @@ func TestStopsMatchReference(t *testing.T) {
 		}
 		wantIDs, wantReason, wantFinish, wantText := refStops(p)
 		r := Plan(p)
-		if !slices.Equal(r.IDs, wantIDs) || r.StopReason != wantReason || r.FinishReason != wantFinish || text(&r) != wantText {
+		if !slices.Equal(r.IDs, wantIDs) || r.StopReason != wantReason || string(r.FinishReason) != wantFinish || text(&r) != wantText {
 			t.Fatalf("iter %d %+v:\n got %d ids %+v %s %q\nwant %d ids %+v %s %q", iter, p,
 				len(r.IDs), r.StopReason, r.FinishReason, text(&r), len(wantIDs), wantReason, wantFinish, wantText)
 		}

@@ -1,4 +1,4 @@
-// Package plan computes a request's output tokens up front (engine.md §10):
+// Package plan computes a request's output tokens up front:
 // the request seed, the token at each position, the natural (EOS) end,
 // reasoning framing and the stop rules, together with what the HTTP layer
 // needs to render the visible text of each planned token.
@@ -11,10 +11,11 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// Phi is φ = 0x9E3779B97F4A7C15 (engine.md §10.2).
+// Phi is φ = 0x9E3779B97F4A7C15, the 64-bit golden-ratio increment of
+// SplitMix64: adding multiples of it spreads consecutive positions apart.
 const Phi uint64 = 0x9E3779B97F4A7C15
 
-// Mix64 is the SplitMix64 finalizer of engine.md §10.2:
+// Mix64 is the SplitMix64 finalizer:
 // x ^= x>>30; x *= 0xBF58476D1CE4E5B9; x ^= x>>27; x *= 0x94D049BB133111EB; x ^= x>>31.
 func Mix64(x uint64) uint64 {
 	x ^= x >> 30
@@ -25,7 +26,7 @@ func Mix64(x uint64) uint64 {
 	return x
 }
 
-// RequestSeed returns the output seed s (engine.md §10.1): uint64(*requestSeed)
+// RequestSeed returns the output seed s: uint64(*requestSeed)
 // (two's complement) when the request carries seed, otherwise
 // XXH3-64(seed = uint64(serverSeed), bytes = prompt ids as little-endian
 // uint32). Prompts of up to 256 tokens are hashed without allocating.
@@ -51,23 +52,18 @@ func draw(s uint64, choice, pos int) uint64 {
 	return Mix64(s + (uint64(choice)<<32+uint64(pos)+1)*Phi)
 }
 
-// TokenAt returns the token id at position pos (0-based) of choice c
-// (engine.md §10.2): with r = r(c, pos) and k = r mod 20, k == 0 → 16 ("."),
-// k == 1 → 17 (","), else 1000 + ((r >> 8) mod 6400).
+// TokenAt returns the built-in tokenizer's token id at position pos
+// (0-based) of choice c: Draw of r(c, pos).
 func TokenAt(s uint64, choice, pos int) uint32 {
-	r := draw(s, choice, pos)
-	switch r % 20 {
-	case 0:
-		return tokenizer.Period
-	case 1:
-		return tokenizer.Comma
-	}
-	return tokenizer.WordBase + uint32((r>>8)%tokenizer.NumWords)
+	return builtinModel.Draw(draw(s, choice, pos))
 }
 
-// NaturalLen is the natural-end draw of engine.md §10.4: lo = minTokens + 1,
-// r0 = mix64(s + (c·2³²)·φ), L_nat = lo + (r0 mod (hi − lo + 1)). ok is false
-// when lo > hi (no natural end). Negative minTokens counts as 0.
+var builtinModel = tokenizer.Builtin()
+
+// NaturalLen is the natural-end draw, uniform over [lo, hi]:
+// lo = minTokens + 1, r0 = mix64(s + (c·2³²)·φ),
+// L_nat = lo + (r0 mod (hi − lo + 1)). ok is false when lo > hi (no
+// natural end). Negative minTokens counts as 0.
 func NaturalLen(s uint64, choice, minTokens, hi int) (lNat int, ok bool) {
 	lo := max(minTokens, 0) + 1
 	if lo > hi {
@@ -77,9 +73,9 @@ func NaturalLen(s uint64, choice, minTokens, hi int) (lNat int, ok bool) {
 	return lo + int(r0%uint64(hi-lo+1)), true
 }
 
-// ThinkLen returns the reasoning framing length of engine.md §10.5 for body
-// length osl: 0 if osl < 2; else raw = floor(osl × ratio), 0 if raw == 0,
-// else clamp(raw, 2, osl).
+// ThinkLen returns the reasoning framing length for body length osl: 0 if
+// osl < 2; else raw = floor(osl × ratio), 0 if raw == 0, else
+// clamp(raw, 2, osl).
 func ThinkLen(osl int, ratio float64) int {
 	if osl < 2 || !(ratio > 0) {
 		return 0

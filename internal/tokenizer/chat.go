@@ -2,7 +2,7 @@ package tokenizer
 
 import "strings"
 
-// Message is one chat message as the template sees it (http-api.md §9.5).
+// Message is one chat message as the template sees it.
 // Content is the message's text: the string content, or the text parts
 // joined with "\n", or "" for null content. tool_calls, reasoning and
 // reasoning_content of input messages are not rendered, so they have no
@@ -19,7 +19,7 @@ const (
 	genPrompt   = "<|im_start|>assistant\n"
 )
 
-// RenderChat renders msgs with the built-in ChatML template (http-api.md §9.5).
+// RenderChat renders msgs with the built-in ChatML template.
 //
 // toolsJSON is the request's tools JSON as received, already compacted
 // (whitespace removed, key order kept); nil or empty means no tools. When

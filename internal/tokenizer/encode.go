@@ -6,7 +6,8 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// Encode tokenizes text (http-api.md §9.2 pre-tokenization, §9.3 piece → id).
+// Encode tokenizes text: it splits it into pieces (pieceEnd) and maps each
+// piece to an id (PieceID).
 // No BOS or other special token is added.
 func Encode(text string) []uint32 {
 	return AppendEncode(make([]uint32, 0, len(text)/3+8), text)
@@ -36,7 +37,7 @@ func Pieces(text string) []string {
 	return out
 }
 
-// PieceID maps one piece to its id (http-api.md §9.3): special strings → 0–4,
+// PieceID maps one piece to its id: special strings → 0–4,
 // "." "," "\n" → 16–18, " "+word(k) → 1000+k, anything else →
 // 8192 + XXH3-64(seed 0, piece) mod 122880.
 func PieceID(p string) uint32 {
@@ -99,7 +100,8 @@ func specialAt(t string, i int) int {
 
 // attachable reports whether a single space right before t[k] attaches to
 // the piece starting at t[k]: the character exists, is not space, tab, \n or
-// \r, and does not start a special string (http-api.md §9.2 rule 2).
+// \r, and does not start a special string (a leading space joins the next
+// word, as in GPT-style pre-tokenizers).
 func attachable(t string, k int) bool {
 	if k >= len(t) {
 		return false
@@ -121,7 +123,7 @@ const (
 )
 
 // pieceEnd returns the end (exclusive) of the piece that starts at t[i],
-// i < len(t) (http-api.md §9.2).
+// i < len(t).
 func pieceEnd(t string, i int) int {
 	// 1. Special strings.
 	if n := specialAt(t, i); n > 0 {

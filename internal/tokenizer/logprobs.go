@@ -1,6 +1,7 @@
 package tokenizer
 
-// Synthetic logprobs (http-api.md §6).
+// Synthetic logprobs: deterministic values derived from the token id, so
+// clients that parse logprobs get stable, plausible numbers without a model.
 
 // Logprob returns the synthetic logprob of generated token t:
 // −0.1 × ((t mod 10) + 1), i.e. −0.1 … −1.0. It is computed as an integer
@@ -14,29 +15,31 @@ func Logprob(t uint32) float64 {
 type Candidate struct {
 	ID      uint32
 	Logprob float64
-	// Text is LiteralText(ID): specials as their literal strings.
+	// Text is the model's TokenText(ID): specials as their literal strings.
 	Text string
 }
 
 // TopCandidates appends to dst[:0] and returns the k-entry top-logprobs list
-// of sampled token t (http-api.md §6): entry 0 is t itself (rank 1, logprob
-// Logprob(t)); then candidates j = 1, 2, … with id (t+j) mod 131072 and
+// of sampled token t under model m: entry 0 is t itself (rank 1, logprob
+// Logprob(t)); then candidates j = 1, 2, … with id (t+j) mod m.VocabSize() and
 // logprob Logprob(t) − 0.1×j, skipping a candidate whose text duplicates an
 // earlier entry's text (j keeps counting over skipped candidates). k ≤ 0
-// returns an empty list. Text is the literal form (LiteralText); with
+// returns an empty list. Text is the literal form (m.TokenText); with
 // return_tokens_as_token_ids the caller renders "token_id:<id>" itself.
-// It allocates only if dst has less than k capacity.
-func TopCandidates(t uint32, k int, dst []Candidate) []Candidate {
+// It allocates only if dst has less than k capacity (and the model's
+// TokenText does not).
+func TopCandidates(m Model, t uint32, k int, dst []Candidate) []Candidate {
 	dst = dst[:0]
 	if k <= 0 {
 		return dst
 	}
-	t %= VocabSize
+	vocab := uint32(m.VocabSize())
+	t %= vocab
 	base := t%10 + 1
-	dst = append(dst, Candidate{ID: t, Logprob: Logprob(t), Text: LiteralText(t)})
-	for j := uint32(1); len(dst) < k && j < VocabSize; j++ {
-		id := (t + j) % VocabSize
-		text := LiteralText(id)
+	dst = append(dst, Candidate{ID: t, Logprob: Logprob(t), Text: m.TokenText(t)})
+	for j := uint32(1); len(dst) < k && j < vocab; j++ {
+		id := (t + j) % vocab
+		text := m.TokenText(id)
 		dup := false
 		for i := range dst {
 			if dst[i].Text == text {

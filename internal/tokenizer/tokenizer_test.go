@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// Every example of http-api.md §9.6 (and §7.2).
+// Worked examples of the tokenizer and template (also what /tokenize answers
+// for them).
 func TestSpecExamples(t *testing.T) {
 	chat := RenderChat([]Message{{Role: "user", Content: "Hello!"}}, nil, true, false)
 	tests := []struct {
@@ -224,7 +225,7 @@ func TestPreTokenization(t *testing.T) {
 			}
 		})
 	}
-	// Specials, punctuation and hashed pieces map as §9.3 says.
+	// Specials, punctuation and hashed pieces map as PieceID says.
 	if got := Encode("<|endoftext|><|im_start|><|im_end|><think></think>.,\n"); !slices.Equal(got, []uint32{0, 1, 2, 3, 4, 16, 17, 18}) {
 		t.Errorf("specials = %v", got)
 	}
@@ -235,8 +236,8 @@ func TestPreTokenization(t *testing.T) {
 	}
 }
 
-// The spec's claim (http-api.md §9, engine.md §10.2): generated text
-// re-tokenizes to exactly the generated ids. Generated ids are 16 ("."),
+// The design relies on this (streamed text and usage counts agree with
+// /tokenize): generated text re-tokenizes to exactly the generated ids. Generated ids are 16 ("."),
 // 17 (",") and words 1000–7399. This holds for every sequence: "." and ","
 // are one-character pieces of the "anything else" class that never absorb a
 // neighbour, and each word " xxxx" is a space followed by 4 letters, so the
@@ -351,38 +352,38 @@ func TestLogprobs(t *testing.T) {
 			t.Errorf("Logprob(%d) = %v, want %v", id, got, want)
 		}
 	}
-	// §6 example: 5398 " puzo" → −0.9; candidate 1 = 5399 " puzu" → −1.0.
-	c := TopCandidates(5398, 3, nil)
+	// 5398 " puzo" → −0.9; candidate 1 = 5399 " puzu" → −1.0.
+	c := TopCandidates(Builtin(), 5398, 3, nil)
 	want := []Candidate{{5398, -0.9, " puzo"}, {5399, -1.0, " puzu"}, {5400, -1.1, " raba"}}
 	if !slices.Equal(c, want) {
-		t.Errorf("TopCandidates(5398, 3) = %v, want %v", c, want)
+		t.Errorf("TopCandidates(Builtin(), 5398, 3) = %v, want %v", c, want)
 	}
-	if got := TopCandidates(5398, 0, c); len(got) != 0 {
+	if got := TopCandidates(Builtin(), 5398, 0, c); len(got) != 0 {
 		t.Errorf("k=0: %v", got)
 	}
-	if got := TopCandidates(5398, 1, nil); !slices.Equal(got, want[:1]) {
+	if got := TopCandidates(Builtin(), 5398, 1, nil); !slices.Equal(got, want[:1]) {
 		t.Errorf("k=1: %v", got)
 	}
 	// Duplicated texts are skipped: 7400–8191 are reserved (all ""), so
 	// after 7399 comes 7400 ("") and then 8192 (j = 793).
-	c = TopCandidates(7399, 3, nil)
+	c = TopCandidates(Builtin(), 7399, 3, nil)
 	want = []Candidate{{7399, -1.0, " zuzu"}, {7400, -1.1, ""}, {8192, -80.3, " bababa"}}
 	if !slices.Equal(c, want) {
-		t.Errorf("TopCandidates(7399, 3) = %v, want %v", c, want)
+		t.Errorf("TopCandidates(Builtin(), 7399, 3) = %v, want %v", c, want)
 	}
 	// Wrap-around to the specials, rendered literally.
-	c = TopCandidates(131071, 3, nil)
+	c = TopCandidates(Builtin(), 131071, 3, nil)
 	want = []Candidate{{131071, -0.2, " gugazu"}, {0, -0.3, "<|endoftext|>"}, {1, -0.4, "<|im_start|>"}}
 	if !slices.Equal(c, want) {
-		t.Errorf("TopCandidates(131071, 3) = %v, want %v", c, want)
+		t.Errorf("TopCandidates(Builtin(), 131071, 3) = %v, want %v", c, want)
 	}
 	// Sampled reserved id: every further reserved id duplicates it.
-	c = TopCandidates(20, 2, nil)
+	c = TopCandidates(Builtin(), 20, 2, nil)
 	if c[0].ID != 20 || c[1].ID != 1000 || c[1].Text != " baba" {
-		t.Errorf("TopCandidates(20, 2) = %v", c)
+		t.Errorf("TopCandidates(Builtin(), 20, 2) = %v", c)
 	}
 	dst := make([]Candidate, 0, 20)
-	if n := testing.AllocsPerRun(100, func() { dst = TopCandidates(5398, 20, dst) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { dst = TopCandidates(Builtin(), 5398, 20, dst) }); n != 0 {
 		t.Errorf("TopCandidates allocates %v", n)
 	}
 }
@@ -489,6 +490,6 @@ func BenchmarkTopCandidates(b *testing.B) {
 	dst := make([]Candidate, 0, 20)
 	b.ReportAllocs()
 	for b.Loop() {
-		dst = TopCandidates(5398, 20, dst)
+		dst = TopCandidates(Builtin(), 5398, 20, dst)
 	}
 }

@@ -1,8 +1,8 @@
 // Package tokenizer is mocker-server's built-in deterministic tokenizer and
-// ChatML chat template (http-api.md §9). No model files are loaded: one
-// vocabulary of 131072 ids serves every model name.
+// ChatML chat template. No model files are loaded: one vocabulary of 131072
+// ids serves every model name.
 //
-// Vocabulary (http-api.md §9.1):
+// Vocabulary:
 //
 //	0–4          special strings <|endoftext|> <|im_start|> <|im_end|> <think> </think>
 //	5–15         reserved (empty text)
@@ -19,7 +19,7 @@ package tokenizer
 
 import "sync"
 
-// Vocabulary layout (http-api.md §9.1).
+// Vocabulary layout.
 const (
 	// VocabSize is the number of token ids; valid ids are [0, VocabSize).
 	VocabSize = 131072
@@ -106,7 +106,7 @@ func Word(k int) string {
 	return wordTable[5*k+1 : 5*k+5]
 }
 
-// TokenText returns the text of a generated token (http-api.md §9.4):
+// TokenText returns the text of a generated token:
 // special and reserved ids render as "", 16–18 as "." "," "\n", word tokens
 // as " "+word, hashed ids as their stand-in. Ids outside the vocabulary
 // render as "". It never allocates.
@@ -171,7 +171,7 @@ func Decode(ids []uint32) string {
 
 // DecodeLiteral returns the /detokenize form of ids (LiteralText of each id
 // concatenated). Pieces outside the word table do not round-trip: hashed ids
-// render as their stand-in, reserved ids as "" (http-api.md §7.3).
+// render as their stand-in, reserved ids as "" (what /detokenize answers).
 func DecodeLiteral(ids []uint32) string {
 	n := 0
 	for _, id := range ids {

@@ -1,0 +1,58 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
+)
+
+// Capabilities that have configuration keys but are not built yet. A key
+// or value that belongs to one fails at startup instead of being accepted
+// and ignored.
+const (
+	capSGLang         = "the SGLang scheduler"
+	capDisaggregation = "disaggregated prefill/decode"
+)
+
+// notYetValue is an enum value whose capability is not built yet.
+type notYetValue struct {
+	key, flag, value, capability string
+}
+
+var notYetValues = []notYetValue{
+	{"engine_type", "engine-type", string(engine.EngineSGLang), capSGLang},
+	{"worker_type", "disaggregation-mode", string(engine.WorkerPrefill), capDisaggregation},
+	{"worker_type", "disaggregation-mode", string(engine.WorkerDecode), capDisaggregation},
+}
+
+// notYetProblems reports every key set by any source (merged) and every
+// enum value (cfg) whose capability is not built yet, one line each.
+func notYetProblems(cfg *Config, merged map[string]any) []problem {
+	var probs []problem
+	for _, s := range flagTable {
+		if s.notYet != "" && hasPath(merged, s.key) {
+			probs = append(probs, problem{keys: []string{s.key},
+				msg: fmt.Sprintf("not supported yet: --%s (%s; needs %s)", s.name, s.key, s.notYet)})
+		}
+	}
+	for _, v := range notYetValues {
+		if got, ok := stringAt(cfg, v.key); ok && got == v.value {
+			probs = append(probs, problem{keys: []string{v.key},
+				msg: fmt.Sprintf("not supported yet: --%s %s (%s; needs %s)", v.flag, v.value, v.key, v.capability)})
+		}
+	}
+	return probs
+}
+
+// hasPath reports whether the dotted JSON path is present in a merged
+// source map.
+func hasPath(m map[string]any, path string) bool {
+	head, rest, nested := strings.Cut(path, ".")
+	v, ok := m[head]
+	if !ok || !nested {
+		return ok
+	}
+	sub, ok := v.(map[string]any)
+	return ok && hasPath(sub, rest)
+}

@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// EngineType names the inference engine whose scheduler a Core imitates.
+type EngineType string
+
+// Engine types.
+const (
+	EngineVLLM   EngineType = "vllm"
+	EngineSGLang EngineType = "sglang"
+	EngineTRTLLM EngineType = "trtllm"
+)
+
+// DefaultBlockSize is the engine's own KV block size when none is set:
+// vLLM 64 tokens, TensorRT-LLM 32, SGLang 1 (its page size).
+func (t EngineType) DefaultBlockSize() int {
+	switch t {
+	case EngineSGLang:
+		return 1
+	case EngineTRTLLM:
+		return 32
+	default:
+		return 64
+	}
+}
+
+// PreemptionMode chooses the running request a vLLM pass preempts when the
+// pool runs out.
+type PreemptionMode string
+
+// Preemption modes.
+const (
+	// PreemptLIFO preempts the most recently admitted request (vLLM's choice).
+	PreemptLIFO PreemptionMode = "lifo"
+	// PreemptFIFO preempts the oldest running request.
+	PreemptFIFO PreemptionMode = "fifo"
+)
+
+// SchedulingPolicy orders the waiting queue.
+type SchedulingPolicy string
+
+// Scheduling policies.
+const (
+	// ScheduleFCFS admits in arrival order.
+	ScheduleFCFS SchedulingPolicy = "fcfs"
+	// SchedulePriority admits by (priority, arrival), lower priority first,
+	// and preempts the lowest-priority, latest-arrived request.
+	SchedulePriority SchedulingPolicy = "priority"
+)
+
+// TimingModelKind names a pass timing model.
+type TimingModelKind string
+
+// Timing models.
+const (
+	TimingPolynomial   TimingModelKind = "polynomial"
+	TimingFixed        TimingModelKind = "fixed"
+	TimingInterpolated TimingModelKind = "interpolated"
+)
+
+// DPRouting chooses the data-parallel rank of a request that names none.
+type DPRouting string
+
+// DP routing policies.
+const (
+	RouteRoundRobin  DPRouting = "round_robin"
+	RouteLeastLoaded DPRouting = "least_loaded"
+)
+
+// WorkerType is a worker's role in disaggregated prefill/decode serving.
+type WorkerType string
+
+// Worker types.
+const (
+	WorkerAggregated WorkerType = "aggregated"
+	WorkerPrefill    WorkerType = "prefill"
+	WorkerDecode     WorkerType = "decode"
+)
+
+// FinishReason says why a sequence ended; the values are the OpenAI
+// finish_reason strings.
+type FinishReason string
+
+// Finish reasons.
+const (
+	FinishStop   FinishReason = "stop"
+	FinishLength FinishReason = "length"
+	FinishAbort  FinishReason = "abort"
+)
+
+// Config is everything one rank's engine needs, and nothing else: the
+// process configuration (HTTP, ZMQ, file paths) is converted into it once at
+// startup. The zero value is not valid; start from DefaultConfig.
+type Config struct {
+	Type EngineType
+
+	// NumBlocks is the KV pool size of one rank, BlockSize its block size in
+	// tokens; 0 means the engine type's default (DefaultBlockSize).
+	NumBlocks int
+	BlockSize int
+
+	MaxModelLen          int
+	MaxNumSeqs           int
+	MaxNumBatchedTokens  int
+	EnablePrefixCaching  bool
+	EnableChunkedPrefill bool
+	Preemption           PreemptionMode
+	Scheduling           SchedulingPolicy
+
+	// HashAlgo and HashSeed select the block hash (see kv.NewHasher).
+	HashAlgo string
+	HashSeed string
+
+	// Timing builds the pass timing model; TimingModel, when non-nil,
+	// overrides it (tests).
+	Timing      TimingConfig
+	TimingModel TimingModel
+
+	// SpeedupRatio divides every modeled duration and DecodeSpeedupRatio
+	// divides decode durations again; 0 and +Inf mean "no delay".
+	SpeedupRatio       float64
+	DecodeSpeedupRatio float64
+}
+
+// TimingConfig selects and parameterises the timing model.
+type TimingConfig struct {
+	// Model is the model kind; "" means interpolated when Profile is set,
+	// else polynomial.
+	Model TimingModelKind
+	// FixedPrefillMs and FixedDecodeMs are the fixed model's constants.
+	FixedPrefillMs float64
+	FixedDecodeMs  float64
+	// Profile is the interpolated model's measured data, loaded once by
+	// the caller and shared read-only by every rank.
+	Profile *Profile
+}
+
+// DefaultConfig returns vLLM's defaults as the mock uses them.
+func DefaultConfig() Config {
+	return Config{
+		Type:                 EngineVLLM,
+		NumBlocks:            16384,
+		MaxModelLen:          32768,
+		MaxNumSeqs:           256,
+		MaxNumBatchedTokens:  8192,
+		EnablePrefixCaching:  true,
+		EnableChunkedPrefill: true,
+		Preemption:           PreemptLIFO,
+		Scheduling:           ScheduleFCFS,
+		HashAlgo:             "xxh3",
+		Timing:               TimingConfig{Model: TimingPolynomial, FixedPrefillMs: 20, FixedDecodeMs: 10},
+		SpeedupRatio:         1,
+		DecodeSpeedupRatio:   1,
+	}
+}
+
+// resolvedBlockSize is BlockSize with 0 replaced by the engine's default.
+func (c *Config) resolvedBlockSize() int {
+	if c.BlockSize > 0 {
+		return c.BlockSize
+	}
+	return c.Type.DefaultBlockSize()
+}
+
+// validate checks the fields the engine relies on; the process
+// configuration has already reported user-facing problems, so these are
+// programming errors.
+func (c *Config) validate() error {
+	var errs []error
+	if c.NumBlocks < 1 || c.BlockSize < 0 {
+		errs = append(errs, fmt.Errorf("num blocks %d and block size %d must be >= 1", c.NumBlocks, c.BlockSize))
+	}
+	if c.MaxModelLen < 1 || c.MaxNumSeqs < 1 || c.MaxNumBatchedTokens < 1 {
+		errs = append(errs, fmt.Errorf("max_model_len %d, max_num_seqs %d and max_num_batched_tokens %d must be >= 1",
+			c.MaxModelLen, c.MaxNumSeqs, c.MaxNumBatchedTokens))
+	}
+	switch c.Type {
+	case EngineVLLM, EngineTRTLLM, EngineSGLang:
+	default:
+		errs = append(errs, fmt.Errorf("unknown engine type %q", c.Type))
+	}
+	switch c.Preemption {
+	case PreemptLIFO, PreemptFIFO:
+	default:
+		errs = append(errs, fmt.Errorf("unknown preemption mode %q", c.Preemption))
+	}
+	switch c.Scheduling {
+	case ScheduleFCFS, SchedulePriority:
+	default:
+		errs = append(errs, fmt.Errorf("unknown scheduling policy %q", c.Scheduling))
+	}
+	return errors.Join(errs...)
+}
+
+// NoDelay reports whether a speedup ratio means "no simulated delay"
+// (0 and +Inf both do).
+func NoDelay(ratio float64) bool { return ratio == 0 || math.IsInf(ratio, 1) }

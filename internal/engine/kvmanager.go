@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/mocker-server/mocker-server/internal/kv"
+)
+
+// blockTable is one sequence's view of the KV pool: the blocks holding its
+// tokens in order, its block-hash chain, and how many leading blocks are
+// already in the prefix cache. Only the kvManager changes it.
+type blockTable struct {
+	blocks []kv.BlockID
+	chain  kv.HashChain
+	// numCachedBlocks counts the leading blocks already hashed into the
+	// prefix cache (prefix hits, or blocks cached after being filled).
+	numCachedBlocks int
+}
+
+// RejectReason classifies why a request can never be scheduled.
+type RejectReason uint8
+
+// Rejection reasons.
+const (
+	// RejectEmptyPrompt: the prompt has no tokens.
+	RejectEmptyPrompt RejectReason = iota + 1
+	// RejectContextLength: the prompt does not fit max_model_len.
+	RejectContextLength
+	// RejectKVCapacity: the request needs more blocks than the pool holds.
+	RejectKVCapacity
+)
+
+// Rejection is the engine's verdict on a request that can never run. Its
+// message is the one the API returns verbatim.
+type Rejection struct {
+	Reason  RejectReason
+	Message string
+}
+
+// Error returns the rejection message.
+func (r *Rejection) Error() string { return r.Message }
+
+// allocOutcome is the result of asking the KV manager for slots.
+type allocOutcome uint8
+
+const (
+	// allocated: the blocks were allocated.
+	allocated allocOutcome = iota
+	// allocNoFreeBlocks: the pool has too few free blocks; the scheduler
+	// must preempt (vLLM) or fail the request (TensorRT-LLM).
+	allocNoFreeBlocks
+	// allocMustWait: a waiting request would take blocks that running
+	// requests have claimed; it stays queued.
+	allocMustWait
+)
+
+// kvManager sits between the scheduler and the block pool, in the shape of
+// vLLM's KVCacheManager: it owns the sequences' block tables, the prefix
+// lookup, allocation and release, and the one capacity rule that decides
+// whether a request can ever run. The claim policy says how many blocks a
+// request must be able to hold.
+type kvManager struct {
+	pool        *kv.Pool
+	hasher      *kv.Hasher // nil when prefix caching is off
+	blockSize   int
+	numBlocks   int
+	maxModelLen int
+	claims      claimPolicy
+
+	hits []kv.BlockID // scratch for computedBlocks
+}
+
+func newKVManager(cfg *Config, claims claimPolicy) (*kvManager, error) {
+	m := &kvManager{
+		pool:        kv.NewPool(cfg.NumBlocks, cfg.BlockSize, cfg.EnablePrefixCaching),
+		blockSize:   cfg.BlockSize,
+		numBlocks:   cfg.NumBlocks,
+		maxModelLen: cfg.MaxModelLen,
+		claims:      claims,
+	}
+	if cfg.EnablePrefixCaching {
+		h, err := kv.NewHasher(cfg.HashAlgo, cfg.HashSeed, cfg.BlockSize)
+		if err != nil {
+			return nil, err
+		}
+		m.hasher = h
+	}
+	return m, nil
+}
+
+// capacityTokens is the pool's size in tokens.
+func (m *kvManager) capacityTokens() int { return m.numBlocks * m.blockSize }
+
+// rejection is the single rule that decides whether a request of
+// promptTokens and maxOutputTokens can ever be scheduled on this pool; nil
+// means it can. The API asks it before submitting (through
+// Engine.CheckAdmissible) and the scheduler asks it again when the request
+// reaches the head of the queue, so both give the same answer and message.
+func (m *kvManager) rejection(promptTokens, maxOutputTokens int) *Rejection {
+	if promptTokens == 0 {
+		return &Rejection{Reason: RejectEmptyPrompt, Message: "The prompt is empty after tokenization"}
+	}
+	if promptTokens >= m.maxModelLen {
+		return &Rejection{Reason: RejectContextLength, Message: fmt.Sprintf(
+			"This model's maximum context length is %d tokens. However, your request has %d input tokens.",
+			m.maxModelLen, promptTokens)}
+	}
+	need := ceilDiv(m.claims.capacityTokens(promptTokens, maxOutputTokens), m.blockSize)
+	if need > m.numBlocks {
+		return &Rejection{Reason: RejectKVCapacity, Message: fmt.Sprintf(
+			"This request needs %d KV cache blocks but each engine has only %d blocks of %d tokens.",
+			need, m.numBlocks, m.blockSize)}
+	}
+	return nil
+}
+
+// startChain begins a sequence's hash chain (no-op without prefix caching).
+func (m *kvManager) startChain(s *sequence) {
+	if m.hasher != nil {
+		s.kv.chain = m.hasher.NewChain(s.req.CacheSalt)
+	}
+}
+
+// computedBlocks looks up the sequence's longest cached prefix, as vLLM's
+// get_computed_blocks does: whole blocks only, and never the block holding
+// the last token (its logits must be computed). It returns the hit blocks
+// (valid until the next call) and how many of them are in use by other
+// requests (those cost no free block).
+func (m *kvManager) computedBlocks(s *sequence) (hits []kv.BlockID, numActiveHits int) {
+	m.hits = m.hits[:0]
+	if m.hasher == nil {
+		return m.hits, 0
+	}
+	maxHit := (s.numTokens() - 1) / m.blockSize
+	m.hasher.Extend(&s.kv.chain, s.tokens, maxHit)
+	m.hits = m.pool.Lookup(s.kv.chain.Hashes(), maxHit, m.hits)
+	for _, b := range m.hits {
+		if m.pool.RefCount(b) > 0 {
+			numActiveHits++
+		}
+	}
+	return m.hits, numActiveHits
+}
+
+// claimOf is the blocks a running sequence has claimed but not yet
+// allocated; admission leaves them free for it.
+func (m *kvManager) claimOf(s *sequence) int {
+	target := m.claims.claimTokens(s)
+	return max(ceilDiv(target, m.blockSize)-len(s.kv.blocks), 0)
+}
+
+// claimedBlocks sums claimOf over the running sequences.
+func (m *kvManager) claimedBlocks(running []*sequence) int {
+	n := 0
+	for _, s := range running {
+		n += m.claimOf(s)
+	}
+	return n
+}
+
+// admit takes a waiting sequence's prefix hits and allocates slots for its
+// first numNewTokens uncached tokens. It refuses (allocMustWait) when the
+// blocks the claim policy requires exceed the free blocks not claimed by
+// running sequences (claimed).
+func (m *kvManager) admit(s *sequence, hits []kv.BlockID, numActiveHits, numNewTokens, claimed int) allocOutcome {
+	needed := ceilDiv(m.claims.admissionTokens(s), m.blockSize) - numActiveHits
+	if needed > m.pool.NumFree()-claimed {
+		return allocMustWait
+	}
+	m.pool.Touch(hits)
+	s.kv.blocks = append(s.kv.blocks[:0], hits...)
+	cachedTokens := len(hits) * m.blockSize
+	blocks, ok := m.pool.Allocate(s.kv.blocks, ceilDiv(cachedTokens+numNewTokens, m.blockSize)-len(s.kv.blocks))
+	if !ok {
+		// Unreachable after the capacity check; undo and wait.
+		m.free(s)
+		return allocMustWait
+	}
+	s.kv.blocks = blocks
+	s.kv.numCachedBlocks = len(hits)
+	return allocated
+}
+
+// allocateSlots grows a running sequence's blocks to hold numNewTokens more
+// computed tokens. On allocNoFreeBlocks nothing changed.
+func (m *kvManager) allocateSlots(s *sequence, numNewTokens int) allocOutcome {
+	want := ceilDiv(s.numComputedTokens+numNewTokens, m.blockSize)
+	if want <= len(s.kv.blocks) {
+		return allocated
+	}
+	blocks, ok := m.pool.Allocate(s.kv.blocks, want-len(s.kv.blocks))
+	if !ok {
+		return allocNoFreeBlocks
+	}
+	s.kv.blocks = blocks
+	return allocated
+}
+
+// cacheFullBlocks hashes and caches the blocks the sequence's computed
+// tokens have just filled, so later requests can hit them.
+func (m *kvManager) cacheFullBlocks(s *sequence) {
+	if m.hasher == nil {
+		return
+	}
+	full := s.numComputedTokens / m.blockSize
+	if full <= s.kv.numCachedBlocks {
+		return
+	}
+	m.hasher.Extend(&s.kv.chain, s.tokens, full)
+	m.pool.Cache(s.kv.blocks, s.kv.chain.Hashes(), s.tokens, s.kv.numCachedBlocks, full, s.req.CacheSalt)
+	s.kv.numCachedBlocks = full
+}
+
+// free releases the sequence's blocks, last block first so that a prompt's
+// tail is evicted before its shared head.
+func (m *kvManager) free(s *sequence) {
+	m.pool.Release(s.kv.blocks)
+	s.kv.blocks = s.kv.blocks[:0]
+	s.kv.numCachedBlocks = 0
+}
+
+// resetPrefixCache drops every cached block when none is in use.
+func (m *kvManager) resetPrefixCache() bool { return m.pool.Reset() }
+
+// takeEvents returns the pool's pending KV events, stamped by the caller.
+func (m *kvManager) takeEvents() []kv.Event { return m.pool.TakeEvents() }
+
+// activeTokens is the KV held by in-use blocks, in tokens.
+func (m *kvManager) activeTokens() int { return m.pool.NumActive() * m.blockSize }
+
+// usage is the fraction of blocks in use.
+func (m *kvManager) usage() float64 { return m.pool.Usage() }

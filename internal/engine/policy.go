@@ -1,0 +1,88 @@
+package engine
+
+import "log/slog"
+
+// claimPolicy is how an engine decides how much of the KV pool a request
+// must be able to hold. vLLM admits a request when its prompt fits and
+// preempts later if decoding runs out of blocks; TensorRT-LLM's
+// GUARANTEED_NO_EVICT reserves blocks up to the request's last token at
+// admission, so running requests never run out. A new engine adds a value
+// here rather than a branch in the pass.
+type claimPolicy interface {
+	// capacityTokens is the tokens a request must be able to hold at once
+	// to run at all; more blocks than the pool has means rejection.
+	capacityTokens(promptTokens, maxOutputTokens int) int
+	// prepare adjusts a newly submitted sequence before it is queued; a
+	// non-nil rejection ends it at once.
+	prepare(s *sequence, m *kvManager, log *slog.Logger) *Rejection
+	// admissionTokens is the tokens whose blocks must be free (beyond the
+	// running requests' claims) to admit a waiting sequence.
+	admissionTokens(s *sequence) int
+	// claimTokens is the tokens whose blocks a running sequence has
+	// claimed; blocks it still lacks stay reserved for it.
+	claimTokens(s *sequence) int
+	// preemptOnShortage says whether a running request that cannot grow
+	// preempts another (vLLM) or is failed as an internal error (a
+	// reservation was broken).
+	preemptOnShortage() bool
+}
+
+// newClaimPolicy returns the claim policy of an engine type. SGLang is
+// scheduled with the vLLM policy until its own scheduler exists.
+func newClaimPolicy(t EngineType) claimPolicy {
+	if t == EngineTRTLLM {
+		return reserveToCompletion{}
+	}
+	return claimPrompt{}
+}
+
+// claimPrompt is vLLM's policy: a request claims the blocks of its prompt
+// (so a chunked prefill in progress is not starved by later admissions) and
+// nothing for its output.
+type claimPrompt struct{}
+
+func (claimPrompt) capacityTokens(promptTokens, _ int) int { return promptTokens }
+
+func (claimPrompt) prepare(*sequence, *kvManager, *slog.Logger) *Rejection { return nil }
+
+func (claimPrompt) admissionTokens(s *sequence) int { return s.numTokens() }
+
+func (claimPrompt) claimTokens(s *sequence) int {
+	if s.prefillDone() {
+		return 0
+	}
+	return s.numPromptTokens
+}
+
+func (claimPrompt) preemptOnShortage() bool { return true }
+
+// reserveToCompletion is TensorRT-LLM's GUARANTEED_NO_EVICT: the output is
+// first clamped to what the pool and the context can hold, then a request is
+// admitted only when blocks for its prompt and whole output are available.
+type reserveToCompletion struct{}
+
+// capacityTokens is the prompt plus the first generated token: anything
+// less cannot produce output, anything more is clamped away by prepare.
+func (reserveToCompletion) capacityTokens(promptTokens, _ int) int { return promptTokens + 1 }
+
+func (reserveToCompletion) prepare(s *sequence, m *kvManager, log *slog.Logger) *Rejection {
+	if r := m.rejection(s.numPromptTokens, s.maxOutput); r != nil && r.Reason == RejectKVCapacity {
+		return r
+	}
+	limit := max(min(s.maxOutput, m.capacityTokens()-s.numPromptTokens, m.maxModelLen-s.numPromptTokens), 0)
+	if limit < s.maxOutput {
+		log.Debug("trtllm output clamped", "request", s.req.ID, "from", s.maxOutput, "to", limit)
+		s.maxOutput = limit
+	}
+	if len(s.planned) > limit {
+		s.planned = s.planned[:limit]
+		s.finishReason = FinishLength
+	}
+	return nil
+}
+
+func (reserveToCompletion) admissionTokens(s *sequence) int { return s.numPromptTokens + s.maxOutput }
+
+func (reserveToCompletion) claimTokens(s *sequence) int { return s.numPromptTokens + s.maxOutput }
+
+func (reserveToCompletion) preemptOnShortage() bool { return false }
