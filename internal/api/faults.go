@@ -46,9 +46,10 @@ func (s *Server) countFault(kind string) {
 	}
 }
 
-// answerFault carries out the faults that replace or delay the whole
-// response. It returns true when the request has been answered.
-func (s *Server) answerFault(w http.ResponseWriter, r *http.Request, g *genRequest, f faults.Fault) bool {
+// answerStatusFault answers the faults that replace the whole response
+// with an error status (before the provider-style limits, which they do
+// not use up). It returns true when the request has been answered.
+func (s *Server) answerStatusFault(w http.ResponseWriter, g *genRequest, f faults.Fault) bool {
 	switch f.Kind {
 	case faults.RateLimit:
 		setRetryAfter(w.Header(), f.Duration)
@@ -64,22 +65,31 @@ func (s *Server) answerFault(w http.ResponseWriter, r *http.Request, g *genReque
 	case faults.ContextLength:
 		ps := &g.prompts[0]
 		writeError(w, contextLengthError(s.cfg.MaxModelLen, ps.m, len(ps.ids), true))
-	case faults.Timeout:
-		// Accepted, then silence until the client gives up (or shutdown).
-		<-r.Context().Done()
-		if e := ctxError(r.Context()); e != nil {
-			writeError(w, e)
-		}
-	case faults.SlowFirstToken:
-		if !sleepCtx(r.Context(), f.Duration) {
-			if e := ctxError(r.Context()); e != nil {
-				writeError(w, e)
-			}
-			return true
-		}
-		return false
 	default:
 		return false
+	}
+	return true
+}
+
+// delayFault carries out the faults that hold an admitted request before
+// it reaches the engine: timeout (never answered until the client leaves
+// or the server shuts down) and slow_first_token (an extra delay). It
+// returns true when the request is over.
+func delayFault(w http.ResponseWriter, r *http.Request, f faults.Fault) bool {
+	var waited bool
+	switch f.Kind {
+	case faults.Timeout:
+		<-r.Context().Done()
+	case faults.SlowFirstToken:
+		waited = sleepCtx(r.Context(), f.Duration)
+	default:
+		return false
+	}
+	if waited {
+		return false
+	}
+	if e := ctxError(r.Context()); e != nil {
+		writeError(w, e)
 	}
 	return true
 }

@@ -45,6 +45,9 @@ func handleGenerate(s *Server, chat bool) http.Handler {
 			writeError(w, e)
 			return
 		}
+		if s.answerStatusFault(w, g, fault) {
+			return
+		}
 		release, e, hit := s.limits.admit(w.Header(), requestCost(g))
 		if e != nil {
 			s.log.Debug("rate limit", "request_id", g.baseID, "limit", hit)
@@ -53,7 +56,7 @@ func handleGenerate(s *Server, chat bool) http.Handler {
 			return
 		}
 		defer release()
-		if s.answerFault(w, r, g, fault) {
+		if delayFault(w, r, fault) {
 			return
 		}
 		j, e := s.submit(g)

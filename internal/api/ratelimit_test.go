@@ -70,3 +70,13 @@ func TestRateLimits_MaxConcurrentRequests(t *testing.T) {
 		t.Errorf("after the stream ended: %d", r.Status)
 	}
 }
+
+// Error-status faults answer before the limits and use none of them.
+func TestRateLimits_StatusFaultsUseNoQuota(t *testing.T) {
+	env := startServer(t, map[string]any{"rpm": 2, "failure_script": "first 3: server_error; then ok"})
+	for i, want := range []int{500, 500, 500, 200, 200, 429} {
+		if r := env.post("/v1/completions", `{"prompt":"a","max_tokens":1}`); r.Status != want {
+			t.Errorf("request %d: %d, want %d", i+1, r.Status, want)
+		}
+	}
+}
