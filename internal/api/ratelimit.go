@@ -84,6 +84,16 @@ func (l *limiter) admit(h http.Header, cost int) (release func(), e *apiError, h
 	if l.maxConcurrent > 0 {
 		if l.active.Add(1) > l.maxConcurrent {
 			l.active.Add(-1)
+			l.mu.Lock()
+			now := l.now()
+			for _, b := range []*bucket{l.requests, l.tokens} {
+				if b != nil {
+					b.refill(now)
+				}
+			}
+			setLimitHeaders(h, "requests", l.requests)
+			setLimitHeaders(h, "tokens", l.tokens)
+			l.mu.Unlock()
 			setRetryAfter(h, time.Second)
 			return nil, &apiError{Status: http.StatusTooManyRequests, Type: typeRateLimit,
 				Message: "Too many concurrent requests: limit " + strconv.FormatInt(l.maxConcurrent, 10) + "."}, faults.LimitConcurrency
