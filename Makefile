@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events npm-ref fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -35,8 +35,9 @@ run: build
 
 # The whole suite: vet, race-enabled Go tests (including the configs/ and
 # Grafana dashboard checks), the cross-language KV-event check against
-# a live server, and a few seconds of every fuzz target.
-test: test-go check-events fuzz-short
+# a live server, the Helm chart / manifests / compose fleet checks, and a few
+# seconds of every fuzz target.
+test: test-go check-events chart-test fuzz-short
 
 # The reference renderers the chat template tests compare against: Debian's
 # python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
@@ -58,11 +59,33 @@ check-events: build
 	@scripts/ensure-deps.sh --python
 	scripts/check-events-live.sh $(BIN)
 
-# Fuzz targets (docs/FAULTS.md): a few seconds each in `make test`, longer
+# charts/mocker-server, deploy/kubernetes and docker-compose.fleet.yml,
+# checked by deploy/chartcheck: a nested Go module, so that Helm's and
+# Kubernetes' libraries stay out of the server's go.mod. It follows the
+# server's module through a replace directive; -mod=mod lets it pick up a
+# dependency the server added without a manual `go mod tidy` there. No
+# cgo and no -race: the tests render templates and decode YAML in one
+# goroutine.
+CHARTCHECK := deploy/chartcheck
+IN_CHARTCHECK := cd $(CHARTCHECK) && export GOFLAGS='$(GOFLAGS) -mod=mod' &&
+
+chart-test:
+	$(IN_CHARTCHECK) $(GO) vet . && $(GO) test -count=1 .
+
+# Helm's linter on the chart with its defaults and every example values file.
+helm-lint:
+	$(IN_CHARTCHECK) $(GO) test -count=1 -run '^TestChart_HelmLintIsClean$$' -v .
+
+# Rewrite deploy/kubernetes/*.yaml from a fresh render of the chart.
+manifests:
+	$(IN_CHARTCHECK) $(GO) test -count=1 -run '^TestPlainManifests_MatchAFreshRenderOfTheChart$$' . -update
+
+# Fuzz targets (docs/FAULTS.md): the request, configuration, profile,
+# KV-event and SSE targets a few seconds each in `make test`; every target
 # here (make fuzz FUZZTIME=10m, or FUZZTIME=1000000x for a count).
 FUZZTIME ?= 60s
 fuzz-short: deps
-	FUZZTIME=3s scripts/fuzz.sh
+	FUZZTIME=3s scripts/fuzz.sh FuzzGenerateHandler FuzzLoad FuzzLoadProfile FuzzEncodeRoundTrip FuzzSSEParser
 
 fuzz: deps
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # check-docker.sh: validate the container files without a Docker engine or
 # registry (none is needed):
-#   * docker-compose.yml with Debian's docker-compose (`config -q` parses,
-#     interpolates and validates the file against the compose schema);
+#   * docker-compose.yml and docker-compose.fleet.yml with Debian's
+#     docker-compose (`config -q` parses, interpolates and validates each
+#     file against the compose schema);
 #   * the Dockerfile with the npm linter dockerfilelint (through npx).
 # As root, missing tools (docker-compose; npm) are installed with apt-get.
 set -euo pipefail
@@ -24,8 +25,10 @@ install() {
 command -v docker-compose >/dev/null 2>&1 || install docker-compose
 command -v npx >/dev/null 2>&1 || install npm
 
-echo "docker-compose config: docker-compose.yml"
-docker-compose -f docker-compose.yml config -q
+for file in docker-compose.yml docker-compose.fleet.yml; do
+  echo "docker-compose config: $file"
+  docker-compose -f "$file" config -q
+done
 
 echo "dockerfilelint: Dockerfile"
 export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false npm_config_yes=true

@@ -24,10 +24,11 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	// Flag parsing errors (unknown flag, bad bool, missing value) are
-	// configuration errors: exit status 2.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &config.Error{Problems: []string{err.Error()}}
+	// Flag parsing errors (unknown flag, bad value, missing value) are
+	// configuration errors: exit status 2; an unknown flag gets a "did you
+	// mean" suggestion.
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &config.Error{Problems: []string{config.ExplainFlagError(cmd.Flags(), err)}}
 	})
 	root.AddCommand(newServeCmd(stdout, stderr), newVersionCmd(stdout))
 	return root

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +16,10 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [MODEL]",
 		Short: "Run the mock inference server (default command)",
+		Long: "Run the mock inference server (default command).\n\n" +
+			"Every `vllm serve` flag is accepted too: the ones the mock implements are listed\n" +
+			"below; the others (--tensor-parallel-size, --dtype, ...) have their values checked,\n" +
+			"have no effect and are named once at startup (docs/vllm-flags.md).",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return &config.Error{Problems: []string{fmt.Sprintf("serve accepts at most one positional argument (MODEL), got %d: %q", len(args), args)}}
@@ -52,6 +57,9 @@ func loadServeConfig(cmd *cobra.Command, args []string, stderr io.Writer) (*conf
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	if ignored := config.NoEffectFlags(cmd.Flags()); len(ignored) > 0 {
+		fmt.Fprintf(stderr, "accepted, no effect: %s\n", strings.Join(ignored, ", "))
 	}
 	return cfg, nil
 }

@@ -48,7 +48,15 @@ func loadTextModel(cfg *config.Config) (tokenizer.Model, api.ChatRenderer, error
 	if source == "" {
 		return model, nil, nil
 	}
-	tmpl, err := chattemplate.Load(source)
+	// --chat-template is resolved like vLLM's flag (a path, or a literal
+	// whose backslash escapes are decoded); a tokenizer's own template is
+	// used as written: decoding it would mangle non-ASCII text such as
+	// DeepSeek's <｜User｜>.
+	parse := chattemplate.Parse
+	if cfg.ChatTemplate != "" {
+		parse = chattemplate.Load
+	}
+	tmpl, err := parse(source)
 	if err != nil {
 		return nil, nil, configError("%s: %v", sourceFlag, err)
 	}

@@ -222,14 +222,12 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		return nil, err
 	}
 
-	// 7. Model name.
+	// 7. Model name. Any served name is accepted; responses carry the first
+	// one whichever was asked for, as vLLM's do.
 	g.model = s.cfg.ServedName()
-	if hasModel {
-		if !s.served[model] {
-			return nil, &apiError{Status: http.StatusNotFound, Type: typeNotFound,
-				Message: "The model `" + model + "` does not exist.", Param: "model"}
-		}
-		g.model = model
+	if hasModel && !s.served[model] {
+		return nil, &apiError{Status: http.StatusNotFound, Type: typeNotFound,
+			Message: "The model `" + model + "` does not exist.", Param: "model"}
 	}
 	g.baseID = requestID(r.Header.Get("X-Request-Id"), bodyID)
 

@@ -22,6 +22,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,15 +41,33 @@ type Template struct {
 // Parse compiles a chat template. A syntax error names the problem and,
 // where known, the line.
 func Parse(source string) (*Template, error) {
-	prepared, err := prepareSource(source)
+	prepared, lines, err := prepareSource(source)
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
 	engine, err := compileEngine(prepared)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrEngine):
 		return nil, fmt.Errorf("chat template: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("chat template: %s", originalLines(err.Error(), lines))
 	}
 	return &Template{source: source, engine: engine, now: time.Now}, nil
+}
+
+// engineLine finds the line number in an engine error message.
+var engineLine = regexp.MustCompile(`line (\d+)`)
+
+// originalLines rewrites the engine's line numbers, which count lines of
+// the rewritten source, into lines of the template as written.
+func originalLines(message string, lines []int) string {
+	return engineLine.ReplaceAllStringFunc(message, func(match string) string {
+		n, err := strconv.Atoi(strings.TrimPrefix(match, "line "))
+		if err != nil || n < 1 || n > len(lines) {
+			return match
+		}
+		return "line " + strconv.Itoa(lines[n-1])
+	})
 }
 
 // compileEngine compiles with the engine, turning a panic into ErrEngine.

@@ -40,6 +40,21 @@ func TestParseRejectsBrokenTemplates(t *testing.T) {
 	}
 }
 
+// TestParseErrorsNameTheTemplatesLine: the engine compiles a rewritten
+// source; its line numbers are mapped back to the template as written.
+func TestParseErrorsNameTheTemplatesLine(t *testing.T) {
+	for _, tc := range []struct{ source, want string }{
+		{"line1\n{% if x %}\nfoo\n{% endfor %}", "line 4:"},
+		{"a\nb\n\n{{ x | }}", "line 4:"},
+		{"{%- for m in messages -%}\n  {%- set y = 1 -%}\n  {{ m }}\n{%- endfor -%}\n{% bogus %}", "line 5:"},
+	} {
+		_, err := Parse(tc.source)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) error = %v, want one naming %q", tc.source, err, tc.want)
+		}
+	}
+}
+
 func TestRaiseExceptionIsRaiseError(t *testing.T) {
 	tmpl := mustParse(t, `{% if messages[0].role != 'user' %}{{ raise_exception('First message must be from the user, got ' ~ messages[0].role) }}{% endif %}ok`)
 	_, err := tmpl.Render(Input{Messages: json.RawMessage(`[{"role": "assistant", "content": "hi"}]`)})
@@ -77,13 +92,25 @@ func TestRenderErrorsAreNotRaiseErrors(t *testing.T) {
 	}
 }
 
-// TestEnginePanicsBecomeErrors: the engine panics on a negative string
-// repeat count (Jinja2 prints ""); Render reports it as ErrEngine.
+// TestEnginePanicsBecomeErrors: the engine's indent filter panics on a
+// negative width (Jinja2 indents by nothing); Render reports it as
+// ErrEngine.
 func TestEnginePanicsBecomeErrors(t *testing.T) {
-	for _, source := range []string{`{{ 'a' * -1 }}`, `{{ 'a' | indent(-1) }}`} {
+	for _, source := range []string{`{{ 'a' | indent(-1) }}`, `{{ 'a\nb' | indent(-2, true) }}`} {
 		_, err := mustParse(t, source).Render(Input{Messages: json.RawMessage(`[]`)})
 		if !errors.Is(err, ErrEngine) {
 			t.Errorf("%s: err = %v, want ErrEngine", source, err)
+		}
+	}
+}
+
+// TestHugeResultsAreRefused: a template cannot make the server allocate
+// or loop without bound.
+func TestHugeResultsAreRefused(t *testing.T) {
+	for _, source := range []string{`{{ 'ab' * 1000000000000 }}`, `{{ [1, 2] * 100000000000 }}`, `{{ 2 ** 64 }}`} {
+		_, err := mustParse(t, source).Render(Input{Messages: json.RawMessage(`[]`)})
+		if err == nil || errors.Is(err, ErrEngine) {
+			t.Errorf("%s: err = %v, want a render error", source, err)
 		}
 	}
 }

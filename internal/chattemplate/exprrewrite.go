@@ -13,12 +13,18 @@ import (
 // precedence-climbing reader for Jinja2's expression grammar that leaves
 // every other construct's text as written.
 const (
-	addFuncName    = renamedPrefix + "add"
-	inFuncName     = renamedPrefix + "in"
-	iterFuncName   = renamedPrefix + "iter"
-	refuseFuncName = renamedPrefix + "refuse"
-	concatFuncName = renamedPrefix + "cat"
+	addFuncName       = renamedPrefix + "add"
+	inFuncName        = renamedPrefix + "in"
+	iterFuncName      = renamedPrefix + "iter"
+	refuseFuncName    = renamedPrefix + "refuse"
+	concatFuncName    = renamedPrefix + "cat"
+	strMethodFuncName = renamedPrefix + "strmethod"
+	mathFuncName      = renamedPrefix + "math"
 )
+
+// stringMethods are the str methods whose engine versions differ from
+// Python's: without arguments they strip only space, tab, CR and LF.
+var stringMethods = map[string]bool{"strip": true, "lstrip": true, "rstrip": true}
 
 // mutatingMethods are the methods transformers' ImmutableSandboxedEnvironment
 // refuses to call (on lists, dicts and sets; no other type has them): a call
@@ -294,14 +300,37 @@ func (p *exprParser) parseMath1() (spanned, error) {
 	return spanned{acc, first.from, p.end()}, nil
 }
 
+// parseMath2 folds "*", "/", "//" and "%" from the left into calls with
+// Python's semantics (string repetition and formatting, floor division and
+// modulo, ZeroDivisionError).
 func (p *exprParser) parseMath2() (spanned, error) {
-	return p.parseChain(p.parsePow, "*", "/", "//", "%")
+	return p.parseArithmetic(p.parsePow, "*", "/", "//", "%")
 }
 
-func (p *exprParser) parsePow() (spanned, error) { return p.parseChain(p.parseUnary, "**") }
+// parsePow folds "**" from the left, as Jinja2 does (Python folds right).
+func (p *exprParser) parsePow() (spanned, error) { return p.parseArithmetic(p.parseUnary, "**") }
+
+func (p *exprParser) parseArithmetic(next func() (spanned, error), ops ...string) (spanned, error) {
+	acc, err := next()
+	if err != nil {
+		return spanned{}, err
+	}
+	for p.isAny(ops) {
+		op := p.peek().text
+		p.pos++
+		operand, err := next()
+		if err != nil {
+			return spanned{}, err
+		}
+		acc = spanned{call(mathFuncName, &exprNode{parts: []exprPart{{text: "'" + op + "'"}}}, acc.node, operand.node), acc.from, p.end()}
+	}
+	return acc, nil
+}
 
 // parseUnary: a sign, or a primary with its postfix operations, filters and
-// tests.
+// tests. Calls of the string methods in stringMethods and of mutating
+// methods become calls of this package's functions; the rest of the chain
+// keeps its text.
 func (p *exprParser) parseUnary() (spanned, error) {
 	from := p.offset()
 	if p.is("-") || p.is("+") {
@@ -316,7 +345,17 @@ func (p *exprParser) parseUnary() (spanned, error) {
 	if err != nil {
 		return spanned{}, err
 	}
-	var refused *exprNode // a call of a mutating method
+	// The chain so far is base (a rewritten call, or nil) followed by the
+	// text from segment on with its children.
+	var base *exprNode
+	segment := from
+	upTo := func(end int) *exprNode {
+		text := p.span(segment, end, children...)
+		if base == nil {
+			return text
+		}
+		return &exprNode{parts: []exprPart{{node: base}, {node: text}}}
+	}
 	for {
 		switch {
 		case p.is("."):
@@ -325,10 +364,31 @@ func (p *exprParser) parseUnary() (spanned, error) {
 			if p.peek().kind != tokenName {
 				return spanned{}, errNotUnderstood
 			}
-			if name := p.peek().text; mutatingMethods[name] && p.isAt(p.pos+1, "(") && refused == nil {
-				refused = call(refuseFuncName, p.span(from, dot, children...), &exprNode{parts: []exprPart{{text: "'" + name + "'"}}})
-			}
+			name := p.peek().text
 			p.pos++
+			fn := ""
+			switch {
+			case !p.is("("):
+			case stringMethods[name]:
+				fn = strMethodFuncName
+			case mutatingMethods[name]:
+				fn = refuseFuncName
+			}
+			if fn == "" {
+				continue
+			}
+			object := upTo(dot)
+			args, err := p.parseBracket()
+			if err != nil {
+				return spanned{}, err
+			}
+			callArgs := []*exprNode{object, {parts: []exprPart{{text: "'" + name + "'"}}}}
+			if fn == strMethodFuncName {
+				for _, arg := range args {
+					callArgs = append(callArgs, arg.node)
+				}
+			}
+			base, segment, children = call(fn, callArgs...), p.end(), nil
 		case p.is("[") || p.is("("):
 			inner, err := p.parseBracket()
 			if err != nil {
@@ -371,10 +431,7 @@ func (p *exprParser) parseUnary() (spanned, error) {
 				p.pos++ // a test's single argument: "is divisibleby 3"
 			}
 		default:
-			if refused != nil {
-				return spanned{refused, from, p.end()}, nil
-			}
-			return spanned{p.span(from, p.end(), children...), from, p.end()}, nil
+			return spanned{upTo(p.end()), from, p.end()}, nil
 		}
 	}
 }

@@ -22,6 +22,8 @@ var builtinVariables = map[string]jinja.Value{
 	inFuncName:               jinja.NewCallable("in", containsValue),
 	iterFuncName:             jinja.NewCallable("iter", iterable),
 	refuseFuncName:           jinja.NewCallable("refuse", refuseMutation),
+	mathFuncName:             jinja.NewCallable("arithmetic", arithmetic),
+	strMethodFuncName:        jinja.NewCallable("str method", stringMethod),
 	renamedPrefix + "length": jinja.NewCallable("length", filterLength),
 	renamedPrefix + "count":  jinja.NewCallable("count", filterLength),
 	renamedPrefix + "tojson": jinja.NewCallable("tojson", filterToJSON),

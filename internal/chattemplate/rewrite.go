@@ -51,21 +51,36 @@ var overriddenFilters = map[string]bool{
 //     outside the loop (loopscope.go);
 //   - comments, {% raw %} markers and transformers' {% generation %} block
 //     markers disappear (the generation block renders its body).
-func prepareSource(source string) (string, error) {
+//
+// It also returns, per line of the rewritten source, the line of the
+// original that the engine's error messages should name.
+func prepareSource(source string) (string, []int, error) {
 	source = strings.ReplaceAll(source, "\r\n", "\n")
 	source = strings.ReplaceAll(source, "\r", "\n")
 	source = strings.TrimSuffix(source, "\n")
 
 	pieces, err := splitPieces(source)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	applyWhitespaceControl(pieces)
 	loopLocals := findLoopLocals(pieces)
 
 	var out strings.Builder
 	out.Grow(len(source) + len(source)/4)
+	lines := []int{1} // lines[n-1]: the original line of rewritten line n
+	emitted := 0      // bytes of out already counted in lines
 	for i, p := range pieces {
+		// Lines written since the last piece belong to the previous one.
+		for _, c := range out.String()[emitted:] {
+			if c == '\n' {
+				lines = append(lines, lines[len(lines)-1])
+			}
+		}
+		emitted = out.Len()
+		if p.isTag() {
+			lines[len(lines)-1] = max(lines[len(lines)-1], p.line)
+		}
 		if locals, ok := loopLocals[i]; ok {
 			// Remember each name's value outside the loop ...
 			for _, name := range locals.names {
@@ -73,7 +88,7 @@ func prepareSource(source string) (string, error) {
 			}
 			body, err := rewriteTagBody(p.text, false)
 			if err != nil {
-				return "", fmt.Errorf("line %d: %w", p.line, err)
+				return "", nil, fmt.Errorf("line %d: %w", p.line, err)
 			}
 			out.WriteString("{%" + body + "%}")
 			// ... and start every iteration from it.
@@ -90,7 +105,7 @@ func prepareSource(source string) (string, error) {
 		case pieceOutput, pieceStatement:
 			body, err := rewriteTagBody(p.text, p.kind == pieceOutput)
 			if err != nil {
-				return "", fmt.Errorf("line %d: %w", p.line, err)
+				return "", nil, fmt.Errorf("line %d: %w", p.line, err)
 			}
 			if p.kind == pieceOutput {
 				out.WriteString("{{" + body + "}}")
@@ -99,7 +114,7 @@ func prepareSource(source string) (string, error) {
 			}
 		}
 	}
-	return out.String(), nil
+	return out.String(), lines, nil
 }
 
 // rewriteTagBody rewrites the inside of one tag: string literals, overridden

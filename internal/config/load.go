@@ -35,6 +35,9 @@ type LoadOptions struct {
 	// instead of refusing them, so that the unit tests keep exercising
 	// their parsing and validation until the capability lands.
 	parseNotYet bool
+	// refusedFlags are the "not supported yet" problems of vLLM flags set
+	// on the command line (OptionsFromFlags).
+	refusedFlags []string
 }
 
 // Load merges defaults < --config < --extra-engine-args < explicitly set
@@ -110,6 +113,9 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	probs = append(probs, checkMerged(&cfg, merged, bad)...)
 	if !opts.parseNotYet {
 		probs = append(probs, notYetProblems(&cfg, merged)...)
+		for _, msg := range opts.refusedFlags {
+			probs = append(probs, problem{msg: msg})
+		}
 	}
 	applyDerivedDefaults(&cfg, merged, opts)
 

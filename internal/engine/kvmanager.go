@@ -158,27 +158,45 @@ func (m *kvManager) claimedBlocks(running []*sequence) int {
 	return n
 }
 
-// admit takes a waiting sequence's prefix hits and allocates slots for its
-// first numNewTokens uncached tokens. It refuses (allocMustWait) when the
-// blocks the claim policy requires exceed the free blocks not claimed by
-// running sequences (claimed).
-func (m *kvManager) admit(s *sequence, hits []kv.BlockID, numActiveHits, numNewTokens, claimed int) allocOutcome {
+// admission is the KV manager's answer for a waiting sequence.
+type admission struct {
+	outcome allocOutcome
+	// numCachedTokens is the prefix-cache hit, numNewTokens the uncached
+	// tokens scheduled now (a chunk when the budget is smaller).
+	numCachedTokens int
+	numNewTokens    int
+}
+
+// admit is the whole admission of a waiting sequence, in the shape of
+// vLLM's get_computed_blocks + allocate_slots: it looks up the cached
+// prefix, fits the uncached tokens into budget (all of them unless
+// chunkedPrefill), checks that the blocks the claim policy requires fit in
+// the free blocks not claimed by running sequences (claimed), takes the
+// hits and allocates the rest. Anything but allocated leaves the pool as it
+// was and the sequence waiting.
+func (m *kvManager) admit(s *sequence, budget, claimed int, chunkedPrefill bool) admission {
+	hits, numActiveHits := m.computedBlocks(s)
+	cachedTokens := len(hits) * m.blockSize
+	numNew := s.numTokens() - cachedTokens
+	if !chunkedPrefill && numNew > budget {
+		return admission{outcome: allocMustWait}
+	}
+	chunk := min(numNew, budget)
 	needed := ceilDiv(m.claims.admissionTokens(s), m.blockSize) - numActiveHits
 	if needed > m.pool.NumFree()-claimed {
-		return allocMustWait
+		return admission{outcome: allocMustWait}
 	}
 	m.pool.Touch(hits)
 	s.kv.blocks = append(s.kv.blocks[:0], hits...)
-	cachedTokens := len(hits) * m.blockSize
-	blocks, ok := m.pool.Allocate(s.kv.blocks, ceilDiv(cachedTokens+numNewTokens, m.blockSize)-len(s.kv.blocks))
+	blocks, ok := m.pool.Allocate(s.kv.blocks, ceilDiv(cachedTokens+chunk, m.blockSize)-len(s.kv.blocks))
 	if !ok {
 		// Unreachable after the capacity check; undo and wait.
 		m.free(s)
-		return allocMustWait
+		return admission{outcome: allocMustWait}
 	}
 	s.kv.blocks = blocks
 	s.kv.numCachedBlocks = len(hits)
-	return allocated
+	return admission{outcome: allocated, numCachedTokens: cachedTokens, numNewTokens: chunk}
 }
 
 // allocateSlots grows a running sequence's blocks to hold numNewTokens more

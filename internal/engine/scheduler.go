@@ -104,19 +104,14 @@ func (v *vllmScheduler) admitWaiting(start time.Time, budget int) {
 				continue
 			}
 		}
-		hits, numActiveHits := c.kv.computedBlocks(s)
 		if claimed < 0 {
 			claimed = c.kv.claimedBlocks(c.running)
 		}
-		cachedTokens := len(hits) * c.cfg.BlockSize
-		numNew := s.numTokens() - cachedTokens
-		if !c.cfg.EnableChunkedPrefill && numNew > budget {
+		adm := c.kv.admit(s, budget, claimed, c.cfg.EnableChunkedPrefill)
+		if adm.outcome != allocated {
 			break
 		}
-		chunk := min(numNew, budget)
-		if c.kv.admit(s, hits, numActiveHits, chunk, claimed) != allocated {
-			break
-		}
+		cachedTokens, chunk := adm.numCachedTokens, adm.numNewTokens
 		c.waiting.PopFront()
 		s.numComputedTokens = cachedTokens + chunk
 		s.status = statusRunning
