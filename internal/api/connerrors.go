@@ -31,6 +31,14 @@ type jsonErrorConn struct{ net.Conn }
 // NetConn returns the wrapped connection (for a TCP reset).
 func (c *jsonErrorConn) NetConn() net.Conn { return c.Conn }
 
+// SetLinger forwards to a TCP connection (linger 0 closes with a reset).
+func (c *jsonErrorConn) SetLinger(sec int) error {
+	if tc, ok := c.Conn.(*net.TCPConn); ok {
+		return tc.SetLinger(sec)
+	}
+	return nil
+}
+
 // CloseWrite keeps net/http's half-close after a 431.
 func (c *jsonErrorConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {

@@ -25,8 +25,8 @@ func (s *Server) routes() http.Handler {
 	})
 
 	gate := s.startupGate
-	r.Method(http.MethodPost, "/v1/chat/completions", gate(handleGenerate(s, true)))
-	r.Method(http.MethodPost, "/v1/completions", gate(handleGenerate(s, false)))
+	r.Method(http.MethodPost, "/v1/chat/completions", gate(s.drainGate(handleGenerate(s, true))))
+	r.Method(http.MethodPost, "/v1/completions", gate(s.drainGate(handleGenerate(s, false))))
 	r.Method(http.MethodGet, "/v1/models", handleModels(s))
 
 	r.Method(http.MethodGet, "/health", gate(handleHealth(s)))

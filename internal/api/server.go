@@ -90,11 +90,13 @@ type Server struct {
 	apiKeys [][]byte
 	handler http.Handler
 
-	ready    atomic.Bool  // startup gate (false = 503)
-	dead     atomic.Int32 // engines whose actor has died
-	inflight atomic.Int64 // generation requests in flight (GET /load)
-	rr       atomic.Uint64
-	ranks    []rankLoad
+	ready         atomic.Bool  // startup gate (false = 503)
+	draining      atomic.Bool  // generation answers 503 (operator.go)
+	healthFailing atomic.Bool  // /health answers 503 (operator.go)
+	dead          atomic.Int32 // engines whose actor has died
+	inflight      atomic.Int64 // generation requests in flight (GET /load)
+	rr            atomic.Uint64
+	ranks         []rankLoad
 }
 
 // rankLoad counts the engine sequences the router dispatched to a rank that

@@ -93,7 +93,7 @@ type Config struct {
 	RequestBodyTimeout    float64  `json:"request_body_timeout"` // seconds to read a request body (408 after)
 	MaxUnflushedTokens    int      `json:"max_unflushed_tokens"` // stuck-reader abort threshold (0 = never)
 	DevMode               bool     `json:"dev_mode"`             // serve /reset_prefix_cache (VLLM_SERVER_DEV_MODE)
-	AdminKey              string   `json:"admin_key"`            // enables /admin/faults
+	AdminKey              string   `json:"admin_key"`            // enables /admin/faults (also serve's --admin-key)
 	MaxConcurrentRequests int      `json:"max_concurrent_requests"`
 	RPM                   int      `json:"rpm"`
 	TPM                   int      `json:"tpm"`

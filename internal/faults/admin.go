@@ -21,16 +21,17 @@ const maxAdminBody = 1 << 20
 //	PUT        replace the settings (absent keys reset to their zero value)
 //	POST       change only the keys present in the body
 //
-// Every method requires "Authorization: Bearer <key>"; without it, or with
-// a wrong key, the answer is 401. A new setting applies from the next
-// request on and restarts the script's arrival count and time origin.
-// Errors use vLLM's shape {"error":{"message","type","param","code"}}.
-// key must not be empty (without an admin key the route is not mounted).
+// With a key, every method requires "Authorization: Bearer <key>";
+// without it, or with a wrong key, the answer is 401. An empty key means
+// the caller authenticates (the fleet admin API guards all its routes). A
+// new setting applies from the next request on and restarts the script's
+// arrival count and time origin. Errors use vLLM's shape
+// {"error":{"message","type","param","code"}}.
 func NewAdminHandler(in *Injector, key string) http.Handler {
 	want := []byte(key)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || len(want) == 0 || subtle.ConstantTimeCompare([]byte(token), want) != 1 {
+		if len(want) > 0 && (!ok || subtle.ConstantTimeCompare([]byte(token), want) != 1) {
 			writeAdminError(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized: a valid admin key is required (Authorization: Bearer <admin-key>).")
 			return
 		}
