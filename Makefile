@@ -16,11 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-<<<<<<< HEAD
-.PHONY: all deps build run test test-go check-events check-replay-html npm-ref chart-test helm-lint manifests bench fuzz lint lint-docker docker ci fmt clean
-=======
-.PHONY: all deps build run test test-go check-events npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
->>>>>>> main
+.PHONY: all deps build run test test-go check-events check-replay-html npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -39,15 +35,9 @@ run: build
 
 # The whole suite: vet, race-enabled Go tests (including the configs/ and
 # Grafana dashboard checks), the cross-language KV-event check against
-<<<<<<< HEAD
-# a live server, the Helm chart / manifests / compose fleet checks, and the
-# replay HTML report in headless Chromium.
-test: test-go check-events chart-test check-replay-html
-=======
-# a live server, the Helm chart / manifests / compose fleet checks, and a few
-# seconds of every fuzz target.
-test: test-go check-events chart-test fuzz-short
->>>>>>> main
+# a live server, the Helm chart / manifests / compose fleet checks, a few
+# seconds of every fuzz target, and the replay HTML report in headless Chromium.
+test: test-go check-events chart-test fuzz-short check-replay-html
 
 # The reference renderers the chat template tests compare against: Debian's
 # python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
