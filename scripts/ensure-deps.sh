@@ -7,6 +7,8 @@
 # python3-msgpack, and curl; and python3-jinja2, the reference the chat
 # template tests compare against; python3-xxhash and python3-cbor2 for
 # scripts/kv_block_hashes.py (block hashes computed independently of Go).
+# With --browser, what the replay HTML check needs: Debian's chromium, node
+# and npm.
 #
 # Running as root on Debian/Ubuntu, missing packages are installed with
 # apt-get (non-interactive). Otherwise the script prints ONE line saying
@@ -39,6 +41,11 @@ if [ "${1:-}" = "--python" ]; then
   /usr/bin/python3 -c 'import xxhash' >/dev/null 2>&1 || want+=(python3-xxhash)
   /usr/bin/python3 -c 'import cbor2' >/dev/null 2>&1 || want+=(python3-cbor2)
   command -v curl >/dev/null 2>&1 || want+=(curl)
+fi
+if [ "${1:-}" = "--browser" ]; then
+  [ -x /usr/bin/chromium ] || want+=(chromium)
+  command -v node >/dev/null 2>&1 || want+=(nodejs)
+  command -v npm >/dev/null 2>&1 || want+=(npm)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 

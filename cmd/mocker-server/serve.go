@@ -28,6 +28,10 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if cfg.AdminKey == "" {
+				// The admin key also guards /admin/faults on the API port.
+				cfg.AdminKey = admin.key
+			}
 			return serveFunc(cmd.Context(), cfg, admin, stdout, stderr)
 		},
 	}
@@ -102,12 +106,16 @@ func printNoEffect(cmd *cobra.Command, stderr io.Writer) {
 // inspect the validated configuration.
 var serveFunc = runServer
 
-// printConfig prints the configuration (API keys redacted) as indented JSON.
+// printConfig prints the configuration (API and admin keys redacted) as
+// indented JSON.
 func printConfig(_ context.Context, cfg *config.Config, _ adminFlags, stdout, _ io.Writer) error {
 	shown := *cfg
 	shown.APIKey = make([]string, len(cfg.APIKey))
 	for i := range shown.APIKey {
 		shown.APIKey[i] = "<redacted>"
+	}
+	if shown.AdminKey != "" {
+		shown.AdminKey = "<redacted>"
 	}
 	out, err := json.MarshalIndent(shown, "", "  ")
 	if err != nil {

@@ -157,6 +157,7 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 	maxTokens := o.Int("max_tokens")
 	minTokens := o.Int("min_tokens")
 	g.ignoreEOS = o.Bool("ignore_eos", false)
+	parseResponseFormat(o)
 	stop, stopSet := parseStop(o)
 	stopIDs, _ := o.Array("stop_token_ids")
 	stopIDNums := make([]num, 0, min(len(stopIDs), maxStopTokenIDs+1))

@@ -9,11 +9,14 @@ import (
 // routes lists every route (docs/http-api.md) and the middleware around
 // them.
 // Middleware order: CORS (header on every response, OPTIONS preflight) →
-// panic recovery → authentication of /v1/* → router; the startup gate wraps
-// /health, /ping and the generation endpoints.
+// panic recovery → authentication (/v1/*, /tokenize, /detokenize,
+// /reset_prefix_cache) → bounded body read → router; the startup gate wraps
+// /health, /ping and the generation endpoints. /reset_prefix_cache exists
+// only in dev mode (vLLM's VLLM_SERVER_DEV_MODE rule), /admin/faults only
+// with an admin key.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(cors, s.recoverPanics, s.authenticate)
+	r.Use(cors, s.recoverPanics, s.authenticate, s.readBodies)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, bodyNotFound)
 	})
@@ -34,6 +37,9 @@ func (s *Server) routes() http.Handler {
 	r.Method(http.MethodPost, "/detokenize", handleDetokenize(s))
 	r.Method(http.MethodGet, "/load", handleLoad(s))
 	r.Method(http.MethodGet, "/metrics", handleMetrics(s.metrics))
-	r.Method(http.MethodPost, "/reset_prefix_cache", handleResetPrefixCache(s))
+	if s.cfg.DevMode {
+		r.Method(http.MethodPost, "/reset_prefix_cache", handleResetPrefixCache(s))
+	}
+	s.mountAdmin(r)
 	return r
 }

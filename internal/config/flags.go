@@ -120,6 +120,19 @@ var flagTable = []flagSpec{
 	{name: "kv-events-encoding", key: "kv_events_encoding", kind: flagString, usage: "KV event encoding: map | array"},
 	{name: "kv-events-replay-topic-frame", key: "kv_events_replay_topic_frame", kind: flagBool, negatable: true, usage: "replay replies carry a topic frame"},
 	{name: "fpm-endpoint", key: "fpm_endpoint", kind: flagString, usage: "ZMQ PUB endpoint for forward-pass metrics (empty = off)"},
+
+	// Robustness, rate limits and fault injection (docs/FAULTS.md).
+	{name: "shutdown-grace", key: "shutdown_grace", kind: flagFloat, usage: "seconds in-flight requests may finish after SIGTERM/SIGINT/SIGHUP (a second signal exits at once)"},
+	{name: "request-body-timeout", key: "request_body_timeout", kind: flagFloat, usage: "seconds to receive a request body before 408 and close"},
+	{name: "max-unflushed-tokens", key: "max_unflushed_tokens", kind: flagInt, usage: "abort a stream whose client leaves this many tokens unread (0 = never)"},
+	{name: "dev-mode", key: "dev_mode", kind: flagBool, usage: "serve POST /reset_prefix_cache (default $VLLM_SERVER_DEV_MODE=1)"},
+	{name: "max-concurrent-requests", key: "max_concurrent_requests", kind: flagInt, usage: "429 beyond this many generation requests in flight (0 = no limit)"},
+	{name: "rpm", key: "rpm", kind: flagInt, usage: "requests per minute before 429 (0 = no limit)"},
+	{name: "tpm", key: "tpm", kind: flagInt, usage: "tokens (prompt + max tokens) per minute before 429 (0 = no limit)"},
+	{name: "failure-rate", key: "failure_rate", kind: flagFloat, usage: "probability (0-1, seeded by --seed) that a request gets one of --failure-types"},
+	{name: "failure-types", key: "failure_types", kind: flagList, split: true, usage: "faults drawn by --failure-rate, e.g. rate_limit,truncate;after=5 (default all but timeout)"},
+	{name: "failure-script", key: "failure_script", kind: flagString, usage: "failure script, inline or @FILE, e.g. 'first 3: rate_limit; then ok'"},
+	{name: "allow-fault-headers", key: "allow_fault_headers", kind: flagBool, usage: "let requests pick a fault with X-Mocker-Fault"},
 }
 
 // Names of the source flags, which are not configuration keys themselves.

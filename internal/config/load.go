@@ -25,7 +25,8 @@ type LoadOptions struct {
 	// validation as files.
 	Overlay map[string]any
 
-	// LookupEnv reads VLLM_API_KEY and PYTHONHASHSEED; nil = os.LookupEnv.
+	// LookupEnv reads VLLM_API_KEY, VLLM_SERVER_DEV_MODE and PYTHONHASHSEED;
+	// nil = os.LookupEnv.
 	LookupEnv func(key string) (string, bool)
 	// Hostname provides the host name of the default worker_id; nil = os.Hostname.
 	Hostname func() (string, error)
@@ -219,6 +220,14 @@ func applyDerivedDefaults(cfg *Config, merged map[string]any, opts LoadOptions) 
 	if !set("api_key") {
 		if k, ok := lookupEnv("VLLM_API_KEY"); ok && k != "" {
 			cfg.APIKey = []string{k}
+		}
+	}
+	if len(cfg.FailureTypes) == 0 {
+		cfg.FailureTypes = nil // [] and absent mean the same
+	}
+	if !set("dev_mode") {
+		if v, ok := lookupEnv("VLLM_SERVER_DEV_MODE"); ok && v == "1" {
+			cfg.DevMode = true
 		}
 	}
 	if cfg.HashSeed == "" {

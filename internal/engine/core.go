@@ -205,6 +205,7 @@ func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
 	s.status = statusFinished
 	delete(c.byID, s.req.ID)
 	c.report.Finished = append(c.report.Finished, FinishedRecord{
+		ID:             s.req.ID,
 		Reason:         reason,
 		Arrival:        s.arrival,
 		FirstScheduled: s.firstScheduled,

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/faults"
 	"github.com/mocker-server/mocker-server/internal/worker"
 )
 
@@ -47,6 +48,9 @@ func (f *Fleet) adminHandler() http.Handler {
 	mux.HandleFunc("GET /workers", f.handleList)
 	mux.HandleFunc("GET /workers/{id}", f.handleGet)
 	mux.HandleFunc("POST /workers/{id}/{action}", f.handleAction)
+	for _, m := range []string{"GET", "PUT", "POST"} {
+		mux.HandleFunc(m+" /workers/{id}/faults", f.handleFaults)
+	}
 	mux.Handle("GET /metrics", f.metrics.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		adminError(w, http.StatusNotFound, "NotFoundError", "no such admin route")
@@ -118,6 +122,21 @@ func (f *Fleet) lookup(w http.ResponseWriter, id string) (int, bool) {
 		return 0, false
 	}
 	return i, true
+}
+
+// handleFaults serves a worker's run-time failure settings
+// (faults.NewAdminHandler; the admin key was checked already).
+func (f *Fleet) handleFaults(w http.ResponseWriter, r *http.Request) {
+	i, ok := f.lookup(w, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	wk := f.Worker(i)
+	if wk == nil || wk.Faults() == nil {
+		adminError(w, http.StatusConflict, "ConflictError", "worker has not started yet")
+		return
+	}
+	faults.NewAdminHandler(wk.Faults(), "").ServeHTTP(w, r)
 }
 
 func (f *Fleet) handleAction(w http.ResponseWriter, r *http.Request) {

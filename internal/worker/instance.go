@@ -80,13 +80,15 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 	}
 	in := &instance{log: w.log, engines: engines, conns: map[net.Conn]struct{}{}, stopStartup: func() {}}
 	in.srv = api.NewServer(cfg, engines, api.Deps{
-		Logger:       w.log,
-		Metrics:      w.opts.Metrics,
-		Requests:     w.opts.Requests,
-		DeliveryLag:  w.opts.DeliveryLag,
-		Version:      w.opts.Version,
-		Tokenizer:    w.files.model,
-		ChatTemplate: w.files.chat,
+		Logger:        w.log,
+		Metrics:       w.opts.Metrics,
+		Requests:      w.opts.Requests,
+		DeliveryLag:   w.opts.DeliveryLag,
+		Faults:        w.faults,
+		FaultObserver: w.opts.Faults,
+		Version:       w.opts.Version,
+		Tokenizer:     w.files.model,
+		ChatTemplate:  w.files.chat,
 	})
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(port)))
 	if err != nil {
@@ -149,7 +151,7 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 		}
 	}
 	go func() {
-		err := in.hs.Serve(ln)
+		err := in.hs.Serve(api.JSONErrorListener(ln))
 		if err != nil && !errors.Is(err, http.ErrServerClosed) && !in.closing.Load() {
 			w.log.Error("http server failed", "err", err)
 			if w.opts.OnFailure != nil {
@@ -198,7 +200,8 @@ func (in *instance) kill() {
 	in.closing.Store(true)
 	in.connMu.Lock()
 	for c := range in.conns {
-		if tc, ok := c.(*net.TCPConn); ok {
+		// A *net.TCPConn, or api.JSONErrorListener's wrapper of one.
+		if tc, ok := c.(interface{ SetLinger(sec int) error }); ok {
 			_ = tc.SetLinger(0) // close with RST instead of FIN
 		}
 	}

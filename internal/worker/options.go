@@ -22,9 +22,8 @@ import (
 // Server timeouts. There is deliberately no overall write timeout: streams
 // can be long; each SSE write sets its own deadline.
 const (
-	readHeaderTimeout    = 10 * time.Second
-	idleTimeout          = 120 * time.Second
-	defaultShutdownGrace = 10 * time.Second
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 120 * time.Second
 	// handlerDrainTimeout bounds the wait for handlers once their contexts
 	// are cancelled (after the grace period, or at once on kill).
 	handlerDrainTimeout = 5 * time.Second
@@ -43,8 +42,8 @@ type Options struct {
 	// Ready is called with the base URL ("http://127.0.0.1:PORT") each
 	// time the worker's port is bound (first start and every restart).
 	Ready func(baseURL string)
-	// ShutdownGrace is how long in-flight requests may run on Stop before
-	// they are cancelled (default 10 s).
+	// ShutdownGrace, when > 0, overrides cfg.ShutdownGrace: how long
+	// in-flight requests may run on Stop before they are cancelled.
 	ShutdownGrace time.Duration
 	// Engines supplies each rank's collaborators.
 	Engines EngineHooks
@@ -53,6 +52,8 @@ type Options struct {
 	Metrics     http.Handler
 	Requests    api.RequestObserver
 	DeliveryLag api.DeliveryLagObserver
+	// Faults counts injected faults (mocker_injected_faults_total).
+	Faults api.FaultObserver
 	// OnFailure is told when the HTTP server fails on its own (not by
 	// Stop or Kill); nil means the failure is only logged.
 	OnFailure func(error)
@@ -102,7 +103,7 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 			return metrics.TeeFPM(reg.FPMSink(r), pubs.FPMSink(r))
 		},
 	}
-	opts.Metrics, opts.Requests, opts.DeliveryLag = reg.Handler(), reg, reg
+	opts.Metrics, opts.Requests, opts.DeliveryLag, opts.Faults = reg.Handler(), reg, reg, reg
 	release := opts.Release
 	opts.Release = func() {
 		_ = pubs.Close()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/faults"
 )
 
 // Errors of the operator actions (errors.Is).
@@ -35,6 +36,8 @@ type Worker struct {
 	log   *slog.Logger
 	hooks EngineHooks
 	grace time.Duration
+	// faults decides the worker's injected faults (nil: none).
+	faults *faults.Injector
 
 	// publishing gates the engines' KV-event and FPM sinks (sinks.go).
 	publishing atomic.Bool
@@ -62,8 +65,15 @@ func New(cfg *config.Config, opts Options) *Worker {
 	}
 	w := &Worker{cfg: cfg, opts: opts, log: opts.Logger, grace: opts.ShutdownGrace, port: cfg.Port}
 	if w.grace <= 0 {
-		w.grace = defaultShutdownGrace
+		w.grace = time.Duration(cfg.ShutdownGrace * float64(time.Second))
 	}
+	// One injector for the worker's whole life: its arrival count and
+	// script clock survive restarts. Load validated the settings.
+	inj, err := faults.New(cfg.FaultSettings(), faults.Options{Seed: cfg.Seed})
+	if err != nil {
+		w.log.Error("invalid failure settings; no faults will be injected", "err", err)
+	}
+	w.faults = inj
 	w.hooks = EngineHooks{Observer: opts.Engines.Observer}
 	if f := opts.Engines.KVSink; f != nil {
 		w.hooks.KVSink = func(r int) engine.KVEventSink {
@@ -83,6 +93,10 @@ func New(cfg *config.Config, opts Options) *Worker {
 	}
 	return w
 }
+
+// Faults returns the worker's fault injector (nil when its settings were
+// invalid), for an admin API to mount faults.NewAdminHandler on.
+func (w *Worker) Faults() *faults.Injector { return w.faults }
 
 // Config returns the worker's configuration (read-only).
 func (w *Worker) Config() *config.Config { return w.cfg }
