@@ -28,6 +28,9 @@ const (
 	RejectContextLength
 	// RejectKVCapacity: the request needs more blocks than the pool holds.
 	RejectKVCapacity
+	// RejectLoRADisabled: the request names a LoRA adapter but the engine
+	// serves none (the API refuses such requests before they get here).
+	RejectLoRADisabled
 )
 
 // Rejection is the engine's verdict on a request that can never run. Its

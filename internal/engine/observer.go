@@ -28,6 +28,13 @@ type Gauges struct {
 	ActiveBlocks int
 	// KVUsage is ActiveBlocks / num_gpu_blocks.
 	KVUsage float64
+	// MaxLoRAs is the configured adapter slots (0: LoRA disabled, and the
+	// adapter lists are empty).
+	MaxLoRAs int
+	// RunningAdapters and WaitingAdapters name the adapters with at least
+	// one running (resp. waiting) request, in the order the adapters
+	// first got a live request. Valid only during the call.
+	RunningAdapters, WaitingAdapters []string
 }
 
 // PassReport is what one pass (or one batch of out-of-pass cancellations)

@@ -25,6 +25,16 @@ func (q *waitQueue) PopFront() *sequence {
 	return s
 }
 
+// RemoveAt removes and returns the i-th queued request (i = 0 is the front).
+func (q *waitQueue) RemoveAt(i int) *sequence {
+	if i == 0 {
+		return q.PopFront()
+	}
+	s := q.items[q.head+i]
+	q.Remove(s)
+	return s
+}
+
 // PushBack enqueues a new request.
 func (q *waitQueue) PushBack(s *sequence) {
 	if q.byPriority {

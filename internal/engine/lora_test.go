@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mocker-server/mocker-server/internal/kv"
+)
+
+// loraHarness is a vllm core with max_loras 2, a 5 ms adapter load time, the
+// fixed timing model (20 ms prefill, 10 ms decode) and 4-token blocks.
+func loraHarness(t *testing.T, mutate func(c *Config)) *harness {
+	return newHarness(t, func(c *Config) {
+		c.BlockSize = 4
+		c.Timing.Model = TimingFixed
+		c.LoRA = LoRAConfig{MaxLoRAs: 2, LoadTime: 5 * time.Millisecond}
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+}
+
+func (h *harness) submitAdapterAt(ms float64, adapter kv.Adapter, prompt []uint32, outputs int) *Request {
+	r := h.request(prompt, seqTokens(9000, outputs))
+	r.Adapter = adapter
+	h.sim.SubmitAt(time.Duration(ms*float64(time.Millisecond)), r)
+	return r
+}
+
+var (
+	adapterA = kv.Adapter{ID: 1, Name: "a"}
+	adapterB = kv.Adapter{ID: 2, Name: "b"}
+	adapterC = kv.Adapter{ID: 3, Name: "c"}
+)
+
+// TestScenarioL1ThirdAdapterWaitsForASlot: with max_loras 2, requests for
+// adapters a, b, c and the base model arrive together. Pass by pass:
+//
+//   - pass 1 (0 → 50 ms): a and b are admitted and take the two slots; c
+//     would be a third adapter, so it waits in place while the base-model
+//     request and a second request for a, behind it, are admitted (vLLM
+//     steps over it). Duration: 20 prefill + 10 decode + a and b each read
+//     from disk and loaded (2 × 5 ms each) = 50 ms. b, base and a2 finish.
+//   - pass 2 (50 → 90 ms): only a runs, so c fits: admitted, its load
+//     evicts b's slot (the least recently used): 20 + 10 + 2 × 5 = 40 ms.
+//   - pass 3 (90 → 100 ms): a and c decode, 10 ms, and finish.
+func TestScenarioL1ThirdAdapterWaitsForASlot(t *testing.T) {
+	h := loraHarness(t, nil)
+	a := h.submitAdapterAt(0, adapterA, seqTokens(100, 8), 3)
+	b := h.submitAdapterAt(0, adapterB, seqTokens(200, 8), 1)
+	c := h.submitAdapterAt(0, adapterC, seqTokens(300, 8), 2)
+	base := h.submitAdapterAt(0, kv.Adapter{}, seqTokens(400, 8), 1)
+	a2 := h.submitAdapterAt(0, adapterA, seqTokens(500, 8), 1)
+	h.sim.Run(0)
+
+	want := map[string]struct {
+		r     *Request
+		times []float64
+	}{
+		"a":    {a, []float64{50, 90, 100}},
+		"b":    {b, []float64{50}},
+		"c":    {c, []float64{90, 100}},
+		"base": {base, []float64{50}},
+		"a2":   {a2, []float64{50}},
+	}
+	for name, w := range want {
+		res := drain(w.r)
+		if !slices.Equal(res.times, w.times) {
+			t.Errorf("%s: tokens at %v ms, want %v", name, res.times, w.times)
+		}
+		if res.fin == nil || res.fin.Reason != FinishLength {
+			t.Errorf("%s: terminal %+v", name, res.fin)
+		}
+	}
+	// Gauges at each pass start and end: c waits through pass 1.
+	wantAdapters := []string{
+		"running=a,b waiting=c", // pass 1 start
+		"running=a waiting=c",   // pass 1 end: b finished
+		"running=a,c waiting=",  // pass 2 start
+		"running=a,c waiting=",  // pass 2 end
+		"running=a,c waiting=",  // pass 3 start
+		"running= waiting=",     // pass 3 end
+	}
+	if !slices.Equal(h.obs.adapters, wantAdapters) {
+		t.Errorf("adapter gauges\n%q\nwant\n%q", h.obs.adapters, wantAdapters)
+	}
+	if got := h.core.lora.gpu; !slices.Equal(got, []int{1, 3}) {
+		t.Errorf("GPU slots %v, want [1 3] (b evicted)", got)
+	}
+}
+
+// TestAdapterLoadTimeIsChargedOncePerSlotEntry: an adapter that stays in
+// its slot costs nothing on later passes; one evicted from the GPU but still
+// in the CPU cache costs one load time; one evicted from both costs two.
+func TestAdapterLoadTimeIsChargedOncePerSlotEntry(t *testing.T) {
+	slots := loraSlots{cfg: LoRAConfig{MaxLoRAs: 1, MaxCPULoRAs: 2, LoadTime: time.Millisecond}}
+	steps := []struct {
+		batch []int
+		want  time.Duration
+	}{
+		{[]int{1}, 2 * time.Millisecond}, // disk + GPU
+		{[]int{1}, 0},                    // resident
+		{[]int{2}, 2 * time.Millisecond}, // disk + GPU, evicts 1 from the GPU
+		{[]int{1}, time.Millisecond},     // still in the CPU cache
+		{[]int{3}, 2 * time.Millisecond}, // CPU cache full: evicts 2
+		{[]int{2}, 2 * time.Millisecond}, // read from disk again
+	}
+	for i, st := range steps {
+		if got := slots.activate(st.batch); got != st.want {
+			t.Errorf("step %d %v: load time %v, want %v", i, st.batch, got, st.want)
+		}
+	}
+}
+
+// TestSamePromptUnderTwoAdaptersSharesNoBlocks: the same prompt under a, b
+// and a again: a's second request hits a's blocks, b's never does, and the
+// Stored events of a and b carry different hashes and their adapters.
+func TestSamePromptUnderTwoAdaptersSharesNoBlocks(t *testing.T) {
+	h := loraHarness(t, nil)
+	prompt := seqTokens(100, 9)
+	h.submitAdapterAt(0, adapterA, prompt, 1)
+	h.submitAdapterAt(100, adapterB, prompt, 1)
+	h.submitAdapterAt(200, adapterA, prompt, 1)
+	h.sim.Run(0)
+
+	var hits []int
+	for _, p := range h.obs.passes {
+		if p.PrefixQueries > 0 {
+			hits = append(hits, p.PrefixHits)
+		}
+	}
+	if !slices.Equal(hits, []int{0, 0, 8}) {
+		t.Errorf("prefix hits per admission %v, want [0 0 8]", hits)
+	}
+	var stored []kv.Event
+	for pass := 1; pass <= len(h.obs.passes); pass++ {
+		for _, e := range h.events[pass] {
+			if e.Kind == kv.Stored {
+				stored = append(stored, e)
+			}
+		}
+	}
+	if len(stored) != 2 {
+		t.Fatalf("stored events %+v, want one per adapter", stored)
+	}
+	ea, eb := stored[0], stored[1]
+	if ea.Adapter != adapterA || eb.Adapter != adapterB {
+		t.Errorf("event adapters %+v, %+v", ea.Adapter, eb.Adapter)
+	}
+	for i := range ea.BlockHashes {
+		if ea.BlockHashes[i] == eb.BlockHashes[i] {
+			t.Errorf("block %d has hash %#x under both adapters", i, ea.BlockHashes[i])
+		}
+	}
+	if !slices.Equal(ea.ExtraKeys[1], []string{"a"}) || !slices.Equal(eb.ExtraKeys[0], []string{"b"}) {
+		t.Errorf("extra keys %q / %q", ea.ExtraKeys, eb.ExtraKeys)
+	}
+}
+
+func TestAdapterRequestWithoutLoRAIsRejected(t *testing.T) {
+	h := newHarness(t, nil)
+	r := h.submitAdapterAt(0, adapterA, seqTokens(1, 8), 1)
+	h.sim.Run(0)
+	res := drain(r)
+	if res.fin == nil || res.fin.Rejection == nil || res.fin.Rejection.Reason != RejectLoRADisabled {
+		t.Errorf("terminal %+v, want a LoRA-disabled rejection", res.fin)
+	}
+}
