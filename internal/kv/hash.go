@@ -77,7 +77,7 @@ type HashChain struct {
 	// adapter is the LoRA adapter's name ("" for the base model); it is
 	// mixed into every block.
 	adapter string
-	hashes []uint64
+	hashes  []uint64
 	// last is the full digest of the last hashed block (sha256_cbor only):
 	// the digest chain uses all 32 bytes, the wire value only 8.
 	last [sha256.Size]byte
