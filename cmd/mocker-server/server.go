@@ -224,6 +224,9 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 		Tokenizer:    textModel,
 		ChatTemplate: chat,
 	})
+	if err := srv.LoadStaticAdapters(); err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {

@@ -53,10 +53,11 @@ type genRequest struct {
 	priority     int
 	truncate     int // 0 = no truncation
 	cacheSalt    string
-	returnIDs    bool // return_token_ids
-	tokensAsIDs  bool // return_tokens_as_token_ids
-	echo         bool // completions only
-	rank         int  // X-data-parallel-rank, -1 = route
+	adapter      engine.Adapter // the LoRA adapter named by model (zero: base model)
+	returnIDs    bool           // return_token_ids
+	tokensAsIDs  bool           // return_tokens_as_token_ids
+	echo         bool           // completions only
+	rank         int            // X-data-parallel-rank, -1 = route
 	prompts      []promptSpec
 	maxEffective int // largest M over the prompts (metrics)
 }
@@ -224,11 +225,13 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 	// 7. Model name.
 	g.model = s.cfg.ServedName()
 	if hasModel {
-		if !s.served[model] {
+		adapter, isAdapter := s.adapters.lookup(model)
+		if !s.served[model] && !isAdapter {
 			return nil, &apiError{Status: http.StatusNotFound, Type: typeNotFound,
 				Message: "The model `" + model + "` does not exist.", Param: "model"}
 		}
 		g.model = model
+		g.adapter = adapter
 	}
 	g.baseID = requestID(r.Header.Get("X-Request-Id"), bodyID)
 

@@ -35,5 +35,10 @@ func (s *Server) routes() http.Handler {
 	r.Method(http.MethodGet, "/load", handleLoad(s))
 	r.Method(http.MethodGet, "/metrics", handleMetrics(s.metrics))
 	r.Method(http.MethodPost, "/reset_prefix_cache", handleResetPrefixCache(s))
+	if s.adapters != nil && s.cfg.AllowRuntimeLoRAUpdating {
+		// Like vLLM, the routes exist only when runtime updating is allowed.
+		r.Method(http.MethodPost, "/v1/load_lora_adapter", handleLoadAdapter(s))
+		r.Method(http.MethodPost, "/v1/unload_lora_adapter", handleUnloadAdapter(s))
+	}
 	return r
 }

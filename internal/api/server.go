@@ -66,14 +66,16 @@ type Deps struct {
 type Server struct {
 	cfg     *config.Config
 	engines []*engine.Engine
-	tok     tokenizer.Model
-	chat    ChatRenderer
-	log     *slog.Logger
-	metrics http.Handler
-	reqObs  RequestObserver
-	lagObs  DeliveryLagObserver
-	version string
-	now     func() time.Time
+	// adapters are the served LoRA adapters; nil without --enable-lora.
+	adapters *adapterRegistry
+	tok      tokenizer.Model
+	chat     ChatRenderer
+	log      *slog.Logger
+	metrics  http.Handler
+	reqObs   RequestObserver
+	lagObs   DeliveryLagObserver
+	version  string
+	now      func() time.Time
 
 	served  map[string]bool
 	apiKeys [][]byte
@@ -129,6 +131,9 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 	}
 	for _, k := range cfg.APIKey {
 		s.apiKeys = append(s.apiKeys, []byte(k))
+	}
+	if cfg.EnableLoRA {
+		s.adapters = newAdapterRegistry()
 	}
 	s.ready.Store(cfg.StartupTime <= 0)
 	s.handler = s.routes()

@@ -71,6 +71,10 @@ func (v *validator) validateLoRA(c *Config) {
 	if c.EngineType != engine.EngineVLLM {
 		v.errorf([]string{"enable_lora", "engine_type"}, "enable_lora is supported with engine_type vllm only, got %s", c.EngineType)
 	}
+	if c.DPSize > 1 {
+		// vLLM's metrics refuse it ("LoRA in DP mode is not supported yet").
+		v.errorf([]string{"enable_lora", "dp_size"}, "enable_lora is not supported with dp_size > 1, got %d", c.DPSize)
+	}
 	v.intMin("max_loras", int64(c.MaxLoRAs), 1)
 	if c.MaxCPULoRAs != 0 && c.MaxCPULoRAs < c.MaxLoRAs {
 		v.errorf([]string{"max_cpu_loras", "max_loras"}, "max_cpu_loras (%d) must be >= max_loras (%d)", c.MaxCPULoRAs, c.MaxLoRAs)

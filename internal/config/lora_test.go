@@ -88,6 +88,7 @@ func TestLoRABadInput(t *testing.T) {
 		{"modules without enable_lora", []string{"--lora-modules", "a=/p"}, "lora_modules needs enable_lora"},
 		{"negative load time", []string{"--enable-lora", "--lora-load-time-ms", "-1"}, "lora_load_time_ms"},
 		{"unknown path check", []string{"--enable-lora", "--lora-path-check", "maybe"}, "lora_path_check"},
+		{"data parallel", []string{"--enable-lora", "-dp", "2"}, "enable_lora is not supported with dp_size > 1, got 2"},
 		{"trtllm", []string{"--enable-lora", "--engine-type", "trtllm"}, "enable_lora is supported with engine_type vllm only"},
 	}
 	for _, tt := range tests {

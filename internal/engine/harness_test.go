@@ -37,7 +37,8 @@ type recordingObserver struct {
 func (o *recordingObserver) ObserveGauges(g Gauges) {
 	o.gauges = g
 	if g.MaxLoRAs > 0 {
-		o.adapters = append(o.adapters, "running="+strings.Join(g.RunningAdapters, ",")+" waiting="+strings.Join(g.WaitingAdapters, ","))
+		o.adapters = append(o.adapters, fmt.Sprintf("running=%s waiting=%s deferred=%d",
+			strings.Join(g.RunningAdapters, ","), strings.Join(g.WaitingAdapters, ","), g.WaitingDeferred))
 	}
 }
 func (o *recordingObserver) ObservePass(r *PassReport) {

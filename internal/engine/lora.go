@@ -107,6 +107,17 @@ func (c *Core) adapterGauges(g *Gauges) {
 	}
 	c.adapterOrder = kept
 	g.RunningAdapters, g.WaitingAdapters = c.runningNames, c.waitingNames
+	if len(c.runningNames) < c.cfg.LoRA.MaxLoRAs {
+		return
+	}
+	// Every slot is taken: waiting requests of other adapters are deferred.
+	for i := 0; i < c.waiting.Len(); i++ {
+		name := c.waiting.At(i).req.Adapter.Name
+		if name != "" && !slices.Contains(c.runningNames, name) {
+			g.Waiting--
+			g.WaitingDeferred++
+		}
+	}
 }
 
 // noteAdapter records that a request of the named adapter arrived.

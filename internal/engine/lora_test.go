@@ -75,12 +75,12 @@ func TestScenarioL1ThirdAdapterWaitsForASlot(t *testing.T) {
 	}
 	// Gauges at each pass start and end: c waits through pass 1.
 	wantAdapters := []string{
-		"running=a,b waiting=c", // pass 1 start
-		"running=a waiting=c",   // pass 1 end: b finished
-		"running=a,c waiting=",  // pass 2 start
-		"running=a,c waiting=",  // pass 2 end
-		"running=a,c waiting=",  // pass 3 start
-		"running= waiting=",     // pass 3 end
+		"running=a,b waiting=c deferred=1", // pass 1 start: c has no slot
+		"running=a waiting=c deferred=0",   // pass 1 end: b finished, a slot is free
+		"running=a,c waiting= deferred=0",  // pass 2 start
+		"running=a,c waiting= deferred=0",  // pass 2 end
+		"running=a,c waiting= deferred=0",  // pass 3 start
+		"running= waiting= deferred=0",     // pass 3 end
 	}
 	if !slices.Equal(h.obs.adapters, wantAdapters) {
 		t.Errorf("adapter gauges\n%q\nwant\n%q", h.obs.adapters, wantAdapters)

@@ -19,10 +19,13 @@ type Gauges struct {
 	Rank int
 	// Running is the length of the running list.
 	Running int
-	// Waiting is the waiting queue length (never scheduled + preempted).
+	// Waiting is the waiting queue length (never scheduled + preempted)
+	// less WaitingDeferred.
 	Waiting int
-	// WaitingDeferred counts requests waiting for remote KV (disaggregation;
-	// always 0 until that is built).
+	// WaitingDeferred counts waiting requests held back by a transient
+	// constraint rather than capacity: those whose LoRA adapter cannot get a
+	// slot while max_loras other adapters run (remote KV would count here
+	// too once disaggregation is built).
 	WaitingDeferred int
 	// ActiveBlocks is the number of referenced KV blocks.
 	ActiveBlocks int

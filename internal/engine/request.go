@@ -103,3 +103,7 @@ func (s *sequence) numTokens() int { return s.numPromptTokens + s.numGeneratedTo
 func (s *sequence) prefillDone() bool { return s.numComputedTokens >= s.numPromptTokens }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// Adapter is a LoRA adapter identity as requests carry it (the block
+// pool's kv.Adapter, named here so that callers need not import kv).
+type Adapter = kv.Adapter
