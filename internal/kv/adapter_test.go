@@ -113,6 +113,19 @@ func TestAdapterHashVectors(t *testing.T) {
 	}
 }
 
+// TestSHA256AdapterBlockLayout checks the CBOR bytes docs/kv-hashing.md
+// shows for block 0 under adapter "sql".
+func TestSHA256AdapterBlockLayout(t *testing.T) {
+	h := newTestHasher(t, AlgoSHA256CBOR, "0", 4)
+	c := h.NewKeyedChain(Keys{Adapter: Adapter{ID: 1, Name: "sql"}})
+	h.Extend(&c, vectorTokens, 1)
+	want := append([]byte{0x83, 0x58, 0x20}, h.noneHash[:]...)
+	want = append(want, 0x84, 1, 2, 3, 4, 0x81, 0x63, 's', 'q', 'l')
+	if !slices.Equal(c.buf, want) {
+		t.Errorf("CBOR of block 0 = % x, want % x", c.buf, want)
+	}
+}
+
 func TestAdapterChangesEveryHash(t *testing.T) {
 	for _, algo := range []string{AlgoXXH3, AlgoSHA256CBOR} {
 		h := newTestHasher(t, algo, "0", 4)
