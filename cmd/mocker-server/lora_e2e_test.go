@@ -126,22 +126,21 @@ func TestE2E_LoRAAdaptersThroughTheServer(t *testing.T) {
 		}
 		return "running=" + run + " waiting=" + wait
 	}
+	waitState := func(want string) {
+		t.Helper()
+		testutil.WaitUntil(t, 5*time.Second, func() string {
+			if s := state(); s != want {
+				return s
+			}
+			return ""
+		})
+	}
 	wg.Add(1)
 	go stream("a", 40)
-	testutil.WaitUntil(t, 5*time.Second, func() string {
-		if s := state(); s != "running=a waiting=" {
-			return s
-		}
-		return ""
-	})
+	waitState("running=a waiting=")
 	wg.Add(1)
 	go stream("b", 40)
-	testutil.WaitUntil(t, 5*time.Second, func() string {
-		if s := state(); s != "running=a,b waiting=" {
-			return s
-		}
-		return ""
-	})
+	waitState("running=a,b waiting=")
 	wg.Add(1)
 	go stream("c", 2)
 	testutil.WaitUntil(t, 5*time.Second, func() string {
@@ -154,12 +153,7 @@ func TestE2E_LoRAAdaptersThroughTheServer(t *testing.T) {
 		return ""
 	})
 	wg.Wait()
-	testutil.WaitUntil(t, 5*time.Second, func() string {
-		if s := state(); s != "running= waiting=" {
-			return s
-		}
-		return ""
-	})
+	waitState("running= waiting=")
 
 	// The same token prompt under a and b: live on a SUB (synchronised on
 	// probes first, see FIELD-NOTES) and in the replay.

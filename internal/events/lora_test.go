@@ -1,7 +1,6 @@
 package events
 
 import (
-	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -43,22 +42,11 @@ func TestEncodeAdapterPythonDecodes(t *testing.T) {
 		hexs(EncodeBatch(nil, goldenTS, []kv.Event{ev}, 0, EncodingMap)),
 		hexs(EncodeBatch(nil, goldenTS, []kv.Event{ev}, 0, EncodingArray)),
 	}
-	script := `
-import sys, msgpack
-for line in sys.stdin:
-    print(repr(msgpack.unpackb(bytes.fromhex(line.replace(" ", "").strip()), raw=False)))
-`
-	cmd := exec.Command(py, "-c", script)
-	cmd.Stdin = strings.NewReader(strings.Join(payloads, "\n") + "\n")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("python: %v\n%s", err, out)
-	}
 	want := []string{
 		"[1760000000.5, [{'type': 'BlockStored', 'block_hashes': [14643705804678351452, 7], 'parent_block_hash': None, 'token_ids': [1, 2, 3, 4, 5, 6, 7, 8], 'block_size': 4, 'lora_id': 300, 'medium': 'GPU', 'lora_name': 'sql', 'extra_keys': [['sql', 'tenant-a'], ['sql']], 'group_idx': 0, 'kv_cache_spec_kind': 'full_attention'}], 0]",
 		"[1760000000.5, [['BlockStored', [14643705804678351452, 7], None, [1, 2, 3, 4, 5, 6, 7, 8], 4, 300, 'GPU', 'sql']], 0]",
 	}
-	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); !reflect.DeepEqual(lines, want) {
+	if lines := pythonUnpack(t, py, payloads); !reflect.DeepEqual(lines, want) {
 		t.Errorf("python decoded:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
