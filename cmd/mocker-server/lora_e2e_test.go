@@ -59,7 +59,7 @@ func TestE2E_LoRAAdaptersThroughTheServer(t *testing.T) {
 		P, R = bases[0], bases[1]
 		var err error
 		srv, err = e2eTryStartProduction(t, loadConfig(t, map[string]any{
-			"enable_lora": true, "max_loras": 2, "allow_runtime_lora_updating": true,
+			"enable_lora": true, "max_loras": 2, "max_cpu_loras": 3, "allow_runtime_lora_updating": true,
 			"lora_load_time_ms": 5, "block_size": 4, "speedup_ratio": 1,
 			"timing_model": "fixed", "fixed_prefill_ms": 5, "fixed_decode_ms": 15,
 			"zmq_kv_events_port": P, "zmq_replay_port": R, "log_level": "error",
@@ -96,9 +96,26 @@ func TestE2E_LoRAAdaptersThroughTheServer(t *testing.T) {
 	if n := len(page.Data); n != 4 || page.Data[3].ID != "c" || page.Data[3].JSON.ExtraFields["parent"].Raw() != `"mocker-model"` {
 		t.Fatalf("models %+v", page.Data)
 	}
-	if s := srv.e2eScrape(t); len(s.series("vllm:lora_requests_info", nil)) != 0 {
-		t.Errorf("vllm:lora_requests_info before any pass: %v", s.series("vllm:lora_requests_info", nil))
-	}
+	// Loading is vLLM's add_lora: each adapter enters the CPU cache and a
+	// GPU slot, so c pushed a out of the GPU (2 slots) but not out of the
+	// CPU cache (3).
+	testutil.WaitUntil(t, 5*time.Second, func() string {
+		s := srv.e2eScrape(t)
+		levels := map[string]string{}
+		for _, m := range s.series("vllm:lora_adapter_loaded", map[string]string{"engine": "0", "pinned": "false"}) {
+			l := e2eLabelMap(m)
+			levels[l["adapter_name"]] = l["level"]
+			if m.GetGauge().GetValue() != 1 {
+				return fmt.Sprintf("loaded series %v = %v", l, m.GetGauge().GetValue())
+			}
+		}
+		gpu := s.value("vllm:num_gpu_loaded_lora_adapters", map[string]string{"engine": "0"})
+		cpu := s.value("vllm:num_cpu_loaded_lora_adapters", map[string]string{"engine": "0"})
+		if fmt.Sprint(levels) != "map[a:cpu b:gpu c:gpu]" || gpu != 2 || cpu != 3 {
+			return fmt.Sprintf("levels %v gpu %v cpu %v", levels, gpu, cpu)
+		}
+		return ""
+	})
 
 	// a and b stream 40 tokens each (≥ 600 ms); c arrives while both run.
 	var wg sync.WaitGroup

@@ -100,13 +100,21 @@ func (s *Server) loadAdapter(name, path, baseModel string) *apiError {
 		parent = baseModel
 	}
 	r.lastID++
-	r.byName[name] = &loraAdapter{Adapter: engine.Adapter{ID: r.lastID, Name: name}, path: path, parent: parent}
+	a := &loraAdapter{Adapter: engine.Adapter{ID: r.lastID, Name: name}, path: path, parent: parent}
+	r.byName[name] = a
 	r.order = append(r.order, name)
+	for _, e := range s.engines {
+		// vLLM's add_lora: the engine loads it into its slots now. A
+		// stopped engine serves nothing, so its error changes nothing.
+		_ = e.LoadAdapter(a.Adapter)
+	}
 	s.log.Info("loaded LoRA adapter", "name", name, "path", path, "id", r.lastID)
 	return nil
 }
 
-// unloadAdapter removes an adapter; its requests in flight finish under it.
+// unloadAdapter removes an adapter from the served names; its requests in
+// flight finish under it. As in vLLM, the engine keeps it in its slots until
+// they evict it.
 func (s *Server) unloadAdapter(name string) *apiError {
 	if name == "" {
 		return &apiError{Status: http.StatusBadRequest, Type: typeInvalidUserInput,

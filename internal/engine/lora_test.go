@@ -85,7 +85,7 @@ func TestScenarioL1ThirdAdapterWaitsForASlot(t *testing.T) {
 	if !slices.Equal(h.obs.adapters, wantAdapters) {
 		t.Errorf("adapter gauges\n%q\nwant\n%q", h.obs.adapters, wantAdapters)
 	}
-	if got := h.core.lora.gpu; !slices.Equal(got, []int{1, 3}) {
+	if got := h.core.lora.gpu; !slices.Equal(got, []Adapter{adapterA, adapterC}) {
 		t.Errorf("GPU slots %v, want [1 3] (b evicted)", got)
 	}
 }
@@ -95,16 +95,17 @@ func TestScenarioL1ThirdAdapterWaitsForASlot(t *testing.T) {
 // in the CPU cache costs one load time; one evicted from both costs two.
 func TestAdapterLoadTimeIsChargedOncePerSlotEntry(t *testing.T) {
 	slots := loraSlots{cfg: LoRAConfig{MaxLoRAs: 1, MaxCPULoRAs: 2, LoadTime: time.Millisecond}}
+	a, b, c := []Adapter{adapterA}, []Adapter{adapterB}, []Adapter{adapterC}
 	steps := []struct {
-		batch []int
+		batch []Adapter
 		want  time.Duration
 	}{
-		{[]int{1}, 2 * time.Millisecond}, // disk + GPU
-		{[]int{1}, 0},                    // resident
-		{[]int{2}, 2 * time.Millisecond}, // disk + GPU, evicts 1 from the GPU
-		{[]int{1}, time.Millisecond},     // still in the CPU cache
-		{[]int{3}, 2 * time.Millisecond}, // CPU cache full: evicts 2
-		{[]int{2}, 2 * time.Millisecond}, // read from disk again
+		{a, 2 * time.Millisecond}, // disk + GPU
+		{a, 0},                    // resident
+		{b, 2 * time.Millisecond}, // disk + GPU, evicts a from the GPU
+		{a, time.Millisecond},     // still in the CPU cache
+		{c, 2 * time.Millisecond}, // CPU cache full: evicts b
+		{b, 2 * time.Millisecond}, // read from disk again
 	}
 	for i, st := range steps {
 		if got := slots.activate(st.batch); got != st.want {
@@ -155,6 +156,28 @@ func TestSamePromptUnderTwoAdaptersSharesNoBlocks(t *testing.T) {
 	}
 	if !slices.Equal(ea.ExtraKeys[1], []string{"a"}) || !slices.Equal(eb.ExtraKeys[0], []string{"b"}) {
 		t.Errorf("extra keys %q / %q", ea.ExtraKeys, eb.ExtraKeys)
+	}
+}
+
+// TestLoadingAnAdapterFillsTheSlotsAsAddLoRADoes: registering adapters
+// loads each into the CPU cache and a GPU slot; with max_loras 2 and
+// max_cpu_loras 3 the third pushes the first out of the GPU but not out of
+// the CPU cache, so running it later costs one load time, not two. On an
+// idle engine registering costs no pass time.
+func TestLoadingAnAdapterFillsTheSlotsAsAddLoRADoes(t *testing.T) {
+	h := loraHarness(t, func(c *Config) { c.LoRA.MaxCPULoRAs = 3 })
+	for _, a := range []Adapter{adapterA, adapterB, adapterC} {
+		h.core.LoadAdapter(a)
+	}
+	g := h.obs.gauges
+	if !slices.Equal(g.GPUAdapters, []Adapter{adapterB, adapterC}) || !slices.Equal(g.CPUAdapters, []Adapter{adapterA, adapterB, adapterC}) {
+		t.Fatalf("slots gpu=%v cpu=%v", g.GPUAdapters, g.CPUAdapters)
+	}
+	r := h.submitAdapterAt(0, adapterA, seqTokens(100, 8), 1)
+	h.sim.Run(0)
+	// 20 prefill + 10 decode + one load (a is still in the CPU cache).
+	if res := drain(r); !slices.Equal(res.times, []float64{35}) {
+		t.Errorf("token at %v ms, want [35]", res.times)
 	}
 }
 

@@ -38,6 +38,10 @@ type Gauges struct {
 	// one running (resp. waiting) request, in the order the adapters
 	// first got a live request. Valid only during the call.
 	RunningAdapters, WaitingAdapters []string
+	// GPUAdapters and CPUAdapters are the adapters loaded in GPU slots and
+	// in the CPU cache (a GPU adapter is in both), least recently used
+	// first. Valid only during the call.
+	GPUAdapters, CPUAdapters []Adapter
 }
 
 // PassReport is what one pass (or one batch of out-of-pass cancellations)
