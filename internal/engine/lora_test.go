@@ -86,7 +86,7 @@ func TestScenarioL1ThirdAdapterWaitsForASlot(t *testing.T) {
 		t.Errorf("adapter gauges\n%q\nwant\n%q", h.obs.adapters, wantAdapters)
 	}
 	if got := h.core.lora.gpu; !slices.Equal(got, []Adapter{adapterA, adapterC}) {
-		t.Errorf("GPU slots %v, want [1 3] (b evicted)", got)
+		t.Errorf("GPU slots %v, want a and c (b evicted)", got)
 	}
 }
 

@@ -102,20 +102,33 @@ func (v *vllmScheduler) admitWaiting(start time.Time, budget int) {
 	// O(running + k), not O(running × k).
 	claimed := -1
 	loras := v.scheduledAdapters()
-	next := 0 // index of the next waiting request to consider
+	next := 0      // index of the next waiting request to consider
+	eligible := -1 // once max_loras adapters are in the pass: admissible requests left
 	for next < c.waiting.Len() && budget > 0 && len(c.running) < c.cfg.MaxNumSeqs {
+		full := len(loras) == c.cfg.LoRA.MaxLoRAs
+		if full && eligible < 0 {
+			// From now on only base-model requests and those of the pass's
+			// adapters can be admitted; none was passed over before.
+			eligible = c.waiting.numQueued(loras)
+		}
+		if eligible == 0 {
+			break // every request left belongs to an adapter that cannot join
+		}
 		s := c.waiting.At(next)
+		adapter := s.req.Adapter.ID
+		if adapter != 0 && full && !slices.Contains(loras, adapter) {
+			next++ // would exceed max_loras: wait, in place
+			continue
+		}
+		if eligible > 0 {
+			eligible-- // this one is now admitted, rejected, or blocks the queue
+		}
 		if s.status == statusWaiting {
 			if r := c.kv.rejection(s.numPromptTokens, s.maxOutput); r != nil {
 				c.waiting.RemoveAt(next)
 				c.reject(s, r)
 				continue
 			}
-		}
-		adapter := s.req.Adapter.ID
-		if adapter != 0 && len(loras) == c.cfg.LoRA.MaxLoRAs && !slices.Contains(loras, adapter) {
-			next++ // would exceed max_loras: wait, in place
-			continue
 		}
 		if claimed < 0 {
 			claimed = c.kv.claimedBlocks(c.running)
