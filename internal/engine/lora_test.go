@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +190,72 @@ func TestAdapterRequestWithoutLoRAIsRejected(t *testing.T) {
 	res := drain(r)
 	if res.fin == nil || res.fin.Rejection == nil || res.fin.Rejection.Reason != RejectLoRADisabled {
 		t.Errorf("terminal %+v, want a LoRA-disabled rejection", res.fin)
+	}
+}
+
+// TestLoRAInvariantsUnderRandomLoad runs random arrivals, lengths and
+// cancellations over 5 adapters and the base model on a small pool (so
+// requests are preempted) and checks after every pass: no pass runs more
+// than max_loras adapters, the waiting queue's per-adapter counts match its
+// contents, and every request ends.
+func TestLoRAInvariantsUnderRandomLoad(t *testing.T) {
+	preemptions, deferredPasses := 0, 0
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 99))
+		h := loraHarness(t, func(c *Config) {
+			c.NumBlocks = 40
+			c.MaxNumBatchedTokens = 64
+			c.LoRA.MaxCPULoRAs = 3
+		})
+		adapters := []Adapter{{}, adapterA, adapterB, adapterC, {ID: 4, Name: "d"}, {ID: 5, Name: "e"}}
+		var reqs []*Request
+		for i := range 60 {
+			a := adapters[r.IntN(len(adapters))]
+			req := h.submitAdapterAt(float64(r.IntN(400)), a, seqTokens(1000*i, 4+r.IntN(40)), 1+r.IntN(12))
+			reqs = append(reqs, req)
+			if r.IntN(8) == 0 {
+				h.sim.CancelAt(time.Duration(r.IntN(500))*time.Millisecond, req.ID)
+			}
+		}
+		next := h.sim.AfterPass
+		h.sim.AfterPass = func(pass int) {
+			next(pass)
+			c := h.core
+			var inPass []int
+			for _, s := range c.running {
+				if s.scheduled && s.req.Adapter.ID != 0 && !slices.Contains(inPass, s.req.Adapter.ID) {
+					inPass = append(inPass, s.req.Adapter.ID)
+				}
+			}
+			if len(inPass) > c.cfg.LoRA.MaxLoRAs {
+				t.Fatalf("seed %d pass %d runs adapters %v", seed, pass, inPass)
+			}
+			if q := &c.waiting; q.perAdapter != nil {
+				count := map[int]int{}
+				for i := 0; i < q.Len(); i++ {
+					count[q.At(i).req.Adapter.ID]++
+				}
+				for id, n := range q.perAdapter {
+					if count[id] != n {
+						t.Fatalf("seed %d pass %d: queue counts %v, contents %v", seed, pass, q.perAdapter, count)
+					}
+				}
+			}
+		}
+		h.sim.Run(0)
+		for i, req := range reqs {
+			if res := drain(req); res.fin == nil {
+				t.Fatalf("seed %d: request %d never ended", seed, i)
+			}
+		}
+		preemptions += h.obs.total(func(p *PassReport) int { return p.Preemptions })
+		for _, a := range h.obs.adapters {
+			if !strings.HasSuffix(a, "deferred=0") {
+				deferredPasses++
+			}
+		}
+	}
+	if preemptions == 0 || deferredPasses == 0 {
+		t.Errorf("the load exercised %d preemptions and %d reports with deferred requests; want both", preemptions, deferredPasses)
 	}
 }
