@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events npm-ref chart-test helm-lint manifests bench fuzz lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events check-replay-html npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -28,15 +28,16 @@ build: deps
 
 # A demo server (configs/demo.yaml) on http://127.0.0.1:8000 with KV events
 # (PUB tcp://127.0.0.1:5557, replay ROUTER :5558) and forward-pass metrics
-# (PUB tcp://*:5560). Other config: make run CONFIG=configs/small-cache.yaml;
+# (PUB ipc:///tmp/mocker-server-fpm.ipc). Other config: make run CONFIG=configs/small-cache.yaml;
 # extra flags: make run RUN_ARGS='--speedup-ratio 10'.
 run: build
 	./$(BIN) serve --config $(CONFIG) $(RUN_ARGS)
 
 # The whole suite: vet, race-enabled Go tests (including the configs/ and
 # Grafana dashboard checks), the cross-language KV-event check against
-# a live server, and the Helm chart / manifests / compose fleet checks.
-test: test-go check-events chart-test
+# a live server, the Helm chart / manifests / compose fleet checks, a few
+# seconds of every fuzz target, and the replay HTML report in headless Chromium.
+test: test-go check-events chart-test fuzz-short check-replay-html
 
 # The reference renderers the chat template tests compare against: Debian's
 # python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
@@ -57,6 +58,13 @@ npm-ref:
 check-events: build
 	@scripts/ensure-deps.sh --python
 	scripts/check-events-live.sh $(BIN)
+
+# The replay HTML report in headless Chromium (puppeteer-core from npm into
+# .cache/npm): every chart renders, no console errors, a screenshot in
+# .cache/replay-html/.
+check-replay-html: build
+	@scripts/ensure-deps.sh --browser
+	scripts/check-replay-html.sh $(BIN)
 
 # charts/mocker-server, deploy/kubernetes and docker-compose.fleet.yml,
 # checked by deploy/chartcheck: a nested Go module, so that Helm's and
@@ -79,16 +87,22 @@ helm-lint:
 manifests:
 	$(IN_CHARTCHECK) $(GO) test -count=1 -run '^TestPlainManifests_MatchAFreshRenderOfTheChart$$' . -update
 
+# Fuzz targets (docs/FAULTS.md): the request, configuration, profile,
+# KV-event and SSE targets a few seconds each in `make test`; every target
+# here (make fuzz FUZZTIME=10m, or FUZZTIME=1000000x for a count).
+FUZZTIME ?= 60s
+fuzz-short: deps
+	FUZZTIME=3s scripts/fuzz.sh FuzzGenerateHandler FuzzLoad FuzzLoadProfile FuzzEncodeRoundTrip FuzzSSEParser
+
+fuzz: deps
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+# 10-minute soak under mixed traffic with faults (not part of `make test`).
+soak: build
+	scripts/soak.sh $(BIN)
+
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
-
-# Fuzz internal/api's JSON appenders against encoding/json, FUZZTIME per
-# target. Not part of CI: every go test already runs the seed corpus.
-FUZZTIME ?= 30s
-fuzz: deps
-	for f in FuzzAppendString FuzzAppendFloat FuzzAppendIntegers; do \
-		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/api/ || exit 1; \
-	done
 
 lint: deps
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }

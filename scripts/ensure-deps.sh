@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # ensure-deps.sh: make sure the system packages the build needs are present:
 # a C compiler for cgo and libzmq's headers (via pkg-config) for the ZMQ
-# binding (github.com/pebbe/zmq4). With --python, also what the live
+# binding (github.com/pebbe/zmq4), and a python3 for the argparse
+# cross-check of the vLLM flag table. With --python, also what the live
 # cross-language KV-event check needs: Debian's python3 with python3-zmq and
 # python3-msgpack, and curl; and python3-jinja2, the reference the chat
-# template tests compare against.
+# template tests compare against. With --browser, what the replay HTML
+# check needs: Debian's chromium, node and npm.
 #
 # Running as root on Debian/Ubuntu, missing packages are installed with
 # apt-get (non-interactive). Otherwise the script prints ONE line saying
@@ -24,12 +26,22 @@ fi
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libzmq; then
   want+=(libzmq3-dev pkg-config)
 fi
+# Any python3 (standard library only) for the argparse cross-check of the
+# vllm serve flag table (internal/config).
+if ! command -v python3 >/dev/null 2>&1 && [ ! -x /usr/bin/python3 ]; then
+  want+=(python3)
+fi
 if [ "${1:-}" = "--python" ]; then
   if ! /usr/bin/python3 -c 'import zmq, msgpack' >/dev/null 2>&1; then
     want+=(python3 python3-zmq python3-msgpack)
   fi
   /usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1 || want+=(python3-jinja2)
   command -v curl >/dev/null 2>&1 || want+=(curl)
+fi
+if [ "${1:-}" = "--browser" ]; then
+  [ -x /usr/bin/chromium ] || want+=(chromium)
+  command -v node >/dev/null 2>&1 || want+=(nodejs)
+  command -v npm >/dev/null 2>&1 || want+=(npm)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 

@@ -155,7 +155,7 @@ func cfgsTokens(from, n int) []uint32 {
 func cfgsSimulate(t *testing.T, cfg *config.Config, rank int, reqs [][2]int) *cfgsObserver {
 	t.Helper()
 	obs := &cfgsObserver{}
-	profile, err := loadTimingProfile(cfg)
+	profile, err := loaders().TimingProfile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestConfigs_EveryEngineConfigLoadsAndServes(t *testing.T) {
 func TestConfigs_DemoEnablesEventsAndFPM(t *testing.T) {
 	t.Chdir(cfgsRepoRoot)
 	cfg := cfgsLoad(t, "configs/demo.yaml", nil)
-	if cfg.ZMQKVEventsPort != 5557 || cfg.ZMQReplayPort != 5558 || cfg.FPMEndpoint != "tcp://*:5560" || cfg.Port != 8000 {
+	if cfg.ZMQKVEventsPort != 5557 || cfg.ZMQReplayPort != 5558 || cfg.FPMEndpoint != "ipc:///tmp/mocker-server-fpm.ipc" || cfg.Port != 8000 {
 		t.Errorf("demo.yaml: kv events %d, replay %d, fpm %q, port %d",
 			cfg.ZMQKVEventsPort, cfg.ZMQReplayPort, cfg.FPMEndpoint, cfg.Port)
 	}

@@ -262,3 +262,22 @@ func TestE2E_LoRAAdaptersThroughTheServer(t *testing.T) {
 		t.Errorf("second unload: %d %s", st, body)
 	}
 }
+
+// TestRun_LoRAFlagErrorsExitWithStatus2: bad LoRA settings stop startup with
+// one line per problem and exit status 2.
+func TestRun_LoRAFlagErrorsExitWithStatus2(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--enable-lora", "--max-loras", "0"}, "max_loras must be >= 1, got 0"},
+		{[]string{"serve", "--enable-lora", "--max-loras", "2", "--max-cpu-loras", "1"}, "max_cpu_loras (1) must be >= max_loras (2)"},
+		{[]string{"serve", "--model", "m", "--enable-lora", "--lora-modules", "m=/p"}, `adapter name "m" is a served model name`},
+	} {
+		var stdout, stderr strings.Builder
+		err := run(context.Background(), tt.args, &stdout, &stderr)
+		if code := exitCode(err); code != 2 || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr.String(), tt.want)
+		}
+	}
+}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/mocker-server/mocker-server/internal/config"
 )
@@ -19,7 +17,7 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := shutdownOnSignals(os.Stderr, os.Exit)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err))

@@ -95,7 +95,7 @@ func TestRun_ConfigurationErrorsExitWithStatus2(t *testing.T) {
 			"Invalid engine_type 'foo'. Must be 'vllm', 'sglang', or 'trtllm'.",
 			"max_num_seqs must be between 1 and 65536, got 0",
 		}},
-		{"unknown flag", []string{"--max-num-seq", "3"}, []string{"unknown flag: --max-num-seq"}},
+		{"unknown flag", []string{"--max-num-seq", "3"}, []string{"unknown flag: --max-num-seq (did you mean --max-num-seqs?)"}},
 		{"unknown field in --kv-events-config", []string{"--kv-events-config", `{"bogus":true}`},
 			[]string{`unknown field "kv_events_config.bogus"`}},
 		{"bad bool value", []string{"--enable-prefix-caching=maybe"},

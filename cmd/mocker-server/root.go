@@ -8,7 +8,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 )
 
-// newRootCmd builds the command tree: serve (the default) and version.
+// newRootCmd builds the command tree: serve (the default), fleet, replay and version.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mocker-server",
@@ -24,12 +24,13 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	// Flag parsing errors (unknown flag, bad bool, missing value) are
-	// configuration errors: exit status 2.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &config.Error{Problems: []string{err.Error()}}
+	// Flag parsing errors (unknown flag, bad value, missing value) are
+	// configuration errors: exit status 2; an unknown flag gets a "did you
+	// mean" suggestion.
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &config.Error{Problems: []string{config.ExplainFlagError(cmd.Flags(), err)}}
 	})
-	root.AddCommand(newServeCmd(stdout, stderr), newVersionCmd(stdout))
+	root.AddCommand(newServeCmd(stdout, stderr), newFleetCmd(stderr), newReplayCmd(stdout, stderr), newVersionCmd(stdout))
 	return root
 }
 

@@ -296,8 +296,8 @@ func (g *manualGate) open() {
 // racing the startup time.
 func TestRun_ServesUntilCancelled(t *testing.T) {
 	gate := newManualGate()
-	serveFunc = func(ctx context.Context, cfg *config.Config, _, stderr io.Writer) error {
-		return runServerGated(ctx, cfg, stderr, gate.schedule)
+	serveFunc = func(ctx context.Context, cfg *config.Config, admin adminFlags, _, stderr io.Writer) error {
+		return runServerGated(ctx, cfg, admin, stderr, gate.schedule)
 	}
 	defer func() { serveFunc = printConfig }()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -362,21 +362,6 @@ func TestRun_ServesUntilCancelled(t *testing.T) {
 	if stdout.String() != "" {
 		t.Errorf("stdout = %q", stdout.String())
 	}
-}
-
-// The production gate opens after the startup time on the wall clock, and
-// not at all once stopped.
-func TestWallClockGate(t *testing.T) {
-	opened := make(chan struct{})
-	wallClockGate(time.Millisecond, func() { close(opened) })
-	select {
-	case <-opened:
-	case <-time.After(5 * time.Second):
-		t.Fatal("gate never opened")
-	}
-	stop := wallClockGate(50*time.Millisecond, func() { t.Error("stopped gate opened") })
-	stop()
-	time.Sleep(100 * time.Millisecond)
 }
 
 // A port that cannot be bound is a startup error (exit status 1).

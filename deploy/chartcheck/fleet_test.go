@@ -46,6 +46,7 @@ type prometheusConfig struct {
 // own flags, and the serve flags every worker gets.
 type fleetCommand struct {
 	workers, basePort, adminPort int
+	adminHost                    string
 	serveArgs                    []string
 }
 
@@ -53,7 +54,10 @@ type fleetCommand struct {
 // [--base-port P] [--admin-port P] [serve flags]` into its parts, with the
 // documented defaults (base port 8000, admin port 9000).
 func parseFleetCommand(command []string) (fleetCommand, error) {
-	fc := fleetCommand{basePort: 8000, adminPort: 9000}
+	fc := fleetCommand{basePort: 8000, adminPort: 9000, adminHost: "127.0.0.1"}
+	// The fleet's own flags that take a string value; the rest are serve flags.
+	strs := map[string]*string{"--admin-host": &fc.adminHost, "--admin-key": new(string),
+		"--stagger-delay": new(string), "--fleet-file": new(string)}
 	if len(command) == 0 || command[0] != "fleet" {
 		return fc, fmt.Errorf("command %q does not start with the fleet subcommand", command)
 	}
@@ -62,7 +66,8 @@ func parseFleetCommand(command []string) (fleetCommand, error) {
 		arg := command[i]
 		name, value, hasValue := strings.Cut(arg, "=")
 		target, isInt := ints[name]
-		if !isInt && name != "--fleet-file" {
+		str, isStr := strs[name]
+		if !isInt && !isStr {
 			fc.serveArgs = append(fc.serveArgs, arg)
 			continue
 		}
@@ -72,6 +77,9 @@ func parseFleetCommand(command []string) (fleetCommand, error) {
 			}
 			i++
 			value = command[i]
+		}
+		if isStr {
+			*str = value
 		}
 		if isInt {
 			n, err := strconv.Atoi(value)
@@ -133,6 +141,9 @@ func TestFleetCompose_PrometheusScrapesEveryWorker(t *testing.T) {
 			t.Errorf("%s publishes %q, want %q among them", fleetService, svc.Ports, want)
 		}
 	}
+	if fc.adminHost != "0.0.0.0" {
+		t.Errorf("the admin API listens on %q; in a container it must listen on 0.0.0.0 to be published", fc.adminHost)
+	}
 	if fc.adminPort >= fc.basePort && fc.adminPort <= last {
 		t.Errorf("admin port %d is inside the workers' ports %d-%d", fc.adminPort, fc.basePort, last)
 	}
@@ -190,9 +201,11 @@ func TestParseFleetCommand_ReadsTheFleetFlags(t *testing.T) {
 		want    fleetCommand
 		wantErr string
 	}{
-		{"defaults", []string{"fleet", "--workers", "2"}, fleetCommand{workers: 2, basePort: 8000, adminPort: 9000}, ""},
+		{"defaults", []string{"fleet", "--workers", "2"}, fleetCommand{workers: 2, basePort: 8000, adminPort: 9000, adminHost: "127.0.0.1"}, ""},
 		{"equals form and serve flags", []string{"fleet", "--workers=3", "--base-port=7000", "--fleet-file", "f.yaml", "--host", "0.0.0.0"},
-			fleetCommand{workers: 3, basePort: 7000, adminPort: 9000, serveArgs: []string{"--host", "0.0.0.0"}}, ""},
+			fleetCommand{workers: 3, basePort: 7000, adminPort: 9000, adminHost: "127.0.0.1", serveArgs: []string{"--host", "0.0.0.0"}}, ""},
+		{"admin flags are the fleet's", []string{"fleet", "--workers", "1", "--admin-host", "0.0.0.0", "--admin-key=k", "--stagger-delay", "1s"},
+			fleetCommand{workers: 1, basePort: 8000, adminPort: 9000, adminHost: "0.0.0.0"}, ""},
 		{"not the fleet command", []string{"serve"}, fleetCommand{}, "fleet subcommand"},
 		{"no workers", []string{"fleet"}, fleetCommand{}, "--workers 0"},
 		{"missing value", []string{"fleet", "--workers"}, fleetCommand{}, "needs a value"},
@@ -209,6 +222,7 @@ func TestParseFleetCommand_ReadsTheFleetFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.workers != tc.want.workers || got.basePort != tc.want.basePort || got.adminPort != tc.want.adminPort ||
+				got.adminHost != tc.want.adminHost ||
 				!slices.Equal(got.serveArgs, tc.want.serveArgs) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}

@@ -17,6 +17,10 @@ func handleHealth(s *Server) http.Handler {
 			writeError(w, errEngineDead)
 			return
 		}
+		if s.healthFailing.Load() {
+			writeError(w, errHealthFailing)
+			return
+		}
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(http.StatusOK)
 	})

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"bufio"
-	"context"
 	"net/http"
 	"regexp"
 	"strings"
@@ -54,8 +52,9 @@ func TestModelsAndMisc(t *testing.T) {
 	if r.Status != 200 || !re.MatchString(r.Body) {
 		t.Errorf("/v1/models = %s", r.Body)
 	}
-	if r := env.post("/v1/chat/completions", helloChat+`,"model":"b","max_tokens":1}`); jsonOf(t, r.Body)["model"] != "b" {
-		t.Errorf("model echo: %s", r.Body)
+	// Every served name is accepted; responses carry the first (vLLM).
+	if r := env.post("/v1/chat/completions", helloChat+`,"model":"b","max_tokens":1}`); jsonOf(t, r.Body)["model"] != "a" {
+		t.Errorf("second served name: %s", r.Body)
 	}
 	if r := env.post("/v1/chat/completions", helloChat+`,"max_tokens":1}`); jsonOf(t, r.Body)["model"] != "a" {
 		t.Errorf("default model: %s", r.Body)
@@ -95,7 +94,7 @@ func TestModelsAndMisc(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	env := startServer(t, map[string]any{"api_key": []any{"k1", "k2"}})
+	env := startServer(t, map[string]any{"api_key": []any{"k1", "k2"}, "dev_mode": true})
 	for _, c := range []struct {
 		path, auth string
 		status     int
@@ -122,8 +121,17 @@ func TestAuth(t *testing.T) {
 			t.Errorf("401 body %s", r.Body)
 		}
 	}
-	if r := env.post("/tokenize", `{"prompt":"a"}`); r.Status != 200 {
-		t.Errorf("/tokenize needs no auth: %d", r.Status)
+	// The endpoints that use the model or change state are guarded too.
+	for _, c := range []struct{ path, body string }{
+		{"/tokenize", `{"prompt":"a"}`}, {"/detokenize", `{"tokens":[1]}`}, {"/reset_prefix_cache", ""},
+	} {
+		if r := env.post(c.path, c.body); r.Status != 401 || r.Body != `{"error":"Unauthorized"}` {
+			t.Errorf("%s without a key = %d %s, want 401", c.path, r.Status, r.Body)
+		}
+		r := env.do("POST", c.path, "application/json", c.body, "Authorization", "Bearer k2")
+		if r.Status != 200 {
+			t.Errorf("%s with a key = %d %s", c.path, r.Status, r.Body)
+		}
 	}
 	if r := env.do("OPTIONS", "/v1/models", "", ""); r.Status != 200 {
 		t.Errorf("OPTIONS needs no auth: %d", r.Status)
@@ -164,26 +172,18 @@ func TestStartupGateAndHealth(t *testing.T) {
 }
 
 func TestResetPrefixCache(t *testing.T) {
+	// Like vLLM, the route exists only in dev mode.
+	if r := startServer(t, nil).post("/reset_prefix_cache", ""); r.Status != 404 {
+		t.Errorf("reset outside dev mode = %d %s, want 404", r.Status, r.Body)
+	}
 	env := startServer(t, map[string]any{"dp_size": 2, "speedup_ratio": 1.0, "timing_model": "fixed",
-		"fixed_prefill_ms": 1.0, "fixed_decode_ms": 20.0})
+		"fixed_prefill_ms": 1.0, "fixed_decode_ms": 20.0, "dev_mode": true})
 	if r := env.post("/reset_prefix_cache", ""); r.Status != 200 || r.Body != "" {
 		t.Errorf("idle reset = %d %s", r.Status, r.Body)
 	}
 	// Keep rank 1 busy with a stream, then reset.
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel := env.holdStream("X-data-parallel-rank", "1")
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", env.URL+"/v1/chat/completions",
-		strings.NewReader(helloChat+`,"max_tokens":500,"stream":true}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-data-parallel-rank", "1")
-	resp, err := env.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if _, err := readEvent(bufio.NewReader(resp.Body)); err != nil {
-		t.Fatal(err)
-	}
 	r := env.post("/reset_prefix_cache", "")
 	msg, typ, _, _ := errorOf(t, r)
 	if r.Status != 409 || typ != "ConflictError" || msg != "Prefix cache reset failed: blocks are in use on DP rank(s) 1." {

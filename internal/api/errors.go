@@ -18,6 +18,8 @@ const (
 	typeTooLarge        = "Request Entity Too Large"
 	typeInternal        = "InternalServerError"
 	typeUnavailable     = "ServiceUnavailableError"
+	typeRequestTimeout  = "Request Timeout"
+	typeRateLimit       = "RateLimitError"
 )
 
 // apiError is an error answered with vLLM's nested error shape:

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/faults"
 	"github.com/mocker-server/mocker-server/internal/plan"
 )
 
@@ -20,14 +21,16 @@ var ErrShuttingDown = errors.New("server shutting down")
 // POST /v1/completions.
 func handleGenerate(s *Server, chat bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.inflight.Add(1)
-		defer s.inflight.Add(-1)
 		created := s.now().Unix()
+		// The body has been read (readBodies): only now does the request
+		// count as load.
 		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
 		if e != nil {
 			writeError(w, e)
 			return
 		}
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
 		g, e := s.parseGenerate(o, r, chat)
 		if e != nil {
 			writeError(w, e)
@@ -37,12 +40,34 @@ func handleGenerate(s *Server, chat bool) http.Handler {
 		if s.cfg.EnableRequestIDHeaders {
 			w.Header().Set("X-Request-Id", g.baseID)
 		}
+		fault, e := s.decideFault(r, g)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		if s.answerStatusFault(w, g, fault) {
+			return
+		}
+		release, e, hit := s.limits.admit(w.Header(), requestCost(g))
+		if e != nil {
+			s.log.Debug("rate limit", "request_id", g.baseID, "limit", hit)
+			s.countFault(hit)
+			writeError(w, e)
+			return
+		}
+		defer release()
+		if delayFault(w, r, fault) {
+			return
+		}
 		j, e := s.submit(g)
 		if e != nil {
 			writeError(w, e)
 			return
 		}
 		defer j.release()
+		if fault.MidStream() {
+			j.fault = fault
+		}
 		if g.stream {
 			j.stream(w, r)
 			return
@@ -66,6 +91,8 @@ type job struct {
 	completion int // tokens received over all choices
 	items      []engine.OutputItem
 	rejected   int // index+1 of a choice the engine rejected
+
+	fault faults.Fault // a mid-stream fault to carry out (Kind "" = none)
 }
 
 // choice is the state of one engine sequence.
@@ -230,6 +257,9 @@ func (j *job) respond(w http.ResponseWriter, r *http.Request) {
 	}
 	if j.rejected > 0 {
 		writeError(w, j.rejectionError())
+		return
+	}
+	if j.respondFault(w, r) {
 		return
 	}
 	if j.g.chat {

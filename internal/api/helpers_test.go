@@ -184,6 +184,32 @@ func readEvent(r *bufio.Reader) (string, error) {
 	return strings.TrimPrefix(strings.TrimSuffix(line, "\n"), "data: "), nil
 }
 
+// holdStream starts a 500-token chat stream (extra headers as name, value
+// pairs), waits for its first event and returns the function that ends it.
+func (e *testEnv) holdStream(headers ...string) (end func()) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.URL+"/v1/chat/completions",
+		strings.NewReader(helloChat+`,"max_tokens":500,"stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	if _, err := readEvent(bufio.NewReader(resp.Body)); err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	return func() {
+		cancel()
+		resp.Body.Close()
+	}
+}
+
 // idle reports whether every engine has no running, waiting or active work.
 func (e *testEnv) idle() bool {
 	for _, eng := range e.engines {

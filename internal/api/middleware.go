@@ -47,19 +47,31 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 }
 
 // authenticate requires a configured API key on paths starting with /v1
-// (vLLM authenticates only its OpenAI routes). OPTIONS never reaches it
-// (cors answers it).
+// and on the other endpoints that use the model or change state
+// (guardedPath; vLLM itself authenticates only its OpenAI routes). OPTIONS
+// never reaches it (cors answers it).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	if len(s.apiKeys) == 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1") && !s.authorized(r) {
+		if guardedPath(r.URL.Path) && !s.authorized(r) {
 			writeJSON(w, http.StatusUnauthorized, bodyUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// guardedPath reports whether --api-key protects a path: /v1/*, /tokenize,
+// /detokenize and /reset_prefix_cache. Probes (/health, /ping, /load,
+// /metrics, /version) stay open; /admin/faults has its own key.
+func guardedPath(p string) bool {
+	switch p {
+	case "/tokenize", "/detokenize", "/reset_prefix_cache":
+		return true
+	}
+	return strings.HasPrefix(p, "/v1")
 }
 
 // startupGate answers 503 while the startup time runs, as a real server does

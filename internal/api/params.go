@@ -158,6 +158,7 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 	maxTokens := o.Int("max_tokens")
 	minTokens := o.Int("min_tokens")
 	g.ignoreEOS = o.Bool("ignore_eos", false)
+	parseResponseFormat(o)
 	stop, stopSet := parseStop(o)
 	stopIDs, _ := o.Array("stop_token_ids")
 	stopIDNums := make([]num, 0, min(len(stopIDs), maxStopTokenIDs+1))
@@ -222,7 +223,8 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		return nil, err
 	}
 
-	// 7. Model name.
+	// 7. Model name. Any served name is accepted; responses carry the first
+	// one whichever was asked for, as vLLM's do, or the LoRA adapter's name.
 	g.model = s.cfg.ServedName()
 	if hasModel {
 		adapter, isAdapter := s.adapters.lookup(model)
@@ -230,8 +232,11 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 			return nil, &apiError{Status: http.StatusNotFound, Type: typeNotFound,
 				Message: "The model `" + model + "` does not exist.", Param: "model"}
 		}
-		g.model = model
-		g.adapter = adapter
+		if isAdapter {
+			// vLLM answers with the adapter's name for an adapter's request.
+			g.model = model
+			g.adapter = adapter
+		}
 	}
 	g.baseID = requestID(r.Header.Get("X-Request-Id"), bodyID)
 

@@ -9,11 +9,14 @@ import (
 // routes lists every route (docs/http-api.md) and the middleware around
 // them.
 // Middleware order: CORS (header on every response, OPTIONS preflight) →
-// panic recovery → authentication of /v1/* → router; the startup gate wraps
-// /health, /ping and the generation endpoints.
+// panic recovery → authentication (/v1/*, /tokenize, /detokenize,
+// /reset_prefix_cache) → bounded body read → router; the startup gate wraps
+// /health, /ping and the generation endpoints. /reset_prefix_cache exists
+// only in dev mode (vLLM's VLLM_SERVER_DEV_MODE rule), /admin/faults only
+// with an admin key.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(cors, s.recoverPanics, s.authenticate)
+	r.Use(cors, s.recoverPanics, s.authenticate, s.readBodies)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, bodyNotFound)
 	})
@@ -22,8 +25,8 @@ func (s *Server) routes() http.Handler {
 	})
 
 	gate := s.startupGate
-	r.Method(http.MethodPost, "/v1/chat/completions", gate(handleGenerate(s, true)))
-	r.Method(http.MethodPost, "/v1/completions", gate(handleGenerate(s, false)))
+	r.Method(http.MethodPost, "/v1/chat/completions", gate(s.drainGate(handleGenerate(s, true))))
+	r.Method(http.MethodPost, "/v1/completions", gate(s.drainGate(handleGenerate(s, false))))
 	r.Method(http.MethodGet, "/v1/models", handleModels(s))
 
 	r.Method(http.MethodGet, "/health", gate(handleHealth(s)))
@@ -34,11 +37,14 @@ func (s *Server) routes() http.Handler {
 	r.Method(http.MethodPost, "/detokenize", handleDetokenize(s))
 	r.Method(http.MethodGet, "/load", handleLoad(s))
 	r.Method(http.MethodGet, "/metrics", handleMetrics(s.metrics))
-	r.Method(http.MethodPost, "/reset_prefix_cache", handleResetPrefixCache(s))
+	if s.cfg.DevMode {
+		r.Method(http.MethodPost, "/reset_prefix_cache", handleResetPrefixCache(s))
+	}
 	if s.adapters != nil && s.cfg.AllowRuntimeLoRAUpdating {
 		// Like vLLM, the routes exist only when runtime updating is allowed.
 		r.Method(http.MethodPost, "/v1/load_lora_adapter", handleLoadAdapter(s))
 		r.Method(http.MethodPost, "/v1/unload_lora_adapter", handleUnloadAdapter(s))
 	}
+	s.mountAdmin(r)
 	return r
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/faults"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
@@ -50,6 +51,11 @@ type Deps struct {
 	Requests RequestObserver
 	// DeliveryLag observes the per-token SSE delivery lag (may be nil).
 	DeliveryLag DeliveryLagObserver
+	// Faults decides injected faults; nil builds one from the
+	// configuration's failure settings (seeded by cfg.Seed).
+	Faults *faults.Injector
+	// FaultObserver counts injected faults (may be nil).
+	FaultObserver FaultObserver
 	// Version is reported by GET /version.
 	Version string
 	// Now is the wall clock for "created" timestamps. Default time.Now.
@@ -75,17 +81,24 @@ type Server struct {
 	reqObs   RequestObserver
 	lagObs   DeliveryLagObserver
 	version  string
+
+	faults   *faults.Injector
+	faultObs FaultObserver
+	limits   *limiter
+	stuck    *stuckWatch
 	now      func() time.Time
 
 	served  map[string]bool
 	apiKeys [][]byte
 	handler http.Handler
 
-	ready    atomic.Bool  // startup gate (false = 503)
-	dead     atomic.Int32 // engines whose actor has died
-	inflight atomic.Int64 // generation requests in flight (GET /load)
-	rr       atomic.Uint64
-	ranks    []rankLoad
+	ready         atomic.Bool  // startup gate (false = 503)
+	draining      atomic.Bool  // generation answers 503 (operator.go)
+	healthFailing atomic.Bool  // /health answers 503 (operator.go)
+	dead          atomic.Int32 // engines whose actor has died
+	inflight      atomic.Int64 // generation requests in flight (GET /load)
+	rr            atomic.Uint64
+	ranks         []rankLoad
 }
 
 // rankLoad counts the engine sequences the router dispatched to a rank that
@@ -101,18 +114,20 @@ type rankLoad struct {
 // with SetReady(true) when the startup time has elapsed.
 func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server {
 	s := &Server{
-		cfg:     cfg,
-		engines: engines,
-		tok:     deps.Tokenizer,
-		chat:    deps.ChatTemplate,
-		log:     deps.Logger,
-		metrics: deps.Metrics,
-		reqObs:  deps.Requests,
-		lagObs:  deps.DeliveryLag,
-		version: deps.Version,
-		now:     deps.Now,
-		served:  make(map[string]bool, len(cfg.ServedModelName)),
-		ranks:   make([]rankLoad, len(engines)),
+		cfg:      cfg,
+		engines:  engines,
+		tok:      deps.Tokenizer,
+		chat:     deps.ChatTemplate,
+		log:      deps.Logger,
+		metrics:  deps.Metrics,
+		reqObs:   deps.Requests,
+		lagObs:   deps.DeliveryLag,
+		version:  deps.Version,
+		now:      deps.Now,
+		faults:   deps.Faults,
+		faultObs: deps.FaultObserver,
+		served:   make(map[string]bool, len(cfg.ServedModelName)),
+		ranks:    make([]rankLoad, len(engines)),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -135,6 +150,18 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 	if cfg.EnableLoRA {
 		s.adapters = newAdapterRegistry()
 	}
+	if s.faults == nil {
+		inj, err := faults.New(cfg.FaultSettings(), faults.Options{Seed: cfg.Seed})
+		if err != nil {
+			// Load validated the settings; only a hand-built config gets here.
+			s.log.Error("invalid failure settings; no faults will be injected", "err", err)
+		}
+		s.faults = inj
+	}
+	if cfg.MaxConcurrentRequests > 0 || cfg.RPM > 0 || cfg.TPM > 0 {
+		s.limits = newLimiter(cfg.MaxConcurrentRequests, cfg.RPM, cfg.TPM, time.Now)
+	}
+	s.stuck = &stuckWatch{limit: cfg.MaxUnflushedTokens, log: s.log.Warn}
 	s.ready.Store(cfg.StartupTime <= 0)
 	s.handler = s.routes()
 	return s

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"runtime/debug"
@@ -9,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/faults"
 	"github.com/mocker-server/mocker-server/internal/plan"
 )
 
@@ -34,6 +36,8 @@ type streamer struct {
 	promptTok int // prompt tokens over all prompts (usage)
 	usageDone bool
 	armed     time.Time // when the write deadline was last set
+	delivered int       // tokens rendered so far (mid-stream faults)
+	streamWriteState
 }
 
 func newStreamer(j *job, w http.ResponseWriter) *streamer {
@@ -71,9 +75,12 @@ func newStreamer(j *job, w http.ResponseWriter) *streamer {
 }
 
 // stream sends the SSE response of a submitted job: headers at once, then
-// events as the engine delivers tokens, then the usage chunk and [DONE].
+// events as the engine delivers tokens, then the usage chunk and [DONE]. A
+// mid-stream fault (j.fault) strikes once After tokens have been written.
 func (j *job) stream(w http.ResponseWriter, r *http.Request) {
 	st := newStreamer(j, w)
+	j.s.stuck.add(st)
+	defer j.s.stuck.remove(st)
 	defer st.rc.SetWriteDeadline(time.Time{}) // the connection may serve more requests
 	defer func() {
 		if v := recover(); v != nil {
@@ -90,8 +97,14 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	if j.fault.Kind == faults.Truncate {
+		h.Set("Connection", "close") // the stream ends with its connection
+	}
 	w.WriteHeader(http.StatusOK)
 	if st.flush() != nil {
+		return
+	}
+	if j.fault.Kind != "" && j.fault.After == 0 && st.strike(r) {
 		return
 	}
 	ctx := r.Context()
@@ -99,39 +112,145 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-j.out.Ready():
 		case <-ctx.Done():
-			if e := ctxError(ctx); e != nil {
-				st.buf = e.appendSSE(st.buf[:0])
-				st.buf = append(st.buf, sseDone...)
-				_ = st.flush()
-			}
+			st.endByContext(ctx)
 			return // release cancels the engine work
 		}
 		j.items = j.out.Drain(j.items)
-		if len(j.items) == 0 {
-			continue // a stale wake-up
-		}
-		st.render(j.items)
-		finished := j.remaining == 0 || j.rejected > 0
-		if j.rejected > 0 {
-			st.buf = j.rejectionError().appendSSE(st.buf)
-			st.buf = append(st.buf, sseDone...)
-		} else if finished {
-			st.finish()
-		}
-		if len(st.buf) == 0 && !finished {
-			// Only tokens without visible text: nothing to send, so they
-			// count as delivered now.
-			st.observeLag(j.items)
-			continue
-		}
-		if err := st.flush(); err != nil {
-			return
-		}
-		st.observeLag(j.items)
-		if finished {
-			return
+		for batch := j.items; len(batch) > 0; {
+			part := batch[:st.cut(batch)]
+			batch = batch[len(part):]
+			if st.emit(part) {
+				return
+			}
+			if st.abandoned.Load() {
+				st.endAbandoned()
+				return
+			}
+			if j.fault.Kind != "" && st.delivered >= j.fault.After && st.strike(r) {
+				return
+			}
 		}
 	}
+}
+
+// endByContext ends a stream whose request context ended: a final error
+// event when the server is shutting down, nothing when the client left.
+func (st *streamer) endByContext(ctx context.Context) {
+	if e := ctxError(ctx); e != nil {
+		st.buf = e.appendSSE(st.buf[:0])
+		st.buf = append(st.buf, sseDone...)
+		_ = st.flush()
+	}
+}
+
+// emit renders and writes one run of output items; true means the stream
+// is over (finished, rejected, or the write failed).
+func (st *streamer) emit(items []engine.OutputItem) bool {
+	j := st.j
+	st.render(items)
+	finished := j.remaining == 0 || j.rejected > 0
+	switch {
+	case j.rejected > 0:
+		st.buf = j.rejectionError().appendSSE(st.buf)
+		st.buf = append(st.buf, sseDone...)
+	case finished && j.fault.Kind != "" && j.fault.Kind != faults.Stall:
+		// The output ended before the fault's token: the fault replaces
+		// the normal end of the stream.
+		if st.flush() != nil {
+			return true
+		}
+		st.delivered = max(st.delivered, j.fault.After)
+		return false
+	case finished:
+		st.finish()
+	}
+	if len(st.buf) == 0 && !finished {
+		// Only tokens without visible text: nothing to send, so they
+		// count as delivered now.
+		st.observeLag(items)
+		return false
+	}
+	if err := st.flush(); err != nil {
+		return true
+	}
+	st.observeLag(items)
+	return finished
+}
+
+// cut returns how many of items to emit before the pending fault strikes:
+// all of them, or up to the token that completes fault.After.
+func (st *streamer) cut(items []engine.OutputItem) int {
+	f := st.j.fault
+	if f.Kind == "" {
+		st.delivered += countTokens(items)
+		return len(items)
+	}
+	need := f.After - st.delivered
+	for i := range items {
+		if !items[i].Final {
+			need--
+			st.delivered++
+			if need <= 0 {
+				return i + 1
+			}
+		}
+	}
+	return len(items)
+}
+
+func countTokens(items []engine.OutputItem) int {
+	n := 0
+	for i := range items {
+		if !items[i].Final {
+			n++
+		}
+	}
+	return n
+}
+
+// strike carries out the pending mid-stream fault; true means the stream
+// is over. A stall pauses and then lets the stream resume.
+func (st *streamer) strike(r *http.Request) bool {
+	j := st.j
+	f := j.fault
+	j.fault = faults.Fault{}
+	switch f.Kind {
+	case faults.Stall:
+		if !sleepCtx(r.Context(), f.Duration) {
+			st.endByContext(r.Context())
+			return true
+		}
+		return false
+	case faults.StreamError:
+		st.buf = errInjectedStream.appendSSE(st.buf[:0])
+		st.buf = append(st.buf, sseDone...)
+		_ = st.flush()
+	case faults.Reset:
+		resetConnection(st.w)
+	case faults.Truncate:
+		// Returning ends the body without [DONE]; Connection: close (set
+		// with the headers) closes the connection.
+	}
+	return true
+}
+
+// errInjectedStream is the error event of the stream_error fault, in the
+// form vLLM emits for an error inside a 200 stream.
+var errInjectedStream = &apiError{Status: http.StatusInternalServerError, Type: typeInternal,
+	Message: "Internal Server Error (injected stream_error fault)"}
+
+// endAbandoned finishes a stream the stuck-reader watcher gave up on: the
+// tokens produced until then, an error event and [DONE].
+func (st *streamer) endAbandoned() {
+	j := st.j
+	j.items = j.out.Drain(j.items)
+	st.render(j.items)
+	e := &apiError{Status: http.StatusRequestTimeout, Type: typeRequestTimeout,
+		Message: "The client stopped reading: " + strconv.Itoa(j.s.cfg.MaxUnflushedTokens) +
+			" or more generated tokens were left unread, so the request was aborted."}
+	st.buf = e.appendSSE(st.buf)
+	st.buf = append(st.buf, sseDone...)
+	_ = st.flush()
 }
 
 // observeLag reports, once per token of a flushed drain, how late the
@@ -159,12 +278,16 @@ const deadlineRefresh = time.Second
 // flush writes the buffered events under a write deadline and flushes them
 // to the client.
 func (st *streamer) flush() error {
-	if now := time.Now(); now.Sub(st.armed) >= deadlineRefresh {
+	now := time.Now()
+	if now.Sub(st.armed) >= deadlineRefresh {
 		if err := st.rc.SetWriteDeadline(now.Add(sseWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return err
 		}
 		st.armed = now
 	}
+	// The stuck-reader watcher looks at how long a write has been blocked.
+	st.writing.Store(now.UnixNano())
+	defer st.writing.Store(0)
 	if len(st.buf) > 0 {
 		_, err := st.w.Write(st.buf)
 		st.buf = st.buf[:0]

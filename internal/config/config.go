@@ -88,6 +88,20 @@ type Config struct {
 	KVEventsReplayTopicFrame bool            `json:"kv_events_replay_topic_frame"`
 	FPMEndpoint              string          `json:"fpm_endpoint"`
 
+	// Robustness, rate limits and fault injection (docs/FAULTS.md).
+	ShutdownGrace         float64  `json:"shutdown_grace"`       // seconds in-flight requests get on shutdown
+	RequestBodyTimeout    float64  `json:"request_body_timeout"` // seconds to read a request body (408 after)
+	MaxUnflushedTokens    int      `json:"max_unflushed_tokens"` // stuck-reader abort threshold (0 = never)
+	DevMode               bool     `json:"dev_mode"`             // serve /reset_prefix_cache (VLLM_SERVER_DEV_MODE)
+	AdminKey              string   `json:"admin_key"`            // enables /admin/faults (also serve's --admin-key)
+	MaxConcurrentRequests int      `json:"max_concurrent_requests"`
+	RPM                   int      `json:"rpm"`
+	TPM                   int      `json:"tpm"`
+	FailureRate           float64  `json:"failure_rate"`
+	FailureTypes          []string `json:"failure_types"`
+	FailureScript         string   `json:"failure_script"`
+	AllowFaultHeaders     bool     `json:"allow_fault_headers"`
+
 	// LoRA adapters (docs/lora.md; parsing and checks in lora.go).
 	EnableLoRA bool `json:"enable_lora"`
 	// LoRAModules are the adapters served from startup, each "name=path"
@@ -162,7 +176,7 @@ func DefaultKVEventsConfig() KVEventsConfig {
 	return KVEventsConfig{
 		Endpoint:     "tcp://*:5557",
 		BufferSteps:  10000,
-		HWM:          100000,
+		HWM:          10000,
 		MaxQueueSize: 100000,
 	}
 }
@@ -223,6 +237,10 @@ func Default() Config {
 
 		KVEventsEncoding:         "map",
 		KVEventsReplayTopicFrame: true,
+
+		ShutdownGrace:      10,
+		RequestBodyTimeout: 10,
+		MaxUnflushedTokens: 512,
 	}
 }
 

@@ -46,19 +46,19 @@ type flagSpec struct {
 var flagTable = []flagSpec{
 	// Server and API.
 	{name: "model", key: "model", kind: flagString, usage: "model name reported as root in /v1/models (also: positional serve [MODEL])"},
-	{name: "served-model-name", key: "served_model_name", kind: flagList, split: true, usage: "served model name(s); repeatable or comma-separated (default [model])"},
+	{name: "served-model-name", key: "served_model_name", kind: flagList, split: true, usage: "served model names: several after the flag, repeated, or comma-separated; responses and metrics use the first (default [model])"},
 	{name: "tokenizer", key: "tokenizer", kind: flagString, usage: "Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json); default --model when it is one, else the built-in tokenizer"},
 	{name: "chat-template", key: "chat_template", kind: flagString, usage: "chat template file or inline Jinja text (default: the tokenizer's own; ChatML with the built-in tokenizer)"},
 	{name: "host", key: "host", kind: flagString, usage: "HTTP bind address"},
 	{name: "port", key: "port", kind: flagInt, usage: "HTTP port (0 = OS-assigned)"},
-	{name: "api-key", key: "api_key", kind: flagList, usage: "API key required as Bearer token on /v1/*; repeatable (default $VLLM_API_KEY)"},
+	{name: "api-key", key: "api_key", kind: flagList, usage: "API keys accepted as Bearer token on /v1/*: several after the flag, or repeated (default $VLLM_API_KEY)"},
 	{name: "seed", key: "seed", kind: flagInt, usage: "server seed for output tokens"},
 	{name: "output-len-mode", key: "output_len_mode", kind: flagString, usage: "output length mode: max | random"},
 	{name: "natural-output-len", key: "natural_output_len", kind: flagInt, usage: "mean length of outputs that end naturally"},
 	{name: "reasoning-field", key: "reasoning_field", kind: flagString, usage: "reasoning text field: reasoning | reasoning_content"},
-	{name: "enable-request-id-headers", key: "enable_request_id_headers", kind: flagBool, usage: "echo X-Request-Id in responses"},
-	{name: "enable-prompt-tokens-details", key: "enable_prompt_tokens_details", kind: flagBool, usage: "add usage.prompt_tokens_details.cached_tokens"},
-	{name: "enable-force-include-usage", key: "enable_force_include_usage", kind: flagBool, usage: "streaming responses always end with a usage chunk"},
+	{name: "enable-request-id-headers", key: "enable_request_id_headers", kind: flagBool, negatable: true, usage: "echo X-Request-Id in responses"},
+	{name: "enable-prompt-tokens-details", key: "enable_prompt_tokens_details", kind: flagBool, negatable: true, usage: "add usage.prompt_tokens_details.cached_tokens"},
+	{name: "enable-force-include-usage", key: "enable_force_include_usage", kind: flagBool, negatable: true, usage: "streaming responses always end with a usage chunk"},
 	{name: "max-request-body-bytes", key: "max_request_body_bytes", kind: flagInt, usage: "maximum request body size (accepts 32M etc.)"},
 	{name: "worker-id", key: "worker_id", kind: flagString, usage: "worker identity in FPM and kv_transfer_params (default <hostname>:<port>)"},
 	{name: "startup-time", key: "startup_time", kind: flagFloat, usage: "seconds before the engine serves"},
@@ -114,7 +114,7 @@ var flagTable = []flagSpec{
 	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time prefill blocks are held for a handoff", notYet: capDisaggregation},
 
 	// LoRA adapters.
-	{name: "enable-lora", key: "enable_lora", kind: flagBool, usage: "serve LoRA adapters"},
+	{name: "enable-lora", key: "enable_lora", kind: flagBool, negatable: true, usage: "serve LoRA adapters"},
 	{name: "lora-modules", key: "lora_modules", kind: flagList, usage: `adapters served from startup, one or more after one flag: name=path or {"name":...,"path":...,"base_model_name":...}`},
 	{name: "max-loras", key: "max_loras", kind: flagInt, usage: "maximum distinct LoRA adapters in one pass (GPU slots)"},
 	{name: "max-cpu-loras", key: "max_cpu_loras", kind: flagInt, usage: "adapters kept in the CPU cache (>= max_loras; 0 = max_loras)"},
@@ -130,6 +130,19 @@ var flagTable = []flagSpec{
 	{name: "kv-events-encoding", key: "kv_events_encoding", kind: flagString, usage: "KV event encoding: map | array"},
 	{name: "kv-events-replay-topic-frame", key: "kv_events_replay_topic_frame", kind: flagBool, negatable: true, usage: "replay replies carry a topic frame"},
 	{name: "fpm-endpoint", key: "fpm_endpoint", kind: flagString, usage: "ZMQ PUB endpoint for forward-pass metrics (empty = off)"},
+
+	// Robustness, rate limits and fault injection (docs/FAULTS.md).
+	{name: "shutdown-grace", key: "shutdown_grace", kind: flagFloat, usage: "seconds in-flight requests may finish after SIGTERM/SIGINT/SIGHUP (a second signal exits at once)"},
+	{name: "request-body-timeout", key: "request_body_timeout", kind: flagFloat, usage: "seconds to receive a request body before 408 and close"},
+	{name: "max-unflushed-tokens", key: "max_unflushed_tokens", kind: flagInt, usage: "abort a stream whose client leaves this many tokens unread (0 = never)"},
+	{name: "dev-mode", key: "dev_mode", kind: flagBool, usage: "serve POST /reset_prefix_cache (default $VLLM_SERVER_DEV_MODE=1)"},
+	{name: "max-concurrent-requests", key: "max_concurrent_requests", kind: flagInt, usage: "429 beyond this many generation requests in flight (0 = no limit)"},
+	{name: "rpm", key: "rpm", kind: flagInt, usage: "requests per minute before 429 (0 = no limit)"},
+	{name: "tpm", key: "tpm", kind: flagInt, usage: "tokens (prompt + max tokens) per minute before 429 (0 = no limit)"},
+	{name: "failure-rate", key: "failure_rate", kind: flagFloat, usage: "probability (0-1, seeded by --seed) that a request gets one of --failure-types"},
+	{name: "failure-types", key: "failure_types", kind: flagList, split: true, usage: "faults drawn by --failure-rate, e.g. rate_limit,truncate;after=5 (default all but timeout)"},
+	{name: "failure-script", key: "failure_script", kind: flagString, usage: "failure script, inline or @FILE, e.g. 'first 3: rate_limit; then ok'"},
+	{name: "allow-fault-headers", key: "allow_fault_headers", kind: flagBool, usage: "let requests pick a fault with X-Mocker-Fault"},
 }
 
 // Names of the source flags, which are not configuration keys themselves.
@@ -158,10 +171,12 @@ func canonicalFlagName(name string) string {
 	return name
 }
 
-// RegisterFlags registers every configuration flag of flagTable
-// plus --config and --extra-engine-args on fs, and installs a flag-name
-// normaliser for aliases (--num-gpu-blocks, --dp-size, --worker-type) and
-// underscore spellings. Use FlagOverlay or OptionsFromFlags after parsing.
+// RegisterFlags registers every configuration flag of flagTable, --config
+// and --extra-engine-args, and the other `vllm serve` flags (hidden from
+// --help: accepted with no effect, or refused as not supported yet) on fs,
+// and installs a flag-name normaliser for aliases (--num-gpu-blocks,
+// --dp-size, --worker-type) and underscore spellings. Use OptionsFromFlags
+// and NoEffectFlags after parsing.
 func RegisterFlags(fs *pflag.FlagSet) {
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		return pflag.NormalizedName(canonicalFlagName(name))
@@ -191,6 +206,7 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	}
 	fs.String(FlagConfig, "", "YAML or JSON configuration file")
 	fs.String(FlagExtraEngineArgs, "", "inline JSON object, or a JSON/YAML file, overriding --config")
+	registerVLLMFlags(fs)
 }
 
 // defaultText formats a default value for --help (zero values print nothing).
@@ -255,9 +271,10 @@ func FlagOverlay(fs *pflag.FlagSet) map[string]any {
 }
 
 // OptionsFromFlags returns the LoadOptions of a parsed fs: --config,
-// --extra-engine-args and the FlagOverlay.
+// --extra-engine-args, the FlagOverlay and the vLLM flags set on fs whose
+// capability is not built yet (Load refuses them).
 func OptionsFromFlags(fs *pflag.FlagSet) LoadOptions {
-	o := LoadOptions{Overlay: FlagOverlay(fs)}
+	o := LoadOptions{Overlay: FlagOverlay(fs), refusedFlags: notYetVLLMFlags(fs)}
 	if f := fs.Lookup(FlagConfig); f != nil {
 		o.ConfigPath = f.Value.String()
 	}
@@ -265,52 +282,6 @@ func OptionsFromFlags(fs *pflag.FlagSet) LoadOptions {
 		o.ExtraEngineArgs = f.Value.String()
 	}
 	return o
-}
-
-// RewriteArgs rewrites vLLM's two-letter single-dash flag -dp (and -dp=N) to
-// --data-parallel-size in raw command-line arguments. It must run before
-// cobra/pflag parse them: pflag shorthands are single letters, so it would
-// read "-dp" as the shorthand group "-d -p" and fail. Arguments after "--"
-// and values of flags that take one are left alone.
-func RewriteArgs(args []string) []string {
-	valueFlags := map[string]bool{FlagConfig: true, FlagExtraEngineArgs: true}
-	for _, s := range flagTable {
-		if s.kind != flagBool {
-			valueFlags[s.name] = true
-		}
-	}
-	out := make([]string, 0, len(args))
-	skipNext := false
-	moreModules := false // after --lora-modules X: further bare words are adapters too
-	for i, a := range args {
-		if skipNext {
-			out = append(out, a)
-			skipNext = false
-			continue
-		}
-		if moreModules && !strings.HasPrefix(a, "-") {
-			// vLLM's --lora-modules takes one or more values (nargs='+').
-			out = append(out, "--"+flagLoRAModules, a)
-			continue
-		}
-		moreModules = false
-		switch {
-		case a == "--":
-			return append(out, args[i:]...)
-		case a == "-dp":
-			a = "--data-parallel-size"
-			skipNext = true
-		case strings.HasPrefix(a, "-dp="):
-			a = "--data-parallel-size=" + strings.TrimPrefix(a, "-dp=")
-		case strings.HasPrefix(a, "--") && !strings.Contains(a, "="):
-			skipNext = valueFlags[canonicalFlagName(a[2:])]
-			moreModules = canonicalFlagName(a[2:]) == flagLoRAModules
-		case strings.HasPrefix(a, "--"+flagLoRAModules+"="):
-			moreModules = true
-		}
-		out = append(out, a)
-	}
-	return out
 }
 
 var numericRE = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)

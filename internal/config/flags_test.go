@@ -57,6 +57,31 @@ func TestRewriteArgs(t *testing.T) {
 		{"after -- nothing is rewritten", []string{"--", "-dp", "2"}, []string{"--", "-dp", "2"}},
 		{"the value of a flag is not rewritten", []string{"--served-model-name", "-dp"}, []string{"--served-model-name", "-dp"}},
 		{"a bool flag takes no value", []string{"--enable-prefix-caching", "-dp", "2"}, []string{"--enable-prefix-caching", "--data-parallel-size", "2"}},
+		{"vLLM single-dash names", []string{"-tp", "2", "-pp=3", "-asc", "4", "-n", "2", "-q", "awq", "-ep"},
+			[]string{"--tensor-parallel-size", "2", "--pipeline-parallel-size=3", "--api-server-count", "4", "--nnodes", "2", "--quantization", "awq", "--enable-expert-parallel"}},
+		{"-O3 and -O=3", []string{"-O3", "-O=1"}, []string{"--optimization-level=3", "--optimization-level=1"}},
+		{"-O followed by a level", []string{"-O", "2", "--port", "1"}, []string{"--optimization-level", "2", "--port", "1"}},
+		{"-O alone stays", []string{"-O", "--port", "1"}, []string{"-O", "--port", "1"}},
+		{"nargs+ takes values up to the next flag", []string{"--served-model-name", "a", "b", "c", "--port", "1"},
+			[]string{"--served-model-name", "a", "--served-model-name", "b", "--served-model-name", "c", "--port", "1"}},
+		{"nargs+ takes negative numbers", []string{"--cudagraph-capture-sizes", "1", "-2", "-tp", "2"},
+			[]string{"--cudagraph-capture-sizes", "1", "--cudagraph-capture-sizes", "-2", "--tensor-parallel-size", "2"}},
+		{"nargs+ with =VALUE takes one value", []string{"--api-key=k1", "m"}, []string{"--api-key=k1", "m"}},
+		{"underscore spelling of nargs+", []string{"--served_model_name", "a", "b"}, []string{"--served_model_name", "a", "--served_model_name", "b"}},
+		{"optional value given", []string{"--hf-token", "hf_x", "--port", "1"}, []string{"--hf-token=hf_x", "--port", "1"}},
+		{"optional value absent", []string{"--hf-token", "--port", "1"}, []string{"--hf-token", "--port", "1"}},
+		{"store_true takes no value", []string{"--trust-remote-code", "-tp", "2"}, []string{"--trust-remote-code", "--tensor-parallel-size", "2"}},
+		{"value of a vLLM flag is not rewritten", []string{"--download-dir", "-tp"}, []string{"--download-dir", "-tp"}},
+		{"unknown single-dash name stays", []string{"-xyz"}, []string{"-xyz"}},
+		{"dotted JSON keys merge into one object after the other arguments",
+			[]string{"--compilation-config.mode", "3", "--port", "1", "--compilation-config.pass_config.fuse=true",
+				"--compilation_config.cache_dir", "/tmp/c d", "--compilation-config.sizes+", "1,2", "--compilation-config.sizes+=4"},
+			[]string{"--port", "1", `--compilation-config={"cache_dir":"/tmp/c d","mode":3,"pass_config":{"fuse":true},"sizes":["1","2","4"]}`}},
+		{"dotted values: JSON, human-readable integers, text", []string{"--kv-transfer-config.a", "80g", "--kv-transfer-config.b", "1.5K",
+			"--kv-transfer-config.c", `{"x":[1]}`, "--kv-transfer-config.d", "null", "--kv-transfer-config.e", "12345678901234567890"},
+			[]string{`--kv-transfer-config={"a":80000000000,"b":"1.5K","c":{"x":[1]},"d":null,"e":12345678901234567890}`}},
+		{"dotted flags go before --", []string{"--kv-events-config.topic", "t", "--", "x"}, []string{`--kv-events-config={"topic":"t"}`, "--", "x"}},
+		{"a dot in a value is not a dotted flag", []string{"--download-dir=a.b", "--host", "1.2.3.4"}, []string{"--download-dir=a.b", "--host", "1.2.3.4"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,6 +139,11 @@ func TestFlags_DecodeOntoConfig(t *testing.T) {
 		}},
 		{"--trtllm-capacity-scheduler-policy", []string{"--trtllm-capacity-scheduler-policy", "GUARANTEED_NO_EVICT"}, func(t *testing.T, c *Config) {
 			wantStr(t, "trtllm.capacity_scheduler_policy", c.TRTLLM.CapacitySchedulerPolicy, "guaranteed_no_evict")
+		}},
+		{"--kv-events-config keys one by one", []string{"--kv-events-config.enable_kv_cache_events", "true", "--kv-events-config.topic", "kv@pod@m"}, func(t *testing.T, c *Config) {
+			if k := c.KVEventsConfig; k == nil || !k.EnableKVCacheEvents || k.Topic != "kv@pod@m" {
+				t.Errorf("kv_events_config = %+v", k)
+			}
 		}},
 		{"--kv-events-config JSON", []string{"--kv-events-config", `{"enable-kv-cache-events": true, "topic": "kv@pod@m", "replay_endpoint": "tcp://*:5600"}`}, func(t *testing.T, c *Config) {
 			k := c.KVEventsConfig

@@ -62,6 +62,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	if cj.LoRAModules == nil {
 		cj.LoRAModules = []string{}
 	}
+	if cj.FailureTypes == nil {
+		cj.FailureTypes = []string{}
+	}
 	out := struct {
 		configJSON
 		// Shallower fields win over the embedded ones of the same key.

@@ -25,7 +25,8 @@ type LoadOptions struct {
 	// validation as files.
 	Overlay map[string]any
 
-	// LookupEnv reads VLLM_API_KEY and PYTHONHASHSEED; nil = os.LookupEnv.
+	// LookupEnv reads VLLM_API_KEY, VLLM_SERVER_DEV_MODE and PYTHONHASHSEED;
+	// nil = os.LookupEnv.
 	LookupEnv func(key string) (string, bool)
 	// Hostname provides the host name of the default worker_id; nil = os.Hostname.
 	Hostname func() (string, error)
@@ -34,6 +35,9 @@ type LoadOptions struct {
 	// instead of refusing them, so that the unit tests keep exercising
 	// their parsing and validation until the capability lands.
 	parseNotYet bool
+	// refusedFlags are the "not supported yet" problems of vLLM flags set
+	// on the command line (OptionsFromFlags).
+	refusedFlags []string
 }
 
 // Load merges defaults < --config < --extra-engine-args < explicitly set
@@ -109,6 +113,9 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	probs = append(probs, checkMerged(&cfg, merged, bad)...)
 	if !opts.parseNotYet {
 		probs = append(probs, notYetProblems(&cfg, merged)...)
+		for _, msg := range opts.refusedFlags {
+			probs = append(probs, problem{msg: msg})
+		}
 	}
 	applyDerivedDefaults(&cfg, merged, opts)
 
@@ -223,6 +230,14 @@ func applyDerivedDefaults(cfg *Config, merged map[string]any, opts LoadOptions) 
 		v, _ := lookupEnv("VLLM_ALLOW_RUNTIME_LORA_UPDATING")
 		v = strings.ToLower(strings.TrimSpace(v))
 		cfg.AllowRuntimeLoRAUpdating = v == "1" || v == "true"
+	}
+	if len(cfg.FailureTypes) == 0 {
+		cfg.FailureTypes = nil // [] and absent mean the same
+	}
+	if !set("dev_mode") {
+		if v, ok := lookupEnv("VLLM_SERVER_DEV_MODE"); ok && v == "1" {
+			cfg.DevMode = true
+		}
 	}
 	if cfg.HashSeed == "" {
 		if s, ok := lookupEnv("PYTHONHASHSEED"); ok && s != "" {

@@ -12,10 +12,6 @@ import (
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
-// flagLoRAModules is the one flag that takes several values after it, as
-// vLLM's (argparse nargs='+'); RewriteArgs expands it.
-const flagLoRAModules = "lora-modules"
-
 // loraRanks are the adapter ranks vLLM accepts for max_lora_rank.
 var loraRanks = []int{1, 8, 16, 32, 64, 128, 256, 320, 512}
 

@@ -90,34 +90,41 @@ func mdEscape(s string) string {
 }
 
 func TestREADME_FlagTable(t *testing.T) {
-	raw, err := os.ReadFile(readmePath)
+	checkGeneratedSection(t, readmePath, flagTableBegin, flagTableEnd, readmeFlagTable(), *updateREADME,
+		"go test ./internal/config -run TestREADME_FlagTable -update-readme")
+}
+
+// checkGeneratedSection compares the text of path between the begin and
+// end marker lines with want, and rewrites it when update is set. regen is
+// the command that regenerates it.
+func checkGeneratedSection(t *testing.T, path, begin, end, want string, update bool, regen string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(raw)
-	i := strings.Index(text, flagTableBegin)
-	j := strings.Index(text, flagTableEnd)
+	i := strings.Index(text, begin)
+	j := strings.Index(text, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no %q ... %q section", flagTableBegin, flagTableEnd)
+		t.Fatalf("%s has no %q ... %q section", path, begin, end)
 	}
-	start := i + len(flagTableBegin) + 1
-	want := readmeFlagTable()
+	start := i + len(begin) + 1
 	if got := text[start:j]; got != want {
-		if *updateREADME {
-			if err := os.WriteFile(readmePath, []byte(text[:start]+want+text[j:]), 0o644); err != nil {
+		if update {
+			if err := os.WriteFile(path, []byte(text[:start]+want+text[j:]), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			t.Log("README.md flag table rewritten")
+			t.Logf("%s rewritten", path)
 			return
 		}
-		t.Errorf("README.md's configuration reference is out of date; run\n"+
-			"  go test ./internal/config -run TestREADME_FlagTable -update-readme\n"+
-			"got:\n%s\nwant:\n%s", got, want)
+		t.Errorf("%s is out of date; run\n  %s\ngot:\n%s\nwant:\n%s", path, regen, got, want)
 	}
 }
 
 // Every registered flag (as the CLI registers them) that works appears in
-// the table, and none that is refused as not supported yet does.
+// the table, and none that is refused as not supported yet does. The other
+// vllm serve flags are hidden from --help and listed in docs/vllm-flags.md.
 func TestREADME_FlagTableCoversRegisteredFlags(t *testing.T) {
 	table := readmeFlagTable()
 	notYet := map[string]bool{}
@@ -129,6 +136,9 @@ func TestREADME_FlagTableCoversRegisteredFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	RegisterFlags(fs)
 	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return // the other vllm serve flags: docs/vllm-flags.md lists them
+		}
 		listed := strings.Contains(table, "`--"+f.Name+"`")
 		switch {
 		case notYet[f.Name] && listed:

@@ -265,7 +265,9 @@ func (c *Config) validate() ([]problem, []string) {
 	kvEnabled := false
 	if k := c.KVEventsConfig; k != nil {
 		v.intMin("kv_events_config.buffer_steps", int64(k.BufferSteps), 1)
-		v.intMin("kv_events_config.hwm", int64(k.HWM), 0)
+		if k.HWM < 1 {
+			v.errorf([]string{"kv_events_config.hwm"}, "kv_events_config.hwm must be >= 1 (0 would mean unlimited), got %d", k.HWM)
+		}
 		v.intMin("kv_events_config.max_queue_size", int64(k.MaxQueueSize), 1)
 		kvEnabled = k.EnableKVCacheEvents && k.Publisher != "null"
 		if kvEnabled && k.Endpoint == "" {
@@ -314,6 +316,8 @@ func (c *Config) validate() ([]problem, []string) {
 			v.dpEndpoint("fpm_endpoint", c.FPMEndpoint, c.DPSize)
 		}
 	}
+
+	v.validateRobustness(c)
 
 	// Warnings: configurations that run, but not as the user probably means.
 	if capTokens := int64(c.NumGPUBlocks) * int64(bs); c.NumGPUBlocks > 0 && bs > 0 && int64(c.MaxModelLen) > capTokens {

@@ -25,6 +25,9 @@ type Core struct {
 
 	prefillDiv float64 // divisor of the prefill term; +Inf = no delay
 	decodeDiv  float64 // divisor of the decode term; +Inf = no delay
+	// extraPassDelay is added to every active pass's modeled duration (an
+	// operator slowing a worker down at run time; 0 normally).
+	extraPassDelay time.Duration
 
 	waiting waitQueue
 	running []*sequence
@@ -214,6 +217,7 @@ func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
 	s.status = statusFinished
 	delete(c.byID, s.req.ID)
 	c.report.Finished = append(c.report.Finished, FinishedRecord{
+		ID:             s.req.ID,
 		Reason:         reason,
 		Arrival:        s.arrival,
 		FirstScheduled: s.firstScheduled,

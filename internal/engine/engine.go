@@ -15,8 +15,8 @@ var ErrStopped = errors.New("engine stopped")
 
 // Engine is the live actor of one DP rank: a goroutine (Run) that owns a
 // Core and paces its passes on a Clock. Other goroutines talk to it only
-// through its mailbox (Submit, Cancel, ResetPrefixCache) and read its load
-// from atomics.
+// through its mailbox (Submit, Cancel, ResetPrefixCache and the operator
+// controls of control.go) and read its load from atomics.
 type Engine struct {
 	core      *Core
 	clock     Clock
@@ -29,6 +29,11 @@ type Engine struct {
 	notify  chan struct{}
 
 	running, waiting, active atomic.Int64
+
+	// paused is owned by the actor goroutine; pausedFlag mirrors it for
+	// readers.
+	paused     bool
+	pausedFlag atomic.Bool
 }
 
 type messageKind uint8
@@ -37,6 +42,9 @@ const (
 	msgSubmit messageKind = iota
 	msgCancel
 	msgReset
+	msgPause
+	msgResume
+	msgRetime
 	msgLoadAdapter
 )
 
@@ -44,6 +52,7 @@ type message struct {
 	kind    messageKind
 	req     *Request
 	id      uint64
+	retime  TimingChange
 	reply   chan bool
 	adapter Adapter
 }
@@ -167,6 +176,8 @@ func (e *Engine) applyMailbox(batch []message) []message {
 			m.reply <- e.core.ResetPrefixCache(now)
 		case msgLoadAdapter:
 			e.core.LoadAdapter(m.adapter)
+		default:
+			e.applyControl(m)
 		}
 		msgs[i] = message{}
 	}
@@ -189,10 +200,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	hb := time.NewTimer(e.heartbeat)
 	defer hb.Stop()
 	for {
-		if e.core.Idle() || blocked {
+		if e.core.Idle() || blocked || e.paused {
 			// Nothing can run until a message arrives: block, emitting FPM
 			// heartbeats while idle so FPM consumers can tell an idle rank
-			// from a dead one.
+			// from a dead one. A paused engine waits here too, with its
+			// requests kept as they are.
 			busy = false
 			e.publishLoad()
 			hb.Reset(max(time.Until(lastSnapshot.Add(e.heartbeat)), 0))
@@ -211,7 +223,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if e.core.Idle() {
+		if e.core.Idle() || e.paused {
 			continue
 		}
 		now := e.clock.Now()
@@ -259,7 +271,7 @@ func (e *Engine) stop() {
 		switch m.kind {
 		case msgSubmit:
 			e.core.Submit(m.req)
-		case msgReset:
+		case msgReset, msgPause, msgResume, msgRetime:
 			m.reply <- false
 		}
 	}

@@ -86,6 +86,9 @@ type FirstTokenRecord struct {
 
 // FinishedRecord is the timeline and sizes of one finished sequence.
 type FinishedRecord struct {
+	// ID is the Request.ID of the sequence, so that a driver holding many
+	// requests (the offline replay) can tell whose timeline this is.
+	ID             uint64
 	Reason         FinishReason
 	Arrival        time.Time
 	FirstScheduled time.Time // zero if never scheduled

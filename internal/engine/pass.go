@@ -55,7 +55,11 @@ func (c *Core) planPass(start time.Time) time.Duration {
 	d += c.loraLoadTime()
 
 	scheduled := prefillN+decodeTokens > 0
-	c.cur = passState{active: scheduled || len(c.ready) > 0, start: start, duration: d}
+	active := scheduled || len(c.ready) > 0
+	if active {
+		d += c.extraPassDelay
+	}
+	c.cur = passState{active: active, start: start, duration: d}
 	if !c.cur.active {
 		c.FlushReport() // rejections at the queue head
 		return 0

@@ -190,7 +190,10 @@ func KVSettingsFor(cfg *config.Config, rank int, lookup LookupIP) (s KVSettings,
 	if s.MaxQueueSize < 1 {
 		s.MaxQueueSize = d.MaxQueueSize
 	}
-	if s.HWM < 0 {
+	if s.HWM < 1 {
+		// libzmq reads 0 as "no limit": a subscriber that never reads would
+		// grow the publisher without bound. Validation rejects 0; this
+		// guards programmatic configurations.
 		s.HWM = d.HWM
 	}
 	return s, true, nil

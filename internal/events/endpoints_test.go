@@ -145,7 +145,7 @@ func TestKVSettingsFor(t *testing.T) {
 		}, ok: false},
 		{name: "null publisher", mutate: vllm(func(k *config.KVEventsConfig) { k.Publisher = "null" }), ok: false},
 		{name: "vllm defaults", mutate: vllm(nil), ok: true, want: KVSettings{
-			Endpoint: "tcp://*:5557", Bind: true, BufferSteps: 10000, HWM: 100000, MaxQueueSize: 100000,
+			Endpoint: "tcp://*:5557", Bind: true, BufferSteps: 10000, HWM: 10000, MaxQueueSize: 100000,
 			ReplayTopicFrame: true, Publish: true}},
 		{name: "vllm connect rank 2 with replay", rank: 2, mutate: func(c *config.Config) {
 			vllm(func(k *config.KVEventsConfig) {
@@ -164,7 +164,7 @@ func TestKVSettingsFor(t *testing.T) {
 			k.Endpoint = "inproc://kv"
 			k.ReplayEndpoint = ptr("inproc://replay")
 		}), ok: true, want: KVSettings{Rank: 1, Endpoint: "inproc://kv_dp1", Bind: true,
-			ReplayEndpoint: "inproc://replay_dp1", BufferSteps: 10000, HWM: 100000, MaxQueueSize: 100000,
+			ReplayEndpoint: "inproc://replay_dp1", BufferSteps: 10000, HWM: 10000, MaxQueueSize: 100000,
 			ReplayTopicFrame: true, Publish: true}},
 		{name: "vllm ipc rank 1", rank: 1, mutate: vllm(func(k *config.KVEventsConfig) {
 			k.Endpoint = "ipc:///tmp/kv"
@@ -173,26 +173,26 @@ func TestKVSettingsFor(t *testing.T) {
 			vllm(nil)(c)
 			c.EnablePrefixCaching = false
 		}, ok: true, want: KVSettings{Endpoint: "tcp://*:5557", Bind: true, BufferSteps: 10000,
-			HWM: 100000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: false}},
+			HWM: 10000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: false}},
 		{name: "decode worker", mutate: func(c *config.Config) {
 			vllm(nil)(c)
 			c.WorkerType = engine.WorkerDecode
 		}, ok: true, want: KVSettings{Endpoint: "tcp://*:5557", Bind: true, BufferSteps: 10000,
-			HWM: 100000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: false}},
+			HWM: 10000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: false}},
 		{name: "dynamo ports rank 1", rank: 1, mutate: func(c *config.Config) {
 			c.ZMQKVEventsPort, c.ZMQReplayPort, c.DPSize = 20080, 20090, 2
 		}, ok: true, want: KVSettings{Rank: 1, Endpoint: "tcp://127.0.0.1:20081", Bind: true,
-			ReplayEndpoint: "tcp://127.0.0.1:20091", BufferSteps: 10000, HWM: 100000, MaxQueueSize: 100000,
+			ReplayEndpoint: "tcp://127.0.0.1:20091", BufferSteps: 10000, HWM: 10000, MaxQueueSize: 100000,
 			ReplayTopicFrame: true, Publish: true}},
 		{name: "dynamo host name and topic ignored", mutate: func(c *config.Config) {
 			vllm(func(k *config.KVEventsConfig) { k.EnableKVCacheEvents = false; k.Topic = "x" })(c)
 			c.ZMQKVEventsPort, c.Host = 20080, "mocker"
 		}, ok: true, want: KVSettings{Endpoint: "tcp://10.0.0.7:20080", Bind: true, BufferSteps: 10000,
-			HWM: 100000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: true}},
+			HWM: 10000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: true}},
 		{name: "dynamo ipv6 any", mutate: func(c *config.Config) {
 			c.ZMQKVEventsPort, c.Host = 20080, "::"
 		}, ok: true, want: KVSettings{Endpoint: "tcp://[::]:20080", Bind: true, BufferSteps: 10000,
-			HWM: 100000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: true}},
+			HWM: 10000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: true}},
 		{name: "dynamo unresolvable", mutate: func(c *config.Config) {
 			c.ZMQKVEventsPort, c.Host = 20080, "nowhere"
 		}, errSub: "nowhere"},

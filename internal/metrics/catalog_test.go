@@ -116,6 +116,10 @@ func mockerSpecs() []spec {
 		{name: "mocker_fpm_messages_total", typ: counter, labels: []string{"dp_rank", "kind"}, perDP: true,
 			fixed: map[string][]string{"kind": {"pass", "heartbeat"}}},
 		{name: "mocker_token_delivery_lag_seconds", typ: hist, labels: dl, perDP: true},
+		{name: "mocker_injected_faults_total", typ: counter, labels: []string{"type"},
+			fixed: map[string][]string{"type": {"rate_limit", "server_error", "unavailable", "context_length", "timeout",
+				"stall", "truncate", "stream_error", "slow_first_token", "reset",
+				"limit_concurrency", "limit_rpm", "limit_tpm"}}},
 	}
 	for _, f := range []string{"num_prefill_requests", "sum_prefill_tokens", "var_prefill_length",
 		"sum_prefill_kv_tokens", "num_decode_requests", "sum_decode_kv_tokens", "var_decode_kv_tokens",

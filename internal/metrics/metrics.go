@@ -120,6 +120,7 @@ type Registry struct {
 	deprecated bool
 	ranks      []*rankObserver
 	kvPub      *kvPublisherCollector
+	faults     *prometheus.CounterVec
 }
 
 // New builds the registry for cfg (a loaded, validated configuration):
@@ -152,6 +153,7 @@ func New(cfg *config.Config, version string) *Registry {
 		r.buildSGLang()
 	}
 	r.buildMocker(version)
+	r.buildFaults()
 	return r
 }
 

@@ -1,0 +1,27 @@
+package engine
+
+import "time"
+
+// Run-time timing changes. They take effect from the next pass on: a pass
+// already modeled keeps its duration, so tokens already promised keep
+// their delivery times.
+
+// SetSpeedupRatio replaces the speedup ratio (0 and +Inf mean "no delay");
+// the decode speedup ratio still applies on top of it.
+func (c *Core) SetSpeedupRatio(ratio float64) {
+	c.cfg.SpeedupRatio = ratio
+	c.prefillDiv = divisor(ratio)
+	c.decodeDiv = c.prefillDiv * divisor(c.cfg.DecodeSpeedupRatio)
+}
+
+// SpeedupRatio returns the speedup ratio in effect.
+func (c *Core) SpeedupRatio() float64 { return c.cfg.SpeedupRatio }
+
+// SetExtraPassDelay adds d to the modeled duration of every pass that does
+// work (a negative d counts as 0). The delay is part of the pass: its
+// tokens are stamped with the later deadline and the observers and FPM
+// snapshots report the longer duration.
+func (c *Core) SetExtraPassDelay(d time.Duration) { c.extraPassDelay = max(d, 0) }
+
+// ExtraPassDelay returns the per-pass delay in effect.
+func (c *Core) ExtraPassDelay() time.Duration { return c.extraPassDelay }

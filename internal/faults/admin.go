@@ -1,0 +1,88 @@
+package faults
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// maxAdminBody bounds an admin request body; settings are small.
+const maxAdminBody = 1 << 20
+
+// NewAdminHandler serves the run-time failure settings of in, for the
+// /admin/faults route of a single server or a fleet worker's admin API:
+//
+//	GET        the current settings as JSON
+//	PUT        replace the settings (absent keys reset to their zero value)
+//	POST       change only the keys present in the body
+//
+// With a key, every method requires "Authorization: Bearer <key>";
+// without it, or with a wrong key, the answer is 401. An empty key means
+// the caller authenticates (the fleet admin API guards all its routes). A
+// new setting applies from the next request on and restarts the script's
+// arrival count and time origin. Errors use vLLM's shape
+// {"error":{"message","type","param","code"}}.
+func NewAdminHandler(in *Injector, key string) http.Handler {
+	want := []byte(key)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if len(want) > 0 && (!ok || subtle.ConstantTimeCompare([]byte(token), want) != 1) {
+			writeAdminError(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized: a valid admin key is required (Authorization: Bearer <admin-key>).")
+			return
+		}
+		switch r.Method {
+		case http.MethodGet:
+		case http.MethodPut, http.MethodPost:
+			s := Settings{}
+			if r.Method == http.MethodPost {
+				s = in.Settings()
+			}
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAdminBody))
+			if err != nil {
+				writeAdminError(w, http.StatusBadRequest, "Bad Request", "Invalid body: "+err.Error())
+				return
+			}
+			dec := json.NewDecoder(bytes.NewReader(body))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&s); err != nil {
+				writeAdminError(w, http.StatusBadRequest, "Bad Request", "Invalid JSON body: "+err.Error())
+				return
+			}
+			if err := in.Update(s); err != nil {
+				writeAdminError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+				return
+			}
+		default:
+			w.Header().Set("Allow", "GET, PUT, POST")
+			writeAdminError(w, http.StatusMethodNotAllowed, "Method Not Allowed", "Method Not Allowed")
+			return
+		}
+		body, _ := json.Marshal(in.Settings())
+		writeJSON(w, http.StatusOK, body)
+	})
+}
+
+func writeAdminError(w http.ResponseWriter, status int, typ, msg string) {
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": msg, "type": typ, "param": nil, "code": status}})
+	writeJSON(w, status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// String renders settings for logs.
+func (s Settings) String() string {
+	return fmt.Sprintf("failure_rate=%v failure_types=%q failure_script=%q allow_fault_headers=%v",
+		s.FailureRate, s.FailureTypes, s.Script, s.AllowHeaders)
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs Go native fuzz targets of the repository for FUZZTIME each (a
+# duration such as 3s or 10m, or a count such as 1000000x): the targets
+# named as arguments, or all of them. Their seed corpora also run in every
+# plain `go test`. `make test` runs the request, configuration, profile,
+# KV-event and SSE targets for 3 s each; `make fuzz` runs all of them
+# (FUZZTIME=60s by default).
+#
+#   FUZZTIME=1000000x scripts/fuzz.sh FuzzGenerateHandler   # one target
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+FUZZTIME=${FUZZTIME:-3s}
+
+targets=(
+	"./internal/api FuzzGenerateHandler"                 # request decoding and parameters, through the real handler
+	"./internal/config FuzzLoad"                         # configuration files and --extra-engine-args
+	"./internal/profile FuzzLoadProfile"                 # timing profiles (NPZ and JSON)
+	"./internal/events FuzzEncodeRoundTrip"              # KV-event encoder against vmihailenco/msgpack
+	"./internal/loadgen FuzzSSEParser"                   # the load generator's chunked SSE reader
+	"./internal/config FuzzRewriteAndParse"              # vLLM-style command lines
+	"./internal/api FuzzAppendString"                    # the hand-written JSON appenders against encoding/json
+	"./internal/api FuzzAppendFloat"
+	"./internal/api FuzzAppendIntegers"
+	"./internal/tokenizer FuzzPieces"
+	"./internal/hftokenizer FuzzEncodeDecode"
+	"./internal/chattemplate FuzzParseAndRenderNeverPanic"
+	"./internal/chattemplate FuzzDecodeJSONAgreesWithEncodingJSON"
+)
+wanted=" $* "
+for t in "${targets[@]}"; do
+	read -r pkg name <<<"$t"
+	if [[ $# -gt 0 && "$wanted" != *" $name "* ]]; then
+		continue
+	fi
+	echo "fuzz: $name ($pkg) for $FUZZTIME"
+	"$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg"
+done
