@@ -117,7 +117,8 @@ func TestE2E_LoRAAdaptersThroughTheServer(t *testing.T) {
 		return ""
 	})
 
-	// a and b stream 40 tokens each (≥ 600 ms); c arrives while both run.
+	// a and b stream 150 tokens each (≥ 2.2 s, a wide window even on a busy
+	// machine); c arrives while both run.
 	var wg sync.WaitGroup
 	stream := func(adapter string, tokens int) {
 		defer wg.Done()
@@ -153,10 +154,10 @@ func TestE2E_LoRAAdaptersThroughTheServer(t *testing.T) {
 		})
 	}
 	wg.Add(1)
-	go stream("a", 40)
+	go stream("a", 150)
 	waitState("running=a waiting=")
 	wg.Add(1)
-	go stream("b", 40)
+	go stream("b", 150)
 	waitState("running=a,b waiting=")
 	wg.Add(1)
 	go stream("c", 2)
