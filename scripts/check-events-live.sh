@@ -24,6 +24,7 @@ url=""
 for attempt in 1 2 3 4 5; do
   zport=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$bin" --port 0 --block-size 4 --num-gpu-blocks 1024 --speedup-ratio inf \
+    --enable-lora --max-loras 2 --lora-modules sql=/adapters/sql chat=/adapters/chat \
     --zmq-kv-events-port "$zport" >"$log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do
@@ -41,4 +42,4 @@ if [ -z "$url" ]; then
   exit 1
 fi
 "$py" scripts/check_kv_events.py --endpoint "tcp://127.0.0.1:$zport" \
-  --http "$url" --block-size 4 --requests 8 --max-tokens 8
+  --http "$url" --block-size 4 --requests 8 --max-tokens 8 --lora sql --lora chat

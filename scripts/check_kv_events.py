@@ -18,6 +18,13 @@ that share a long prefix, and validates every message received:
     announced and not removed since; a stored hash is not already resident;
   * prefix reuse: some BlockStored names a parent announced by an earlier
     message (the shared prefix of the requests).
+  * LoRA adapters (--lora NAME, repeatable): lora_id and lora_name are both
+    null (base model) or a positive int and a string, one id per name; an
+    adapter's extra_keys entries start with its name; a parent belongs to
+    the same adapter as its children; a hash is never announced under two
+    adapters; and the same requests sent under the base model and each
+    adapter give the same token ids under different hashes (no cross-adapter
+    prefix hit).
 
 Requires Debian's python3 with python3-zmq and python3-msgpack (no other
 dependencies; HTTP via urllib). Run it with the first python3 on PATH that
@@ -97,6 +104,10 @@ class Checker:
         self.reused_parents = 0
         self.msg_errors = []
         self.announced_in = {}
+        self.owner = {}          # hash -> adapter name ("" = base), never forgotten
+        self.lora_ids = {}       # adapter name -> lora_id
+        self.first_blocks = {}   # first block's token ids -> {adapter: hash}
+        self.stored_under = {}   # adapter -> BlockStored count
 
     def fail(self, what):
         self.msg_errors.append(what)
@@ -177,8 +188,7 @@ class Checker:
                 self.fail("%s: %s keys %s, want exactly %s" % (where, tag, sorted(ev.keys()), want))
                 return
             if tag == "BlockStored":
-                if ev["lora_id"] is not None or ev["lora_name"] is not None:
-                    self.fail("%s: lora_id/lora_name not null" % where)
+                adapter = self._adapter(ev["lora_id"], ev["lora_name"], where)
                 if ev["medium"] != "GPU" or ev["group_idx"] != 0 or \
                         ev["kv_cache_spec_kind"] != "full_attention":
                     self.fail("%s: medium/group_idx/kv_cache_spec_kind %r/%r/%r" % (
@@ -189,8 +199,10 @@ class Checker:
                 elif any(e is not None and not (isinstance(e, list) and
                                                 all(isinstance(s, str) for s in e)) for e in extra):
                     self.fail("%s: extra_keys entries must be null or string arrays" % where)
+                elif adapter and any(not e or e[0] != adapter for e in extra):
+                    self.fail("%s: extra_keys %r of adapter %r do not start with its name" % (where, extra, adapter))
                 self._stored(ev["block_hashes"], ev["parent_block_hash"], ev["token_ids"],
-                             ev["block_size"], where, idx)
+                             ev["block_size"], where, idx, adapter)
             elif tag == "BlockRemoved":
                 if ev["medium"] != "GPU" or ev["group_idx"] != 0:
                     self.fail("%s: medium/group_idx %r/%r" % (where, ev["medium"], ev["group_idx"]))
@@ -204,9 +216,10 @@ class Checker:
                 if len(ev) != 8:
                     self.fail("%s: BlockStored array has %d elements, want 8" % (where, len(ev)))
                     return
-                if ev[5] is not None or ev[6] != "GPU" or ev[7] is not None:
-                    self.fail("%s: lora_id/medium/lora_name %r/%r/%r" % (where, ev[5], ev[6], ev[7]))
-                self._stored(ev[1], ev[2], ev[3], ev[4], where, idx)
+                if ev[6] != "GPU":
+                    self.fail("%s: medium %r" % (where, ev[6]))
+                adapter = self._adapter(ev[5], ev[7], where)
+                self._stored(ev[1], ev[2], ev[3], ev[4], where, idx, adapter)
             elif tag == "BlockRemoved":
                 if len(ev) != 3 or ev[2] != "GPU":
                     self.fail("%s: BlockRemoved array %r, want [tag, hashes, \"GPU\"]" % (where, ev))
@@ -221,11 +234,34 @@ class Checker:
         else:
             self.fail("%s: neither a map nor a tagged array: %r" % (where, ev))
 
-    def _stored(self, hashes, parent, tokens, block_size, where, idx):
+    def _adapter(self, lora_id, lora_name, where):
+        """Returns the event's adapter name ("" for the base model)."""
+        if lora_id is None and lora_name is None:
+            return ""
+        if not is_int(lora_id) or lora_id < 1 or not isinstance(lora_name, str) or not lora_name:
+            self.fail("%s: lora_id/lora_name %r/%r: want both null or a positive int and a name" % (
+                where, lora_id, lora_name))
+            return ""
+        if self.lora_ids.setdefault(lora_name, lora_id) != lora_id:
+            self.fail("%s: adapter %r has lora_id %d, earlier %d" % (
+                where, lora_name, lora_id, self.lora_ids[lora_name]))
+        return lora_name
+
+    def _stored(self, hashes, parent, tokens, block_size, where, idx, adapter=""):
         self.counts["BlockStored"] += 1
+        self.stored_under[adapter] = self.stored_under.get(adapter, 0) + 1
         hashes = self._hashes(hashes, where)
         if not hashes:
             return
+        for h in hashes:
+            if self.owner.setdefault(h, adapter) != adapter:
+                self.fail("%s: hash %#x announced under adapter %r and earlier under %r" % (
+                    where, h, adapter, self.owner[h]))
+        if parent is not None and parent in self.owner and self.owner[parent] != adapter:
+            self.fail("%s: parent %#x belongs to adapter %r, the blocks to %r" % (
+                where, parent, self.owner[parent], adapter))
+        if parent is None and isinstance(tokens, list) and len(tokens) >= self.block_size:
+            self.first_blocks.setdefault(tuple(tokens[:self.block_size]), {})[adapter] = hashes[0]
         if block_size != self.block_size:
             self.fail("%s: block_size %r, server expected %d" % (where, block_size, self.block_size))
         if not isinstance(tokens, list) or not all(is_int(t) and t >= 0 for t in tokens):
@@ -272,10 +308,10 @@ def http_json(url, body=None, api_key=None, timeout=60):
         return json.loads(resp.read().decode())
 
 
-def send_requests(args, model, errors):
+def send_requests(args, models, errors):
     # A long shared prefix spans several blocks at any block size.
     prefix = " ".join("shared-context-word-%d" % i for i in range(300))
-    for i in range(args.requests):
+    for model, i in [(m, i) for m in models for i in range(args.requests)]:
         body = {
             "model": model,
             "messages": [{"role": "user", "content": "%s\nQuestion %d: what is %d + %d?" % (prefix, i, i, i)}],
@@ -284,7 +320,7 @@ def send_requests(args, model, errors):
         try:
             http_json(args.http.rstrip("/") + "/v1/chat/completions", body, args.api_key)
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            errors.append("chat completion %d failed: %s" % (i, exc))
+            errors.append("chat completion %d (%s) failed: %s" % (i, model, exc))
             return
 
 
@@ -297,6 +333,8 @@ def main():
     ap.add_argument("--topic", default="", help="topic prefix to subscribe to (default: all)")
     ap.add_argument("--model", default="", help="model name (default: first of /v1/models)")
     ap.add_argument("--api-key", default="", help="bearer token for the HTTP API")
+    ap.add_argument("--lora", action="append", default=[],
+                    help="a served LoRA adapter: the requests are sent again under it (repeatable)")
     ap.add_argument("--requests", type=int, default=4, help="chat completions to send (default 4)")
     ap.add_argument("--max-tokens", type=int, default=8, help="max_tokens per request (default 8)")
     ap.add_argument("--settle", type=float, default=1.0, help="seconds to poll before sending (default 1)")
@@ -353,7 +391,7 @@ def main():
             return 2
 
     http_errors = []
-    sender = threading.Thread(target=send_requests, args=(args, model, http_errors), daemon=True)
+    sender = threading.Thread(target=send_requests, args=(args, [model] + args.lora, http_errors), daemon=True)
     sender.start()
     end = time.monotonic() + args.timeout
     last = time.monotonic()
@@ -376,6 +414,19 @@ def main():
     elif args.requests > 1 and checker.reused_parents == 0:
         problems.append("no BlockStored named a parent announced by an earlier message: "
                         "the shared prompt prefix was not reused")
+
+    for adapter in args.lora:
+        if not checker.stored_under.get(adapter):
+            problems.append("no BlockStored event under adapter %r" % adapter)
+    if args.lora:
+        pairs = 0
+        for owners in checker.first_blocks.values():
+            if len(owners) > 1:
+                pairs += 1
+                if len(set(owners.values())) != len(owners):
+                    problems.append("the same first block has one hash under several adapters: %r" % owners)
+        if pairs == 0:
+            problems.append("no first block was stored under two adapters (the same requests were sent under each)")
 
     print("received %d messages (encoding %s): %s; %d hashes resident" % (
         checker.messages, "/".join(sorted(checker.encodings)) or "-",

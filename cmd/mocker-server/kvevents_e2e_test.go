@@ -33,6 +33,26 @@ type e2eKVEvent struct {
 	parent    *uint64
 	nTokens   int
 	blockSize int
+	// loraID and loraName are a LoRA adapter's (0 and "" for the base
+	// model, whose fields are nil).
+	loraID    uint64
+	loraName  string
+	extraKeys []any
+}
+
+// e2eLoRAFields reads lora_id and lora_name: both nil, or an unsigned id
+// and a string.
+func e2eLoRAFields(t *testing.T, id, name any) (uint64, string) {
+	t.Helper()
+	if id == nil && name == nil {
+		return 0, ""
+	}
+	n, okID := e2eU64(id)
+	s, okName := name.(string)
+	if !okID || !okName || n == 0 || s == "" {
+		t.Fatalf("lora_id/lora_name = %#v/%#v, want both nil or an id and a name", id, name)
+	}
+	return n, s
 }
 
 var e2eEndSeq = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
@@ -114,9 +134,10 @@ func e2eDecodeKVPayload(t *testing.T, payload []byte, rank int, array bool) []e2
 				ev.hashes, ev.parent, ev.nTokens = hashes(a[1]), parent(a[2]), tokens(a[3])
 				bs, _ := e2eNum(a[4])
 				ev.blockSize = int(bs)
-				if a[5] != nil || a[6] != "GPU" || a[7] != nil {
-					t.Errorf("BlockStored lora_id/medium/lora_name = %#v %#v %#v", a[5], a[6], a[7])
+				if a[6] != "GPU" {
+					t.Errorf("BlockStored medium = %#v", a[6])
 				}
+				ev.loraID, ev.loraName = e2eLoRAFields(t, a[5], a[7])
 			case "BlockRemoved":
 				if len(a) != 3 || a[2] != "GPU" {
 					t.Fatalf("BlockRemoved = %#v, want [tag, hashes, \"GPU\"]", a)
@@ -152,12 +173,15 @@ func e2eDecodeKVPayload(t *testing.T, payload []byte, rank int, array bool) []e2
 				bs, _ := e2eNum(m["block_size"])
 				ev.blockSize = int(bs)
 				if gi, _ := e2eNum(m["group_idx"]); gi != 0 || m["kv_cache_spec_kind"] != "full_attention" ||
-					m["medium"] != "GPU" || m["lora_id"] != nil || m["lora_name"] != nil {
+					m["medium"] != "GPU" {
 					t.Errorf("BlockStored fixed fields: %#v", m)
 				}
-				if xk, ok := m["extra_keys"].([]any); !ok || len(xk) != len(ev.hashes) {
+				ev.loraID, ev.loraName = e2eLoRAFields(t, m["lora_id"], m["lora_name"])
+				xk, ok := m["extra_keys"].([]any)
+				if !ok || len(xk) != len(ev.hashes) {
 					t.Errorf("extra_keys = %#v, want one entry per block", m["extra_keys"])
 				}
+				ev.extraKeys = xk
 			case "BlockRemoved":
 				if !slices.Equal(keys, []string{"block_hashes", "group_idx", "medium", "type"}) || m["medium"] != "GPU" {
 					t.Fatalf("BlockRemoved = %#v", m)

@@ -64,7 +64,7 @@ type modelCard struct {
 	OwnedBy     string            `json:"owned_by"`
 	Root        string            `json:"root"`
 	Parent      *string           `json:"parent"`
-	MaxModelLen int               `json:"max_model_len"`
+	MaxModelLen *int              `json:"max_model_len"` // null for adapters, as in vLLM
 	Permission  []modelPermission `json:"permission"`
 }
 
@@ -95,18 +95,25 @@ func handleModels(s *Server) http.Handler {
 		if len(names) == 0 {
 			names = []string{s.cfg.ServedName()}
 		}
-		list := modelList{Object: "list", Data: make([]modelCard, len(names))}
-		for i, name := range names {
-			var id [16]byte
-			_, _ = rand.Read(id[:])
-			list.Data[i] = modelCard{
-				ID: name, Object: "model", Created: now, OwnedBy: "vllm", Root: s.cfg.Model,
-				MaxModelLen: s.cfg.MaxModelLen,
+		adapters := s.adapters.list()
+		list := modelList{Object: "list", Data: make([]modelCard, 0, len(names)+len(adapters))}
+		card := func(id, root string, parent *string, maxLen *int) modelCard {
+			var permID [16]byte
+			_, _ = rand.Read(permID[:])
+			return modelCard{
+				ID: id, Object: "model", Created: now, OwnedBy: "vllm", Root: root, Parent: parent,
+				MaxModelLen: maxLen,
 				Permission: []modelPermission{{
-					ID: "modelperm-" + hex.EncodeToString(id[:]), Object: "model_permission", Created: now,
+					ID: "modelperm-" + hex.EncodeToString(permID[:]), Object: "model_permission", Created: now,
 					AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*",
 				}},
 			}
+		}
+		for _, name := range names {
+			list.Data = append(list.Data, card(name, s.cfg.Model, nil, &s.cfg.MaxModelLen))
+		}
+		for _, a := range adapters {
+			list.Data = append(list.Data, card(a.Name, a.path, &a.parent, nil))
 		}
 		encode(w, http.StatusOK, list)
 	})
@@ -119,7 +126,7 @@ func (s *Server) checkModel(o object) *apiError {
 	if e := o.failed(); e != nil {
 		return e
 	}
-	if ok && !s.served[model] {
+	if _, isAdapter := s.adapters.lookup(model); ok && !s.served[model] && !isAdapter {
 		return &apiError{Status: http.StatusNotFound, Type: typeNotFound,
 			Message: "The model `" + model + "` does not exist.", Param: "model"}
 	}

@@ -142,6 +142,7 @@ func (s *Server) submit(g *genRequest) (*job, *apiError) {
 				Priority:        g.priority,
 				ArrivalTime:     arrival,
 				CacheSalt:       g.cacheSalt,
+				Adapter:         g.adapter,
 				Choice:          idx,
 				Out:             j.out,
 			}

@@ -53,10 +53,11 @@ type genRequest struct {
 	priority     int
 	truncate     int // 0 = no truncation
 	cacheSalt    string
-	returnIDs    bool // return_token_ids
-	tokensAsIDs  bool // return_tokens_as_token_ids
-	echo         bool // completions only
-	rank         int  // X-data-parallel-rank, -1 = route
+	adapter      engine.Adapter // the LoRA adapter named by model (zero: base model)
+	returnIDs    bool           // return_token_ids
+	tokensAsIDs  bool           // return_tokens_as_token_ids
+	echo         bool           // completions only
+	rank         int            // X-data-parallel-rank, -1 = route
 	prompts      []promptSpec
 	maxEffective int // largest M over the prompts (metrics)
 }
@@ -223,11 +224,19 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 	}
 
 	// 7. Model name. Any served name is accepted; responses carry the first
-	// one whichever was asked for, as vLLM's do.
+	// one whichever was asked for, as vLLM's do, or the LoRA adapter's name.
 	g.model = s.cfg.ServedName()
-	if hasModel && !s.served[model] {
-		return nil, &apiError{Status: http.StatusNotFound, Type: typeNotFound,
-			Message: "The model `" + model + "` does not exist.", Param: "model"}
+	if hasModel {
+		adapter, isAdapter := s.adapters.lookup(model)
+		if !s.served[model] && !isAdapter {
+			return nil, &apiError{Status: http.StatusNotFound, Type: typeNotFound,
+				Message: "The model `" + model + "` does not exist.", Param: "model"}
+		}
+		if isAdapter {
+			// vLLM answers with the adapter's name for an adapter's request.
+			g.model = model
+			g.adapter = adapter
+		}
 	}
 	g.baseID = requestID(r.Header.Get("X-Request-Id"), bodyID)
 

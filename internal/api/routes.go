@@ -40,6 +40,11 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.DevMode {
 		r.Method(http.MethodPost, "/reset_prefix_cache", handleResetPrefixCache(s))
 	}
+	if s.adapters != nil && s.cfg.AllowRuntimeLoRAUpdating {
+		// Like vLLM, the routes exist only when runtime updating is allowed.
+		r.Method(http.MethodPost, "/v1/load_lora_adapter", handleLoadAdapter(s))
+		r.Method(http.MethodPost, "/v1/unload_lora_adapter", handleUnloadAdapter(s))
+	}
 	s.mountAdmin(r)
 	return r
 }

@@ -72,13 +72,15 @@ type Deps struct {
 type Server struct {
 	cfg     *config.Config
 	engines []*engine.Engine
-	tok     tokenizer.Model
-	chat    ChatRenderer
-	log     *slog.Logger
-	metrics http.Handler
-	reqObs  RequestObserver
-	lagObs  DeliveryLagObserver
-	version string
+	// adapters are the served LoRA adapters; nil without --enable-lora.
+	adapters *adapterRegistry
+	tok      tokenizer.Model
+	chat     ChatRenderer
+	log      *slog.Logger
+	metrics  http.Handler
+	reqObs   RequestObserver
+	lagObs   DeliveryLagObserver
+	version  string
 
 	faults   *faults.Injector
 	faultObs FaultObserver
@@ -144,6 +146,9 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 	}
 	for _, k := range cfg.APIKey {
 		s.apiKeys = append(s.apiKeys, []byte(k))
+	}
+	if cfg.EnableLoRA {
+		s.adapters = newAdapterRegistry()
 	}
 	if s.faults == nil {
 		inj, err := faults.New(cfg.FaultSettings(), faults.Options{Seed: cfg.Seed})

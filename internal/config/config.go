@@ -102,6 +102,25 @@ type Config struct {
 	FailureScript         string   `json:"failure_script"`
 	AllowFaultHeaders     bool     `json:"allow_fault_headers"`
 
+	// LoRA adapters (docs/lora.md; parsing and checks in lora.go).
+	EnableLoRA bool `json:"enable_lora"`
+	// LoRAModules are the adapters served from startup, each "name=path"
+	// or a JSON object {"name", "path", "base_model_name"}.
+	LoRAModules []string `json:"lora_modules"`
+	MaxLoRAs    int      `json:"max_loras"`
+	MaxCPULoRAs int      `json:"max_cpu_loras"` // 0 = max_loras
+	MaxLoRARank int      `json:"max_lora_rank"`
+	// LoRALoadTimeMs is the simulated time to load an adapter into a GPU
+	// slot (twice when it must be read from disk first).
+	LoRALoadTimeMs float64 `json:"lora_load_time_ms"`
+	// LoRAPathCheck says whether adapter paths must exist: "none" records
+	// any path, "exists" requires a directory (and checks the rank in its
+	// adapter_config.json against max_lora_rank).
+	LoRAPathCheck string `json:"lora_path_check"`
+	// AllowRuntimeLoRAUpdating enables /v1/load_lora_adapter and
+	// /v1/unload_lora_adapter (default $VLLM_ALLOW_RUNTIME_LORA_UPDATING).
+	AllowRuntimeLoRAUpdating bool `json:"allow_runtime_lora_updating"`
+
 	// NumGPUBlocksOverridden records whether num_gpu_blocks was set
 	// explicitly by any source (for vllm:cache_config_info). Not a JSON key.
 	NumGPUBlocksOverridden bool `json:"-"`
@@ -205,6 +224,10 @@ func Default() Config {
 
 		DPSize:    1,
 		DPRouting: engine.RouteRoundRobin,
+
+		MaxLoRAs:      1,
+		MaxLoRARank:   16,
+		LoRAPathCheck: "none",
 
 		WorkerType:              engine.WorkerAggregated,
 		KVBytesPerToken:         131072,

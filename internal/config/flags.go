@@ -113,6 +113,16 @@ var flagTable = []flagSpec{
 	{name: "kv-transfer-timing-mode", key: "kv_transfer_timing_mode", kind: flagString, usage: "transfer size: full_prompt | destination_missing", notYet: capDisaggregation},
 	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time prefill blocks are held for a handoff", notYet: capDisaggregation},
 
+	// LoRA adapters.
+	{name: "enable-lora", key: "enable_lora", kind: flagBool, negatable: true, usage: "serve LoRA adapters"},
+	{name: "lora-modules", key: "lora_modules", kind: flagList, usage: `adapters served from startup, one or more after one flag: name=path or {"name":...,"path":...,"base_model_name":...}`},
+	{name: "max-loras", key: "max_loras", kind: flagInt, usage: "maximum distinct LoRA adapters in one pass (GPU slots)"},
+	{name: "max-cpu-loras", key: "max_cpu_loras", kind: flagInt, usage: "adapters kept in the CPU cache (>= max_loras; 0 = max_loras)"},
+	{name: "max-lora-rank", key: "max_lora_rank", kind: flagInt, usage: "maximum adapter rank: 1 | 8 | 16 | 32 | 64 | 128 | 256 | 320 | 512 (checked with --lora-path-check exists)"},
+	{name: "lora-load-time-ms", key: "lora_load_time_ms", kind: flagFloat, usage: "simulated ms to load an adapter into a GPU slot (twice when read from disk)"},
+	{name: "lora-path-check", key: "lora_path_check", kind: flagString, usage: "adapter path check: none (record any path) | exists (a directory; rank from adapter_config.json)"},
+	{name: "allow-runtime-lora-updating", key: "allow_runtime_lora_updating", kind: flagBool, usage: "enable /v1/load_lora_adapter and /v1/unload_lora_adapter (default $VLLM_ALLOW_RUNTIME_LORA_UPDATING)"},
+
 	// KV events and FPM.
 	{name: "kv-events-config", key: "kv_events_config", kind: flagJSON, usage: `vLLM KVEventsConfig as JSON, e.g. {"enable_kv_cache_events":true}`},
 	{name: "zmq-kv-events-port", key: "zmq_kv_events_port", kind: flagInt, usage: "Dynamo style: bind KV event PUB at tcp://<host>:<port+dp_rank>"},

@@ -59,6 +59,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	if cj.APIKey == nil {
 		cj.APIKey = []string{}
 	}
+	if cj.LoRAModules == nil {
+		cj.LoRAModules = []string{}
+	}
 	if cj.FailureTypes == nil {
 		cj.FailureTypes = []string{}
 	}

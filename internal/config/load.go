@@ -222,6 +222,15 @@ func applyDerivedDefaults(cfg *Config, merged map[string]any, opts LoadOptions) 
 			cfg.APIKey = []string{k}
 		}
 	}
+	if len(cfg.LoRAModules) == 0 {
+		cfg.LoRAModules = nil // one spelling of "none", so configurations compare equal
+	}
+	if !set("allow_runtime_lora_updating") {
+		// vLLM's rule: "1" or "true", any case, surrounding spaces ignored.
+		v, _ := lookupEnv("VLLM_ALLOW_RUNTIME_LORA_UPDATING")
+		v = strings.ToLower(strings.TrimSpace(v))
+		cfg.AllowRuntimeLoRAUpdating = v == "1" || v == "true"
+	}
 	if len(cfg.FailureTypes) == 0 {
 		cfg.FailureTypes = nil // [] and absent mean the same
 	}

@@ -58,6 +58,7 @@ var fieldOpts = map[string]fieldOpt{
 	"dp_routing":                       {enum: typedEnum(engine.RouteRoundRobin, engine.RouteLeastLoaded)},
 	"worker_type":                      {enum: typedEnum(engine.WorkerAggregated, engine.WorkerPrefill, engine.WorkerDecode)},
 	"kv_transfer_timing_mode":          {enum: enum("full_prompt", "destination_missing")},
+	"lora_path_check":                  {enum: enum("none", "exists")},
 	"kv_events_encoding":               {enum: enum("map", "array")},
 	"kv_events_config.publisher":       {enum: enum("zmq", "null")},
 }

@@ -325,6 +325,7 @@ func (c *Config) validate() ([]problem, []string) {
 			"max_model_len (%d) is larger than the KV cache (num_gpu_blocks %d x block_size %d = %d tokens); longer requests will be rejected",
 			c.MaxModelLen, c.NumGPUBlocks, bs, capTokens))
 	}
+	v.validateLoRA(c)
 	if c.KVEventsEnabled() {
 		if !c.EnablePrefixCaching {
 			v.warns = append(v.warns, "KV events are configured but prefix caching is disabled: no KV events will be published")

@@ -60,7 +60,6 @@ type vllmFlag struct {
 
 // Capabilities that vLLM flags ask for and the mock does not have yet.
 const (
-	capLoRA        = "LoRA adapters"
 	capSpeculative = "speculative decoding"
 	capKVOffload   = "KV cache offloading"
 	capToolCalling = "tool calling"
@@ -129,7 +128,7 @@ var vllmFlagTable = []vllmFlag{
 	vString("host").orNone(),
 	vString("log-config-file").orNone(),
 	vBool("log-error-stack"),
-	vList("lora-modules").orNone().needs(capLoRA),
+	vList("lora-modules").orNone(),
 	vInt("max-log-len").orNone(),
 	{name: "middleware", kind: vllmAppend},
 	vInt("port"),
@@ -289,7 +288,7 @@ var vllmFlagTable = []vllmFlag{
 
 	// LoRAConfig.
 	vJSON("default-mm-loras").orNone(),
-	vBool("enable-lora").needs(capLoRA),
+	vBool("enable-lora"),
 	vBool("enable-tower-connector-lora"),
 	vBool("fully-sharded-loras"),
 	vChoice("lora-dtype", "auto", "bfloat16", "float16"),

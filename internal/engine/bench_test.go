@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -51,6 +52,9 @@ type syntheticTrace struct {
 	n, shared, unique, prefixes, out int
 	gap                              time.Duration
 	maxNumSeqs                       int
+	// adapters > 0 spreads the requests round robin over that many LoRA
+	// adapters, with maxLoRAs GPU slots.
+	adapters, maxLoRAs int
 }
 
 // runTrace simulates the trace b.N times in virtual time and reports
@@ -60,6 +64,7 @@ func runTrace(b *testing.B, tr syntheticTrace) {
 	for i := 0; i < b.N; i++ {
 		cfg := DefaultConfig()
 		cfg.MaxNumSeqs = tr.maxNumSeqs
+		cfg.LoRA = LoRAConfig{MaxLoRAs: tr.maxLoRAs, LoadTime: time.Millisecond}
 		core, err := NewCore(cfg, CoreOptions{})
 		if err != nil {
 			b.Fatal(err)
@@ -69,7 +74,12 @@ func runTrace(b *testing.B, tr syntheticTrace) {
 		for j := 0; j < tr.n; j++ {
 			prompt := append(seqTokens(1+(j%tr.prefixes)*tr.shared, tr.shared),
 				seqTokens(1_000_000+j*tr.unique, tr.unique)...)
-			sim.SubmitAt(time.Duration(j)*tr.gap, &Request{ID: uint64(j + 1), Prompt: prompt, PlannedOutput: planned})
+			r := &Request{ID: uint64(j + 1), Prompt: prompt, PlannedOutput: planned}
+			if tr.adapters > 0 {
+				id := j%tr.adapters + 1
+				r.Adapter = Adapter{ID: id, Name: fmt.Sprintf("adapter-%d", id)}
+			}
+			sim.SubmitAt(time.Duration(j)*tr.gap, r)
 		}
 		sim.Run(0)
 		simulated += sim.Now().Seconds()
@@ -84,6 +94,13 @@ func runTrace(b *testing.B, tr syntheticTrace) {
 func BenchmarkVirtualRun10k(b *testing.B) {
 	runTrace(b, syntheticTrace{n: 10_000, shared: 256, unique: 256, prefixes: 16, out: 128,
 		gap: 20 * time.Millisecond, maxNumSeqs: 256})
+}
+
+// BenchmarkVirtualRun10kLoRA is BenchmarkVirtualRun10k with the requests
+// spread over 8 LoRA adapters and 4 GPU slots (docs/BENCHMARKS.md, LoRA).
+func BenchmarkVirtualRun10kLoRA(b *testing.B) {
+	runTrace(b, syntheticTrace{n: 10_000, shared: 256, unique: 256, prefixes: 16, out: 128,
+		gap: 20 * time.Millisecond, maxNumSeqs: 256, adapters: 8, maxLoRAs: 4})
 }
 
 // BenchmarkVirtualRun100k simulates a 100,000-request synthetic trace

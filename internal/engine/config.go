@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // EngineType names the inference engine whose scheduler a Core imitates.
@@ -125,7 +126,31 @@ type Config struct {
 	// divides decode durations again; 0 and +Inf mean "no delay".
 	SpeedupRatio       float64
 	DecodeSpeedupRatio float64
+
+	// LoRA bounds the adapters of a pass; its zero value serves the base
+	// model only.
+	LoRA LoRAConfig
 }
+
+// LoRAConfig is vLLM's LoRA scheduling configuration as the engine uses it.
+type LoRAConfig struct {
+	// MaxLoRAs is the number of GPU adapter slots: at most this many
+	// distinct adapters run in one pass. 0 disables LoRA.
+	MaxLoRAs int
+	// MaxCPULoRAs is the size of the CPU adapter cache (≥ MaxLoRAs); 0
+	// means MaxLoRAs.
+	MaxCPULoRAs int
+	// LoadTime is the simulated time to move an adapter into a GPU slot,
+	// added to the pass that first runs it there; an adapter that also left
+	// the CPU cache costs it twice (read from disk, then copied in).
+	LoadTime time.Duration
+}
+
+// Enabled reports whether LoRA adapters are served.
+func (c LoRAConfig) Enabled() bool { return c.MaxLoRAs > 0 }
+
+// cpuSlots is MaxCPULoRAs with 0 replaced by MaxLoRAs.
+func (c LoRAConfig) cpuSlots() int { return max(c.MaxCPULoRAs, c.MaxLoRAs) }
 
 // TimingConfig selects and parameterises the timing model.
 type TimingConfig struct {
@@ -183,6 +208,10 @@ func (c *Config) validate() error {
 	case EngineVLLM, EngineTRTLLM, EngineSGLang:
 	default:
 		errs = append(errs, fmt.Errorf("unknown engine type %q", c.Type))
+	}
+	if c.LoRA.MaxLoRAs < 0 || (c.LoRA.MaxCPULoRAs != 0 && c.LoRA.MaxCPULoRAs < c.LoRA.MaxLoRAs) || c.LoRA.LoadTime < 0 {
+		errs = append(errs, fmt.Errorf("max_loras %d, max_cpu_loras %d (>= max_loras) and LoRA load time %v must not be negative",
+			c.LoRA.MaxLoRAs, c.LoRA.MaxCPULoRAs, c.LoRA.LoadTime))
 	}
 	switch c.Preemption {
 	case PreemptLIFO, PreemptFIFO:

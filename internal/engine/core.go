@@ -40,6 +40,12 @@ type Core struct {
 
 	fpmCounter uint64
 
+	// LoRA state (unused when LoRA is off): GPU/CPU adapter slots, and the
+	// order adapters got live requests in, for the adapter gauges.
+	lora                       loraSlots
+	adapterOrder               []string
+	runningNames, waitingNames []string
+
 	// Scratch reused across passes so steady-state passes do not allocate.
 	ready    []*sequence
 	prefills []*sequence
@@ -98,6 +104,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		log:      log,
 	}
 	c.scheduler = &vllmScheduler{core: c, claims: claims, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}
+	c.lora.cfg = cfg.LoRA
 	c.waiting.byPriority = cfg.Scheduling == SchedulePriority
 	c.prefillDiv = divisor(cfg.SpeedupRatio)
 	c.decodeDiv = c.prefillDiv * divisor(cfg.DecodeSpeedupRatio)
@@ -151,6 +158,10 @@ func (c *Core) Submit(r *Request) {
 		c.reject(s, c.kv.rejection(0, s.maxOutput))
 		return
 	}
+	if !r.Adapter.IsBase() && !c.cfg.LoRA.Enabled() {
+		c.reject(s, &Rejection{Reason: RejectLoRADisabled, Message: "LoRA is not enabled on this engine"})
+		return
+	}
 	if rej := c.claims.prepare(s, c.kv, c.log); rej != nil {
 		c.reject(s, rej)
 		return
@@ -160,6 +171,7 @@ func (c *Core) Submit(r *Request) {
 	c.kv.startChain(s)
 	c.byID[r.ID] = s
 	c.waiting.PushBack(s)
+	c.noteAdapter(r.Adapter.Name)
 }
 
 // CheckAdmissible applies the engine's capacity rule to a request before
@@ -244,13 +256,15 @@ func (c *Core) resetReport() {
 }
 
 func (c *Core) gauges() Gauges {
-	return Gauges{
+	g := Gauges{
 		Rank:         c.rank,
 		Running:      len(c.running),
 		Waiting:      c.waiting.Len(),
 		ActiveBlocks: c.kv.pool.NumActive(),
 		KVUsage:      c.kv.usage(),
 	}
+	c.adapterGauges(&g)
+	return g
 }
 
 // ResetPrefixCache clears the rank's prefix cache if no block is in use and

@@ -45,14 +45,16 @@ const (
 	msgPause
 	msgResume
 	msgRetime
+	msgLoadAdapter
 )
 
 type message struct {
-	kind   messageKind
-	req    *Request
-	id     uint64
-	retime TimingChange
-	reply  chan bool
+	kind    messageKind
+	req     *Request
+	id      uint64
+	retime  TimingChange
+	reply   chan bool
+	adapter Adapter
 }
 
 // Options are an Engine's collaborators; zero fields get defaults.
@@ -116,6 +118,12 @@ func (e *Engine) Submit(r *Request) error {
 	return e.post(message{kind: msgSubmit, req: r})
 }
 
+// LoadAdapter asks the actor to load a LoRA adapter into its CPU cache and
+// a GPU slot, as vLLM's add_lora does when an adapter is registered.
+func (e *Engine) LoadAdapter(a Adapter) error {
+	return e.post(message{kind: msgLoadAdapter, adapter: a})
+}
+
 // Cancel asks the actor to abort a request and free its blocks before the
 // next pass. Unknown ids are ignored.
 func (e *Engine) Cancel(id uint64) {
@@ -166,6 +174,8 @@ func (e *Engine) applyMailbox(batch []message) []message {
 			e.core.Cancel(m.id, now)
 		case msgReset:
 			m.reply <- e.core.ResetPrefixCache(now)
+		case msgLoadAdapter:
+			e.core.LoadAdapter(m.adapter)
 		default:
 			e.applyControl(m)
 		}

@@ -29,9 +29,18 @@ type recordingObserver struct {
 	passes   []PassReport
 	finished []FinishedRecord
 	gauges   Gauges
+	// adapters records each gauge report's adapter lists, as
+	// "running=a,b waiting=c" (LoRA scenarios).
+	adapters []string
 }
 
-func (o *recordingObserver) ObserveGauges(g Gauges) { o.gauges = g }
+func (o *recordingObserver) ObserveGauges(g Gauges) {
+	o.gauges = g
+	if g.MaxLoRAs > 0 {
+		o.adapters = append(o.adapters, fmt.Sprintf("running=%s waiting=%s deferred=%d",
+			strings.Join(g.RunningAdapters, ","), strings.Join(g.WaitingAdapters, ","), g.WaitingDeferred))
+	}
+}
 func (o *recordingObserver) ObservePass(r *PassReport) {
 	c := *r
 	c.First = append([]FirstTokenRecord(nil), r.First...)

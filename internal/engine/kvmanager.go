@@ -28,6 +28,9 @@ const (
 	RejectContextLength
 	// RejectKVCapacity: the request needs more blocks than the pool holds.
 	RejectKVCapacity
+	// RejectLoRADisabled: the request names a LoRA adapter but the engine
+	// serves none (the API refuses such requests before they get here).
+	RejectLoRADisabled
 )
 
 // Rejection is the engine's verdict on a request that can never run. Its
@@ -117,7 +120,7 @@ func (m *kvManager) rejection(promptTokens, maxOutputTokens int) *Rejection {
 // startChain begins a sequence's hash chain (no-op without prefix caching).
 func (m *kvManager) startChain(s *sequence) {
 	if m.hasher != nil {
-		s.kv.chain = m.hasher.NewChain(s.req.CacheSalt)
+		s.kv.chain = m.hasher.NewKeyedChain(s.req.hashKeys())
 	}
 }
 
@@ -225,7 +228,7 @@ func (m *kvManager) cacheFullBlocks(s *sequence) {
 		return
 	}
 	m.hasher.Extend(&s.kv.chain, s.tokens, full)
-	m.pool.Cache(s.kv.blocks, s.kv.chain.Hashes(), s.tokens, s.kv.numCachedBlocks, full, s.req.CacheSalt)
+	m.pool.Cache(s.kv.blocks, s.kv.chain.Hashes(), s.tokens, s.kv.numCachedBlocks, full, s.req.hashKeys())
 	s.kv.numCachedBlocks = full
 }
 

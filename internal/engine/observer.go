@@ -19,15 +19,29 @@ type Gauges struct {
 	Rank int
 	// Running is the length of the running list.
 	Running int
-	// Waiting is the waiting queue length (never scheduled + preempted).
+	// Waiting is the waiting queue length (never scheduled + preempted)
+	// less WaitingDeferred.
 	Waiting int
-	// WaitingDeferred counts requests waiting for remote KV (disaggregation;
-	// always 0 until that is built).
+	// WaitingDeferred counts waiting requests held back by a transient
+	// constraint rather than capacity: those whose LoRA adapter cannot get a
+	// slot while max_loras other adapters run (remote KV would count here
+	// too once disaggregation is built).
 	WaitingDeferred int
 	// ActiveBlocks is the number of referenced KV blocks.
 	ActiveBlocks int
 	// KVUsage is ActiveBlocks / num_gpu_blocks.
 	KVUsage float64
+	// MaxLoRAs is the configured adapter slots (0: LoRA disabled, and the
+	// adapter lists are empty).
+	MaxLoRAs int
+	// RunningAdapters and WaitingAdapters name the adapters with at least
+	// one running (resp. waiting) request, in the order the adapters
+	// first got a live request. Valid only during the call.
+	RunningAdapters, WaitingAdapters []string
+	// GPUAdapters and CPUAdapters are the adapters loaded in GPU slots and
+	// in the CPU cache (a GPU adapter is in both), least recently used
+	// first. Valid only during the call.
+	GPUAdapters, CPUAdapters []Adapter
 }
 
 // PassReport is what one pass (or one batch of out-of-pass cancellations)

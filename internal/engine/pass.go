@@ -52,6 +52,7 @@ func (c *Core) planPass(start time.Time) time.Duration {
 		decodeMs = c.timing.DecodeMs(c.kv.activeTokens(), c.kv.capacityTokens(), sumReadyCtx/emitting) / c.decodeDiv
 	}
 	d := time.Duration(math.Round((prefillMs + decodeMs) * float64(time.Millisecond)))
+	d += c.loraLoadTime()
 
 	scheduled := prefillN+decodeTokens > 0
 	active := scheduled || len(c.ready) > 0

@@ -6,6 +6,37 @@ type waitQueue struct {
 	byPriority bool
 	items      []*sequence // items[head:] are queued
 	head       int
+	// perAdapter counts the queued requests of each LoRA adapter id (0 =
+	// base model), so the scheduler can stop looking once none it could
+	// admit is left. Nil until the first adapter request.
+	perAdapter map[int]int
+}
+
+// count adjusts the per-adapter count of s by delta; callers call it before
+// they insert or remove s.
+func (q *waitQueue) count(s *sequence, delta int) {
+	id := s.req.Adapter.ID
+	if q.perAdapter == nil {
+		if id == 0 {
+			return // base-model requests only: nothing to track yet
+		}
+		// The first adapter request: everything queued so far is base.
+		q.perAdapter = map[int]int{0: q.Len()}
+	}
+	q.perAdapter[id] += delta
+}
+
+// numQueued returns how many queued requests belong to the base model or to
+// one of the adapters.
+func (q *waitQueue) numQueued(adapters []int) int {
+	if q.perAdapter == nil {
+		return q.Len()
+	}
+	n := q.perAdapter[0]
+	for _, id := range adapters {
+		n += q.perAdapter[id]
+	}
+	return n
 }
 
 func (q *waitQueue) Len() int { return len(q.items) - q.head }
@@ -16,6 +47,7 @@ func (q *waitQueue) At(i int) *sequence { return q.items[q.head+i] }
 
 func (q *waitQueue) PopFront() *sequence {
 	s := q.items[q.head]
+	q.count(s, -1)
 	q.items[q.head] = nil
 	q.head++
 	if q.head == len(q.items) {
@@ -25,8 +57,19 @@ func (q *waitQueue) PopFront() *sequence {
 	return s
 }
 
+// RemoveAt removes and returns the i-th queued request (i = 0 is the front).
+func (q *waitQueue) RemoveAt(i int) *sequence {
+	if i == 0 {
+		return q.PopFront()
+	}
+	s := q.items[q.head+i]
+	q.Remove(s)
+	return s
+}
+
 // PushBack enqueues a new request.
 func (q *waitQueue) PushBack(s *sequence) {
+	q.count(s, +1)
 	if q.byPriority {
 		q.insertSorted(s)
 		return
@@ -37,6 +80,7 @@ func (q *waitQueue) PushBack(s *sequence) {
 // PushPreempted re-queues a preempted request: at the front under fcfs, by
 // key under priority.
 func (q *waitQueue) PushPreempted(s *sequence) {
+	q.count(s, +1)
 	if q.byPriority {
 		q.insertSorted(s)
 		return
@@ -55,6 +99,7 @@ func (q *waitQueue) PushPreempted(s *sequence) {
 func (q *waitQueue) Remove(s *sequence) bool {
 	for i := q.head; i < len(q.items); i++ {
 		if q.items[i] == s {
+			q.count(s, -1)
 			copy(q.items[i:], q.items[i+1:])
 			q.items[len(q.items)-1] = nil
 			q.items = q.items[:len(q.items)-1]

@@ -3,6 +3,8 @@ package engine
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
 // Request is one engine sequence as submitted by a caller (one prompt ×
@@ -27,12 +29,19 @@ type Request struct {
 	ArrivalTime time.Time
 	// CacheSalt isolates the request's prefix cache ("" = none).
 	CacheSalt string
+	// Adapter is the LoRA adapter the request runs under (zero value: the
+	// base model). It counts against Config.LoRA.MaxLoRAs and enters the
+	// request's block hashes.
+	Adapter kv.Adapter
 	// Choice is copied into every OutputItem of the sequence.
 	Choice int
 	// Out receives the sequence's tokens and terminal signal. Several
 	// sequences may share one Output.
 	Out *Output
 }
+
+// hashKeys returns what besides its tokens enters the request's block hashes.
+func (r *Request) hashKeys() kv.Keys { return kv.Keys{Salt: r.CacheSalt, Adapter: r.Adapter} }
 
 var lastRequestID atomic.Uint64
 
@@ -94,3 +103,7 @@ func (s *sequence) numTokens() int { return s.numPromptTokens + s.numGeneratedTo
 func (s *sequence) prefillDone() bool { return s.numComputedTokens >= s.numPromptTokens }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// Adapter is a LoRA adapter identity as requests carry it (the block
+// pool's kv.Adapter, named here so that callers need not import kv).
+type Adapter = kv.Adapter

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"time"
 )
 
@@ -20,6 +21,8 @@ type vllmScheduler struct {
 	core   *Core
 	claims claimPolicy
 	victim victimPolicy
+	// loras is scratch for the pass's distinct LoRA adapter ids.
+	loras []int
 }
 
 // schedule runs the two steps of a vLLM pass.
@@ -88,18 +91,41 @@ func (v *vllmScheduler) scheduleRunning(start time.Time, budget int) (int, bool)
 
 // admitWaiting admits requests from the head of the waiting queue while the
 // budget, max_num_seqs and the pool allow. A head that does not fit blocks
-// the queue (no skipping ahead), as in vLLM's FCFS scheduler.
+// the queue (no skipping ahead), as in vLLM's FCFS scheduler. The one
+// exception is vLLM's: a request whose LoRA adapter would make the pass's
+// distinct adapters exceed max_loras is stepped over and keeps its place,
+// and the requests behind it are considered.
 func (v *vllmScheduler) admitWaiting(start time.Time, budget int) {
 	c := v.core
 	// claimed is the blocks the running requests still claim, computed once
 	// and updated per admission, so admitting k requests costs
 	// O(running + k), not O(running × k).
 	claimed := -1
-	for c.waiting.Len() > 0 && budget > 0 && len(c.running) < c.cfg.MaxNumSeqs {
-		s := c.waiting.Front()
+	loras := v.scheduledAdapters()
+	next := 0      // index of the next waiting request to consider
+	eligible := -1 // once max_loras adapters are in the pass: admissible requests left
+	for next < c.waiting.Len() && budget > 0 && len(c.running) < c.cfg.MaxNumSeqs {
+		full := len(loras) == c.cfg.LoRA.MaxLoRAs
+		if full && eligible < 0 {
+			// From now on only base-model requests and those of the pass's
+			// adapters can be admitted; none was passed over before.
+			eligible = c.waiting.numQueued(loras)
+		}
+		if eligible == 0 {
+			break // every request left belongs to an adapter that cannot join
+		}
+		s := c.waiting.At(next)
+		adapter := s.req.Adapter.ID
+		if adapter != 0 && full && !slices.Contains(loras, adapter) {
+			next++ // would exceed max_loras: wait, in place
+			continue
+		}
+		if eligible > 0 {
+			eligible-- // this one is now admitted, rejected, or blocks the queue
+		}
 		if s.status == statusWaiting {
 			if r := c.kv.rejection(s.numPromptTokens, s.maxOutput); r != nil {
-				c.waiting.PopFront()
+				c.waiting.RemoveAt(next)
 				c.reject(s, r)
 				continue
 			}
@@ -111,8 +137,11 @@ func (v *vllmScheduler) admitWaiting(start time.Time, budget int) {
 		if adm.outcome != allocated {
 			break
 		}
+		if adapter != 0 && !slices.Contains(loras, adapter) {
+			loras = append(loras, adapter)
+		}
 		cachedTokens, chunk := adm.numCachedTokens, adm.numNewTokens
-		c.waiting.PopFront()
+		c.waiting.RemoveAt(next)
 		s.numComputedTokens = cachedTokens + chunk
 		s.status = statusRunning
 		c.running = append(c.running, s)
@@ -132,6 +161,19 @@ func (v *vllmScheduler) admitWaiting(start time.Time, budget int) {
 		c.report.PrefixHits += cachedTokens
 		c.kv.cacheFullBlocks(s)
 	}
+	v.loras = loras
+}
+
+// scheduledAdapters returns the distinct adapters of the running requests
+// scheduled so far this pass (vLLM's scheduled_loras); empty without LoRA.
+func (v *vllmScheduler) scheduledAdapters() []int {
+	loras := v.loras[:0]
+	for _, s := range v.core.running {
+		if id := s.req.Adapter.ID; s.scheduled && id != 0 && !slices.Contains(loras, id) {
+			loras = append(loras, id)
+		}
+	}
+	return loras
 }
 
 // victimPolicy picks the running request to preempt.

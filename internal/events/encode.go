@@ -105,7 +105,9 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 			dst = appendParent(dst, e)
 			dst = appendTokens(dst, e.TokenIDs)
 			dst = appendInt(dst, int64(e.BlockSize))
-			return append(dst, mpNil, 0xa3, 'G', 'P', 'U', mpNil)
+			dst = appendLoRAID(dst, e)
+			dst = append(dst, vGPU...)
+			return appendLoRAName(dst, e)
 		}
 		dst = append(dst, storedMapHead...)
 		dst = append(dst, kBlockHashes...)
@@ -117,11 +119,11 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 		dst = append(dst, kBlockSize...)
 		dst = appendInt(dst, int64(e.BlockSize))
 		dst = append(dst, kLoraID...)
-		dst = append(dst, mpNil)
+		dst = appendLoRAID(dst, e)
 		dst = append(dst, kMedium...)
 		dst = append(dst, vGPU...)
 		dst = append(dst, kLoraName...)
-		dst = append(dst, mpNil)
+		dst = appendLoRAName(dst, e)
 		dst = append(dst, kExtraKeys...)
 		dst = appendExtraKeys(dst, e)
 		return append(dst, storedMapTail...)
@@ -142,6 +144,22 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 		return append(dst, clearedMap...)
 	}
 	panic(fmt.Sprintf("events: unknown kv event kind %d", e.Kind))
+}
+
+// appendLoRAID writes the event's adapter id, nil for the base model.
+func appendLoRAID(dst []byte, e *kv.Event) []byte {
+	if e.Adapter.ID == 0 {
+		return append(dst, mpNil)
+	}
+	return appendInt(dst, int64(e.Adapter.ID))
+}
+
+// appendLoRAName writes the event's adapter name, nil for the base model.
+func appendLoRAName(dst []byte, e *kv.Event) []byte {
+	if e.Adapter.Name == "" {
+		return append(dst, mpNil)
+	}
+	return appendString(dst, e.Adapter.Name)
 }
 
 func appendParent(dst []byte, e *kv.Event) []byte {

@@ -118,6 +118,21 @@ func TestEncodePythonDecodes(t *testing.T) {
 		hexs(EncodeBatch(nil, goldenTS, []kv.Event{goldenStored()}, 0, EncodingArray)),
 		hexs(EncodeFPM(nil, "w0", engine.ForwardPassSnapshot{CounterID: 1, Heartbeat: true})),
 	}
+	lines := pythonUnpack(t, py, payloads)
+	want := []string{
+		"[1760000000.5, [{'type': 'BlockStored', 'block_hashes': [14643705804678351452], 'parent_block_hash': None, 'token_ids': [1, 2, 3, 4], 'block_size': 4, 'lora_id': None, 'medium': 'GPU', 'lora_name': None, 'extra_keys': [None], 'group_idx': 0, 'kv_cache_spec_kind': 'full_attention'}], 0]",
+		"[1760000000.5, [['BlockStored', [14643705804678351452], None, [1, 2, 3, 4], 4, None, 'GPU', None]], 0]",
+		"{'version': 1, 'worker_id': 'w0', 'dp_rank': 0, 'counter_id': 1, 'wall_time': 0.0, 'scheduled_requests': {'num_prefill_requests': 0, 'sum_prefill_tokens': 0, 'var_prefill_length': 0.0, 'sum_prefill_kv_tokens': 0, 'num_decode_requests': 0, 'sum_decode_kv_tokens': 0, 'var_decode_kv_tokens': 0.0}, 'queued_requests': {'num_prefill_requests': 0, 'sum_prefill_tokens': 0, 'var_prefill_length': 0.0, 'num_decode_requests': 0, 'sum_decode_kv_tokens': 0, 'var_decode_kv_tokens': 0.0}}",
+	}
+	if !reflect.DeepEqual(lines, want) {
+		t.Errorf("python decoded:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// pythonUnpack decodes hex payloads with python3-msgpack and returns each
+// one's Python repr.
+func pythonUnpack(t *testing.T, py string, payloads []string) []string {
+	t.Helper()
 	script := `
 import sys, msgpack
 for line in sys.stdin:
@@ -129,15 +144,7 @@ for line in sys.stdin:
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	want := []string{
-		"[1760000000.5, [{'type': 'BlockStored', 'block_hashes': [14643705804678351452], 'parent_block_hash': None, 'token_ids': [1, 2, 3, 4], 'block_size': 4, 'lora_id': None, 'medium': 'GPU', 'lora_name': None, 'extra_keys': [None], 'group_idx': 0, 'kv_cache_spec_kind': 'full_attention'}], 0]",
-		"[1760000000.5, [['BlockStored', [14643705804678351452], None, [1, 2, 3, 4], 4, None, 'GPU', None]], 0]",
-		"{'version': 1, 'worker_id': 'w0', 'dp_rank': 0, 'counter_id': 1, 'wall_time': 0.0, 'scheduled_requests': {'num_prefill_requests': 0, 'sum_prefill_tokens': 0, 'var_prefill_length': 0.0, 'sum_prefill_kv_tokens': 0, 'num_decode_requests': 0, 'sum_decode_kv_tokens': 0, 'var_decode_kv_tokens': 0.0}, 'queued_requests': {'num_prefill_requests': 0, 'sum_prefill_tokens': 0, 'var_prefill_length': 0.0, 'num_decode_requests': 0, 'sum_decode_kv_tokens': 0, 'var_decode_kv_tokens': 0.0}}",
-	}
-	if !reflect.DeepEqual(lines, want) {
-		t.Errorf("python decoded:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
-	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
 func TestEncodeSaltAndParent(t *testing.T) {

@@ -16,7 +16,7 @@ func BenchmarkAllocateRelease(b *testing.B) {
 	for i := range hashes {
 		hashes[i] = uint64(i)
 	}
-	p.Cache(blocks, hashes, make([]uint32, numBlocks*16), 0, numBlocks, "")
+	p.Cache(blocks, hashes, make([]uint32, numBlocks*16), 0, numBlocks, Keys{})
 	p.Release(blocks)
 	p.TakeEvents()
 	dst := make([]BlockID, 0, k)
@@ -40,7 +40,7 @@ func BenchmarkLookup(b *testing.B) {
 	for i := range hashes {
 		hashes[i] = r.Uint64()
 	}
-	p.Cache(blocks, hashes, make([]uint32, chainLen*16), 0, chainLen, "")
+	p.Cache(blocks, hashes, make([]uint32, chainLen*16), 0, chainLen, Keys{})
 	p.Release(blocks[chainLen/2:]) // half active, half evictable
 	dst := make([]BlockID, 0, chainLen)
 	b.ReportAllocs()
@@ -100,7 +100,7 @@ func BenchmarkAllocateCacheRelease(b *testing.B) {
 			hashes[j] = next
 		}
 		dst, _ = p.Allocate(dst[:0], k)
-		p.Cache(dst, hashes, tokens, 0, k, "")
+		p.Cache(dst, hashes, tokens, 0, k, Keys{})
 		p.Release(dst)
 		if i%64 == 0 {
 			p.TakeEvents()

@@ -42,6 +42,11 @@ type Event struct {
 	// BlockSize is the engine block size (Stored).
 	BlockSize int
 	// ExtraKeys has one entry per stored block: nil, or the block's extra
-	// keys (block 0 of a salted request: [cache_salt]) (Stored).
+	// keys in vLLM's order: the LoRA adapter's name on every block of an
+	// adapter's request, then the cache salt on block 0 of a salted one
+	// (Stored).
 	ExtraKeys [][]string
+	// Adapter is the LoRA adapter the blocks were computed under; the zero
+	// value (base model) is encoded as nil lora_id and lora_name (Stored).
+	Adapter Adapter
 }

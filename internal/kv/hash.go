@@ -73,8 +73,11 @@ func (h *Hasher) BlockSize() int { return h.blockSize }
 // ever be extended by one Hasher, since it keeps that Hasher's running
 // digest. It is not safe for concurrent use.
 type HashChain struct {
-	salt   string
-	hashes []uint64
+	salt string
+	// adapter is the LoRA adapter's name ("" for the base model); it is
+	// mixed into every block.
+	adapter string
+	hashes  []uint64
 	// last is the full digest of the last hashed block (sha256_cbor only):
 	// the digest chain uses all 32 bytes, the wire value only 8.
 	last [sha256.Size]byte
@@ -89,6 +92,14 @@ func (h *Hasher) NewChain(salt string) HashChain {
 	return HashChain{salt: salt}
 }
 
+// NewKeyedChain returns an empty chain for a request with the given cache
+// salt and LoRA adapter; the adapter's name enters every block's hash
+// (docs/kv-hashing.md), so the same tokens under two adapters never share a
+// hash.
+func (h *Hasher) NewKeyedChain(keys Keys) HashChain {
+	return HashChain{salt: keys.Salt, adapter: keys.Adapter.Name}
+}
+
 // Hashes returns the sequence hashes computed so far, one per full block in
 // block order. The slice aliases the chain's storage: callers must not
 // modify it, and a later Extend may move the storage (the values already
@@ -97,6 +108,9 @@ func (c *HashChain) Hashes() []uint64 { return c.hashes }
 
 // Salt returns the chain's cache salt ("" for none).
 func (c *HashChain) Salt() string { return c.salt }
+
+// AdapterName returns the name of the chain's LoRA adapter ("" for none).
+func (c *HashChain) AdapterName() string { return c.adapter }
 
 // Extend makes c hold the sequence hashes of blocks [0, fullBlocks) of a
 // sequence whose token ids start with tokens; tokens must hold at least
@@ -125,13 +139,15 @@ func (h *Hasher) Extend(c *HashChain, tokens []uint32, fullBlocks int) {
 }
 
 // xxh3Block returns S_i for block i under AlgoXXH3: the local hash of the
-// block's little-endian token ids, chained with S_(i-1); the cache salt
-// enters block 0 only.
+// block's little-endian token ids (followed by the adapter name's bytes
+// under a LoRA adapter), chained with S_(i-1); the cache salt enters block
+// 0 only.
 func (h *Hasher) xxh3Block(c *HashChain, i int, block []uint32) uint64 {
-	buf := c.scratch(4 * len(block))
+	buf := c.scratch(4*len(block) + len(c.adapter))
 	for j, t := range block {
 		binary.LittleEndian.PutUint32(buf[4*j:], t)
 	}
+	copy(buf[4*len(block):], c.adapter)
 	local := xxh3.HashSeed(buf, xxh3Seed)
 	if i > 0 {
 		var pair [16]byte
@@ -146,6 +162,13 @@ func (h *Hasher) xxh3Block(c *HashChain, i int, block []uint32) uint64 {
 	buf = append(buf, c.salt...)
 	c.buf = buf
 	return xxh3.HashSeed(buf, xxh3Seed)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // scratch returns c's scratch buffer resliced to n bytes, growing it if
@@ -174,11 +197,20 @@ func (h *Hasher) sha256Block(c *HashChain, i int, block []uint32) uint64 {
 	for _, t := range block {
 		buf = appendCBORHead(buf, cborUint, uint64(t))
 	}
-	if i == 0 && c.salt != "" {
-		buf = appendCBORHead(buf, cborArray, 1)
-		buf = appendCBORText(buf, c.salt)
-	} else {
+	// Extra keys in vLLM's order: the adapter name (every block), then
+	// the salt (block 0); null when there are none.
+	salted := i == 0 && c.salt != ""
+	switch n := boolInt(c.adapter != "") + boolInt(salted); n {
+	case 0:
 		buf = append(buf, cborNull)
+	default:
+		buf = appendCBORHead(buf, cborArray, uint64(n))
+		if c.adapter != "" {
+			buf = appendCBORText(buf, c.adapter)
+		}
+		if salted {
+			buf = appendCBORText(buf, c.salt)
+		}
 	}
 	c.buf = buf
 	c.last = sha256.Sum256(buf)

@@ -149,13 +149,14 @@ func (p *Pool) Allocate(dst []BlockID, k int) ([]BlockID, bool) {
 // Blocks whose hash had no resident copy are newly announced, and every
 // maximal run of them records one Stored event whose parent is the hash of
 // the block before the run and whose tokens are tokens[first*bs:end*bs].
-// salt is the request's cache salt, announced as block 0's extra keys. A
+// keys are the request's hash keys (cache salt, LoRA adapter), announced as
+// the blocks' extra keys and the events' adapter. A
 // block already cached under the same hash is left alone. Cache does
 // nothing when prefix caching is off.
 //
 // blocks, hashes and tokens are the request's whole block table, sequence
 // hashes and token ids; they are not retained.
-func (p *Pool) Cache(blocks []BlockID, hashes []uint64, tokens []uint32, from, to int, salt string) {
+func (p *Pool) Cache(blocks []BlockID, hashes []uint64, tokens []uint32, from, to int, keys Keys) {
 	if !p.prefixCaching {
 		return
 	}
@@ -172,12 +173,12 @@ func (p *Pool) Cache(blocks []BlockID, hashes []uint64, tokens []uint32, from, t
 		case isNew && run < 0:
 			run = i
 		case !isNew && run >= 0:
-			p.rec.stored(hashes, tokens, run, i, p.blockSize, salt)
+			p.rec.stored(hashes, tokens, run, i, p.blockSize, keys)
 			run = -1
 		}
 	}
 	if run >= 0 {
-		p.rec.stored(hashes, tokens, run, to, p.blockSize, salt)
+		p.rec.stored(hashes, tokens, run, to, p.blockSize, keys)
 	}
 }
 

@@ -95,7 +95,7 @@ func TestEvictionIsLeafFirst(t *testing.T) {
 	p := NewPool(3, bs, true)
 	hashes := []uint64{10, 11, 12}
 	blocks := mustAllocate(t, p, 3)
-	p.Cache(blocks, hashes, seqTokens(100, 3, bs), 0, 3, "")
+	p.Cache(blocks, hashes, seqTokens(100, 3, bs), 0, 3, Keys{})
 	checkEvents(t, p, storedEvent(hashes, nil, seqTokens(100, 3, bs), bs, nil))
 
 	p.Release(blocks)
@@ -120,8 +120,8 @@ func TestEvictionIsLRUAcrossReleases(t *testing.T) {
 	p := NewPool(5, bs, true)
 	a := mustAllocate(t, p, 2) // blocks 0, 1
 	b := mustAllocate(t, p, 2) // blocks 2, 3
-	p.Cache(a, []uint64{1, 2}, []uint32{1, 2}, 0, 2, "")
-	p.Cache(b, []uint64{3, 4}, []uint32{3, 4}, 0, 2, "")
+	p.Cache(a, []uint64{1, 2}, []uint32{1, 2}, 0, 2, Keys{})
+	p.Cache(b, []uint64{3, 4}, []uint32{3, 4}, 0, 2, Keys{})
 	p.TakeEvents()
 	p.Release(a) // released first: evicted first
 	p.Release(b)
@@ -141,9 +141,9 @@ func TestRemovedOnlyWithLastCopy(t *testing.T) {
 	p := NewPool(2, bs, true)
 	first := mustAllocate(t, p, 1)  // block 0
 	second := mustAllocate(t, p, 1) // block 1
-	p.Cache(first, []uint64{7}, []uint32{70}, 0, 1, "")
+	p.Cache(first, []uint64{7}, []uint32{70}, 0, 1, Keys{})
 	checkEvents(t, p, storedEvent([]uint64{7}, nil, []uint32{70}, bs, nil))
-	p.Cache(second, []uint64{7}, []uint32{70}, 0, 1, "")
+	p.Cache(second, []uint64{7}, []uint32{70}, 0, 1, Keys{})
 	checkEvents(t, p) // a second copy of a resident hash is not announced
 	checkPool(t, p)
 
@@ -224,11 +224,11 @@ func TestCacheSplitsStoredRuns(t *testing.T) {
 				// through a one-block table whose index i is that block.
 				table := make([]BlockID, i+1)
 				table[i] = other[0]
-				p.Cache(table, h, tokens, i, i+1, tt.salt)
+				p.Cache(table, h, tokens, i, i+1, Keys{Salt: tt.salt})
 			}
 			p.TakeEvents()
 			blocks := mustAllocate(t, p, 5)
-			p.Cache(blocks, h, tokens, 0, 5, tt.salt)
+			p.Cache(blocks, h, tokens, 0, 5, Keys{Salt: tt.salt})
 			checkEvents(t, p, tt.want...)
 			checkPool(t, p)
 		})
@@ -243,15 +243,15 @@ func TestCacheIncrementally(t *testing.T) {
 	h := []uint64{1, 2, 3}
 	tokens := seqTokens(50, 3, bs)
 	blocks := mustAllocate(t, p, 2)
-	p.Cache(blocks, h, tokens, 0, 1, "s")
+	p.Cache(blocks, h, tokens, 0, 1, Keys{Salt: "s"})
 	blocks, _ = p.Allocate(blocks, 1)
-	p.Cache(blocks, h, tokens, 1, 3, "s")
+	p.Cache(blocks, h, tokens, 1, 3, Keys{Salt: "s"})
 	parent := uint64(1)
 	checkEvents(t, p,
 		storedEvent(h[:1], nil, tokens[:2], bs, [][]string{{"s"}}),
 		storedEvent(h[1:], &parent, tokens[2:], bs, nil))
 	// Re-caching already cached blocks changes nothing.
-	p.Cache(blocks, h, tokens, 0, 3, "s")
+	p.Cache(blocks, h, tokens, 0, 3, Keys{Salt: "s"})
 	checkEvents(t, p)
 	checkPool(t, p)
 }
@@ -261,7 +261,7 @@ func TestStoredEventsOwnTheirData(t *testing.T) {
 	p := NewPool(4, bs, true)
 	h := []uint64{1, 2}
 	tokens := seqTokens(10, 2, bs)
-	p.Cache(mustAllocate(t, p, 2), h, tokens, 0, 2, "")
+	p.Cache(mustAllocate(t, p, 2), h, tokens, 0, 2, Keys{})
 	h[0], tokens[0] = 99, 99
 	ev := p.TakeEvents()
 	if ev[0].BlockHashes[0] != 1 || ev[0].TokenIDs[0] != 10 {
@@ -296,7 +296,7 @@ func TestLookupCopyChoice(t *testing.T) {
 			blocks := mustAllocate(t, p, 4)
 			// Cache the copies in an order unrelated to their ids.
 			for _, b := range []BlockID{2, 3, 1} {
-				p.Cache([]BlockID{b}, []uint64{42}, []uint32{7}, 0, 1, "")
+				p.Cache([]BlockID{b}, []uint64{42}, []uint32{7}, 0, 1, Keys{})
 			}
 			p.Release(blocks)
 			p.Touch(tt.refs)
@@ -312,7 +312,7 @@ func TestLookupStopsAtMissOrCap(t *testing.T) {
 	p := NewPool(8, 1, true)
 	blocks := mustAllocate(t, p, 4)
 	chain := []uint64{1, 2, 3, 4}
-	p.Cache(blocks, chain, []uint32{1, 2, 3, 4}, 0, 4, "")
+	p.Cache(blocks, chain, []uint32{1, 2, 3, 4}, 0, 4, Keys{})
 	tests := []struct {
 		name      string
 		hashes    []uint64
@@ -345,7 +345,7 @@ func TestLookupHasNoSideEffects(t *testing.T) {
 	p := NewPool(6, 1, true)
 	blocks := mustAllocate(t, p, 4)
 	chain := []uint64{1, 2, 3, 4}
-	p.Cache(blocks, chain, []uint32{1, 2, 3, 4}, 0, 4, "")
+	p.Cache(blocks, chain, []uint32{1, 2, 3, 4}, 0, 4, Keys{})
 	p.Release(blocks[2:])
 	p.TakeEvents()
 	before := freeOrder(p)
@@ -365,7 +365,7 @@ func TestLookupHasNoSideEffects(t *testing.T) {
 func TestTouch(t *testing.T) {
 	p := NewPool(4, 1, true)
 	blocks := mustAllocate(t, p, 2)
-	p.Cache(blocks, []uint64{1, 2}, []uint32{1, 2}, 0, 2, "")
+	p.Cache(blocks, []uint64{1, 2}, []uint32{1, 2}, 0, 2, Keys{})
 	p.Release(blocks[1:]) // block 1 free and cached, block 0 active
 	p.TakeEvents()
 
@@ -411,7 +411,7 @@ func TestReleaseOfFreeBlockPanics(t *testing.T) {
 func TestAllocateFailureChangesNothing(t *testing.T) {
 	p := NewPool(4, 1, true)
 	blocks := mustAllocate(t, p, 3)
-	p.Cache(blocks, []uint64{1, 2, 3}, []uint32{1, 2, 3}, 0, 3, "")
+	p.Cache(blocks, []uint64{1, 2, 3}, []uint32{1, 2, 3}, 0, 3, Keys{})
 	p.Release(blocks[1:])
 	p.TakeEvents()
 	before, refs, cached := freeOrder(p), slices.Clone(p.ref), p.CachedHashes()
@@ -439,7 +439,7 @@ func TestAllocateFailureChangesNothing(t *testing.T) {
 func TestReset(t *testing.T) {
 	p := NewPool(4, 1, true)
 	blocks := mustAllocate(t, p, 3)
-	p.Cache(blocks, []uint64{1, 2, 3}, []uint32{1, 2, 3}, 0, 3, "")
+	p.Cache(blocks, []uint64{1, 2, 3}, []uint32{1, 2, 3}, 0, 3, Keys{})
 	p.TakeEvents()
 
 	p.Release(blocks[1:])
@@ -476,7 +476,7 @@ func TestReset(t *testing.T) {
 func TestPrefixCachingOff(t *testing.T) {
 	p := NewPool(4, 1, false)
 	blocks := mustAllocate(t, p, 3)
-	p.Cache(blocks, []uint64{1, 2, 3}, []uint32{1, 2, 3}, 0, 3, "salt")
+	p.Cache(blocks, []uint64{1, 2, 3}, []uint32{1, 2, 3}, 0, 3, Keys{Salt: "salt"})
 	if got := p.Lookup([]uint64{1, 2, 3}, 3, nil); got != nil {
 		t.Errorf("Lookup = %v, want miss", got)
 	}
@@ -504,7 +504,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		chain[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
 	}
 	blocks := mustAllocate(t, p, 64)
-	p.Cache(blocks, chain, make([]uint32, 64*16), 0, 64, "")
+	p.Cache(blocks, chain, make([]uint32, 64*16), 0, 64, Keys{})
 	p.TakeEvents()
 	dst := make([]BlockID, 0, n)
 	fresh := NewPool(n, 16, true)
@@ -518,7 +518,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 			dst, _ = fresh.Allocate(dst[:0], 32)
 			fresh.Release(dst)
 		}},
-		{"Cache of resident hashes", func() { p.Cache(blocks, chain, nil, 0, 64, "") }},
+		{"Cache of resident hashes", func() { p.Cache(blocks, chain, nil, 0, 64, Keys{}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -549,7 +549,7 @@ func TestCheckInvariantsDetectsCorruption(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPool(6, 1, true)
 			blocks := mustAllocate(t, p, 3)
-			p.Cache(blocks, []uint64{1, 2, 3}, []uint32{1, 2, 3}, 0, 3, "")
+			p.Cache(blocks, []uint64{1, 2, 3}, []uint32{1, 2, 3}, 0, 3, Keys{})
 			checkPool(t, p)
 			tt.corrupt(p)
 			if err := p.CheckInvariants(); err == nil {

@@ -157,7 +157,7 @@ func (s *simulation) advance() {
 func (s *simulation) cacheFull(req *simRequest) {
 	full := req.computed / s.bs
 	s.h.Extend(&req.chain, req.tokens, full)
-	s.p.Cache(req.blocks, req.chain.Hashes(), req.tokens, req.cached, full, req.chain.Salt())
+	s.p.Cache(req.blocks, req.chain.Hashes(), req.tokens, req.cached, full, Keys{Salt: req.chain.Salt()})
 	req.cached = max(req.cached, full)
 }
 

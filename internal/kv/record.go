@@ -45,8 +45,8 @@ func (r *recorder) removed(h uint64) {
 }
 
 // stored records one Stored event for blocks [first, end) of a sequence
-// with the given hashes and tokens.
-func (r *recorder) stored(hashes []uint64, tokens []uint32, first, end, bs int, salt string) {
+// with the given hashes, tokens and hash keys.
+func (r *recorder) stored(hashes []uint64, tokens []uint32, first, end, bs int, keys Keys) {
 	n := end - first
 	ev := Event{
 		Kind:        Stored,
@@ -54,14 +54,23 @@ func (r *recorder) stored(hashes []uint64, tokens []uint32, first, end, bs int, 
 		TokenIDs:    carve(&r.tokens, n*bs, tokenChunk),
 		BlockSize:   bs,
 		ExtraKeys:   carve(&r.extras, n, extraChunk),
+		Adapter:     keys.Adapter,
 	}
 	copy(ev.BlockHashes, hashes[first:end])
 	copy(ev.TokenIDs, tokens[first*bs:end*bs])
 	if first > 0 {
 		ev.ParentBlockHash, ev.HasParent = hashes[first-1], true
-	} else if salt != "" {
-		// vLLM puts the cache salt into the first block's extra keys.
-		ev.ExtraKeys[0] = []string{salt}
+	}
+	if keys.Salt != "" || keys.Adapter.Name != "" {
+		// vLLM's per-block extra keys: the adapter name on every block,
+		// the cache salt on the first.
+		var one []string
+		if keys.Adapter.Name != "" {
+			one = []string{keys.Adapter.Name}
+		}
+		for i := range n {
+			ev.ExtraKeys[i] = keys.extraKeys(first+i, one)
+		}
 	}
 	r.events = append(r.events, ev)
 }

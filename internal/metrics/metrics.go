@@ -147,6 +147,7 @@ func New(cfg *config.Config, version string) *Registry {
 	}
 	if r.vllm {
 		r.buildVLLM()
+		r.buildLoRA()
 	}
 	if r.sglang {
 		r.buildSGLang()

@@ -26,8 +26,9 @@ type rankObserver struct {
 	rank         int
 	sglangEngine bool
 
-	v *vllmRank   // nil unless the vLLM family is exported
-	s *sglangRank // nil unless the SGLang family is exported
+	v    *vllmRank   // nil unless the vLLM family is exported
+	s    *sglangRank // nil unless the SGLang family is exported
+	lora *loraInfo   // nil unless the vLLM family is exported with LoRA
 
 	passes, passSeconds, rejected prometheus.Counter
 	kvEvents                      [4]prometheus.Counter // by kv.EventKind; [0] unused
@@ -67,6 +68,9 @@ func (o *rankObserver) ObserveGauges(g engine.Gauges) {
 		v.kvUsage.Set(g.KVUsage)
 		if v.gpuCacheUsage != nil {
 			v.gpuCacheUsage.Set(g.KVUsage)
+		}
+		if o.lora != nil {
+			o.lora.observe(g)
 		}
 	}
 	if s := o.s; s != nil {

@@ -90,6 +90,9 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 		Tokenizer:     w.files.model,
 		ChatTemplate:  w.files.chat,
 	})
+	if err := in.srv.LoadStaticAdapters(); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s:%d: %w", cfg.Host, port, err)
