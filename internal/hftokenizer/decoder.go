@@ -35,7 +35,7 @@ type decoderSpec struct {
 	// pieces is, per id, what the token decodes to (filled by index); the
 	// texts live in pieceText. Offsets into one string instead of a string
 	// per id keep the 150k-entry table free of pointers, so the garbage
-	// collector has nothing to scan in it, and a third of the size, so
+	// collector has nothing to scan in it, and half the size (12 bytes), so
 	// the random lookups of a stream touch fewer cache lines.
 	pieces    []decodePiece
 	pieceText string
