@@ -67,17 +67,38 @@ func appendStringContent(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
+		// A run of non-ASCII bytes that is valid UTF-8 as a whole is
+		// written as is: one utf8.ValidString over the run costs much
+		// less than decoding it rune by rune, and real tokenizers' text
+		// (CJK, accented words) is mostly such runs. Only a run with a
+		// bad byte is decoded rune by rune (within the run, so a long
+		// bad run stays linear).
+		end := nonASCIIRunEnd(s, i)
+		if utf8.ValidString(s[i:end]) {
+			i = end
 			continue
 		}
-		i += size
+		for i < end {
+			r, size := utf8.DecodeRuneInString(s[i:end])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				i += size
+				start = i
+				continue
+			}
+			i += size
+		}
 	}
 	return append(b, s[start:]...)
+}
+
+// nonASCIIRunEnd returns the end of the run of bytes ≥ 0x80 starting at i.
+func nonASCIIRunEnd(s string, i int) int {
+	for i < len(s) && s[i] >= utf8.RuneSelf {
+		i++
+	}
+	return i
 }
 
 // appendFloat appends f the way encoding/json formats float64 values;

@@ -75,7 +75,7 @@ func (d *StreamDecoder) Flush() string {
 
 func (d *StreamDecoder) appendToken(dst []byte, id uint32) []byte {
 	t := d.tok
-	if int(id) >= len(t.decoder.pieces) || t.tokens[id] == "" {
+	if int(id) >= len(t.decoder.pieces) || t.decoder.pieces[id].is(pieceAbsent) {
 		if t.model.unkID == noToken {
 			return dst
 		}
@@ -87,20 +87,21 @@ func (d *StreamDecoder) appendToken(dst []byte, id uint32) []byte {
 	first := d.tokens == 0
 	d.tokens++
 	piece := t.decoder.pieces[id]
-	if piece.whole && len(d.pending) == 0 && d.stripLeft == 0 && !t.cleanUpSpaces {
+	pieceText := t.decoder.text(piece)
+	if piece.is(pieceWhole) && len(d.pending) == 0 && d.stripLeft == 0 && !t.cleanUpSpaces {
 		// The common byte-level case: complete characters, nothing to
 		// hold back or rewrite.
-		return append(dst, piece.text...)
+		return append(dst, pieceText...)
 	}
 	text := d.scratch[:0]
-	if piece.bytes {
-		d.pending = append(d.pending, piece.text...)
+	if piece.is(pieceBytes) {
+		d.pending = append(d.pending, pieceText...)
 		var n int
 		text, n = appendLossyUTF8(text, d.pending, false)
 		d.pending = append(d.pending[:0], d.pending[len(d.pending)-n:]...)
 	} else {
 		text = d.flushPending(text)
-		literal := piece.text
+		literal := pieceText
 		if first && t.decoder.stripFirstToken {
 			literal = strings.TrimPrefix(literal, " ")
 		}

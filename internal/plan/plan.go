@@ -111,10 +111,16 @@ type Result struct {
 	// Positions beyond len(IDs) (cut off by a stop rule) do not exist.
 	ThinkLen int
 
-	// texts holds each position's text for a loaded tokenizer, whose
-	// pieces depend on their neighbours (a multi-byte character split over
-	// tokens); nil for the built-in tokenizer.
-	texts []string
+	// decoded holds the text of every position for a loaded tokenizer,
+	// whose pieces depend on their neighbours (a multi-byte character
+	// split over tokens), as one string; position pos's text ends at
+	// ends[pos] and starts where the previous one ends. ends is nil for
+	// the built-in tokenizer. One string plus int32 offsets rather than a
+	// []string per position: a thousand string headers per request were
+	// a 16 KB pointer-holding allocation, and reading them scattered loads
+	// over the streaming hot path.
+	decoded string
+	ends    []int32
 
 	cut     bool   // a stop string truncated the text
 	cutPos  int    // first position whose text the cut truncates
@@ -140,10 +146,19 @@ func (r *Result) Segment(pos int) (text string, reasoning bool) {
 	if r.ThinkLen > 0 && (pos == 0 || pos == r.ThinkLen-1) {
 		return "", false
 	}
-	if r.texts != nil {
-		return r.texts[pos], reasoning
+	if r.ends != nil {
+		return r.decodedText(pos), reasoning
 	}
 	return tokenizer.TokenText(r.IDs[pos]), reasoning
+}
+
+// decodedText is position pos's slice of the decoded text.
+func (r *Result) decodedText(pos int) string {
+	start := int32(0)
+	if pos > 0 {
+		start = r.ends[pos-1]
+	}
+	return r.decoded[start:r.ends[pos]]
 }
 
 // Texts returns the reasoning and content text of the first n planned tokens
@@ -229,7 +244,7 @@ func Plan(p Params) Result {
 	}
 
 	if !tokenizer.IsBuiltin(model) {
-		res.texts = decodePositions(model, &res, body)
+		res.decoded, res.ends = decodePositions(model, &res, body)
 	}
 
 	// Steps 4–5: stop token ids and stop strings, position by position.
@@ -285,13 +300,19 @@ func applyStops(res *Result, p *Params, minTokens int) {
 				res.IDs = ids[:pos+1]
 				res.FinishReason = engine.FinishStop
 				res.StopReason = StopReason{Kind: StopTokenID, TokenID: ids[pos]}
-				if res.texts != nil && !p.IncludeStopStrInOutput {
+				if res.ends != nil && !p.IncludeStopStrInOutput {
 					// vLLM does not feed a stop-terminating token to its
 					// incremental detokenizer (unless
 					// include_stop_str_in_output), so nothing it would
 					// have released shows. The built-in tokenizer keeps
 					// rendering it, as it always has.
-					res.texts[pos] = ""
+					// pos is now the last position: ending it where it
+					// starts empties it.
+					if pos > 0 {
+						res.ends[pos] = res.ends[pos-1]
+					} else {
+						res.ends[pos] = 0
+					}
 				}
 				res.NaturalEnd = res.NaturalEnd && pos == len(ids)-1
 				return
@@ -344,40 +365,34 @@ func cutText(res *Result, buf []byte, pos, prev, cutOff int) {
 }
 
 // decodePositions runs a loaded tokenizer's incremental decoder over the
-// body of a plan and returns the text each position releases. Reasoning
-// boundary markers and the natural-end EOS render nothing and are not fed
-// to the decoder, like the special tokens vLLM skips when detokenizing.
-func decodePositions(model tokenizer.Model, res *Result, body int) []string {
-	texts := make([]string, len(res.IDs))
+// body of a plan and returns the text all positions release, with the end
+// offset of each position's part (one per id; positions past the body end
+// where the body does). Reasoning boundary markers and the natural-end EOS
+// render nothing and are not fed to the decoder, like the special tokens
+// vLLM skips when detokenizing.
+func decodePositions(model tokenizer.Model, res *Result, body int) (string, []int32) {
+	ends := make([]int32, len(res.IDs))
 	dec := model.NewDecoder()
 	skip := func(pos int) bool { return res.ThinkLen > 0 && (pos == 0 || pos == res.ThinkLen-1) }
-	app, ok := dec.(textAppender)
-	if !ok {
-		for pos := 0; pos < body; pos++ {
-			if !skip(pos) {
-				texts[pos] = dec.Next(res.IDs[pos])
-			}
-		}
-		return texts
-	}
-	// One buffer for the whole output, then one string sliced per
-	// position: a string per token cost two allocations each and made
-	// planning 1,000 tokens cost as much as streaming them.
-	ends := make([]int32, body)
+	app, _ := dec.(textAppender)
+	// One buffer for the whole output: a string per token cost two
+	// allocations each and made planning 1,000 tokens cost as much as
+	// streaming them.
 	buf := make([]byte, 0, 8*body)
 	for pos := 0; pos < body; pos++ {
 		if !skip(pos) {
-			buf = app.AppendNext(buf, res.IDs[pos])
+			if app != nil {
+				buf = app.AppendNext(buf, res.IDs[pos])
+			} else {
+				buf = append(buf, dec.Next(res.IDs[pos])...)
+			}
 		}
 		ends[pos] = int32(len(buf))
 	}
-	all := string(buf)
-	start := int32(0)
-	for pos, end := range ends {
-		texts[pos] = all[start:end]
-		start = end
+	for pos := body; pos < len(ends); pos++ {
+		ends[pos] = int32(len(buf))
 	}
-	return texts
+	return string(buf), ends
 }
 
 // textAppender is a tokenizer.Decoder that can append a token's text to a
