@@ -19,6 +19,12 @@ func transcript(t *testing.T, seed uint64) []byte { return transcriptOf(t, seed,
 
 // transcriptOf is transcript with the configuration adjusted by mutate.
 func transcriptOf(t *testing.T, seed uint64, mutate func(*Config)) []byte {
+	return transcriptWith(t, seed, mutate, NewOutput)
+}
+
+// transcriptWith is transcriptOf with each request's output queue made by
+// newOutput.
+func transcriptWith(t *testing.T, seed uint64, mutate func(*Config), newOutput func() *Output) []byte {
 	var buf bytes.Buffer
 	cfg := DefaultConfig()
 	cfg.BlockSize = 4
@@ -43,7 +49,7 @@ func transcriptOf(t *testing.T, seed uint64, mutate func(*Config)) []byte {
 	shared := seqTokens(7, 24)
 	for i := 0; i < 60; i++ {
 		prompt := append(append([]uint32(nil), shared[:4*rng.IntN(7)]...), seqTokens(100+i*40, 1+rng.IntN(30))...)
-		r := &Request{ID: uint64(i + 1), Prompt: prompt, PlannedOutput: seqTokens(9000+i, rng.IntN(30)), Out: NewOutput()}
+		r := &Request{ID: uint64(i + 1), Prompt: prompt, PlannedOutput: seqTokens(9000+i, rng.IntN(30)), Out: newOutput()}
 		reqs = append(reqs, r)
 		sim.SubmitAt(time.Duration(rng.IntN(500))*time.Millisecond, r)
 		if rng.IntN(6) == 0 {
@@ -115,5 +121,19 @@ func TestTranscriptsMatchThePreRefactorEngine(t *testing.T) {
 				t.Errorf("%s seed %d: transcript digest %s, want %s (transcript in %s)", v.name, seed, sum, want, path)
 			}
 		}
+	}
+}
+
+// TestUnsyncedOutputDeliversTheSameItems checks that the lock-free output a
+// single-goroutine driver uses delivers exactly what the shared one does.
+func TestUnsyncedOutputDeliversTheSameItems(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		synced, unsynced := transcriptWith(t, seed, func(*Config) {}, NewOutput), transcriptWith(t, seed, func(*Config) {}, NewUnsyncedOutput)
+		if !bytes.Equal(synced, unsynced) {
+			t.Fatalf("seed %d: unsynced output transcript differs (%d vs %d bytes)", seed, len(synced), len(unsynced))
+		}
+	}
+	if NewUnsyncedOutput().Ready() != nil {
+		t.Fatal("an unsynced output has a Ready channel nobody would signal")
 	}
 }

@@ -47,7 +47,18 @@ func NewOutput() *Output {
 	return &Output{notify: make(chan struct{}, 1)}
 }
 
-// Ready returns a channel that has a value whenever items may be queued.
+// NewUnsyncedOutput returns an empty output queue for a caller that drives
+// the engine and drains the queue from one goroutine (a simulation loop).
+// It takes no lock and sends no wake-up per item — at millions of tokens a
+// second those are most of the cost of delivering one — so it must never be
+// shared between goroutines. Its Ready channel is nil: the driver knows when
+// a pass has ended and drains then.
+func NewUnsyncedOutput() *Output {
+	return &Output{}
+}
+
+// Ready returns a channel that has a value whenever items may be queued
+// (nil for an unsynced output).
 func (o *Output) Ready() <-chan struct{} { return o.notify }
 
 // Drain returns every queued item and empties the queue. dst becomes the
@@ -55,6 +66,11 @@ func (o *Output) Ready() <-chan struct{} { return o.notify }
 // previous result back in allocates nothing in the steady state; the
 // returned slice is the caller's until then.
 func (o *Output) Drain(dst []OutputItem) []OutputItem {
+	if o.notify == nil {
+		items := o.items
+		o.items = dst[:0]
+		return items
+	}
 	o.mu.Lock()
 	items := o.items
 	o.items = dst[:0]
@@ -64,6 +80,10 @@ func (o *Output) Drain(dst []OutputItem) []OutputItem {
 
 // push appends one item and wakes the reader.
 func (o *Output) push(it OutputItem) {
+	if o.notify == nil {
+		o.items = append(o.items, it)
+		return
+	}
 	o.mu.Lock()
 	o.items = append(o.items, it)
 	o.mu.Unlock()

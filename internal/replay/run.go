@@ -166,7 +166,7 @@ func newRunner(opts Options) (*runner, error) {
 	}
 	for _, t := range r.targets {
 		spec := opts.Workers[t.worker]
-		t.out = engine.NewOutput()
+		t.out = engine.NewUnsyncedOutput()
 		t.stats = r.report.newTarget(t.name)
 		t.obs = &targetObserver{r: r, t: t}
 		co := engine.CoreOptions{Rank: t.index, Observer: t.obs}
