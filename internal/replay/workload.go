@@ -2,6 +2,7 @@ package replay
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,23 +30,33 @@ type Source interface {
 // multi-turn session can put the previous turn's output into the next
 // prompt exactly (see Synthetic).
 func outputTokens(n int) []uint32 {
+	// Every request of a run asks, so the common case (long enough already)
+	// is one atomic load; only growing takes the lock.
+	if p := sharedOutput.Load(); p != nil && n <= len(*p) {
+		return (*p)[:n:n]
+	}
 	sharedOutputMu.Lock()
 	defer sharedOutputMu.Unlock()
-	if n > len(sharedOutput) {
-		grown := make([]uint32, max(n, 2*len(sharedOutput)))
+	var cur []uint32
+	if p := sharedOutput.Load(); p != nil {
+		cur = *p
+	}
+	if n > len(cur) {
+		grown := make([]uint32, max(n, 2*len(cur)))
 		for i := range grown {
 			grown[i] = outputToken(i)
 		}
-		sharedOutput = grown
+		cur = grown
+		sharedOutput.Store(&cur)
 	}
-	return sharedOutput[:n:n]
+	return cur[:n:n]
 }
 
 // sharedOutput only grows, into a new array each time, so slices handed out
-// earlier stay valid and immutable.
+// earlier stay valid and immutable. sharedOutputMu serialises growing.
 var (
 	sharedOutputMu sync.Mutex
-	sharedOutput   []uint32
+	sharedOutput   atomic.Pointer[[]uint32]
 )
 
 // outputToken is the i-th token of the shared output sequence.
