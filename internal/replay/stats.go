@@ -184,17 +184,19 @@ func (s *sampler[T]) add(x T) {
 // of a run) in fixed memory: logarithmic buckets gapGrowth apart, so a
 // percentile is within ±0.05 % of the exact value; count, mean, min and max
 // are exact.
+//
+// The requests of one pass mostly have the same gap, so add only counts a
+// run of equal values and flush accounts for the run at once — in the same
+// order, so the sums are bit-for-bit those of adding one value at a time.
 type gapHistogram struct {
 	counts  []uint64
 	n       int
 	sum, ss float64
 	lo, hi  float64
 	zero    uint64 // gaps of exactly 0 (tokens delivered in one pass)
-	// lastValue and lastIndex memoise the bucket of the previous value: the
-	// requests of one pass mostly have the same gap, and the logarithm is
-	// most of the cost of add.
-	lastValue float64
-	lastIndex int
+	// runValue is repeated runLength times since the last flush.
+	runValue  float64
+	runLength int
 }
 
 const (
@@ -205,31 +207,45 @@ const (
 var logGapGrowth = math.Log(gapGrowth)
 
 func (h *gapHistogram) add(v float64) {
+	if v == h.runValue && h.runLength > 0 {
+		h.runLength++
+		return
+	}
+	h.flush()
+	h.runValue, h.runLength = v, 1
+}
+
+// flush accounts for the pending run of equal values.
+func (h *gapHistogram) flush() {
+	k, v := h.runLength, h.runValue
+	if k == 0 {
+		return
+	}
+	h.runLength = 0
 	if h.n == 0 || v < h.lo {
 		h.lo = v
 	}
 	h.hi = max(h.hi, v)
-	h.n++
-	h.sum += v
-	h.ss += v * v
+	h.n += k
+	for range k { // one at a time: float addition is not associative
+		h.sum += v
+		h.ss += v * v
+	}
 	if v < gapMinMs {
-		h.zero++
+		h.zero += uint64(k)
 		return
 	}
-	i := h.lastIndex
-	if v != h.lastValue {
-		i = int(math.Log(v/gapMinMs) / logGapGrowth)
-		h.lastValue, h.lastIndex = v, i
-	}
+	i := int(math.Log(v/gapMinMs) / logGapGrowth)
 	for len(h.counts) <= i {
 		h.counts = append(h.counts, 0)
 	}
-	h.counts[i]++
+	h.counts[i] += uint64(k)
 }
 
 // quantile returns the value at fraction q, interpolating linearly between
 // ranks as percentile does, with each rank at its bucket's geometric centre.
 func (h *gapHistogram) quantile(q float64) float64 {
+	h.flush()
 	rank := q * float64(h.n-1)
 	lo := h.at(int(math.Floor(rank)))
 	hi := h.at(int(math.Ceil(rank)))
@@ -259,6 +275,7 @@ func (h *gapHistogram) at(rank int) float64 {
 }
 
 func (h *gapHistogram) stat() Stat {
+	h.flush()
 	if h.n == 0 {
 		return Stat{}
 	}

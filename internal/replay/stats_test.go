@@ -33,3 +33,31 @@ func TestGapHistogramAgreesWithExactPercentiles(t *testing.T) {
 		}
 	}
 }
+
+// TestGapHistogramRunsSumLikeSingleValues feeds long runs of equal gaps (as
+// one pass delivers) and checks count, min, max and mean against a plain
+// one-at-a-time sum, bit for bit, and a percentile against the exact one.
+func TestGapHistogramRunsSumLikeSingleValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var h gapHistogram
+	var values []float64
+	var sum float64
+	for len(values) < 100_000 {
+		v := float64(rng.IntN(40_000_000)) / 1e6 // ms at ns resolution
+		if rng.IntN(10) == 0 {
+			v = 0
+		}
+		for range 1 + rng.IntN(300) {
+			h.add(v)
+			values = append(values, v)
+			sum += v
+		}
+	}
+	got, want := h.stat(), summarize(values)
+	if got.Count != len(values) || got.Min != want.Min || got.Max != want.Max || got.Mean != sum/float64(len(values)) {
+		t.Fatalf("exact fields: got %+v, want count %d min %v max %v mean %v", got, len(values), want.Min, want.Max, sum/float64(len(values)))
+	}
+	if math.Abs(got.P50-want.P50) > 0.0006*want.P50 {
+		t.Errorf("p50 = %.6f, exact %.6f", got.P50, want.P50)
+	}
+}
