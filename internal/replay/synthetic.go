@@ -58,7 +58,14 @@ type Synthetic struct {
 	pending   eventQueue[*session] // sessions' next turns, by time then emission order
 	// prefixes caches each group's shared prefix tokens (built on first use).
 	prefixes map[int][]uint32
+	// slab is where the next prompts are carved from: one allocation for
+	// many prompts instead of one each.
+	slab []uint32
 }
+
+// promptSlabTokens is the size of one prompt slab (256 KiB); a prompt larger
+// than that gets an allocation of its own.
+const promptSlabTokens = 1 << 16
 
 // session is one conversation's state between turns.
 type session struct {
@@ -136,7 +143,7 @@ func (g *Synthetic) Next() (Request, error) {
 func (g *Synthetic) emit(at time.Duration, s *session) Request {
 	in := g.opts.Input.Sample(g.rng)
 	out := g.opts.Output.Sample(g.rng)
-	prompt := make([]uint32, 0, len(s.prompt)+s.lastOut+in)
+	prompt := g.carve(len(s.prompt) + s.lastOut + in)
 	prompt = append(prompt, s.prompt...)
 	prompt = append(prompt, outputTokens(s.lastOut)...)
 	g.unique++
@@ -149,6 +156,20 @@ func (g *Synthetic) emit(at time.Duration, s *session) Request {
 	r := Request{Index: g.emitted, Arrival: at, Prompt: prompt, OutputTokens: out}
 	g.emitted++
 	return r
+}
+
+// carve returns an empty slice with capacity n from the slab. Its capacity
+// is exactly n, so appending past it can never write into the next prompt.
+func (g *Synthetic) carve(n int) []uint32 {
+	if n > promptSlabTokens {
+		return make([]uint32, 0, n)
+	}
+	if len(g.slab) < n {
+		g.slab = make([]uint32, promptSlabTokens)
+	}
+	p := g.slab[:0:n]
+	g.slab = g.slab[n:]
+	return p
 }
 
 // gap is the time to the next session start.
