@@ -2,7 +2,6 @@ package replay
 
 import (
 	"math"
-	"slices"
 )
 
 // Stat summarises one metric over requests. Values are in the metric's unit
@@ -27,7 +26,7 @@ func summarize(values []float64) Stat {
 	if n == 0 {
 		return Stat{}
 	}
-	slices.Sort(values)
+	sortFloats(values)
 	var sum float64
 	for _, v := range values {
 		sum += v
