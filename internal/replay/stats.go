@@ -205,11 +205,20 @@ const (
 
 var logGapGrowth = math.Log(gapGrowth)
 
+// add is small enough to inline into the per-token loop.
 func (h *gapHistogram) add(v float64) {
-	if v == h.runValue && h.runLength > 0 {
-		h.runLength++
+	if v != h.runValue || h.runLength == 0 {
+		h.startRun(v)
 		return
 	}
+	h.runLength++
+}
+
+// startRun flushes the pending run and starts one of v. It stays out of
+// line so that add itself fits the inliner's budget.
+//
+//go:noinline
+func (h *gapHistogram) startRun(v float64) {
 	h.flush()
 	h.runValue, h.runLength = v, 1
 }
@@ -226,10 +235,12 @@ func (h *gapHistogram) flush() {
 	}
 	h.hi = max(h.hi, v)
 	h.n += k
+	sum, ss := h.sum, h.ss // in registers for the loop
 	for range k { // one at a time: float addition is not associative
-		h.sum += v
-		h.ss += v * v
+		sum += v
+		ss += v * v
 	}
+	h.sum, h.ss = sum, ss
 	if v < gapMinMs {
 		h.zero += uint64(k)
 		return
