@@ -36,7 +36,8 @@ type Options struct {
 	// routers).
 	Seed uint64
 	// Rows, when set, receives each request's row as it completes or is
-	// rejected, in completion order.
+	// rejected, in completion order. The row is reused for the next
+	// request: copy it to keep it past the call.
 	Rows func(*RequestRow) error
 	// Progress, when set, is called every ProgressEvery arrivals and once
 	// at the end.
@@ -101,6 +102,7 @@ type runner struct {
 	flights []flight
 	free    []int
 	drained []engine.OutputItem
+	row     RequestRow // the row being reported, reused: one a request would be garbage
 	arrived int
 	report  *reportBuilder
 }
@@ -434,17 +436,19 @@ func (r *runner) release(slot int) {
 
 func (r *runner) reject(t *target, slot int, msg string) error {
 	f := &r.flights[slot]
-	row := RequestRow{Index: f.index, Arrival: ms(f.arrival), Worker: t.name, PromptTokens: f.prompt,
+	row := &r.row
+	*row = RequestRow{Index: f.index, Arrival: ms(f.arrival), Worker: t.name, PromptTokens: f.prompt,
 		FinishReason: "rejected", Error: msg}
 	r.release(slot)
-	return r.report.add(&row, t.stats, r.opts.Rows)
+	return r.report.add(row, t.stats, r.opts.Rows)
 }
 
 func (r *runner) finish(t *target, rec *engine.FinishedRecord) error {
 	slot := int(rec.ID - 1)
 	f := &r.flights[slot]
 	epoch := engine.VirtualEpoch
-	row := RequestRow{
+	row := &r.row
+	*row = RequestRow{
 		Index:        f.index,
 		Arrival:      ms(f.arrival),
 		Worker:       t.name,
@@ -464,7 +468,7 @@ func (r *runner) finish(t *target, rec *engine.FinishedRecord) error {
 		row.ITLMinMs, row.ITLMaxMs = ms(f.itlMin), ms(f.itlMax)
 	}
 	r.release(slot)
-	return r.report.add(&row, t.stats, r.opts.Rows)
+	return r.report.add(row, t.stats, r.opts.Rows)
 }
 
 // ms converts a duration to float milliseconds.
