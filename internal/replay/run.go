@@ -387,7 +387,8 @@ func (r *runner) collect(t *target) error {
 	// once, not once per token.
 	var lastTime time.Time
 	var lastAt time.Duration
-	for _, it := range r.drained {
+	for i := range r.drained {
+		it := &r.drained[i] // items are large: read in place, not copied
 		f := &r.flights[it.Choice]
 		if it.Final {
 			if rej := it.Finished.Rejection; rej != nil {
