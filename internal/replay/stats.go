@@ -235,8 +235,10 @@ func (h *gapHistogram) flush() {
 	}
 	h.hi = max(h.hi, v)
 	h.n += k
-	sum, ss := h.sum, h.ss // in registers for the loop
-	for range k { // one at a time: float addition is not associative
+	// One value at a time, since float addition is not associative; the
+	// sums live in locals so the loop keeps them in registers.
+	sum, ss := h.sum, h.ss
+	for range k {
 		sum += v
 		ss += v * v
 	}
