@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/testutil"
+
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
@@ -109,13 +111,7 @@ func TestServe_ProfileIsNotReadWhenAnotherModelIsSelected(t *testing.T) {
 
 func TestServe_BadProfileIsAStartupConfigurationError(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, content string) string { return testutil.WriteFile(t, dir, name, content) }
 	tests := []struct {
 		name    string
 		path    string

@@ -3,8 +3,9 @@ package config
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 
 	"github.com/spf13/pflag"
 )
@@ -12,11 +13,7 @@ import (
 // writeFile writes content to a file called name in a temporary directory.
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testutil.WriteFile(t, t.TempDir(), name, content)
 }
 
 // flagOptions parses args like the serve command does and returns its LoadOptions.

@@ -20,7 +20,6 @@ type Core struct {
 
 	kv        *kvManager
 	scheduler scheduler
-	claims    claimPolicy
 	timing    TimingModel
 
 	prefillDiv float64 // divisor of the prefill term; +Inf = no delay
@@ -82,8 +81,9 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 			return nil, fmt.Errorf("engine rank %d: %w", opts.Rank, err)
 		}
 	}
-	claims := newClaimPolicy(cfg.Type)
-	kvm, err := newKVManager(&cfg, claims)
+	// The KV manager owns the claim policy; the scheduler and Submit reach
+	// it through c.kv rather than keeping copies.
+	kvm, err := newKVManager(&cfg, newClaimPolicy(cfg.Type))
 	if err != nil {
 		return nil, fmt.Errorf("engine rank %d: %w", opts.Rank, err)
 	}
@@ -95,7 +95,6 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		cfg:      cfg,
 		rank:     opts.Rank,
 		kv:       kvm,
-		claims:   claims,
 		timing:   timing,
 		byID:     make(map[uint64]*sequence),
 		kvSink:   opts.KVSink,
@@ -103,7 +102,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		observer: opts.Observer,
 		log:      log,
 	}
-	c.scheduler = &vllmScheduler{core: c, claims: claims, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}
+	c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}
 	c.lora.cfg = cfg.LoRA
 	c.waiting.byPriority = cfg.Scheduling == SchedulePriority
 	c.prefillDiv = divisor(cfg.SpeedupRatio)
@@ -162,7 +161,7 @@ func (c *Core) Submit(r *Request) {
 		c.reject(s, &Rejection{Reason: RejectLoRADisabled, Message: "LoRA is not enabled on this engine"})
 		return
 	}
-	if rej := c.claims.prepare(s, c.kv, c.log); rej != nil {
+	if rej := c.kv.claims.prepare(s, c.kv, c.log); rej != nil {
 		c.reject(s, rej)
 		return
 	}

@@ -19,7 +19,6 @@ type scheduler interface {
 // order, then the head of the waiting queue, all under one token budget.
 type vllmScheduler struct {
 	core   *Core
-	claims claimPolicy
 	victim victimPolicy
 	// loras is scratch for the pass's distinct LoRA adapter ids.
 	loras []int
@@ -48,7 +47,7 @@ func (v *vllmScheduler) scheduleRunning(start time.Time, budget int) (int, bool)
 		numNew := min(s.numTokens()-s.numComputedTokens, budget)
 		scheduled := true
 		for c.kv.allocateSlots(s, numNew) == allocNoFreeBlocks {
-			if !v.claims.preemptOnShortage() {
+			if !v.core.kv.claims.preemptOnShortage() {
 				// The claim policy reserved these blocks; running out is
 				// an internal error that aborts the request.
 				c.log.Error("allocation failed for a request with reserved blocks", "request", s.req.ID)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mocker-server/mocker-server/internal/testutil"
+
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
@@ -369,13 +371,7 @@ func TestLoadJSON(t *testing.T) {
 
 func TestLoadUnreadableOrGarbage(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, content string) string { return testutil.WriteFile(t, dir, name, content) }
 	missing := filepath.Join(dir, "does-not-exist.npz")
 	tests := []struct {
 		name    string
