@@ -19,6 +19,13 @@ type ChatRenderer interface {
 // renderChat renders a parsed chat request with the configured template,
 // or with the built-in ChatML template when none is configured.
 func (s *Server) renderChat(o object, msgs []tokenizer.Message, tools []byte, addGen, contFinal bool) (string, *apiError) {
+	if o.has("chat_template") {
+		// vLLM renders a request's own template only when the operator
+		// trusts requests (--trust-request-chat-template), which the mock
+		// does not offer; it refuses rather than silently ignore it.
+		return "", errInvalid("chat_template", "Chat template is passed with request, but "+
+			"--trust-request-chat-template is not set. Refused request with untrusted chat template.")
+	}
 	if s.chat == nil {
 		return tokenizer.RenderChat(msgs, tools, addGen, contFinal), nil
 	}
