@@ -130,6 +130,9 @@ type Config struct {
 	// LoRA bounds the adapters of a pass; its zero value serves the base
 	// model only.
 	LoRA LoRAConfig
+
+	// SGLang configures the SGLang scheduler (Type EngineSGLang only).
+	SGLang SGLangConfig
 }
 
 // LoRAConfig is vLLM's LoRA scheduling configuration as the engine uses it.
@@ -222,6 +225,9 @@ func (c *Config) validate() error {
 	case ScheduleFCFS, SchedulePriority:
 	default:
 		errs = append(errs, fmt.Errorf("unknown scheduling policy %q", c.Scheduling))
+	}
+	if err := c.SGLang.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

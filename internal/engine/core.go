@@ -102,7 +102,12 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		observer: opts.Observer,
 		log:      log,
 	}
-	c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}
+	if cfg.Type == EngineSGLang {
+		kvm.radix = newRadixManager(&cfg)
+		c.scheduler = newSGLangScheduler(c)
+	} else {
+		c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}
+	}
 	c.lora.cfg = cfg.LoRA
 	c.waiting.byPriority = cfg.Scheduling == SchedulePriority
 	c.prefillDiv = divisor(cfg.SpeedupRatio)
@@ -259,7 +264,7 @@ func (c *Core) gauges() Gauges {
 		Rank:         c.rank,
 		Running:      len(c.running),
 		Waiting:      c.waiting.Len(),
-		ActiveBlocks: c.kv.pool.NumActive(),
+		ActiveBlocks: c.kv.numActiveBlocks(),
 		KVUsage:      c.kv.usage(),
 	}
 	c.adapterGauges(&g)

@@ -69,6 +69,9 @@ type kvManager struct {
 	numBlocks   int
 	maxModelLen int
 	claims      claimPolicy
+	// radix, when set (SGLang), holds the KV instead of pool: a radix
+	// tree of pages (sglang_kv.go). The block pool then stays empty.
+	radix *radixManager
 
 	hits []kv.BlockID // scratch for computedBlocks
 }
@@ -235,19 +238,51 @@ func (m *kvManager) cacheFullBlocks(s *sequence) {
 // free releases the sequence's blocks, last block first so that a prompt's
 // tail is evicted before its shared head.
 func (m *kvManager) free(s *sequence) {
+	if m.radix != nil {
+		m.radix.free(s)
+		return
+	}
 	m.pool.Release(s.kv.blocks)
 	s.kv.blocks = s.kv.blocks[:0]
 	s.kv.numCachedBlocks = 0
 }
 
 // resetPrefixCache drops every cached block when none is in use.
-func (m *kvManager) resetPrefixCache() bool { return m.pool.Reset() }
+func (m *kvManager) resetPrefixCache() bool {
+	if m.radix != nil {
+		return m.radix.tree.Reset()
+	}
+	return m.pool.Reset()
+}
 
 // takeEvents returns the pool's pending KV events, stamped by the caller.
-func (m *kvManager) takeEvents() []kv.Event { return m.pool.TakeEvents() }
+func (m *kvManager) takeEvents() []kv.Event {
+	if m.radix != nil {
+		return m.radix.tree.TakeEvents()
+	}
+	return m.pool.TakeEvents()
+}
 
 // activeTokens is the KV held by in-use blocks, in tokens.
-func (m *kvManager) activeTokens() int { return m.pool.NumActive() * m.blockSize }
+func (m *kvManager) activeTokens() int {
+	if m.radix != nil {
+		return m.radix.usedTokens()
+	}
+	return m.pool.NumActive() * m.blockSize
+}
+
+// numActiveBlocks is the number of in-use blocks (SGLang: pages).
+func (m *kvManager) numActiveBlocks() int {
+	if m.radix != nil {
+		return m.radix.usedTokens() / m.blockSize
+	}
+	return m.pool.NumActive()
+}
 
 // usage is the fraction of blocks in use.
-func (m *kvManager) usage() float64 { return m.pool.Usage() }
+func (m *kvManager) usage() float64 {
+	if m.radix != nil {
+		return float64(m.radix.usedTokens()) / float64(m.capacityTokens())
+	}
+	return m.pool.Usage()
+}

@@ -27,8 +27,9 @@ type claimPolicy interface {
 	preemptOnShortage() bool
 }
 
-// newClaimPolicy returns the claim policy of an engine type. SGLang is
-// scheduled with the vLLM policy until its own scheduler exists.
+// newClaimPolicy returns the claim policy of an engine type. SGLang's
+// scheduler budgets memory itself (sglang_scheduler.go) and uses
+// claimPrompt only for the capacity rule: a prompt must fit the pool.
 func newClaimPolicy(t EngineType) claimPolicy {
 	if t == EngineTRTLLM {
 		return reserveToCompletion{}

@@ -77,6 +77,8 @@ type sequence struct {
 
 	// kv is the sequence's block table; only the kvManager changes it.
 	kv blockTable
+	// radix is the sequence's share of the SGLang radix cache (SGLang only).
+	radix radixSeq
 
 	numPreemptions int
 	firstAdmitted  bool

@@ -1,10 +1,12 @@
 package kv
 
 import (
+	"cmp"
 	"container/heap"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // A RadixCache is SGLang's prefix cache for one DP rank: a radix tree over
@@ -452,5 +454,22 @@ func radixPageDigests(dst [][sha256.Size]byte, prior *[sha256.Size]byte, tokens 
 		dst = append(dst, d)
 		prior = &dst[len(dst)-1]
 	}
+	return dst
+}
+
+// Parent returns the node's parent (nil for the root).
+func (n *RadixNode) Parent() *RadixNode { return n.parent }
+
+// Len returns the tokens on the node's edge.
+func (n *RadixNode) Len() int { return len(n.tokens) }
+
+// Children appends n's children to dst in creation order and returns it,
+// so that walks over the tree are deterministic.
+func (n *RadixNode) Children(dst []*RadixNode) []*RadixNode {
+	start := len(dst)
+	for _, c := range n.children {
+		dst = append(dst, c)
+	}
+	slices.SortFunc(dst[start:], func(a, b *RadixNode) int { return cmp.Compare(a.id, b.id) })
 	return dst
 }
