@@ -73,18 +73,21 @@ func (c *Core) NewTokenRatio() float64 {
 }
 
 // schedule runs one SGLang pass: a prefill batch if one can be formed,
-// else a decode batch, else nothing (idle resets new_token_ratio).
+// else a decode batch, else nothing.
 func (g *sglangScheduler) schedule(start time.Time) {
+	if len(g.core.running) == 0 {
+		// SGLang resets the ratio whenever its loop finds nothing to run;
+		// with no running request the ratio reserves nothing, so resetting
+		// at the first pass after idling is the same.
+		g.ratio = g.initRatio
+	}
 	if g.batchFull && g.numDecoding() < g.fullRunning {
 		g.batchFull = false // a request left the running batch
 	}
 	if g.prefill(start) {
 		return
 	}
-	if g.decode(start) {
-		return
-	}
-	g.ratio = g.initRatio
+	g.decode(start)
 }
 
 // numDecoding counts the running requests past their prefill.
@@ -386,16 +389,7 @@ func (g *sglangScheduler) decodePages() int {
 // requests, capped at 1.
 func (g *sglangScheduler) retract(start time.Time) {
 	c := g.core
-	order := append(g.decodes[:0], c.running...)
-	slices.SortStableFunc(order, func(a, b *sequence) int {
-		if a.numGeneratedTokens != b.numGeneratedTokens {
-			return b.numGeneratedTokens - a.numGeneratedTokens
-		}
-		return a.numPromptTokens - b.numPromptTokens
-	})
-	// Python's reverse=True sort keeps equal keys in their original order,
-	// so of equals the last running request goes first; the stable sort
-	// above does the same.
+	order := retractOrder(append(g.decodes[:0], c.running...))
 	for first := true; first || g.kv.tree.AvailableTokens() < sglangRetractDecodeSteps*len(order); first = false {
 		if len(order) == 1 {
 			break
@@ -420,6 +414,21 @@ func (g *sglangScheduler) retract(start time.Time) {
 	g.decodes = order[:0]
 	c.log.Info("sglang: KV cache pool is full, retracted requests", "running", len(c.running), "new_token_ratio", g.ratio)
 	_ = start
+}
+
+// retractOrder sorts running requests by (output tokens, −prompt tokens)
+// descending, so that retract_decode pops its victims from the end: the
+// fewest output tokens first, the longest prompt among equals. Python's
+// reverse=True sort keeps equal keys in their original order, so of full
+// ties the last admitted goes first; the stable sort does the same.
+func retractOrder(order []*sequence) []*sequence {
+	slices.SortStableFunc(order, func(a, b *sequence) int {
+		if a.numGeneratedTokens != b.numGeneratedTokens {
+			return b.numGeneratedTokens - a.numGeneratedTokens
+		}
+		return a.numPromptTokens - b.numPromptTokens
+	})
+	return order
 }
 
 // paged rounds n tokens up to whole pages (ceil_paged_tokens).

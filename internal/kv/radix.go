@@ -473,3 +473,22 @@ func (n *RadixNode) Children(dst []*RadixNode) []*RadixNode {
 	slices.SortFunc(dst[start:], func(a, b *RadixNode) int { return cmp.Compare(a.id, b.id) })
 	return dst
 }
+
+// ResidentHashes returns the published hash of every cached page, sorted:
+// the set a consumer replaying the cache's Stored and Removed events
+// should hold. It walks the whole tree and is meant for tests and checks.
+func (c *RadixCache) ResidentHashes() []uint64 {
+	var out []uint64
+	var walk func(n *RadixNode)
+	walk = func(n *RadixNode) {
+		for i := range n.digests {
+			out = append(out, publishedHash(&n.digests[i]))
+		}
+		for _, child := range n.children {
+			walk(child)
+		}
+	}
+	walk(c.root)
+	slices.Sort(out)
+	return out
+}
