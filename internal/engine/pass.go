@@ -194,6 +194,11 @@ func (c *Core) EndPass(deadline, now time.Time) {
 	for _, s := range c.running {
 		s.scheduled, s.passPrefill, s.passTokens = false, false, 0
 	}
+	// Completions may have cached blocks (SGLang inserts a finished
+	// request's tokens into its radix tree); publish them with this pass,
+	// as SGLang flushes its event queue after each iteration. The vLLM pool
+	// records nothing here, so its batches are unchanged.
+	c.publishEvents(now)
 	c.cur = passState{}
 	c.report.Rank = c.rank
 	if c.observer != nil {

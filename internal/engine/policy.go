@@ -28,11 +28,14 @@ type claimPolicy interface {
 }
 
 // newClaimPolicy returns the claim policy of an engine type. SGLang's
-// scheduler budgets memory itself (sglang_scheduler.go) and uses
-// claimPrompt only for the capacity rule: a prompt must fit the pool.
+// scheduler budgets memory itself (sglang_scheduler.go); its policy only
+// clips max_new_tokens to the pool (clipToPool).
 func newClaimPolicy(t EngineType) claimPolicy {
-	if t == EngineTRTLLM {
+	switch t {
+	case EngineTRTLLM:
 		return reserveToCompletion{}
+	case EngineSGLang:
+		return clipToPool{}
 	}
 	return claimPrompt{}
 }
@@ -87,3 +90,26 @@ func (reserveToCompletion) admissionTokens(s *sequence) int { return s.numPrompt
 func (reserveToCompletion) claimTokens(s *sequence) int { return s.numPromptTokens + s.maxOutput }
 
 func (reserveToCompletion) preemptOnShortage() bool { return false }
+
+// clipToPool is SGLang's request validation: max_new_tokens is clipped so
+// that the prompt and the whole output fit the pool with one token to spare
+// (max_req_len − input_len − 1), so a request alone on the engine is always
+// admissible; a prompt that leaves no room for one output token is
+// rejected. Claims are claimPrompt's; the SGLang scheduler budgets memory
+// with its own estimate.
+type clipToPool struct{ claimPrompt }
+
+func (clipToPool) capacityTokens(promptTokens, _ int) int { return promptTokens + 2 }
+
+func (clipToPool) prepare(s *sequence, m *kvManager, log *slog.Logger) *Rejection {
+	limit := max(min(s.maxOutput, m.capacityTokens()-s.numPromptTokens-1, m.maxModelLen-s.numPromptTokens), 0)
+	if limit < s.maxOutput {
+		log.Debug("sglang max_new_tokens clipped", "request", s.req.ID, "from", s.maxOutput, "to", limit)
+		s.maxOutput = limit
+	}
+	if len(s.planned) > limit {
+		s.planned = s.planned[:limit]
+		s.finishReason = FinishLength
+	}
+	return nil
+}

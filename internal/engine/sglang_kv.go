@@ -97,6 +97,7 @@ func (m *radixManager) cacheComputed(s *sequence) {
 	}
 	m.insert(s, s.numComputedTokens)
 	old := s.radix.node
+
 	s.radix.prefixLen, s.radix.node = m.tree.Match(s.tokens[:s.radix.prefixLen])
 	m.tree.IncLock(s.radix.node)
 	m.tree.DecLock(old)

@@ -81,6 +81,9 @@ func (g *sglangScheduler) schedule(start time.Time) {
 		// at the first pass after idling is the same.
 		g.ratio = g.initRatio
 	}
+	if g.chunked != nil && g.chunked.status != statusRunning {
+		g.chunked = nil // cancelled mid-prefill
+	}
 	if g.batchFull && g.numDecoding() < g.fullRunning {
 		g.batchFull = false // a request left the running batch
 	}
@@ -374,7 +377,9 @@ func (g *sglangScheduler) decodePagesOf(s *sequence) int {
 func (g *sglangScheduler) decodePages() int {
 	n := 0
 	for _, s := range g.core.running {
-		n += g.decodePagesOf(s)
+		if s != g.chunked {
+			n += g.decodePagesOf(s)
+		}
 	}
 	return n
 }
@@ -389,7 +394,13 @@ func (g *sglangScheduler) decodePages() int {
 // requests, capped at 1.
 func (g *sglangScheduler) retract(start time.Time) {
 	c := g.core
-	order := retractOrder(append(g.decodes[:0], c.running...))
+	order := g.decodes[:0]
+	for _, s := range c.running {
+		if s != g.chunked {
+			order = append(order, s)
+		}
+	}
+	order = retractOrder(order)
 	for first := true; first || g.kv.tree.AvailableTokens() < sglangRetractDecodeSteps*len(order); first = false {
 		if len(order) == 1 {
 			break
