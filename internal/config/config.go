@@ -54,7 +54,10 @@ type Config struct {
 
 	// SGLang and TensorRT-LLM fields.
 	SGLang SGLangConfig `json:"sglang"`
-	TRTLLM TRTLLMConfig `json:"trtllm"`
+	// EvictionBackend orders the vllm/trtllm pool's free blocks for
+	// eviction: lru (default), lineage or multi_lru.
+	EvictionBackend string       `json:"eviction_backend"`
+	TRTLLM          TRTLLMConfig `json:"trtllm"`
 
 	// Timing fields (docs/timing-model.md).
 	TimingModel        engine.TimingModelKind `json:"timing_model"`
@@ -132,6 +135,7 @@ type SGLangConfig struct {
 	PageSize                 int     `json:"page_size"`
 	MaxPrefillTokens         int     `json:"max_prefill_tokens"`
 	ChunkedPrefillSize       int     `json:"chunked_prefill_size"`
+	MaxRunningRequests       int     `json:"max_running_requests"`
 	ClipMaxNewTokens         int     `json:"clip_max_new_tokens"`
 	ScheduleConservativeness float64 `json:"schedule_conservativeness"`
 }
@@ -214,7 +218,8 @@ func Default() Config {
 			ClipMaxNewTokens:         4096,
 			ScheduleConservativeness: 1.0,
 		},
-		TRTLLM: TRTLLMConfig{CapacitySchedulerPolicy: "guaranteed_no_evict"},
+		TRTLLM:          TRTLLMConfig{CapacitySchedulerPolicy: "guaranteed_no_evict"},
+		EvictionBackend: "lru",
 
 		TimingModel:        engine.TimingPolynomial,
 		FixedPrefillMs:     20.0,

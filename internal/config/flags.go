@@ -67,7 +67,7 @@ var flagTable = []flagSpec{
 	{name: "log-level", key: "log_level", kind: flagString, usage: "log level: debug | info | warn | error"},
 
 	// Engine and scheduler.
-	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | trtllm (sglang is not supported yet)"},
+	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | sglang | trtllm"},
 	{name: "num-gpu-blocks-override", key: "num_gpu_blocks", kind: flagInt, aliases: []string{"num-gpu-blocks"}, usage: "KV blocks per DP rank (alias --num-gpu-blocks)"},
 	{name: "block-size", key: "block_size", kind: flagInt, usage: "tokens per KV block (0 = per engine: vllm 64, sglang 1, trtllm 32)"},
 	{name: "max-model-len", key: "max_model_len", kind: flagInt, usage: "maximum sequence length (accepts 32k = 32000, 32K = 32768)"},
@@ -81,12 +81,14 @@ var flagTable = []flagSpec{
 	{name: "hash-seed", key: "hash_seed", kind: flagString, usage: "sha256_cbor hash seed (default $PYTHONHASHSEED, else \"0\")"},
 
 	// SGLang and TensorRT-LLM.
-	{name: "sglang-schedule-policy", key: "sglang.schedule_policy", kind: flagString, usage: "SGLang schedule policy: fifo | lpm", notYet: capSGLang},
-	{name: "sglang-page-size", key: "sglang.page_size", kind: flagInt, usage: "SGLang page size (default block_size)", notYet: capSGLang},
-	{name: "sglang-max-prefill-tokens", key: "sglang.max_prefill_tokens", kind: flagInt, usage: "SGLang prefill token budget per pass", notYet: capSGLang},
-	{name: "sglang-chunked-prefill-size", key: "sglang.chunked_prefill_size", kind: flagInt, usage: "SGLang chunked prefill size", notYet: capSGLang},
-	{name: "sglang-clip-max-new-tokens", key: "sglang.clip_max_new_tokens", kind: flagInt, usage: "SGLang clip of max_new_tokens for admission", notYet: capSGLang},
-	{name: "sglang-schedule-conservativeness", key: "sglang.schedule_conservativeness", kind: flagFloat, usage: "SGLang schedule conservativeness (0 < x <= 10)", notYet: capSGLang},
+	{name: "sglang-schedule-policy", key: "sglang.schedule_policy", kind: flagString, aliases: []string{"schedule-policy"}, usage: "SGLang schedule policy: fifo | lpm | dfs-weight | lof | random (alias --schedule-policy)"},
+	{name: "sglang-page-size", key: "sglang.page_size", kind: flagInt, aliases: []string{"page-size"}, usage: "SGLang page size (default block_size; alias --page-size)"},
+	{name: "sglang-max-prefill-tokens", key: "sglang.max_prefill_tokens", kind: flagInt, aliases: []string{"max-prefill-tokens"}, usage: "SGLang prefill token budget per pass (alias --max-prefill-tokens)"},
+	{name: "sglang-chunked-prefill-size", key: "sglang.chunked_prefill_size", kind: flagInt, aliases: []string{"chunked-prefill-size"}, usage: "SGLang chunked prefill size (alias --chunked-prefill-size)"},
+	{name: "sglang-max-running-requests", key: "sglang.max_running_requests", kind: flagInt, aliases: []string{"max-running-requests"}, usage: "SGLang running batch limit (0 = max_num_seqs; alias --max-running-requests)"},
+	{name: "sglang-clip-max-new-tokens", key: "sglang.clip_max_new_tokens", kind: flagInt, usage: "SGLang clip of max_new_tokens for admission"},
+	{name: "sglang-schedule-conservativeness", key: "sglang.schedule_conservativeness", kind: flagFloat, aliases: []string{"schedule-conservativeness"}, usage: "SGLang schedule conservativeness (0 < x <= 10; alias --schedule-conservativeness)"},
+	{name: "eviction-backend", key: "eviction_backend", kind: flagString, usage: "vllm/trtllm KV pool eviction: lru | lineage | multi_lru"},
 	{name: "trtllm-capacity-scheduler-policy", key: "trtllm.capacity_scheduler_policy", kind: flagString, usage: "TensorRT-LLM capacity scheduler policy: guaranteed_no_evict"},
 
 	// Timing.

@@ -51,9 +51,10 @@ var fieldOpts = map[string]fieldOpt{
 	"scheduling_policy":        {enum: typedEnum(engine.ScheduleFCFS, engine.SchedulePriority)},
 	"prefix_caching_hash_algo": {enum: enum("xxh3", "sha256_cbor")},
 	"sglang.schedule_policy": {enum: &enumSpec{
-		values: []string{"fifo", "lpm"}, aliases: map[string]string{"fcfs": "fifo"}, fallback: "fifo",
+		values: []string{"fifo", "lpm", "dfs_weight", "lof", "random"}, aliases: map[string]string{"fcfs": "fifo"}, fallback: "fifo",
 	}},
 	"trtllm.capacity_scheduler_policy": {enum: enum("guaranteed_no_evict")},
+	"eviction_backend":                 {enum: enum("lru", "lineage", "multi_lru")},
 	"timing_model":                     {enum: typedEnum(engine.TimingPolynomial, engine.TimingFixed, engine.TimingInterpolated)},
 	"dp_routing":                       {enum: typedEnum(engine.RouteRoundRobin, engine.RouteLeastLoaded)},
 	"worker_type":                      {enum: typedEnum(engine.WorkerAggregated, engine.WorkerPrefill, engine.WorkerDecode)},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
 // EngineType names the inference engine whose scheduler a Core imitates.
@@ -133,7 +135,14 @@ type Config struct {
 
 	// SGLang configures the SGLang scheduler (Type EngineSGLang only).
 	SGLang SGLangConfig
+
+	// Eviction picks the vllm/trtllm pool's eviction backend; "" is lru.
+	Eviction EvictionBackend
 }
+
+// EvictionBackend names the block pool's eviction backend (kv.EvictLRU,
+// kv.EvictLineage, kv.EvictMultiLRU), so that callers need not import kv.
+type EvictionBackend = kv.EvictionBackend
 
 // LoRAConfig is vLLM's LoRA scheduling configuration as the engine uses it.
 type LoRAConfig struct {

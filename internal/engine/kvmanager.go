@@ -77,8 +77,12 @@ type kvManager struct {
 }
 
 func newKVManager(cfg *Config, claims claimPolicy) (*kvManager, error) {
+	pool, err := kv.NewPoolWithEviction(cfg.NumBlocks, cfg.BlockSize, cfg.EnablePrefixCaching, cfg.Eviction)
+	if err != nil {
+		return nil, err
+	}
 	m := &kvManager{
-		pool:        kv.NewPool(cfg.NumBlocks, cfg.BlockSize, cfg.EnablePrefixCaching),
+		pool:        pool,
 		blockSize:   cfg.BlockSize,
 		numBlocks:   cfg.NumBlocks,
 		maxModelLen: cfg.MaxModelLen,

@@ -110,5 +110,10 @@ func (p *Pool) CheckInvariants() error {
 			fail("block %d: cached although prefix caching is off", b)
 		}
 	}
+	if p.order != nil {
+		if err := p.order.check(p); err != nil {
+			fail("%v", err)
+		}
+	}
 	return errors.Join(errs...)
 }

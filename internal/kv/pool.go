@@ -25,6 +25,10 @@ type Pool struct {
 	free          freeList
 	index         hashIndex
 	rec           recorder
+	// order, when set, picks the free block Allocate reuses (the lineage
+	// and multi_lru backends, eviction.go); nil is lru: the free queue's
+	// head.
+	order *victimOrder
 }
 
 // NewPool returns a pool of numBlocks blocks of blockSize tokens, all free
@@ -115,6 +119,12 @@ func (p *Pool) Touch(blocks []BlockID) {
 	for _, b := range blocks {
 		if p.ref[b] == 0 {
 			p.free.remove(b)
+			if p.order != nil {
+				p.order.taken(p, b)
+			}
+		}
+		if p.order != nil && p.index.cached[b] {
+			p.order.use(p.index.hash[b])
 		}
 		p.ref[b]++
 	}
@@ -132,7 +142,13 @@ func (p *Pool) Allocate(dst []BlockID, k int) ([]BlockID, bool) {
 	}
 	dst = slices.Grow(dst, k)
 	for range k {
-		b := p.free.popFront()
+		var b BlockID
+		if p.order == nil {
+			b = p.free.popFront()
+		} else {
+			b = p.order.victim(p)
+			p.free.remove(b)
+		}
 		if p.index.cached[b] {
 			if h, last := p.index.remove(b); last {
 				p.rec.removed(h)
@@ -166,6 +182,13 @@ func (p *Pool) Cache(blocks []BlockID, hashes []uint64, tokens []uint32, from, t
 		isNew := false
 		if !p.index.cached[b] {
 			isNew = p.index.add(b, h)
+			if p.order != nil {
+				var parent uint64
+				if i > 0 {
+					parent = hashes[i-1]
+				}
+				p.order.stored(b, h, parent, i > 0)
+			}
 		} else if p.index.hash[b] != h {
 			panic(fmt.Sprintf("kv: block %d cached as %#x, now %#x", b, p.index.hash[b], h))
 		}
@@ -194,6 +217,9 @@ func (p *Pool) Release(blocks []BlockID) {
 		case 1:
 			p.ref[b] = 0
 			p.free.pushBack(b)
+			if p.order != nil {
+				p.order.release(p, b)
+			}
 		default:
 			p.ref[b]--
 		}
@@ -211,6 +237,9 @@ func (p *Pool) Reset() bool {
 	}
 	p.index.reset()
 	p.free.reset(len(p.ref))
+	if p.order != nil {
+		p.order.reset(p)
+	}
 	if p.prefixCaching {
 		p.rec.allCleared()
 	}
