@@ -101,7 +101,7 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 	case kv.Stored:
 		if enc == EncodingArray {
 			dst = append(dst, storedArrHead...)
-			dst = appendHashes(dst, e.BlockHashes)
+			dst = appendHashes(dst, e.BlockHashes, e.SignedHashes)
 			dst = appendParent(dst, e)
 			dst = appendTokens(dst, e.TokenIDs)
 			dst = appendInt(dst, int64(e.BlockSize))
@@ -111,7 +111,7 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 		}
 		dst = append(dst, storedMapHead...)
 		dst = append(dst, kBlockHashes...)
-		dst = appendHashes(dst, e.BlockHashes)
+		dst = appendHashes(dst, e.BlockHashes, e.SignedHashes)
 		dst = append(dst, kParent...)
 		dst = appendParent(dst, e)
 		dst = append(dst, kTokenIDs...)
@@ -130,12 +130,12 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 	case kv.Removed:
 		if enc == EncodingArray {
 			dst = append(dst, removedArrHd...)
-			dst = appendHashes(dst, e.BlockHashes)
+			dst = appendHashes(dst, e.BlockHashes, e.SignedHashes)
 			return append(dst, vGPU...)
 		}
 		dst = append(dst, removedMapHd...)
 		dst = append(dst, kBlockHashes...)
-		dst = appendHashes(dst, e.BlockHashes)
+		dst = appendHashes(dst, e.BlockHashes, e.SignedHashes)
 		return append(dst, removedMapTl...)
 	case kv.AllCleared:
 		if enc == EncodingArray {
@@ -166,15 +166,24 @@ func appendParent(dst []byte, e *kv.Event) []byte {
 	if !e.HasParent {
 		return append(dst, mpNil)
 	}
-	return appendUint(dst, e.ParentBlockHash)
+	return appendHash(dst, e.ParentBlockHash, e.SignedHashes)
 }
 
-func appendHashes(dst []byte, hs []uint64) []byte {
+func appendHashes(dst []byte, hs []uint64, signed bool) []byte {
 	dst = appendArrayHeader(dst, len(hs))
 	for _, h := range hs {
-		dst = appendUint(dst, h)
+		dst = appendHash(dst, h, signed)
 	}
 	return dst
+}
+
+// appendHash writes a block hash as vLLM does (unsigned) or, for SGLang's
+// page hashes, as the signed int64 it sends.
+func appendHash(dst []byte, h uint64, signed bool) []byte {
+	if signed {
+		return appendInt(dst, int64(h))
+	}
+	return appendUint(dst, h)
 }
 
 func appendTokens(dst []byte, ts []uint32) []byte {

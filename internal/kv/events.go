@@ -49,4 +49,8 @@ type Event struct {
 	// Adapter is the LoRA adapter the blocks were computed under; the zero
 	// value (base model) is encoded as nil lora_id and lora_name (Stored).
 	Adapter Adapter
+	// SignedHashes says the hashes go on the wire as signed 64-bit
+	// integers, as SGLang sends its page hashes (the radix cache's events);
+	// the bits are the same.
+	SignedHashes bool
 }

@@ -284,10 +284,11 @@ func (c *RadixCache) addLeaf(parent *RadixNode, key uint64, tokens []uint32) {
 func (c *RadixCache) recordStored(n *RadixNode, prior *[sha256.Size]byte) {
 	for i := range n.digests {
 		ev := Event{
-			Kind:        Stored,
-			BlockHashes: carve(&c.rec.hashes, 1, hashChunk),
-			TokenIDs:    carve(&c.rec.tokens, c.pageSize, tokenChunk),
-			BlockSize:   c.pageSize,
+			Kind:         Stored,
+			BlockHashes:  carve(&c.rec.hashes, 1, hashChunk),
+			TokenIDs:     carve(&c.rec.tokens, c.pageSize, tokenChunk),
+			BlockSize:    c.pageSize,
+			SignedHashes: true,
 		}
 		ev.BlockHashes[0] = publishedHash(&n.digests[i])
 		copy(ev.TokenIDs, n.tokens[i*c.pageSize:(i+1)*c.pageSize])
@@ -373,6 +374,7 @@ func (c *RadixCache) deleteLeaf(leaf *RadixNode) {
 	c.numNodes--
 	for i := range leaf.digests {
 		c.rec.removed(publishedHash(&leaf.digests[i]))
+		c.rec.events[len(c.rec.events)-1].SignedHashes = true
 	}
 }
 
