@@ -103,7 +103,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		log:      log,
 	}
 	if cfg.Type == EngineSGLang {
-		kvm.radix = newRadixManager(&cfg)
+		kvm.radix = newRadixManager(&cfg, opts.KVSink != nil)
 		c.scheduler = newSGLangScheduler(c)
 	} else {
 		c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}

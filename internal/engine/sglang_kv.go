@@ -33,9 +33,12 @@ type radixManager struct {
 	inserts []*sequence
 }
 
-func newRadixManager(cfg *Config) *radixManager {
+// newRadixManager builds the rank's radix cache. Like SGLang, it hashes
+// pages and records KV events only when someone consumes them (events:
+// the Core has a KV event sink) and prefix caching is on.
+func newRadixManager(cfg *Config, events bool) *radixManager {
 	return &radixManager{
-		tree:     kv.NewRadixCache(cfg.NumBlocks, cfg.BlockSize, cfg.EnablePrefixCaching),
+		tree:     kv.NewRadixCache(cfg.NumBlocks, cfg.BlockSize, cfg.EnablePrefixCaching && events),
 		pageSize: cfg.BlockSize,
 		caching:  cfg.EnablePrefixCaching,
 	}

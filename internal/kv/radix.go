@@ -39,7 +39,8 @@ type RadixCache struct {
 	nextID               uint64
 	numNodes             int
 
-	leaves leafHeap // scratch for Evict
+	leaves  leafHeap // scratch for Evict
+	scratch []byte   // scratch for page digests
 }
 
 // A RadixNode is one edge of the tree: the pages from its parent to it.
@@ -274,7 +275,7 @@ func (c *RadixCache) addLeaf(parent *RadixNode, key uint64, tokens []uint32) {
 		if parent != c.root {
 			prior = &parent.digests[len(parent.digests)-1]
 		}
-		leaf.digests = radixPageDigests(leaf.digests, prior, leaf.tokens, c.pageSize)
+		leaf.digests = radixPageDigests(leaf.digests, prior, leaf.tokens, c.pageSize, &c.scratch)
 		c.recordStored(leaf, prior)
 	}
 }
@@ -422,13 +423,20 @@ func (h *leafHeap) Pop() any {
 // digest ‖ the page's token ids as little-endian uint32), where prior is nil
 // for a sequence's first page.
 func RadixPageDigest(prior *[sha256.Size]byte, page []uint32) [sha256.Size]byte {
-	buf := make([]byte, 0, sha256.Size+4*len(page))
+	var scratch []byte
+	return pageDigest(&scratch, prior, page)
+}
+
+// pageDigest is RadixPageDigest with a reusable input buffer.
+func pageDigest(scratch *[]byte, prior *[sha256.Size]byte, page []uint32) [sha256.Size]byte {
+	buf := (*scratch)[:0]
 	if prior != nil {
 		buf = append(buf, prior[:]...)
 	}
 	for _, t := range page {
 		buf = binary.LittleEndian.AppendUint32(buf, t)
 	}
+	*scratch = buf
 	return sha256.Sum256(buf)
 }
 
@@ -442,7 +450,8 @@ func publishedHash(d *[sha256.Size]byte) uint64 { return binary.BigEndian.Uint64
 // the cache's events can recompute from token ids.
 func RadixPageHashes(tokens []uint32, pageSize int) []uint64 {
 	var out []uint64
-	for _, d := range radixPageDigests(nil, nil, tokens, pageSize) {
+	var scratch []byte
+	for _, d := range radixPageDigests(nil, nil, tokens, pageSize, &scratch) {
 		out = append(out, publishedHash(&d))
 	}
 	return out
@@ -450,9 +459,9 @@ func RadixPageHashes(tokens []uint32, pageSize int) []uint64 {
 
 // radixPageDigests appends the digests of tokens' whole pages, chained
 // after prior (nil: a sequence's first page).
-func radixPageDigests(dst [][sha256.Size]byte, prior *[sha256.Size]byte, tokens []uint32, pageSize int) [][sha256.Size]byte {
+func radixPageDigests(dst [][sha256.Size]byte, prior *[sha256.Size]byte, tokens []uint32, pageSize int, scratch *[]byte) [][sha256.Size]byte {
 	for i := 0; i+pageSize <= len(tokens); i += pageSize {
-		d := RadixPageDigest(prior, tokens[i:i+pageSize])
+		d := pageDigest(scratch, prior, tokens[i:i+pageSize])
 		dst = append(dst, d)
 		prior = &dst[len(dst)-1]
 	}
