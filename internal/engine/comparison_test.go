@@ -139,7 +139,7 @@ func comparisonRow(t *testing.T, m comparisonMode) string {
 
 type observerFunc func(*PassReport)
 
-func (f observerFunc) ObserveGauges(Gauges)       {}
+func (f observerFunc) ObserveGauges(Gauges)      {}
 func (f observerFunc) ObservePass(r *PassReport) { f(r) }
 
 // TestSharedPrefixComparison runs the shared-prefix workload under every

@@ -52,10 +52,10 @@ func (m *radixManager) pages(n int) int { return ceilDiv(n, m.pageSize) }
 // token, whose logits must be computed.
 func (m *radixManager) match(s *sequence) int {
 	if !m.caching {
-		s.radix.matchLen, s.radix.matchNode = 0, m.tree.Root()
+		s.radix.matchLen, s.radix.matchNode = 0, m.tree.Root(s.req.radixNamespace())
 		return 0
 	}
-	s.radix.matchLen, s.radix.matchNode = m.tree.Match(s.tokens[:s.numTokens()-1])
+	s.radix.matchLen, s.radix.matchNode = m.tree.Match(s.req.radixNamespace(), s.tokens[:s.numTokens()-1])
 	return s.radix.matchLen
 }
 
@@ -101,7 +101,7 @@ func (m *radixManager) cacheComputed(s *sequence) {
 	m.insert(s, s.numComputedTokens)
 	old := s.radix.node
 
-	s.radix.prefixLen, s.radix.node = m.tree.Match(s.tokens[:s.radix.prefixLen])
+	s.radix.prefixLen, s.radix.node = m.tree.Match(s.req.radixNamespace(), s.tokens[:s.radix.prefixLen])
 	m.tree.IncLock(s.radix.node)
 	m.tree.DecLock(old)
 }
@@ -117,7 +117,7 @@ func (m *radixManager) insert(s *sequence, n int) {
 	if aligned <= s.radix.prefixLen {
 		return
 	}
-	had := m.tree.Insert(s.tokens[:aligned])
+	had := m.tree.Insert(s.req.radixNamespace(), s.tokens[:aligned])
 	dup := (max(had, s.radix.prefixLen) - s.radix.prefixLen) / m.pageSize
 	adopted := (aligned - max(had, s.radix.prefixLen)) / m.pageSize
 	m.tree.FreePages(dup)
@@ -146,4 +146,14 @@ func (m *radixManager) free(s *sequence) {
 // evictable pages (SGLang's num_used_tokens).
 func (m *radixManager) usedTokens() int {
 	return m.tree.TotalTokens() - m.tree.AvailableTokens() - m.tree.EvictableTokens()
+}
+
+// radixNamespace is the radix tree a request's pages belong to: requests
+// with another cache salt or LoRA adapter never share a prefix (SGLang's
+// RadixKey extra_key). The base model without a salt is "".
+func (r *Request) radixNamespace() string {
+	if r.CacheSalt == "" && r.Adapter.Name == "" {
+		return ""
+	}
+	return r.Adapter.Name + "\x00" + r.CacheSalt
 }

@@ -49,11 +49,11 @@ func (g *sglangScheduler) sortByLongestPrefix(order []*sequence) {
 			inBatch = kv.NewRadixCache(1<<30, 1, false)
 		}
 		key := s.tokens[:s.numTokens()]
-		if inBatch.MatchLen(key) >= sglangInBatchDeprioritize {
+		if inBatch.MatchLen("", key) >= sglangInBatchDeprioritize {
 			deprioritized[s] = true
 			continue
 		}
-		inBatch.Insert(key)
+		inBatch.Insert("", key)
 	}
 	slices.SortStableFunc(order, func(a, b *sequence) int {
 		da, db := deprioritized[a], deprioritized[b]
@@ -95,6 +95,8 @@ func (g *sglangScheduler) sortByDFSWeight(order []*sequence) []*sequence {
 		}
 		out = append(out, byNode[n]...)
 	}
-	visit(g.kv.tree.Root())
+	for _, root := range g.kv.tree.Roots(nil) {
+		visit(root)
+	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
@@ -232,18 +233,18 @@ func TestScenarioG4RadixSplitOnPartialMatch(t *testing.T) {
 	if !c.Allocate(8) {
 		t.Fatal("allocate")
 	}
-	if got := c.Insert([]uint32{1, 2, 3, 4, 5, 6, 7, 8}); got != 0 {
+	if got := c.Insert("", []uint32{1, 2, 3, 4, 5, 6, 7, 8}); got != 0 {
 		t.Fatalf("insert found %d cached", got)
 	}
 	c.TakeEvents()
-	n, node := c.Match([]uint32{1, 2, 3, 9})
+	n, node := c.Match("", []uint32{1, 2, 3, 9})
 	if n != 3 || node.Len() != 3 || c.NumNodes() != 2 {
 		t.Fatalf("match = %d tokens at a %d-token node, %d nodes; want 3, 3, 2", n, node.Len(), c.NumNodes())
 	}
 	if ev := c.TakeEvents(); len(ev) != 0 {
 		t.Errorf("split recorded %v", ev)
 	}
-	if got := c.Insert([]uint32{1, 2, 3, 9, 10}); got != 3 {
+	if got := c.Insert("", []uint32{1, 2, 3, 9, 10}); got != 3 {
 		t.Errorf("second insert found %d cached, want 3", got)
 	}
 	ref := kv.RadixPageHashes([]uint32{1, 2, 3, 9, 10}, 1)
@@ -317,3 +318,34 @@ func TestRetractOrderFewestOutputsThenLongestPrompt(t *testing.T) {
 		t.Errorf("retraction order %v, want %v", popped, want)
 	}
 }
+
+// TestSGLangCacheSaltIsolatesPrefixes: a request only hits pages cached
+// under its own namespace (cache salt, LoRA adapter), as SGLang keys its
+// radix tree by extra_key.
+func TestSGLangCacheSaltIsolatesPrefixes(t *testing.T) {
+	h := newSGLangHarness(t, nil)
+	prompt := seqTokens(1000, 40)
+	submit := func(ms float64, salt string) *Request {
+		r := h.request(prompt, []uint32{1})
+		r.CacheSalt = salt
+		h.sim.SubmitAt(msDuration(ms), r)
+		return r
+	}
+	submit(0, "a")
+	other := submit(1000, "b")
+	same := submit(2000, "a")
+	plain := submit(3000, "")
+	h.sim.Run(0)
+	fin := finishedByID(t, h)
+	if got := fin[other.ID].CachedTokens; got != 0 {
+		t.Errorf("another salt hit %d tokens", got)
+	}
+	if got := fin[same.ID].CachedTokens; got != 39 {
+		t.Errorf("the same salt hit %d tokens, want 39", got)
+	}
+	if got := fin[plain.ID].CachedTokens; got != 0 {
+		t.Errorf("no salt hit %d tokens", got)
+	}
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

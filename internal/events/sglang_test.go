@@ -19,7 +19,7 @@ func TestEncodeSGLangSignedHashes(t *testing.T) {
 	}
 	c := kv.NewRadixCache(10, 1, true)
 	c.Allocate(2)
-	c.Insert([]uint32{7, 8})
+	c.Insert("", []uint32{7, 8})
 	events := c.TakeEvents()
 	c.Evict(2)
 	events = append(events, c.TakeEvents()...)

@@ -30,9 +30,11 @@ type RadixCache struct {
 	pageSize   int
 	totalPages int
 	freePages  int
-	root       *RadixNode
-	events     bool
-	rec        recorder
+	// roots holds one tree per namespace ("" is the default); requests of
+	// different namespaces (cache salt, LoRA adapter) never share pages.
+	roots  map[string]*RadixNode
+	events bool
+	rec    recorder
 
 	evictable, protected int // tokens in unlocked / locked nodes
 	clock                uint64
@@ -54,6 +56,8 @@ type RadixNode struct {
 	// events are on; the published hash is its first 8 bytes.
 	digests [][sha256.Size]byte
 	lockRef int
+	// namespace names a root's namespace (roots only).
+	namespace string
 	// lastAccess orders eviction: the least recently matched or inserted
 	// leaf goes first (SGLang's LRU strategy), ties by creation order.
 	lastAccess uint64
@@ -68,7 +72,7 @@ func NewRadixCache(totalPages, pageSize int, events bool) *RadixCache {
 		panic(fmt.Sprintf("kv: invalid radix cache of %d pages of %d tokens", totalPages, pageSize))
 	}
 	c := &RadixCache{pageSize: pageSize, totalPages: totalPages, freePages: totalPages, events: events}
-	c.root = &RadixNode{lockRef: 1} // the root is never evicted
+	c.roots = map[string]*RadixNode{}
 	return c
 }
 
@@ -149,9 +153,9 @@ func (c *RadixCache) tick() uint64 {
 // node on the path is marked as accessed, and a partial match inside an
 // edge splits it so that the returned node ends exactly at the match. Lock
 // the node with IncLock to keep the prefix resident.
-func (c *RadixCache) Match(key []uint32) (int, *RadixNode) {
+func (c *RadixCache) Match(ns string, key []uint32) (int, *RadixNode) {
 	key = key[:c.aligned(len(key))]
-	node := c.root
+	node := c.Root(ns)
 	node.lastAccess = c.tick()
 	matched := 0
 	for matched < len(key) {
@@ -176,9 +180,12 @@ func (c *RadixCache) Match(key []uint32) (int, *RadixNode) {
 }
 
 // MatchLen is Match without side effects: no access marks, no split.
-func (c *RadixCache) MatchLen(key []uint32) int {
+func (c *RadixCache) MatchLen(ns string, key []uint32) int {
 	key = key[:c.aligned(len(key))]
-	node, matched := c.root, 0
+	node, matched := c.roots[ns], 0
+	if node == nil {
+		return 0
+	}
 	for matched < len(key) {
 		child := node.children[c.pageKey(key[matched:matched+c.pageSize])]
 		if child == nil {
@@ -230,9 +237,9 @@ func (c *RadixCache) newID() uint64 {
 // cache_unfinished_req do. Nodes on the path are marked as accessed. If a
 // page-key collision stops the walk, the rest of key is not cached and is
 // reported as cached so that the caller frees it.
-func (c *RadixCache) Insert(key []uint32) int {
+func (c *RadixCache) Insert(ns string, key []uint32) int {
 	key = key[:c.aligned(len(key))]
-	node := c.root
+	node := c.Root(ns)
 	node.lastAccess = c.tick()
 	done := 0
 	for done < len(key) {
@@ -272,8 +279,14 @@ func (c *RadixCache) addLeaf(parent *RadixNode, key uint64, tokens []uint32) {
 	c.evictable += len(tokens)
 	if c.events {
 		var prior *[sha256.Size]byte
-		if parent != c.root {
+		switch {
+		case parent.parent != nil:
 			prior = &parent.digests[len(parent.digests)-1]
+		case parent.namespace != "":
+			// A namespace's chain starts from a digest of its name, so
+			// equal tokens in two namespaces publish different hashes.
+			d := sha256.Sum256([]byte(parent.namespace))
+			prior = &d
 		}
 		leaf.digests = radixPageDigests(leaf.digests, prior, leaf.tokens, c.pageSize, &c.scratch)
 		c.recordStored(leaf, prior)
@@ -303,7 +316,7 @@ func (c *RadixCache) recordStored(n *RadixNode, prior *[sha256.Size]byte) {
 
 // IncLock protects the path from node to the root (SGLang's inc_lock_ref).
 func (c *RadixCache) IncLock(node *RadixNode) {
-	for n := node; n != c.root; n = n.parent {
+	for n := node; n.parent != nil; n = n.parent {
 		if n.lockRef == 0 {
 			c.evictable -= len(n.tokens)
 			c.protected += len(n.tokens)
@@ -314,7 +327,7 @@ func (c *RadixCache) IncLock(node *RadixNode) {
 
 // DecLock releases a lock taken with IncLock.
 func (c *RadixCache) DecLock(node *RadixNode) {
-	for n := node; n != c.root; n = n.parent {
+	for n := node; n.parent != nil; n = n.parent {
 		if n.lockRef <= 0 {
 			panic(fmt.Sprintf("kv: radix node %d unlocked twice", n.id))
 		}
@@ -326,9 +339,26 @@ func (c *RadixCache) DecLock(node *RadixNode) {
 	}
 }
 
-// Root returns the root node: the lock handle of an empty match (locking
-// it is a no-op).
-func (c *RadixCache) Root() *RadixNode { return c.root }
+// Root returns the root of namespace ns, creating it: the lock handle of an
+// empty match (locking it is a no-op).
+func (c *RadixCache) Root(ns string) *RadixNode {
+	r := c.roots[ns]
+	if r == nil {
+		r = &RadixNode{namespace: ns}
+		c.roots[ns] = r
+	}
+	return r
+}
+
+// Roots appends the namespace roots to dst, sorted by namespace.
+func (c *RadixCache) Roots(dst []*RadixNode) []*RadixNode {
+	start := len(dst)
+	for _, r := range c.roots {
+		dst = append(dst, r)
+	}
+	slices.SortFunc(dst[start:], func(a, b *RadixNode) int { return cmp.Compare(a.namespace, b.namespace) })
+	return dst
+}
 
 // Evict frees at least tokens tokens of unlocked cached pages, fewer only if
 // not that many are evictable, and returns how many it freed. Like SGLang's
@@ -339,14 +369,16 @@ func (c *RadixCache) Evict(tokens int) int {
 		return 0
 	}
 	c.leaves = c.leaves[:0]
-	c.collectLeaves(c.root)
+	for _, r := range c.roots {
+		c.collectLeaves(r)
+	}
 	heap.Init(&c.leaves)
 	freed := 0
 	for freed < tokens && len(c.leaves) > 0 {
 		leaf := heap.Pop(&c.leaves).(*RadixNode)
 		freed += len(leaf.tokens)
 		c.deleteLeaf(leaf)
-		if p := leaf.parent; p != c.root && p.lockRef == 0 && len(p.children) == 0 {
+		if p := leaf.parent; p.parent != nil && p.lockRef == 0 && len(p.children) == 0 {
 			heap.Push(&c.leaves, p)
 		}
 	}
@@ -389,7 +421,7 @@ func (c *RadixCache) Reset() bool {
 	c.freePages += c.evictable / c.pageSize
 	c.evictable = 0
 	c.numNodes = 0
-	c.root.children = nil
+	clear(c.roots)
 	if c.events {
 		c.rec.allCleared()
 	}
@@ -499,7 +531,9 @@ func (c *RadixCache) ResidentHashes() []uint64 {
 			walk(child)
 		}
 	}
-	walk(c.root)
+	for _, r := range c.roots {
+		walk(r)
+	}
 	slices.Sort(out)
 	return out
 }

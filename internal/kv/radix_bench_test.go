@@ -30,7 +30,7 @@ func BenchmarkRadixMatchInsert4096(b *testing.B) {
 				c.Reset()
 				c.TakeEvents()
 				c.Allocate(shared / pageSize)
-				c.Insert(prompts[0][:shared])
+				c.Insert("", prompts[0][:shared])
 			}
 			fresh()
 			b.ReportAllocs()
@@ -43,13 +43,13 @@ func BenchmarkRadixMatchInsert4096(b *testing.B) {
 					b.StartTimer()
 				}
 				p := prompts[k]
-				n, node := c.Match(p[:prompt-1])
+				n, node := c.Match("", p[:prompt-1])
 				if n != shared {
 					b.Fatalf("matched %d", n)
 				}
 				c.IncLock(node)
 				c.Allocate((prompt - n) / pageSize)
-				c.Insert(p)
+				c.Insert("", p)
 				c.DecLock(node)
 				if events {
 					c.TakeEvents()
