@@ -1,8 +1,9 @@
 package kv
 
 import (
-	"container/heap"
+	"cmp"
 	"fmt"
+	"slices"
 )
 
 // EvictionBackend names how a Pool chooses the free block it reuses (and
@@ -98,10 +99,11 @@ type victimEntry struct {
 	gen   uint32
 }
 
+// victimHeap is a binary min-heap of entries, written out rather than
+// through container/heap so that pushing an entry does not allocate.
 type victimHeap []victimEntry
 
-func (h victimHeap) Len() int { return len(h) }
-func (h victimHeap) Less(i, j int) bool {
+func (h victimHeap) less(i, j int) bool {
 	a, b := h[i], h[j]
 	if a.class != b.class {
 		return a.class < b.class
@@ -111,13 +113,42 @@ func (h victimHeap) Less(i, j int) bool {
 	}
 	return a.block < b.block
 }
-func (h victimHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *victimHeap) Push(x any)   { *h = append(*h, x.(victimEntry)) }
-func (h *victimHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *victimHeap) push(e victimEntry) {
+	*h = append(*h, e)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !q.less(i, parent) {
+			break
+		}
+		q[i], q[parent] = q[parent], q[i]
+		i = parent
+	}
+}
+
+func (h *victimHeap) pop() victimEntry {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		small, l, r := i, 2*i+1, 2*i+2
+		if l < len(q) && q.less(l, small) {
+			small = l
+		}
+		if r < len(q) && q.less(r, small) {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		q[i], q[small] = q[small], q[i]
+		i = small
+	}
+	*h = q
+	return top
 }
 
 // stored notes that b was cached with a parent hash (hasParent false for a
@@ -154,8 +185,34 @@ func (o *victimOrder) class(p *Pool, b BlockID) uint8 {
 }
 
 func (o *victimOrder) push(p *Pool, b BlockID) {
+	if len(o.heap) > 2*len(o.gen)+64 {
+		o.compact(p)
+	}
 	o.gen[b]++
-	heap.Push(&o.heap, victimEntry{class: o.class(p, b), tick: o.released[b], block: b, gen: o.gen[b]})
+	o.heap.push(victimEntry{class: o.class(p, b), tick: o.released[b], block: b, gen: o.gen[b]})
+}
+
+// compact drops stale entries (prefix hits and re-releases leave them
+// behind) so that the heap stays within a few times the pool's size
+// however long the pool runs without evicting. A sorted slice is a valid
+// heap.
+func (o *victimOrder) compact(p *Pool) {
+	live := o.heap[:0]
+	for _, e := range o.heap {
+		if e.gen == o.gen[e.block] && p.ref[e.block] == 0 {
+			live = append(live, e)
+		}
+	}
+	slices.SortFunc(live, func(a, b victimEntry) int {
+		if a.class != b.class {
+			return cmp.Compare(a.class, b.class)
+		}
+		if a.tick != b.tick {
+			return cmp.Compare(a.tick, b.tick)
+		}
+		return cmp.Compare(a.block, b.block)
+	})
+	o.heap = live
 }
 
 // released notes that b joined the free set.
@@ -191,7 +248,7 @@ func (o *victimOrder) taken(p *Pool, b BlockID) {
 // victim returns the free block to reuse next and forgets it.
 func (o *victimOrder) victim(p *Pool) BlockID {
 	for {
-		e := heap.Pop(&o.heap).(victimEntry)
+		e := o.heap.pop()
 		b := e.block
 		if e.gen != o.gen[b] || p.ref[b] != 0 {
 			continue // stale

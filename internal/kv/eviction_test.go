@@ -74,3 +74,25 @@ func TestEvictionBackendsOrder(t *testing.T) {
 		t.Error("ParseEvictionBackend accepted fifo")
 	}
 }
+
+// TestEvictionOrderStaysBounded: prefix hits on free blocks and their
+// re-release leave stale heap entries; without evictions they must not
+// pile up.
+func TestEvictionOrderStaysBounded(t *testing.T) {
+	for _, backend := range []EvictionBackend{EvictLineage, EvictMultiLRU} {
+		p, _ := NewPoolWithEviction(8, 1, true, backend)
+		blocks, _ := p.Allocate(nil, 4)
+		p.Cache(blocks, []uint64{1, 2, 3, 4}, []uint32{1, 2, 3, 4}, 0, 4, Keys{})
+		p.Release(blocks)
+		for range 10_000 {
+			p.Touch(blocks)
+			p.Release(blocks)
+		}
+		if n := len(p.order.heap); n > 2*8+64+1 {
+			t.Errorf("%s: %d heap entries for 8 blocks", backend, n)
+		}
+		if err := p.CheckInvariants(); err != nil {
+			t.Errorf("%s: %v", backend, err)
+		}
+	}
+}
