@@ -237,10 +237,10 @@ func (ch *choice) reasons() (engine.FinishReason, plan.StopReason) {
 	return reason, plan.StopReason{}
 }
 
-// respond waits for every sequence and writes the non-streaming response
-// (docs/http-api.md).
-func (j *job) respond(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+// await records everything the sequences deliver until each has its
+// terminal item. It returns false when the request context ended first,
+// with the answer to give (nil when the client left).
+func (j *job) await(ctx context.Context) (bool, *apiError) {
 	for j.remaining > 0 {
 		select {
 		case <-j.out.Ready():
@@ -249,11 +249,20 @@ func (j *job) respond(w http.ResponseWriter, r *http.Request) {
 				j.record(&j.items[i])
 			}
 		case <-ctx.Done():
-			if e := ctxError(ctx); e != nil {
-				writeError(w, e)
-			}
-			return
+			return false, ctxError(ctx)
 		}
+	}
+	return true, nil
+}
+
+// respond waits for every sequence and writes the non-streaming response
+// (docs/http-api.md).
+func (j *job) respond(w http.ResponseWriter, r *http.Request) {
+	if ok, e := j.await(r.Context()); !ok {
+		if e != nil {
+			writeError(w, e)
+		}
+		return
 	}
 	if j.rejected > 0 {
 		writeError(w, j.rejectionError())

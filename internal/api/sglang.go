@@ -248,20 +248,11 @@ func (j *job) sglangResult(i int, batch bool, created time.Time) *sglangOutput {
 // respondSGLang waits for every sequence and writes one result, or a list
 // for a batch or n > 1.
 func (j *job) respondSGLang(w http.ResponseWriter, r *http.Request, batch bool, created time.Time) {
-	ctx := r.Context()
-	for j.remaining > 0 {
-		select {
-		case <-j.out.Ready():
-			j.items = j.out.Drain(j.items)
-			for i := range j.items {
-				j.record(&j.items[i])
-			}
-		case <-ctx.Done():
-			if e := ctxError(ctx); e != nil {
-				writeSGLangError(w, e)
-			}
-			return
+	if ok, e := j.await(r.Context()); !ok {
+		if e != nil {
+			writeSGLangError(w, e)
 		}
+		return
 	}
 	if j.rejected > 0 {
 		writeSGLangError(w, j.rejectionError())

@@ -73,16 +73,22 @@ func (reserveToCompletion) prepare(s *sequence, m *kvManager, log *slog.Logger) 
 	if r := m.rejection(s.numPromptTokens, s.maxOutput); r != nil && r.Reason == RejectKVCapacity {
 		return r
 	}
-	limit := max(min(s.maxOutput, m.capacityTokens()-s.numPromptTokens, m.maxModelLen-s.numPromptTokens), 0)
+	clampOutput(s, m.capacityTokens()-s.numPromptTokens, m, log, "trtllm output clamped")
+	return nil
+}
+
+// clampOutput limits a sequence's output to poolRoom tokens and to what the
+// context leaves, truncating its plan (which then ends by length).
+func clampOutput(s *sequence, poolRoom int, m *kvManager, log *slog.Logger, msg string) {
+	limit := max(min(s.maxOutput, poolRoom, m.maxModelLen-s.numPromptTokens), 0)
 	if limit < s.maxOutput {
-		log.Debug("trtllm output clamped", "request", s.req.ID, "from", s.maxOutput, "to", limit)
+		log.Debug(msg, "request", s.req.ID, "from", s.maxOutput, "to", limit)
 		s.maxOutput = limit
 	}
 	if len(s.planned) > limit {
 		s.planned = s.planned[:limit]
 		s.finishReason = FinishLength
 	}
-	return nil
 }
 
 func (reserveToCompletion) admissionTokens(s *sequence) int { return s.numPromptTokens + s.maxOutput }
@@ -102,14 +108,6 @@ type clipToPool struct{ claimPrompt }
 func (clipToPool) capacityTokens(promptTokens, _ int) int { return promptTokens + 2 }
 
 func (clipToPool) prepare(s *sequence, m *kvManager, log *slog.Logger) *Rejection {
-	limit := max(min(s.maxOutput, m.capacityTokens()-s.numPromptTokens-1, m.maxModelLen-s.numPromptTokens), 0)
-	if limit < s.maxOutput {
-		log.Debug("sglang max_new_tokens clipped", "request", s.req.ID, "from", s.maxOutput, "to", limit)
-		s.maxOutput = limit
-	}
-	if len(s.planned) > limit {
-		s.planned = s.planned[:limit]
-		s.finishReason = FinishLength
-	}
+	clampOutput(s, m.capacityTokens()-s.numPromptTokens-1, m, log, "sglang max_new_tokens clipped")
 	return nil
 }
