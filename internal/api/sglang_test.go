@@ -97,6 +97,7 @@ func TestSGLangGenerate_InputShapes(t *testing.T) {
 		{"batch of texts", `{"text":["a b c","d e"],"sampling_params":{"max_new_tokens":2}}`, 2, -1, 2},
 		{"batch of id lists", `{"input_ids":[[1,2],[3,4,5]],"sampling_params":{"max_new_tokens":2}}`, 2, 2, 2},
 		{"n choices", `{"input_ids":[9,9],"sampling_params":{"max_new_tokens":3,"n":3}}`, 3, 2, 3},
+		{"rid", `{"input_ids":[9,9],"rid":"my-rid","sampling_params":{"max_new_tokens":1}}`, 0, 2, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,6 +123,9 @@ func TestSGLangGenerate_InputShapes(t *testing.T) {
 				if len(r.OutputIDs) != tc.maxNew || r.MetaInfo.CompletionTokens != tc.maxNew {
 					t.Errorf("result %d: %d output ids, %d completion tokens, want %d", i, len(r.OutputIDs), r.MetaInfo.CompletionTokens, tc.maxNew)
 				}
+			}
+			if strings.Contains(tc.body, `"rid"`) && list[0].MetaInfo.ID != "my-rid" {
+				t.Errorf("meta_info.id %q, want the rid", list[0].MetaInfo.ID)
 			}
 			if tc.prompt > 0 && list[0].MetaInfo.PromptTokens != tc.prompt {
 				t.Errorf("prompt tokens %d, want %d", list[0].MetaInfo.PromptTokens, tc.prompt)

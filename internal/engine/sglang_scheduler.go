@@ -339,7 +339,7 @@ func (g *sglangScheduler) decode(start time.Time) bool {
 		g.kv.tree.Evict(short)
 	}
 	if g.kv.tree.AvailableTokens() < need {
-		g.retract(start)
+		g.retract()
 	} else {
 		g.ratio = max(g.ratio-g.decay, g.minRatio)
 	}
@@ -392,7 +392,7 @@ func (g *sglangScheduler) decodePages() int {
 // past its cached prefix and queues at the back. new_token_ratio becomes
 // (tokens decoded + 20 × remaining) / Σ max_new_tokens over the remaining
 // requests, capped at 1.
-func (g *sglangScheduler) retract(start time.Time) {
+func (g *sglangScheduler) retract() {
 	c := g.core
 	order := g.decodes[:0]
 	for _, s := range c.running {
@@ -424,7 +424,6 @@ func (g *sglangScheduler) retract(start time.Time) {
 	}
 	g.decodes = order[:0]
 	c.log.Info("sglang: KV cache pool is full, retracted requests", "running", len(c.running), "new_token_ratio", g.ratio)
-	_ = start
 }
 
 // retractOrder sorts running requests by (output tokens, −prompt tokens)

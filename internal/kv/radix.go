@@ -401,7 +401,14 @@ func (c *RadixCache) collectLeaves(n *RadixNode) {
 // deleteLeaf removes an unlocked leaf, frees its pages and records its
 // BlockRemoved events.
 func (c *RadixCache) deleteLeaf(leaf *RadixNode) {
-	delete(leaf.parent.children, c.pageKey(leaf.tokens[:c.pageSize]))
+	p := leaf.parent
+	delete(p.children, c.pageKey(leaf.tokens[:c.pageSize]))
+	if p.parent == nil && p.namespace != "" && len(p.children) == 0 {
+		// An emptied namespace is forgotten, so that one-off cache salts do
+		// not accumulate roots; a request still holding the old root as its
+		// (no-op) lock handle is unaffected.
+		delete(c.roots, p.namespace)
+	}
 	c.evictable -= len(leaf.tokens)
 	c.freePages += len(leaf.tokens) / c.pageSize
 	c.numNodes--
