@@ -27,6 +27,7 @@ import (
 func TestSGLangRandomWorkloadsKeepTheRadixCacheConsistent(t *testing.T) {
 	for seed := range uint64(300) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel() // independent seeds
 			a := runSGLangProperty(t, seed)
 			if seed%6 != 0 {
 				return // determinism is checked on every sixth seed

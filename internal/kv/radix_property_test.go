@@ -134,7 +134,10 @@ type radixHolder struct {
 // gives exactly the resident pages' hashes.
 func TestRadixCache_MatchesBruteForceOracle(t *testing.T) {
 	for seed := range uint64(300) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runRadixProperty(t, seed) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel() // independent seeds
+			runRadixProperty(t, seed)
+		})
 	}
 }
 
