@@ -267,6 +267,15 @@ func (m *kvManager) takeEvents() []kv.Event {
 	return m.pool.TakeEvents()
 }
 
+// takeEventCounts returns the pool's events since the previous call,
+// counted by kind.
+func (m *kvManager) takeEventCounts() [kv.NumEventKinds]int {
+	if m.radix != nil {
+		return m.radix.tree.TakeEventCounts()
+	}
+	return m.pool.TakeEventCounts()
+}
+
 // activeTokens is the KV held by in-use blocks, in tokens.
 func (m *kvManager) activeTokens() int {
 	if m.radix != nil {

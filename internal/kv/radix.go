@@ -311,6 +311,7 @@ func (c *RadixCache) recordStored(n *RadixNode, prior *[sha256.Size]byte) {
 		}
 		prior = &n.digests[i]
 		c.rec.events = append(c.rec.events, ev)
+		c.rec.counts[Stored]++
 	}
 }
 
@@ -413,8 +414,10 @@ func (c *RadixCache) deleteLeaf(leaf *RadixNode) {
 	c.freePages += len(leaf.tokens) / c.pageSize
 	c.numNodes--
 	for i := range leaf.digests {
-		c.rec.removed(publishedHash(&leaf.digests[i]))
-		c.rec.events[len(c.rec.events)-1].SignedHashes = true
+		hs := carve(&c.rec.hashes, 1, hashChunk)
+		hs[0] = publishedHash(&leaf.digests[i])
+		c.rec.events = append(c.rec.events, Event{Kind: Removed, BlockHashes: hs, SignedHashes: true})
+		c.rec.counts[Removed]++
 	}
 }
 
@@ -437,6 +440,10 @@ func (c *RadixCache) Reset() bool {
 
 // TakeEvents returns the events recorded since the previous call.
 func (c *RadixCache) TakeEvents() []Event { return c.rec.take() }
+
+// TakeEventCounts returns how many events of each kind were recorded since
+// the previous call.
+func (c *RadixCache) TakeEventCounts() [NumEventKinds]int { return c.rec.takeCounts() }
 
 // leafHeap orders eviction candidates: least recently accessed first, then
 // oldest node.
