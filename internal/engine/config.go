@@ -130,6 +130,13 @@ type Config struct {
 	// LoRA bounds the adapters of a pass; its zero value serves the base
 	// model only.
 	LoRA LoRAConfig
+
+	// Speculative turns on speculative decoding (speculative.go); its zero
+	// value leaves every pass as without it.
+	Speculative SpeculativeConfig
+	// Offload adds host-memory and disk tiers below the block pool
+	// (offload.go); its zero value has none.
+	Offload OffloadConfig
 }
 
 // LoRAConfig is vLLM's LoRA scheduling configuration as the engine uses it.
@@ -222,6 +229,12 @@ func (c *Config) validate() error {
 	case ScheduleFCFS, SchedulePriority:
 	default:
 		errs = append(errs, fmt.Errorf("unknown scheduling policy %q", c.Scheduling))
+	}
+	if err := c.Speculative.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Offload.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

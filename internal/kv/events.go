@@ -49,4 +49,15 @@ type Event struct {
 	// Adapter is the LoRA adapter the blocks were computed under; the zero
 	// value (base model) is encoded as nil lora_id and lora_name (Stored).
 	Adapter Adapter
+	// Medium is where the blocks are stored or removed; empty means the
+	// GPU pool. Offload tiers record their own medium (Stored, Removed).
+	Medium Medium
+}
+
+// MediumOrGPU returns the event's medium, MediumGPU when it is empty.
+func (e *Event) MediumOrGPU() Medium {
+	if e.Medium == "" {
+		return MediumGPU
+	}
+	return e.Medium
 }
