@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+)
+
+// Speculative decoding scenarios (S23–S25) in virtual time with the fixed
+// timing model: prefill 20 ms, decode 10 ms, and a draft cost of 0.1 decode
+// steps per draft token, so a pass that verifies k = 3 drafts costs
+// 10 × (1 + 0.1 × 3) = 13 ms.
+//
+// How many passes a 12-token output takes. The first token comes from the
+// prefill pass (20 + 10 = 30 ms), which has nothing to verify yet: the
+// drafter proposes after it. Each later pass verifies k = 3 drafts and
+// delivers the accepted ones plus one bonus token, so 11 tokens remain for
+// the decode passes:
+//   - acceptance 1.0: 4 tokens per decode pass, 4 + 4 + 3 = 11 → 3 decode
+//     passes (4 passes in all); the last pass accepts 3 drafts of which
+//     only 2 are used, as vLLM truncates a step's tokens at max_tokens.
+//   - acceptance 0.0: 1 token per decode pass → 11 decode passes, 12 passes
+//     in all (the "12" of the issue counts every pass of the output).
+
+func specHarness(t *testing.T, rates []float64) *harness {
+	t.Helper()
+	return newHarness(t, func(c *Config) {
+		c.BlockSize = 16
+		c.Timing = TimingConfig{Model: TimingFixed, FixedPrefillMs: 20, FixedDecodeMs: 10}
+		c.Speculative = SpeculativeConfig{Method: "eagle", NumSpeculativeTokens: len(rates),
+			AcceptanceRates: rates, DraftCostRatio: 0.1, Seed: 42}
+	})
+}
+
+// specTotals sums the observer's speculative decoding counters.
+func specTotals(h *harness) (drafts, draftTokens, accepted int, perPos []int) {
+	for i := range h.obs.passes {
+		s := &h.obs.passes[i].Spec
+		drafts += s.Drafts
+		draftTokens += s.DraftTokens
+		accepted += s.AcceptedTokens
+		if perPos == nil {
+			perPos = make([]int, len(s.AcceptedPerPos))
+		}
+		for j, n := range s.AcceptedPerPos {
+			perPos[j] += n
+		}
+	}
+	return
+}
+
+func TestScenarioS23SpeculativeFullAcceptanceTakesThreeDecodePasses(t *testing.T) {
+	h := specHarness(t, []float64{1, 1, 1})
+	planned := seqTokens(1, 12)
+	r := h.submitAt(0, seqTokens(1000, 100), planned)
+	h.sim.Run(0)
+	res := drain(r)
+	if !slices.Equal(res.tokens, planned) {
+		t.Fatalf("tokens %v, want %v", res.tokens, planned)
+	}
+	want := []float64{30, 43, 43, 43, 43, 56, 56, 56, 56, 69, 69, 69}
+	for i, w := range want {
+		if !approx(res.times[i], w, msTolerance) {
+			t.Errorf("token %d at %.6f ms, want %v", i+1, res.times[i], w)
+		}
+	}
+	if n := len(h.obs.passes); n != 4 {
+		t.Errorf("%d passes, want 4 (1 prefill + 3 decode)", n)
+	}
+	drafts, draftTokens, accepted, perPos := specTotals(h)
+	if drafts != 3 || draftTokens != 9 || accepted != 9 || !slices.Equal(perPos, []int{3, 3, 3}) {
+		t.Errorf("spec counters drafts=%d draft_tokens=%d accepted=%d per_pos=%v, want 3 9 9 [3 3 3]",
+			drafts, draftTokens, accepted, perPos)
+	}
+	// The token budget counts the drafted tokens: 1 + 3 per decode pass.
+	for i, want := range []int{100, 4, 4, 4} {
+		if got := h.obs.passes[i].IterationTokens; got != want {
+			t.Errorf("pass %d iteration tokens %d, want %d", i+1, got, want)
+		}
+	}
+	// One inter-token gap per pass, not per token (vLLM observes ITL per step).
+	itl := 0
+	for _, p := range h.obs.passes {
+		itl += len(p.ITL)
+	}
+	if gen := h.obs.total(func(p *PassReport) int { return p.GenerationTokens }); gen != 12 || itl != 3 {
+		t.Errorf("generation tokens %d, ITL samples %d, want 12 and 3", gen, itl)
+	}
+	if res.fin == nil || res.fin.NumGenerated != 12 || h.core.Pool().NumActive() != 0 {
+		t.Errorf("terminal %+v, active blocks %d", res.fin, h.core.Pool().NumActive())
+	}
+}
+
+func TestScenarioS24SpeculativeZeroAcceptanceTakesElevenDecodePasses(t *testing.T) {
+	h := specHarness(t, []float64{0, 0, 0})
+	planned := seqTokens(1, 12)
+	r := h.submitAt(0, seqTokens(1000, 100), planned)
+	h.sim.Run(0)
+	res := drain(r)
+	if !slices.Equal(res.tokens, planned) {
+		t.Fatalf("tokens %v", res.tokens)
+	}
+	for i := range planned {
+		want := 30 + 13*float64(i) // each rejected draft still costs its 3 ms
+		if !approx(res.times[i], want, msTolerance) {
+			t.Errorf("token %d at %.6f ms, want %v", i+1, res.times[i], want)
+		}
+	}
+	if n := len(h.obs.passes); n != 12 {
+		t.Errorf("%d passes, want 12 (1 prefill + 11 decode)", n)
+	}
+	drafts, draftTokens, accepted, perPos := specTotals(h)
+	if drafts != 11 || draftTokens != 33 || accepted != 0 || !slices.Equal(perPos, []int{0, 0, 0}) {
+		t.Errorf("spec counters %d %d %d %v, want 11 33 0 [0 0 0]", drafts, draftTokens, accepted, perPos)
+	}
+}
+
+// TestScenarioS25SeededPerPositionAcceptance checks the acceptance model
+// against a hand computation. Rates [0.9, 0.6, 0.3], seed 42, prompt
+// 1000..1099, choice 0: SequenceKey = 0x911550c1a95bbf9d. The draws
+// AcceptanceDraw(42, key, step, pos) for the passes (step = tokens generated
+// before the pass), computed with an independent Python transcription of
+// the formula in docs/speculative-and-offload.md:
+//
+//	step  1: 0.7197 0.9019 0.4026 → pos0 < 0.9, pos1 ≥ 0.6: accepted 1, emits 2
+//	step  3: 0.1179 0.9158 0.4069 → accepted 1, emits 2
+//	step  5: 0.4277 0.3782 0.3362 → pos2 ≥ 0.3: accepted 2, emits 3
+//	step  8: 0.3048 0.2401 0.5878 → accepted 2, emits 3
+//	step 11: 0.5422 0.1630 0.5909 → accepted 2, emits 1 (12 reached)
+//
+// Totals: 5 drafts, 15 draft tokens, 8 accepted, per position [5, 3, 0].
+func TestScenarioS25SeededPerPositionAcceptance(t *testing.T) {
+	key := SequenceKey(seqTokens(1000, 100), 0)
+	if key != 0x911550c1a95bbf9d {
+		t.Fatalf("SequenceKey = %#x, want 0x911550c1a95bbf9d", key)
+	}
+	if d := AcceptanceDraw(42, key, 1, 1); !approx(d, 0.9019, 5e-5) {
+		t.Errorf("draw(step 1, pos 1) = %.6f, want 0.9019", d)
+	}
+	h := specHarness(t, []float64{0.9, 0.6, 0.3})
+	r := h.submitAt(0, seqTokens(1000, 100), seqTokens(1, 12))
+	h.sim.Run(0)
+	res := drain(r)
+	// Tokens arrive in groups of 1, 2, 2, 3, 3, 1 at 30, 43, 56, 69, 82, 95 ms.
+	want := []float64{30, 43, 43, 56, 56, 69, 69, 69, 82, 82, 82, 95}
+	if len(res.times) != len(want) {
+		t.Fatalf("%d tokens, want 12", len(res.times))
+	}
+	for i, w := range want {
+		if !approx(res.times[i], w, msTolerance) {
+			t.Errorf("token %d at %.6f ms, want %v", i+1, res.times[i], w)
+		}
+	}
+	drafts, draftTokens, accepted, perPos := specTotals(h)
+	if drafts != 5 || draftTokens != 15 || accepted != 8 || !slices.Equal(perPos, []int{5, 3, 0}) {
+		t.Errorf("spec counters %d %d %d %v, want 5 15 8 [5 3 0]", drafts, draftTokens, accepted, perPos)
+	}
+	// Same seed, same answer.
+	h2 := specHarness(t, []float64{0.9, 0.6, 0.3})
+	r2 := h2.submitAt(0, seqTokens(1000, 100), seqTokens(1, 12))
+	h2.sim.Run(0)
+	if got := drain(r2).times; !slices.Equal(got, res.times) {
+		t.Errorf("rerun times %v, want %v", got, res.times)
+	}
+}
+
+func TestSpeculativeDraftsAreTrimmedToTheBudgetAndContext(t *testing.T) {
+	// max_model_len 105 with a 100-token prompt: after token 1 the sequence
+	// has 101 tokens and may draft at most 105 − 1 − 101 = 3, then 0 once it
+	// holds 104.
+	h := newHarness(t, func(c *Config) {
+		c.BlockSize = 16
+		c.MaxModelLen = 105
+		c.Timing = TimingConfig{Model: TimingFixed, FixedPrefillMs: 20, FixedDecodeMs: 10}
+		c.Speculative = SpeculativeConfig{NumSpeculativeTokens: 3, AcceptanceRates: []float64{1, 1, 1}}
+	})
+	r := h.submitAt(0, seqTokens(1000, 100), seqTokens(1, 12))
+	h.sim.Run(0)
+	res := drain(r)
+	if len(res.tokens) != 5 || res.fin == nil || res.fin.Reason != FinishLength {
+		t.Fatalf("tokens %v fin %+v, want 5 tokens cut by the context", res.tokens, res.fin)
+	}
+	drafts, draftTokens, _, _ := specTotals(h)
+	if drafts != 1 || draftTokens != 3 {
+		t.Errorf("drafts %d draft tokens %d, want 1 and 3", drafts, draftTokens)
+	}
+}
+
+func TestSpeculativeConfigValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec SpeculativeConfig
+		ok   bool
+	}{
+		{"off", SpeculativeConfig{}, true},
+		{"k rates", SpeculativeConfig{NumSpeculativeTokens: 2, AcceptanceRates: []float64{0.5, 1}}, true},
+		{"missing rates", SpeculativeConfig{NumSpeculativeTokens: 2, AcceptanceRates: []float64{0.5}}, false},
+		{"rate above 1", SpeculativeConfig{NumSpeculativeTokens: 1, AcceptanceRates: []float64{1.5}}, false},
+		{"negative draft cost", SpeculativeConfig{NumSpeculativeTokens: 1, AcceptanceRates: []float64{1}, DraftCostRatio: -1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Speculative = tc.spec
+			_, err := NewCore(cfg, CoreOptions{})
+			if (err == nil) != tc.ok {
+				t.Errorf("NewCore error %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}
