@@ -80,7 +80,7 @@ const (
 	removedArrHd  = "\x93" + vRemoved         // array(3), tag
 	clearedArr    = "\x91" + vCleared         // array(1), tag
 	storedMapTail = kGroupIdx + "\x00" + kSpecKind + vFullAttn
-	removedMapTl  = kMedium + vGPU + kGroupIdx + "\x00"
+	removedMapTl  = kGroupIdx + "\x00"
 )
 
 // EncodeBatch appends the msgpack batch [ts, events, rank] in the given
@@ -106,7 +106,7 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 			dst = appendTokens(dst, e.TokenIDs)
 			dst = appendInt(dst, int64(e.BlockSize))
 			dst = appendLoRAID(dst, e)
-			dst = append(dst, vGPU...)
+			dst = appendMedium(dst, e)
 			return appendLoRAName(dst, e)
 		}
 		dst = append(dst, storedMapHead...)
@@ -121,7 +121,7 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 		dst = append(dst, kLoraID...)
 		dst = appendLoRAID(dst, e)
 		dst = append(dst, kMedium...)
-		dst = append(dst, vGPU...)
+		dst = appendMedium(dst, e)
 		dst = append(dst, kLoraName...)
 		dst = appendLoRAName(dst, e)
 		dst = append(dst, kExtraKeys...)
@@ -131,11 +131,13 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 		if enc == EncodingArray {
 			dst = append(dst, removedArrHd...)
 			dst = appendHashes(dst, e.BlockHashes)
-			return append(dst, vGPU...)
+			return appendMedium(dst, e)
 		}
 		dst = append(dst, removedMapHd...)
 		dst = append(dst, kBlockHashes...)
 		dst = appendHashes(dst, e.BlockHashes)
+		dst = append(dst, kMedium...)
+		dst = appendMedium(dst, e)
 		return append(dst, removedMapTl...)
 	case kv.AllCleared:
 		if enc == EncodingArray {
@@ -144,6 +146,15 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 		return append(dst, clearedMap...)
 	}
 	panic(fmt.Sprintf("events: unknown kv event kind %d", e.Kind))
+}
+
+// appendMedium writes the event's medium: "GPU" for the pool's own events,
+// the tier's medium for an offload tier's.
+func appendMedium(dst []byte, e *kv.Event) []byte {
+	if e.Medium == "" {
+		return append(dst, vGPU...)
+	}
+	return appendString(dst, string(e.Medium))
 }
 
 // appendLoRAID writes the event's adapter id, nil for the base model.
@@ -206,6 +217,11 @@ func appendTokens(dst []byte, ts []uint32) []byte {
 
 // appendExtraKeys writes one entry per block: null, or the block's keys.
 func appendExtraKeys(dst []byte, e *kv.Event) []byte {
+	if e.Medium != "" {
+		// An offload tier's BlockStored leaves extra_keys at vLLM's
+		// default, None, as its offloading connector does.
+		return append(dst, mpNil)
+	}
 	n := len(e.BlockHashes)
 	dst = appendArrayHeader(dst, n)
 	for i := range n {
