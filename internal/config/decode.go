@@ -101,6 +101,8 @@ func (d *decoder) decodeValue(fv reflect.Value, v any, path string) {
 			*p = DefaultReasoningConfig()
 		case *KVEventsConfig:
 			*p = DefaultKVEventsConfig()
+		case *OffloadBandwidth:
+			*p = DefaultOffloadBandwidth()
 		}
 		before := len(d.probs)
 		d.decodeValue(nv.Elem(), v, path)

@@ -29,5 +29,7 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		SpeedupRatio:       c.SpeedupRatio,
 		DecodeSpeedupRatio: c.DecodeSpeedupRatio,
 		LoRA:               c.engineLoRA(),
+		Speculative:        c.engineSpeculative(),
+		Offload:            c.engineOffload(),
 	}
 }

@@ -24,6 +24,7 @@ var notYetValues = []notYetValue{
 	{"engine_type", "engine-type", string(engine.EngineSGLang), capSGLang},
 	{"worker_type", "disaggregation-mode", string(engine.WorkerPrefill), capDisaggregation},
 	{"worker_type", "disaggregation-mode", string(engine.WorkerDecode), capDisaggregation},
+	{"kv_offloading_backend", "kv-offloading-backend", "lmcache", "the LMCache offloading backend"},
 }
 
 // notYetProblems reports every key set by any source (merged) and every
