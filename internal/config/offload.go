@@ -123,7 +123,7 @@ func (v *validator) validateOffload(c *Config) {
 			continue
 		}
 		if n := tier.bytes / float64(block); n < 1 || n > math.MaxInt32 {
-			v.errorf([]string{tier.key}, "%s of %g bytes does not fit: a tier holds between 1 and %d blocks of %d bytes (kv_bytes_per_token %d x block_size %d), this one %.0f",
+			v.errorf([]string{tier.key}, "%s of %.0f bytes does not fit: a tier holds between 1 and %d blocks of %d bytes (kv_bytes_per_token %d x block_size %d), this one %.0f",
 				tier.key, tier.bytes, math.MaxInt32, block, c.KVBytesPerToken, c.EffectiveBlockSize(), math.Floor(n))
 		}
 	}

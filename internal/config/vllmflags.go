@@ -60,8 +60,6 @@ type vllmFlag struct {
 
 // Capabilities that vLLM flags ask for and the mock does not have yet.
 const (
-	capSpeculative = "speculative decoding"
-	capKVOffload   = "KV cache offloading"
 	capToolCalling = "tool calling"
 	capTLS         = "TLS (HTTPS serving)"
 	capUDS         = "serving on a Unix domain socket"
