@@ -29,6 +29,9 @@ type rankObserver struct {
 	v    *vllmRank   // nil unless the vLLM family is exported
 	s    *sglangRank // nil unless the SGLang family is exported
 	lora *loraInfo   // nil unless the vLLM family is exported with LoRA
+	so   *specOffRank // nil unless speculative decoding or offload tiers are on
+	// blockSize converts the GPU prefix hits (tokens) into blocks.
+	blockSize int
 
 	passes, passSeconds, rejected prometheus.Counter
 	kvEvents                      [4]prometheus.Counter // by kv.EventKind; [0] unused
@@ -72,6 +75,9 @@ func (o *rankObserver) ObserveGauges(g engine.Gauges) {
 		if o.lora != nil {
 			o.lora.observe(g)
 		}
+		if o.so != nil {
+			o.so.observeGauges(g)
+		}
 	}
 	if s := o.s; s != nil {
 		s.running.Set(float64(g.Running))
@@ -103,6 +109,9 @@ func (o *rankObserver) ObservePass(r *engine.PassReport) {
 	}
 	if o.v != nil {
 		o.observeVLLM(r)
+	}
+	if o.so != nil {
+		o.so.observePass(r, o.blockSize)
 	}
 	if o.s != nil {
 		o.observeSGLang(r)
