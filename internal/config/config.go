@@ -86,7 +86,7 @@ type Config struct {
 	KVOffloadingSize     float64            `json:"kv_offloading_size"` // GiB, 0 = no CPU tier
 	KVOffloadingBackend  string             `json:"kv_offloading_backend"`
 	KVOffloadingDiskSize float64            `json:"kv_offloading_disk_size"` // GiB, 0 = no disk tier
-	OffloadBandwidth     *OffloadBandwidth  `json:"offload_bandwidth"` // nil: DefaultOffloadBandwidth
+	OffloadBandwidth     *OffloadBandwidth  `json:"offload_bandwidth"`       // nil: DefaultOffloadBandwidth
 	KVTransferConfig     *KVTransferConfig  `json:"kv_transfer_config"`
 
 	// KV events and FPM publishing (docs/kv-events.md, docs/metrics.md).

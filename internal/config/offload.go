@@ -21,8 +21,8 @@ type OffloadBandwidth struct {
 // reads. Only the OffloadingConnector is built here; other connectors
 // belong to disaggregated prefill/decode.
 type KVTransferConfig struct {
-	KVConnector            string                  `json:"kv_connector"`
-	KVRole                 string                  `json:"kv_role"`
+	KVConnector            string                 `json:"kv_connector"`
+	KVRole                 string                 `json:"kv_role"`
 	KVConnectorExtraConfig *OffloadingExtraConfig `json:"kv_connector_extra_config"`
 }
 

@@ -50,8 +50,10 @@ type Core struct {
 	prefills []*sequence
 	report   PassReport
 	cur      passState
-	// tierScratch backs Gauges.Tiers.
+	// tierScratch backs Gauges.Tiers; outRun collects the tokens one pass
+	// delivers to one sequence.
 	tierScratch []TierGauge
+	outRun      []OutputItem
 }
 
 // passState is what BeginPass decided and EndPass carries out.

@@ -178,15 +178,14 @@ func (c *Core) EndPass(deadline, now time.Time) {
 			c.report.Spec.observe(s.passDrafts, s.passAccepted)
 		}
 		emitted := 0
+		run := c.outRun[:0]
 		for emitted < n {
 			id := s.planned[s.numGeneratedTokens]
 			s.tokens = append(s.tokens, id)
 			s.numGeneratedTokens++
 			emitted++
 			c.report.GenerationTokens++
-			if s.req.Out != nil {
-				s.req.Out.push(OutputItem{Choice: s.req.Choice, Token: id, Time: deadline})
-			}
+			run = append(run, OutputItem{Choice: s.req.Choice, Token: id, Time: deadline})
 			if s.numGeneratedTokens == len(s.planned) || s.numTokens() >= c.cfg.MaxModelLen {
 				// Accepted tokens beyond the end are dropped, as vLLM
 				// truncates a step's output at the stop condition.
@@ -195,6 +194,10 @@ func (c *Core) EndPass(deadline, now time.Time) {
 				break
 			}
 		}
+		if s.req.Out != nil {
+			s.req.Out.pushRun(run)
+		}
+		c.outRun = run
 		// The accepted drafts' KV was written by the verification; only
 		// the last token delivered still needs computing.
 		s.numComputedTokens += emitted - 1
