@@ -13,6 +13,7 @@ func (c *Core) planPass(start time.Time) time.Duration {
 	sumReadyCtx := 0
 	emitting := 0
 	drafted, maxDrafts := 0, 0
+	var spec FPMSpecDecode
 	for _, s := range c.running {
 		if !s.scheduled {
 			continue
@@ -28,6 +29,10 @@ func (c *Core) planPass(start time.Time) time.Duration {
 			decode.Add(s.passCtx)
 			drafted += s.passDrafts
 			maxDrafts = max(maxDrafts, s.passDrafts)
+			if s.passDrafts > 0 {
+				spec.NumDrafts++
+				spec.NumAccepted += s.passAccepted
+			}
 		}
 		if s.numComputedTokens == s.numTokens() {
 			c.ready = append(c.ready, s)
@@ -91,7 +96,12 @@ func (c *Core) planPass(start time.Time) time.Duration {
 			WallTimeSecs:       d.Seconds(),
 		}
 		c.queuedStats(&snap)
-		c.emitFPM(snap)
+		if c.cfg.Speculative.Enabled() {
+			spec.NumDraftTokens = drafted
+			c.emitFPMSpec(snap, spec)
+		} else {
+			c.emitFPM(snap)
+		}
 	}
 	if c.observer != nil {
 		c.observer.ObserveGauges(c.gauges())
@@ -124,6 +134,20 @@ func (c *Core) emitFPM(snap ForwardPassSnapshot) {
 	snap.CounterID = c.fpmCounter
 	if c.fpmSink != nil {
 		c.fpmSink.PublishFPM(snap)
+	}
+}
+
+// emitFPMSpec is emitFPM for a pass with speculative decoding: sinks that
+// take the speculative figures get them with the snapshot.
+func (c *Core) emitFPMSpec(snap ForwardPassSnapshot, spec FPMSpecDecode) {
+	c.fpmCounter++
+	snap.CounterID = c.fpmCounter
+	switch sink := c.fpmSink.(type) {
+	case nil:
+	case FPMSpecSink:
+		sink.PublishFPMSpec(snap, spec)
+	default:
+		sink.PublishFPM(snap)
 	}
 }
 

@@ -207,3 +207,35 @@ func TestSpeculativeConfigValidation(t *testing.T) {
 		})
 	}
 }
+
+// specFPM records the speculative figures an FPMSpecSink receives.
+type specFPM struct {
+	plain int
+	spec  []FPMSpecDecode
+}
+
+func (f *specFPM) PublishFPM(ForwardPassSnapshot) { f.plain++ }
+func (f *specFPM) PublishFPMSpec(_ ForwardPassSnapshot, s FPMSpecDecode) {
+	f.spec = append(f.spec, s)
+}
+
+// The FPM stream gains each pass's drafts and accepted tokens (S23: one
+// prefill pass, then 3 passes of 1 draft of 3 tokens, all accepted).
+func TestSpeculativeFiguresReachFPMSinks(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.BlockSize = 16
+	cfg.Timing = TimingConfig{Model: TimingFixed, FixedPrefillMs: 20, FixedDecodeMs: 10}
+	cfg.Speculative = SpeculativeConfig{NumSpeculativeTokens: 3, AcceptanceRates: []float64{1, 1, 1}}
+	rec := &specFPM{}
+	core, err := NewCore(cfg, CoreOptions{FPMSink: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := NewSimulator(core)
+	sim.SubmitAt(0, &Request{ID: NewRequestID(), Prompt: seqTokens(1000, 100), PlannedOutput: seqTokens(1, 12)})
+	sim.Run(0)
+	full := FPMSpecDecode{NumDrafts: 1, NumDraftTokens: 3, NumAccepted: 3}
+	if want := []FPMSpecDecode{{}, full, full, full}; rec.plain != 0 || !slices.Equal(rec.spec, want) {
+		t.Errorf("FPM spec figures %+v (plain snapshots %d), want %+v", rec.spec, rec.plain, want)
+	}
+}

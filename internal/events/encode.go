@@ -252,12 +252,32 @@ const (
 	kNumDecode    = "\xb3num_decode_requests"
 	kSumDecodeKV  = "\xb4sum_decode_kv_tokens"
 	kVarDecodeKV  = "\xb4var_decode_kv_tokens"
+	// With speculative decoding the map has an eighth key, spec_decode.
+	fpmHeadSpec   = "\x88\xa7version\x01\xa9worker_id"
+	kSpecDecode   = "\xabspec_decode\x83"
+	kNumDrafts    = "\xaanum_drafts"
+	kDraftTokens  = "\xb0num_draft_tokens"
+	kAcceptTokens = "\xb3num_accepted_tokens"
 )
 
 // EncodeFPM appends the msgpack FPM payload (a map of the snapshot's fields,
 // see docs/metrics.md) to dst.
 func EncodeFPM(dst []byte, workerID string, s engine.ForwardPassSnapshot) []byte {
-	dst = append(dst, fpmHead...)
+	return encodeFPM(dst, workerID, s, nil)
+}
+
+// EncodeFPMSpec is EncodeFPM with an eighth key, spec_decode, holding a
+// pass's speculative decoding figures (docs/speculative-and-offload.md).
+func EncodeFPMSpec(dst []byte, workerID string, s engine.ForwardPassSnapshot, spec engine.FPMSpecDecode) []byte {
+	return encodeFPM(dst, workerID, s, &spec)
+}
+
+func encodeFPM(dst []byte, workerID string, s engine.ForwardPassSnapshot, spec *engine.FPMSpecDecode) []byte {
+	if spec != nil {
+		dst = append(dst, fpmHeadSpec...)
+	} else {
+		dst = append(dst, fpmHead...)
+	}
 	dst = appendString(dst, workerID)
 	dst = append(dst, kDPRank...)
 	dst = appendInt(dst, int64(s.Rank))
@@ -294,7 +314,19 @@ func EncodeFPM(dst []byte, workerID string, s engine.ForwardPassSnapshot) []byte
 	dst = append(dst, kSumDecodeKV...)
 	dst = appendInt(dst, int64(s.SumQueuedDecodeKVTokens))
 	dst = append(dst, kVarDecodeKV...)
-	return appendFloat64(dst, s.VarQueuedDecodeKVTokens)
+	dst = appendFloat64(dst, s.VarQueuedDecodeKVTokens)
+	if spec != nil {
+		// Consumers that decode FPM into a fixed struct (msgspec's default)
+		// skip the unknown key.
+		dst = append(dst, kSpecDecode...)
+		dst = append(dst, kNumDrafts...)
+		dst = appendInt(dst, int64(spec.NumDrafts))
+		dst = append(dst, kDraftTokens...)
+		dst = appendInt(dst, int64(spec.NumDraftTokens))
+		dst = append(dst, kAcceptTokens...)
+		dst = appendInt(dst, int64(spec.NumAccepted))
+	}
+	return dst
 }
 
 // msgpack primitives in msgspec's smallest forms, so the bytes equal what a

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
@@ -36,5 +37,22 @@ func TestEncodeOffloadMediumPythonDecodes(t *testing.T) {
 	}
 	if !reflect.DeepEqual(lines, want) {
 		t.Errorf("python decoded:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestEncodeFPMSpecDecodePythonDecodes: with speculative decoding the FPM
+// map has an eighth key, spec_decode; without it the bytes are unchanged
+// (TestEncodePythonDecodes).
+func TestEncodeFPMSpecDecodePythonDecodes(t *testing.T) {
+	py := debianPython()
+	if py == "" {
+		t.Skip("no python3 with zmq and msgpack")
+	}
+	snap := engine.ForwardPassSnapshot{CounterID: 2, NumDecodeRequests: 1, SumDecodeKVTokens: 101}
+	spec := engine.FPMSpecDecode{NumDrafts: 1, NumDraftTokens: 3, NumAccepted: 2}
+	lines := pythonUnpack(t, py, []string{hexs(EncodeFPMSpec(nil, "w0", snap, spec))})
+	want := "{'version': 1, 'worker_id': 'w0', 'dp_rank': 0, 'counter_id': 2, 'wall_time': 0.0, 'scheduled_requests': {'num_prefill_requests': 0, 'sum_prefill_tokens': 0, 'var_prefill_length': 0.0, 'sum_prefill_kv_tokens': 0, 'num_decode_requests': 1, 'sum_decode_kv_tokens': 101, 'var_decode_kv_tokens': 0.0}, 'queued_requests': {'num_prefill_requests': 0, 'sum_prefill_tokens': 0, 'var_prefill_length': 0.0, 'num_decode_requests': 0, 'sum_decode_kv_tokens': 0, 'var_decode_kv_tokens': 0.0}, 'spec_decode': {'num_drafts': 1, 'num_draft_tokens': 3, 'num_accepted_tokens': 2}}"
+	if len(lines) != 1 || lines[0] != want {
+		t.Errorf("python decoded:\n%s\nwant:\n%s", strings.Join(lines, "\n"), want)
 	}
 }

@@ -330,3 +330,15 @@ func (t teeFPM) PublishFPM(s engine.ForwardPassSnapshot) {
 		sink.PublishFPM(s)
 	}
 }
+
+// PublishFPMSpec hands the speculative figures to the sinks that take
+// them and the bare snapshot to the others.
+func (t teeFPM) PublishFPMSpec(s engine.ForwardPassSnapshot, spec engine.FPMSpecDecode) {
+	for _, sink := range t {
+		if ss, ok := sink.(engine.FPMSpecSink); ok {
+			ss.PublishFPMSpec(s, spec)
+		} else {
+			sink.PublishFPM(s)
+		}
+	}
+}

@@ -19,9 +19,11 @@ type specOffRank struct {
 	// vLLM's connector prefix-cache counters and the mock's per-medium
 	// tier gauges and hit counters ("GPU", then each offload tier).
 	extQueries, extHits prometheus.Counter
-	tierBlocks          *prometheus.GaugeVec
-	tierHits            []prometheus.Counter // GPU first, then the offload tiers
-	engineLabel         string
+	// The latest FPM snapshot's speculative figures (mocker_fpm_spec_*).
+	fpmDrafts, fpmDraftTokens, fpmAccepted prometheus.Gauge
+	tierBlocks                             *prometheus.GaugeVec
+	tierHits                               []prometheus.Counter // GPU first, then the offload tiers
+	engineLabel                            string
 }
 
 // buildSpecOffload registers the speculative decoding families when
@@ -37,7 +39,11 @@ func (r *Registry) buildSpecOffload() {
 	model := r.cfg.ServedName()
 	l := []string{labelModel, labelEngine}
 	var drafts, draftTokens, accepted, perPos *prometheus.CounterVec
+	var fpmSpec [3]*prometheus.GaugeVec
 	if spec {
+		fpmSpec[0] = r.gaugeVec("mocker_fpm_spec_num_drafts", "Latest FPM snapshot: sequences that verified drafts.", labelRank)
+		fpmSpec[1] = r.gaugeVec("mocker_fpm_spec_num_draft_tokens", "Latest FPM snapshot: draft tokens proposed.", labelRank)
+		fpmSpec[2] = r.gaugeVec("mocker_fpm_spec_num_accepted_tokens", "Latest FPM snapshot: draft tokens accepted.", labelRank)
 		// Names, help texts and labels as vLLM's SpecDecodingProm
 		// (vllm/v1/spec_decode/metrics.py); prometheus_client appends
 		// _total to each counter's exposed name.
@@ -66,6 +72,9 @@ func (r *Registry) buildSpecOffload() {
 			so.drafts = drafts.WithLabelValues(model, e)
 			so.draftTokens = draftTokens.WithLabelValues(model, e)
 			so.accepted = accepted.WithLabelValues(model, e)
+			so.fpmDrafts = fpmSpec[0].WithLabelValues(e)
+			so.fpmDraftTokens = fpmSpec[1].WithLabelValues(e)
+			so.fpmAccepted = fpmSpec[2].WithLabelValues(e)
 			for pos := range eng.Speculative.NumSpeculativeTokens {
 				so.acceptedPerPos = append(so.acceptedPerPos, perPos.WithLabelValues(model, e, strconv.Itoa(pos)))
 			}
@@ -123,5 +132,16 @@ func (so *specOffRank) observeGauges(g engine.Gauges) {
 	}
 	for _, t := range g.Tiers {
 		so.tierBlocks.WithLabelValues(so.engineLabel, t.Medium).Set(float64(t.Blocks))
+	}
+}
+
+// PublishFPMSpec implements engine.FPMSpecSink: the snapshot's gauges,
+// then its speculative figures (mocker_fpm_spec_*).
+func (o *rankObserver) PublishFPMSpec(s engine.ForwardPassSnapshot, spec engine.FPMSpecDecode) {
+	o.PublishFPM(s)
+	if so := o.so; so != nil && so.fpmDrafts != nil {
+		so.fpmDrafts.Set(float64(spec.NumDrafts))
+		so.fpmDraftTokens.Set(float64(spec.NumDraftTokens))
+		so.fpmAccepted.Set(float64(spec.NumAccepted))
 	}
 }

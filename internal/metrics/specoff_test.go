@@ -38,6 +38,10 @@ func TestS25SpecDecodeCounters(t *testing.T) {
 		{"vllm:spec_decode_num_accepted_tokens_per_pos_total", withRank0("position", "1"), 3},
 		{"vllm:spec_decode_num_accepted_tokens_per_pos_total", withRank0("position", "2"), 0},
 		{"vllm:generation_tokens_total", rank0, 12},
+		// The last pass's FPM figures: one draft of 3, 2 accepted (step 11).
+		{"mocker_fpm_spec_num_drafts", []string{"dp_rank", "0"}, 1},
+		{"mocker_fpm_spec_num_draft_tokens", []string{"dp_rank", "0"}, 3},
+		{"mocker_fpm_spec_num_accepted_tokens", []string{"dp_rank", "0"}, 2},
 	} {
 		if got := f.value(t, c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
