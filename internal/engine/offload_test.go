@@ -130,6 +130,16 @@ func checkMediaRebuild(t *testing.T, seed uint64) {
 		c.MaxModelLen = 256
 		c.Timing = TimingConfig{Model: TimingFixed, FixedPrefillMs: 20, FixedDecodeMs: 10}
 		c.Offload = offloadConfig(3+rng.IntN(10), disk)
+		if seed%2 == 0 {
+			// Half the seeds decode speculatively: drafts take slots, and
+			// blocks fill several tokens at a time.
+			k := 1 + rng.IntN(4)
+			rates := make([]float64, k)
+			for i := range rates {
+				rates[i] = rng.Float64()
+			}
+			c.Speculative = SpeculativeConfig{NumSpeculativeTokens: k, AcceptanceRates: rates, Seed: seed}
+		}
 	})
 	media := map[kv.Medium]map[uint64]bool{}
 	apply := func(events []kv.Event) {
@@ -189,6 +199,11 @@ func checkMediaRebuild(t *testing.T, seed uint64) {
 		at += float64(rng.IntN(60))
 	}
 	h.sim.Run(0)
+	for _, r := range h.reqs {
+		if res := drain(r); !slices.Equal(res.tokens, r.PlannedOutput) || res.fin == nil {
+			t.Fatalf("seed %d: request delivered %v (fin %+v), planned %v", seed, res.tokens, res.fin, r.PlannedOutput)
+		}
+	}
 	hits := h.obs.total(func(p *PassReport) int { return p.ExternalPrefixHits })
 	for _, p := range h.obs.passes {
 		for i, n := range p.TierHits {
