@@ -32,45 +32,54 @@ func specHarness(t *testing.T, rates []float64) *harness {
 }
 
 // specTotals sums the observer's speculative decoding counters.
-func specTotals(h *harness) (drafts, draftTokens, accepted int, perPos []int) {
+func specTotals(h *harness) SpecDecodeStats {
+	var tot SpecDecodeStats
 	for i := range h.obs.passes {
 		s := &h.obs.passes[i].Spec
-		drafts += s.Drafts
-		draftTokens += s.DraftTokens
-		accepted += s.AcceptedTokens
-		if perPos == nil {
-			perPos = make([]int, len(s.AcceptedPerPos))
+		tot.Drafts += s.Drafts
+		tot.DraftTokens += s.DraftTokens
+		tot.AcceptedTokens += s.AcceptedTokens
+		if tot.AcceptedPerPos == nil {
+			tot.AcceptedPerPos = make([]int, len(s.AcceptedPerPos))
 		}
 		for j, n := range s.AcceptedPerPos {
-			perPos[j] += n
+			tot.AcceptedPerPos[j] += n
 		}
 	}
-	return
+	return tot
 }
 
-func TestScenarioS23SpeculativeFullAcceptanceTakesThreeDecodePasses(t *testing.T) {
-	h := specHarness(t, []float64{1, 1, 1})
-	planned := seqTokens(1, 12)
-	r := h.submitAt(0, seqTokens(1000, 100), planned)
-	h.sim.Run(0)
+// checkSpecRun checks a finished request's tokens (all planned, at the
+// given ms), the number of passes and the speculative counters.
+func checkSpecRun(t *testing.T, h *harness, r *Request, times []float64, passes int, want SpecDecodeStats) result {
+	t.Helper()
 	res := drain(r)
-	if !slices.Equal(res.tokens, planned) {
-		t.Fatalf("tokens %v, want %v", res.tokens, planned)
+	if !slices.Equal(res.tokens, r.PlannedOutput) || len(res.times) != len(times) {
+		t.Fatalf("tokens %v, want %v", res.tokens, r.PlannedOutput)
 	}
-	want := []float64{30, 43, 43, 43, 43, 56, 56, 56, 56, 69, 69, 69}
-	for i, w := range want {
+	for i, w := range times {
 		if !approx(res.times[i], w, msTolerance) {
 			t.Errorf("token %d at %.6f ms, want %v", i+1, res.times[i], w)
 		}
 	}
-	if n := len(h.obs.passes); n != 4 {
-		t.Errorf("%d passes, want 4 (1 prefill + 3 decode)", n)
+	if n := len(h.obs.passes); n != passes {
+		t.Errorf("%d passes, want %d", n, passes)
 	}
-	drafts, draftTokens, accepted, perPos := specTotals(h)
-	if drafts != 3 || draftTokens != 9 || accepted != 9 || !slices.Equal(perPos, []int{3, 3, 3}) {
-		t.Errorf("spec counters drafts=%d draft_tokens=%d accepted=%d per_pos=%v, want 3 9 9 [3 3 3]",
-			drafts, draftTokens, accepted, perPos)
+	got := specTotals(h)
+	if got.Drafts != want.Drafts || got.DraftTokens != want.DraftTokens || got.AcceptedTokens != want.AcceptedTokens ||
+		!slices.Equal(got.AcceptedPerPos, want.AcceptedPerPos) {
+		t.Errorf("spec counters %+v, want %+v", got, want)
 	}
+	return res
+}
+
+func TestScenarioS23SpeculativeFullAcceptanceTakesThreeDecodePasses(t *testing.T) {
+	h := specHarness(t, []float64{1, 1, 1})
+	r := h.submitAt(0, seqTokens(1000, 100), seqTokens(1, 12))
+	h.sim.Run(0)
+	// 1 prefill pass + 3 decode passes.
+	res := checkSpecRun(t, h, r, []float64{30, 43, 43, 43, 43, 56, 56, 56, 56, 69, 69, 69}, 4,
+		SpecDecodeStats{Drafts: 3, DraftTokens: 9, AcceptedTokens: 9, AcceptedPerPos: []int{3, 3, 3}})
 	// The token budget counts the drafted tokens: 1 + 3 per decode pass.
 	for i, want := range []int{100, 4, 4, 4} {
 		if got := h.obs.passes[i].IterationTokens; got != want {
@@ -92,26 +101,14 @@ func TestScenarioS23SpeculativeFullAcceptanceTakesThreeDecodePasses(t *testing.T
 
 func TestScenarioS24SpeculativeZeroAcceptanceTakesElevenDecodePasses(t *testing.T) {
 	h := specHarness(t, []float64{0, 0, 0})
-	planned := seqTokens(1, 12)
-	r := h.submitAt(0, seqTokens(1000, 100), planned)
+	r := h.submitAt(0, seqTokens(1000, 100), seqTokens(1, 12))
 	h.sim.Run(0)
-	res := drain(r)
-	if !slices.Equal(res.tokens, planned) {
-		t.Fatalf("tokens %v", res.tokens)
+	times := make([]float64, 12)
+	for i := range times {
+		times[i] = 30 + 13*float64(i) // each rejected draft still costs its 3 ms
 	}
-	for i := range planned {
-		want := 30 + 13*float64(i) // each rejected draft still costs its 3 ms
-		if !approx(res.times[i], want, msTolerance) {
-			t.Errorf("token %d at %.6f ms, want %v", i+1, res.times[i], want)
-		}
-	}
-	if n := len(h.obs.passes); n != 12 {
-		t.Errorf("%d passes, want 12 (1 prefill + 11 decode)", n)
-	}
-	drafts, draftTokens, accepted, perPos := specTotals(h)
-	if drafts != 11 || draftTokens != 33 || accepted != 0 || !slices.Equal(perPos, []int{0, 0, 0}) {
-		t.Errorf("spec counters %d %d %d %v, want 11 33 0 [0 0 0]", drafts, draftTokens, accepted, perPos)
-	}
+	// 1 prefill pass + 11 decode passes.
+	checkSpecRun(t, h, r, times, 12, SpecDecodeStats{Drafts: 11, DraftTokens: 33, AcceptedPerPos: []int{0, 0, 0}})
 }
 
 // TestScenarioS25SeededPerPositionAcceptance checks the acceptance model
@@ -139,21 +136,9 @@ func TestScenarioS25SeededPerPositionAcceptance(t *testing.T) {
 	h := specHarness(t, []float64{0.9, 0.6, 0.3})
 	r := h.submitAt(0, seqTokens(1000, 100), seqTokens(1, 12))
 	h.sim.Run(0)
-	res := drain(r)
 	// Tokens arrive in groups of 1, 2, 2, 3, 3, 1 at 30, 43, 56, 69, 82, 95 ms.
-	want := []float64{30, 43, 43, 56, 56, 69, 69, 69, 82, 82, 82, 95}
-	if len(res.times) != len(want) {
-		t.Fatalf("%d tokens, want 12", len(res.times))
-	}
-	for i, w := range want {
-		if !approx(res.times[i], w, msTolerance) {
-			t.Errorf("token %d at %.6f ms, want %v", i+1, res.times[i], w)
-		}
-	}
-	drafts, draftTokens, accepted, perPos := specTotals(h)
-	if drafts != 5 || draftTokens != 15 || accepted != 8 || !slices.Equal(perPos, []int{5, 3, 0}) {
-		t.Errorf("spec counters %d %d %d %v, want 5 15 8 [5 3 0]", drafts, draftTokens, accepted, perPos)
-	}
+	res := checkSpecRun(t, h, r, []float64{30, 43, 43, 56, 56, 69, 69, 69, 82, 82, 82, 95}, 6,
+		SpecDecodeStats{Drafts: 5, DraftTokens: 15, AcceptedTokens: 8, AcceptedPerPos: []int{5, 3, 0}})
 	// Same seed, same answer.
 	h2 := specHarness(t, []float64{0.9, 0.6, 0.3})
 	r2 := h2.submitAt(0, seqTokens(1000, 100), seqTokens(1, 12))
@@ -179,9 +164,8 @@ func TestSpeculativeDraftsAreTrimmedToTheBudgetAndContext(t *testing.T) {
 	if len(res.tokens) != 5 || res.fin == nil || res.fin.Reason != FinishLength {
 		t.Fatalf("tokens %v fin %+v, want 5 tokens cut by the context", res.tokens, res.fin)
 	}
-	drafts, draftTokens, _, _ := specTotals(h)
-	if drafts != 1 || draftTokens != 3 {
-		t.Errorf("drafts %d draft tokens %d, want 1 and 3", drafts, draftTokens)
+	if got := specTotals(h); got.Drafts != 1 || got.DraftTokens != 3 {
+		t.Errorf("drafts %d draft tokens %d, want 1 and 3", got.Drafts, got.DraftTokens)
 	}
 }
 
