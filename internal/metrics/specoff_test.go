@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"bytes"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
@@ -92,6 +95,44 @@ func TestS26TierMetrics(t *testing.T) {
 		// B's 9 blocks, 6 of them evicted by the repeat, plus A's 6.
 		{"mocker_kv_tier_blocks", append(e0, "medium", "GPU"), 9},
 		{"mocker_kv_tier_blocks", append(e0, "medium", "CPU"), 12},
+	} {
+		if got := f.value(t, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
+
+// The new families lint clean apart from vLLM's ':' names.
+func TestPromlintSpecOffload(t *testing.T) {
+	reg := New(testConfig(func(c *config.Config) {
+		c.SpeculativeConfig = &config.SpeculativeConfig{Method: "mtp", NumSpeculativeTokens: 2}
+		c.KVOffloadingSize = 1
+		c.KVOffloadingDiskSize = 2
+	}), "test")
+	r := reg.Observer(0)
+	r.ObservePass(&engine.PassReport{IsPass: true, PrefixHits: 64, ExternalPrefixQueries: 10, ExternalPrefixHits: 64,
+		TierHits: []int{1, 1}, Spec: engine.SpecDecodeStats{Drafts: 1, DraftTokens: 2, AcceptedTokens: 1, AcceptedPerPos: []int{1, 0}}})
+	r.ObserveGauges(engine.Gauges{Tiers: []engine.TierGauge{{Medium: "GPU", Blocks: 3}, {Medium: "CPU", Blocks: 2}, {Medium: "DISK", Blocks: 1}}})
+	_, body := scrapeText(t, reg)
+	problems, err := promlint.New(bytes.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatalf("promlint: %v", err)
+	}
+	for _, p := range problems {
+		if p.Text != "metric names should not contain ':'" && specNameProblems[p.Metric] != p.Text {
+			t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+		}
+	}
+	f := scrape(t, reg)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"mocker_kv_tier_hits_total", []string{"engine", "0", "medium", "GPU"}, 1},
+		{"mocker_kv_tier_hits_total", []string{"engine", "0", "medium", "DISK"}, 1},
+		{"mocker_kv_tier_blocks", []string{"engine", "0", "medium", "DISK"}, 1},
+		{"vllm:spec_decode_num_accepted_tokens_per_pos_total", withRank0("position", "1"), 0},
 	} {
 		if got := f.value(t, c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
