@@ -132,7 +132,7 @@ func TestE2E_OffloadTierThroughTheServer(t *testing.T) {
 		srv, err = e2eTryStartProduction(t, loadConfig(t, map[string]any{
 			"block_size": 16, "num_gpu_blocks": 10, "kv_offloading_size": 20 * 2.0 / 1024,
 			"enable_prompt_tokens_details": true,
-			"zmq_kv_events_port": P, "zmq_replay_port": R, "log_level": "error",
+			"zmq_kv_events_port":           P, "zmq_replay_port": R, "log_level": "error",
 		}))
 		return err
 	})
