@@ -131,8 +131,8 @@ func TestE2E_OffloadTierThroughTheServer(t *testing.T) {
 		var err error
 		srv, err = e2eTryStartProduction(t, loadConfig(t, map[string]any{
 			"block_size": 16, "num_gpu_blocks": 10, "kv_offloading_size": 20 * 2.0 / 1024,
+			"zmq_kv_events_port": P, "zmq_replay_port": R, "log_level": "error",
 			"enable_prompt_tokens_details": true,
-			"zmq_kv_events_port":           P, "zmq_replay_port": R, "log_level": "error",
 		}))
 		return err
 	})
