@@ -209,7 +209,13 @@ func (c *Core) EndPass(deadline, now time.Time) {
 			s.numGeneratedTokens++
 			emitted++
 			c.report.GenerationTokens++
-			run = append(run, OutputItem{Choice: s.req.Choice, Token: id, Time: deadline})
+			if out := s.req.Out; out != nil {
+				if n == 1 {
+					out.push(OutputItem{Choice: s.req.Choice, Token: id, Time: deadline})
+				} else {
+					run = append(run, OutputItem{Choice: s.req.Choice, Token: id, Time: deadline})
+				}
+			}
 			if s.numGeneratedTokens == len(s.planned) || s.numTokens() >= c.cfg.MaxModelLen {
 				// Accepted tokens beyond the end are dropped, as vLLM
 				// truncates a step's output at the stop condition.
@@ -218,10 +224,10 @@ func (c *Core) EndPass(deadline, now time.Time) {
 				break
 			}
 		}
-		if s.req.Out != nil {
+		if len(run) > 0 {
 			s.req.Out.pushRun(run)
+			c.outRun = run
 		}
-		c.outRun = run
 		// The accepted drafts' KV was written by the verification; only
 		// the last token delivered still needs computing.
 		s.numComputedTokens += emitted - 1
