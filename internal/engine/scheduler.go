@@ -51,6 +51,13 @@ func (v *vllmScheduler) scheduleRunning(start time.Time, budget int) (int, bool)
 			// and budget like the regular token (vLLM's scheduled spec
 			// tokens).
 			drafts = c.draftsFor(s, budget-numNew)
+			if drafts > 0 && c.kv.allocateSlots(s, numNew+drafts) == allocNoFreeBlocks {
+				// No room for the draft slots: decode without drafts
+				// rather than preempt others for speculation (a request
+				// alone on a pool it exactly fits would otherwise preempt
+				// itself forever).
+				drafts = 0
+			}
 		}
 		scheduled := true
 		for c.kv.allocateSlots(s, numNew+drafts) == allocNoFreeBlocks {

@@ -223,3 +223,30 @@ func TestSpeculativeFiguresReachFPMSinks(t *testing.T) {
 		t.Errorf("FPM spec figures %+v (plain snapshots %d), want %+v", rec.spec, rec.plain, want)
 	}
 }
+
+// A request that exactly fits the pool decodes without drafts when their
+// slots do not fit, instead of preempting itself for them.
+func TestSpeculativeDraftsNeverPreemptForSlots(t *testing.T) {
+	// 4 blocks of 16 = 64 tokens: a 50-token prompt and 14 outputs fill it.
+	h := newHarness(t, func(c *Config) {
+		c.BlockSize = 16
+		c.NumBlocks = 4
+		c.Timing = TimingConfig{Model: TimingFixed, FixedPrefillMs: 20, FixedDecodeMs: 10}
+		c.Speculative = SpeculativeConfig{NumSpeculativeTokens: 3, AcceptanceRates: []float64{0, 0, 0}}
+	})
+	r := h.submitAt(0, seqTokens(1000, 50), seqTokens(1, 14))
+	if passes := h.sim.Run(100); passes >= 100 {
+		t.Fatalf("still running after %d passes", passes)
+	}
+	res := drain(r)
+	if len(res.tokens) != 14 || res.fin == nil || res.fin.Reason != FinishLength {
+		t.Fatalf("tokens %v fin %+v", res.tokens, res.fin)
+	}
+	if p := h.obs.total(func(p *PassReport) int { return p.Preemptions }); p != 0 {
+		t.Errorf("%d preemptions, want 0", p)
+	}
+	// Drafts while 3 slots fit (tokens 51..61 + 3 ≤ 64), none after.
+	if got := specTotals(h); got.Drafts == 0 || got.Drafts == 13 {
+		t.Errorf("%d passes with drafts, want some but not all 13 decode passes", got.Drafts)
+	}
+}
