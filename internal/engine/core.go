@@ -277,7 +277,8 @@ func (c *Core) resetReport() {
 	spec := r.Spec
 	spec.reset()
 	clear(c.kv.tierHits)
-	*r = PassReport{First: r.First[:0], ITL: r.ITL[:0], Finished: r.Finished[:0], Spec: spec, TierHits: c.kv.tierHits}
+	*r = PassReport{First: r.First[:0], ITL: r.ITL[:0], Finished: r.Finished[:0], Spec: spec,
+		TierHits: c.kv.tierHits, Transfers: r.Transfers[:0]}
 }
 
 func (c *Core) gauges() Gauges {

@@ -48,6 +48,7 @@ func (o *recordingObserver) ObservePass(r *PassReport) {
 	c.Finished = append([]FinishedRecord(nil), r.Finished...)
 	c.Spec.AcceptedPerPos = append([]int(nil), r.Spec.AcceptedPerPos...)
 	c.TierHits = append([]int(nil), r.TierHits...)
+	c.Transfers = append([]KVTransfer(nil), r.Transfers...)
 	o.passes = append(o.passes, c)
 	o.finished = append(o.finished, r.Finished...)
 }

@@ -82,6 +82,10 @@ type kvManager struct {
 	loads    []int
 	loadTime time.Duration
 	tierHits []int
+	// loadOps are the pass's load-backs; stored counts the blocks each
+	// tier took in (scratch for takeTransfers).
+	loadOps []KVTransfer
+	stored  []int
 }
 
 func newKVManager(cfg *Config, claims claimPolicy) (*kvManager, error) {
@@ -107,6 +111,7 @@ func newKVManager(cfg *Config, claims claimPolicy) (*kvManager, error) {
 			m.lower = tiers
 			m.offload = cfg.Offload
 			m.tierHits = make([]int, tiers.NumTiers())
+			m.stored = make([]int, tiers.NumTiers())
 		}
 	}
 	return m, nil

@@ -94,6 +94,17 @@ type PassReport struct {
 	// TierHits counts blocks loaded back per offload tier this pass, in the
 	// order of Gauges.Tiers (nil without tiers).
 	TierHits []int
+	// Transfers are the pass's block movements between media.
+	Transfers []KVTransfer
+}
+
+// KVTransfer is one movement of KV blocks between media, in the shape of
+// vLLM's offloading connector statistics: a type such as "GPU_to_CPU" or
+// "CPU_to_GPU", the bytes moved and the modeled time it took.
+type KVTransfer struct {
+	Type    string
+	Bytes   int64
+	Seconds float64
 }
 
 // FirstTokenRecord describes a sequence's first output: it feeds the TTFT

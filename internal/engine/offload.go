@@ -72,7 +72,8 @@ func (c OffloadConfig) loadTime(tier, blocks int) time.Duration {
 }
 
 // chargeLoads adds the load time of the blocks computedBlocks found in
-// offload tiers to the pass and counts them as tier hits.
+// offload tiers to the pass, counts them as tier hits and records one
+// transfer per tier.
 func (m *kvManager) chargeLoads() {
 	for _, tier := range m.loads {
 		m.tierHits[tier]++
@@ -85,8 +86,41 @@ func (m *kvManager) chargeLoads() {
 				n++
 			}
 		}
-		m.loadTime += m.offload.loadTime(tier, n)
+		if n == 0 {
+			continue
+		}
+		d := m.offload.loadTime(tier, n)
+		m.loadTime += d
+		m.loadOps = append(m.loadOps, KVTransfer{Type: string(m.lower.Medium(tier)) + "_to_GPU",
+			Bytes: int64(n) * m.offload.BlockBytes, Seconds: d.Seconds()})
 	}
+}
+
+// takeTransfers appends the pass's transfers to dst and forgets them: the
+// load-backs, then per tier the blocks it took in (from the GPU for the
+// first tier, from the tier above for the others), timed at the tier's
+// bandwidth. Stores cost the pass no time: like vLLM's connector they
+// overlap with computation.
+func (m *kvManager) takeTransfers(dst []KVTransfer) []KVTransfer {
+	if m.lower == nil {
+		return dst
+	}
+	dst = append(dst, m.loadOps...)
+	m.loadOps = m.loadOps[:0]
+	m.lower.TakeStored(m.stored)
+	for tier, n := range m.stored {
+		if n == 0 {
+			continue
+		}
+		src := string(kv.MediumGPU)
+		if tier > 0 {
+			src = string(m.lower.Medium(tier - 1))
+		}
+		dst = append(dst, KVTransfer{Type: src + "_to_" + string(m.lower.Medium(tier)),
+			Bytes: int64(n) * m.offload.BlockBytes, Seconds: m.offload.loadTime(tier, n).Seconds()})
+		m.stored[tier] = 0
+	}
+	return dst
 }
 
 // takeLoadTime returns the load time of the pass's load-backs and resets it.

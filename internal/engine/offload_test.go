@@ -71,6 +71,12 @@ func TestScenarioS26OffloadHitInTheCPUTier(t *testing.T) {
 		t.Errorf("pass 4 report: external %d/%d local hits %d tier hits %v, want 96/100, 0, [6]",
 			p5.ExternalPrefixHits, p5.ExternalPrefixQueries, p5.PrefixHits, p5.TierHits)
 	}
+	// Transfers of pass 4: A's 6 blocks back (3 ms), and 6 of B's down
+	// (timed at the same bandwidth, but costing the pass nothing).
+	wantX := []KVTransfer{{Type: "CPU_to_GPU", Bytes: 6 << 21, Seconds: 0.003}, {Type: "GPU_to_CPU", Bytes: 6 << 21, Seconds: 0.003}}
+	if !slices.Equal(p5.Transfers, wantX) {
+		t.Errorf("pass 4 transfers %+v, want %+v", p5.Transfers, wantX)
+	}
 	if p5.Duration.Milliseconds() != 33 {
 		t.Errorf("pass 4 duration %v, want 33ms", p5.Duration)
 	}

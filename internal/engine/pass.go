@@ -65,6 +65,7 @@ func (c *Core) planPass(start time.Time) time.Duration {
 	d := time.Duration(math.Round((prefillMs + decodeMs) * float64(time.Millisecond)))
 	d += c.loraLoadTime()
 	d += c.kv.takeLoadTime()
+	c.report.Transfers = c.kv.takeTransfers(c.report.Transfers)
 
 	scheduled := prefillN+decodeTokens > 0
 	active := scheduled || len(c.ready) > 0

@@ -39,6 +39,8 @@ type Tiers struct {
 	tiers     []*tier
 	blockSize int
 	rec       *recorder
+	// stored counts the blocks each tier took in since TakeStored.
+	stored []int
 }
 
 // tier is one LRU set of hashes; the front of order is the most recently
@@ -66,6 +68,7 @@ func NewTiers(specs []TierSpec) (*Tiers, error) {
 		t.tiers = append(t.tiers, &tier{medium: s.Medium, capacity: s.NumBlocks,
 			order: list.New(), where: make(map[uint64]*list.Element)})
 	}
+	t.stored = make([]int, len(t.tiers))
 	return t, nil
 }
 
@@ -114,7 +117,18 @@ func (t *Tiers) store(i int, h uint64) {
 		}
 	}
 	x.where[h] = x.order.PushFront(h)
+	t.stored[i]++
 	t.rec.storedOn(h, t.blockSize, x.medium)
+}
+
+// TakeStored adds to counts[i] the blocks tier i took in (from the GPU
+// pool for the first tier, from the tier above for the others) since the
+// previous call, and resets them.
+func (t *Tiers) TakeStored(counts []int) {
+	for i, n := range t.stored {
+		counts[i] += n
+		t.stored[i] = 0
+	}
 }
 
 // Lookup appends to dst, for each hash in order, the index of the fastest

@@ -19,12 +19,27 @@ type specOffRank struct {
 	// vLLM's connector prefix-cache counters and the mock's per-medium
 	// tier gauges and hit counters ("GPU", then each offload tier).
 	extQueries, extHits prometheus.Counter
+	tierBlocks          *prometheus.GaugeVec
+	tierHits            []prometheus.Counter // GPU first, then the offload tiers
+	engineLabel         string
+
 	// The latest FPM snapshot's speculative figures (mocker_fpm_spec_*).
 	fpmDrafts, fpmDraftTokens, fpmAccepted prometheus.Gauge
-	tierBlocks                             *prometheus.GaugeVec
-	tierHits                               []prometheus.Counter // GPU first, then the offload tiers
-	engineLabel                            string
+
+	// vLLM's OffloadPromMetrics, by transfer type ("GPU_to_CPU", …).
+	model               string
+	xferBytes, xferTime *prometheus.CounterVec
+	xferSize            *prometheus.HistogramVec
+	xfer                map[string]transferChildren
 }
+
+type transferChildren struct {
+	bytes, time prometheus.Counter
+	size        prometheus.Observer
+}
+
+// BucketsOffloadSize are vLLM's vllm:kv_offload_size buckets, in bytes.
+var BucketsOffloadSize = []float64{1e6, 5e6, 10e6, 20e6, 40e6, 60e6, 80e6, 100e6, 150e6, 200e6}
 
 // buildSpecOffload registers the speculative decoding families when
 // speculative_config is set, and the offload families when a CPU tier is
@@ -53,9 +68,16 @@ func (r *Registry) buildSpecOffload() {
 		perPos = r.counterVec("vllm:spec_decode_num_accepted_tokens_per_pos_total", "Accepted tokens per draft position.",
 			labelModel, labelEngine, "position")
 	}
-	var extQ, extH, tierHits *prometheus.CounterVec
+	var extQ, extH, tierHits, xferBytes, xferTime *prometheus.CounterVec
 	var tierBlocks *prometheus.GaugeVec
+	var xferSize *prometheus.HistogramVec
 	if offload {
+		// vLLM's OffloadPromMetrics (offloading connector), with its
+		// transfer_type label: source and destination medium.
+		lt := []string{labelModel, labelEngine, "transfer_type"}
+		xferBytes = r.counterVec("vllm:kv_offload_total_bytes_total", "Number of bytes offloaded by KV connector", lt...)
+		xferTime = r.counterVec("vllm:kv_offload_total_time_total", "Total time measured by all KV offloading operations", lt...)
+		xferSize = r.histVec("vllm:kv_offload_size", "Histogram of KV offload transfer size, in bytes.", BucketsOffloadSize, lt...)
 		extQ = r.counterVec("vllm:external_prefix_cache_queries_total",
 			"External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.", l...)
 		extH = r.counterVec("vllm:external_prefix_cache_hits_total",
@@ -80,6 +102,8 @@ func (r *Registry) buildSpecOffload() {
 			}
 		}
 		if offload {
+			so.model, so.xferBytes, so.xferTime, so.xferSize = model, xferBytes, xferTime, xferSize
+			so.xfer = map[string]transferChildren{}
 			so.extQueries = extQ.WithLabelValues(model, e)
 			so.extHits = extH.WithLabelValues(model, e)
 			so.tierBlocks = tierBlocks
@@ -122,6 +146,18 @@ func (so *specOffRank) observePass(r *engine.PassReport, blockSize int) {
 		if n > 0 && i+1 < len(so.tierHits) {
 			so.tierHits[i+1].Add(float64(n))
 		}
+	}
+	for _, x := range r.Transfers {
+		c, ok := so.xfer[x.Type]
+		if !ok {
+			lv := []string{so.model, so.engineLabel, x.Type}
+			c = transferChildren{bytes: so.xferBytes.WithLabelValues(lv...), time: so.xferTime.WithLabelValues(lv...),
+				size: so.xferSize.WithLabelValues(lv...)}
+			so.xfer[x.Type] = c
+		}
+		c.bytes.Add(float64(x.Bytes))
+		c.time.Add(x.Seconds)
+		c.size.Observe(float64(x.Bytes))
 	}
 }
 

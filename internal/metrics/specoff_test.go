@@ -95,6 +95,11 @@ func TestS26TierMetrics(t *testing.T) {
 		// B's 9 blocks, 6 of them evicted by the repeat, plus A's 6.
 		{"mocker_kv_tier_blocks", append(e0, "medium", "GPU"), 9},
 		{"mocker_kv_tier_blocks", append(e0, "medium", "CPU"), 12},
+		// vLLM's connector transfer counters: 12 blocks of 2 MiB went down
+		// (6 of A, 6 of B), 6 came back, at 0.5 ms per block.
+		{"vllm:kv_offload_total_bytes_total", withRank0("transfer_type", "GPU_to_CPU"), 12 * 2 << 20},
+		{"vllm:kv_offload_total_bytes_total", withRank0("transfer_type", "CPU_to_GPU"), 6 * 2 << 20},
+		{"vllm:kv_offload_total_time_total", withRank0("transfer_type", "CPU_to_GPU"), 0.003},
 	} {
 		if got := f.value(t, c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
@@ -111,7 +116,7 @@ func TestPromlintSpecOffload(t *testing.T) {
 	}), "test")
 	r := reg.Observer(0)
 	r.ObservePass(&engine.PassReport{IsPass: true, PrefixHits: 64, ExternalPrefixQueries: 10, ExternalPrefixHits: 64,
-		TierHits: []int{1, 1}, Spec: engine.SpecDecodeStats{Drafts: 1, DraftTokens: 2, AcceptedTokens: 1, AcceptedPerPos: []int{1, 0}}})
+		TierHits: []int{1, 1}, Transfers: []engine.KVTransfer{{Type: "GPU_to_CPU", Bytes: 2 << 20, Seconds: 1e-4}}, Spec: engine.SpecDecodeStats{Drafts: 1, DraftTokens: 2, AcceptedTokens: 1, AcceptedPerPos: []int{1, 0}}})
 	r.ObserveGauges(engine.Gauges{Tiers: []engine.TierGauge{{Medium: "GPU", Blocks: 3}, {Medium: "CPU", Blocks: 2}, {Medium: "DISK", Blocks: 1}}})
 	_, body := scrapeText(t, reg)
 	problems, err := promlint.New(bytes.NewReader(body)).Lint()
