@@ -29,7 +29,7 @@ type rankObserver struct {
 	v    *vllmRank    // nil unless the vLLM family is exported
 	s    *sglangRank  // nil unless the SGLang family is exported
 	lora *loraInfo    // nil unless the vLLM family is exported with LoRA
-	so   *specOffRank // nil unless speculative decoding or offload tiers are on
+	so   *specOffloadRank // nil unless speculative decoding or offload tiers are on
 	// blockSize converts the GPU prefix hits (tokens) into blocks.
 	blockSize int
 

@@ -8,10 +8,10 @@ import (
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
-// specOffRank holds one rank's speculative decoding and offload-tier
+// specOffloadRank holds one rank's speculative decoding and offload-tier
 // children (docs/speculative-and-offload.md). Each half is nil when its
 // feature is off, so a configuration without them exports nothing new.
-type specOffRank struct {
+type specOffloadRank struct {
 	// vLLM's SpecDecodingProm counters.
 	drafts, draftTokens, accepted prometheus.Counter
 	acceptedPerPos                []prometheus.Counter
@@ -89,7 +89,7 @@ func (r *Registry) buildSpecOffload() {
 	}
 	for _, ro := range r.ranks {
 		e := strconv.Itoa(ro.rank)
-		so := &specOffRank{engineLabel: e}
+		so := &specOffloadRank{engineLabel: e}
 		if spec {
 			so.drafts = drafts.WithLabelValues(model, e)
 			so.draftTokens = draftTokens.WithLabelValues(model, e)
@@ -119,7 +119,7 @@ func (r *Registry) buildSpecOffload() {
 }
 
 // observePass adds a pass's speculative decoding and tier figures.
-func (so *specOffRank) observePass(r *engine.PassReport, blockSize int) {
+func (so *specOffloadRank) observePass(r *engine.PassReport, blockSize int) {
 	if so.drafts != nil && r.Spec.Drafts > 0 {
 		so.drafts.Add(float64(r.Spec.Drafts))
 		so.draftTokens.Add(float64(r.Spec.DraftTokens))
@@ -162,7 +162,7 @@ func (so *specOffRank) observePass(r *engine.PassReport, blockSize int) {
 }
 
 // observeGauges sets the per-medium block gauges.
-func (so *specOffRank) observeGauges(g engine.Gauges) {
+func (so *specOffloadRank) observeGauges(g engine.Gauges) {
 	if so.tierBlocks == nil {
 		return
 	}
