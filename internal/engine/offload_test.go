@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -257,18 +258,9 @@ func describeMedia(events []kv.Event, names map[uint64]string) string {
 
 func containsAll(s string, parts ...string) bool {
 	for _, p := range parts {
-		if !contains(s, p) {
+		if !strings.Contains(s, p) {
 			return false
 		}
 	}
 	return true
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
