@@ -26,9 +26,9 @@ type rankObserver struct {
 	rank         int
 	sglangEngine bool
 
-	v    *vllmRank    // nil unless the vLLM family is exported
-	s    *sglangRank  // nil unless the SGLang family is exported
-	lora *loraInfo    // nil unless the vLLM family is exported with LoRA
+	v    *vllmRank        // nil unless the vLLM family is exported
+	s    *sglangRank      // nil unless the SGLang family is exported
+	lora *loraInfo        // nil unless the vLLM family is exported with LoRA
 	so   *specOffloadRank // nil unless speculative decoding or offload tiers are on
 	// blockSize converts the GPU prefix hits (tokens) into blocks.
 	blockSize int
