@@ -55,11 +55,12 @@ func TestStream_SpeculativePassTokensArriveTogether(t *testing.T) {
 		t.Errorf("last chunk %s, want the finish reason with the last pass's tokens", evs[len(evs)-2].data)
 	}
 	// Each chunk arrives at its own pass deadline: 60, 112, 164, 216 ms
-	// after the request (plus scheduling noise on a shared machine).
+	// after the request, plus scheduling noise on a shared machine (the grouping
+	// above does not depend on it: a chunk holds the tokens of one deadline).
 	for i, want := range []time.Duration{60, 112, 164, 216} {
 		want *= time.Millisecond
-		if at[i] < want || at[i] > want+150*time.Millisecond {
-			t.Errorf("chunk %d arrived at %v, want %v (+ at most 150ms)", i+1, at[i], want)
+		if at[i] < want || at[i] > want+400*time.Millisecond {
+			t.Errorf("chunk %d arrived at %v, want %v (+ at most 400ms)", i+1, at[i], want)
 		}
 	}
 	// The same request without streaming has the same text.
