@@ -76,3 +76,59 @@ func TestStream_SpeculativePassTokensArriveTogether(t *testing.T) {
 		t.Errorf("non-streaming text %q (err %v), streamed %q", full.Choices[0].Message.Content, err, text)
 	}
 }
+
+// With reasoning framing, a pass's tokens that cross from reasoning to
+// content are split into a reasoning chunk and a content chunk, also in the
+// last pass; the streamed texts equal the non-streamed answer's.
+func TestStream_SpeculativePassesKeepReasoningAndContentApart(t *testing.T) {
+	for _, ratio := range []string{"0.3", "0.5", "0.75", "0.9"} {
+		t.Run(ratio, func(t *testing.T) {
+			env := startServer(t, map[string]any{
+				"reasoning":          `{"thinking_ratio":` + ratio + `}`,
+				"speculative_config": `{"method":"mtp","num_speculative_tokens":4,"acceptance_rate":1.0}`,
+			})
+			_, evs, err := streamRaw(t, env, helloChat+`,"max_tokens":16,"ignore_eos":true,"stream":true}`)
+			if err != nil {
+				t.Fatalf("stream: %v", err)
+			}
+			var reasoning, content string
+			for _, ev := range evs {
+				if ev.data == "[DONE]" {
+					continue
+				}
+				var c struct {
+					Choices []struct {
+						Delta map[string]any `json:"delta"`
+					} `json:"choices"`
+				}
+				if err := json.Unmarshal([]byte(ev.data), &c); err != nil {
+					t.Fatal(err)
+				}
+				d := c.Choices[0].Delta
+				r, hasR := d["reasoning"].(string)
+				ct, _ := d["content"].(string)
+				if hasR && ct != "" {
+					t.Errorf("chunk mixes reasoning and content: %s", ev.data)
+				}
+				reasoning += r
+				content += ct
+			}
+			resp := env.post("/v1/chat/completions", helloChat+`,"max_tokens":16,"ignore_eos":true}`)
+			var full struct {
+				Choices []struct {
+					Message struct {
+						Content   string `json:"content"`
+						Reasoning string `json:"reasoning"`
+					} `json:"message"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal([]byte(resp.Body), &full); err != nil {
+				t.Fatal(err)
+			}
+			m := full.Choices[0].Message
+			if reasoning != m.Reasoning || content != m.Content || reasoning == "" || content == "" {
+				t.Errorf("streamed reasoning %q content %q, non-streamed %q %q", reasoning, content, m.Reasoning, m.Content)
+			}
+		})
+	}
+}

@@ -396,6 +396,42 @@ func (st *streamer) renderPass(items []engine.OutputItem, i int, ch *choice, pos
 	return i
 }
 
+// heldRunText returns the text and tokens of a held last pass for the
+// final chunk. In chat, tokens before the last change between reasoning
+// and content go first in chunks of their own (a delta has one of them),
+// so the final chunk carries the tokens of the last token's kind.
+func (st *streamer) heldRunText(idx int, ch *choice) (string, []uint32) {
+	last := len(ch.plan.IDs) - 1
+	from := ch.heldFrom
+	if st.j.g.chat {
+		for start := from; start <= last; {
+			text, reasoning := ch.plan.Segment(start)
+			end := start + 1
+			for ; end <= last; end++ {
+				t, r := ch.plan.Segment(end)
+				if r != reasoning {
+					break
+				}
+				text += t
+			}
+			if end > last {
+				break // the last run goes in the final chunk
+			}
+			if text != "" {
+				st.chatChunk(idx, ch, text, reasoning, ch.heldRun[start-ch.heldFrom:end-ch.heldFrom], false)
+			}
+			from = end
+			start = end
+		}
+	}
+	text := ""
+	for p := from; p <= last; p++ {
+		t, _ := ch.plan.Segment(p)
+		text += t
+	}
+	return text, ch.heldRun[from-ch.heldFrom:]
+}
+
 // final appends a choice's final chunk, carrying its held last token.
 func (st *streamer) final(idx int, ch *choice) {
 	if ch.fin.Rejection != nil {
@@ -408,13 +444,7 @@ func (st *streamer) final(idx int, ch *choice) {
 	if ch.held {
 		text, reasoning = ch.plan.Segment(len(ch.plan.IDs) - 1)
 		if len(ch.heldRun) > 1 {
-			// The whole last pass travels in the final chunk.
-			text = ""
-			for p := ch.heldFrom; p < len(ch.plan.IDs); p++ {
-				t, _ := ch.plan.Segment(p)
-				text += t
-			}
-			toks = ch.heldRun
+			text, toks = st.heldRunText(idx, ch)
 		}
 	}
 	if st.j.g.chat {
