@@ -107,7 +107,12 @@ type choice struct {
 	started bool   // chat: role chunk written; completions: first chunk written
 	held    bool   // the planned-last token waits for the terminal item
 	heldTok uint32 //
-	offset  int    // completions: characters of the choice's text so far
+	// heldRun holds the tokens of the pass that delivered the planned-last
+	// token when passes are streamed as one chunk (speculative decoding);
+	// heldFrom is the position of its first token.
+	heldRun  []uint32
+	heldFrom int
+	offset   int // completions: characters of the choice's text so far
 }
 
 // submit plans every choice and submits one engine request per prompt ×

@@ -83,6 +83,15 @@ type Config struct {
 	KVTransferTimingMode    string            `json:"kv_transfer_timing_mode"`
 	HandoffSessionTimeoutMs int64             `json:"handoff_session_timeout_ms"`
 
+	// Speculative decoding and KV offload tiers
+	// (docs/speculative-and-offload.md; speculative.go, offload.go).
+	SpeculativeConfig    *SpeculativeConfig `json:"speculative_config"`
+	KVOffloadingSize     float64            `json:"kv_offloading_size"` // GiB, 0 = no CPU tier
+	KVOffloadingBackend  string             `json:"kv_offloading_backend"`
+	KVOffloadingDiskSize float64            `json:"kv_offloading_disk_size"` // GiB, 0 = no disk tier
+	OffloadBandwidth     *OffloadBandwidth  `json:"offload_bandwidth"`       // nil: DefaultOffloadBandwidth
+	KVTransferConfig     *KVTransferConfig  `json:"kv_transfer_config"`
+
 	// KV events and FPM publishing (docs/kv-events.md, docs/metrics.md).
 	KVEventsConfig           *KVEventsConfig `json:"kv_events_config"`
 	ZMQKVEventsPort          int             `json:"zmq_kv_events_port"` // 0 = none
@@ -239,6 +248,8 @@ func Default() Config {
 		KVTransferBandwidth:     64.0,
 		KVTransferTimingMode:    "full_prompt",
 		HandoffSessionTimeoutMs: 300000,
+
+		KVOffloadingBackend: "native",
 
 		KVEventsEncoding:         "map",
 		KVEventsReplayTopicFrame: true,

@@ -31,6 +31,8 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		LoRA:               c.engineLoRA(),
 		SGLang:             c.engineSGLang(),
 		Eviction:           engine.EvictionBackend(c.EvictionBackend),
+		Speculative:        c.engineSpeculative(),
+		Offload:            c.engineOffload(),
 	}
 }
 

@@ -115,6 +115,14 @@ var flagTable = []flagSpec{
 	{name: "kv-transfer-timing-mode", key: "kv_transfer_timing_mode", kind: flagString, usage: "transfer size: full_prompt | destination_missing", notYet: capDisaggregation},
 	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time prefill blocks are held for a handoff", notYet: capDisaggregation},
 
+	// Speculative decoding and KV offload tiers (docs/speculative-and-offload.md).
+	{name: "speculative-config", key: "speculative_config", kind: flagJSON, usage: `speculative decoding as JSON: {"method":"eagle","num_speculative_tokens":3,"acceptance_rate":0.7} (or "acceptance_rate_per_position":[...], "draft_cost_ratio")`},
+	{name: "kv-offloading-size", key: "kv_offloading_size", kind: flagFloat, usage: "CPU offload tier size in GiB (0 = none)"},
+	{name: "kv-offloading-backend", key: "kv_offloading_backend", kind: flagString, usage: "KV offloading backend: native (lmcache is not supported yet)"},
+	{name: "kv-offloading-disk-size", key: "kv_offloading_disk_size", kind: flagFloat, usage: "disk offload tier size in GiB below the CPU tier (0 = none)"},
+	{name: "offload-bandwidth", key: "offload_bandwidth", kind: flagJSON, usage: `load-back bandwidth per offload tier in GB/s: {"cpu":25,"disk":3}`},
+	{name: "kv-transfer-config", key: "kv_transfer_config", kind: flagJSON, usage: `vLLM KVTransferConfig as JSON; OffloadingConnector with kv_connector_extra_config.cpu_bytes_to_use`},
+
 	// LoRA adapters.
 	{name: "enable-lora", key: "enable_lora", kind: flagBool, negatable: true, usage: "serve LoRA adapters"},
 	{name: "lora-modules", key: "lora_modules", kind: flagList, usage: `adapters served from startup, one or more after one flag: name=path or {"name":...,"path":...,"base_model_name":...}`},

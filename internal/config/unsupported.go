@@ -22,6 +22,7 @@ type notYetValue struct {
 var notYetValues = []notYetValue{
 	{"worker_type", "disaggregation-mode", string(engine.WorkerPrefill), capDisaggregation},
 	{"worker_type", "disaggregation-mode", string(engine.WorkerDecode), capDisaggregation},
+	{"kv_offloading_backend", "kv-offloading-backend", "lmcache", "the LMCache offloading backend"},
 }
 
 // notYetProblems reports every key set by any source (merged) and every

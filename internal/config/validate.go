@@ -327,6 +327,8 @@ func (c *Config) validate() ([]problem, []string) {
 			c.MaxModelLen, c.NumGPUBlocks, bs, capTokens))
 	}
 	v.validateLoRA(c)
+	v.validateSpeculative(c)
+	v.validateOffload(c)
 	if c.KVEventsEnabled() {
 		if !c.EnablePrefixCaching {
 			v.warns = append(v.warns, "KV events are configured but prefix caching is disabled: no KV events will be published")

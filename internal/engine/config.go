@@ -138,6 +138,13 @@ type Config struct {
 
 	// Eviction picks the vllm/trtllm pool's eviction backend; "" is lru.
 	Eviction EvictionBackend
+
+	// Speculative turns on speculative decoding (speculative.go); its zero
+	// value leaves every pass as without it.
+	Speculative SpeculativeConfig
+	// Offload adds host-memory and disk tiers below the block pool
+	// (offload.go); its zero value has none.
+	Offload OffloadConfig
 }
 
 // EvictionBackend names the block pool's eviction backend (kv.EvictLRU,
@@ -236,6 +243,12 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("unknown scheduling policy %q", c.Scheduling))
 	}
 	if err := c.SGLang.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Speculative.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Offload.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

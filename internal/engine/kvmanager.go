@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
@@ -74,6 +75,20 @@ type kvManager struct {
 	radix *radixManager
 
 	hits []kv.BlockID // scratch for computedBlocks
+
+	// Offload tiers (nil lower: none). loads is scratch for computedBlocks:
+	// the tier of each block that continues the GPU hit in a lower tier.
+	// loadTime accumulates the pass's load-backs; tierHits counts the
+	// pass's loaded blocks per tier.
+	offload  OffloadConfig
+	lower    *kv.Tiers
+	loads    []int
+	loadTime time.Duration
+	tierHits []int
+	// loadOps are the pass's load-backs; stored counts the blocks each
+	// tier took in (scratch for takeTransfers).
+	loadOps []KVTransfer
+	stored  []int
 }
 
 func newKVManager(cfg *Config, claims claimPolicy) (*kvManager, error) {
@@ -94,6 +109,17 @@ func newKVManager(cfg *Config, claims claimPolicy) (*kvManager, error) {
 			return nil, err
 		}
 		m.hasher = h
+		if cfg.Offload.Enabled() {
+			tiers, err := kv.NewTiers(cfg.Offload.tierSpecs())
+			if err != nil {
+				return nil, err
+			}
+			m.pool.SetLower(tiers)
+			m.lower = tiers
+			m.offload = cfg.Offload
+			m.tierHits = make([]int, tiers.NumTiers())
+			m.stored = make([]int, tiers.NumTiers())
+		}
 	}
 	return m, nil
 }
@@ -149,6 +175,11 @@ func (m *kvManager) computedBlocks(s *sequence) (hits []kv.BlockID, numActiveHit
 			numActiveHits++
 		}
 	}
+	if m.lower != nil {
+		// A GPU miss may continue in an offload tier (vLLM asks its
+		// connector for the tokens after the local hit).
+		m.loads = m.lower.Lookup(s.kv.chain.Hashes()[len(m.hits):maxHit], m.loads[:0])
+	}
 	return m.hits, numActiveHits
 }
 
@@ -175,6 +206,9 @@ type admission struct {
 	// tokens scheduled now (a chunk when the budget is smaller).
 	numCachedTokens int
 	numNewTokens    int
+	// numLoadedTokens is the part of numCachedTokens loaded back from
+	// offload tiers rather than found on the GPU.
+	numLoadedTokens int
 }
 
 // admit is the whole admission of a waiting sequence, in the shape of
@@ -186,7 +220,11 @@ type admission struct {
 // was and the sequence waiting.
 func (m *kvManager) admit(s *sequence, budget, claimed int, chunkedPrefill bool) admission {
 	hits, numActiveHits := m.computedBlocks(s)
-	cachedTokens := len(hits) * m.blockSize
+	numLoads := 0
+	if m.lower != nil {
+		numLoads = len(m.loads)
+	}
+	cachedTokens := (len(hits) + numLoads) * m.blockSize
 	numNew := s.numTokens() - cachedTokens
 	if !chunkedPrefill && numNew > budget {
 		return admission{outcome: allocMustWait}
@@ -197,6 +235,12 @@ func (m *kvManager) admit(s *sequence, budget, claimed int, chunkedPrefill bool)
 		return admission{outcome: allocMustWait}
 	}
 	m.pool.Touch(hits)
+	if numLoads > 0 {
+		// The loaded blocks become the most recently used of their tiers
+		// before the allocation below can demote anything.
+		m.lower.Hit(s.kv.chain.Hashes()[len(hits):], m.loads)
+		m.chargeLoads()
+	}
 	s.kv.blocks = append(s.kv.blocks[:0], hits...)
 	blocks, ok := m.pool.Allocate(s.kv.blocks, ceilDiv(cachedTokens+chunk, m.blockSize)-len(s.kv.blocks))
 	if !ok {
@@ -206,7 +250,8 @@ func (m *kvManager) admit(s *sequence, budget, claimed int, chunkedPrefill bool)
 	}
 	s.kv.blocks = blocks
 	s.kv.numCachedBlocks = len(hits)
-	return admission{outcome: allocated, numCachedTokens: cachedTokens, numNewTokens: chunk}
+	return admission{outcome: allocated, numCachedTokens: cachedTokens, numNewTokens: chunk,
+		numLoadedTokens: numLoads * m.blockSize}
 }
 
 // allocateSlots grows a running sequence's blocks to hold numNewTokens more

@@ -95,6 +95,12 @@ type sequence struct {
 	passPrefill bool // computed prompt tokens this pass
 	passCtx     int  // numTokens() at scheduling
 	scheduled   bool // scheduled this pass
+
+	// Speculative decoding (zero when off): the acceptance model's key, and
+	// this pass's proposed and accepted draft tokens.
+	specKey      uint64
+	passDrafts   int
+	passAccepted int
 }
 
 // numTokens returns the sequence length: prompt plus generated tokens.

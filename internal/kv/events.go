@@ -56,4 +56,15 @@ type Event struct {
 	// integers, as SGLang sends its page hashes (the radix cache's events);
 	// the bits are the same.
 	SignedHashes bool
+	// Medium is where the blocks are stored or removed; empty means the
+	// GPU pool. Offload tiers record their own medium (Stored, Removed).
+	Medium Medium
+}
+
+// MediumOrGPU returns the event's medium, MediumGPU when it is empty.
+func (e *Event) MediumOrGPU() Medium {
+	if e.Medium == "" {
+		return MediumGPU
+	}
+	return e.Medium
 }

@@ -29,6 +29,8 @@ type Pool struct {
 	// and multi_lru backends, eviction.go); nil is lru: the free queue's
 	// head.
 	order *victimOrder
+	// lower holds the offload tiers below the pool (nil: none).
+	lower *Tiers
 }
 
 // NewPool returns a pool of numBlocks blocks of blockSize tokens, all free
@@ -152,6 +154,9 @@ func (p *Pool) Allocate(dst []BlockID, k int) ([]BlockID, bool) {
 		if p.index.cached[b] {
 			if h, last := p.index.remove(b); last {
 				p.rec.removed(h)
+				if p.lower != nil {
+					p.lower.offload(h)
+				}
 			}
 		}
 		p.ref[b] = 1
@@ -240,11 +245,30 @@ func (p *Pool) Reset() bool {
 	if p.order != nil {
 		p.order.reset(p)
 	}
+	if p.lower != nil {
+		p.lower.clear()
+	}
 	if p.prefixCaching {
 		p.rec.allCleared()
 	}
 	return true
 }
+
+// SetLower puts offload tiers below the pool: from now on a cached block
+// whose last copy is evicted moves to the first tier, and Reset empties
+// them too. The tiers record into the pool's event stream. Without prefix
+// caching nothing is ever cached, so nothing is offloaded.
+func (p *Pool) SetLower(t *Tiers) {
+	t.rec = &p.rec
+	t.blockSize = p.blockSize
+	p.lower = t
+}
+
+// Lower returns the offload tiers below the pool, nil when there are none.
+func (p *Pool) Lower() *Tiers { return p.lower }
+
+// NumCached returns the number of resident cached hashes on the GPU.
+func (p *Pool) NumCached() int { return len(p.index.first) }
 
 // TakeEvents returns the events recorded since the previous call, in the
 // order they happened, or nil if there are none. The caller owns the
