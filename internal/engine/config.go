@@ -130,6 +130,9 @@ type Config struct {
 	// LoRA bounds the adapters of a pass; its zero value serves the base
 	// model only.
 	LoRA LoRAConfig
+
+	// Transfer is the link disaggregated decode requests pull KV over.
+	Transfer TransferConfig
 }
 
 // LoRAConfig is vLLM's LoRA scheduling configuration as the engine uses it.

@@ -39,6 +39,13 @@ type Core struct {
 
 	fpmCounter uint64
 
+	// Disaggregated serving (disagg.go): blocks held for handoffs, decode
+	// requests whose KV is in transit, and their link.
+	holds    []*heldHandoff
+	arriving []*sequence
+	arrived  []*transferFlow
+	link     transferLink
+
 	// LoRA state (unused when LoRA is off): GPU/CPU adapter slots, and the
 	// order adapters got live requests in, for the adapter gauges.
 	lora                       loraSlots
@@ -107,6 +114,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 	c.waiting.byPriority = cfg.Scheduling == SchedulePriority
 	c.prefillDiv = divisor(cfg.SpeedupRatio)
 	c.decodeDiv = c.prefillDiv * divisor(cfg.DecodeSpeedupRatio)
+	c.link = newTransferLink(cfg.Transfer, cfg.SpeedupRatio)
 	return c, nil
 }
 
@@ -187,7 +195,7 @@ func (c *Core) Cancel(id uint64, now time.Time) {
 	if !ok {
 		return
 	}
-	if !c.waiting.Remove(s) {
+	if !c.waiting.Remove(s) && !c.cancelArriving(s, now) {
 		for i, r := range c.running {
 			if r == s {
 				c.running = append(c.running[:i], c.running[i+1:]...)
@@ -212,7 +220,11 @@ func (c *Core) reject(s *sequence, rej *Rejection) {
 // finish releases a sequence's blocks in reverse order and queues its
 // terminal signal. The caller has already removed it from its queue.
 func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
-	c.kv.free(s)
+	held := c.holdOnFinish(s, reason, now)
+	if held == nil {
+		c.kv.free(s)
+	}
+	notifyRemoteEnded(s)
 	s.status = statusFinished
 	delete(c.byID, s.req.ID)
 	c.report.Finished = append(c.report.Finished, FinishedRecord{
@@ -230,7 +242,8 @@ func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
 	})
 	if s.req.Out != nil {
 		s.req.Out.push(OutputItem{Choice: s.req.Choice, Final: true, Time: now,
-			Finished: Finished{Reason: reason, NumGenerated: s.numGeneratedTokens, CachedTokens: s.cachedFirst}})
+			Finished: Finished{Reason: reason, NumGenerated: s.numGeneratedTokens, CachedTokens: s.cachedFirst,
+				HeldBlocks: held}})
 	}
 }
 
@@ -238,7 +251,7 @@ func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
 // observer. The live loop calls it after applying inbox messages.
 func (c *Core) FlushReport() {
 	r := &c.report
-	if len(r.Finished) == 0 && r.Rejected == 0 {
+	if len(r.Finished) == 0 && r.Rejected == 0 && len(r.Transfers) == 0 {
 		return
 	}
 	r.Rank = c.rank
@@ -251,7 +264,7 @@ func (c *Core) FlushReport() {
 
 func (c *Core) resetReport() {
 	r := &c.report
-	*r = PassReport{First: r.First[:0], ITL: r.ITL[:0], Finished: r.Finished[:0]}
+	*r = PassReport{First: r.First[:0], ITL: r.ITL[:0], Finished: r.Finished[:0], Transfers: r.Transfers[:0]}
 }
 
 func (c *Core) gauges() Gauges {
@@ -263,6 +276,8 @@ func (c *Core) gauges() Gauges {
 		KVUsage:      c.kv.usage(),
 	}
 	c.adapterGauges(&g)
+	g.WaitingDeferred += len(c.arriving)
+	g.HeldBlocks = c.NumHeldBlocks()
 	return g
 }
 
@@ -301,6 +316,7 @@ func (c *Core) CancelAll(now time.Time) {
 	}
 	clear(c.running)
 	c.running = c.running[:0]
+	c.abortDisaggregated(now)
 }
 
 // BeginPass runs one scheduler pass at start, models its duration,
@@ -310,6 +326,7 @@ func (c *Core) CancelAll(now time.Time) {
 func (c *Core) BeginPass(start time.Time) time.Duration {
 	c.ready = c.ready[:0]
 	c.prefills = c.prefills[:0]
+	c.AdvanceTimers(start)
 	c.scheduler.schedule(start)
 	return c.planPass(start)
 }

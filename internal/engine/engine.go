@@ -28,7 +28,7 @@ type Engine struct {
 	stopped bool
 	notify  chan struct{}
 
-	running, waiting, active atomic.Int64
+	running, waiting, active, held atomic.Int64
 
 	// paused is owned by the actor goroutine; pausedFlag mirrors it for
 	// readers.
@@ -46,6 +46,8 @@ const (
 	msgResume
 	msgRetime
 	msgLoadAdapter
+	msgReleaseHeld
+	msgHoldsHandoff
 )
 
 type message struct {
@@ -96,12 +98,14 @@ func (e *Engine) Clock() Clock { return e.clock }
 // Load is a rank's instantaneous load, read without involving the actor.
 type Load struct {
 	Running, Waiting, ActiveBlocks int
+	// HeldBlocks are the active blocks held for disaggregated handoffs.
+	HeldBlocks int
 }
 
 // Load returns the rank's state after its latest pass.
 func (e *Engine) Load() Load {
 	return Load{Running: int(e.running.Load()), Waiting: int(e.waiting.Load()),
-		ActiveBlocks: int(e.active.Load())}
+		ActiveBlocks: int(e.active.Load()), HeldBlocks: int(e.held.Load())}
 }
 
 // CheckAdmissible applies the engine's capacity rule to a request before it
@@ -176,11 +180,19 @@ func (e *Engine) applyMailbox(batch []message) []message {
 			m.reply <- e.core.ResetPrefixCache(now)
 		case msgLoadAdapter:
 			e.core.LoadAdapter(m.adapter)
+		case msgReleaseHeld:
+			released := e.core.ReleaseHeld(m.id)
+			if m.reply != nil {
+				m.reply <- released
+			}
+		case msgHoldsHandoff:
+			m.reply <- e.core.HoldsHandoff(m.id)
 		default:
 			e.applyControl(m)
 		}
 		msgs[i] = message{}
 	}
+	e.core.AdvanceTimers(now)
 	e.core.FlushReport()
 	return msgs
 }
@@ -199,6 +211,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	)
 	hb := time.NewTimer(e.heartbeat)
 	defer hb.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		if e.core.Idle() || blocked || e.paused {
 			// Nothing can run until a message arrives: block, emitting FPM
@@ -208,10 +223,18 @@ func (e *Engine) Run(ctx context.Context) error {
 			busy = false
 			e.publishLoad()
 			hb.Reset(max(time.Until(lastSnapshot.Add(e.heartbeat)), 0))
+			// Transfers completing and holds expiring need no message:
+			// wake for the next one.
+			var timerC <-chan time.Time
+			if t, ok := e.core.NextTimer(); ok && !e.paused {
+				timer.Reset(max(time.Until(t), 0))
+				timerC = timer.C
+			}
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-e.notify:
+			case <-timerC:
 			case <-hb.C:
 				e.core.Heartbeat()
 				lastSnapshot = time.Now()
@@ -256,6 +279,7 @@ func (e *Engine) publishLoad() {
 	e.running.Store(int64(e.core.NumRunning()))
 	e.waiting.Store(int64(e.core.NumWaiting()))
 	e.active.Store(int64(e.core.kv.pool.NumActive()))
+	e.held.Store(int64(e.core.NumHeldBlocks()))
 }
 
 // stop refuses new messages and aborts everything still pending, queued or
@@ -271,8 +295,12 @@ func (e *Engine) stop() {
 		switch m.kind {
 		case msgSubmit:
 			e.core.Submit(m.req)
-		case msgReset, msgPause, msgResume, msgRetime:
+		case msgReset, msgPause, msgResume, msgRetime, msgHoldsHandoff:
 			m.reply <- false
+		case msgReleaseHeld:
+			if m.reply != nil {
+				m.reply <- false
+			}
 		}
 	}
 	e.core.CancelAll(now)

@@ -1,0 +1,29 @@
+package engine
+
+import "context"
+
+// The live actor's disaggregation messages: the side channel asks whether a
+// finished prefill's blocks are still held, and frees them once its decode
+// side has pulled them.
+
+// HoldsHandoff reports whether the blocks of finished prefill request id are
+// still held on this rank.
+func (e *Engine) HoldsHandoff(ctx context.Context, id uint64) (bool, error) {
+	reply := make(chan bool, 1)
+	if err := e.post(message{kind: msgHoldsHandoff, id: id, reply: reply}); err != nil {
+		return false, err
+	}
+	select {
+	case ok := <-reply:
+		return ok, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// ReleaseHeld frees the held blocks of finished prefill request id (the
+// decode side has pulled them) before the next pass. Unknown ids are
+// ignored: the hold may have timed out already.
+func (e *Engine) ReleaseHeld(id uint64) {
+	_ = e.post(message{kind: msgReleaseHeld, id: id})
+}
