@@ -24,6 +24,9 @@ type Options struct {
 	// listener binds; port 0 means no listener.
 	BootstrapHost string
 	BootstrapPort int
+	// BootstrapListener, when set, is used instead of binding
+	// BootstrapHost:BootstrapPort (tests hand in a kernel-chosen port).
+	BootstrapListener net.Listener
 	// Timeout bounds each rendezvous step (default DefaultBootstrapTimeout)
 	// and each side-channel HTTP call.
 	Timeout time.Duration
@@ -94,7 +97,11 @@ func New(engines []*engine.Engine, opts Options) (*Service, error) {
 		s.client = &http.Client{Timeout: s.timeout}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if opts.BootstrapPort > 0 {
+	if opts.BootstrapListener != nil {
+		s.ln = opts.BootstrapListener
+		s.wg.Add(1)
+		go s.serveBootstrap(s.ln)
+	} else if opts.BootstrapPort > 0 {
 		addr := net.JoinHostPort(opts.BootstrapHost, strconv.Itoa(opts.BootstrapPort))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
