@@ -38,7 +38,7 @@ c.close()
 `
 
 func TestBootstrapBytesAgainstPythonClient(t *testing.T) {
-	py := testutil.DebianPython(t)
+	py := testutil.DebianPython(t, "socket", "struct")
 	e := startEngine(t)
 	s := startService(t, nil, 5*time.Second)
 	s.engines = append(s.engines, e)
@@ -55,7 +55,7 @@ func TestBootstrapBytesAgainstPythonClient(t *testing.T) {
 }
 
 func TestBootstrapBytesAgainstPythonServer(t *testing.T) {
-	py := testutil.DebianPython(t)
+	py := testutil.DebianPython(t, "socket", "struct")
 	cmd := exec.Command(py, "-c", pyBootstrapServer)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
