@@ -29,5 +29,6 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		SpeedupRatio:       c.SpeedupRatio,
 		DecodeSpeedupRatio: c.DecodeSpeedupRatio,
 		LoRA:               c.engineLoRA(),
+		Transfer:           c.engineTransfer(),
 	}
 }

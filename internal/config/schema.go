@@ -53,14 +53,17 @@ var fieldOpts = map[string]fieldOpt{
 	"sglang.schedule_policy": {enum: &enumSpec{
 		values: []string{"fifo", "lpm"}, aliases: map[string]string{"fcfs": "fifo"}, fallback: "fifo",
 	}},
-	"trtllm.capacity_scheduler_policy": {enum: enum("guaranteed_no_evict")},
-	"timing_model":                     {enum: typedEnum(engine.TimingPolynomial, engine.TimingFixed, engine.TimingInterpolated)},
-	"dp_routing":                       {enum: typedEnum(engine.RouteRoundRobin, engine.RouteLeastLoaded)},
-	"worker_type":                      {enum: typedEnum(engine.WorkerAggregated, engine.WorkerPrefill, engine.WorkerDecode)},
-	"kv_transfer_timing_mode":          {enum: enum("full_prompt", "destination_missing")},
-	"lora_path_check":                  {enum: enum("none", "exists")},
-	"kv_events_encoding":               {enum: enum("map", "array")},
-	"kv_events_config.publisher":       {enum: enum("zmq", "null")},
+	"trtllm.capacity_scheduler_policy":          {enum: enum("guaranteed_no_evict")},
+	"timing_model":                              {enum: typedEnum(engine.TimingPolynomial, engine.TimingFixed, engine.TimingInterpolated)},
+	"dp_routing":                                {enum: typedEnum(engine.RouteRoundRobin, engine.RouteLeastLoaded)},
+	"worker_type":                               {enum: typedEnum(engine.WorkerAggregated, engine.WorkerPrefill, engine.WorkerDecode)},
+	"kv_transfer_timing_mode":                   {enum: enum("full_prompt", "destination_missing")},
+	"kv_transfer_config.kv_role":                {enum: enum("kv_producer", "kv_consumer", "kv_both")},
+	"kv_transfer_config.kv_load_failure_policy": {enum: enum("recompute", "fail")},
+	"kv_model_shape.dtype":                      {enum: enum("float16", "bfloat16", "float32", "fp8")},
+	"lora_path_check":                           {enum: enum("none", "exists")},
+	"kv_events_encoding":                        {enum: enum("map", "array")},
+	"kv_events_config.publisher":                {enum: enum("zmq", "null")},
 }
 
 // legacyKeys are top-level JSON keys accepted in sources but not stored in
@@ -69,7 +72,7 @@ var legacyKeys = map[string]bool{"is_prefill": true, "is_decode": true}
 
 // jsonStringObjects are object-valued keys that may also be given as a string
 // holding a JSON object (the CLI form, e.g. --kv-events-config '<json>').
-var jsonStringObjects = map[string]bool{"reasoning": true, "kv_events_config": true}
+var jsonStringObjects = map[string]bool{"reasoning": true, "kv_events_config": true, "kv_transfer_config": true}
 
 // normalizeEnum lowercases s and replaces "-" with "_".
 func normalizeEnum(s string) string {

@@ -22,8 +22,6 @@ type notYetValue struct {
 
 var notYetValues = []notYetValue{
 	{"engine_type", "engine-type", string(engine.EngineSGLang), capSGLang},
-	{"worker_type", "disaggregation-mode", string(engine.WorkerPrefill), capDisaggregation},
-	{"worker_type", "disaggregation-mode", string(engine.WorkerDecode), capDisaggregation},
 }
 
 // notYetProblems reports every key set by any source (merged) and every

@@ -29,7 +29,7 @@ func TestLoad_NotYetSupported(t *testing.T) {
 		tests = append(tests, testCase{"--" + v.flag + " " + v.value, []string{"--" + v.flag, v.value},
 			fmt.Sprintf("not supported yet: --%s %s (%s; needs %s)", v.flag, v.value, v.key, v.capability)})
 	}
-	if len(tests) < 15 {
+	if len(tests) < 7 {
 		t.Fatalf("only %d not-yet-supported flags and values; the table lost entries", len(tests))
 	}
 	for _, tc := range tests {
@@ -47,13 +47,12 @@ func TestLoad_NotYetSupported(t *testing.T) {
 }
 
 func TestLoad_NotYetSupportedFromAConfigFile(t *testing.T) {
-	path := writeFile(t, "c.yaml", "sglang:\n  page_size: 16\nis_prefill: true\n")
+	path := writeFile(t, "c.yaml", "sglang:\n  page_size: 16\n")
 	opts := noEnv(LoadOptions{ConfigPath: path})
 	opts.parseNotYet = false
 	probs := problemsOf(t, opts)
 	for _, want := range []string{
 		"not supported yet: --sglang-page-size (sglang.page_size; needs the SGLang scheduler)",
-		"not supported yet: --disaggregation-mode prefill (worker_type; needs disaggregated prefill/decode)",
 	} {
 		if countLines(probs, want) != 1 {
 			t.Errorf("problems %q: want %q", probs, want)

@@ -326,6 +326,7 @@ func (c *Config) validate() ([]problem, []string) {
 			c.MaxModelLen, c.NumGPUBlocks, bs, capTokens))
 	}
 	v.validateLoRA(c)
+	v.validateDisagg(c)
 	if c.KVEventsEnabled() {
 		if !c.EnablePrefixCaching {
 			v.warns = append(v.warns, "KV events are configured but prefix caching is disabled: no KV events will be published")

@@ -341,7 +341,7 @@ var vllmFlagTable = []vllmFlag{
 	vObject("ec-transfer-config").orNone(),
 	vObject("kernel-config"),
 	vObject("kv-events-config").orNone(),
-	vObject("kv-transfer-config").orNone().needs(capDisaggregation),
+	vObject("kv-transfer-config").orNone(),
 	vChoice("optimization-level", "0", "1", "2", "3"),
 	vChoice("performance-mode", "balanced", "interactivity", "throughput"),
 	vObject("profiler-config"),
