@@ -75,8 +75,8 @@ type Config struct {
 	WorkerType              engine.WorkerType `json:"worker_type"`
 	KVTransferConfig        *KVTransferConfig `json:"kv_transfer_config"` // nil = no connector
 	KVModelShape            KVModelShape      `json:"kv_model_shape"`     // unset: kv_bytes_per_token as set
-	BootstrapPort           int               `json:"bootstrap_port"` // 0 = none
-	AdvertiseHost           string            `json:"advertise_host"` // empty until Load resolves it
+	BootstrapPort           int               `json:"bootstrap_port"`     // 0 = none
+	AdvertiseHost           string            `json:"advertise_host"`     // empty until Load resolves it
 	KVBytesPerToken         int64             `json:"kv_bytes_per_token"`
 	KVTransferBandwidth     float64           `json:"kv_transfer_bandwidth"` // GB/s
 	KVTransferTimingMode    string            `json:"kv_transfer_timing_mode"`

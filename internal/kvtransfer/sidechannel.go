@@ -178,4 +178,3 @@ func (s *Service) call(ctx context.Context, r Remote, path string) error {
 	}
 	return fmt.Errorf("%s %s: %d %s", path, r.Host, resp.StatusCode, e.Error)
 }
-
