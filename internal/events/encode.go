@@ -236,12 +236,20 @@ const (
 	kNumDecode    = "\xb3num_decode_requests"
 	kSumDecodeKV  = "\xb4sum_decode_kv_tokens"
 	kVarDecodeKV  = "\xb4var_decode_kv_tokens"
+	// A snapshot of a rank holding blocks for disaggregated handoffs has
+	// an eighth top-level key (docs/disaggregation.md).
+	fpmHeadHeld = "\x88\xa7version\x01\xa9worker_id"
+	kHeldBlocks = "\xafnum_held_blocks"
 )
 
 // EncodeFPM appends the msgpack FPM payload (a map of the snapshot's fields,
 // see docs/metrics.md) to dst.
 func EncodeFPM(dst []byte, workerID string, s engine.ForwardPassSnapshot) []byte {
-	dst = append(dst, fpmHead...)
+	if s.NumHeldBlocks > 0 {
+		dst = append(dst, fpmHeadHeld...)
+	} else {
+		dst = append(dst, fpmHead...)
+	}
 	dst = appendString(dst, workerID)
 	dst = append(dst, kDPRank...)
 	dst = appendInt(dst, int64(s.Rank))
@@ -278,7 +286,12 @@ func EncodeFPM(dst []byte, workerID string, s engine.ForwardPassSnapshot) []byte
 	dst = append(dst, kSumDecodeKV...)
 	dst = appendInt(dst, int64(s.SumQueuedDecodeKVTokens))
 	dst = append(dst, kVarDecodeKV...)
-	return appendFloat64(dst, s.VarQueuedDecodeKVTokens)
+	dst = appendFloat64(dst, s.VarQueuedDecodeKVTokens)
+	if s.NumHeldBlocks > 0 {
+		dst = append(dst, kHeldBlocks...)
+		dst = appendInt(dst, int64(s.NumHeldBlocks))
+	}
+	return dst
 }
 
 // msgpack primitives in msgspec's smallest forms, so the bytes equal what a

@@ -29,6 +29,7 @@ type rankObserver struct {
 	v    *vllmRank   // nil unless the vLLM family is exported
 	s    *sglangRank // nil unless the SGLang family is exported
 	lora *loraInfo   // nil unless the vLLM family is exported with LoRA
+	pd   *pdRank     // nil unless the worker serves disaggregated requests
 
 	passes, passSeconds, rejected prometheus.Counter
 	kvEvents                      [4]prometheus.Counter // by kv.EventKind; [0] unused
@@ -60,6 +61,9 @@ func (o *rankObserver) ObserveGauges(g engine.Gauges) {
 	// Gauges.Waiting counts never-scheduled and preempted requests;
 	// WaitingDeferred (remote KV) comes on top (engine/observer.go).
 	waiting := g.Waiting + g.WaitingDeferred
+	if o.pd != nil {
+		o.pd.held.Set(float64(g.HeldBlocks))
+	}
 	if v := o.v; v != nil {
 		v.running.Set(float64(g.Running))
 		v.waiting.Set(float64(waiting))
@@ -103,6 +107,9 @@ func (o *rankObserver) ObservePass(r *engine.PassReport) {
 	}
 	if o.v != nil {
 		o.observeVLLM(r)
+	}
+	if o.pd != nil {
+		o.pd.observe(r)
 	}
 	if o.s != nil {
 		o.observeSGLang(r)
