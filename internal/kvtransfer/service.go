@@ -35,6 +35,15 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives side-channel logs (default: discard).
 	Logger *slog.Logger
+	// Notifications counts release notifications the prefill worker did
+	// not accept (may be nil).
+	Notifications NotificationObserver
+}
+
+// NotificationObserver counts failed release notifications
+// (vllm:nixl_num_failed_notifications). It must be safe for concurrent use.
+type NotificationObserver interface {
+	ObserveFailedNotification(rank int)
 }
 
 // Service is one worker instance's side channel: the prefill side's

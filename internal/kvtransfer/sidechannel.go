@@ -112,6 +112,9 @@ type Remote struct {
 	// Room and HasRoom select Dynamo's bootstrap rendezvous.
 	Room    uint64
 	HasRoom bool
+	// Rank is the decode worker's DP rank that will run the request
+	// (metric labels).
+	Rank int
 }
 
 // ErrTransfer wraps every failure to reach a prefill worker's KV.
@@ -148,6 +151,9 @@ func (s *Service) releaseRemote(r Remote) {
 		ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
 		defer cancel()
 		if err := s.call(ctx, r, ReleasePath); err != nil {
+			if s.opts.Notifications != nil {
+				s.opts.Notifications.ObserveFailedNotification(r.Rank)
+			}
 			s.log.Warn("KV transfer: release at the prefill worker failed", "request", r.RequestID, "err", err)
 		}
 	}()
