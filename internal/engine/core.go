@@ -45,6 +45,9 @@ type Core struct {
 	arriving []*sequence
 	arrived  []*transferFlow
 	link     transferLink
+	// gaugesDirty: state the gauges show changed outside a pass (a hold
+	// released); FlushReport reports the gauges.
+	gaugesDirty bool
 
 	// LoRA state (unused when LoRA is off): GPU/CPU adapter slots, and the
 	// order adapters got live requests in, for the adapter gauges.
@@ -252,8 +255,13 @@ func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
 func (c *Core) FlushReport() {
 	r := &c.report
 	if len(r.Finished) == 0 && r.Rejected == 0 && len(r.Transfers) == 0 {
+		if c.gaugesDirty && c.observer != nil {
+			c.observer.ObserveGauges(c.gauges())
+		}
+		c.gaugesDirty = false
 		return
 	}
+	c.gaugesDirty = false
 	r.Rank = c.rank
 	if c.observer != nil {
 		c.observer.ObservePass(r)

@@ -117,6 +117,7 @@ func (c *Core) dropHold(i int, pulled bool) {
 	h := c.holds[i]
 	c.holds = append(c.holds[:i], c.holds[i+1:]...)
 	c.kv.releaseHeld(h.blocks)
+	c.gaugesDirty = true
 	if h.handoff.OnReleased != nil {
 		h.handoff.OnReleased(pulled)
 	}

@@ -164,12 +164,12 @@ func (e *Engine) post(m message) error {
 }
 
 // applyMailbox applies every pending message in arrival order.
-func (e *Engine) applyMailbox(batch []message) []message {
+// now is the engine time they take effect at.
+func (e *Engine) applyMailbox(batch []message, now time.Time) []message {
 	e.mu.Lock()
 	msgs := e.pending
 	e.pending = batch[:0]
 	e.mu.Unlock()
-	now := e.clock.Now()
 	for i, m := range msgs {
 		switch m.kind {
 		case msgSubmit:
@@ -205,8 +205,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	var (
 		batch        []message
 		prevDeadline time.Time
-		busy         bool // the previous pass ran back to back with this one
-		blocked      bool // the previous pass could schedule nothing
+		busy         bool      // the previous pass ran back to back with this one
+		timerDue     time.Time // the engine timer that woke the loop (zero: none)
+		blocked      bool      // the previous pass could schedule nothing
 		lastSnapshot = time.Now()
 	)
 	hb := time.NewTimer(e.heartbeat)
@@ -226,8 +227,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			// Transfers completing and holds expiring need no message:
 			// wake for the next one.
 			var timerC <-chan time.Time
-			if t, ok := e.core.NextTimer(); ok && !e.paused {
-				timer.Reset(max(time.Until(t), 0))
+			next, hasNext := e.core.NextTimer()
+			if hasNext && !e.paused {
+				timer.Reset(max(time.Until(next), 0))
 				timerC = timer.C
 			}
 			select {
@@ -235,13 +237,24 @@ func (e *Engine) Run(ctx context.Context) error {
 				return nil
 			case <-e.notify:
 			case <-timerC:
+				// Like back-to-back passes, what the timer was set for
+				// happens at its due time, so timer overshoot does not
+				// add to the modeled times.
+				if e.clock.Now().Sub(next) <= 5*time.Millisecond {
+					timerDue = next
+				}
 			case <-hb.C:
 				e.core.Heartbeat()
 				lastSnapshot = time.Now()
 				continue
 			}
 		}
-		batch = e.applyMailbox(batch)
+		now := e.clock.Now()
+		if !timerDue.IsZero() {
+			now, timerDue = timerDue, time.Time{}
+			busy, prevDeadline = true, now
+		}
+		batch = e.applyMailbox(batch, now)
 		blocked = false
 		if ctx.Err() != nil {
 			return nil
@@ -249,7 +262,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		if e.core.Idle() || e.paused {
 			continue
 		}
-		now := e.clock.Now()
+		now = e.clock.Now()
 		start := now
 		if busy && now.Sub(prevDeadline) <= 5*time.Millisecond {
 			// Pace against deadlines so timer overshoot does not accumulate.
