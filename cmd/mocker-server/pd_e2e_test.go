@@ -432,3 +432,99 @@ func must[T any](v T, err error) T {
 }
 
 func mustJSON(v any) string { return string(must(json.Marshal(v))) }
+
+// TestPDBootstrapBetweenTwoProcesses runs Dynamo-style workers as two real
+// processes: the prefill worker listens on --bootstrap-port, the decode
+// worker rendezvouses with the room, either side arriving first.
+func TestPDBootstrapBetweenTwoProcesses(t *testing.T) {
+	ln := testutil.Listen(t)
+	bootstrapPort := testutil.Port(ln.Addr())
+	_ = ln.Close() // the prefill process binds it
+	common := []string{"--timing-model", "fixed", "--fixed-prefill-ms", "20", "--fixed-decode-ms", "10",
+		"--speedup-ratio", "1", "--kv-bytes-per-token", "10000000", "--kv-transfer-bandwidth", "10", "--log-level", "error"}
+	prefill := startProc(t, append([]string{"--disaggregation-mode", "prefill", "--bootstrap-port", strconv.Itoa(bootstrapPort),
+		"--worker-id", "prefill-proc"}, common...)...)
+	decode := startProc(t, append([]string{"--disaggregation-mode", "decode"}, common...)...)
+	client := &http.Client{Timeout: 40 * time.Second}
+	defer client.CloseIdleConnections()
+
+	prefillOnce := func(room uint64, user string) map[string]any {
+		body := pdChatBody("Be brief.", user, 1)
+		body["bootstrap_host"], body["bootstrap_port"], body["bootstrap_room"] = "127.0.0.1", bootstrapPort, room
+		resp := postJSON(t, client, prefill.url+"/v1/chat/completions", body, "")
+		defer resp.Body.Close()
+		var r struct {
+			KVTransferParams map[string]any `json:"kv_transfer_params"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("prefill = %d, %v", resp.StatusCode, err)
+		}
+		return r.KVTransferParams
+	}
+	decodeOnce := func(room uint64, user string, params map[string]any) (int, string) {
+		body := pdChatBody("Be brief.", user, 4)
+		if params != nil {
+			body["kv_transfer_params"] = params
+		} else {
+			body["bootstrap_host"], body["bootstrap_port"], body["bootstrap_room"] = "127.0.0.1", bootstrapPort, room
+		}
+		resp := postJSON(t, client, decode.url+"/v1/chat/completions", body, "")
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	scrapeHeld := func() float64 {
+		resp, err := client.Get(prefill.url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, `mocker_kv_held_blocks{dp_rank="0"} `); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				return f
+			}
+		}
+		t.Fatalf("no mocker_kv_held_blocks in\n%s", b)
+		return 0
+	}
+
+	t.Run("prefill first", func(t *testing.T) {
+		params := prefillOnce(1001, "Name a colour.")
+		if params["bootstrap_room"] != float64(1001) || params["remote_port"] != float64(bootstrapPort) ||
+			params["remote_engine_id"] != "prefill-proc" || params["do_remote_prefill"] != true {
+			t.Errorf("kv_transfer_params %v", params)
+		}
+		if scrapeHeld() == 0 {
+			t.Error("no blocks held before the rendezvous")
+		}
+		if status, body := decodeOnce(0, "Name a colour.", params); status != 200 || !strings.Contains(body, `"completion_tokens":4`) {
+			t.Fatalf("decode = %d %s", status, body)
+		}
+		testutil.WaitFor(t, 2*time.Second, "held blocks released after the ACK", func() bool { return scrapeHeld() == 0 })
+	})
+	t.Run("decode first", func(t *testing.T) {
+		type answer struct {
+			status int
+			body   string
+		}
+		done := make(chan answer, 1)
+		go func() {
+			s, b := decodeOnce(2002, "Name a fruit.", nil)
+			done <- answer{s, b}
+		}()
+		time.Sleep(100 * time.Millisecond) // the decode worker is waiting on the room
+		select {
+		case a := <-done:
+			t.Fatalf("decode answered before its prefill: %d %s", a.status, a.body)
+		default:
+		}
+		prefillOnce(2002, "Name a fruit.")
+		a := <-done
+		if a.status != 200 || !strings.Contains(a.body, `"completion_tokens":4`) {
+			t.Fatalf("decode = %d %s", a.status, a.body)
+		}
+		testutil.WaitFor(t, 2*time.Second, "held blocks released after the ACK", func() bool { return scrapeHeld() == 0 })
+	})
+}

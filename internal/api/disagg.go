@@ -182,6 +182,9 @@ func (s *Server) roleName() string {
 // remote_host/remote_port, else bootstrap_host/bootstrap_port. A pull over
 // the side channel (no bootstrap room) needs every remote_* key.
 func (pd *pdRequest) resolveRemote() *apiError {
+	if pd.present == nil {
+		pd.present = map[string]bool{} // bootstrap_* fields only
+	}
 	if !pd.present["remote_host"] && pd.bootstrapHost != "" {
 		pd.remote.Host = pd.bootstrapHost
 		pd.present["remote_host"] = true
