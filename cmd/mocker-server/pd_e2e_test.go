@@ -403,14 +403,7 @@ func TestPDBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			var e struct {
-				Error struct {
-					Message string  `json:"message"`
-					Type    string  `json:"type"`
-					Param   *string `json:"param"`
-					Code    int     `json:"code"`
-				} `json:"error"`
-			}
+			var e vllmErrorBody
 			_ = json.NewDecoder(resp.Body).Decode(&e)
 			if resp.StatusCode != 400 || e.Error.Code != 400 || e.Error.Message != tc.msg || e.Error.Param == nil || *e.Error.Param != tc.param {
 				t.Errorf("= %d %+v, want 400 %q (param %s)", resp.StatusCode, e.Error, tc.msg, tc.param)
@@ -422,6 +415,16 @@ func TestPDBadInput(t *testing.T) {
 			t.Errorf("%v held blocks after bad input", v)
 		}
 	}
+}
+
+// vllmErrorBody is vLLM's error answer.
+type vllmErrorBody struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    int     `json:"code"`
+	} `json:"error"`
 }
 
 func must[T any](v T, err error) T {

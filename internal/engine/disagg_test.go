@@ -309,3 +309,29 @@ func TestCancelAllEndsHoldsAndTransfers(t *testing.T) {
 		t.Error("a timer is left after CancelAll")
 	}
 }
+
+// BenchmarkDisaggHandoffBurst simulates bursts of 256 decode handoffs of
+// 1000 tokens into one rank sharing its link (docs/BENCHMARKS.md).
+func BenchmarkDisaggHandoffBurst(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.BlockSize = 64
+	cfg.Timing = TimingConfig{Model: TimingFixed, FixedPrefillMs: 20, FixedDecodeMs: 10}
+	cfg.Transfer = TransferConfig{BytesPerToken: 131072, BandwidthGBps: 64, Mode: TransferFullPrompt}
+	prompts := make([][]uint32, 256)
+	for i := range prompts {
+		prompts[i] = seqTokens(100000+i*1000, 1000)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		core, err := NewCore(cfg, CoreOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sim := NewSimulator(core)
+		for _, p := range prompts {
+			sim.SubmitAt(0, &Request{ID: NewRequestID(), Prompt: p, PlannedOutput: seqTokens(5, 16), Remote: &RemoteKV{}})
+		}
+		sim.Run(0)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/256, "ns/handoff")
+}

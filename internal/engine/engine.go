@@ -136,12 +136,17 @@ func (e *Engine) Cancel(id uint64) {
 
 // ResetPrefixCache resets the rank's prefix cache; false means blocks are in use.
 func (e *Engine) ResetPrefixCache(ctx context.Context) (bool, error) {
-	reply := make(chan bool, 1)
-	if err := e.post(message{kind: msgReset, reply: reply}); err != nil {
+	return e.ask(ctx, message{kind: msgReset})
+}
+
+// ask posts m with a reply channel and waits for the actor's answer.
+func (e *Engine) ask(ctx context.Context, m message) (bool, error) {
+	m.reply = make(chan bool, 1)
+	if err := e.post(m); err != nil {
 		return false, err
 	}
 	select {
-	case ok := <-reply:
+	case ok := <-m.reply:
 		return ok, nil
 	case <-ctx.Done():
 		return false, ctx.Err()

@@ -9,16 +9,7 @@ import "context"
 // HoldsHandoff reports whether the blocks of finished prefill request id are
 // still held on this rank.
 func (e *Engine) HoldsHandoff(ctx context.Context, id uint64) (bool, error) {
-	reply := make(chan bool, 1)
-	if err := e.post(message{kind: msgHoldsHandoff, id: id, reply: reply}); err != nil {
-		return false, err
-	}
-	select {
-	case ok := <-reply:
-		return ok, nil
-	case <-ctx.Done():
-		return false, ctx.Err()
-	}
+	return e.ask(ctx, message{kind: msgHoldsHandoff, id: id})
 }
 
 // ReleaseHeld frees the held blocks of finished prefill request id (the
