@@ -205,18 +205,23 @@ func TestPDNixlFlowEndToEnd(t *testing.T) {
 	prefillPort, _ := strconv.Atoi(must(url.Parse(prefill.url)).Port())
 
 	system := strings.Repeat("You are a careful assistant who answers briefly. ", 3)
-	// The decode worker's own TTFT (arrival to first token, what the mock
-	// models) must be within 2 ms of transfer + first decode pass. The
-	// client's TTFT adds three HTTP hops and timer wake-ups on a shared
-	// machine: the best of five must be within 3 ms of the model, every
-	// one within 25 ms (docs/BENCHMARKS.md has measured figures).
+	// The decode leg (the proxy's decode request to the first token: the
+	// side-channel check, the transfer, the first decode pass) must be
+	// within 2 ms of transfer + decode pass, and the client's whole TTFT,
+	// which adds the prefill's HTTP hop, within 3 ms of prefill pass +
+	// transfer + decode pass: the best of five on a shared machine, every
+	// one within 25 ms (docs/BENCHMARKS.md has measured figures). Under the
+	// race detector these only log (timingErrorf); make check-pd-timing
+	// runs them without it.
+	timingErrorf := t.Errorf
+	if raceEnabled {
+		timingErrorf = t.Logf
+	}
 	const attempts = 5
-	var bestTTFTErr = math.Inf(1)
-	promptTokens := 0
+	bestTTFTErr, bestLegErr := math.Inf(1), math.Inf(1)
 	for i := range attempts {
 		body := pdChatBody(fmt.Sprintf("Session %d. ", i)+system, "What is the capital of France?", 8)
 		want, p := plainChat(t, client, reference.url, body)
-		promptTokens += p
 		res := proxy.chat(t, fmt.Sprintf("pd-%d", i), body)
 		if res.status != 200 {
 			t.Fatalf("decode = %d: %s", res.status, res.errBody)
@@ -249,22 +254,23 @@ func TestPDNixlFlowEndToEnd(t *testing.T) {
 		got := float64(res.ttft) / float64(time.Millisecond)
 		t.Logf("request %d: %d prompt tokens, TTFT %.3f ms (prefill answered after %v), model %.3f ms", i, p, got, res.prefillTime, model)
 		bestTTFTErr = min(bestTTFTErr, math.Abs(got-model))
-		if got < model-0.5 || got > model+25 {
-			t.Errorf("TTFT %.3f ms, want about %.3f ms", got, model)
+		leg := float64(res.ttft-res.prefillTime) / float64(time.Millisecond)
+		bestLegErr = min(bestLegErr, math.Abs(leg-(float64(p)*msPerToken+10)))
+		if got < model-0.5 {
+			t.Errorf("TTFT %.3f ms is shorter than the model's %.3f ms", got, model)
+		} else if got > model+25 {
+			timingErrorf("TTFT %.3f ms, want about %.3f ms", got, model)
 		}
 		// The prefill's blocks are freed right after the pull.
 		testutil.WaitFor(t, time.Second, "prefill held blocks released", func() bool { return heldBlocks(t, prefill) == 0 })
 	}
 	if bestTTFTErr > 3 {
-		t.Errorf("best client TTFT off the model by %.3f ms, want <= 3 ms", bestTTFTErr)
+		timingErrorf("best client TTFT off the model by %.3f ms, want <= 3 ms", bestTTFTErr)
 	}
 	dm := decode.e2eScrape(t)
-	if n, sum := dm.hist("vllm:time_to_first_token_seconds", nil); n != attempts {
-		t.Errorf("decode TTFT count %d, want %d", n, attempts)
-	} else if mean, model := sum/float64(n)*1000, float64(promptTokens)/attempts*msPerToken+10; math.Abs(mean-model) > 2 {
-		t.Errorf("decode worker TTFT mean %.3f ms, want transfer + decode pass = %.3f ms within 2 ms", mean, model)
-	} else {
-		t.Logf("decode worker TTFT mean %.3f ms, model %.3f ms", mean, model)
+	t.Logf("best decode leg off the model by %.3f ms, best client TTFT by %.3f ms", bestLegErr, bestTTFTErr)
+	if bestLegErr > 2 {
+		timingErrorf("best decode leg off transfer + decode pass by %.3f ms, want <= 2 ms", bestLegErr)
 	}
 	if n, _ := dm.hist("vllm:nixl_xfer_time_seconds", nil); n != attempts {
 		t.Errorf("vllm:nixl_xfer_time_seconds count %d, want %d", n, attempts)
