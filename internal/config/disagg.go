@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,12 +21,17 @@ var kvDTypeBytes = map[string]int64{"float16": 2, "bfloat16": 2, "float32": 4, "
 var knownConnectors = map[string]bool{"NixlConnector": true, "P2pNcclConnector": true, "MooncakeConnector": true}
 
 // applyDisaggDefaults fills the connector defaults (kv_role kv_both,
-// kv_load_failure_policy fail, engine_id = worker_id) and computes
+// kv_load_failure_policy fail, engine_id = worker_id, and, unless set, the
+// hold timeout from VLLM_NIXL_ABORT_REQUEST_TIMEOUT, 480 s) and computes
 // kv_bytes_per_token from kv_model_shape as Dynamo does: layers × 2 (K and
 // V) × KV heads × head size × dtype bytes. Setting both to different values
 // is a problem.
-func applyDisaggDefaults(cfg *Config, merged map[string]any) []problem {
+func applyDisaggDefaults(cfg *Config, merged map[string]any, lookupEnv func(string) (string, bool)) []problem {
+	var probs []problem
 	if t := cfg.KVTransferConfig; t != nil {
+		if _, set := merged["handoff_session_timeout_ms"]; !set {
+			probs = append(probs, nixlAbortTimeout(cfg, lookupEnv)...)
+		}
 		if t.KVRole == "" {
 			t.KVRole = "kv_both"
 		}
@@ -37,14 +44,36 @@ func applyDisaggDefaults(cfg *Config, merged map[string]any) []problem {
 	}
 	s := &cfg.KVModelShape
 	if s.NumLayers <= 0 || s.NumKVHeads <= 0 || s.HeadDim <= 0 {
-		return nil // unset, or incomplete (validateDisagg says which)
+		return probs // unset, or incomplete (validateDisagg says which)
 	}
 	computed := int64(s.NumLayers) * 2 * int64(s.NumKVHeads) * int64(s.HeadDim) * kvDTypeBytes[s.DType]
 	if _, set := merged["kv_bytes_per_token"]; set && cfg.KVBytesPerToken != computed {
-		return []problem{{keys: []string{"kv_bytes_per_token", "kv_model_shape"}, msg: fmt.Sprintf(
-			"kv_bytes_per_token %d disagrees with kv_model_shape (%d); set one of them", cfg.KVBytesPerToken, computed)}}
+		return append(probs, problem{keys: []string{"kv_bytes_per_token", "kv_model_shape"}, msg: fmt.Sprintf(
+			"kv_bytes_per_token %d disagrees with kv_model_shape (%d); set one of them", cfg.KVBytesPerToken, computed)})
 	}
 	cfg.KVBytesPerToken = computed
+	return probs
+}
+
+// vllmNIXLAbortTimeout is vLLM's default VLLM_NIXL_ABORT_REQUEST_TIMEOUT.
+const vllmNIXLAbortTimeout = 480 * time.Second
+
+// nixlAbortTimeout sets a connector worker's hold timeout as vLLM's does:
+// VLLM_NIXL_ABORT_REQUEST_TIMEOUT seconds, 480 by default.
+func nixlAbortTimeout(cfg *Config, lookupEnv func(string) (string, bool)) []problem {
+	timeout := vllmNIXLAbortTimeout
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	if v, ok := lookupEnv("VLLM_NIXL_ABORT_REQUEST_TIMEOUT"); ok && strings.TrimSpace(v) != "" {
+		secs, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || secs < 1 {
+			return []problem{{keys: []string{"handoff_session_timeout_ms"},
+				msg: fmt.Sprintf("VLLM_NIXL_ABORT_REQUEST_TIMEOUT must be a whole number of seconds >= 1, got %q", v)}}
+		}
+		timeout = time.Duration(secs) * time.Second
+	}
+	cfg.HandoffSessionTimeoutMs = timeout.Milliseconds()
 	return nil
 }
 

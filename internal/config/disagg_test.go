@@ -83,3 +83,26 @@ func TestLoad_DisaggregationProblems(t *testing.T) {
 		})
 	}
 }
+
+func TestLoad_ConnectorHoldTimeoutFollowsVLLM(t *testing.T) {
+	conn := []string{"--kv-transfer-config", `{"kv_connector":"NixlConnector"}`}
+	cfg, _ := mustLoad(t, noEnv(flagOptions(t, conn...)))
+	if cfg.HandoffSessionTimeoutMs != 480000 {
+		t.Errorf("connector default timeout %d ms, want vLLM's 480 s", cfg.HandoffSessionTimeoutMs)
+	}
+	opts := flagOptions(t, conn...)
+	opts.LookupEnv = func(k string) (string, bool) { return "30", k == "VLLM_NIXL_ABORT_REQUEST_TIMEOUT" }
+	if cfg, _ := mustLoad(t, opts); cfg.HandoffSessionTimeoutMs != 30000 {
+		t.Errorf("timeout %d ms, want VLLM_NIXL_ABORT_REQUEST_TIMEOUT=30 s", cfg.HandoffSessionTimeoutMs)
+	}
+	opts.LookupEnv = func(k string) (string, bool) { return "soon", k == "VLLM_NIXL_ABORT_REQUEST_TIMEOUT" }
+	if probs := problemsOf(t, opts); !slices.ContainsFunc(probs, func(p string) bool { return strings.Contains(p, "VLLM_NIXL_ABORT_REQUEST_TIMEOUT") }) {
+		t.Errorf("problems %q, want the bad environment value named", probs)
+	}
+	if cfg, _ := mustLoad(t, noEnv(flagOptions(t, append(conn, "--handoff-session-timeout-ms", "5")...))); cfg.HandoffSessionTimeoutMs != 5 {
+		t.Errorf("explicit timeout %d ms, want 5", cfg.HandoffSessionTimeoutMs)
+	}
+	if cfg, _ := mustLoad(t, noEnv(flagOptions(t, "--disaggregation-mode", "prefill"))); cfg.HandoffSessionTimeoutMs != 300000 {
+		t.Errorf("Dynamo prefill timeout %d ms, want Dynamo's 300 s", cfg.HandoffSessionTimeoutMs)
+	}
+}
