@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -536,4 +537,57 @@ func TestPDBootstrapBetweenTwoProcesses(t *testing.T) {
 		}
 		testutil.WaitFor(t, 2*time.Second, "held blocks released after the ACK", func() bool { return scrapeHeld() == 0 })
 	})
+}
+
+// TestPDKVEventsOnEachSide checks the KV events of a handoff as vLLM emits
+// them: the prefill worker stores the prompt's full blocks, and the decode
+// worker stores the same blocks when it has pulled them (replayed from
+// each worker's ZMQ ROUTER from sequence 0).
+func TestPDKVEventsOnEachSide(t *testing.T) {
+	var prefill, decode *running
+	var ports []int
+	testutil.WithPortRuns(t, 4, 1, func(bases []int) error {
+		ports = bases
+		var err error
+		prefill, err = e2eTryStartProduction(t, loadConfig(t, pdConfig(t, map[string]any{"kv_transfer_config": nixlBoth,
+			"worker_id": "p", "zmq_kv_events_port": bases[0], "zmq_replay_port": bases[1]})))
+		if err != nil {
+			return err
+		}
+		decode, err = e2eTryStartProduction(t, loadConfig(t, pdConfig(t, map[string]any{"kv_transfer_config": nixlBoth,
+			"worker_id": "d", "zmq_kv_events_port": bases[2], "zmq_replay_port": bases[3]})))
+		return err
+	})
+	client := &http.Client{Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	res := pdProxy{client: client, prefill: prefill.url, decode: decode.url}.chat(t, "ev-1",
+		pdChatBody(strings.Repeat("Remember this. ", 6), "Now answer.", 4))
+	if res.status != 200 {
+		t.Fatalf("decode = %d %s", res.status, res.errBody)
+	}
+	p := int(res.usage["prompt_tokens"].(float64))
+	stored := func(replayPort int) (batches int, hashes []uint64) {
+		for _, b := range e2eReplay(t, fmt.Sprintf("tcp://127.0.0.1:%d", replayPort), 0, true, false) {
+			for _, ev := range b.events {
+				if ev.kind != "BlockStored" {
+					t.Errorf("replay port %d: unexpected %s", replayPort, ev.kind)
+					continue
+				}
+				batches++
+				hashes = append(hashes, ev.hashes...)
+			}
+		}
+		return batches, hashes
+	}
+	pn, prefillHashes := stored(ports[1])
+	dn, decodeHashes := stored(ports[3])
+	// Prefill: the prompt's full blocks. Decode: the pulled full blocks
+	// (all prompt tokens but the last, recomputed) when they arrive; the 4
+	// decoded tokens fill no further block.
+	if want := p / 16; pn != 1 || len(prefillHashes) != want {
+		t.Errorf("prefill stored %d hashes in %d events, want %d in 1 (%d prompt tokens)", len(prefillHashes), pn, want, p)
+	}
+	if want := (p - 1) / 16; dn != 1 || len(decodeHashes) != want || !slices.Equal(decodeHashes, prefillHashes[:want]) {
+		t.Errorf("decode stored %v in %d events, want the prefill's first %d hashes %v", decodeHashes, dn, want, prefillHashes)
+	}
 }
