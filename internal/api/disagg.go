@@ -54,7 +54,7 @@ type pdRequest struct {
 	given          bool // kv_transfer_params or a bootstrap_* field is present
 	params         bool // kv_transfer_params is present
 	doRemoteDecode bool
-	doRemotePrefil bool
+	doRemotePrefill bool
 	remote         kvtransfer.Remote
 	present        map[string]bool // kv_transfer_params keys given (not null)
 
@@ -83,7 +83,7 @@ func parsePD(o object) pdRequest {
 			}
 		}
 		pd.doRemoteDecode = kt.Bool("do_remote_decode", false)
-		pd.doRemotePrefil = kt.Bool("do_remote_prefill", false)
+		pd.doRemotePrefill = kt.Bool("do_remote_prefill", false)
 		pd.remote.Host, _ = kt.String("remote_host")
 		pd.remote.Port = int(kt.Int("remote_port").I)
 		pd.remote.EngineID, _ = kt.String("remote_engine_id")
@@ -133,7 +133,7 @@ func (s *Server) checkPD(g *genRequest) *apiError {
 	if !pd.given {
 		return nil
 	}
-	if pd.doRemoteDecode && pd.doRemotePrefil {
+	if pd.doRemoteDecode && pd.doRemotePrefill {
 		return errInvalid("kv_transfer_params", "kv_transfer_params: do_remote_decode and do_remote_prefill cannot both be true.")
 	}
 	if !s.cfg.Disaggregated() || s.kvt == nil {
@@ -143,7 +143,7 @@ func (s *Server) checkPD(g *genRequest) *apiError {
 	switch {
 	case pd.doRemoteDecode:
 		pd.role = pdPrefill
-	case pd.doRemotePrefil:
+	case pd.doRemotePrefill:
 		pd.role = pdDecode
 	case pd.params:
 		return nil // neither flag: an ordinary request, as in vLLM
@@ -285,6 +285,20 @@ func (s *Server) prepareDecode(ctx context.Context, j *job) *apiError {
 		msg = kvtransfer.ErrTransfer.Error() + ": " + msg
 	}
 	return &apiError{Status: http.StatusInternalServerError, Type: typeInternal, Message: msg}
+}
+
+// abandonPD undoes the handoff preparations of a job that was never
+// submitted: the prefill's registration, the decode's claim on the prefill
+// worker's blocks.
+func (s *Server) abandonPD(j *job) {
+	switch j.g.pd.role {
+	case pdPrefill:
+		s.kvt.Abandon(j.pdRequestID())
+	case pdDecode:
+		if rk := j.reqs[0].Remote; rk != nil && rk.OnPulled != nil {
+			rk.OnPulled(false)
+		}
+	}
 }
 
 // noteHandoff builds a finished prefill's kv_transfer_params (held blocks)

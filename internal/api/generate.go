@@ -171,6 +171,7 @@ func (s *Server) submit(ctx context.Context, g *genRequest) (*job, *apiError) {
 			for k := range i {
 				eng.Cancel(j.reqs[k].ID)
 			}
+			s.abandonPD(j)
 			s.finished(rank, total)
 			if s.dead.Load() > 0 {
 				return nil, errEngineDead

@@ -223,6 +223,7 @@ func (c *Core) Cancel(id uint64, now time.Time) {
 
 // reject ends a request that can never run.
 func (c *Core) reject(s *sequence, rej *Rejection) {
+	notifyRemoteEnded(s)
 	delete(c.byID, s.req.ID)
 	s.status = statusFinished
 	c.report.Rejected++

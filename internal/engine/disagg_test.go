@@ -335,3 +335,16 @@ func BenchmarkDisaggHandoffBurst(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/256, "ns/handoff")
 }
+
+func TestDecodeRejectedAtTheQueueHeadTellsItsPrefillSide(t *testing.T) {
+	h := disaggHarness(t, func(c *Config) { c.NumBlocks = 4 }) // 256 tokens
+	var pulled []bool
+	r := h.decodeAt(0, seqTokens(1000, 1000), seqTokens(5, 1), &pulled)
+	h.sim.Run(0)
+	if res := drain(r); res.fin == nil || res.fin.Rejection == nil {
+		t.Fatalf("terminal %+v, want a rejection", res.fin)
+	}
+	if !slices.Equal(pulled, []bool{false}) {
+		t.Errorf("OnPulled calls %v, want [false]", pulled)
+	}
+}
