@@ -11,8 +11,7 @@ import (
 // or value that belongs to one fails at startup instead of being accepted
 // and ignored.
 const (
-	capSGLang         = "the SGLang scheduler"
-	capDisaggregation = "disaggregated prefill/decode"
+	capSGLang = "the SGLang scheduler"
 )
 
 // notYetValue is an enum value whose capability is not built yet.
