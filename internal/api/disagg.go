@@ -51,12 +51,12 @@ const (
 
 // pdRequest is what a request says about disaggregation.
 type pdRequest struct {
-	given          bool // kv_transfer_params or a bootstrap_* field is present
-	params         bool // kv_transfer_params is present
-	doRemoteDecode bool
+	given           bool // kv_transfer_params or a bootstrap_* field is present
+	params          bool // kv_transfer_params is present
+	doRemoteDecode  bool
 	doRemotePrefill bool
-	remote         kvtransfer.Remote
-	present        map[string]bool // kv_transfer_params keys given (not null)
+	remote          kvtransfer.Remote
+	present         map[string]bool // kv_transfer_params keys given (not null)
 
 	bootstrapHost string
 	bootstrapPort int
