@@ -271,7 +271,12 @@ func (s *Server) prepareDecode(ctx context.Context, j *job) *apiError {
 		return nil
 	}
 	if ctx.Err() != nil {
-		return ctxError(ctx)
+		if e := ctxError(ctx); e != nil {
+			return e // shutting down
+		}
+		// The client left while waiting (a rendezvous can take long):
+		// nobody reads this answer, and no transfer failed.
+		return &apiError{Status: http.StatusInternalServerError, Type: typeInternal, Message: "the client disconnected"}
 	}
 	if s.pdObs != nil {
 		s.pdObs.ObserveFailedTransfer(j.rank)
