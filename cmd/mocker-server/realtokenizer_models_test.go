@@ -102,14 +102,7 @@ func TestE2E_RealTokenizerPromptCounts(t *testing.T) {
 // 400 in vLLM's error shape whose message is the template's.
 func checkTemplateError(t *testing.T, status int, raw []byte, message string) {
 	t.Helper()
-	var e struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    int     `json:"code"`
-		} `json:"error"`
-	}
+	var e vllmErrorBody
 	if err := json.Unmarshal(raw, &e); err != nil || status != 400 || e.Error.Type != "BadRequestError" ||
 		e.Error.Code != 400 || !strings.Contains(e.Error.Message, message) {
 		t.Errorf("template raise_exception: %d %s; want 400 BadRequestError with %q", status, raw, message)

@@ -59,7 +59,7 @@ func handleGenerate(s *Server, chat bool) http.Handler {
 		if delayFault(w, r, fault) {
 			return
 		}
-		j, e := s.submit(g)
+		j, e := s.submit(r.Context(), g)
 		if e != nil {
 			writeError(w, e)
 			return
@@ -93,6 +93,11 @@ type job struct {
 	rejected   int // index+1 of a choice the engine rejected
 
 	fault faults.Fault // a mid-stream fault to carry out (Kind "" = none)
+
+	// Disaggregated prefill: the bootstrap room and, once the blocks are
+	// held, the response's kv_transfer_params.
+	room     uint64
+	kvParams *kvTransferParams
 }
 
 // choice is the state of one engine sequence.
@@ -118,7 +123,7 @@ type choice struct {
 // submit plans every choice and submits one engine request per prompt ×
 // choice to one DP rank: choices share their prompt's prefix cache only on
 // one rank.
-func (s *Server) submit(g *genRequest) (*job, *apiError) {
+func (s *Server) submit(ctx context.Context, g *genRequest) (*job, *apiError) {
 	rank := g.rank
 	if rank < 0 {
 		rank = s.pickRank()
@@ -136,6 +141,10 @@ func (s *Server) submit(g *genRequest) (*job, *apiError) {
 			idx := pi*g.n + c
 			p := base
 			p.Seed, p.Choice, p.MaxTokens = seed, c, ps.m
+			if g.pd.role == pdPrefill {
+				// A prefill computes the prompt and samples one token.
+				p.MaxTokens, p.MinTokens = 1, min(p.MinTokens, 1)
+			}
 			res := plan.Plan(p)
 			j.ch[idx] = choice{prompt: pi, plan: res}
 			j.reqs[idx] = engine.Request{
@@ -153,12 +162,21 @@ func (s *Server) submit(g *genRequest) (*job, *apiError) {
 			}
 		}
 	}
+	switch g.pd.role {
+	case pdPrefill:
+		s.preparePrefill(j)
+	case pdDecode:
+		if e := s.prepareDecode(ctx, j); e != nil {
+			return nil, e
+		}
+	}
 	s.dispatched(rank, total)
 	for i := range j.reqs {
 		if err := eng.Submit(&j.reqs[i]); err != nil {
 			for k := range i {
 				eng.Cancel(j.reqs[k].ID)
 			}
+			s.abandonPD(j)
 			s.finished(rank, total)
 			if s.dead.Load() > 0 {
 				return nil, errEngineDead
@@ -173,6 +191,9 @@ func (s *Server) submit(g *genRequest) (*job, *apiError) {
 // release cancels every sequence still running (client gone, write failed,
 // shutdown, error) and reports the request to the observer.
 func (j *job) release() {
+	if j.g.pd.role == pdPrefill && j.remaining > 0 {
+		j.s.kvt.Abandon(j.pdRequestID())
+	}
 	if j.remaining > 0 {
 		for i := range j.ch {
 			if !j.ch[i].done {
@@ -200,6 +221,9 @@ func (j *job) record(it *engine.OutputItem) *choice {
 		if !ch.done {
 			ch.done = true
 			ch.fin = it.Finished
+			if j.g.pd.role == pdPrefill {
+				j.noteHandoff(&ch.fin)
+			}
 			j.remaining--
 			j.s.finished(j.rank, 1)
 			if it.Finished.Rejection != nil && j.rejected == 0 {
@@ -306,6 +330,8 @@ func (j *job) chatResponse() *chatResponse {
 		Model:   g.model,
 		Choices: make([]chatChoice, len(j.ch)),
 		Usage:   j.usage(),
+
+		KVTransferParams: j.kvParams,
 	}
 	if g.returnIDs {
 		resp.PromptTokenIDs = g.prompts[0].ids
@@ -341,6 +367,8 @@ func (j *job) completionResponse() *completionResponse {
 		Model:   g.model,
 		Choices: make([]completionChoice, len(j.ch)),
 		Usage:   j.usage(),
+
+		KVTransferParams: j.kvParams,
 	}
 	lp := j.logprobRenderer()
 	var text []byte

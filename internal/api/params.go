@@ -59,7 +59,8 @@ type genRequest struct {
 	echo         bool           // completions only
 	rank         int            // X-data-parallel-rank, -1 = route
 	prompts      []promptSpec
-	maxEffective int // largest M over the prompts (metrics)
+	maxEffective int       // largest M over the prompts (metrics)
+	pd           pdRequest // disaggregated prefill/decode (disagg.go)
 }
 
 // promptSpec is one prompt after tokenization and the max-token and
@@ -197,14 +198,7 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 	g.returnIDs = o.Bool("return_token_ids", false)
 	g.tokensAsIDs = o.Bool("return_tokens_as_token_ids", false)
 	bodyID, _ := o.String("request_id")
-	o.Kind("kv_transfer_params", "object") // disaggregation: accepted, ignored for now
-	o.Kind("bootstrap_host", "string")
-	o.Kind("bootstrap_port", "integer")
-	if raw, ok := o.raw("bootstrap_room"); ok {
-		if _, e := parseUint64(raw, "bootstrap_room"); e != nil {
-			o.fail(e)
-		}
-	}
+	g.pd = parsePD(o) // disaggregation (disagg.go)
 	temperature := o.Float("temperature")
 	topP := o.Float("top_p")
 	topK := o.Int("top_k")
@@ -371,6 +365,9 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		return nil, e
 	}
 	g.rank = rank
+	if e := s.checkPD(g); e != nil {
+		return nil, e
+	}
 
 	// 9. Rendering, tokenization, max tokens, context length.
 	if chat {

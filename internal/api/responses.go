@@ -23,17 +23,17 @@ type promptTokensDetails struct {
 }
 
 type chatResponse struct {
-	ID                string       `json:"id"`
-	Object            string       `json:"object"`
-	Created           int64        `json:"created"`
-	Model             string       `json:"model"`
-	Choices           []chatChoice `json:"choices"`
-	ServiceTier       *string      `json:"service_tier"`
-	SystemFingerprint *string      `json:"system_fingerprint"`
-	Usage             usage        `json:"usage"`
-	PromptLogprobs    *struct{}    `json:"prompt_logprobs"`
-	PromptTokenIDs    []uint32     `json:"prompt_token_ids,omitempty"`
-	KVTransferParams  *struct{}    `json:"kv_transfer_params"`
+	ID                string            `json:"id"`
+	Object            string            `json:"object"`
+	Created           int64             `json:"created"`
+	Model             string            `json:"model"`
+	Choices           []chatChoice      `json:"choices"`
+	ServiceTier       *string           `json:"service_tier"`
+	SystemFingerprint *string           `json:"system_fingerprint"`
+	Usage             usage             `json:"usage"`
+	PromptLogprobs    *struct{}         `json:"prompt_logprobs"`
+	PromptTokenIDs    []uint32          `json:"prompt_token_ids,omitempty"`
+	KVTransferParams  *kvTransferParams `json:"kv_transfer_params"`
 }
 
 type chatChoice struct {
@@ -81,7 +81,7 @@ type completionResponse struct {
 	ServiceTier       *string            `json:"service_tier"`
 	SystemFingerprint *string            `json:"system_fingerprint"`
 	Usage             usage              `json:"usage"`
-	KVTransferParams  *struct{}          `json:"kv_transfer_params"`
+	KVTransferParams  *kvTransferParams  `json:"kv_transfer_params"`
 }
 
 type completionChoice struct {

@@ -45,6 +45,9 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodPost, "/v1/load_lora_adapter", handleLoadAdapter(s))
 		r.Method(http.MethodPost, "/v1/unload_lora_adapter", handleUnloadAdapter(s))
 	}
+	if s.side != nil {
+		r.Handle("/kv_transfer/*", s.side) // disaggregation side channel (internal/kvtransfer)
+	}
 	s.mountAdmin(r)
 	s.mountSGLang(r)
 	return r

@@ -66,6 +66,14 @@ type Deps struct {
 	// ChatTemplate renders chat requests. Default: the built-in ChatML
 	// template.
 	ChatTemplate ChatRenderer
+	// KVTransfer is the side channel of disaggregated prefill/decode;
+	// required when the configuration serves disaggregated requests.
+	KVTransfer KVTransfer
+	// SideChannel serves the prefill side of KV pulls under /kv_transfer/
+	// (may be nil).
+	SideChannel http.Handler
+	// TransferFailures counts failed KV pulls (may be nil).
+	TransferFailures TransferFailureObserver
 }
 
 // Server is the HTTP layer over dp_size engines.
@@ -81,6 +89,9 @@ type Server struct {
 	reqObs   RequestObserver
 	lagObs   DeliveryLagObserver
 	version  string
+	kvt      KVTransfer
+	side     http.Handler
+	pdObs    TransferFailureObserver
 
 	faults   *faults.Injector
 	faultObs FaultObserver
@@ -122,6 +133,9 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 		metrics:  deps.Metrics,
 		reqObs:   deps.Requests,
 		lagObs:   deps.DeliveryLag,
+		kvt:      deps.KVTransfer,
+		side:     deps.SideChannel,
+		pdObs:    deps.TransferFailures,
 		version:  deps.Version,
 		now:      deps.Now,
 		faults:   deps.Faults,

@@ -329,6 +329,7 @@ func (c *Config) validate() ([]problem, []string) {
 	v.validateLoRA(c)
 	v.validateSpeculative(c)
 	v.validateOffload(c)
+	v.validateDisagg(c)
 	if c.KVEventsEnabled() {
 		if !c.EnablePrefixCaching {
 			v.warns = append(v.warns, "KV events are configured but prefix caching is disabled: no KV events will be published")
