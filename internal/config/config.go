@@ -38,6 +38,9 @@ type Config struct {
 	DeprecatedMetrics         bool     `json:"deprecated_metrics"`
 	LogLevel                  string   `json:"log_level"`
 
+	// EmbeddingDim is the length of /v1/embeddings vectors.
+	EmbeddingDim int `json:"embedding_dim"`
+
 	// Engine and scheduler fields.
 	EngineType            engine.EngineType       `json:"engine_type"`
 	NumGPUBlocks          int                     `json:"num_gpu_blocks"`
@@ -195,6 +198,7 @@ func Default() Config {
 		MetricsFamily:       "auto",
 		DeprecatedMetrics:   true,
 		LogLevel:            "info",
+		EmbeddingDim:        1024,
 
 		EngineType:            engine.EngineVLLM,
 		NumGPUBlocks:          16384,

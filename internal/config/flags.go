@@ -55,6 +55,7 @@ var flagTable = []flagSpec{
 	{name: "seed", key: "seed", kind: flagInt, usage: "server seed for output tokens"},
 	{name: "output-len-mode", key: "output_len_mode", kind: flagString, usage: "output length mode: max | random"},
 	{name: "natural-output-len", key: "natural_output_len", kind: flagInt, usage: "mean length of outputs that end naturally"},
+	{name: "embedding-dim", key: "embedding_dim", kind: flagInt, usage: "length of /v1/embeddings vectors (requests may ask for fewer with dimensions)"},
 	{name: "reasoning-field", key: "reasoning_field", kind: flagString, usage: "reasoning text field: reasoning | reasoning_content"},
 	{name: "enable-request-id-headers", key: "enable_request_id_headers", kind: flagBool, negatable: true, usage: "echo X-Request-Id in responses"},
 	{name: "enable-prompt-tokens-details", key: "enable_prompt_tokens_details", kind: flagBool, negatable: true, usage: "add usage.prompt_tokens_details.cached_tokens"},
