@@ -223,20 +223,9 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		return nil, err
 	}
 
-	// 7. Model name. Any served name is accepted; responses carry the first
-	// one whichever was asked for, as vLLM's do, or the LoRA adapter's name.
-	g.model = s.cfg.ServedName()
-	if hasModel {
-		adapter, isAdapter := s.adapters.lookup(model)
-		if !s.served[model] && !isAdapter {
-			return nil, &apiError{Status: http.StatusNotFound, Type: typeNotFound,
-				Message: "The model `" + model + "` does not exist.", Param: "model"}
-		}
-		if isAdapter {
-			// vLLM answers with the adapter's name for an adapter's request.
-			g.model = model
-			g.adapter = adapter
-		}
+	// 7. Model name.
+	if e := s.resolveModel(g, model, hasModel); e != nil {
+		return nil, e
 	}
 	g.baseID = requestID(r.Header.Get("X-Request-Id"), bodyID)
 
@@ -407,6 +396,28 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		}
 	}
 	return g, nil
+}
+
+// resolveModel sets the request's reported model name and LoRA adapter
+// from the model field (absent: the base model). Any served name is
+// accepted; responses carry the first one whichever was asked for, as
+// vLLM's do, or the LoRA adapter's name.
+func (s *Server) resolveModel(g *genRequest, model string, hasModel bool) *apiError {
+	g.model = s.cfg.ServedName()
+	if !hasModel {
+		return nil
+	}
+	adapter, isAdapter := s.adapters.lookup(model)
+	if !s.served[model] && !isAdapter {
+		return &apiError{Status: http.StatusNotFound, Type: typeNotFound,
+			Message: "The model `" + model + "` does not exist.", Param: "model"}
+	}
+	if isAdapter {
+		// vLLM answers with the adapter's name for an adapter's request.
+		g.model = model
+		g.adapter = adapter
+	}
+	return nil
 }
 
 // checkPrompt truncates one tokenized prompt and applies the max-token and

@@ -38,6 +38,31 @@ type streamer struct {
 	armed     time.Time // when the write deadline was last set
 	delivered int       // tokens rendered so far (mid-stream faults)
 	streamWriteState
+
+	enc eventEncoder // another surface's events; nil = chat/completions chunks
+}
+
+// eventEncoder renders a streamed job in another API's SSE format
+// (Responses, Anthropic Messages) over the same streaming loop as chat.
+type eventEncoder interface {
+	// begin appends the events sent with the headers, before any token.
+	begin(b []byte) []byte
+	// render records a run of output items (job.record) and appends
+	// their events.
+	render(st *streamer, items []engine.OutputItem)
+	// end appends the closing events once every sequence has finished.
+	end(b []byte) []byte
+	// fail appends an error event that ends the stream.
+	fail(b []byte, e *apiError) []byte
+}
+
+// appendFailure appends the events that end a stream with an error.
+func (st *streamer) appendFailure(b []byte, e *apiError) []byte {
+	if st.enc != nil {
+		return st.enc.fail(b, e)
+	}
+	b = e.appendSSE(b)
+	return append(b, sseDone...)
 }
 
 func newStreamer(j *job, w http.ResponseWriter) *streamer {
@@ -77,8 +102,10 @@ func newStreamer(j *job, w http.ResponseWriter) *streamer {
 // stream sends the SSE response of a submitted job: headers at once, then
 // events as the engine delivers tokens, then the usage chunk and [DONE]. A
 // mid-stream fault (j.fault) strikes once After tokens have been written.
-func (j *job) stream(w http.ResponseWriter, r *http.Request) {
+// enc renders another surface's events (nil: chat/completions chunks).
+func (j *job) stream(w http.ResponseWriter, r *http.Request, enc eventEncoder) {
 	st := newStreamer(j, w)
+	st.enc = enc
 	j.s.stuck.add(st)
 	defer j.s.stuck.remove(st)
 	defer st.rc.SetWriteDeadline(time.Time{}) // the connection may serve more requests
@@ -88,8 +115,7 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request) {
 				panic(v)
 			}
 			j.s.log.Error("panic while streaming", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-			st.buf = errInternal.appendSSE(st.buf[:0])
-			st.buf = append(st.buf, sseDone...)
+			st.buf = st.appendFailure(st.buf[:0], errInternal)
 			_ = st.flush()
 		}
 	}()
@@ -101,6 +127,9 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request) {
 		h.Set("Connection", "close") // the stream ends with its connection
 	}
 	w.WriteHeader(http.StatusOK)
+	if enc != nil {
+		st.buf = enc.begin(st.buf)
+	}
 	if st.flush() != nil {
 		return
 	}
@@ -137,8 +166,7 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request) {
 // event when the server is shutting down, nothing when the client left.
 func (st *streamer) endByContext(ctx context.Context) {
 	if e := ctxError(ctx); e != nil {
-		st.buf = e.appendSSE(st.buf[:0])
-		st.buf = append(st.buf, sseDone...)
+		st.buf = st.appendFailure(st.buf[:0], e)
 		_ = st.flush()
 	}
 }
@@ -151,8 +179,7 @@ func (st *streamer) emit(items []engine.OutputItem) bool {
 	finished := j.remaining == 0 || j.rejected > 0
 	switch {
 	case j.rejected > 0:
-		st.buf = j.rejectionError().appendSSE(st.buf)
-		st.buf = append(st.buf, sseDone...)
+		st.buf = st.appendFailure(st.buf, j.rejectionError())
 	case finished && j.fault.Kind != "" && j.fault.Kind != faults.Stall:
 		// The output ended before the fault's token: the fault replaces
 		// the normal end of the stream.
@@ -222,8 +249,7 @@ func (st *streamer) strike(r *http.Request) bool {
 		}
 		return false
 	case faults.StreamError:
-		st.buf = errInjectedStream.appendSSE(st.buf[:0])
-		st.buf = append(st.buf, sseDone...)
+		st.buf = st.appendFailure(st.buf[:0], errInjectedStream)
 		_ = st.flush()
 	case faults.Reset:
 		resetConnection(st.w)
@@ -248,8 +274,7 @@ func (st *streamer) endAbandoned() {
 	e := &apiError{Status: http.StatusRequestTimeout, Type: typeRequestTimeout,
 		Message: "The client stopped reading: " + strconv.Itoa(j.s.cfg.MaxUnflushedTokens) +
 			" or more generated tokens were left unread, so the request was aborted."}
-	st.buf = e.appendSSE(st.buf)
-	st.buf = append(st.buf, sseDone...)
+	st.buf = st.appendFailure(st.buf, e)
 	_ = st.flush()
 }
 
@@ -303,6 +328,10 @@ func (st *streamer) flush() error {
 
 // render appends the events of a batch of output items.
 func (st *streamer) render(items []engine.OutputItem) {
+	if st.enc != nil {
+		st.enc.render(st, items)
+		return
+	}
 	j := st.j
 	for i := range items {
 		it := &items[i]
@@ -511,8 +540,13 @@ func (st *streamer) completionChunk(idx int, ch *choice, text string, tok uint32
 	st.buf = append(b, "}\n\n"...)
 }
 
-// finish appends the usage chunk (when asked for) and [DONE].
+// finish appends the usage chunk (when asked for) and [DONE], or another
+// surface's closing events.
 func (st *streamer) finish() {
+	if st.enc != nil {
+		st.buf = st.enc.end(st.buf)
+		return
+	}
 	if st.j.g.includeUsage && !st.usageDone {
 		st.usageDone = true
 		b := append(st.buf, st.prefix...)
