@@ -60,6 +60,11 @@ type genRequest struct {
 	rank         int            // X-data-parallel-rank, -1 = route
 	prompts      []promptSpec
 	maxEffective int // largest M over the prompts (metrics)
+
+	// What only one surface's requests carry (nil elsewhere).
+	embed     *embedRequest     // /v1/embeddings
+	responses *responsesRequest // /v1/responses
+	messages  *messagesRequest  // /v1/messages
 }
 
 // promptSpec is one prompt after tokenization and the max-token and
@@ -337,11 +342,8 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		}
 		g.cacheSalt = cacheSalt
 	}
-	if priority.Set && priority.I != 0 {
-		if s.cfg.SchedulingPolicy != engine.SchedulePriority {
-			return nil, errInvalid("priority", "Got priority %s but Priority scheduling is not enabled.", priority)
-		}
-		g.priority = int(max(min(priority.I, 1<<31-1), -(1 << 31)))
+	if e := s.setPriority(g, priority); e != nil {
+		return nil, e
 	}
 	if seed.Set {
 		v := seed.I
@@ -396,6 +398,19 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		}
 	}
 	return g, nil
+}
+
+// setPriority applies a request's priority field: any value but 0 needs
+// the priority scheduling policy.
+func (s *Server) setPriority(g *genRequest, priority num) *apiError {
+	if !priority.Set || priority.I == 0 {
+		return nil
+	}
+	if s.cfg.SchedulingPolicy != engine.SchedulePriority {
+		return errInvalid("priority", "Got priority %s but Priority scheduling is not enabled.", priority)
+	}
+	g.priority = int(max(min(priority.I, 1<<31-1), -(1 << 31)))
+	return nil
 }
 
 // resolveModel sets the request's reported model name and LoRA adapter
