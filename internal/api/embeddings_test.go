@@ -242,4 +242,3 @@ func TestEmbeddings_ArePrefillOnlyEngineWorkInMetricsAndKVEvents(t *testing.T) {
 		t.Errorf("KV blocks stored = %d, want %d (full blocks of a %d-token prompt)", rec.stored, p/16, p)
 	}
 }
-

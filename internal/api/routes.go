@@ -28,6 +28,7 @@ func (s *Server) routes() http.Handler {
 	r.Method(http.MethodPost, "/v1/chat/completions", gate(s.drainGate(handleGenerate(s, true))))
 	r.Method(http.MethodPost, "/v1/completions", gate(s.drainGate(handleGenerate(s, false))))
 	r.Method(http.MethodGet, "/v1/models", handleModels(s))
+	r.Method(http.MethodPost, "/v1/messages", anthropicErrorShape(gate(s.drainGate(handleSurface(s, messagesSurface{})))))
 	r.Method(http.MethodPost, "/v1/embeddings", gate(s.drainGate(handleSurface(s, embeddingsSurface{}))))
 
 	r.Method(http.MethodGet, "/health", gate(handleHealth(s)))

@@ -1,0 +1,3 @@
+package api
+
+type responsesRequest struct{}
