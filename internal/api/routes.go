@@ -28,6 +28,9 @@ func (s *Server) routes() http.Handler {
 	r.Method(http.MethodPost, "/v1/chat/completions", gate(s.drainGate(handleGenerate(s, true))))
 	r.Method(http.MethodPost, "/v1/completions", gate(s.drainGate(handleGenerate(s, false))))
 	r.Method(http.MethodGet, "/v1/models", handleModels(s))
+	responses := responsesSurface{store: newResponseStore(responseStoreSize)}
+	r.Method(http.MethodPost, "/v1/responses", gate(s.drainGate(handleSurface(s, responses))))
+	r.Method(http.MethodGet, "/v1/responses/{id}", handleRetrieveResponse(responses.store))
 	r.Method(http.MethodPost, "/v1/messages", anthropicErrorShape(gate(s.drainGate(handleSurface(s, messagesSurface{})))))
 	r.Method(http.MethodPost, "/v1/embeddings", gate(s.drainGate(handleSurface(s, embeddingsSurface{}))))
 

@@ -1,3 +1,0 @@
-package api
-
-type responsesRequest struct{}
