@@ -1,0 +1,193 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
+)
+
+func TestResponses_BadInputIsAnOpenAIShaped400AndTheServerKeepsServing(t *testing.T) {
+	env := startServer(t, nil)
+	for _, tc := range []struct{ name, body, param, msg string }{
+		{"unknown item type", `{"input":[{"type":"computer_call_output","call_id":"c"}]}`, "input[0].type", "Unknown input item type 'computer_call_output'"},
+		{"unknown item among good ones", `{"input":[{"role":"user","content":"hi"},{"type":"bogus"}]}`, "input[1].type", "Unknown input item type 'bogus'"},
+		{"missing input", `{"model":"mocker-model"}`, "input", "Field required: input"},
+		{"input of the wrong type", `{"input":42}`, "input", "expected string or array"},
+		{"image part", `{"input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`, "input[0].content[0].type", "Only text content parts"},
+		{"built-in tool", `{"input":"hi","tools":[{"type":"web_search"}]}`, "tools[0].type", "tool type 'web_search' is not supported"},
+		{"background", `{"input":"hi","background":true}`, "background", "background mode"},
+		{"bad text format", `{"input":"hi","text":{"format":{"type":"xml"}}}`, "text.format.type", "text.format.type must be"},
+		{"unknown previous response", `{"input":"hi","previous_response_id":"resp_nope"}`, "response_id", "Response with id 'resp_nope' not found."},
+		{"max_output_tokens 0", `{"input":"hi","max_output_tokens":0}`, "max_tokens", "must be at least 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := env.post("/v1/responses", tc.body)
+			if r.Status != 400 && r.Status != 404 {
+				t.Fatalf("status %d: %s", r.Status, r.Body)
+			}
+			e, ok := jsonOf(t, r.Body)["error"].(map[string]any)
+			if !ok {
+				t.Fatalf("not OpenAI's error shape: %s", r.Body)
+			}
+			if e["param"] != tc.param || !strings.Contains(e["message"].(string), tc.msg) || e["code"] != float64(r.Status) {
+				t.Errorf("error = %v, want param %q and a message with %q", e, tc.param, tc.msg)
+			}
+		})
+	}
+	if r := env.post("/v1/responses", `{"input":"still serving","max_output_tokens":2}`); r.Status != 200 {
+		t.Errorf("after bad input: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestMessages_BadInputIsAnAnthropicShaped400AndTheServerKeepsServing(t *testing.T) {
+	env := startServer(t, nil)
+	hello := `"messages":[{"role":"user","content":"hi"}]`
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		typ, msg   string
+	}{
+		{"no max_tokens", `{"model":"mocker-model",` + hello + `}`, 400, "invalid_request_error", "max_tokens"},
+		{"max_tokens 0", `{"model":"mocker-model","max_tokens":0,` + hello + `}`, 400, "invalid_request_error", "max_tokens must be positive"},
+		{"no model", `{"max_tokens":5,` + hello + `}`, 400, "invalid_request_error", "model"},
+		{"no messages", `{"model":"mocker-model","max_tokens":5}`, 400, "invalid_request_error", "messages"},
+		{"bad role", `{"model":"mocker-model","max_tokens":5,"messages":[{"role":"tool","content":"x"}]}`, 400, "invalid_request_error", "got 'tool'"},
+		{"unknown block", `{"model":"mocker-model","max_tokens":5,"messages":[{"role":"user","content":[{"type":"video"}]}]}`, 400, "invalid_request_error", "'video'"},
+		{"tool choice without name", `{"model":"mocker-model","max_tokens":5,"tool_choice":{"type":"tool"},` + hello + `}`, 400, "invalid_request_error", "tool_choice.name"},
+		{"unknown model", `{"model":"claude-3","max_tokens":5,` + hello + `}`, 404, "not_found_error", "does not exist"},
+		{"not JSON", `{"model":`, 400, "invalid_request_error", "Invalid JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := env.post("/v1/messages", tc.body)
+			if r.Status != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.Status, tc.status, r.Body)
+			}
+			m := jsonOf(t, r.Body)
+			e, ok := m["error"].(map[string]any)
+			if m["type"] != "error" || !ok || len(e) != 2 {
+				t.Fatalf("not Anthropic's error shape: %s", r.Body)
+			}
+			if e["type"] != tc.typ || !strings.Contains(e["message"].(string), tc.msg) {
+				t.Errorf("error = %v, want type %q and a message with %q", e, tc.typ, tc.msg)
+			}
+			if r.Header.Get("Content-Length") != itoa(len(r.Body)) {
+				t.Errorf("Content-Length %s for a %d-byte body", r.Header.Get("Content-Length"), len(r.Body))
+			}
+		})
+	}
+	if r := env.post("/v1/messages", `{"model":"mocker-model","max_tokens":2,`+hello+`}`); r.Status != 200 {
+		t.Errorf("after bad input: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestMessages_APIKeyInXAPIKeyOrBearer(t *testing.T) {
+	env := startServer(t, map[string]any{"api_key": []any{"sk-1"}})
+	body := `{"model":"mocker-model","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		name    string
+		path    string
+		headers []string
+		status  int
+	}{
+		{"x-api-key", "/v1/messages", []string{"X-Api-Key", "sk-1"}, 200},
+		{"bearer", "/v1/messages", []string{"Authorization", "Bearer sk-1"}, 200},
+		{"wrong x-api-key", "/v1/messages", []string{"X-Api-Key", "sk-2"}, 401},
+		{"none", "/v1/messages", nil, 401},
+		// x-api-key is an Anthropic client's header: OpenAI routes keep
+		// vLLM's Bearer-only rule.
+		{"x-api-key on chat", "/v1/chat/completions", []string{"X-Api-Key", "sk-1"}, 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := body
+			if tc.path != "/v1/messages" {
+				b = helloChat + `,"max_tokens":2}`
+			}
+			if r := env.post(tc.path, b, tc.headers...); r.Status != tc.status {
+				t.Errorf("status %d, want %d: %s", r.Status, tc.status, r.Body)
+			}
+		})
+	}
+}
+
+func TestResponses_PreviousResponseIDContinuesTheStoredConversation(t *testing.T) {
+	env := startServer(t, nil)
+	first := jsonOf(t, env.post("/v1/responses", `{"input":"Tell me a story.","instructions":"Be brief.","max_output_tokens":3}`, "X-Request-Id", "one").Body)
+	if first["id"] != "resp_one" {
+		t.Fatalf("id = %v", first["id"])
+	}
+	p1 := first["usage"].(map[string]any)["input_tokens"].(float64)
+	next := jsonOf(t, env.post("/v1/responses", `{"input":"More.","previous_response_id":"resp_one","max_output_tokens":3}`).Body)
+	alone := jsonOf(t, env.post("/v1/responses", `{"input":"More.","max_output_tokens":3}`).Body)
+	p2 := next["usage"].(map[string]any)["input_tokens"].(float64)
+	pa := alone["usage"].(map[string]any)["input_tokens"].(float64)
+	// The continued prompt holds the first turn (minus its instructions),
+	// its answer and the new input.
+	if !(p2 > pa && p2 < p1+pa+10) || next["previous_response_id"] != "resp_one" {
+		t.Errorf("input tokens: first %v, continued %v, alone %v; previous_response_id %v", p1, p2, pa, next["previous_response_id"])
+	}
+	// The stored response is retrievable as answered.
+	if r := env.get("/v1/responses/resp_one"); r.Status != 200 || jsonOf(t, r.Body)["id"] != "resp_one" {
+		t.Errorf("GET stored: %d %.200s", r.Status, r.Body)
+	}
+	// store: false keeps nothing.
+	env.post("/v1/responses", `{"input":"x","store":false,"max_output_tokens":1}`, "X-Request-Id", "nostore")
+	if r := env.get("/v1/responses/resp_nostore"); r.Status != 404 {
+		t.Errorf("store false: GET = %d", r.Status)
+	}
+}
+
+func TestResponseStore_IsBoundedOldestFirst(t *testing.T) {
+	st := newResponseStore(3)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		st.put(id, &storedResponse{body: []byte(id)})
+	}
+	if st.get("a") != nil || st.get("b") == nil || st.get("d") == nil {
+		t.Errorf("after 4 puts into 3 slots: a=%v b=%v d=%v", st.get("a"), st.get("b"), st.get("d"))
+	}
+	st.put("b", &storedResponse{body: []byte("b2")}) // re-storing moves it to the back
+	st.put("e", &storedResponse{})
+	if st.get("c") != nil || string(st.get("b").body) != "b2" {
+		t.Errorf("re-stored b should outlive c")
+	}
+}
+
+// A client that leaves a Responses or Messages stream releases its engine
+// work like a chat stream does.
+func TestSurfaceStreams_DisconnectCancels(t *testing.T) {
+	env := startServer(t, map[string]any{
+		"speedup_ratio": 1.0, "timing_model": "fixed", "fixed_prefill_ms": 5.0, "fixed_decode_ms": 20.0,
+	})
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/responses", `{"input":"Hello","max_output_tokens":1000,"stream":true}`},
+		{"/v1/messages", `{"model":"m","max_tokens":1000,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			body := strings.Replace(tc.body, `"model":"m"`, `"model":"mocker-model"`, 1)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, env.URL+tc.path, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := env.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(resp.Body)
+			for range 12 { // a few events' lines
+				if _, err := br.ReadString('\n'); err != nil {
+					t.Fatal(err)
+				}
+			}
+			testutil.WaitFor(t, time.Second, "a running sequence", func() bool {
+				return env.engines[0].Load().Running == 1
+			})
+			cancel()
+			resp.Body.Close()
+			testutil.WaitFor(t, 2*time.Second, "engine work released", env.idle)
+		})
+	}
+}
