@@ -38,6 +38,11 @@ type Config struct {
 	DeprecatedMetrics         bool     `json:"deprecated_metrics"`
 	LogLevel                  string   `json:"log_level"`
 
+	// Tool calling fields (docs/tools-and-structured-outputs.md).
+	EnableAutoToolChoice bool    `json:"enable_auto_tool_choice"`
+	ToolCallParser       string  `json:"tool_call_parser"`
+	ToolCallProbability  float64 `json:"tool_call_probability"`
+
 	// Engine and scheduler fields.
 	EngineType            engine.EngineType       `json:"engine_type"`
 	NumGPUBlocks          int                     `json:"num_gpu_blocks"`
@@ -195,6 +200,7 @@ func Default() Config {
 		MetricsFamily:       "auto",
 		DeprecatedMetrics:   true,
 		LogLevel:            "info",
+		ToolCallProbability: DefaultToolCallProbability,
 
 		EngineType:            engine.EngineVLLM,
 		NumGPUBlocks:          16384,
