@@ -123,3 +123,15 @@ func TestRegexGenerateFullyMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestSpacedMatchesPythonSeparators(t *testing.T) {
+	in := []byte(`{"a":[1,2,{"b":"x, y: \"z\""}],"c":{}}`)
+	want := `{"a": [1, 2, {"b": "x, y: \"z\""}], "c": {}}`
+	if got := string(Spaced(in)); got != want {
+		t.Fatalf("Spaced = %s, want %s", got, want)
+	}
+	var a, b any
+	if json.Unmarshal(in, &a) != nil || json.Unmarshal(Spaced(in), &b) != nil {
+		t.Fatal("not JSON")
+	}
+}
