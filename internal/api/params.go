@@ -567,10 +567,11 @@ func parseMessages(o object) (msgs []tokenizer.Message, badPart string) {
 				return nil, ""
 			}
 		}
+		calls := parseToolCalls(o, m, path)
 		if o.failed() != nil {
 			return nil, ""
 		}
-		msgs = append(msgs, tokenizer.Message{Role: role, Content: content})
+		msgs = append(msgs, tokenizer.Message{Role: role, Content: content, ToolCalls: calls})
 	}
 	return msgs, badPart
 }
