@@ -136,7 +136,8 @@ type job struct {
 type choice struct {
 	prompt int // index into genRequest.prompts
 	plan   plan.Result
-	n      int // tokens received
+	calls  *choiceCalls // the planned tool calls; nil = text
+	n      int          // tokens received
 	done   bool
 	fin    engine.Finished
 
@@ -168,8 +169,8 @@ func (s *Server) submit(g *genRequest) (*job, *apiError) {
 			idx := pi*g.n + c
 			p := base
 			p.Seed, p.Choice, p.MaxTokens = seed, c, ps.m
-			res := plan.Plan(p)
-			j.ch[idx] = choice{prompt: pi, plan: res}
+			res, calls := s.planChoice(g, p)
+			j.ch[idx] = choice{prompt: pi, plan: res, calls: calls}
 			j.reqs[idx] = engine.Request{
 				ID:              engine.NewRequestID(),
 				Prompt:          ps.ids,
@@ -336,6 +337,14 @@ func (j *job) chatResponse() *chatResponse {
 			msg.Reasoning = &reasoning
 		}
 		finish, stop := ch.reasons()
+		if ch.calls != nil {
+			out := ch.calls.result(ch)
+			msg.ToolCalls, finish = out.toolCalls, out.finish
+			msg.Content, msg.ContentNull = "", out.content == nil
+			if out.content != nil {
+				msg.Content = *out.content
+			}
+		}
 		c := chatChoice{Index: i, Message: msg, FinishReason: finish, StopReason: stop}
 		ids := ch.plan.IDs[:min(ch.n, len(ch.plan.IDs))]
 		if g.logprobs {

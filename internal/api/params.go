@@ -53,11 +53,13 @@ type genRequest struct {
 	priority     int
 	truncate     int // 0 = no truncation
 	cacheSalt    string
-	adapter      engine.Adapter // the LoRA adapter named by model (zero: base model)
-	returnIDs    bool           // return_token_ids
-	tokensAsIDs  bool           // return_tokens_as_token_ids
-	echo         bool           // completions only
-	rank         int            // X-data-parallel-rank, -1 = route
+	adapter      engine.Adapter  // the LoRA adapter named by model (zero: base model)
+	returnIDs    bool            // return_token_ids
+	tokensAsIDs  bool            // return_tokens_as_token_ids
+	echo         bool            // completions only
+	rank         int             // X-data-parallel-rank, -1 = route
+	tools        *toolSpec       // chat tool calls; nil = none
+	structured   *structuredSpec // output constraint; nil = free text
 	prompts      []promptSpec
 	maxEffective int // largest M over the prompts (metrics)
 
@@ -163,7 +165,6 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 	maxTokens := o.Int("max_tokens")
 	minTokens := o.Int("min_tokens")
 	g.ignoreEOS = o.Bool("ignore_eos", false)
-	parseResponseFormat(o)
 	stop, stopSet := parseStop(o)
 	stopIDs, _ := o.Array("stop_token_ids")
 	stopIDNums := make([]num, 0, min(len(stopIDs), maxStopTokenIDs+1))
@@ -357,11 +358,18 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 	if chat && contFinal && addGen {
 		return nil, errInvalid("", "Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
 	}
-	rank, e := s.headerRank(r)
-	if e != nil {
+	var e *apiError
+	if g.structured, e = parseStructured(o); e != nil {
 		return nil, e
 	}
-	g.rank = rank
+	if chat {
+		if g.tools, e = s.parseTools(o); e != nil {
+			return nil, e
+		}
+	}
+	if g.rank, e = s.headerRank(r); e != nil {
+		return nil, e
+	}
 
 	// 9. Rendering, tokenization, max tokens, context length.
 	if chat {
@@ -585,10 +593,11 @@ func parseMessages(o object) (msgs []tokenizer.Message, badPart string) {
 				return nil, ""
 			}
 		}
+		calls := parseToolCalls(o, m, path)
 		if o.failed() != nil {
 			return nil, ""
 		}
-		msgs = append(msgs, tokenizer.Message{Role: role, Content: content})
+		msgs = append(msgs, tokenizer.Message{Role: role, Content: content, ToolCalls: calls})
 	}
 	return msgs, badPart
 }

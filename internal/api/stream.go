@@ -354,6 +354,10 @@ func (st *streamer) render(items []engine.OutputItem) {
 		if pos >= len(ch.plan.IDs) {
 			continue // beyond the plan: never produced by the engine
 		}
+		if ch.calls != nil {
+			st.callChunk(it.Choice, ch, pos, it.Token, false)
+			continue
+		}
 		text, reasoning := ch.plan.Segment(pos)
 		if j.g.chat {
 			if text != "" {
@@ -369,6 +373,14 @@ func (st *streamer) render(items []engine.OutputItem) {
 func (st *streamer) final(idx int, ch *choice) {
 	if ch.fin.Rejection != nil {
 		return // answered with an error event
+	}
+	if ch.calls != nil {
+		pos := -1
+		if ch.held {
+			pos = len(ch.plan.IDs) - 1
+		}
+		st.callChunk(idx, ch, pos, ch.heldTok, true)
+		return
 	}
 	var text string
 	var reasoning bool
@@ -428,8 +440,6 @@ func (st *streamer) roleChunk(idx int, ch *choice) {
 // chatChunk appends a content chunk (final false) or the final chunk of a
 // chat choice. text "" on a final chunk gives the empty delta {}.
 func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, tok uint32, final bool) {
-	g := st.j.g
-	hasTok := !final || ch.held
 	b := append(st.buf, st.prefix...)
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(idx), 10)
@@ -446,6 +456,37 @@ func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, 
 		b = appendString(b, text)
 		b = append(b, '}')
 	}
+	st.buf = st.appendChunkTail(b, ch, tok, final)
+}
+
+// callChunk appends the chunk of position pos of a tool-call choice (pos
+// -1: a final chunk without a token), or nothing when the position sends
+// no delta and is not the final one.
+func (st *streamer) callChunk(idx int, ch *choice, pos int, tok uint32, final bool) {
+	start := len(st.buf)
+	b := append(st.buf, st.prefix...)
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(idx), 10)
+	b = append(b, `,"delta":`...)
+	ok := false
+	if pos >= 0 {
+		b, ok = ch.calls.appendCallDelta(b, ch, pos)
+	}
+	if !ok {
+		if !final {
+			st.buf = b[:start]
+			return
+		}
+		b = append(b, "{}"...)
+	}
+	st.buf = st.appendChunkTail(b, ch, tok, final)
+}
+
+// appendChunkTail appends what follows a chat chunk's delta: logprobs,
+// finish_reason (and stop_reason), token ids, usage, and the event's end.
+func (st *streamer) appendChunkTail(b []byte, ch *choice, tok uint32, final bool) []byte {
+	g := st.j.g
+	hasTok := !final || ch.held
 	b = append(b, `,"logprobs":`...)
 	if g.logprobs && hasTok {
 		b = append(b, `{"content":[`...)
@@ -470,12 +511,15 @@ func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, 
 	if g.continuousUsage {
 		b = st.appendRunningUsage(b)
 	}
-	st.buf = append(b, "}\n\n"...)
+	return append(b, "}\n\n"...)
 }
 
 // appendFinish appends `,"finish_reason":…,"stop_reason":…`.
 func (st *streamer) appendFinish(b []byte, ch *choice) []byte {
 	reason, stop := ch.reasons()
+	if ch.calls != nil {
+		reason = ch.calls.finish(ch)
+	}
 	b = append(b, `,"finish_reason":`...)
 	b = appendString(b, string(reason))
 	b = append(b, `,"stop_reason":`...)

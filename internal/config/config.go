@@ -41,6 +41,11 @@ type Config struct {
 	// EmbeddingDim is the length of /v1/embeddings vectors.
 	EmbeddingDim int `json:"embedding_dim"`
 
+	// Tool calling fields (docs/tools-and-structured-outputs.md).
+	EnableAutoToolChoice bool    `json:"enable_auto_tool_choice"`
+	ToolCallParser       string  `json:"tool_call_parser"`
+	ToolCallProbability  float64 `json:"tool_call_probability"`
+
 	// Engine and scheduler fields.
 	EngineType            engine.EngineType       `json:"engine_type"`
 	NumGPUBlocks          int                     `json:"num_gpu_blocks"`
@@ -199,6 +204,7 @@ func Default() Config {
 		DeprecatedMetrics:   true,
 		LogLevel:            "info",
 		EmbeddingDim:        1024,
+		ToolCallProbability: DefaultToolCallProbability,
 
 		EngineType:            engine.EngineVLLM,
 		NumGPUBlocks:          16384,

@@ -66,6 +66,9 @@ var flagTable = []flagSpec{
 	{name: "metrics-family", key: "metrics_family", kind: flagString, usage: "metrics family: auto | vllm | sglang | both"},
 	{name: "deprecated-metrics", key: "deprecated_metrics", kind: flagBool, negatable: true, usage: "export deprecated vLLM metric names"},
 	{name: "log-level", key: "log_level", kind: flagString, usage: "log level: debug | info | warn | error"},
+	{name: "enable-auto-tool-choice", key: "enable_auto_tool_choice", kind: flagBool, negatable: true, usage: `allow tool_choice "auto" (needs --tool-call-parser), as vLLM`},
+	{name: "tool-call-parser", key: "tool_call_parser", kind: flagString, usage: "vLLM tool call parser name (hermes, llama3_json, mistral, ...): the text format of generated calls"},
+	{name: "tool-call-probability", key: "tool_call_probability", kind: flagFloat, usage: `probability (0-1, seeded) that a tool_choice "auto" answer calls tools`},
 
 	// Engine and scheduler.
 	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | trtllm (sglang is not supported yet)"},

@@ -154,6 +154,7 @@ func fieldAt(rv reflect.Value, path string) (reflect.Value, bool) {
 func (c *Config) validate() ([]problem, []string) {
 	v := &validator{}
 	v.validateEnums(c)
+	v.validateTools(c)
 
 	// Server and API fields.
 	if c.Model == "" {

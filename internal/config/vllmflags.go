@@ -62,7 +62,6 @@ type vllmFlag struct {
 const (
 	capSpeculative = "speculative decoding"
 	capKVOffload   = "KV cache offloading"
-	capToolCalling = "tool calling"
 	capTLS         = "TLS (HTTPS serving)"
 	capUDS         = "serving on a Unix domain socket"
 )
@@ -112,7 +111,7 @@ var vllmFlagTable = []vllmFlag{
 	vBool("disable-fastapi-docs"),
 	vBool("disable-frontend-multiprocessing"),
 	vBool("disable-uvicorn-access-log"),
-	vBool("enable-auto-tool-choice").needs(capToolCalling),
+	vBool("enable-auto-tool-choice"),
 	vBool("enable-force-include-usage"),
 	vBool("enable-log-deltas"),
 	vBool("enable-log-outputs"),
@@ -141,7 +140,7 @@ var vllmFlagTable = []vllmFlag{
 	vString("ssl-ciphers").orNone(),
 	vString("ssl-keyfile").orNone().needs(capTLS),
 	vBool("tokens-only"),
-	vString("tool-call-parser").orNone().needs(capToolCalling),
+	vString("tool-call-parser").orNone(),
 	vString("tool-parser-plugin"),
 	vString("tool-server").orNone(),
 	vBool("trust-request-chat-template"),
