@@ -24,6 +24,12 @@ var goldenStreams = []struct {
 		`{"model":"mocker-model","input":"Hello!","instructions":"Be brief.","max_output_tokens":8,"stream":true,"seed":7}`},
 	{"messages_stream.sse", "/v1/messages",
 		`{"model":"mocker-model","max_tokens":8,"system":"Be brief.","messages":[{"role":"user","content":"Hello!"}],"stream":true,"seed":7}`},
+	{"responses_function_call_stream.sse", "/v1/responses",
+		`{"model":"mocker-model","input":"Weather?","tools":[{"type":"function","name":"get_weather","parameters":` + weatherSchema +
+			`}],"tool_choice":"required","stream":true,"seed":7}`},
+	{"messages_tool_use_stream.sse", "/v1/messages",
+		`{"model":"mocker-model","max_tokens":200,"messages":[{"role":"user","content":"Weather?"}],"tools":[{"name":"get_weather","input_schema":` +
+			weatherSchema + `}],"tool_choice":{"type":"any"},"stream":true,"seed":7}`},
 }
 
 func TestGolden_SurfaceStreamsAreByteIdentical(t *testing.T) {
@@ -72,23 +78,25 @@ func firstDiff(want, got string) string {
 // each event sets (Messages, dumped with exclude_unset). Written from those
 // sources, not from the server's output.
 var vllmKeyOrder = map[string][]string{
-	"response.created":              {"response", "sequence_number", "type"},
-	"response.in_progress":          {"response", "sequence_number", "type"},
-	"response.completed":            {"response", "sequence_number", "type"},
-	"response.output_item.added":    {"item", "output_index", "sequence_number", "type"},
-	"response.output_item.done":     {"item", "output_index", "sequence_number", "type"},
-	"response.content_part.added":   {"content_index", "item_id", "output_index", "part", "sequence_number", "type"},
-	"response.content_part.done":    {"content_index", "item_id", "output_index", "part", "sequence_number", "type"},
-	"response.output_text.delta":    {"content_index", "delta", "item_id", "logprobs", "output_index", "sequence_number", "type"},
-	"response.output_text.done":     {"content_index", "item_id", "logprobs", "output_index", "sequence_number", "text", "type"},
-	"response.reasoning_text.delta": {"content_index", "delta", "item_id", "output_index", "sequence_number", "type"},
-	"response.reasoning_text.done":  {"content_index", "item_id", "output_index", "sequence_number", "text", "type"},
-	"message_start":                 {"type", "message"},
-	"content_block_start":           {"type", "content_block", "index"},
-	"content_block_delta":           {"type", "delta", "index"},
-	"content_block_stop":            {"type", "index"},
-	"message_delta":                 {"type", "delta", "usage"},
-	"message_stop":                  {"type"},
+	"response.created":                       {"response", "sequence_number", "type"},
+	"response.in_progress":                   {"response", "sequence_number", "type"},
+	"response.completed":                     {"response", "sequence_number", "type"},
+	"response.output_item.added":             {"item", "output_index", "sequence_number", "type"},
+	"response.output_item.done":              {"item", "output_index", "sequence_number", "type"},
+	"response.content_part.added":            {"content_index", "item_id", "output_index", "part", "sequence_number", "type"},
+	"response.content_part.done":             {"content_index", "item_id", "output_index", "part", "sequence_number", "type"},
+	"response.output_text.delta":             {"content_index", "delta", "item_id", "logprobs", "output_index", "sequence_number", "type"},
+	"response.output_text.done":              {"content_index", "item_id", "logprobs", "output_index", "sequence_number", "text", "type"},
+	"response.reasoning_text.delta":          {"content_index", "delta", "item_id", "output_index", "sequence_number", "type"},
+	"response.reasoning_text.done":           {"content_index", "item_id", "output_index", "sequence_number", "text", "type"},
+	"response.function_call_arguments.delta": {"delta", "item_id", "output_index", "sequence_number", "type"},
+	"response.function_call_arguments.done":  {"arguments", "item_id", "name", "output_index", "sequence_number", "type"},
+	"message_start":                          {"type", "message"},
+	"content_block_start":                    {"type", "content_block", "index"},
+	"content_block_delta":                    {"type", "delta", "index"},
+	"content_block_stop":                     {"type", "index"},
+	"message_delta":                          {"type", "delta", "usage"},
+	"message_stop":                           {"type"},
 }
 
 // vllmNestedKeyOrder lists the keys of nested objects by a path of the
@@ -100,18 +108,21 @@ var vllmNestedKeyOrder = map[string][]string{
 		"max_output_tokens", "max_tool_calls", "previous_response_id", "prompt", "reasoning",
 		"service_tier", "status", "text", "top_logprobs", "truncation", "usage", "user",
 		"input_messages", "output_messages"},
-	"item:reasoning":                {"id", "summary", "type", "content", "encrypted_content", "status"},
-	"item:message":                  {"id", "content", "role", "status", "type"},
-	"part:output_text":              {"annotations", "text", "type", "logprobs"},
-	"part:reasoning_text":           {"text", "type"},
-	"message_start.message":         {"id", "content", "model", "stop_reason", "stop_sequence", "usage"},
-	"message_start.message.usage":   {"input_tokens", "output_tokens"},
-	"content_block_start.block":     {"type", "text|thinking"},
-	"message_delta.usage":           {"input_tokens", "output_tokens"},
-	"message_delta.delta":           {"stop_reason"},
-	"content_block_delta.text":      {"type", "text"},
-	"content_block_delta.thinking":  {"type", "thinking"},
-	"content_block_delta.signature": {"type", "signature"},
+	"item:reasoning":                 {"id", "summary", "type", "content", "encrypted_content", "status"},
+	"item:message":                   {"id", "content", "role", "status", "type"},
+	"item:function_call":             {"arguments", "call_id", "name", "type", "id", "status"},
+	"part:output_text":               {"annotations", "text", "type", "logprobs"},
+	"part:reasoning_text":            {"text", "type"},
+	"message_start.message":          {"id", "content", "model", "stop_reason", "stop_sequence", "usage"},
+	"message_start.message.usage":    {"input_tokens", "output_tokens"},
+	"content_block_start.block":      {"type", "text|thinking"},
+	"content_block_start.tool_use":   {"type", "id", "name", "input"},
+	"content_block_delta.input_json": {"type", "partial_json"},
+	"message_delta.usage":            {"input_tokens", "output_tokens"},
+	"message_delta.delta":            {"stop_reason"},
+	"content_block_delta.text":       {"type", "text"},
+	"content_block_delta.thinking":   {"type", "thinking"},
+	"content_block_delta.signature":  {"type", "signature"},
 }
 
 // keysOf returns the keys of a JSON object in document order.
@@ -199,7 +210,13 @@ func checkVLLMFieldOrder(t *testing.T, body string) {
 			_ = json.Unmarshal(m["message"], &msg)
 			checkKeys(t, "message_start.message.usage", msg["usage"], vllmNestedKeyOrder["message_start.message.usage"])
 		case "content_block_start":
-			checkKeys(t, typ+".content_block", m["content_block"], vllmNestedKeyOrder["content_block_start.block"])
+			var blk struct{ Type string }
+			_ = json.Unmarshal(m["content_block"], &blk)
+			order := vllmNestedKeyOrder["content_block_start.block"]
+			if blk.Type == "tool_use" {
+				order = vllmNestedKeyOrder["content_block_start.tool_use"]
+			}
+			checkKeys(t, typ+".content_block", m["content_block"], order)
 		case "content_block_delta":
 			var d struct{ Type string }
 			_ = json.Unmarshal(m["delta"], &d)

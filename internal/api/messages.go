@@ -365,7 +365,7 @@ func anthropicStopReason(reason engine.FinishReason) string {
 	switch reason {
 	case engine.FinishLength:
 		return "max_tokens"
-	case "tool_calls":
+	case finishToolCalls:
 		return "tool_use"
 	}
 	return "end_turn"
@@ -386,6 +386,14 @@ func (messagesSurface) respond(j *job, w http.ResponseWriter) {
 	ch := &j.ch[0]
 	reasoning, content := ch.plan.Texts(ch.n)
 	finish, _ := ch.reasons()
+	var calls []toolCallJSON
+	if ch.calls != nil {
+		res := ch.calls.result(ch)
+		calls, finish, content = res.toolCalls, res.finish, ""
+		if res.content != nil {
+			content = *res.content
+		}
+	}
 	b := make([]byte, 0, 256+len(reasoning)+len(content))
 	b = append(b, `{"id":"chatcmpl-`...)
 	b = appendStringContent(b, g.baseID)
@@ -406,6 +414,20 @@ func (messagesSurface) respond(j *job, w http.ResponseWriter) {
 		b = append(b, `{"type":"text","text":`...)
 		b = appendString(b, content)
 		b = append(b, '}')
+		n++
+	}
+	for _, c := range calls {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"tool_use","id":`...)
+		b = appendString(b, c.ID)
+		b = append(b, `,"name":`...)
+		b = appendString(b, c.Name)
+		b = append(b, `,"input":`...)
+		b = appendToolInput(b, c.Arguments)
+		b = append(b, '}')
+		n++
 	}
 	b = append(b, `],"model":`...)
 	b = appendString(b, g.model)
@@ -431,6 +453,50 @@ type messagesEncoder struct {
 	started bool   // message_start sent
 	block   string // type of the open content block ("" = none)
 	index   int    // index of the next content block
+	calls   int    // tool_use blocks started
+}
+
+// appendToolInput appends a call's arguments as the input object, compact
+// as vLLM's JSON response writes the parsed arguments (truncated arguments
+// that do not parse become {}).
+func appendToolInput(b []byte, args string) []byte {
+	if !json.Valid([]byte(args)) || !strings.HasPrefix(strings.TrimSpace(args), "{") {
+		return append(b, "{}"...)
+	}
+	return append(b, compactJSON([]byte(args))...)
+}
+
+// openToolUse starts the tool_use block of call k.
+func (m *messagesEncoder) openToolUse(b []byte, k int) []byte {
+	b = m.closeBlock(b)
+	m.block, m.calls = "tool_use", k+1
+	call := m.j.ch[0].calls.calls[k]
+	b = appendEventHeader(b, "content_block_start")
+	b = append(b, `{"type":"content_block_start","content_block":{"type":"tool_use","id":`...)
+	b = appendString(b, call.id)
+	b = append(b, `,"name":`...)
+	b = appendString(b, call.name)
+	b = append(b, `,"input":{}},"index":`...)
+	b = strconv.AppendInt(b, int64(m.index), 10)
+	return append(b, "}\n\n"...)
+}
+
+// renderCall appends the events of position pos of a tool-call plan:
+// input_json_delta per arguments token.
+func (m *messagesEncoder) renderCall(b []byte, ch *choice, pos int) []byte {
+	step := callStepAt(ch, pos, m.calls)
+	if step.open {
+		b = m.openToolUse(b, step.call)
+	}
+	if step.args == "" || m.block != "tool_use" {
+		return b
+	}
+	b = appendEventHeader(b, "content_block_delta")
+	b = append(b, `{"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":`...)
+	b = appendString(b, step.args)
+	b = append(b, `},"index":`...)
+	b = strconv.AppendInt(b, int64(m.index), 10)
+	return append(b, "}\n\n"...)
 }
 
 func (m *messagesEncoder) begin(b []byte) []byte { return b }
@@ -509,6 +575,10 @@ func (m *messagesEncoder) render(st *streamer, items []engine.OutputItem) {
 		if pos >= len(ch.plan.IDs) {
 			continue // beyond the plan: never produced by the engine
 		}
+		if ch.calls != nil {
+			b = m.renderCall(b, ch, pos)
+			continue
+		}
 		text, reasoning := ch.plan.Segment(pos)
 		if text == "" {
 			continue
@@ -537,7 +607,11 @@ func (m *messagesEncoder) end(b []byte) []byte {
 		b = m.messageStart(b)
 	}
 	b = m.closeBlock(b)
-	finish, _ := m.j.ch[0].reasons()
+	ch := &m.j.ch[0]
+	finish, _ := ch.reasons()
+	if ch.calls != nil {
+		finish = ch.calls.finish(ch)
+	}
 	b = appendEventHeader(b, "message_delta")
 	b = append(b, `{"type":"message_delta","delta":{"stop_reason":"`...)
 	b = append(b, anthropicStopReason(finish)...)

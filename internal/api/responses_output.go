@@ -78,6 +78,7 @@ func handleRetrieveResponse(store *responseStore) http.Handler {
 // responseOutput is the finished output of a Responses job.
 type responseOutput struct {
 	reasoning, content string
+	calls              []toolCallJSON // complete function calls
 	reasoningTokens    int
 	status             string // completed | incomplete
 }
@@ -95,10 +96,35 @@ func (j *job) responseOutput() responseOutput {
 			out.reasoningTokens++
 		}
 	}
-	if finish, _ := ch.reasons(); finish == engine.FinishLength {
+	finish, _ := ch.reasons()
+	if ch.calls != nil {
+		res := ch.calls.result(ch)
+		out.calls, finish = res.toolCalls, res.finish
+		out.content = ""
+		if res.content != nil {
+			out.content = *res.content
+		}
+	}
+	if finish == engine.FinishLength {
 		out.status = "incomplete"
 	}
 	return out
+}
+
+// appendFunctionCallItem appends a function_call output item
+// (ResponseFunctionToolCall's field order).
+func appendFunctionCallItem(b []byte, g *genRequest, k int, call plannedCall, args, status string) []byte {
+	b = append(b, `{"arguments":`...)
+	b = appendString(b, args)
+	b = append(b, `,"call_id":`...)
+	b = appendString(b, responsesCallID(call))
+	b = append(b, `,"name":`...)
+	b = appendString(b, call.name)
+	b = append(b, `,"type":"function_call","id":`...)
+	b = appendString(b, functionItemID(g, k))
+	b = append(b, `,"status":`...)
+	b = appendString(b, status)
+	return append(b, '}')
 }
 
 // Output item ids: vLLM draws random UUIDs; the mock derives them from the
@@ -246,7 +272,21 @@ func (j *job) appendOutputItems(b []byte, out *responseOutput) []byte {
 	if out.content != "" {
 		text = &out.content
 	}
-	return appendMessageItem(b, j.g, text, "completed")
+	if len(out.calls) == 0 {
+		return appendMessageItem(b, j.g, text, "completed")
+	}
+	if text != nil {
+		b = appendMessageItem(b, j.g, text, "completed")
+		b = append(b, ',')
+	}
+	calls := j.ch[0].calls.calls
+	for k, c := range out.calls {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = appendFunctionCallItem(b, j.g, k, calls[k], c.Arguments, "completed")
+	}
+	return b
 }
 
 // appendResponseUsage appends vLLM's Responses usage (one turn).
@@ -281,9 +321,16 @@ func (j *job) finishResponse(store *responseStore) []byte {
 	req := j.g.responses
 	if req.store {
 		var output []chatMessageIn
-		if out.content != "" {
-			c, _ := json.Marshal(out.content)
-			output = append(output, chatMessageIn{Role: "assistant", Content: c})
+		if out.content != "" || len(out.calls) > 0 {
+			msg := chatMessageIn{Role: "assistant"}
+			if out.content != "" {
+				msg.Content, _ = json.Marshal(out.content)
+			}
+			for k, c := range out.calls {
+				msg.ToolCalls = append(msg.ToolCalls, chatToolCall{ID: responsesCallID(j.ch[0].calls.calls[k]),
+					Type: "function", Function: chatFunction{Name: c.Name, Arguments: c.Arguments}})
+			}
+			output = append(output, msg)
 		}
 		store.put(req.id, &storedResponse{body: body, conversation: req.conversation, output: output})
 	}
@@ -305,6 +352,7 @@ const (
 	itemNone responseItem = iota
 	itemReasoning
 	itemMessage
+	itemFunction
 )
 
 // responsesEncoder writes vLLM's Responses event stream (its "simple"
@@ -320,7 +368,8 @@ type responsesEncoder struct {
 	seq   int
 	open  responseItem
 	index int    // output_index of the open item
-	text  []byte // text of the open item so far
+	text  []byte // text (or arguments) of the open item so far
+	calls int    // function calls started
 }
 
 // closeEvent ends an event whose JSON object has been written up to its
@@ -347,10 +396,55 @@ func (e *responsesEncoder) begin(b []byte) []byte {
 
 // itemID is the id of the open output item.
 func (e *responsesEncoder) itemID() string {
-	if e.open == itemReasoning {
+	switch e.open {
+	case itemReasoning:
 		return reasoningItemID(e.j.g)
+	case itemFunction:
+		return functionItemID(e.j.g, e.calls-1)
 	}
 	return messageItemID(e.j.g)
+}
+
+// openCall starts the function_call item of call k (the added event; its
+// arguments arrive as function_call_arguments.delta events).
+func (e *responsesEncoder) openCall(b []byte, k int) []byte {
+	b = e.closeItem(b)
+	e.open, e.calls = itemFunction, k+1
+	e.text = e.text[:0]
+	b = appendEventHeader(b, "response.output_item.added")
+	b = append(b, `{"item":`...)
+	b = appendFunctionCallItem(b, e.j.g, k, e.j.ch[0].calls.calls[k], "", "in_progress")
+	b = append(b, `,"output_index":`...)
+	b = strconv.AppendInt(b, int64(e.index), 10)
+	b = append(b, ',')
+	return e.closeEvent(b, "response.output_item.added")
+}
+
+// closeCall ends the open function_call item: arguments done, item done.
+func (e *responsesEncoder) closeCall(b []byte) []byte {
+	k := e.calls - 1
+	call := e.j.ch[0].calls.calls[k]
+	b = appendEventHeader(b, "response.function_call_arguments.done")
+	b = append(b, `{"arguments":`...)
+	b = appendString(b, string(e.text))
+	b = append(b, `,"item_id":`...)
+	b = appendString(b, functionItemID(e.j.g, k))
+	b = append(b, `,"name":`...)
+	b = appendString(b, call.name)
+	b = append(b, `,"output_index":`...)
+	b = strconv.AppendInt(b, int64(e.index), 10)
+	b = append(b, ',')
+	b = e.closeEvent(b, "response.function_call_arguments.done")
+	b = appendEventHeader(b, "response.output_item.done")
+	b = append(b, `{"item":`...)
+	b = appendFunctionCallItem(b, e.j.g, k, call, string(e.text), "completed")
+	b = append(b, `,"output_index":`...)
+	b = strconv.AppendInt(b, int64(e.index), 10)
+	b = append(b, ',')
+	b = e.closeEvent(b, "response.output_item.done")
+	e.open = itemNone
+	e.index++
+	return b
 }
 
 func (e *responsesEncoder) openItem(b []byte, kind responseItem) []byte {
@@ -385,8 +479,11 @@ func (e *responsesEncoder) openItem(b []byte, kind responseItem) []byte {
 }
 
 func (e *responsesEncoder) closeItem(b []byte) []byte {
-	if e.open == itemNone {
+	switch e.open {
+	case itemNone:
 		return b
+	case itemFunction:
+		return e.closeCall(b)
 	}
 	g := e.j.g
 	text := string(e.text)
@@ -463,6 +560,10 @@ func (e *responsesEncoder) render(st *streamer, items []engine.OutputItem) {
 		if pos >= len(ch.plan.IDs) {
 			continue // beyond the plan: never produced by the engine
 		}
+		if ch.calls != nil {
+			b = e.renderCall(b, ch, pos)
+			continue
+		}
 		text, reasoning := ch.plan.Segment(pos)
 		if text == "" {
 			continue
@@ -499,6 +600,27 @@ func (e *responsesEncoder) render(st *streamer, items []engine.OutputItem) {
 		b = e.closeEvent(b, "response.output_text.delta")
 	}
 	st.buf = b
+}
+
+// renderCall appends the events of position pos of a tool-call plan.
+func (e *responsesEncoder) renderCall(b []byte, ch *choice, pos int) []byte {
+	step := callStepAt(ch, pos, e.calls)
+	if step.open {
+		b = e.openCall(b, step.call)
+	}
+	if step.args == "" || e.open != itemFunction {
+		return b
+	}
+	e.text = append(e.text, step.args...)
+	b = appendEventHeader(b, "response.function_call_arguments.delta")
+	b = append(b, `{"delta":`...)
+	b = appendString(b, step.args)
+	b = append(b, `,"item_id":`...)
+	b = appendString(b, functionItemID(e.j.g, e.calls-1))
+	b = append(b, `,"output_index":`...)
+	b = strconv.AppendInt(b, int64(e.index), 10)
+	b = append(b, ',')
+	return e.closeEvent(b, "response.function_call_arguments.delta")
 }
 
 func (e *responsesEncoder) end(b []byte) []byte {

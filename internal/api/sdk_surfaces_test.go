@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
@@ -221,5 +223,106 @@ func TestNodeSDK_MessagesErrorsInAnthropicShape(t *testing.T) {
 	if !got.Thrown || got.Status != 400 || got.Class != "BadRequestError" || got.Type != "invalid_request_error" ||
 		!strings.Contains(got.Message, "max_tokens") {
 		t.Errorf("error = %+v", got)
+	}
+}
+
+// weatherSchema is the schema surfaces.mjs gives its tools and its
+// json_schema format.
+const weatherSchema = `{"type":"object","properties":{"city":{"type":"string","enum":["Paris","Oslo","Lima"]},` +
+	`"days":{"type":"integer","minimum":1,"maximum":7},"units":{"type":"string","enum":["c","f"]}},` +
+	`"required":["city","days"],"additionalProperties":false}`
+
+// validWeather validates v with an independent JSON Schema implementation.
+func validWeather(t *testing.T, what string, v json.RawMessage) {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(weatherSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("weather.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("weather.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(v))
+	if err != nil {
+		t.Fatalf("%s: %v: %s", what, err, v)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("%s does not validate: %v\n%s", what, err, v)
+	}
+}
+
+// sdkTools is the configuration of the tool-call SDK tests: the API key,
+// and auto tool choice for the turn after a tool result.
+var sdkTools = map[string]any{"api_key": []any{"sk-test"}, "enable_auto_tool_choice": true, "tool_call_parser": "hermes"}
+
+func TestNodeSDK_ResponsesFunctionCallAndJSONSchema(t *testing.T) {
+	env := startServer(t, sdkTools)
+	res := runNodeSDK(t, env, "responses_function_call", "responses_json_schema")
+	type call struct {
+		Name      string
+		CallID    string `json:"call_id"`
+		Arguments json.RawMessage
+	}
+	fc := decodeInto[struct {
+		Create, Stream    []call
+		StreamedArguments string `json:"streamed_arguments"`
+	}](t, res["responses_function_call"])
+	if len(fc.Create) != 1 || len(fc.Stream) != 1 {
+		t.Fatalf("calls: create %+v stream %+v", fc.Create, fc.Stream)
+	}
+	for _, c := range append(fc.Create, fc.Stream...) {
+		if c.Name != "get_weather" || !strings.HasPrefix(c.CallID, "call_") {
+			t.Errorf("call = %+v", c)
+		}
+		validWeather(t, "arguments", c.Arguments)
+	}
+	if fc.Create[0].CallID != fc.Stream[0].CallID || string(fc.Create[0].Arguments) != string(fc.Stream[0].Arguments) {
+		t.Errorf("same request, different calls: %+v / %+v", fc.Create[0], fc.Stream[0])
+	}
+	validWeather(t, "streamed argument fragments", json.RawMessage(fc.StreamedArguments))
+
+	js := decodeInto[struct{ Create, Stream json.RawMessage }](t, res["responses_json_schema"])
+	validWeather(t, "json_schema output (create)", js.Create)
+	validWeather(t, "json_schema output (stream)", js.Stream)
+}
+
+func TestNodeSDK_MessagesToolUse(t *testing.T) {
+	env := startServer(t, sdkTools)
+	type use struct {
+		Name, ID string
+		Input    json.RawMessage
+	}
+	got := decodeInto[struct {
+		Create struct {
+			Uses       []use
+			StopReason string `json:"stop_reason"`
+		}
+		Stream struct {
+			Uses        []use
+			StopReason  string `json:"stop_reason"`
+			PartialJSON string `json:"partial_json"`
+		}
+		AfterResult struct {
+			StopReason string `json:"stop_reason"`
+			Types      []string
+		} `json:"after_result"`
+	}](t, runNodeSDK(t, env, "messages_tool_use")["messages_tool_use"])
+	c, s := got.Create, got.Stream
+	if len(c.Uses) != 1 || len(s.Uses) != 1 || c.StopReason != "tool_use" || s.StopReason != "tool_use" {
+		t.Fatalf("create %+v, stream %+v", c, s)
+	}
+	validWeather(t, "tool_use input (create)", c.Uses[0].Input)
+	validWeather(t, "tool_use input (stream)", s.Uses[0].Input)
+	validWeather(t, "input_json_delta fragments", json.RawMessage(s.PartialJSON))
+	if c.Uses[0].ID != s.Uses[0].ID || !strings.HasPrefix(c.Uses[0].ID, "chatcmpl-tool-") {
+		t.Errorf("tool_use ids %q %q", c.Uses[0].ID, s.Uses[0].ID)
+	}
+	if a := got.AfterResult; len(a.Types) == 0 || (a.StopReason != "max_tokens" && a.StopReason != "tool_use" && a.StopReason != "end_turn") {
+		t.Errorf("turn after the tool result: %+v", a)
 	}
 }
