@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/pyrepr"
@@ -19,7 +20,9 @@ import (
 // queues, costs prefill time, fills and reuses the prefix cache, and shows
 // in metrics and KV events like any prompt. The vector is computed from the
 // input's token ids once the engine has finished the sequence.
-type embeddingsSurface struct{}
+type embeddingsSurface struct {
+	basis *embedBasis
+}
 
 // embedFormat is the encoding_format of an embeddings request.
 type embedFormat uint8
@@ -158,7 +161,7 @@ func renamePromptField(e *apiError) *apiError {
 
 func (embeddingsSurface) encoder(*job) eventEncoder { return nil }
 
-func (embeddingsSurface) respond(j *job, w http.ResponseWriter) {
+func (es embeddingsSurface) respond(j *job, w http.ResponseWriter) {
 	g := j.g
 	p := 0
 	for i := range g.prompts {
@@ -177,7 +180,7 @@ func (embeddingsSurface) respond(j *job, w http.ResponseWriter) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		v := embedTokens(vec, g.prompts[i].ids, uint64(j.s.cfg.Seed), g.embed.dims)
+		v := es.basis.embed(vec, g.prompts[i].ids, g.embed.dims)
 		b = append(b, `{"index":`...)
 		b = strconv.AppendInt(b, int64(i), 10)
 		b = append(b, `,"object":"embedding","embedding":`...)
@@ -196,39 +199,91 @@ func (embeddingsSurface) respond(j *job, w http.ResponseWriter) {
 	writeJSON(w, http.StatusOK, b)
 }
 
-// embedTokens computes the embedding of a token sequence into dst (full
-// --embedding-dim length) and returns its first dims components, scaled to
-// unit norm. Position i contributes a pseudo-random vector seeded by a
-// chain hash of tokens 0..i: the same input always gives the same vector,
-// and two inputs sharing a k-token prefix share k contributions, so their
-// cosine similarity is about k/√(n₁·n₂) (random vectors of this length are
-// nearly orthogonal). Truncating to dims and renormalising is what a
-// Matryoshka-trained model's `dimensions` does.
-func embedTokens(dst []float32, ids []uint32, seed uint64, dims int) []float32 {
-	acc := make([]float64, dims)
-	h := plan.Mix64(seed ^ 0x656d6265645f7631) // "embed_v1"
+// embedBasis is a table of pseudo-random dense vectors that token
+// positions draw from: an embedding is the normalised sum of one signed
+// basis vector per position, chosen by a chain hash of the tokens up to
+// that position. The same input always gives the same vector, and two
+// inputs sharing a k-token prefix share k contributions, so their cosine
+// similarity is about k/√(n₁·n₂) (the signed vectors are nearly
+// orthogonal). A position costs one vector addition instead of a fresh
+// random vector.
+type embedBasis struct {
+	seed uint64
+	dim  int
+	once sync.Once
+	vecs []float32 // count × dim, row-major
+	mask uint64    // count − 1 (count is a power of two)
+}
+
+// embedBasisBytes bounds the table's memory.
+const embedBasisBytes = 4 << 20
+
+// embedSignBlock is how many consecutive components share one sign bit.
+const embedSignBlock = 32
+
+func newEmbedBasis(seed int64, dim int) *embedBasis {
+	return &embedBasis{seed: uint64(seed), dim: dim}
+}
+
+func (eb *embedBasis) table() []float32 {
+	eb.once.Do(func() {
+		count := 1024
+		for count > 16 && count*eb.dim*4 > embedBasisBytes {
+			count /= 2
+		}
+		eb.mask = uint64(count - 1)
+		eb.vecs = make([]float32, count*eb.dim)
+		x := plan.Mix64(eb.seed ^ 0x656d6265645f7631) // "embed_v1"
+		for i := range eb.vecs {
+			x += plan.Phi
+			// Top 24 bits → [-1, 1).
+			eb.vecs[i] = float32(plan.Mix64(x)>>40)*(2.0/(1<<24)) - 1
+		}
+	})
+	return eb.vecs
+}
+
+// embed computes the embedding of a token sequence into dst (full length)
+// and returns its first dims components, scaled to unit norm. Truncating
+// to dims and renormalising is what a Matryoshka-trained model's
+// `dimensions` does.
+func (eb *embedBasis) embed(dst []float32, ids []uint32, dims int) []float32 {
+	vecs := eb.table()
+	acc := dst[:dims]
+	clear(acc)
+	h := plan.Mix64(eb.seed ^ 0x636861696e5f7631) // "chain_v1"
 	for _, id := range ids {
 		h = plan.Mix64(h ^ (uint64(id)+1)*plan.Phi)
-		x := h
-		for k := range acc {
-			x += plan.Phi
-			// Top 53 bits → [0, 1) → [-1, 1).
-			acc[k] += float64(plan.Mix64(x)>>11)*(2.0/(1<<53)) - 1
+		row := vecs[int(h&eb.mask)*eb.dim:][:dims]
+		signs := plan.Mix64(h + plan.Phi)
+		for start, block := 0, 0; start < dims; start, block = start+embedSignBlock, block+1 {
+			if block > 0 && block%64 == 0 {
+				signs = plan.Mix64(signs + plan.Phi)
+			}
+			end := min(start+embedSignBlock, dims)
+			if signs>>(block%64)&1 == 0 {
+				for k := start; k < end; k++ {
+					acc[k] += row[k]
+				}
+			} else {
+				for k := start; k < end; k++ {
+					acc[k] -= row[k]
+				}
+			}
 		}
 	}
 	var norm float64
 	for _, a := range acc {
-		norm += a * a
+		norm += float64(a) * float64(a)
 	}
 	norm = math.Sqrt(norm)
 	if norm == 0 {
-		norm = 1
+		return acc
 	}
-	out := dst[:dims]
 	for k, a := range acc {
-		out[k] = float32(a / norm)
+		acc[k] = float32(float64(a) / norm)
 	}
-	return out
+	return acc
 }
 
 // appendEmbeddingFloats appends v as a JSON array the way vLLM writes it

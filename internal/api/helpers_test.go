@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 // testEnv is a real HTTP server (httptest: an http.Server on 127.0.0.1:0)
 // over live engines, torn down at the end of the test.
 type testEnv struct {
-	t       *testing.T
+	t       testing.TB
 	cfg     *config.Config
 	srv     *Server
 	engines []*engine.Engine
@@ -78,7 +78,7 @@ func startServer(t *testing.T, overlay map[string]any, deps ...Deps) *testEnv {
 }
 
 // startServerWith runs a server over engines built with per-rank options.
-func startServerWith(t *testing.T, cfg *config.Config, opts func(rank int) engine.Options, d Deps) *testEnv {
+func startServerWith(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d Deps) *testEnv {
 	t.Helper()
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
@@ -150,7 +150,7 @@ func (e *testEnv) get(path string, headers ...string) response {
 }
 
 // jsonOf parses a JSON body into a generic value.
-func jsonOf(t *testing.T, body string) map[string]any {
+func jsonOf(t testing.TB, body string) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
