@@ -311,16 +311,7 @@ func anthropicTools(o object, chat map[string]json.RawMessage) *apiError {
 		if json.Unmarshal(raw, &tools) != nil {
 			return errFieldType("tools", "array of objects")
 		}
-		type fn struct {
-			Name        string          `json:"name"`
-			Description *string         `json:"description,omitempty"`
-			Parameters  json.RawMessage `json:"parameters"`
-		}
-		type tool struct {
-			Type     string `json:"type"`
-			Function fn     `json:"function"`
-		}
-		out := make([]tool, len(tools))
+		out := make([]chatTool, len(tools))
 		for i, t := range tools {
 			path := "tools[" + itoa(i) + "]"
 			if t.Name == "" {
@@ -329,7 +320,7 @@ func anthropicTools(o object, chat map[string]json.RawMessage) *apiError {
 			if len(t.InputSchema) == 0 || t.InputSchema[0] != '{' {
 				return errFieldType(path+".input_schema", "object")
 			}
-			out[i] = tool{Type: "function", Function: fn{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}}
+			out[i] = chatTool{Type: "function", Function: chatToolFuncDef{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}}
 		}
 		b, _ := json.Marshal(out)
 		chat["tools"] = b
@@ -353,7 +344,7 @@ func anthropicTools(o object, chat map[string]json.RawMessage) *apiError {
 		if !hasName || name == "" {
 			return errInvalid("tool_choice.name", "tool_choice.name is required when type is 'tool'")
 		}
-		chat["tool_choice"], _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": name}})
+		chat["tool_choice"] = namedChoiceJSON(name)
 	default:
 		return errInvalid("tool_choice.type", "Input should be 'auto', 'any', 'tool' or 'none', got '%s'", typ)
 	}
@@ -560,46 +551,36 @@ func (m *messagesEncoder) closeBlock(b []byte) []byte {
 }
 
 func (m *messagesEncoder) render(st *streamer, items []engine.OutputItem) {
-	j := m.j
-	b := st.buf
-	for i := range items {
-		it := &items[i]
-		ch := j.record(it)
-		if it.Final {
-			continue
-		}
-		if !m.started {
-			b = m.messageStart(b)
-		}
-		pos := ch.n - 1
-		if pos >= len(ch.plan.IDs) {
-			continue // beyond the plan: never produced by the engine
-		}
-		if ch.calls != nil {
-			b = m.renderCall(b, ch, pos)
-			continue
-		}
-		text, reasoning := ch.plan.Segment(pos)
-		if text == "" {
-			continue
-		}
-		typ, field := "text", "text"
-		if reasoning {
-			typ, field = "thinking", "thinking"
-		}
-		b = m.openBlock(b, typ)
-		b = appendEventHeader(b, "content_block_delta")
-		b = append(b, `{"type":"content_block_delta","delta":{"type":"`...)
-		b = append(b, typ...)
-		b = append(b, `_delta","`...)
-		b = append(b, field...)
-		b = append(b, `":`...)
-		b = appendString(b, text)
-		b = append(b, `},"index":`...)
-		b = strconv.AppendInt(b, int64(m.index), 10)
-		b = append(b, "}\n\n"...)
+	m.j.forEachToken(items, func(ch *choice, pos int) { st.buf = m.token(st.buf, ch, pos) })
+}
+
+// token appends the events of one delivered token.
+func (m *messagesEncoder) token(b []byte, ch *choice, pos int) []byte {
+	if !m.started {
+		b = m.messageStart(b)
 	}
-	st.buf = b
+	if ch.calls != nil {
+		return m.renderCall(b, ch, pos)
+	}
+	text, reasoning := ch.plan.Segment(pos)
+	if text == "" {
+		return b
+	}
+	typ := "text"
+	if reasoning {
+		typ = "thinking"
+	}
+	b = m.openBlock(b, typ)
+	b = appendEventHeader(b, "content_block_delta")
+	b = append(b, `{"type":"content_block_delta","delta":{"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `_delta","`...)
+	b = append(b, typ...) // the field is named like the block: text, thinking
+	b = append(b, `":`...)
+	b = appendString(b, text)
+	b = append(b, `},"index":`...)
+	b = strconv.AppendInt(b, int64(m.index), 10)
+	return append(b, "}\n\n"...)
 }
 
 func (m *messagesEncoder) end(b []byte) []byte {

@@ -171,16 +171,7 @@ func responsesTools(o object, req *responsesRequest, chat map[string]json.RawMes
 		if json.Unmarshal(raw, &tools) != nil {
 			return errFieldType("tools", "array of objects")
 		}
-		type fn struct {
-			Name        string          `json:"name"`
-			Description *string         `json:"description,omitempty"`
-			Parameters  json.RawMessage `json:"parameters,omitempty"`
-		}
-		type tool struct {
-			Type     string `json:"type"`
-			Function fn     `json:"function"`
-		}
-		out := make([]tool, 0, len(tools))
+		out := make([]chatTool, 0, len(tools))
 		for i, t := range tools {
 			path := "tools[" + itoa(i) + "]"
 			if t.Type != "function" {
@@ -189,7 +180,7 @@ func responsesTools(o object, req *responsesRequest, chat map[string]json.RawMes
 			if t.Name == "" {
 				return errFieldRequired(path + ".name")
 			}
-			out = append(out, tool{Type: "function", Function: fn{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+			out = append(out, chatTool{Type: "function", Function: chatToolFuncDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
 		}
 		if len(out) > 0 {
 			b, _ := json.Marshal(out)
@@ -215,7 +206,7 @@ func responsesTools(o object, req *responsesRequest, chat map[string]json.RawMes
 	if named.Type != "function" || named.Name == "" {
 		return errInvalid("tool_choice", "tool_choice must be 'none', 'auto', 'required' or {\"type\": \"function\", \"name\": ...}")
 	}
-	chat["tool_choice"], _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": named.Name}})
+	chat["tool_choice"] = namedChoiceJSON(named.Name)
 	return nil
 }
 

@@ -414,10 +414,7 @@ func (e *responsesEncoder) openCall(b []byte, k int) []byte {
 	b = appendEventHeader(b, "response.output_item.added")
 	b = append(b, `{"item":`...)
 	b = appendFunctionCallItem(b, e.j.g, k, e.j.ch[0].calls.calls[k], "", "in_progress")
-	b = append(b, `,"output_index":`...)
-	b = strconv.AppendInt(b, int64(e.index), 10)
-	b = append(b, ',')
-	return e.closeEvent(b, "response.output_item.added")
+	return e.endWithIndex(b, "response.output_item.added")
 }
 
 // closeCall ends the open function_call item: arguments done, item done.
@@ -431,17 +428,11 @@ func (e *responsesEncoder) closeCall(b []byte) []byte {
 	b = appendString(b, functionItemID(e.j.g, k))
 	b = append(b, `,"name":`...)
 	b = appendString(b, call.name)
-	b = append(b, `,"output_index":`...)
-	b = strconv.AppendInt(b, int64(e.index), 10)
-	b = append(b, ',')
-	b = e.closeEvent(b, "response.function_call_arguments.done")
+	b = e.endWithIndex(b, "response.function_call_arguments.done")
 	b = appendEventHeader(b, "response.output_item.done")
 	b = append(b, `{"item":`...)
 	b = appendFunctionCallItem(b, e.j.g, k, call, string(e.text), "completed")
-	b = append(b, `,"output_index":`...)
-	b = strconv.AppendInt(b, int64(e.index), 10)
-	b = append(b, ',')
-	b = e.closeEvent(b, "response.output_item.done")
+	b = e.endWithIndex(b, "response.output_item.done")
 	e.open = itemNone
 	e.index++
 	return b
@@ -458,10 +449,7 @@ func (e *responsesEncoder) openItem(b []byte, kind responseItem) []byte {
 	} else {
 		b = appendMessageItem(b, g, nil, "in_progress")
 	}
-	b = append(b, `,"output_index":`...)
-	b = strconv.AppendInt(b, int64(e.index), 10)
-	b = append(b, ',')
-	b = e.closeEvent(b, "response.output_item.added")
+	b = e.endWithIndex(b, "response.output_item.added")
 
 	b = appendEventHeader(b, "response.content_part.added")
 	b = append(b, `{"content_index":0,"item_id":`...)
@@ -525,13 +513,19 @@ func (e *responsesEncoder) closeItem(b []byte) []byte {
 	} else {
 		b = appendMessageItem(b, g, &text, "completed")
 	}
-	b = append(b, `,"output_index":`...)
-	b = strconv.AppendInt(b, int64(e.index), 10)
-	b = append(b, ',')
-	b = e.closeEvent(b, "response.output_item.done")
+	b = e.endWithIndex(b, "response.output_item.done")
 	e.open = itemNone
 	e.index++
 	return b
+}
+
+// endWithIndex ends an event whose last fields are output_index,
+// sequence_number and type.
+func (e *responsesEncoder) endWithIndex(b []byte, typ string) []byte {
+	b = append(b, `,"output_index":`...)
+	b = strconv.AppendInt(b, int64(e.index), 10)
+	b = append(b, ',')
+	return e.closeEvent(b, typ)
 }
 
 // closeEventWithText ends a done event whose last fields are
@@ -548,58 +542,36 @@ func (e *responsesEncoder) closeEventWithText(b []byte, typ, text string) []byte
 }
 
 func (e *responsesEncoder) render(st *streamer, items []engine.OutputItem) {
-	j := e.j
-	b := st.buf
-	for i := range items {
-		it := &items[i]
-		ch := j.record(it)
-		if it.Final {
-			continue
-		}
-		pos := ch.n - 1
-		if pos >= len(ch.plan.IDs) {
-			continue // beyond the plan: never produced by the engine
-		}
-		if ch.calls != nil {
-			b = e.renderCall(b, ch, pos)
-			continue
-		}
-		text, reasoning := ch.plan.Segment(pos)
-		if text == "" {
-			continue
-		}
-		kind := itemMessage
-		if reasoning && j.s.cfg.Reasoning != nil {
-			kind = itemReasoning
-		}
-		if e.open != kind {
-			b = e.closeItem(b)
-			b = e.openItem(b, kind)
-		}
-		e.text = append(e.text, text...)
-		if kind == itemReasoning {
-			b = appendEventHeader(b, "response.reasoning_text.delta")
-			b = append(b, `{"content_index":0,"delta":`...)
-			b = appendString(b, text)
-			b = append(b, `,"item_id":`...)
-			b = appendString(b, reasoningItemID(j.g))
-			b = append(b, `,"output_index":`...)
-			b = strconv.AppendInt(b, int64(e.index), 10)
-			b = append(b, ',')
-			b = e.closeEvent(b, "response.reasoning_text.delta")
-			continue
-		}
-		b = appendEventHeader(b, "response.output_text.delta")
-		b = append(b, `{"content_index":0,"delta":`...)
-		b = appendString(b, text)
-		b = append(b, `,"item_id":`...)
-		b = appendString(b, messageItemID(j.g))
-		b = append(b, `,"logprobs":[],"output_index":`...)
-		b = strconv.AppendInt(b, int64(e.index), 10)
-		b = append(b, ',')
-		b = e.closeEvent(b, "response.output_text.delta")
+	e.j.forEachToken(items, func(ch *choice, pos int) { st.buf = e.token(st.buf, ch, pos) })
+}
+
+// token appends the events of one delivered token.
+func (e *responsesEncoder) token(b []byte, ch *choice, pos int) []byte {
+	if ch.calls != nil {
+		return e.renderCall(b, ch, pos)
 	}
-	st.buf = b
+	text, reasoning := ch.plan.Segment(pos)
+	if text == "" {
+		return b
+	}
+	kind, typ, id := itemMessage, "response.output_text.delta", messageItemID(e.j.g)
+	if reasoning && e.j.s.cfg.Reasoning != nil {
+		kind, typ, id = itemReasoning, "response.reasoning_text.delta", reasoningItemID(e.j.g)
+	}
+	if e.open != kind {
+		b = e.closeItem(b)
+		b = e.openItem(b, kind)
+	}
+	e.text = append(e.text, text...)
+	b = appendEventHeader(b, typ)
+	b = append(b, `{"content_index":0,"delta":`...)
+	b = appendString(b, text)
+	b = append(b, `,"item_id":`...)
+	b = appendString(b, id)
+	if kind == itemMessage {
+		b = append(b, `,"logprobs":[]`...)
+	}
+	return e.endWithIndex(b, typ)
 }
 
 // renderCall appends the events of position pos of a tool-call plan.
@@ -617,10 +589,7 @@ func (e *responsesEncoder) renderCall(b []byte, ch *choice, pos int) []byte {
 	b = appendString(b, step.args)
 	b = append(b, `,"item_id":`...)
 	b = appendString(b, functionItemID(e.j.g, e.calls-1))
-	b = append(b, `,"output_index":`...)
-	b = strconv.AppendInt(b, int64(e.index), 10)
-	b = append(b, ',')
-	return e.closeEvent(b, "response.function_call_arguments.delta")
+	return e.endWithIndex(b, "response.function_call_arguments.delta")
 }
 
 func (e *responsesEncoder) end(b []byte) []byte {

@@ -1,6 +1,11 @@
 package api
 
-import "strings"
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
+)
 
 // callStep is what one position of a tool-call plan contributes to a
 // Responses or Anthropic stream, which show calls as output items or
@@ -42,4 +47,39 @@ func responsesCallID(c plannedCall) string {
 // functionItemID is the id of a Responses function_call item.
 func functionItemID(g *genRequest, call int) string {
 	return "fc_" + g.baseID + "_" + itoa(call)
+}
+
+// chatTool is a function tool in its chat completions form, what the
+// Responses and Anthropic tools translate to.
+type chatTool struct {
+	Type     string          `json:"type"`
+	Function chatToolFuncDef `json:"function"`
+}
+
+type chatToolFuncDef struct {
+	Name        string          `json:"name"`
+	Description *string         `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// namedChoiceJSON is the chat form of a tool_choice naming one function.
+func namedChoiceJSON(name string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": name}})
+	return b
+}
+
+// forEachToken records a run of output items (job.record) and calls token
+// for every delivered planned token of a one-choice job; terminal items and
+// tokens beyond the plan (never produced by the engine) are only recorded.
+func (j *job) forEachToken(items []engine.OutputItem, token func(ch *choice, pos int)) {
+	for i := range items {
+		it := &items[i]
+		ch := j.record(it)
+		if it.Final {
+			continue
+		}
+		if pos := ch.n - 1; pos < len(ch.plan.IDs) {
+			token(ch, pos)
+		}
+	}
 }
