@@ -9,6 +9,15 @@ import (
 	"testing"
 )
 
+// postFuzz sends one fuzzed JSON body through the handler.
+func postFuzz(handler http.Handler, path string, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, req)
+	return rec
+}
+
 // FuzzSurfaceHandlers sends arbitrary bodies to /v1/responses,
 // /v1/messages and /v1/embeddings through the whole stack and checks that
 // every answer is a 200 of the endpoint's form or an error in the
@@ -36,10 +45,7 @@ func FuzzSurfaceHandlers(f *testing.F) {
 	handler := startFuzzServer(f)
 	f.Fuzz(func(t *testing.T, body []byte, route uint8) {
 		path := []string{"/v1/responses", "/v1/messages", "/v1/embeddings"}[route%3]
-		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, req)
+		rec := postFuzz(handler, path, body)
 		out := rec.Body.Bytes()
 		switch rec.Code {
 		case 200:

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -56,10 +55,7 @@ func FuzzGenerateHandler(f *testing.F) {
 	handler := startFuzzServer(f)
 	f.Fuzz(func(t *testing.T, body []byte, route uint8) {
 		path := []string{"/v1/completions", "/v1/chat/completions", "/tokenize"}[route%3]
-		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, req)
+		rec := postFuzz(handler, path, body)
 		out := rec.Body.Bytes()
 		switch rec.Code {
 		case 200:

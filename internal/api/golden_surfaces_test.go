@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"os"
@@ -125,31 +124,9 @@ var vllmNestedKeyOrder = map[string][]string{
 	"content_block_delta.signature":  {"type", "signature"},
 }
 
-// keysOf returns the keys of a JSON object in document order.
-func keysOf(t *testing.T, raw []byte) []string {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("not an object: %s", raw)
-	}
-	var keys []string
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, tok.(string))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return keys
-}
-
 func checkKeys(t *testing.T, what string, raw []byte, want []string) {
 	t.Helper()
-	got := keysOf(t, raw)
+	got := keys(t, string(raw))
 	if len(want) == 2 && strings.Contains(want[1], "|") && len(got) == 2 {
 		if slices.Contains(strings.Split(want[1], "|"), got[1]) {
 			want = []string{want[0], got[1]}
