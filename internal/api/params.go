@@ -53,11 +53,11 @@ type genRequest struct {
 	priority     int
 	truncate     int // 0 = no truncation
 	cacheSalt    string
-	adapter      engine.Adapter // the LoRA adapter named by model (zero: base model)
-	returnIDs    bool           // return_token_ids
-	tokensAsIDs  bool           // return_tokens_as_token_ids
-	echo         bool           // completions only
-	rank         int            // X-data-parallel-rank, -1 = route
+	adapter      engine.Adapter  // the LoRA adapter named by model (zero: base model)
+	returnIDs    bool            // return_token_ids
+	tokensAsIDs  bool            // return_tokens_as_token_ids
+	echo         bool            // completions only
+	rank         int             // X-data-parallel-rank, -1 = route
 	tools        *toolSpec       // chat tool calls; nil = none
 	structured   *structuredSpec // output constraint; nil = free text
 	prompts      []promptSpec

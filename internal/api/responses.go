@@ -51,7 +51,7 @@ type chatMessage struct {
 	Content      string
 	ContentNull  bool           // content null (an auto tool call)
 	ToolCalls    []toolCallJSON // message.tool_calls; nil = []
-	Reasoning    *string // nil = null
+	Reasoning    *string        // nil = null
 	ReasoningKey string
 }
 
