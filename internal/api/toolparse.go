@@ -119,11 +119,11 @@ func (s *Server) parseTools(o object) (*toolSpec, *apiError) {
 			strings.Trim(string(choiceRaw), `"`))
 	}
 	if spec.choice == toolChoiceAuto {
-		if len(spec.tools) == 0 {
-			return nil, nil // "auto" over an empty list: nothing to call
-		}
 		if !s.cfg.EnableAutoToolChoice || s.cfg.ToolCallParser == "" {
 			return nil, errInvalid("tool_choice", `"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`)
+		}
+		if len(spec.tools) == 0 {
+			return nil, nil // "auto" over an empty list: nothing to call
 		}
 	}
 	return spec, nil
