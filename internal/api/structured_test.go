@@ -31,34 +31,15 @@ func contentOf(t *testing.T, body string) (text, finish string) {
 	return c.Message.Content + c.Text, c.FinishReason
 }
 
-// streamedContentOf concatenates a streamed answer's text deltas.
+// streamedContentOf concatenates a streamed answer's text deltas (chat
+// content or completions text).
 func streamedContentOf(t *testing.T, body string) (text, finish string) {
 	t.Helper()
-	var b strings.Builder
-	for _, ev := range sseEvents(t, body) {
-		if ev == "[DONE]" {
-			break
-		}
-		var chunk struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-				Text         string  `json:"text"`
-				FinishReason *string `json:"finish_reason"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(ev), &chunk); err != nil {
-			t.Fatalf("chunk %s: %v", ev, err)
-		}
-		for _, c := range chunk.Choices {
-			b.WriteString(c.Delta.Content + c.Text)
-			if c.FinishReason != nil {
-				finish = *c.FinishReason
-			}
-		}
+	r := streamResult(t, body)
+	if r.Content == nil {
+		return "", r.Finish
 	}
-	return b.String(), finish
+	return *r.Content, r.Finish
 }
 
 // The property test through a real server: 1,000 seeded random schemas as

@@ -142,7 +142,8 @@ func nonStreamResult(t *testing.T, body string) chatResult {
 	return out
 }
 
-// streamResult assembles a streamed answer the way client accumulators do,
+// streamResult assembles a streamed answer (chat, or completions text) the
+// way client accumulators do,
 // checking vLLM's delta sequence on the way: each call opens with one delta
 // carrying id, type "function", index and function.name, later deltas of
 // the call carry only index and function.arguments.
@@ -157,6 +158,7 @@ func streamResult(t *testing.T, body string) chatResult {
 		}
 		var chunk struct {
 			Choices []struct {
+				Text  *string `json:"text"` // completions
 				Delta struct {
 					Content   *string `json:"content"`
 					ToolCalls []struct {
@@ -182,9 +184,11 @@ func streamResult(t *testing.T, body string) chatResult {
 			out.CompletionTokens = chunk.Usage.CompletionTokens
 		}
 		for _, ch := range chunk.Choices {
-			if ch.Delta.Content != nil && *ch.Delta.Content != "" {
-				content.WriteString(*ch.Delta.Content)
-				sawContent = true
+			for _, text := range []*string{ch.Delta.Content, ch.Text} {
+				if text != nil && *text != "" {
+					content.WriteString(*text)
+					sawContent = true
+				}
 			}
 			if ch.FinishReason != nil {
 				out.Finish = *ch.FinishReason
