@@ -78,7 +78,7 @@ func (s *Server) parseTools(o object) (*toolSpec, *apiError) {
 			return nil, errFieldRequired(path + ".function.name")
 		}
 		def := toolDef{name: name, params: emptyParams}
-		if params, ok := fn.Kind("parameters", "object"); ok && string(params) != "{}" {
+		if params, ok := fn.Kind("parameters", "object"); ok && string(compactJSON(params)) != "{}" {
 			compiled, err := schemagen.Compile(params)
 			if err != nil {
 				return nil, errInvalid(path+".function.parameters", "%s", err.Error())
