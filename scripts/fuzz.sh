@@ -27,6 +27,7 @@ targets=(
 	"./internal/hftokenizer FuzzEncodeDecode"
 	"./internal/chattemplate FuzzParseAndRenderNeverPanic"
 	"./internal/chattemplate FuzzDecodeJSONAgreesWithEncodingJSON"
+	"./internal/schemagen FuzzCompileGenerate"          # JSON Schemas: refused, or every instance valid
 )
 wanted=" $* "
 for t in "${targets[@]}"; do

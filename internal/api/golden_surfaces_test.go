@@ -2,15 +2,12 @@ package api
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
-
-var updateGolden = flag.Bool("update-golden", false, "rewrite internal/api/testdata/golden from the server's current output")
 
 // The golden transcripts are byte-level SSE bodies for a fixed request id,
 // seed, clock and configuration (reasoning framing on, so that both block

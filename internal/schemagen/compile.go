@@ -285,26 +285,12 @@ func (c *compiler) fill(n *node, schema object, path string) error {
 				return err
 			}
 			n.prefixItems = items
-		case key == "minItems" || key == "maxItems" || key == "minLength" || key == "maxLength" ||
-			key == "minProperties" || key == "maxProperties":
+		case n.countField(key) != nil:
 			count, err := nonNegativeInt(raw)
 			if err != nil {
 				return c.errorf(at, "%s %v", key, err)
 			}
-			switch key {
-			case "minItems":
-				n.minItems = count
-			case "maxItems":
-				n.maxItems = count
-			case "minLength":
-				n.minLength = count
-			case "maxLength":
-				n.maxLength = count
-			case "minProperties":
-				n.minProperties = count
-			default:
-				n.maxProperties = count
-			}
+			*n.countField(key) = count
 		case key == "uniqueItems":
 			flag, ok := raw.(bool)
 			if !ok {
@@ -338,6 +324,26 @@ func (c *compiler) fill(n *node, schema object, path string) error {
 		}
 	}
 	return c.checkBounds(n, path)
+}
+
+// countField returns the node's field of a count keyword (minItems,
+// maxLength, ...), nil for other keywords.
+func (n *node) countField(key string) *int {
+	switch key {
+	case "minItems":
+		return &n.minItems
+	case "maxItems":
+		return &n.maxItems
+	case "minLength":
+		return &n.minLength
+	case "maxLength":
+		return &n.maxLength
+	case "minProperties":
+		return &n.minProperties
+	case "maxProperties":
+		return &n.maxProperties
+	}
+	return nil
 }
 
 func (c *compiler) fillTypes(n *node, raw any, path string) error {
