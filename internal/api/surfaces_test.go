@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,6 +189,64 @@ func TestSurfaceStreams_DisconnectCancels(t *testing.T) {
 			cancel()
 			resp.Body.Close()
 			testutil.WaitFor(t, 2*time.Second, "engine work released", env.idle)
+		})
+	}
+}
+
+// Responses and Messages deltas arrive at the engine's token times, like
+// chat chunks: consecutive deltas one decode pass apart at the client, and
+// the server's flushes within 2 ms of the modeled token times (fixed timing
+// model; medians, as a shared 2-core machine delays single flushes).
+func TestSurfaceStreams_DeltasArriveAtTokenTimes(t *testing.T) {
+	const decodeMS = 12
+	tolerance := 2 * time.Millisecond
+	for _, tc := range []struct{ name, path, body, delta string }{
+		{"responses text", "/v1/responses", `{"input":"Hello","max_output_tokens":24,"stream":true}`, "response.output_text.delta"},
+		{"responses function call", "/v1/responses", `{"input":"Weather?","tools":[{"type":"function","name":"get_weather","parameters":` +
+			weatherSchema + `}],"tool_choice":"required","stream":true,"seed":3}`, "response.function_call_arguments.delta"},
+		{"messages text", "/v1/messages", `{"model":"mocker-model","max_tokens":24,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`, "content_block_delta"},
+		{"messages tool_use", "/v1/messages", `{"model":"mocker-model","max_tokens":200,"stream":true,"messages":[{"role":"user","content":"Weather?"}],` +
+			`"tools":[{"name":"get_weather","input_schema":` + weatherSchema + `}],"tool_choice":{"type":"tool","name":"get_weather"},"seed":3}`, "content_block_delta"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lags := &lagRecorder{}
+			env := startServer(t, map[string]any{"timing_model": "fixed", "fixed_prefill_ms": 5.0,
+				"fixed_decode_ms": float64(decodeMS), "speedup_ratio": 1.0}, Deps{DeliveryLag: lags})
+			req, _ := http.NewRequest(http.MethodPost, env.URL+tc.path, strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := env.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			br := bufio.NewReader(resp.Body)
+			var arrivals []time.Time
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					break // end of the stream
+				}
+				if strings.TrimSpace(line) == "event: "+tc.delta {
+					arrivals = append(arrivals, time.Now())
+				}
+			}
+			if len(arrivals) < 8 {
+				t.Fatalf("only %d %s events", len(arrivals), tc.delta)
+			}
+			gaps := make([]time.Duration, 0, len(arrivals)-1)
+			for k := 1; k < len(arrivals); k++ {
+				gaps = append(gaps, arrivals[k].Sub(arrivals[k-1]))
+			}
+			slices.Sort(gaps)
+			if median, want := gaps[len(gaps)/2], decodeMS*time.Millisecond; median < want-tolerance || median > want+tolerance {
+				t.Errorf("median gap between deltas %v, want %v ± %v (gaps %v)", median, want, tolerance, gaps)
+			}
+			lags.mu.Lock()
+			defer lags.mu.Unlock()
+			sorted := slices.Sorted(slices.Values(lags.lags))
+			if len(sorted) == 0 || sorted[len(sorted)/2] > tolerance.Seconds() {
+				t.Errorf("flush lags (s) %v: median above %v", sorted, tolerance)
+			}
 		})
 	}
 }
