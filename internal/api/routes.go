@@ -32,6 +32,7 @@ func (s *Server) routes() http.Handler {
 	r.Method(http.MethodPost, "/v1/responses", gate(s.drainGate(handleSurface(s, responses))))
 	r.Method(http.MethodGet, "/v1/responses/{id}", handleRetrieveResponse(responses.store))
 	r.Method(http.MethodPost, "/v1/messages", anthropicErrorShape(gate(s.drainGate(handleSurface(s, messagesSurface{})))))
+	r.Method(http.MethodPost, "/v1/messages/count_tokens", anthropicErrorShape(handleCountTokens(s)))
 	r.Method(http.MethodPost, "/v1/embeddings", gate(s.drainGate(handleSurface(s, embeddingsSurface{basis: newEmbedBasis(s.cfg.Seed, s.cfg.EmbeddingDim)}))))
 
 	r.Method(http.MethodGet, "/health", gate(handleHealth(s)))

@@ -250,3 +250,18 @@ func TestSurfaceStreams_DeltasArriveAtTokenTimes(t *testing.T) {
 		})
 	}
 }
+
+func TestMessagesCountTokens_IsThePromptOfTheSameMessagesRequest(t *testing.T) {
+	env := startServer(t, nil)
+	msgs := `"system":"Be brief.","messages":[{"role":"user","content":"Hello there!"}]`
+	count := jsonOf(t, env.post("/v1/messages/count_tokens", `{"model":"mocker-model",`+msgs+`}`).Body)
+	full := jsonOf(t, env.post("/v1/messages", `{"model":"mocker-model","max_tokens":1,`+msgs+`}`).Body)
+	want := full["usage"].(map[string]any)["input_tokens"]
+	if count["input_tokens"] != want || count["context_management"].(map[string]any)["original_input_tokens"] != want {
+		t.Errorf("count_tokens = %v, want input_tokens %v", count, want)
+	}
+	r := env.post("/v1/messages/count_tokens", `{"model":"mocker-model"}`)
+	if m := jsonOf(t, r.Body); r.Status != 400 || m["type"] != "error" {
+		t.Errorf("without messages: %d %s", r.Status, r.Body)
+	}
+}
