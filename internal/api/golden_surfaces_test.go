@@ -19,13 +19,13 @@ var goldenStreams = []struct {
 	{"responses_stream.sse", "/v1/responses",
 		`{"model":"mocker-model","input":"Hello!","instructions":"Be brief.","max_output_tokens":8,"stream":true,"seed":7}`},
 	{"messages_stream.sse", "/v1/messages",
-		`{"model":"mocker-model","max_tokens":8,"system":"Be brief.","messages":[{"role":"user","content":"Hello!"}],"stream":true,"seed":7}`},
+		`{"model":"mocker-model","max_tokens":8,"system":"Be brief.","messages":[{"role":"user","content":"Hello!"}],"stream":true}`},
 	{"responses_function_call_stream.sse", "/v1/responses",
 		`{"model":"mocker-model","input":"Weather?","tools":[{"type":"function","name":"get_weather","parameters":` + weatherSchema +
 			`}],"tool_choice":"required","stream":true,"seed":7}`},
 	{"messages_tool_use_stream.sse", "/v1/messages",
 		`{"model":"mocker-model","max_tokens":200,"messages":[{"role":"user","content":"Weather?"}],"tools":[{"name":"get_weather","input_schema":` +
-			weatherSchema + `}],"tool_choice":{"type":"any"},"stream":true,"seed":7}`},
+			weatherSchema + `}],"tool_choice":{"type":"any"},"stream":true}`},
 }
 
 func TestGolden_SurfaceStreamsAreByteIdentical(t *testing.T) {

@@ -103,7 +103,7 @@ func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequ
 	chat := map[string]json.RawMessage{}
 	for _, k := range []string{"model", "temperature", "top_p", "top_k", "stream", "seed", "stop",
 		"ignore_eos", "priority", "cache_salt", "request_id", "repetition_penalty",
-		"include_stop_str_in_output", "structured_outputs", "skip_special_tokens"} {
+		"include_stop_str_in_output", "structured_outputs", "skip_special_tokens", "parallel_tool_calls"} {
 		if v, ok := o.raw(k); ok {
 			chat[k] = v
 		}

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -206,7 +207,7 @@ func TestSurfaceStreams_DeltasArriveAtTokenTimes(t *testing.T) {
 			weatherSchema + `}],"tool_choice":"required","stream":true,"seed":3}`, "response.function_call_arguments.delta"},
 		{"messages text", "/v1/messages", `{"model":"mocker-model","max_tokens":24,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`, "content_block_delta"},
 		{"messages tool_use", "/v1/messages", `{"model":"mocker-model","max_tokens":200,"stream":true,"messages":[{"role":"user","content":"Weather?"}],` +
-			`"tools":[{"name":"get_weather","input_schema":` + weatherSchema + `}],"tool_choice":{"type":"tool","name":"get_weather"},"seed":3}`, "content_block_delta"},
+			`"tools":[{"name":"get_weather","input_schema":` + weatherSchema + `}],"tool_choice":{"type":"tool","name":"get_weather"}}`, "content_block_delta"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lags := &lagRecorder{}
@@ -263,5 +264,105 @@ func TestMessagesCountTokens_IsThePromptOfTheSameMessagesRequest(t *testing.T) {
 	r := env.post("/v1/messages/count_tokens", `{"model":"mocker-model"}`)
 	if m := jsonOf(t, r.Body); r.Status != 400 || m["type"] != "error" {
 		t.Errorf("without messages: %d %s", r.Status, r.Body)
+	}
+}
+
+// sseData returns the data of every event of a named-event SSE body whose
+// type is typ, in order.
+func sseData(t *testing.T, body, typ string) []string {
+	t.Helper()
+	var out []string
+	for _, ev := range strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n") {
+		name, data, ok := strings.Cut(strings.TrimPrefix(ev, "event: "), "\ndata: ")
+		if !ok {
+			t.Fatalf("malformed event %q", ev)
+		}
+		if name == typ {
+			out = append(out, data)
+		}
+	}
+	return out
+}
+
+// With several tools and parallel calls, a streamed Responses or Messages
+// answer carries the same calls as the non-streamed one: the items of
+// response.output_item.done are the final output, and the tool_use blocks
+// rebuilt from content_block_start and input_json_delta are the content.
+func TestSurfaceStreams_ParallelCallsMatchTheNonStreamedAnswer(t *testing.T) {
+	env := startServer(t, nil)
+	fn := func(name string) string {
+		return `{"type":"function","name":"` + name + `","parameters":` + weatherSchema + `}`
+	}
+	tools := `[` + fn("a") + `,` + fn("b") + `,` + fn("c") + `]`
+	var seed string
+	for s := range 200 {
+		body := `{"input":"x","tools":` + tools + `,"tool_choice":"required","seed":` + itoa(s) + `}`
+		out := jsonOf(t, env.post("/v1/responses", body).Body)["output"].([]any)
+		if len(out) >= 2 {
+			seed = itoa(s)
+			break
+		}
+	}
+	if seed == "" {
+		t.Fatal("no seed among 200 gives parallel calls")
+	}
+	body := `{"input":"x","tools":` + tools + `,"tool_choice":"required","seed":` + seed
+	whole := jsonOf(t, env.post("/v1/responses", body+`}`, "X-Request-Id", "p").Body)
+	stream := env.post("/v1/responses", body+`,"stream":true}`, "X-Request-Id", "p").Body
+	var items []any
+	for _, d := range sseData(t, stream, "response.output_item.done") {
+		items = append(items, jsonOf(t, d)["item"])
+	}
+	wantJSON, _ := json.Marshal(whole["output"])
+	gotJSON, _ := json.Marshal(items)
+	if string(gotJSON) != string(wantJSON) {
+		t.Errorf("streamed items\n%s\nnon-streamed output\n%s", gotJSON, wantJSON)
+	}
+	for _, it := range items {
+		validWeather(t, "arguments", json.RawMessage(it.(map[string]any)["arguments"].(string)))
+	}
+
+	// Messages: the same tools in Anthropic's form. Anthropic requests
+	// have no seed, so the prompt picks the draw.
+	atools := strings.NewReplacer(`"type":"function",`, ``, `"parameters"`, `"input_schema"`).Replace(tools)
+	var mbody string
+	var mwhole map[string]any
+	for s := range 200 {
+		mbody = `{"model":"mocker-model","max_tokens":500,"messages":[{"role":"user","content":"x` + itoa(s) + `"}],"tools":` +
+			atools + `,"tool_choice":{"type":"any"}`
+		if mwhole = jsonOf(t, env.post("/v1/messages", mbody+`}`).Body); len(mwhole["content"].([]any)) >= 2 {
+			break
+		}
+	}
+	mstream := env.post("/v1/messages", mbody+`,"stream":true}`).Body
+	var blocks []map[string]any
+	for _, ev := range strings.Split(strings.TrimSuffix(mstream, "\n\n"), "\n\n") {
+		_, data, _ := strings.Cut(ev, "\ndata: ")
+		m := jsonOf(t, data)
+		switch m["type"] {
+		case "content_block_start":
+			blocks = append(blocks, m["content_block"].(map[string]any))
+			blocks[len(blocks)-1]["partial"] = ""
+		case "content_block_delta":
+			if d := m["delta"].(map[string]any); d["type"] == "input_json_delta" {
+				blocks[len(blocks)-1]["partial"] = blocks[len(blocks)-1]["partial"].(string) + d["partial_json"].(string)
+			}
+		}
+	}
+	content := mwhole["content"].([]any)
+	if len(blocks) != len(content) || len(content) < 2 || mwhole["stop_reason"] != "tool_use" {
+		t.Fatalf("stream blocks %v, content %v", blocks, content)
+	}
+	for i, c := range content {
+		cm := c.(map[string]any)
+		var input any
+		if err := json.Unmarshal([]byte(blocks[i]["partial"].(string)), &input); err != nil {
+			t.Fatalf("block %d partial_json %q: %v", i, blocks[i]["partial"], err)
+		}
+		a, _ := json.Marshal(input)
+		b, _ := json.Marshal(cm["input"])
+		if blocks[i]["id"] != cm["id"] || blocks[i]["name"] != cm["name"] || string(a) != string(b) {
+			t.Errorf("block %d: stream %v, non-stream %v", i, blocks[i], cm)
+		}
 	}
 }
