@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/plan"
@@ -83,10 +84,11 @@ func choiceSeed(requestSeed uint64, choice int) uint64 {
 func subSeed(seed uint64, salt uint64) uint64 { return plan.Mix64(seed ^ salt*plan.Phi) }
 
 const (
-	saltDecide = iota + 1
-	saltCount
-	saltStructured
-	saltCallBase = 1 << 16
+	saltDecide     = iota + 1 // auto: call or text
+	saltCount                 // how many parallel calls
+	saltOrder                 // which functions
+	saltStructured            // the structured output
+	saltCallBase   = 1 << 16  // + k: call k's arguments and id
 )
 
 // wantsCall draws the seeded tool_choice "auto" decision.
@@ -117,7 +119,7 @@ func planCalls(spec *toolSpec, parser string, seed uint64) ([]string, *choiceCal
 			}
 			count = min(count, len(spec.tools))
 		}
-		order := permutation(len(spec.tools), subSeed(seed, saltCount+1))
+		order := permutation(len(spec.tools), subSeed(seed, saltOrder))
 		picks = order[:count]
 	}
 	format := formatFor(parser)
@@ -187,22 +189,23 @@ func (cc *choiceCalls) result(ch *choice) callResult {
 	reason, _ := ch.reasons()
 	delivered := min(ch.n, len(ch.plan.IDs))
 	complete := cc.complete(ch)
-	args := make([]string, len(cc.calls))
-	raw := ""
+	args := make([]strings.Builder, len(cc.calls))
+	var whole strings.Builder
 	for pos := range delivered {
 		text, _ := ch.plan.Segment(pos)
-		raw += text
+		whole.WriteString(text)
 		if role := cc.roles[ch.plan.Part(pos)]; role.kind == partArguments {
-			args[role.call] += text
+			args[role.call].WriteString(text)
 		}
 	}
+	raw := whole.String()
 	empty := ""
 	if !complete && cc.style != toolChoiceNamed {
 		return callResult{content: &raw, finish: reason}
 	}
 	out := callResult{finish: cc.finish(ch)}
 	for k, call := range cc.calls {
-		out.toolCalls = append(out.toolCalls, toolCallJSON{ID: call.id, Name: call.name, Arguments: args[k]})
+		out.toolCalls = append(out.toolCalls, toolCallJSON{ID: call.id, Name: call.name, Arguments: args[k].String()})
 	}
 	if cc.style != toolChoiceAuto {
 		out.content = &empty
