@@ -102,7 +102,10 @@ func wantsCall(seed uint64, probability float64) bool {
 // the model to the arguments alone). Required and auto: one call, or with
 // parallel_tool_calls and several tools sometimes two or three, framed in
 // the required array or the parser's format.
-func planCalls(spec *toolSpec, parser string, seed uint64) ([]string, *choiceCalls) {
+//
+// idSalt goes into the call ids only: a hash of the prompt, so that turns
+// of one conversation sent with the same "seed" still get distinct ids.
+func planCalls(spec *toolSpec, parser string, seed, idSalt uint64) ([]string, *choiceCalls) {
 	cc := &choiceCalls{style: spec.choice}
 	var picks []int
 	switch {
@@ -130,7 +133,7 @@ func planCalls(spec *toolSpec, parser string, seed uint64) ([]string, *choiceCal
 	for k, tool := range picks {
 		callSeed := subSeed(seed, saltCallBase+uint64(k))
 		def := spec.tools[tool]
-		cc.calls = append(cc.calls, plannedCall{id: toolCallID(callSeed), name: def.name})
+		cc.calls = append(cc.calls, plannedCall{id: toolCallID(callSeed ^ idSalt), name: def.name})
 		args := string(schemagen.Spaced(def.params.Generate(callSeed)))
 		if spec.choice == toolChoiceNamed {
 			parts = append(parts, args)
@@ -321,10 +324,10 @@ func appendCallHeader(b []byte, index int, call plannedCall, style toolChoiceKin
 // planChoice plans one choice: tool calls (always for a named or required
 // tool_choice, by the seeded --tool-call-probability draw for auto), else
 // the structured output, else free text.
-func (s *Server) planChoice(g *genRequest, p plan.Params) (plan.Result, *choiceCalls) {
+func (s *Server) planChoice(g *genRequest, p plan.Params, prompt []uint32) (plan.Result, *choiceCalls) {
 	seed := choiceSeed(p.Seed, p.Choice)
 	if g.tools != nil && (g.tools.choice != toolChoiceAuto || wantsCall(seed, s.cfg.ToolCallProbability)) {
-		parts, calls := planCalls(g.tools, s.cfg.ToolCallParser, seed)
+		parts, calls := planCalls(g.tools, s.cfg.ToolCallParser, seed, plan.RequestSeed(nil, 0, prompt))
 		return plan.Text(p, parts), calls
 	}
 	if g.structured != nil {

@@ -445,3 +445,23 @@ func TestToolCalls_InputMessagesRendered(t *testing.T) {
 		t.Fatalf("template saw %q", msg)
 	}
 }
+
+// Call ids follow vLLM's format, repeat for a repeated request, and differ
+// between turns of a conversation sent with the same seed (an agent keeps
+// ids of earlier calls in its history).
+func TestToolCalls_IDsDifferAcrossTurns(t *testing.T) {
+	env := toolEnv(t, nil)
+	named := `,"tool_choice":{"type":"function","function":{"name":"get_weather"}},"seed":1`
+	first := nonStreamResult(t, env.post("/v1/chat/completions", chatBody(named)).Body).Calls[0]
+	again := nonStreamResult(t, env.post("/v1/chat/completions", chatBody(named)).Body).Calls[0]
+	next := `{"messages":[{"role":"user","content":"Plan my week"},{"role":"assistant","content":null,"tool_calls":[` +
+		`{"id":"` + first.ID + `","type":"function","function":{"name":"get_weather","arguments":` + strconvQuote(first.Arguments) + `}}]},` +
+		`{"role":"tool","tool_call_id":"` + first.ID + `","content":"sunny"}],"tools":` + weatherTools + named + `}`
+	second := nonStreamResult(t, env.post("/v1/chat/completions", next).Body).Calls[0]
+	if first.ID != again.ID || first.Arguments != again.Arguments {
+		t.Fatalf("repeated request: %+v vs %+v", first, again)
+	}
+	if second.ID == first.ID {
+		t.Fatalf("the next turn reuses call id %s", first.ID)
+	}
+}
