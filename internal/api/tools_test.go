@@ -465,3 +465,25 @@ func TestToolCalls_IDsDifferAcrossTurns(t *testing.T) {
 		t.Fatalf("the next turn reuses call id %s", first.ID)
 	}
 }
+
+// tool_choice "none" keeps the tools in the prompt, unless
+// --exclude-tools-when-tool-choice-none (vLLM's flag) leaves them out.
+func TestToolCalls_ExcludeToolsWhenToolChoiceNone(t *testing.T) {
+	promptTokens := func(env *testEnv, choice string) float64 {
+		r := env.post("/v1/chat/completions", chatBody(`,"tool_choice":"`+choice+`","max_tokens":1`))
+		return jsonOf(t, r.Body)["usage"].(map[string]any)["prompt_tokens"].(float64)
+	}
+	bare := jsonOf(t, startServer(t, nil).post("/v1/chat/completions",
+		`{"messages":[{"role":"user","content":"Plan my week"}],"max_tokens":1}`).Body)["usage"].(map[string]any)["prompt_tokens"].(float64)
+	keep := startServer(t, nil)
+	if got := promptTokens(keep, "none"); got <= bare {
+		t.Fatalf("tools not rendered with tool_choice none: %v prompt tokens, %v without tools", got, bare)
+	}
+	exclude := startServer(t, map[string]any{"exclude_tools_when_tool_choice_none": true})
+	if got := promptTokens(exclude, "none"); got != bare {
+		t.Fatalf("with the flag, tool_choice none prompt has %v tokens, want %v", got, bare)
+	}
+	if got := promptTokens(exclude, "required"); got <= bare {
+		t.Fatalf("with the flag, tool_choice required lost its tools: %v", got)
+	}
+}
