@@ -169,7 +169,7 @@ func (s *Server) submit(g *genRequest) (*job, *apiError) {
 			idx := pi*g.n + c
 			p := base
 			p.Seed, p.Choice, p.MaxTokens = seed, c, ps.m
-			res, calls := s.planChoice(g, p)
+			res, calls := s.planChoice(g, p, ps.ids)
 			j.ch[idx] = choice{prompt: pi, plan: res, calls: calls}
 			j.reqs[idx] = engine.Request{
 				ID:              engine.NewRequestID(),

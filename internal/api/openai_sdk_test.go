@@ -1,11 +1,15 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
@@ -77,4 +81,57 @@ func TestOpenAINodeSDK_ToolCallsAndParse(t *testing.T) {
 		t.Fatalf("parsed %s: %v", parsed, err)
 	}
 	t.Logf("parsed object %s", parsed)
+}
+
+// openai-go v3's stream accumulator reports each finished tool call
+// (JustFinishedToolCall) with the arguments the non-streamed answer has.
+func TestOpenAIGoSDK_StreamedToolCalls(t *testing.T) {
+	env := toolEnv(t, nil)
+	c := env.sdkClient()
+	var tools []map[string]any
+	if err := json.Unmarshal([]byte(weatherTools), &tools); err != nil {
+		t.Fatal(err)
+	}
+	params := openai.ChatCompletionNewParams{
+		Model:      "mocker-model",
+		Messages:   []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris, then book a trip")},
+		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},
+		Seed:       openai.Int(8),
+	}
+	for _, tool := range tools {
+		fn := tool["function"].(map[string]any)
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: fn["name"].(string), Parameters: shared.FunctionParameters(fn["parameters"].(map[string]any)),
+		}))
+	}
+	ctx := context.Background()
+	stream := c.Chat.Completions.NewStreaming(ctx, params)
+	var acc openai.ChatCompletionAccumulator
+	var finished []openai.FinishedChatCompletionToolCall
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+		if call, ok := acc.JustFinishedToolCall(); ok {
+			finished = append(finished, call)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := c.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := whole.Choices[0].Message.ToolCalls
+	if len(finished) < 2 || len(finished) != len(calls) || whole.Choices[0].FinishReason != "tool_calls" {
+		t.Fatalf("streamed %d finished calls, non-streamed %+v", len(finished), whole.Choices[0])
+	}
+	schemas := toolSchemas(t)
+	for i, call := range finished {
+		if call.ID != calls[i].ID || call.Name != calls[i].Function.Name || call.Arguments != calls[i].Function.Arguments {
+			t.Errorf("call %d: streamed %+v, non-streamed %+v", i, call, calls[i])
+		}
+		if err := referenceCheck(schemas[call.Name], call.Arguments); err != nil {
+			t.Errorf("call %d %s(%s): %v", i, call.Name, call.Arguments, err)
+		}
+	}
 }

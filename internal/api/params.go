@@ -366,6 +366,9 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		if g.tools, e = s.parseTools(o); e != nil {
 			return nil, e
 		}
+		if raw, _ := o.raw("tool_choice"); s.cfg.ExcludeToolsWhenToolChoiceNone && string(raw) == `"none"` {
+			tools = nil // vLLM renders no tools then
+		}
 	}
 	if g.rank, e = s.headerRank(r); e != nil {
 		return nil, e

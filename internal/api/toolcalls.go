@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/plan"
@@ -83,10 +84,11 @@ func choiceSeed(requestSeed uint64, choice int) uint64 {
 func subSeed(seed uint64, salt uint64) uint64 { return plan.Mix64(seed ^ salt*plan.Phi) }
 
 const (
-	saltDecide = iota + 1
-	saltCount
-	saltStructured
-	saltCallBase = 1 << 16
+	saltDecide     = iota + 1 // auto: call or text
+	saltCount                 // how many parallel calls
+	saltOrder                 // which functions
+	saltStructured            // the structured output
+	saltCallBase   = 1 << 16  // + k: call k's arguments and id
 )
 
 // wantsCall draws the seeded tool_choice "auto" decision.
@@ -100,7 +102,10 @@ func wantsCall(seed uint64, probability float64) bool {
 // the model to the arguments alone). Required and auto: one call, or with
 // parallel_tool_calls and several tools sometimes two or three, framed in
 // the required array or the parser's format.
-func planCalls(spec *toolSpec, parser string, seed uint64) ([]string, *choiceCalls) {
+//
+// idSalt goes into the call ids only: a hash of the prompt, so that turns
+// of one conversation sent with the same "seed" still get distinct ids.
+func planCalls(spec *toolSpec, parser string, seed, idSalt uint64) ([]string, *choiceCalls) {
 	cc := &choiceCalls{style: spec.choice}
 	var picks []int
 	switch {
@@ -117,7 +122,7 @@ func planCalls(spec *toolSpec, parser string, seed uint64) ([]string, *choiceCal
 			}
 			count = min(count, len(spec.tools))
 		}
-		order := permutation(len(spec.tools), subSeed(seed, saltCount+1))
+		order := permutation(len(spec.tools), subSeed(seed, saltOrder))
 		picks = order[:count]
 	}
 	format := formatFor(parser)
@@ -128,7 +133,7 @@ func planCalls(spec *toolSpec, parser string, seed uint64) ([]string, *choiceCal
 	for k, tool := range picks {
 		callSeed := subSeed(seed, saltCallBase+uint64(k))
 		def := spec.tools[tool]
-		cc.calls = append(cc.calls, plannedCall{id: toolCallID(callSeed), name: def.name})
+		cc.calls = append(cc.calls, plannedCall{id: toolCallID(callSeed ^ idSalt), name: def.name})
 		args := string(schemagen.Spaced(def.params.Generate(callSeed)))
 		if spec.choice == toolChoiceNamed {
 			parts = append(parts, args)
@@ -187,22 +192,23 @@ func (cc *choiceCalls) result(ch *choice) callResult {
 	reason, _ := ch.reasons()
 	delivered := min(ch.n, len(ch.plan.IDs))
 	complete := cc.complete(ch)
-	args := make([]string, len(cc.calls))
-	raw := ""
+	args := make([]strings.Builder, len(cc.calls))
+	var whole strings.Builder
 	for pos := range delivered {
 		text, _ := ch.plan.Segment(pos)
-		raw += text
+		whole.WriteString(text)
 		if role := cc.roles[ch.plan.Part(pos)]; role.kind == partArguments {
-			args[role.call] += text
+			args[role.call].WriteString(text)
 		}
 	}
+	raw := whole.String()
 	empty := ""
 	if !complete && cc.style != toolChoiceNamed {
 		return callResult{content: &raw, finish: reason}
 	}
 	out := callResult{finish: cc.finish(ch)}
 	for k, call := range cc.calls {
-		out.toolCalls = append(out.toolCalls, toolCallJSON{ID: call.id, Name: call.name, Arguments: args[k]})
+		out.toolCalls = append(out.toolCalls, toolCallJSON{ID: call.id, Name: call.name, Arguments: args[k].String()})
 	}
 	if cc.style != toolChoiceAuto {
 		out.content = &empty
@@ -318,10 +324,10 @@ func appendCallHeader(b []byte, index int, call plannedCall, style toolChoiceKin
 // planChoice plans one choice: tool calls (always for a named or required
 // tool_choice, by the seeded --tool-call-probability draw for auto), else
 // the structured output, else free text.
-func (s *Server) planChoice(g *genRequest, p plan.Params) (plan.Result, *choiceCalls) {
+func (s *Server) planChoice(g *genRequest, p plan.Params, prompt []uint32) (plan.Result, *choiceCalls) {
 	seed := choiceSeed(p.Seed, p.Choice)
 	if g.tools != nil && (g.tools.choice != toolChoiceAuto || wantsCall(seed, s.cfg.ToolCallProbability)) {
-		parts, calls := planCalls(g.tools, s.cfg.ToolCallParser, seed)
+		parts, calls := planCalls(g.tools, s.cfg.ToolCallParser, seed, plan.RequestSeed(nil, 0, prompt))
 		return plan.Text(p, parts), calls
 	}
 	if g.structured != nil {

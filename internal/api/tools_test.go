@@ -445,3 +445,45 @@ func TestToolCalls_InputMessagesRendered(t *testing.T) {
 		t.Fatalf("template saw %q", msg)
 	}
 }
+
+// Call ids follow vLLM's format, repeat for a repeated request, and differ
+// between turns of a conversation sent with the same seed (an agent keeps
+// ids of earlier calls in its history).
+func TestToolCalls_IDsDifferAcrossTurns(t *testing.T) {
+	env := toolEnv(t, nil)
+	named := `,"tool_choice":{"type":"function","function":{"name":"get_weather"}},"seed":1`
+	first := nonStreamResult(t, env.post("/v1/chat/completions", chatBody(named)).Body).Calls[0]
+	again := nonStreamResult(t, env.post("/v1/chat/completions", chatBody(named)).Body).Calls[0]
+	next := `{"messages":[{"role":"user","content":"Plan my week"},{"role":"assistant","content":null,"tool_calls":[` +
+		`{"id":"` + first.ID + `","type":"function","function":{"name":"get_weather","arguments":` + strconvQuote(first.Arguments) + `}}]},` +
+		`{"role":"tool","tool_call_id":"` + first.ID + `","content":"sunny"}],"tools":` + weatherTools + named + `}`
+	second := nonStreamResult(t, env.post("/v1/chat/completions", next).Body).Calls[0]
+	if first.ID != again.ID || first.Arguments != again.Arguments {
+		t.Fatalf("repeated request: %+v vs %+v", first, again)
+	}
+	if second.ID == first.ID {
+		t.Fatalf("the next turn reuses call id %s", first.ID)
+	}
+}
+
+// tool_choice "none" keeps the tools in the prompt, unless
+// --exclude-tools-when-tool-choice-none (vLLM's flag) leaves them out.
+func TestToolCalls_ExcludeToolsWhenToolChoiceNone(t *testing.T) {
+	promptTokens := func(env *testEnv, choice string) float64 {
+		r := env.post("/v1/chat/completions", chatBody(`,"tool_choice":"`+choice+`","max_tokens":1`))
+		return jsonOf(t, r.Body)["usage"].(map[string]any)["prompt_tokens"].(float64)
+	}
+	bare := jsonOf(t, startServer(t, nil).post("/v1/chat/completions",
+		`{"messages":[{"role":"user","content":"Plan my week"}],"max_tokens":1}`).Body)["usage"].(map[string]any)["prompt_tokens"].(float64)
+	keep := startServer(t, nil)
+	if got := promptTokens(keep, "none"); got <= bare {
+		t.Fatalf("tools not rendered with tool_choice none: %v prompt tokens, %v without tools", got, bare)
+	}
+	exclude := startServer(t, map[string]any{"exclude_tools_when_tool_choice_none": true})
+	if got := promptTokens(exclude, "none"); got != bare {
+		t.Fatalf("with the flag, tool_choice none prompt has %v tokens, want %v", got, bare)
+	}
+	if got := promptTokens(exclude, "required"); got <= bare {
+		t.Fatalf("with the flag, tool_choice required lost its tools: %v", got)
+	}
+}

@@ -42,9 +42,10 @@ type Config struct {
 	EmbeddingDim int `json:"embedding_dim"`
 
 	// Tool calling fields (docs/tools-and-structured-outputs.md).
-	EnableAutoToolChoice bool    `json:"enable_auto_tool_choice"`
-	ToolCallParser       string  `json:"tool_call_parser"`
-	ToolCallProbability  float64 `json:"tool_call_probability"`
+	EnableAutoToolChoice           bool    `json:"enable_auto_tool_choice"`
+	ToolCallParser                 string  `json:"tool_call_parser"`
+	ToolCallProbability            float64 `json:"tool_call_probability"`
+	ExcludeToolsWhenToolChoiceNone bool    `json:"exclude_tools_when_tool_choice_none"`
 
 	// Engine and scheduler fields.
 	EngineType            engine.EngineType       `json:"engine_type"`

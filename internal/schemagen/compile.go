@@ -45,14 +45,13 @@ type node struct {
 	alwaysFalse bool    // the schema `false` (or `{"not": {}}`)
 	types       typeSet // 0 = any type
 
-	enum     []any // nil = no enum; const is an enum of one
-	hasEnum  bool
-	allOf    []*node
-	anyOf    []*node
-	oneOf    []*node
-	ref      string
-	refNode  *node // resolved after compilation
-	defsOnly bool  // placeholder while resolving
+	enum    []any // nil = no enum; const is an enum of one
+	hasEnum bool
+	allOf   []*node
+	anyOf   []*node
+	oneOf   []*node
+	ref     string
+	refNode *node // resolved after compilation
 
 	// object
 	properties    []property
@@ -428,7 +427,7 @@ func (c *compiler) checkBounds(n *node, path string) error {
 	if n.hasEnum {
 		kept := n.enum[:0:0]
 		for _, value := range n.enum {
-			if n.checkLocal(value) {
+			if n.matches(value) {
 				kept = append(kept, value)
 			}
 		}

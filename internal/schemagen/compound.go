@@ -33,7 +33,7 @@ func (g *generator) object(conj []*node, depth int) (any, error) {
 			names = append(names, name)
 		}
 	}
-	if maxProps >= 0 && len(required) > maxProps {
+	if (maxProps >= 0 && len(required) > maxProps) || minProps > workBudget-g.work {
 		return nil, errUnsatisfiable
 	}
 	include := make([]bool, len(names))
@@ -147,6 +147,9 @@ func (g *generator) array(conj []*node, depth int) (any, error) {
 		}
 	}
 	if maxItems >= 0 && minItems > maxItems {
+		return nil, errUnsatisfiable
+	}
+	if minItems > workBudget-g.work { // each item costs at least one unit
 		return nil, errUnsatisfiable
 	}
 	spread := 3

@@ -28,10 +28,16 @@ const (
 	// maxDepth bounds recursion; deeper attempts fail and the caller
 	// backtracks (another anyOf branch, an omitted optional property).
 	maxDepth = 48
-	// workBudget bounds the node visits of one attempt so that an
-	// unsatisfiable recursive schema fails fast instead of backtracking
-	// exponentially.
+	// workBudget bounds the work of one attempt — node visits, plus one
+	// unit per 16 bytes of generated strings — so that an unsatisfiable
+	// recursive schema fails fast instead of backtracking exponentially,
+	// and a schema asking for huge instances (minItems × minLength) is
+	// refused instead of exhausting memory.
 	workBudget = 200_000
+	// satisfiableSeeds is how many seeds Compile tries to find its
+	// fallback instance before calling the schema unsatisfiable; a
+	// request with such a schema costs at most this many budgets.
+	satisfiableSeeds = 8
 	// attempts is how many derived seeds Generate tries before returning
 	// the compile-time fallback.
 	attempts = 16
@@ -65,13 +71,13 @@ func (s *Schema) generate(seed, attempt uint64) ([]byte, error) {
 // checkSatisfiable finds the fallback instance or reports the schema as
 // unsatisfiable.
 func (s *Schema) checkSatisfiable() error {
-	for seed := range uint64(64) {
+	for seed := range uint64(satisfiableSeeds) {
 		if out, err := s.generate(seed, 0); err == nil {
 			s.fallback = out
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %v (or it needs more search than the generator does)", ErrInvalidSchema, errUnsatisfiable)
+	return fmt.Errorf("%w: %v (or its instances are larger or harder to find than the generator's work limit allows)", ErrInvalidSchema, errUnsatisfiable)
 }
 
 // Validate reports whether the JSON document data is an instance of the

@@ -13,15 +13,12 @@ func (g *generator) number(conj []*node, integer bool) (any, error) {
 	var lo, hi, step *big.Rat
 	loOpen, hiOpen := false, false
 	for _, n := range conj {
-		if n.minimum != nil {
-			if cmp := compare(n.minimum, lo); lo == nil || cmp > 0 || (cmp == 0 && n.exclusiveMinimum) {
-				lo, loOpen = n.minimum, n.exclusiveMinimum
-			}
+		// the tightest bounds; at equal values an exclusive one is tighter
+		if n.minimum != nil && (lo == nil || n.minimum.Cmp(lo) > 0 || n.minimum.Cmp(lo) == 0 && n.exclusiveMinimum) {
+			lo, loOpen = n.minimum, n.exclusiveMinimum
 		}
-		if n.maximum != nil {
-			if cmp := compare(n.maximum, hi); hi == nil || cmp < 0 || (cmp == 0 && n.exclusiveMaximum) {
-				hi, hiOpen = n.maximum, n.exclusiveMaximum
-			}
+		if n.maximum != nil && (hi == nil || n.maximum.Cmp(hi) < 0 || n.maximum.Cmp(hi) == 0 && n.exclusiveMaximum) {
+			hi, hiOpen = n.maximum, n.exclusiveMaximum
 		}
 		if n.multipleOf != nil && step == nil {
 			step = n.multipleOf
@@ -46,14 +43,10 @@ func (g *generator) number(conj []*node, integer bool) (any, error) {
 	switch {
 	case lo == nil && hi == nil:
 		lo, hi = new(big.Rat), window
+	case lo == nil && hi.Sign() > 0:
+		lo = new(big.Rat) // prefer non-negative values, as a model would
 	case lo == nil:
 		lo = new(big.Rat).Sub(hi, window)
-		if hi.Sign() > 0 && !hiOpen {
-			lo = new(big.Rat) // prefer non-negative values like a model would
-			if compare(lo, hi) > 0 {
-				lo = new(big.Rat).Sub(hi, window)
-			}
-		}
 	case hi == nil:
 		hi = new(big.Rat).Add(lo, window)
 	}
@@ -85,13 +78,6 @@ func (g *generator) number(conj []*node, integer bool) (any, error) {
 	index := new(big.Int).Add(first, offset)
 	value := new(big.Rat).Mul(new(big.Rat).SetInt(index), grid)
 	return json.Number(decimalString(value)), nil
-}
-
-func compare(a, b *big.Rat) int {
-	if b == nil {
-		return 0
-	}
-	return a.Cmp(b)
 }
 
 func ceilRat(r *big.Rat) *big.Int {

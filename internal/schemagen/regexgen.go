@@ -76,11 +76,7 @@ func generateRegex(rng *rand.Rand, re *regexp.Regexp, minLen int) string {
 		return ""
 	}
 	var b strings.Builder
-	extra := 0
-	if minLen > 0 {
-		extra = minLen
-	}
-	writeRegex(rng, &b, parsed.Simplify(), extra)
+	writeRegex(rng, &b, parsed.Simplify(), max(minLen, 0))
 	return b.String()
 }
 

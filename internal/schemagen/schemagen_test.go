@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCompileRefusesInvalidOrUnsupportedSchemas(t *testing.T) {
@@ -133,5 +134,24 @@ func TestSpacedMatchesPythonSeparators(t *testing.T) {
 	var a, b any
 	if json.Unmarshal(in, &a) != nil || json.Unmarshal(Spaced(in), &b) != nil {
 		t.Fatal("not JSON")
+	}
+}
+
+// Schemas whose instances would be huge, or whose search explodes, are
+// refused quickly instead of exhausting memory or time.
+func TestCompileBoundsWork(t *testing.T) {
+	for _, schema := range []string{
+		`{"type":"array","minItems":1000000,"items":{"type":"string","minLength":1000000}}`,
+		`{"type":"array","minItems":1000000,"items":{"type":"object","required":["a"],"properties":{"a":{"type":"array","minItems":1000000}}}}`,
+		`{"$defs":{"t":{"type":"object","required":["l","r"],"properties":{"l":{"$ref":"#/$defs/t"},"r":{"$ref":"#/$defs/t"}}}},"$ref":"#/$defs/t"}`,
+	} {
+		start := time.Now()
+		_, err := Compile([]byte(schema))
+		if !errors.Is(err, ErrInvalidSchema) {
+			t.Errorf("%s: %v, want unsatisfiable", schema, err)
+		}
+		if elapsed := time.Since(start); elapsed > time.Second {
+			t.Errorf("%s: took %v", schema, elapsed)
+		}
 	}
 }

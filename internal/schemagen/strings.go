@@ -36,6 +36,9 @@ func (g *generator) str(conj []*node) (any, error) {
 	if maxLen >= 0 && minLen > maxLen {
 		return nil, errUnsatisfiable
 	}
+	if g.work += minLen / 16; g.work > workBudget {
+		return nil, errUnsatisfiable
+	}
 	if pattern != nil {
 		for try := 0; try < 32; try++ {
 			s := generateRegex(g.rng, pattern, minLen)

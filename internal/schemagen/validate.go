@@ -19,9 +19,6 @@ func (n *node) matches(value any) bool {
 	return n.matchDepth(value, 0)
 }
 
-// checkLocal is matches during compilation, before references resolve.
-func (n *node) checkLocal(value any) bool { return n.matchDepth(value, 0) }
-
 const maxMatchDepth = 256
 
 func (n *node) matchDepth(value any, depth int) bool {
