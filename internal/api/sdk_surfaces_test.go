@@ -22,7 +22,7 @@ import (
 // decodes what each scenario saw.
 func runNodeSDK(t *testing.T, env *testEnv, scenarios ...string) map[string]json.RawMessage {
 	t.Helper()
-	modules := testutil.SDKModules(t)
+	modules := testutil.NodeModules(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		testutil.SkipOrFail(t, "node not found: %v", err)

@@ -29,14 +29,11 @@ func SkipOrFail(t testing.TB, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
-// npmSet is one package set installed by scripts/npm-ref.sh.
-type npmSet struct {
-	once    sync.Once
-	modules string
-	err     error
-}
-
-var npmSets = map[string]*npmSet{"npm-ref": {}, "npm-sdk": {}}
+var (
+	npmOnce    sync.Once
+	npmModules string
+	npmErr     error
+)
 
 // NodeModules returns the node_modules folder of the npm reference packages
 // (scripts/npm-ref/package.json: tokenizers.js, @huggingface/jinja and real
@@ -44,35 +41,21 @@ var npmSets = map[string]*npmSet{"npm-ref": {}, "npm-sdk": {}}
 // (which also installs node and npm when running as root on Debian).
 func NodeModules(t testing.TB) string {
 	t.Helper()
-	return nodeModules(t, "npm-ref")
-}
-
-// SDKModules returns the node_modules folder of the official client SDKs
-// the API tests drive (scripts/npm-sdk/package.json: openai,
-// @anthropic-ai/sdk), installing them on first use like NodeModules.
-func SDKModules(t testing.TB) string {
-	t.Helper()
-	return nodeModules(t, "npm-sdk")
-}
-
-func nodeModules(t testing.TB, name string) string {
-	t.Helper()
-	set := npmSets[name]
-	set.once.Do(func() {
-		cmd := exec.Command(filepath.Join(RepoRoot(), "scripts", "npm-ref.sh"), name)
+	npmOnce.Do(func() {
+		cmd := exec.Command(filepath.Join(RepoRoot(), "scripts", "npm-ref.sh"))
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		if err != nil {
-			set.err = fmt.Errorf("scripts/npm-ref.sh %s: %w: %s", name, err, stderr.String())
+			npmErr = fmt.Errorf("scripts/npm-ref.sh: %w: %s", err, stderr.String())
 			return
 		}
-		set.modules = strings.TrimSpace(string(out))
+		npmModules = strings.TrimSpace(string(out))
 	})
-	if set.err != nil {
-		SkipOrFail(t, "npm packages unavailable: %v", set.err)
+	if npmErr != nil {
+		SkipOrFail(t, "npm reference packages unavailable: %v", npmErr)
 	}
-	return set.modules
+	return npmModules
 }
 
 // DebianPython returns the first python3 that can import every one of

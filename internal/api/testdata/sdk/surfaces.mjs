@@ -26,6 +26,12 @@ const weather = {
   additionalProperties: false,
 };
 
+// The text of a response's message items. (response.output_text is the
+// SDK's own convenience; openai 6.30's stream helper does not set it on the
+// final response.)
+const outputText = (resp) => resp.output.filter((o) => o.type === 'message')
+  .flatMap((o) => o.content).map((c) => c.text).join('');
+
 const run = {
   // Responses: a text answer, non-streamed and streamed.
   async responses_text() {
@@ -38,7 +44,7 @@ const run = {
     const final = await stream.finalResponse();
     return {
       create: { id: r.id, status: r.status, text: r.output_text, usage: r.usage, output: r.output.map((o) => o.type) },
-      stream: { deltas, types, text: final.output_text, status: final.status, usage: final.usage },
+      stream: { deltas, types, text: outputText(final), status: final.status, usage: final.usage },
     };
   },
   // Responses with the server's reasoning framing.
@@ -83,7 +89,7 @@ const run = {
     const r = await openai.responses.create({ model: 'mocker-model', input: 'JSON please', text });
     const stream = openai.responses.stream({ model: 'mocker-model', input: 'JSON please', text });
     const final = await stream.finalResponse();
-    return { create: JSON.parse(r.output_text), stream: JSON.parse(final.output_text) };
+    return { create: JSON.parse(r.output_text), stream: JSON.parse(outputText(final)) };
   },
   // Embeddings: floats, the SDK's default base64 transport decoded to
   // floats, and raw base64.
