@@ -28,12 +28,6 @@ func (s *Server) routes() http.Handler {
 	r.Method(http.MethodPost, "/v1/chat/completions", gate(s.drainGate(handleGenerate(s, true))))
 	r.Method(http.MethodPost, "/v1/completions", gate(s.drainGate(handleGenerate(s, false))))
 	r.Method(http.MethodGet, "/v1/models", handleModels(s))
-	responses := responsesSurface{store: newResponseStore(responseStoreSize)}
-	r.Method(http.MethodPost, "/v1/responses", gate(s.drainGate(handleSurface(s, responses))))
-	r.Method(http.MethodGet, "/v1/responses/{id}", handleRetrieveResponse(responses.store))
-	r.Method(http.MethodPost, "/v1/messages", anthropicErrorShape(gate(s.drainGate(handleSurface(s, messagesSurface{})))))
-	r.Method(http.MethodPost, "/v1/messages/count_tokens", anthropicErrorShape(handleCountTokens(s)))
-	r.Method(http.MethodPost, "/v1/embeddings", gate(s.drainGate(handleSurface(s, embeddingsSurface{basis: newEmbedBasis(s.cfg.Seed, s.cfg.EmbeddingDim)}))))
 
 	r.Method(http.MethodGet, "/health", gate(handleHealth(s)))
 	r.Method(http.MethodGet, "/ping", gate(handleHealth(s)))
@@ -52,5 +46,6 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodPost, "/v1/unload_lora_adapter", handleUnloadAdapter(s))
 	}
 	s.mountAdmin(r)
+	s.mountSurfaces(r)
 	return r
 }

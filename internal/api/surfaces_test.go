@@ -366,3 +366,26 @@ func TestSurfaceStreams_ParallelCallsMatchTheNonStreamedAnswer(t *testing.T) {
 		}
 	}
 }
+
+// While the server starts up, the new generation endpoints answer 503 like
+// chat, each in its own error shape.
+func TestSurfaces_StartupGateAnswers503InEachShape(t *testing.T) {
+	env := startServer(t, map[string]any{"startup_time": 60.0})
+	r := env.post("/v1/responses", `{"input":"hi"}`)
+	if e, ok := jsonOf(t, r.Body)["error"].(map[string]any); r.Status != 503 || !ok || e["code"] != 503.0 {
+		t.Errorf("/v1/responses: %d %s", r.Status, r.Body)
+	}
+	r = env.post("/v1/embeddings", `{"input":"hi"}`)
+	if r.Status != 503 {
+		t.Errorf("/v1/embeddings: %d %s", r.Status, r.Body)
+	}
+	r = env.post("/v1/messages", `{"model":"mocker-model","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`)
+	m := jsonOf(t, r.Body)
+	if e, ok := m["error"].(map[string]any); r.Status != 503 || m["type"] != "error" || !ok || e["type"] != "overloaded_error" {
+		t.Errorf("/v1/messages: %d %s", r.Status, r.Body)
+	}
+	env.srv.SetReady(true)
+	if r := env.post("/v1/messages", `{"model":"mocker-model","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`); r.Status != 200 {
+		t.Errorf("after startup: %d %s", r.Status, r.Body)
+	}
+}
