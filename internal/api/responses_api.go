@@ -140,8 +140,13 @@ func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequ
 	chat["messages"] = msgs
 	g, e := s.parseGenerate(object{m: chat, err: new(*apiError)}, r, true)
 	if e != nil {
-		if e.Param == "messages" {
+		// Name the Responses fields the chat checks complained about.
+		switch e.Param {
+		case "messages":
 			e.Param = "input"
+		case "max_tokens":
+			e.Param = "max_output_tokens"
+			e.Message = strings.ReplaceAll(e.Message, "max_tokens", "max_output_tokens")
 		}
 		return nil, e
 	}

@@ -25,7 +25,8 @@ func TestResponses_BadInputIsAnOpenAIShaped400AndTheServerKeepsServing(t *testin
 		{"background", `{"input":"hi","background":true}`, "background", "background mode"},
 		{"bad text format", `{"input":"hi","text":{"format":{"type":"xml"}}}`, "text.format.type", "text.format.type must be"},
 		{"unknown previous response", `{"input":"hi","previous_response_id":"resp_nope"}`, "response_id", "Response with id 'resp_nope' not found."},
-		{"max_output_tokens 0", `{"input":"hi","max_output_tokens":0}`, "max_tokens", "must be at least 1"},
+		{"max_output_tokens 0", `{"input":"hi","max_output_tokens":0}`, "max_output_tokens", "max_output_tokens must be at least 1"},
+		{"max_output_tokens too large", `{"input":"hi","max_output_tokens":99999999}`, "max_output_tokens", "max_output_tokens=99999999 cannot be greater than max_model_len"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := env.post("/v1/responses", tc.body)
