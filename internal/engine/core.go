@@ -35,6 +35,7 @@ type Core struct {
 	kvSink   KVEventSink
 	fpmSink  FPMSink
 	observer Observer
+	skipGaps bool // CoreOptions.SkipTokenGaps
 	log      *slog.Logger
 
 	fpmCounter uint64
@@ -65,7 +66,12 @@ type CoreOptions struct {
 	KVSink   KVEventSink
 	FPMSink  FPMSink
 	Observer Observer
-	Logger   *slog.Logger
+	// SkipTokenGaps leaves PassReport.ITL empty. A driver that measures
+	// inter-token gaps from the outputs itself (replay) sets it: the gap
+	// is a time subtraction per token, a tenth of the engine's per-token
+	// work in virtual time.
+	SkipTokenGaps bool
+	Logger        *slog.Logger
 }
 
 // NewCore builds a rank's engine state.
@@ -100,7 +106,13 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		kvSink:   opts.KVSink,
 		fpmSink:  opts.FPMSink,
 		observer: opts.Observer,
+		skipGaps: opts.SkipTokenGaps,
 		log:      log,
+	}
+	if opts.KVSink == nil {
+		// Nobody reads the events: count them for the metrics, and skip
+		// copying every stored block's token ids into records.
+		kvm.pool.CountEventsOnly()
 	}
 	c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}
 	c.lora.cfg = cfg.LoRA
@@ -279,14 +291,13 @@ func (c *Core) ResetPrefixCache(now time.Time) bool {
 
 // publishEvents hands the pool's pending events to the sink as one batch.
 func (c *Core) publishEvents(now time.Time) {
-	events := c.kv.takeEvents()
-	if len(events) == 0 {
-		return
+	for kind, n := range c.kv.takeEventCounts() {
+		c.report.KVEvents[kind] += n
 	}
-	for _, e := range events {
-		c.report.KVEvents[e.Kind]++
+	if c.kvSink == nil {
+		return // the pool only counts (see NewCore)
 	}
-	if c.kvSink != nil {
+	if events := c.kv.takeEvents(); len(events) > 0 {
 		c.kvSink.PublishKVEvents(KVEventBatch{Rank: c.rank, Time: now, Events: events})
 	}
 }
