@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/mocker-server/mocker-server/internal/chattemplate"
+	"github.com/mocker-server/mocker-server/internal/schemagen/schemagentest"
 )
 
 // weatherTools are two functions with typed, nested, enum, $ref and format
@@ -50,32 +50,14 @@ func toolSchemas(t *testing.T) map[string]*jsonschema.Schema {
 	return out
 }
 
-// referenceSchema compiles a schema with santhosh-tekuri/jsonschema (an
-// independent validator), format assertions on.
+// referenceSchema and referenceCheck validate with an independent
+// implementation (santhosh-tekuri/jsonschema).
 func referenceSchema(t testing.TB, schema []byte) *jsonschema.Schema {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	if err := c.AddResource("mem://s.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("mem://s.json")
-	if err != nil {
-		t.Fatalf("reference rejects %s: %v", schema, err)
-	}
-	return s
+	return schemagentest.Reference(t, schema)
 }
 
 func referenceCheck(s *jsonschema.Schema, instance string) error {
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(instance))
-	if err != nil {
-		return fmt.Errorf("not JSON: %w: %q", err, instance)
-	}
-	return s.Validate(v)
+	return schemagentest.Check(s, instance)
 }
 
 // toolEnv is a server that allows auto tool choice.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/schemagen/schemagentest"
 )
 
 func TestCompileRefusesInvalidOrUnsupportedSchemas(t *testing.T) {
@@ -61,11 +63,11 @@ func TestGenerateKeepsPropertyOrderAndValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reference := referenceValidator(t, schema)
+	reference := schemagentest.Reference(t, schema)
 	keyOrder := regexp.MustCompile(`^\{"name":.*,"when":.*,"attendees":\[\{"email":.*,"age":\d+.*\],"room":`)
 	for seed := range uint64(50) {
 		out := compiled.Generate(seed)
-		if err := referenceValid(reference, out); err != nil {
+		if err := schemagentest.Check(reference, string(out)); err != nil {
 			t.Fatalf("seed %d: %s: %v", seed, out, err)
 		}
 		if !keyOrder.Match(out) {
