@@ -12,8 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/mocker-server/mocker-server/internal/schemagen/schemagentest"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
@@ -235,23 +234,7 @@ const weatherSchema = `{"type":"object","properties":{"city":{"type":"string","e
 // validWeather validates v with an independent JSON Schema implementation.
 func validWeather(t *testing.T, what string, v json.RawMessage) {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(weatherSchema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("weather.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("weather.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(v))
-	if err != nil {
-		t.Fatalf("%s: %v: %s", what, err, v)
-	}
-	if err := sch.Validate(inst); err != nil {
+	if err := schemagentest.Check(schemagentest.Reference(t, []byte(weatherSchema)), string(v)); err != nil {
 		t.Errorf("%s does not validate: %v\n%s", what, err, v)
 	}
 }
