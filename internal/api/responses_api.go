@@ -59,11 +59,10 @@ func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequ
 	if o.has("prompt") {
 		return nil, errInvalid("prompt", "prompt template is not supported")
 	}
+	logprobs := false
 	if inc, ok := o.Array("include"); ok {
 		for _, v := range inc {
-			if string(v) == `"message.output_text.logprobs"` {
-				return nil, errInvalid("include", "include 'message.output_text.logprobs' is not supported by mocker-server")
-			}
+			logprobs = logprobs || string(v) == `"message.output_text.logprobs"`
 		}
 	}
 	if v, ok := o.String("instructions"); ok {
@@ -110,6 +109,14 @@ func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequ
 	}
 	if v, ok := o.raw("max_output_tokens"); ok {
 		chat["max_tokens"] = v
+	}
+	if logprobs {
+		// vLLM samples logprobs only when the output text's are included;
+		// top_logprobs (default 0) is then the number of alternatives.
+		chat["logprobs"] = json.RawMessage("true")
+		if v, ok := o.raw("top_logprobs"); ok {
+			chat["top_logprobs"] = v
+		}
 	}
 	if req.truncation == "auto" {
 		chat["truncate_prompt_tokens"] = json.RawMessage(strconv.Itoa(s.cfg.MaxModelLen - 1))

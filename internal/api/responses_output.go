@@ -84,8 +84,8 @@ func appendReasoningItem(b []byte, g *genRequest, text *string, status string) [
 }
 
 // appendOutputText appends an output_text content part; logprobs is the
-// raw value ("[]" or "null", as vLLM sends it in each event).
-func appendOutputText(b []byte, text, logprobs string) []byte {
+// raw JSON value ("[]", "null" or a list, as vLLM sends it in each event).
+func appendOutputText(b []byte, text string, logprobs []byte) []byte {
 	b = append(b, `{"annotations":[],"text":`...)
 	b = appendString(b, text)
 	b = append(b, `,"type":"output_text","logprobs":`...)
@@ -94,13 +94,13 @@ func appendOutputText(b []byte, text, logprobs string) []byte {
 }
 
 // appendMessageItem appends a message output item (text nil: no content
-// yet).
-func appendMessageItem(b []byte, g *genRequest, text *string, status string) []byte {
+// yet) whose output_text part carries the raw logprobs value.
+func appendMessageItem(b []byte, g *genRequest, text *string, logprobs []byte, status string) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, messageItemID(g))
 	b = append(b, `,"content":[`...)
 	if text != nil {
-		b = appendOutputText(b, *text, "null")
+		b = appendOutputText(b, *text, logprobs)
 	}
 	b = append(b, `],"role":"assistant","status":`...)
 	b = appendString(b, status)
@@ -181,7 +181,9 @@ func (j *job) appendResponseObject(b []byte, out *responseOutput) []byte {
 	b = appendString(b, status)
 	b = append(b, `,"text":`...)
 	b = appendRaw(b, req.text, "null")
-	b = append(b, `,"top_logprobs":null,"truncation":`...)
+	b = append(b, `,"top_logprobs":`...)
+	b = j.appendTopLogprobs(b)
+	b = append(b, `,"truncation":`...)
 	b = appendString(b, req.truncation)
 	b = append(b, `,"usage":`...)
 	if out != nil {
@@ -205,11 +207,12 @@ func (j *job) appendOutputItems(b []byte, out *responseOutput) []byte {
 	if out.content != "" {
 		text = &out.content
 	}
+	logprobs := j.appendResponsesLogprobs(nil, j.ch[0].contentTokens(), true)
 	if len(out.calls) == 0 {
-		return appendMessageItem(b, j.g, text, "completed")
+		return appendMessageItem(b, j.g, text, logprobs, "completed")
 	}
 	if text != nil {
-		b = appendMessageItem(b, j.g, text, "completed")
+		b = appendMessageItem(b, j.g, text, []byte("null"), "completed")
 		b = append(b, ',')
 	}
 	calls := j.ch[0].calls.calls

@@ -108,7 +108,7 @@ func (e *responsesEncoder) openItem(b []byte, kind responseItem) []byte {
 	if kind == itemReasoning {
 		b = appendReasoningItem(b, g, nil, "in_progress")
 	} else {
-		b = appendMessageItem(b, g, nil, "in_progress")
+		b = appendMessageItem(b, g, nil, nil, "in_progress")
 	}
 	b = e.endWithIndex(b, "response.output_item.added")
 
@@ -121,7 +121,7 @@ func (e *responsesEncoder) openItem(b []byte, kind responseItem) []byte {
 	if kind == itemReasoning {
 		b = append(b, `{"text":"","type":"reasoning_text"}`...)
 	} else {
-		b = appendOutputText(b, "", "[]")
+		b = appendOutputText(b, "", []byte("[]"))
 	}
 	b = append(b, ',')
 	return e.closeEvent(b, "response.content_part.added")
@@ -144,7 +144,8 @@ func (e *responsesEncoder) closeItem(b []byte) []byte {
 	b = append(b, `{"content_index":0,"item_id":`...)
 	b = appendString(b, e.itemID())
 	if e.open == itemMessage {
-		b = append(b, `,"logprobs":[]`...)
+		b = append(b, `,"logprobs":`...)
+		b = e.appendEventLogprobs(b, e.j.ch[0].contentTokens())
 	}
 	b = append(b, `,"output_index":`...)
 	b = strconv.AppendInt(b, int64(e.index), 10)
@@ -162,7 +163,7 @@ func (e *responsesEncoder) closeItem(b []byte) []byte {
 		b = appendString(b, text)
 		b = append(b, `,"type":"reasoning_text"}`...)
 	} else {
-		b = appendOutputText(b, text, "null")
+		b = appendOutputText(b, text, []byte("null"))
 	}
 	b = append(b, ',')
 	b = e.closeEvent(b, "response.content_part.done")
@@ -172,7 +173,7 @@ func (e *responsesEncoder) closeItem(b []byte) []byte {
 	if e.open == itemReasoning {
 		b = appendReasoningItem(b, g, &text, "completed")
 	} else {
-		b = appendMessageItem(b, g, &text, "completed")
+		b = appendMessageItem(b, g, &text, []byte("null"), "completed")
 	}
 	b = e.endWithIndex(b, "response.output_item.done")
 	e.open = itemNone
@@ -230,7 +231,8 @@ func (e *responsesEncoder) token(b []byte, ch *choice, pos int) []byte {
 	b = append(b, `,"item_id":`...)
 	b = appendString(b, id)
 	if kind == itemMessage {
-		b = append(b, `,"logprobs":[]`...)
+		b = append(b, `,"logprobs":`...)
+		b = e.appendEventLogprobs(b, ch.plan.IDs[pos:pos+1])
 	}
 	return e.endWithIndex(b, typ)
 }
@@ -271,4 +273,13 @@ func (e *responsesEncoder) fail(b []byte, err *apiError) []byte {
 	b = appendString(b, err.Message)
 	b = append(b, `,"param":null,`...)
 	return e.closeEvent(b, "error")
+}
+
+// appendEventLogprobs appends an event's logprobs: the entries of ids when
+// the request asked for them, else [] (what vLLM sends without them).
+func (e *responsesEncoder) appendEventLogprobs(b []byte, ids []uint32) []byte {
+	if !e.j.g.logprobs {
+		return append(b, "[]"...)
+	}
+	return e.j.appendResponsesLogprobs(b, ids, false)
 }

@@ -390,3 +390,59 @@ func TestSurfaces_StartupGateAnswers503InEachShape(t *testing.T) {
 		t.Errorf("after startup: %d %s", r.Status, r.Body)
 	}
 }
+
+// include: ["message.output_text.logprobs"] gives the chat path's logprobs
+// in the Responses shapes: the output_text part lists every token (with
+// bytes), each streamed delta its own token, the done event them all.
+func TestResponses_LogprobsMatchChatInResponsesShapes(t *testing.T) {
+	env := startServer(t, nil)
+	body := `{"input":"Hello!","max_output_tokens":5,"include":["message.output_text.logprobs"],"top_logprobs":2`
+	wholeBody := env.post("/v1/responses", body+`}`).Body
+	whole := jsonOf(t, wholeBody)
+	var rawEntries struct {
+		Output []struct {
+			Content []struct{ Logprobs []json.RawMessage }
+		}
+	}
+	if err := json.Unmarshal([]byte(wholeBody), &rawEntries); err != nil || len(rawEntries.Output) == 0 ||
+		len(rawEntries.Output[0].Content) == 0 {
+		t.Fatalf("%v: %s", err, wholeBody)
+	}
+	if whole["top_logprobs"] != 2.0 {
+		t.Errorf("top_logprobs echoed as %v", whole["top_logprobs"])
+	}
+	part := whole["output"].([]any)[0].(map[string]any)["content"].([]any)[0].(map[string]any)
+	got, _ := part["logprobs"].([]any)
+	chat := jsonOf(t, env.post("/v1/chat/completions", helloChat+`,"max_tokens":5,"logprobs":true,"top_logprobs":2}`).Body)
+	want := chat["choices"].([]any)[0].(map[string]any)["logprobs"].(map[string]any)["content"].([]any)
+	if len(got) != 5 || len(want) != 5 {
+		t.Fatalf("logprobs: responses %d entries, chat %d", len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i].(map[string]any), want[i].(map[string]any)
+		if k := keys(t, string(rawEntries.Output[0].Content[0].Logprobs[i])); !slices.Equal(k, []string{"token", "bytes", "logprob", "top_logprobs"}) {
+			t.Errorf("entry keys %v", k)
+		}
+		if g["token"] != w["token"] || g["logprob"] != w["logprob"] || len(g["top_logprobs"].([]any)) != 2 {
+			t.Errorf("entry %d: responses %v, chat %v", i, g, w)
+		}
+	}
+	stream := env.post("/v1/responses", body+`,"stream":true}`).Body
+	deltas := sseData(t, stream, "response.output_text.delta")
+	for i, d := range deltas {
+		lp := jsonOf(t, d)["logprobs"].([]any)
+		e := lp[0].(map[string]any)
+		if len(lp) != 1 || e["token"] != want[i].(map[string]any)["token"] || e["bytes"] != nil {
+			t.Errorf("delta %d logprobs %v", i, lp)
+		}
+	}
+	done := sseData(t, stream, "response.output_text.done")
+	if len(done) != 1 || len(jsonOf(t, done[0])["logprobs"].([]any)) != 5 {
+		t.Errorf("done event %v", done)
+	}
+	// Without include, events carry [] and the part null, as vLLM's do.
+	plain := env.post("/v1/responses", `{"input":"Hello!","max_output_tokens":2,"stream":true}`).Body
+	if d := sseData(t, plain, "response.output_text.delta"); !strings.Contains(d[0], `"logprobs":[]`) {
+		t.Errorf("delta without include: %s", d[0])
+	}
+}
