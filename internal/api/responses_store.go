@@ -70,3 +70,19 @@ func handleRetrieveResponse(store *responseStore) http.Handler {
 		writeError(w, errResponseNotFound(id))
 	})
 }
+
+// handleCancelResponse serves POST /v1/responses/{id}/cancel as vLLM does
+// for responses that did not run in the background (the only kind the mock
+// serves): a stored response cannot be cancelled (400), an unknown one is a
+// 404.
+func handleCancelResponse(store *responseStore) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := chi.URLParam(r, "id")
+		if store.get(id) == nil {
+			writeError(w, errResponseNotFound(id))
+			return
+		}
+		writeError(w, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error",
+			Message: "Cannot cancel a synchronous response.", Param: "response_id"})
+	})
+}

@@ -14,6 +14,7 @@ func (s *Server) mountSurfaces(r interface {
 	responses := responsesSurface{store: newResponseStore(responseStoreSize)}
 	r.Method(http.MethodPost, "/v1/responses", gate(handleSurface(s, responses)))
 	r.Method(http.MethodGet, "/v1/responses/{id}", handleRetrieveResponse(responses.store))
+	r.Method(http.MethodPost, "/v1/responses/{id}/cancel", handleCancelResponse(responses.store))
 	r.Method(http.MethodPost, "/v1/messages", anthropicErrorShape(gate(handleSurface(s, messagesSurface{}))))
 	r.Method(http.MethodPost, "/v1/messages/count_tokens", anthropicErrorShape(handleCountTokens(s)))
 	embeddings := embeddingsSurface{basis: newEmbedBasis(s.cfg.Seed, s.cfg.EmbeddingDim)}

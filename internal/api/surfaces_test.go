@@ -137,6 +137,13 @@ func TestResponses_PreviousResponseIDContinuesTheStoredConversation(t *testing.T
 	if r := env.get("/v1/responses/resp_one"); r.Status != 200 || jsonOf(t, r.Body)["id"] != "resp_one" {
 		t.Errorf("GET stored: %d %.200s", r.Status, r.Body)
 	}
+	// Only background responses can be cancelled, and the mock runs none.
+	if r := env.post("/v1/responses/resp_one/cancel", ``); r.Status != 400 || !strings.Contains(r.Body, "Cannot cancel a synchronous response.") {
+		t.Errorf("cancel stored: %d %s", r.Status, r.Body)
+	}
+	if r := env.post("/v1/responses/resp_nope/cancel", ``); r.Status != 404 {
+		t.Errorf("cancel unknown: %d %s", r.Status, r.Body)
+	}
 	// store: false keeps nothing.
 	env.post("/v1/responses", `{"input":"x","store":false,"max_output_tokens":1}`, "X-Request-Id", "nostore")
 	if r := env.get("/v1/responses/resp_nostore"); r.Status != 404 {
