@@ -98,7 +98,7 @@ manifests:
 # here (make fuzz FUZZTIME=10m, or FUZZTIME=1000000x for a count).
 FUZZTIME ?= 60s
 fuzz-short: deps
-	FUZZTIME=3s scripts/fuzz.sh FuzzGenerateHandler FuzzLoad FuzzLoadProfile FuzzEncodeRoundTrip FuzzSSEParser
+	FUZZTIME=3s scripts/fuzz.sh FuzzGenerateHandler FuzzSurfaceHandlers FuzzLoad FuzzLoadProfile FuzzEncodeRoundTrip FuzzSSEParser
 
 fuzz: deps
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

@@ -51,7 +51,8 @@ func TestE2E_RealTokenizerPromptCounts(t *testing.T) {
 				req.Encode = append(req.Encode, refEncode{Text: p, Special: true})
 			}
 			ref := runTextRef(t, dir, req)
-			overlay := map[string]any{"tokenizer": dir, "served_model_name": []string{tc.name}, "max_model_len": 4096, "log_level": "error"}
+			overlay := map[string]any{"tokenizer": dir, "served_model_name": []string{tc.name}, "max_model_len": 4096, "log_level": "error",
+				"enable_auto_tool_choice": true, "tool_call_parser": "hermes"} // chats with tools default to tool_choice "auto"
 			if tc.asModel {
 				delete(overlay, "tokenizer")
 				overlay["model"] = dir

@@ -20,6 +20,41 @@ var ErrShuttingDown = errors.New("server shutting down")
 // handleGenerate serves POST /v1/chat/completions (chat) and
 // POST /v1/completions.
 func handleGenerate(s *Server, chat bool) http.Handler {
+	return handleSurface(s, openAISurface{chat: chat})
+}
+
+// surface is one HTTP API served by the shared generation path: how a
+// decoded body becomes a genRequest, and how the finished or streaming job
+// is written. Everything between (faults, limits, engine submission,
+// cancellation) is common to all of them.
+type surface interface {
+	parse(s *Server, o object, r *http.Request) (*genRequest, *apiError)
+	// respond writes the non-streaming body once every sequence finished.
+	respond(j *job, w http.ResponseWriter)
+	// encoder returns the SSE encoder of a streamed job (nil: chat or
+	// completions chunks).
+	encoder(j *job) eventEncoder
+}
+
+// openAISurface is /v1/chat/completions (chat) or /v1/completions.
+type openAISurface struct{ chat bool }
+
+func (a openAISurface) parse(s *Server, o object, r *http.Request) (*genRequest, *apiError) {
+	return s.parseGenerate(o, r, a.chat)
+}
+
+func (a openAISurface) respond(j *job, w http.ResponseWriter) {
+	if a.chat {
+		encode(w, http.StatusOK, j.chatResponse())
+	} else {
+		encode(w, http.StatusOK, j.completionResponse())
+	}
+}
+
+func (openAISurface) encoder(*job) eventEncoder { return nil }
+
+// handleSurface serves one generation endpoint.
+func handleSurface(s *Server, surf surface) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		created := s.now().Unix()
 		// The body has been read (readBodies): only now does the request
@@ -31,7 +66,7 @@ func handleGenerate(s *Server, chat bool) http.Handler {
 		}
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
-		g, e := s.parseGenerate(o, r, chat)
+		g, e := surf.parse(s, o, r)
 		if e != nil {
 			writeError(w, e)
 			return
@@ -69,10 +104,12 @@ func handleGenerate(s *Server, chat bool) http.Handler {
 			j.fault = fault
 		}
 		if g.stream {
-			j.stream(w, r)
+			j.stream(w, r, surf.encoder(j))
 			return
 		}
-		j.respond(w, r)
+		if j.collect(w, r) {
+			surf.respond(j, w)
+		}
 	})
 }
 
@@ -104,7 +141,8 @@ type job struct {
 type choice struct {
 	prompt int // index into genRequest.prompts
 	plan   plan.Result
-	n      int // tokens received
+	calls  *choiceCalls // the planned tool calls; nil = text
+	n      int          // tokens received
 	done   bool
 	fin    engine.Finished
 
@@ -145,8 +183,8 @@ func (s *Server) submit(ctx context.Context, g *genRequest) (*job, *apiError) {
 				// A prefill computes the prompt and samples one token.
 				p.MaxTokens, p.MinTokens = 1, min(p.MinTokens, 1)
 			}
-			res := plan.Plan(p)
-			j.ch[idx] = choice{prompt: pi, plan: res}
+			res, calls := s.planChoice(g, p, ps.ids)
+			j.ch[idx] = choice{prompt: pi, plan: res, calls: calls}
 			j.reqs[idx] = engine.Request{
 				ID:              engine.NewRequestID(),
 				Prompt:          ps.ids,
@@ -284,27 +322,21 @@ func (j *job) await(ctx context.Context) (bool, *apiError) {
 	return true, nil
 }
 
-// respond waits for every sequence and writes the non-streaming response
-// (docs/http-api.md).
-func (j *job) respond(w http.ResponseWriter, r *http.Request) {
+// collect waits for every sequence of a non-streaming request; true means
+// the response body is to be written, false that the request has been
+// answered (error, fault) or the client left.
+func (j *job) collect(w http.ResponseWriter, r *http.Request) bool {
 	if ok, e := j.await(r.Context()); !ok {
 		if e != nil {
 			writeError(w, e)
 		}
-		return
+		return false
 	}
 	if j.rejected > 0 {
 		writeError(w, j.rejectionError())
-		return
+		return false
 	}
-	if j.respondFault(w, r) {
-		return
-	}
-	if j.g.chat {
-		encode(w, http.StatusOK, j.chatResponse())
-	} else {
-		encode(w, http.StatusOK, j.completionResponse())
-	}
+	return !j.respondFault(w, r)
 }
 
 // usage of the whole request: prompts counted once each, completions over
@@ -345,6 +377,14 @@ func (j *job) chatResponse() *chatResponse {
 			msg.Reasoning = &reasoning
 		}
 		finish, stop := ch.reasons()
+		if ch.calls != nil {
+			out := ch.calls.result(ch)
+			msg.ToolCalls, finish = out.toolCalls, out.finish
+			msg.Content, msg.ContentNull = "", out.content == nil
+			if out.content != nil {
+				msg.Content = *out.content
+			}
+		}
 		c := chatChoice{Index: i, Message: msg, FinishReason: finish, StopReason: stop}
 		ids := ch.plan.IDs[:min(ch.n, len(ch.plan.IDs))]
 		if g.logprobs {

@@ -49,15 +49,23 @@ type chatChoice struct {
 // (reasoning | reasoning_content), hence the hand-written encoding.
 type chatMessage struct {
 	Content      string
-	Reasoning    *string // nil = null
+	ContentNull  bool           // content null (an auto tool call)
+	ToolCalls    []toolCallJSON // message.tool_calls; nil = []
+	Reasoning    *string        // nil = null
 	ReasoningKey string
 }
 
 func (m chatMessage) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, 160+len(m.Content))
 	b = append(b, `{"role":"assistant","content":`...)
-	b = appendString(b, m.Content)
-	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],`...)
+	if m.ContentNull {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, m.Content)
+	}
+	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":`...)
+	b = appendToolCalls(b, m.ToolCalls)
+	b = append(b, ',')
 	key := m.ReasoningKey
 	if key == "" {
 		key = "reasoning"

@@ -50,5 +50,6 @@ func (s *Server) routes() http.Handler {
 	}
 	s.mountAdmin(r)
 	s.mountSGLang(r)
+	s.mountSurfaces(r)
 	return r
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -199,14 +200,23 @@ func (s *Server) MarkEngineDead(rank int) {
 func (s *Server) InFlight() int64 { return s.inflight.Load() }
 
 // authorized reports whether the request carries one of the API keys
-// (constant-time comparison).
+// (constant-time comparison): as a Bearer token, or on the Anthropic
+// Messages routes also in x-api-key, where Anthropic's clients put it
+// (vLLM itself checks only the Bearer token).
 func (s *Server) authorized(r *http.Request) bool {
 	h := r.Header.Get("Authorization")
 	const prefix = "Bearer "
 	if len(h) < len(prefix) || h[:len(prefix)] != prefix {
+		if k := r.Header.Get("X-Api-Key"); k != "" && strings.HasPrefix(r.URL.Path, "/v1/messages") {
+			return s.knownKey([]byte(k))
+		}
 		return false
 	}
-	tok := []byte(h[len(prefix):])
+	return s.knownKey([]byte(h[len(prefix):]))
+}
+
+// knownKey compares tok with every API key in constant time.
+func (s *Server) knownKey(tok []byte) bool {
 	ok := 0
 	for _, k := range s.apiKeys {
 		ok |= subtle.ConstantTimeCompare(tok, k)

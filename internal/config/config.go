@@ -38,6 +38,15 @@ type Config struct {
 	DeprecatedMetrics         bool     `json:"deprecated_metrics"`
 	LogLevel                  string   `json:"log_level"`
 
+	// EmbeddingDim is the length of /v1/embeddings vectors.
+	EmbeddingDim int `json:"embedding_dim"`
+
+	// Tool calling fields (docs/tools-and-structured-outputs.md).
+	EnableAutoToolChoice           bool    `json:"enable_auto_tool_choice"`
+	ToolCallParser                 string  `json:"tool_call_parser"`
+	ToolCallProbability            float64 `json:"tool_call_probability"`
+	ExcludeToolsWhenToolChoiceNone bool    `json:"exclude_tools_when_tool_choice_none"`
+
 	// Engine and scheduler fields.
 	EngineType            engine.EngineType       `json:"engine_type"`
 	NumGPUBlocks          int                     `json:"num_gpu_blocks"`
@@ -253,6 +262,8 @@ func Default() Config {
 		MetricsFamily:       "auto",
 		DeprecatedMetrics:   true,
 		LogLevel:            "info",
+		EmbeddingDim:        1024,
+		ToolCallProbability: DefaultToolCallProbability,
 
 		EngineType:            engine.EngineVLLM,
 		NumGPUBlocks:          16384,

@@ -55,6 +55,7 @@ var flagTable = []flagSpec{
 	{name: "seed", key: "seed", kind: flagInt, usage: "server seed for output tokens"},
 	{name: "output-len-mode", key: "output_len_mode", kind: flagString, usage: "output length mode: max | random"},
 	{name: "natural-output-len", key: "natural_output_len", kind: flagInt, usage: "mean length of outputs that end naturally"},
+	{name: "embedding-dim", key: "embedding_dim", kind: flagInt, usage: "length of /v1/embeddings vectors (requests may ask for fewer with dimensions)"},
 	{name: "reasoning-field", key: "reasoning_field", kind: flagString, usage: "reasoning text field: reasoning | reasoning_content"},
 	{name: "enable-request-id-headers", key: "enable_request_id_headers", kind: flagBool, negatable: true, usage: "echo X-Request-Id in responses"},
 	{name: "enable-prompt-tokens-details", key: "enable_prompt_tokens_details", kind: flagBool, negatable: true, usage: "add usage.prompt_tokens_details.cached_tokens"},
@@ -65,6 +66,10 @@ var flagTable = []flagSpec{
 	{name: "metrics-family", key: "metrics_family", kind: flagString, usage: "metrics family: auto | vllm | sglang | both"},
 	{name: "deprecated-metrics", key: "deprecated_metrics", kind: flagBool, negatable: true, usage: "export deprecated vLLM metric names"},
 	{name: "log-level", key: "log_level", kind: flagString, usage: "log level: debug | info | warn | error"},
+	{name: "enable-auto-tool-choice", key: "enable_auto_tool_choice", kind: flagBool, negatable: true, usage: `allow tool_choice "auto" (needs --tool-call-parser), as vLLM`},
+	{name: "tool-call-parser", key: "tool_call_parser", kind: flagString, usage: "vLLM tool call parser name (hermes, llama3_json, mistral, ...): the text format of generated calls"},
+	{name: "tool-call-probability", key: "tool_call_probability", kind: flagFloat, usage: `probability (0-1, seeded) that a tool_choice "auto" answer calls tools`},
+	{name: "exclude-tools-when-tool-choice-none", key: "exclude_tools_when_tool_choice_none", kind: flagBool, negatable: true, usage: `leave tools out of the prompt when tool_choice is "none"`},
 
 	// Engine and scheduler.
 	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | sglang | trtllm"},
