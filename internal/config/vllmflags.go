@@ -60,8 +60,8 @@ type vllmFlag struct {
 
 // Capabilities that vLLM flags ask for and the mock does not have yet.
 const (
-	capTLS         = "TLS (HTTPS serving)"
-	capUDS         = "serving on a Unix domain socket"
+	capTLS = "TLS (HTTPS serving)"
+	capUDS = "serving on a Unix domain socket"
 )
 
 // Shorthands that keep the table one entry per line.
