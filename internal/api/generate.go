@@ -124,6 +124,10 @@ func (s *Server) submit(g *genRequest) (*job, *apiError) {
 		reqs: make([]engine.Request, total), ch: make([]choice, total)}
 	arrival := eng.Clock().Now()
 	base := s.planParams(g)
+	label := "cmpl-" + g.baseID // the response id, for inspectors (the live UI)
+	if g.chat {
+		label = "chatcmpl-" + g.baseID
+	}
 	for pi := range g.prompts {
 		ps := &g.prompts[pi]
 		seed := plan.RequestSeed(g.seed, s.cfg.Seed, ps.ids)
@@ -144,6 +148,7 @@ func (s *Server) submit(g *genRequest) (*job, *apiError) {
 				CacheSalt:       g.cacheSalt,
 				Adapter:         g.adapter,
 				Choice:          idx,
+				Label:           label,
 				Out:             j.out,
 			}
 		}

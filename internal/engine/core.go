@@ -37,6 +37,10 @@ type Core struct {
 	observer Observer
 	log      *slog.Logger
 
+	// inspector (nil: none) and its scratch; see inspect.go.
+	inspector Inspector
+	insp      inspection
+
 	fpmCounter uint64
 
 	// LoRA state (unused when LoRA is off): GPU/CPU adapter slots, and the
@@ -66,6 +70,8 @@ type CoreOptions struct {
 	FPMSink  FPMSink
 	Observer Observer
 	Logger   *slog.Logger
+	// Inspector, when set, gets per-sequence traces and state snapshots.
+	Inspector Inspector
 }
 
 // NewCore builds a rank's engine state.
@@ -101,6 +107,8 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		fpmSink:  opts.FPMSink,
 		observer: opts.Observer,
 		log:      log,
+
+		inspector: opts.Inspector,
 	}
 	c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}
 	c.lora.cfg = cfg.LoRA
@@ -171,6 +179,7 @@ func (c *Core) Submit(r *Request) {
 	c.byID[r.ID] = s
 	c.waiting.PushBack(s)
 	c.noteAdapter(r.Adapter.Name)
+	c.noteSubmit(s)
 }
 
 // CheckAdmissible applies the engine's capacity rule to a request before
@@ -203,6 +212,7 @@ func (c *Core) reject(s *sequence, rej *Rejection) {
 	delete(c.byID, s.req.ID)
 	s.status = statusFinished
 	c.report.Rejected++
+	c.noteReject(s)
 	if s.req.Out != nil {
 		s.req.Out.push(OutputItem{Choice: s.req.Choice, Final: true, Time: s.arrival,
 			Finished: Finished{Reason: FinishAbort, Rejection: rej}})
@@ -238,6 +248,7 @@ func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
 // observer. The live loop calls it after applying inbox messages.
 func (c *Core) FlushReport() {
 	r := &c.report
+	c.inspect(false, time.Time{})
 	if len(r.Finished) == 0 && r.Rejected == 0 {
 		return
 	}
@@ -286,6 +297,7 @@ func (c *Core) publishEvents(now time.Time) {
 	for _, e := range events {
 		c.report.KVEvents[e.Kind]++
 	}
+	c.noteEvents(events)
 	if c.kvSink != nil {
 		c.kvSink.PublishKVEvents(KVEventBatch{Rank: c.rank, Time: now, Events: events})
 	}
@@ -335,6 +347,7 @@ func (c *Core) preempt(victim *sequence) int {
 	victim.passTokens = 0
 	victim.passPrefill = false
 	c.report.Preemptions++
+	c.notePreempt(victim)
 	c.waiting.PushPreempted(victim)
 	return idx
 }

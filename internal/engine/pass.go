@@ -139,6 +139,7 @@ func (c *Core) EndPass(deadline, now time.Time) {
 	if !c.cur.active {
 		return
 	}
+	c.captureSteps()
 	finished := false
 	for _, s := range c.ready {
 		if s.status != statusRunning {
@@ -165,6 +166,7 @@ func (c *Core) EndPass(deadline, now time.Time) {
 			c.report.ITL = append(c.report.ITL, now.Sub(s.lastToken).Seconds())
 		}
 		s.lastToken = now
+		c.noteToken(s)
 		if s.req.Out != nil {
 			s.req.Out.push(OutputItem{Choice: s.req.Choice, Token: id, Time: deadline})
 		}
@@ -193,7 +195,9 @@ func (c *Core) EndPass(deadline, now time.Time) {
 	}
 	for _, s := range c.running {
 		s.scheduled, s.passPrefill, s.passTokens = false, false, 0
+		s.passAdmitted, s.inspStep = false, 0
 	}
+	c.inspect(true, now)
 	c.cur = passState{}
 	c.report.Rank = c.rank
 	if c.observer != nil {
