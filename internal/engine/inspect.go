@@ -71,6 +71,9 @@ type SeqStep struct {
 	PrefillTokens, CachedTokens int
 	// Token is true when the pass delivered one output token to it.
 	Token bool
+	// NewHashes are the sequence hashes of the blocks this pass filled, so
+	// that an inspector can tell which request a Stored event came from.
+	NewHashes []uint64
 }
 
 // StateSnapshot is the whole visible state of one rank at one instant.
@@ -157,6 +160,13 @@ func (c *Core) captureSteps() {
 		}
 		if s.passAdmitted {
 			st.CachedTokens = s.passPrefix
+		}
+		if s.passTokens > 0 {
+			hashes := s.kv.chain.Hashes()
+			to := min(s.kv.numCachedBlocks, len(hashes))
+			if from := max(0, (s.numComputedTokens-s.passTokens)/c.cfg.BlockSize); from < to {
+				st.NewHashes = hashes[from:to]
+			}
 		}
 		steps = append(steps, st)
 		s.inspStep = int32(len(steps))
