@@ -93,7 +93,11 @@ func Start(ctx context.Context, members []Member, opts Options) (*Fleet, error) 
 	f.hubs = make([]*ui.Hub, len(members))
 	for i, m := range members {
 		if m.Config.UI {
-			f.hubs[i] = ui.NewHub(ui.Options{Name: m.ID})
+			name := m.ID
+			if len(members) == 1 {
+				name = m.Config.Model // serve: a fleet of one
+			}
+			f.hubs[i] = ui.NewHub(ui.Options{Name: name})
 		}
 	}
 	f.opts.Loaders = opts.Loaders.Shared()

@@ -64,7 +64,7 @@ func (rv *rankView) json(h *Hub) rankJSON {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	j := rankJSON{Rank: rv.rank, Blocks: string(rv.grid), InUse: rv.inUse, Cached: rv.cached,
-		Free: len(rv.grid) - rv.inUse, NumWaiting: rv.numWaiting,
+		Free: len(rv.grid) - rv.inUse - rv.cached, NumWaiting: rv.numWaiting,
 		Totals: map[string]int64{"passes": rv.passes, "preemptions": rv.preemptions, "evictions": rv.evictions}}
 	labels := h.reqs.labels(rv.running, rv.waiting)
 	for _, s := range rv.running {

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# check-ui.sh BIN: the live UI in headless Chromium (scripts/check-ui.js)
+# against a real server (with --api-key and an admin port, so the test can
+# pause it) and a 64-worker fleet. puppeteer-core and openai (the SDK the
+# requests go through) are installed from npm into .cache/npm (ignored by
+# git). Without a browser the check is skipped, except under CI=true.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-bin/mocker-server}
+out=${OUT:-.cache/ui}
+chromium=${CHROMIUM:-/usr/bin/chromium}
+if [ ! -x "$chromium" ] || ! command -v node >/dev/null 2>&1; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "check-ui: $chromium or node is missing (scripts/ensure-deps.sh --browser installs them)" >&2
+    exit 1
+  fi
+  echo "check-ui: skipped: no $chromium or node (scripts/ensure-deps.sh --browser installs them)" >&2
+  exit 0
+fi
+if [ ! -d .cache/npm/node_modules/puppeteer-core ] || [ ! -d .cache/npm/node_modules/openai ]; then
+  mkdir -p .cache/npm
+  (cd .cache/npm && { [ -f package.json ] || npm init -y >/dev/null; } && npm install --no-audit --no-fund --silent puppeteer-core@24 openai@6 >/dev/null)
+fi
+mkdir -p "$out"
+logs=$(mktemp -d)
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$logs"' EXIT
+
+# wait_for FILE REGEX: print the first capture of REGEX once FILE has it.
+wait_for() {
+  for _ in $(seq 100); do
+    if m=$(grep -oE "$2" "$1" | head -1) && [ -n "$m" ]; then echo "$m"; return 0; fi
+    sleep 0.1
+  done
+  echo "check-ui: no '$2' in $1:" >&2; cat "$1" >&2; return 1
+}
+
+"$bin" serve --port 0 --admin-port 0 --api-key ui-test-key --num-gpu-blocks-override 1024 \
+  --log-level warn 2>"$logs/serve.log" & pids+=($!)
+"$bin" fleet --workers 64 --base-port 0 --admin-port 0 --num-gpu-blocks-override 256 \
+  --log-level warn 2>"$logs/fleet.log" & pids+=($!)
+server=$(wait_for "$logs/serve.log" 'listening on http://[0-9.:]+' | sed 's/listening on //')
+admin=$(wait_for "$logs/serve.log" 'admin API on http://[0-9.:]+' | sed 's/admin API on //')
+fleet_admin=$(wait_for "$logs/fleet.log" 'admin API on http://[0-9.:]+' | sed 's/admin API on //')
+[ "$(grep -c 'listening on' "$logs/fleet.log" || true)" -ge 64 ] || sleep 3
+
+# Keep the fleet busy while the page watches it: a stream on every worker.
+(for url in $(grep -oE 'listening on http://[0-9.:]+' "$logs/fleet.log" | sed 's/listening on //'); do
+   for _ in 1 2 3 4 5 6; do
+     curl -s "$url/v1/completions" -H 'content-type: application/json' \
+       -d '{"model":"mocker-model","prompt":"a fleet of workers","max_tokens":400}' >/dev/null &
+   done
+ done; wait) & pids+=($!)
+
+NODE_PATH=.cache/npm/node_modules CHROMIUM="$chromium" node scripts/check-ui.js "$server" "$admin" ui-test-key "$fleet_admin" "$out"
