@@ -57,6 +57,20 @@ start_server() {
 	echo "server did not start:"; cat "$OUT/server.log"; exit 1
 }
 
+# VIEWERS (default 0) live-UI viewers (docs/ui.md) read GET /ui/stream during
+# the paced scenario, pinned to BENCH_CPU: the UI's cost on the server.
+VIEWER_PIDS=()
+start_viewers() {
+	for _ in $(seq "${VIEWERS:-0}"); do
+		taskset -c "$BENCH_CPU" curl -sN "$URL/ui/stream?view=engine" >/dev/null &
+		VIEWER_PIDS+=($!)
+	done
+}
+stop_viewers() {
+	for p in "${VIEWER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	VIEWER_PIDS=()
+}
+
 # bench NAME ARGS...: one mocker-bench run pinned to BENCH_CPU, JSON to $OUT/NAME.json.
 bench() {
 	local name=$1; shift
@@ -114,7 +128,9 @@ scenario_paced() {
 	local p50s=() p99s=() lags=()
 	for r in $(seq "$RUNS"); do
 		start_server --timing-model fixed --fixed-prefill-ms 0 --fixed-decode-ms 20 --max-num-seqs 1024
+		start_viewers
 		bench "s2-$r" --concurrency 1000 --requests 5000 --max-tokens 50 --prompt-tokens 32 --ramp 1s
+		stop_viewers
 		p50s+=("$(jf "s2-$r" .e2e.p50_ms)"); p99s+=("$(jf "s2-$r" .e2e.p99_ms)")
 		lags+=("$(lag_quantile 0.99)")
 		printf "run %d: e2e p50 %.1f ms p99 %.1f ms max %.1f ms, ttft p50 %.1f ms, itl p50 %.2f ms p99 %.2f ms, errors %s, lag p50 %s ms p99 %s ms (%s obs)\n" \

@@ -197,7 +197,10 @@ func stream(w http.ResponseWriter, r *http.Request, h *Hub, view string, encode 
 			lastWrite = time.Now()
 		}
 		if err != nil {
-			return // the viewer is gone or stuck: drop it
+			// The viewer is gone or stuck: drop it. ErrAbortHandler makes
+			// net/http close the connection rather than try to finish a
+			// response nobody reads.
+			panic(http.ErrAbortHandler)
 		}
 		select {
 		case <-r.Context().Done():
