@@ -3,8 +3,8 @@
 // `openai`); every assertion reads the DOM:
 //  - engine page: the running queue lists the streaming requests; with the
 //    worker paused (admin API) the KV grid's in-use count equals
-//    /metrics' kv_cache_usage_perc × num_gpu_blocks; afterwards cached
-//    blocks are shown and in use + cached + free = num_gpu_blocks;
+//    /metrics' kv_cache_usage_perc × num_gpu_blocks, and paused and idle
+//    its in-use / cached / free counts equal mocker_kv_cache_blocks;
 //  - requests page: every request id is in the table, and a request's
 //    timeline has one tick per output token;
 //  - fleet page (64 workers): every tile updates; the browser's CPU use is
@@ -28,6 +28,30 @@ async function metric(name) {
   const line = text.split("\n").find((l) => l.startsWith(name));
   if (!line) throw new Error("no metric " + name);
   return line;
+}
+
+// kvBlocks reads mocker_kv_cache_blocks of rank 0 by state.
+async function kvBlocks() {
+  const out = {};
+  for (const state of ["in_use", "cached", "free"]) {
+    out[state] = Number((await metric(`mocker_kv_cache_blocks{dp_rank="0",state="${state}"}`)).split(" ").pop());
+  }
+  return out;
+}
+
+// gridCounts reads the KV grid's legend.
+function gridCounts(page) {
+  return page.evaluate(() => Object.fromEntries([["in_use", ".kv-in-use"], ["cached", ".kv-cached"], ["free", ".kv-free"]]
+    .map(([k, sel]) => [k, Number(document.querySelector(sel).textContent)])));
+}
+
+// sameCounts waits until the grid shows /metrics' block counts and reports both.
+async function sameCounts(page) {
+  const want = await kvBlocks();
+  await page.waitForFunction((w) => document.querySelector(".kv-in-use").textContent === String(w.in_use)
+    && document.querySelector(".kv-cached").textContent === String(w.cached)
+    && document.querySelector(".kv-free").textContent === String(w.free), { timeout: 5000 }, want).catch(() => {});
+  return { want, got: await gridCounts(page) };
 }
 
 // cpuSeconds adds user + system time of a process and its descendants.
@@ -87,13 +111,17 @@ async function enginePages(browser) {
     .catch(() => {});
   const shown = await page.$eval(".kv-in-use", (e) => Number(e.textContent));
   check(shown === inUse && inUse > 0, `KV grid in use ${shown} = /metrics ${usage} × ${blocks} blocks (${inUse})`);
+  const paused = await sameCounts(page);
+  check(JSON.stringify(paused.got) === JSON.stringify(paused.want),
+    `paused: KV grid ${JSON.stringify(paused.got)} = mocker_kv_cache_blocks ${JSON.stringify(paused.want)}`);
   await page.screenshot({ path: path.join(out, "engine.png") });
   await fetch(admin + "/workers/0/resume", { method: "POST" });
   await Promise.all(streams);
 
   await page.waitForFunction(() => document.querySelector(".kv-in-use").textContent === "0", { timeout: 10000 });
-  const [cached, free] = await Promise.all([".kv-cached", ".kv-free"].map((s) => page.$eval(s, (e) => Number(e.textContent))));
-  check(cached > 0 && cached + free === blocks, `after the requests: ${cached} cached + ${free} free = ${blocks} blocks`);
+  const idle = await sameCounts(page);
+  check(JSON.stringify(idle.got) === JSON.stringify(idle.want) && idle.got.cached > 0 && idle.got.cached + idle.got.free === blocks,
+    `idle: KV grid ${JSON.stringify(idle.got)} = mocker_kv_cache_blocks ${JSON.stringify(idle.want)}, cached > 0, sum ${blocks}`);
   const hit = await page.$eval(".hit-rate", (e) => Number(e.textContent));
   check(hit > 0, `shared prefix shows a prefix hit rate (${hit} %)`);
 

@@ -272,6 +272,7 @@ func (c *Core) gauges() Gauges {
 		Waiting:      c.waiting.Len(),
 		ActiveBlocks: c.kv.pool.NumActive(),
 		KVUsage:      c.kv.usage(),
+		CachedBlocks: c.kv.pool.NumCachedFree(),
 	}
 	c.adapterGauges(&g)
 	return g

@@ -9,3 +9,8 @@ func (p *Pool) BlockHash(b BlockID) (uint64, bool) {
 	}
 	return p.index.hash[b], true
 }
+
+// NumCachedFree returns the number of free blocks that are still cached:
+// prefix-cache content a later request can hit, evicted only when the
+// blocks are reused.
+func (p *Pool) NumCachedFree() int { return p.cachedFree }

@@ -25,6 +25,9 @@ type Pool struct {
 	free          freeList
 	index         hashIndex
 	rec           recorder
+	// cachedFree counts the free blocks that still hold a hash (evictable
+	// prefix-cache content), kept up to date so reading it costs nothing.
+	cachedFree int
 }
 
 // NewPool returns a pool of numBlocks blocks of blockSize tokens, all free
@@ -115,6 +118,9 @@ func (p *Pool) Touch(blocks []BlockID) {
 	for _, b := range blocks {
 		if p.ref[b] == 0 {
 			p.free.remove(b)
+			if p.index.cached[b] {
+				p.cachedFree--
+			}
 		}
 		p.ref[b]++
 	}
@@ -134,6 +140,7 @@ func (p *Pool) Allocate(dst []BlockID, k int) ([]BlockID, bool) {
 	for range k {
 		b := p.free.popFront()
 		if p.index.cached[b] {
+			p.cachedFree--
 			if h, last := p.index.remove(b); last {
 				p.rec.removed(h)
 			}
@@ -194,6 +201,9 @@ func (p *Pool) Release(blocks []BlockID) {
 		case 1:
 			p.ref[b] = 0
 			p.free.pushBack(b)
+			if p.index.cached[b] {
+				p.cachedFree++
+			}
 		default:
 			p.ref[b]--
 		}
@@ -211,6 +221,7 @@ func (p *Pool) Reset() bool {
 	}
 	p.index.reset()
 	p.free.reset(len(p.ref))
+	p.cachedFree = 0
 	if p.prefixCaching {
 		p.rec.allCleared()
 	}

@@ -35,6 +35,8 @@ type rankObserver struct {
 	fpm                           [numFPMFields]prometheus.Gauge
 	fpmPass, fpmHeartbeat         prometheus.Counter
 	lag                           prometheus.Observer
+	// kvBlocks are mocker_kv_cache_blocks by state (kvblocks.go).
+	kvBlocks kvBlockGauges
 
 	// sglang:gen_throughput window (engine goroutine only).
 	totalKVTokens float64
@@ -60,6 +62,7 @@ func (o *rankObserver) ObserveGauges(g engine.Gauges) {
 	// Gauges.Waiting counts never-scheduled and preempted requests;
 	// WaitingDeferred (remote KV) comes on top (engine/observer.go).
 	waiting := g.Waiting + g.WaitingDeferred
+	o.kvBlocks.observe(g)
 	if v := o.v; v != nil {
 		v.running.Set(float64(g.Running))
 		v.waiting.Set(float64(waiting))
