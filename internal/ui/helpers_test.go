@@ -4,8 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 // simulated runs a real engine core in virtual time with hub's inspector
 // on rank 0.
