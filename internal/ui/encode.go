@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -60,45 +61,71 @@ func (h *Hub) encodeEngine() (uint64, []byte) {
 	return v, b
 }
 
+// json encodes the rank's view. It copies under the lock and builds the
+// rest after, so the engine goroutine's InspectPass waits only for copies.
 func (rv *rankView) json(h *Hub) rankJSON {
 	rv.mu.Lock()
-	defer rv.mu.Unlock()
 	j := rankJSON{Rank: rv.rank, Blocks: string(rv.grid), InUse: rv.inUse, Cached: rv.cached,
 		Free: len(rv.grid) - rv.inUse - rv.cached, NumWaiting: rv.numWaiting,
 		Totals: map[string]int64{"passes": rv.passes, "preemptions": rv.preemptions, "evictions": rv.evictions}}
-	labels := h.reqs.labels(rv.running, rv.waiting)
-	for _, s := range rv.running {
+	running, waiting := progressOnly(rv.running), progressOnly(rv.waiting)
+	var passes []passPoint
+	rv.passRing.each(func(pp passPoint) { passes = append(passes, pp) })
+	var feed []feedLine
+	rv.feed.each(func(f feedLine) { feed = append(feed, f) })
+	ttft, itl, e2e := values(&rv.ttft), values(&rv.itl), values(&rv.e2e)
+	if rv.promptToks > 0 {
+		j.HitRate = float64(rv.cachedToks) / float64(rv.promptToks)
+	}
+	rv.mu.Unlock()
+
+	labels := h.reqs.labels(running, waiting)
+	for _, s := range running {
 		j.Running = append(j.Running, seqRow(s, labels))
 	}
-	for _, s := range rv.waiting {
+	for _, s := range waiting {
 		j.Waiting = append(j.Waiting, seqRow(s, labels))
 	}
 	p := map[string][]float64{}
-	rv.passRing.each(func(pp passPoint) {
+	for _, pp := range passes {
 		p["t"] = append(p["t"], float64(pp.At.UnixMilli())/1000)
 		p["batch"] = append(p["batch"], float64(pp.Batch))
 		p["prefill"] = append(p["prefill"], float64(pp.Prefill))
 		p["decode"] = append(p["decode"], float64(pp.Decode))
 		p["modeled_ms"] = append(p["modeled_ms"], round2(pp.Modeled))
 		p["actual_ms"] = append(p["actual_ms"], round2(pp.Actual))
-	})
-	j.Passes = p
-	rv.feed.each(func(f feedLine) { j.Feed = append(j.Feed, f.At.Format("15:04:05.000")+" "+f.Text) })
-	j.Latency = map[string][3]float64{"ttft": percentiles(&rv.ttft), "itl": percentiles(&rv.itl), "e2e": percentiles(&rv.e2e)}
-	if rv.promptToks > 0 {
-		j.HitRate = float64(rv.cachedToks) / float64(rv.promptToks)
 	}
+	j.Passes = p
+	for _, f := range feed {
+		j.Feed = append(j.Feed, f.At.Format("15:04:05.000")+" "+f.Text)
+	}
+	j.Latency = map[string][3]float64{"ttft": percentiles(ttft), "itl": percentiles(itl), "e2e": percentiles(e2e)}
 	return j
+}
+
+// progressOnly copies the sequences without their block tables.
+func progressOnly(seqs []seqView) []seqView {
+	out := make([]seqView, len(seqs))
+	for i, s := range seqs {
+		s.Blocks, s.Hashes = nil, nil
+		out[i] = s
+	}
+	return out
+}
+
+func values(r *ring[float64]) []float64 {
+	vals := make([]float64, 0, r.len())
+	r.each(func(v float64) { vals = append(vals, v) })
+	return vals
 }
 
 func seqRow(s seqView, labels map[uint64]string) []any {
 	return []any{labels[s.ID], s.Prompt, s.Computed, s.Generated, s.Planned, s.Preemptions, s.Preempted}
 }
 
-// percentiles returns p50, p90 and p99 of a ring's values (zeros when empty).
-func percentiles(r *ring[float64]) [3]float64 {
-	vals := make([]float64, 0, r.len())
-	r.each(func(v float64) { vals = append(vals, v) })
+// percentiles returns p50, p90 and p99 of vals (zeros when empty); it
+// sorts vals.
+func percentiles(vals []float64) [3]float64 {
 	if len(vals) == 0 {
 		return [3]float64{}
 	}
@@ -127,30 +154,40 @@ func (l *requestLog) labels(lists ...[]seqView) map[uint64]string {
 	return out
 }
 
-// rows returns the requests table, newest arrival first.
+// rows returns the requests table, newest arrival first. Rows are copied
+// under the lock and sorted after it, so the engine goroutine, which takes
+// the same lock once per pass, never waits for the sort.
 func (l *requestLog) rows() [][]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	recs := make([]*requestRecord, 0, len(l.live)+l.done.len())
-	for _, r := range l.live {
-		recs = append(recs, r)
+	type row struct {
+		arrival time.Time
+		id      uint64
+		cells   []any
 	}
-	l.done.each(func(r *requestRecord) { recs = append(recs, r) })
-	slices.SortFunc(recs, func(a, b *requestRecord) int {
-		if c := b.Arrival.Compare(a.Arrival); c != 0 {
-			return c
-		}
-		return int(int64(b.ID) - int64(a.ID))
-	})
-	recs = recs[:min(len(recs), maxRequestRows)]
-	rows := make([][]any, len(recs))
-	for i, r := range recs {
+	l.mu.Lock()
+	recs := make([]row, 0, len(l.live)+l.done.len())
+	add := func(r *requestRecord) {
 		label := r.Label
 		if label == "" {
 			label = strconv.FormatUint(r.ID, 10)
 		}
-		rows[i] = []any{label, r.Rank, r.Prompt, r.Generated, r.Cached, r.State,
-			optMs(r, r.Admitted), optMs(r, r.FirstToken), optMs(r, r.Finished), r.Reason}
+		recs = append(recs, row{r.Arrival, r.ID, []any{label, r.Rank, r.Prompt, r.Generated, r.Cached, r.State,
+			optMs(r, r.Admitted), optMs(r, r.FirstToken), optMs(r, r.Finished), r.Reason}})
+	}
+	for _, r := range l.live {
+		add(r)
+	}
+	l.done.each(add)
+	l.mu.Unlock()
+	slices.SortFunc(recs, func(a, b row) int {
+		if c := b.arrival.Compare(a.arrival); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.id, a.id)
+	})
+	recs = recs[:min(len(recs), maxRequestRows)]
+	rows := make([][]any, len(recs))
+	for i, r := range recs {
+		rows[i] = r.cells
 	}
 	return rows
 }
