@@ -101,6 +101,9 @@ lag_quantile() {
 
 lag_count() { curl -fs "$URL/metrics" | awk '/^mocker_token_delivery_lag_seconds_count/ {print $NF}'; }
 
+# server_cpu_s: CPU seconds (user + system) the server has used so far.
+server_cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f\n", ($14 + $15) / hz}' "/proc/$SERVER_PID/stat"; }
+
 rss_mib() { awk '/VmRSS/ {printf "%.0f\n", $2 / 1024}' "/proc/$SERVER_PID/status"; }
 
 # median of the numbers on stdin
@@ -133,10 +136,10 @@ scenario_paced() {
 		stop_viewers
 		p50s+=("$(jf "s2-$r" .e2e.p50_ms)"); p99s+=("$(jf "s2-$r" .e2e.p99_ms)")
 		lags+=("$(lag_quantile 0.99)")
-		printf "run %d: e2e p50 %.1f ms p99 %.1f ms max %.1f ms, ttft p50 %.1f ms, itl p50 %.2f ms p99 %.2f ms, errors %s, lag p50 %s ms p99 %s ms (%s obs)\n" \
+		printf "run %d: e2e p50 %.1f ms p99 %.1f ms max %.1f ms, ttft p50 %.1f ms, itl p50 %.2f ms p99 %.2f ms, errors %s, lag p50 %s ms p99 %s ms (%s obs), server cpu %s s\n" \
 			"$r" "${p50s[-1]}" "${p99s[-1]}" "$(jf "s2-$r" .e2e.max_ms)" "$(jf "s2-$r" .ttft.p50_ms)" \
 			"$(jf "s2-$r" .itl.p50_ms)" "$(jf "s2-$r" .itl.p99_ms)" "$(jf "s2-$r" .errors)" \
-			"$(lag_quantile 0.5)" "${lags[-1]}" "$(lag_count)"
+			"$(lag_quantile 0.5)" "${lags[-1]}" "$(lag_count)" "$(server_cpu_s)"
 	done
 	printf "median: e2e p50 %.1f ms (%+.1f %%), p99 %.1f ms (%+.1f %%), lag p99 %.2f ms\n" \
 		"$(printf '%s\n' "${p50s[@]}" | median)" "$(echo "($(printf '%s\n' "${p50s[@]}" | median) - 1000) / 10" | bc -l)" \

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -95,9 +96,12 @@ func (f *Fleet) encode() (uint64, []byte) {
 		sp.each(func(v float64) { t.Spark = append(t.Spark, v) })
 		tiles = append(tiles, t)
 	}
-	b, _ := json.Marshal(map[string]any{"time": now.UnixMilli(), "workers": tiles})
-	f.encoded, f.lastEnc = b, now
-	f.version++
+	b, _ := json.Marshal(map[string]any{"workers": tiles})
+	f.lastEnc = now
+	if !bytes.Equal(b, f.encoded) { // an idle fleet sends nothing new
+		f.encoded = b
+		f.version++
+	}
 	return f.version, f.encoded
 }
 

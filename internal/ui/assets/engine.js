@@ -193,6 +193,7 @@ function drawTimeline(seqs) {
     s.events.forEach((e, i) => {
       const g = document.createElementNS(ns, "text");
       g.setAttribute("x", x(e.t)); g.setAttribute("y", 14 + (i % 3) * 13);
+      if (x(e.t) > 850) g.setAttribute("text-anchor", "end"); // keep late labels inside
       g.setAttribute("font-size", "11");
       g.setAttribute("class", "ev ev-" + e.kind);
       g.textContent = e.kind + (e.n ? " " + e.n : "") + (e.text ? " " + e.text : "");

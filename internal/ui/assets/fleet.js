@@ -15,7 +15,7 @@ function tile(w) {
   const canvas = el("canvas", null, { width: 160, height: 28 });
   node.append(h, line, canvas);
   node.addEventListener("click", () => { if (w.ui) location.href = "/ui/worker/" + encodeURIComponent(w.id); });
-  const t = { node, state: h.lastChild, line, canvas, updated: 0, text: "" };
+  const t = { node, state: h.lastChild, line, canvas, updated: 0, changes: 0, maxRun: 0, text: "" };
   tiles.set(w.id, t);
   return t;
 }
@@ -44,12 +44,16 @@ function render(u) {
     const t = tile(w);
     if (box.children[i] !== t.node) box.insertBefore(t.node, box.children[i] || null);
     const text = `KV ${w.usage.toFixed(1)} % · run ${w.running} · wait ${w.waiting}`;
-    if (text !== t.text) { t.line.textContent = text; t.text = text; }
+    if (text !== t.text) { t.line.textContent = text; t.text = text; t.changes++; }
+    t.maxRun = Math.max(t.maxRun, w.running);
     t.state.textContent = w.state;
     t.node.classList.toggle("down", w.state !== "running");
     spark(t.canvas, w.spark);
     t.updated++;
-    t.node.dataset.updates = t.updated; // read by the browser test
+    // Read by the browser test: updates received, shown text changes, peak running.
+    t.node.dataset.updates = t.updated;
+    t.node.dataset.changes = t.changes;
+    t.node.dataset.maxRun = t.maxRun;
   });
 }
 
