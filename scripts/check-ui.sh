@@ -1,26 +1,14 @@
 #!/usr/bin/env bash
 # check-ui.sh BIN: the live UI in headless Chromium (scripts/check-ui.js)
 # against a real server (with --api-key and an admin port, so the test can
-# pause it) and a 64-worker fleet. puppeteer-core and openai (the SDK the
-# requests go through) are installed from npm into .cache/npm (ignored by
-# git). Without a browser the check is skipped, except under CI=true.
+# pause it) and a 64-worker fleet. scripts/browser-deps.sh installs
+# puppeteer-core and openai (the SDK the requests go through) from npm into
+# .cache/npm and skips the check without a browser, except under CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-bin/mocker-server}
 out=${OUT:-.cache/ui}
-chromium=${CHROMIUM:-/usr/bin/chromium}
-if [ ! -x "$chromium" ] || ! command -v node >/dev/null 2>&1; then
-  if [ "${CI:-}" = "true" ]; then
-    echo "check-ui: $chromium or node is missing (scripts/ensure-deps.sh --browser installs them)" >&2
-    exit 1
-  fi
-  echo "check-ui: skipped: no $chromium or node (scripts/ensure-deps.sh --browser installs them)" >&2
-  exit 0
-fi
-if [ ! -d .cache/npm/node_modules/puppeteer-core ] || [ ! -d .cache/npm/node_modules/openai ]; then
-  mkdir -p .cache/npm
-  (cd .cache/npm && { [ -f package.json ] || npm init -y >/dev/null; } && npm install --no-audit --no-fund --silent puppeteer-core@24 openai@6 >/dev/null)
-fi
+. scripts/browser-deps.sh check-ui
 mkdir -p "$out"
 logs=$(mktemp -d)
 pids=()

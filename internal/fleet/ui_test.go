@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -18,14 +17,7 @@ func TestAdminUI_FleetPageAndWorkerPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	members[2].Config.UI = false
-	adminURL := make(chan string, 1)
-	f, err := Start(context.Background(), members, Options{AdminAddr: "127.0.0.1:0", AdminKey: "k",
-		AdminReady: func(u string) { adminURL <- u }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Stop()
-	admin := <-adminURL
+	f, admin := startWithAdmin(t, members, "k")
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
 	get := func(path, key string) *http.Response {

@@ -63,3 +63,45 @@ func decodePasses(b *testing.B, insp engine.Inspector) {
 		pass()
 	}
 }
+
+// BenchmarkEncodeEngine is one update of the engine page of a busy worker:
+// 1000 running requests, 500 finished ones, a 16,384-block pool, 120
+// passes of history. Encoded once per change whatever the viewer count.
+func BenchmarkEncodeEngine(b *testing.B) {
+	hub := NewHub(Options{StateInterval: time.Hour})
+	cfg := engine.DefaultConfig()
+	cfg.MaxNumSeqs = 1024
+	cfg.NumBlocks = 65536
+	core, err := engine.NewCore(cfg, engine.CoreOptions{Inspector: hub.Inspector(0)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sim := engine.NewSimulator(core)
+	for i := range 1500 {
+		planned := 50
+		if i >= 500 {
+			planned = 100_000 // still running at the end
+		}
+		prompt := make([]uint32, 32)
+		for j := range prompt {
+			prompt[j] = uint32(i*32 + j + 1)
+		}
+		sim.SubmitAt(time.Duration(i)*100*time.Microsecond, &engine.Request{ID: engine.NewRequestID(),
+			Label: "chatcmpl-0123456789abcdef0123456789abcdef", Prompt: prompt,
+			PlannedOutput: make([]uint32, planned), Out: engine.NewOutput()})
+	}
+	sim.Run(300)
+	core.InspectState(sim.Clock.Now())
+	if s := hub.Summary(); s.Running != 1000 || s.FinishedRequests != 500 {
+		b.Fatalf("setup: %+v", s)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var size int
+	for range b.N {
+		hub.version.Add(1)
+		_, enc := hub.encodeEngine()
+		size = len(enc)
+	}
+	b.ReportMetric(float64(size), "bytes/update")
+}

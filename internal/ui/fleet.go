@@ -35,7 +35,7 @@ type Fleet struct {
 	lastEnc   time.Time
 	encoded   []byte
 	version   uint64
-	viewers   Hub // only its viewer count and options are used
+	viewers   viewers
 }
 
 // NewFleet returns the fleet view of workers.
@@ -46,7 +46,7 @@ func NewFleet(workers []FleetWorker) *Fleet {
 		r := newRing[float64](sparkPoints)
 		f.spark[w.ID] = &r
 	}
-	f.viewers.opts.StallTimeout = defaultStallTimeout
+	f.viewers.stall = defaultStallTimeout
 	return f
 }
 
@@ -134,4 +134,4 @@ func FleetHandler(f *Fleet, keys []string) http.Handler {
 }
 
 // Viewers returns the number of fleet streams open.
-func (f *Fleet) Viewers() int { return f.viewers.Viewers() }
+func (f *Fleet) Viewers() int { return int(f.viewers.open.Load()) }

@@ -103,7 +103,7 @@ func Handler(h *Hub, opts HandlerOptions) http.Handler {
 // mountWorker adds a worker's stream and detail endpoints under base.
 func mountWorker(mux *http.ServeMux, base string, h *Hub, a auth) {
 	mux.HandleFunc("GET "+base+"/stream", a.wrap(func(w http.ResponseWriter, r *http.Request) {
-		stream(w, r, h, "engine", h.encodeEngine)
+		stream(w, r, &h.viewers, "engine", h.encodeEngine)
 	}, false))
 	mux.HandleFunc("GET "+base+"/api/request", a.wrap(func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
@@ -165,16 +165,16 @@ func streamQuery(q url.Values, want string) (rate int, param, msg string) {
 
 // stream sends encode's output as SSE "data:" events whenever it changed,
 // at most rate times per second: updates in between are coalesced into
-// the next one. A write that blocks longer than the hub's StallTimeout
+// the next one. A write that blocks longer than the stall timeout
 // ends the stream, so a stuck viewer holds at most one encoded update.
-func stream(w http.ResponseWriter, r *http.Request, h *Hub, view string, encode func() (uint64, []byte)) {
+func stream(w http.ResponseWriter, r *http.Request, vs *viewers, view string, encode func() (uint64, []byte)) {
 	rate, param, msg := streamQuery(r.URL.Query(), view)
 	if msg != "" {
 		badRequest(w, param, msg)
 		return
 	}
-	h.viewers.Add(1)
-	defer h.viewers.Add(-1)
+	vs.open.Add(1)
+	defer vs.open.Add(-1)
 	rc := http.NewResponseController(w)
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream")
@@ -190,10 +190,10 @@ func stream(w http.ResponseWriter, r *http.Request, h *Hub, view string, encode 
 		var err error
 		switch {
 		case first || v != sent:
-			err = writeEvent(rc, w, h.opts.StallTimeout, "data: ", data)
+			err = writeEvent(rc, w, vs.stall, "data: ", data)
 			sent, first, lastWrite = v, false, time.Now()
 		case time.Since(lastWrite) >= keepAliveEvery:
-			err = writeEvent(rc, w, h.opts.StallTimeout, ": keep-alive", nil)
+			err = writeEvent(rc, w, vs.stall, ": keep-alive", nil)
 			lastWrite = time.Now()
 		}
 		if err != nil {

@@ -47,7 +47,7 @@ type Hub struct {
 
 	// version changes whenever anything shown changes; encoders cache by it.
 	version atomic.Uint64
-	viewers atomic.Int64
+	viewers viewers
 
 	encMu      sync.Mutex
 	encVersion uint64
@@ -68,7 +68,7 @@ func NewHub(opts Options) *Hub {
 	if opts.StallTimeout <= 0 {
 		opts.StallTimeout = defaultStallTimeout
 	}
-	h := &Hub{opts: opts}
+	h := &Hub{opts: opts, viewers: viewers{stall: opts.StallTimeout}}
 	h.reqs.init(opts.MaxRequests)
 	return h
 }
@@ -77,7 +77,14 @@ func NewHub(opts Options) *Hub {
 func (h *Hub) Name() string { return h.opts.Name }
 
 // Viewers returns the number of streams currently open.
-func (h *Hub) Viewers() int { return int(h.viewers.Load()) }
+func (h *Hub) Viewers() int { return int(h.viewers.open.Load()) }
+
+// viewers counts a page's open streams and says how long a write to one
+// may block.
+type viewers struct {
+	open  atomic.Int64
+	stall time.Duration
+}
 
 // Inspector returns the engine.Inspector for DP rank r. Each call starts
 // the rank's view afresh: a restarted worker has fresh engines and a fresh

@@ -10,10 +10,13 @@ import (
 )
 
 // Block grid codes, one byte per block: free and never cached, free but
-// cached (evictable), in use by 1..9+ references.
+// cached (evictable), in use by 1..9+ references as 'A'..'I'. No code is a
+// digit, so that run lengths can follow codes (appendRLE).
 const (
 	blockFree   = '.'
 	blockCached = 'c'
+	blockInUse  = 'A' // + references − 1, at most 'I'
+	maxRefsCode = 9
 )
 
 // rankView is what the pages show of one DP rank. The engine goroutine
@@ -157,7 +160,7 @@ func (rv *rankView) InspectState(s *engine.StateSnapshot) {
 	for i, b := range s.Blocks {
 		switch {
 		case b.Refs > 0:
-			rv.grid[i] = byte('0' + min(b.Refs, 9))
+			rv.grid[i] = byte(blockInUse + min(b.Refs, maxRefsCode) - 1)
 			rv.inUse++
 		case b.Cached:
 			rv.grid[i] = blockCached

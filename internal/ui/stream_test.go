@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -116,7 +117,13 @@ func TestAuth_APIKeyByHeaderOrCookie(t *testing.T) {
 // blocks for StallTimeout and the stream ends, releasing the viewer.
 func TestStream_StuckViewerIsDisconnectedAndReleased(t *testing.T) {
 	hub := NewHub(Options{StallTimeout: 300 * time.Millisecond})
-	s := newSimulated(t, hub, 400_000) // a 400 kB grid per update fills buffers fast
+	s := newSimulated(t, hub, 64)
+	// 300 requests with 2 kB ids make each update ~600 kB: the socket
+	// buffers fill within a few updates.
+	for i := range 300 {
+		s.submit(0, strings.Repeat("x", 2000)+strconv.Itoa(i), 16, 1)
+	}
+	s.run()
 	srv := httptest.NewUnstartedServer(Handler(hub, HandlerOptions{}))
 	var closed atomic.Int32
 	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
@@ -148,7 +155,7 @@ func TestStream_StuckViewerIsDisconnectedAndReleased(t *testing.T) {
 				return
 			default:
 			}
-			s.submit(s.sim.Now(), "cmpl-x", 64, 4)
+			s.submit(s.sim.Now(), "cmpl-x", 16, 1)
 			s.sim.Run(0)
 			s.core.InspectState(s.sim.Clock.Now())
 			time.Sleep(20 * time.Millisecond)

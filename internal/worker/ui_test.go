@@ -45,14 +45,14 @@ func TestUI_ServedNextToTheAPIAndOffWithTheFlag(t *testing.T) {
 		var v struct {
 			Requests [][]any `json:"requests"`
 			Ranks    []struct {
-				Blocks string `json:"blocks"`
+				NumBlocks int `json:"num_blocks"`
 			} `json:"ranks"`
 		}
 		if err != nil || json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &v) != nil {
 			t.Fatalf("stream: %q %v", line, err)
 		}
 		if len(v.Requests) != 1 || !strings.HasPrefix(v.Requests[0][0].(string), "chatcmpl-") ||
-			len(v.Ranks) != 1 || len(v.Ranks[0].Blocks) != cfg.NumGPUBlocks {
+			len(v.Ranks) != 1 || v.Ranks[0].NumBlocks != cfg.NumGPUBlocks {
 			t.Errorf("stream: %d requests (%v), %d ranks", len(v.Requests), v.Requests, len(v.Ranks))
 		}
 	}

@@ -31,7 +31,7 @@ function rankView(r) {
   document.getElementById("ranks").appendChild(wrap);
   wrap.querySelector(".rank-no").textContent = r;
   const q = (s) => wrap.querySelector(s);
-  const v = { wrap, q, grid: q(".kv-grid"), blocks: "", cols: 1, cell: 8 };
+  const v = { wrap, q, grid: q(".kv-grid"), rle: "", numBlocks: 0, cols: 1, cell: 8 };
   v.grid.addEventListener("mousemove", (e) => hoverBlock(v, r, e));
   v.grid.addEventListener("mouseleave", () => { document.getElementById("tooltip").style.display = "none"; });
   const width = () => Math.max(300, q(".chart-batch").clientWidth || 500);
@@ -45,7 +45,16 @@ function rankView(r) {
   return v;
 }
 
-function drawGrid(v, blocks) {
+// expandRLE turns the run-length encoded grid (".4000c12A3": a code, then
+// its run length when above one) into one code per block.
+function expandRLE(rle) {
+  const out = [];
+  for (const [, code, n] of rle.matchAll(/([^0-9])([0-9]*)/g)) out.push(code.repeat(n ? Number(n) : 1));
+  return out.join("");
+}
+
+function drawGrid(v, rle) {
+  const blocks = expandRLE(rle);
   const c = v.grid, n = blocks.length;
   const width = c.parentElement.clientWidth - 4;
   v.cell = n <= 2048 ? 10 : n <= 8192 ? 6 : n <= 32768 ? 3 : 2;
@@ -57,11 +66,12 @@ function drawGrid(v, blocks) {
   ctx.fillRect(0, 0, c.width, c.height);
   const gap = v.cell > 4 ? 1 : 0;
   for (let i = 0; i < n; i++) {
-    const code = blocks.charCodeAt(i);
-    ctx.fillStyle = code === 46 ? FREE : code === 99 ? CACHED : inUseColor(code - 48);
+    const code = blocks[i];
+    ctx.fillStyle = code === "." ? FREE : code === "c" ? CACHED : inUseColor(code.charCodeAt(0) - 64);
     ctx.fillRect((i % v.cols) * v.cell, Math.floor(i / v.cols) * v.cell, v.cell - gap, v.cell - gap);
   }
-  v.blocks = blocks;
+  v.rle = rle;
+  v.numBlocks = n;
 }
 
 let hoverTimer = null;
@@ -70,7 +80,7 @@ function hoverBlock(v, rank, e) {
   const col = Math.floor((e.clientX - rect.left) / v.cell), row = Math.floor((e.clientY - rect.top) / v.cell);
   const block = row * v.cols + col;
   const tip = document.getElementById("tooltip");
-  if (col >= v.cols || block >= v.blocks.length) { tip.style.display = "none"; return; }
+  if (col >= v.cols || block >= v.numBlocks) { tip.style.display = "none"; return; }
   tip.style.left = e.clientX + 12 + "px";
   tip.style.top = e.clientY + 12 + "px";
   clearTimeout(hoverTimer);
@@ -108,12 +118,12 @@ function queueRow(s) {
 
 function renderRank(rk) {
   const v = rankView(rk.rank), q = v.q;
-  if (rk.blocks !== v.blocks) drawGrid(v, rk.blocks);
+  if (rk.blocks_rle !== v.rle) drawGrid(v, rk.blocks_rle);
   q(".kv-in-use").textContent = rk.in_use;
   q(".kv-cached").textContent = rk.cached;
   q(".kv-free").textContent = rk.free;
   q(".hit-rate").textContent = (100 * rk.hit_rate).toFixed(1);
-  q(".n-running").textContent = rk.running ? rk.running.length : 0;
+  q(".n-running").textContent = rk.num_running;
   q(".n-waiting").textContent = rk.num_waiting;
   fillBody(q("table.running tbody"), rk.running || [], queueRow);
   fillBody(q("table.waiting tbody"), rk.waiting || [], queueRow);
@@ -147,7 +157,8 @@ function render(u) {
     for (const rk of u.ranks) renderRank(rk);
   } else {
     renderRequests(u);
-    if (selected) refreshRequest();
+    // A running request's timeline grows: refresh it about once a second.
+    if (selected && Date.now() - lastRefresh > 1000) refreshRequest();
   }
 }
 
@@ -158,10 +169,11 @@ async function showRequest(id) {
   await refreshRequest();
 }
 
-let refreshing = false;
+let refreshing = false, lastRefresh = 0;
 async function refreshRequest() {
   if (refreshing) return;
   refreshing = true;
+  lastRefresh = Date.now();
   try {
     const res = await fetch(`${base}/api/request?id=${encodeURIComponent(selected)}`);
     if (res.ok) drawTimeline((await res.json()).sequences);
