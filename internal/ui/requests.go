@@ -75,17 +75,21 @@ type kvNote struct {
 	Hashes []string `json:"hashes"`
 }
 
-// requestLog holds the live requests and a ring of finished ones.
+// requestLog holds the live requests, a ring of finished ones (for the
+// timelines) and a ring of the most recently queued ones, live or not (the
+// requests table: newest first without sorting thousands of records).
 type requestLog struct {
 	mu       sync.Mutex
 	live     map[uint64]*requestRecord
 	done     ring[*requestRecord]
+	recent   ring[*requestRecord]
 	finished int64
 }
 
 func (l *requestLog) init(capacity int) {
 	l.live = map[uint64]*requestRecord{}
 	l.done = newRing[*requestRecord](capacity)
+	l.recent = newRing[*requestRecord](maxRequestRows)
 }
 
 func (l *requestLog) finishedTotal() int64 {
@@ -123,6 +127,7 @@ func (l *requestLog) apply(rank int, t *engine.PassTrace) {
 			Prompt: s.PromptTokens, Planned: s.PlannedTokens, State: stateWaiting}
 		r.addEvent(timelineEvent{At: 0, Kind: evArrive, N: s.PromptTokens})
 		l.live[s.ID] = r
+		l.recent.push(r)
 	}
 	var owners map[uint64]*requestRecord
 	for _, s := range t.Steps {

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -31,8 +30,6 @@ type rankCopy struct {
 
 // requestRow is one row of the requests table; NaN times have not happened.
 type requestRow struct {
-	arrival               time.Time
-	id                    uint64
 	label                 string
 	rank                  int
 	prompt, output, cache int
@@ -266,33 +263,24 @@ func values(r *ring[float64]) []float64 {
 	return vals
 }
 
-// rows returns the requests table, newest arrival first. Rows are copied
-// under the lock and sorted after it, so the engine goroutine, which takes
-// the same lock once per pass, never waits for the sort.
+// rows returns the requests table: the last maxRequestRows requests
+// queued, newest first (with several ranks, queue order can differ from
+// arrival order by the time a mailbox takes to apply).
 func (l *requestLog) rows() []requestRow {
 	l.mu.Lock()
-	rows := make([]requestRow, 0, len(l.live)+l.done.len())
-	add := func(r *requestRecord) {
+	defer l.mu.Unlock()
+	rows := make([]requestRow, 0, l.recent.len())
+	l.recent.each(func(r *requestRecord) {
 		label := r.Label
 		if label == "" {
 			label = strconv.FormatUint(r.ID, 10)
 		}
-		rows = append(rows, requestRow{arrival: r.Arrival, id: r.ID, label: label, rank: r.Rank, prompt: r.Prompt,
+		rows = append(rows, requestRow{label: label, rank: r.Rank, prompt: r.Prompt,
 			output: r.Generated, cache: r.Cached, state: r.State, queue: sinceOrNaN(r, r.Admitted),
 			ttft: sinceOrNaN(r, r.FirstToken), e2e: sinceOrNaN(r, r.Finished), reason: r.Reason})
-	}
-	for _, r := range l.live {
-		add(r)
-	}
-	l.done.each(add)
-	l.mu.Unlock()
-	slices.SortFunc(rows, func(a, b requestRow) int {
-		if c := b.arrival.Compare(a.arrival); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.id, a.id)
 	})
-	return rows[:min(len(rows), maxRequestRows)]
+	slices.Reverse(rows)
+	return rows
 }
 
 // sinceOrNaN is t − arrival in ms, NaN when t has not happened.
