@@ -7,39 +7,6 @@ import (
 	"testing"
 )
 
-// reference is encoding/json's encoding of s without HTML escaping.
-func reference(t testing.TB, s string) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
-		t.Fatal(err)
-	}
-	return string(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-}
-
-var stringCases = []string{"", "chatcmpl-0123abcd", `quote " and \ backslash`, "tab\tnew\nline\rcr",
-	"\x00\x01\x1f\x7f", "<html> & more", "héllo wörld ✓ 🚀", "bad \xff utf-8 \xc3", "line\u2028sep\u2029par"}
-
-func TestAppendString_MatchesEncodingJSON(t *testing.T) {
-	for _, s := range stringCases {
-		if got, want := string(appendString(nil, s)), reference(t, s); got != want {
-			t.Errorf("%q: %s, want %s", s, got, want)
-		}
-	}
-}
-
-func FuzzAppendString(f *testing.F) {
-	for _, s := range stringCases {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := string(appendString(nil, s)), reference(t, s); got != want {
-			t.Errorf("%q: %s, want %s", s, got, want)
-		}
-	})
-}
-
 func TestAppendFloat_NullForTimesThatHaveNotHappened(t *testing.T) {
 	for _, tc := range []struct {
 		f    float64
