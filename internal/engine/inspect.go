@@ -80,18 +80,20 @@ type SeqStep struct {
 type StateSnapshot struct {
 	Rank int
 	Time time.Time
-	// Blocks has one entry per physical block, in block id order.
-	Blocks []BlockState
+	// Blocks reads the pool's blocks during the call (the pool itself, so
+	// that a snapshot copies nothing the inspector does not keep).
+	Blocks BlockReader
 	// Running and Waiting are the queues in scheduling order.
 	Running, Waiting []SeqState
 }
 
-// BlockState is one physical KV block: its reference count and the
-// sequence hash it is cached under (Cached false: none).
-type BlockState struct {
-	Refs   int32
-	Cached bool
-	Hash   uint64
+// BlockReader reads a block pool without changing it; *kv.Pool is one.
+type BlockReader interface {
+	NumBlocks() int
+	// RefCount is the block's number of references (0: free).
+	RefCount(b kv.BlockID) int
+	// BlockHash is the sequence hash the block is cached under, if any.
+	BlockHash(b kv.BlockID) (uint64, bool)
 }
 
 // SeqState is one queued or running sequence's progress.
@@ -224,13 +226,7 @@ func (c *Core) InspectState(now time.Time) {
 	}
 	c.insp.stale = false
 	st := &c.insp.state
-	st.Rank, st.Time = c.rank, now
-	pool := c.kv.pool
-	st.Blocks = st.Blocks[:0]
-	for b := range pool.NumBlocks() {
-		h, cached := pool.BlockHash(kv.BlockID(b))
-		st.Blocks = append(st.Blocks, BlockState{Refs: int32(pool.RefCount(kv.BlockID(b))), Cached: cached, Hash: h})
-	}
+	st.Rank, st.Time, st.Blocks = c.rank, now, c.kv.pool
 	st.Running = st.Running[:0]
 	for _, s := range c.running {
 		st.Running = append(st.Running, seqState(s))

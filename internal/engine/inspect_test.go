@@ -12,8 +12,15 @@ import (
 type recordingInspector struct {
 	traces []PassTrace
 	state  StateSnapshot
+	blocks []recordedBlock
 	states int
 	want   bool
+}
+
+type recordedBlock struct {
+	refs   int
+	hash   uint64
+	cached bool
 }
 
 func (r *recordingInspector) InspectPass(t *PassTrace) {
@@ -35,7 +42,12 @@ func (r *recordingInspector) WantState() bool { return r.want }
 
 func (r *recordingInspector) InspectState(s *StateSnapshot) {
 	r.states++
-	r.state = StateSnapshot{Rank: s.Rank, Time: s.Time, Blocks: slices.Clone(s.Blocks)}
+	r.state = StateSnapshot{Rank: s.Rank, Time: s.Time}
+	r.blocks = r.blocks[:0]
+	for b := range s.Blocks.NumBlocks() {
+		h, cached := s.Blocks.BlockHash(kv.BlockID(b))
+		r.blocks = append(r.blocks, recordedBlock{refs: s.Blocks.RefCount(kv.BlockID(b)), hash: h, cached: cached})
+	}
 	for _, q := range s.Running {
 		q.Blocks, q.Hashes = slices.Clone(q.Blocks), slices.Clone(q.Hashes)
 		r.state.Running = append(r.state.Running, q)
@@ -181,26 +193,31 @@ func TestInspector_StateSnapshotMatchesThePool(t *testing.T) {
 	if x.insp.states == 0 {
 		t.Fatal("no state snapshot although the inspector wanted them")
 	}
-	st, pool := x.insp.state, x.core.Pool()
-	if len(st.Blocks) != pool.NumBlocks() || len(st.Running) != 2 || len(st.Waiting) != 0 {
-		t.Fatalf("snapshot: %d blocks, %d running, %d waiting", len(st.Blocks), len(st.Running), len(st.Waiting))
+	st, blocks, pool := x.insp.state, x.insp.blocks, x.core.Pool()
+	if len(blocks) != pool.NumBlocks() || len(st.Running) != 2 || len(st.Waiting) != 0 {
+		t.Fatalf("snapshot: %d blocks, %d running, %d waiting", len(blocks), len(st.Running), len(st.Waiting))
 	}
+	// The pool has not changed since the snapshot (no pass ran after it):
+	// each block's references and hash are the pool's, and the cached
+	// free ones are the pool's own count.
 	cachedFree := 0
-	for b, s := range st.Blocks {
+	for b, s := range blocks {
 		h, cached := pool.BlockHash(kv.BlockID(b))
-		if int(s.Refs) != pool.RefCount(kv.BlockID(b)) || s.Cached != cached || s.Hash != h {
+		if s.refs != pool.RefCount(kv.BlockID(b)) || s.cached != cached || s.hash != h {
 			t.Errorf("block %d: snapshot %+v, pool refs %d cached %v", b, s, pool.RefCount(kv.BlockID(b)), cached)
 		}
-		if s.Refs == 0 && s.Cached {
+		if s.refs == 0 && s.cached {
 			cachedFree++
 		}
 	}
 	if cachedFree != pool.NumCachedFree() {
 		t.Errorf("snapshot has %d cached free blocks, pool says %d", cachedFree, pool.NumCachedFree())
 	}
-	// The two share their prompt's two full blocks: each holds them.
+	// The two share their prompt's two full blocks: each holds them, and
+	// their hashes are the chain's.
 	a, b := st.Running[0], st.Running[1]
-	if a.Blocks[0] != b.Blocks[0] || a.Blocks[1] != b.Blocks[1] || st.Blocks[a.Blocks[0]].Refs != 2 || len(a.Hashes) < 2 {
+	if a.Blocks[0] != b.Blocks[0] || a.Blocks[1] != b.Blocks[1] || blocks[a.Blocks[0]].refs != 2 || len(a.Hashes) < 2 ||
+		blocks[a.Blocks[0]].hash != a.Hashes[0] || blocks[a.Blocks[1]].hash != a.Hashes[1] {
 		t.Errorf("running: %+v / %+v", a, b)
 	}
 	// Without the inspector asking, no snapshot is built until the

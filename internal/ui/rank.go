@@ -151,27 +151,26 @@ func (rv *rankView) InspectState(s *engine.StateSnapshot) {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	rv.lastState = time.Now()
-	n := len(s.Blocks)
+	n := s.Blocks.NumBlocks()
 	if cap(rv.grid) < n {
 		rv.grid, rv.hashes = make([]byte, n), make([]uint64, n)
 	}
 	rv.grid, rv.hashes = rv.grid[:n], rv.hashes[:n]
 	rv.inUse, rv.cached = 0, 0
-	for i, b := range s.Blocks {
+	for i := range n {
+		refs := s.Blocks.RefCount(kv.BlockID(i))
+		hash, cached := s.Blocks.BlockHash(kv.BlockID(i))
 		switch {
-		case b.Refs > 0:
-			rv.grid[i] = byte(blockInUse + min(b.Refs, maxRefsCode) - 1)
+		case refs > 0:
+			rv.grid[i] = byte(blockInUse + min(refs, maxRefsCode) - 1)
 			rv.inUse++
-		case b.Cached:
+		case cached:
 			rv.grid[i] = blockCached
 			rv.cached++
 		default:
 			rv.grid[i] = blockFree
 		}
-		rv.hashes[i] = b.Hash
-		if !b.Cached {
-			rv.hashes[i] = 0
-		}
+		rv.hashes[i] = hash // 0 when not cached
 	}
 	rv.running = copySeqs(rv.running, s.Running, true)
 	rv.numWaiting = len(s.Waiting)
