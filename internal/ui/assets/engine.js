@@ -164,6 +164,16 @@ function render(u) {
 
 document.getElementById("filter").addEventListener("input", () => lastUpdate && renderRequests(lastUpdate));
 
+// Charts and grids follow the window's width.
+window.addEventListener("resize", () => {
+  for (const v of ranks.values()) {
+    const width = Math.max(300, v.q(".chart-batch").clientWidth || 500);
+    v.batchChart.setSize({ width, height: 160 });
+    v.timeChart.setSize({ width, height: 160 });
+    if (v.rle) drawGrid(v, v.rle);
+  }
+});
+
 async function showRequest(id) {
   selected = id;
   await refreshRequest();
