@@ -58,13 +58,15 @@ start_server() {
 }
 
 # VIEWERS (default 0) live-UI viewers (docs/ui.md) read GET /ui/stream during
-# the paced scenario, pinned to BENCH_CPU: the UI's cost on the server.
+# the paced scenario: one curl process holding VIEWERS streams (one process
+# rather than VIEWERS keeps the client side light), pinned to BENCH_CPU.
 VIEWER_PIDS=()
 start_viewers() {
-	for _ in $(seq "${VIEWERS:-0}"); do
-		taskset -c "$BENCH_CPU" curl -sN "$URL/ui/stream?view=engine" >/dev/null &
-		VIEWER_PIDS+=($!)
-	done
+	local n=${VIEWERS:-0} args=()
+	[[ $n -gt 0 ]] || return 0
+	for _ in $(seq "$n"); do args+=(-o /dev/null "$URL/ui/stream?view=engine"); done
+	taskset -c "$BENCH_CPU" curl -sN --parallel --parallel-immediate --parallel-max "$n" "${args[@]}" 2>/dev/null &
+	VIEWER_PIDS+=($!)
 }
 stop_viewers() {
 	for p in "${VIEWER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
