@@ -35,6 +35,7 @@ type Core struct {
 	kvSink   KVEventSink
 	fpmSink  FPMSink
 	observer Observer
+	skipGaps bool // CoreOptions.SkipTokenGaps
 	log      *slog.Logger
 
 	// inspector (nil: none) and its scratch; see inspect.go.
@@ -69,7 +70,12 @@ type CoreOptions struct {
 	KVSink   KVEventSink
 	FPMSink  FPMSink
 	Observer Observer
-	Logger   *slog.Logger
+	// SkipTokenGaps leaves PassReport.ITL empty. A driver that measures
+	// inter-token gaps from the outputs itself (replay) sets it: the gap
+	// is a time subtraction per token, a tenth of the engine's per-token
+	// work in virtual time.
+	SkipTokenGaps bool
+	Logger        *slog.Logger
 	// Inspector, when set, gets per-sequence traces and state snapshots.
 	Inspector Inspector
 }
@@ -106,9 +112,15 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		kvSink:   opts.KVSink,
 		fpmSink:  opts.FPMSink,
 		observer: opts.Observer,
+		skipGaps: opts.SkipTokenGaps,
 		log:      log,
 
 		inspector: opts.Inspector,
+	}
+	if opts.KVSink == nil && opts.Inspector == nil {
+		// Nobody reads the events: count them for the metrics, and skip
+		// copying every stored block's token ids into records.
+		kvm.pool.CountEventsOnly()
 	}
 	c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}
 	c.lora.cfg = cfg.LoRA
@@ -291,12 +303,15 @@ func (c *Core) ResetPrefixCache(now time.Time) bool {
 
 // publishEvents hands the pool's pending events to the sink as one batch.
 func (c *Core) publishEvents(now time.Time) {
+	for kind, n := range c.kv.takeEventCounts() {
+		c.report.KVEvents[kind] += n
+	}
+	if c.kvSink == nil && c.inspector == nil {
+		return // the pool only counts (see NewCore)
+	}
 	events := c.kv.takeEvents()
 	if len(events) == 0 {
 		return
-	}
-	for _, e := range events {
-		c.report.KVEvents[e.Kind]++
 	}
 	c.noteEvents(events)
 	if c.kvSink != nil {

@@ -246,6 +246,10 @@ func (m *kvManager) resetPrefixCache() bool { return m.pool.Reset() }
 // takeEvents returns the pool's pending KV events, stamped by the caller.
 func (m *kvManager) takeEvents() []kv.Event { return m.pool.TakeEvents() }
 
+// takeEventCounts returns the pool's events since the previous call,
+// counted by kind.
+func (m *kvManager) takeEventCounts() [kv.NumEventKinds]int { return m.pool.TakeEventCounts() }
+
 // activeTokens is the KV held by in-use blocks, in tokens.
 func (m *kvManager) activeTokens() int { return m.pool.NumActive() * m.blockSize }
 

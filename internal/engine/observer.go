@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/mocker-server/mocker-server/internal/kv"
+)
 
 // Observer receives what metrics need from one DP rank. Its methods are
 // called on the engine goroutine and must be quick and non-blocking; the
@@ -64,7 +68,7 @@ type PassReport struct {
 	// Rejected counts engine-level rejections.
 	Rejected int
 	// KVEvents counts KV events by kind (index kv.EventKind).
-	KVEvents [4]int
+	KVEvents [kv.NumEventKinds]int
 	// First holds one entry per sequence that emitted its first token (or
 	// finished its prompt with no output) in this pass.
 	First []FirstTokenRecord

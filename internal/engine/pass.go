@@ -162,7 +162,7 @@ func (c *Core) EndPass(deadline, now time.Time) {
 			c.report.First = append(c.report.First, FirstTokenRecord{
 				PromptTokens: s.numPromptTokens, CachedTokens: s.cachedFirst,
 				TTFT: now.Sub(s.arrival).Seconds(), HasToken: true})
-		} else {
+		} else if !c.skipGaps {
 			c.report.ITL = append(c.report.ITL, now.Sub(s.lastToken).Seconds())
 		}
 		s.lastToken = now

@@ -22,7 +22,9 @@ type bpeModel struct {
 	byteLevel bool
 	// tokenIDs maps vocabulary strings to ids; like tokenizers.js it also
 	// holds the added tokens, so ignore_merges and byte fallback see them.
+	// Load replaces it by frozen once the tokenizer is complete.
 	tokenIDs map[string]uint32
+	frozen   *vocabTable
 	// vocab is the model's own id → string table, before added tokens.
 	vocab []string
 	// byteSymbol is, for byte-level models, the id of each byte's
@@ -112,8 +114,17 @@ func compileBPE(m modelJSON, byteLevel bool) (*bpeModel, error) {
 	return model, nil
 }
 
+// tokenID returns the id of a vocabulary (or added) token string.
+func (m *bpeModel) tokenID(token string) (uint32, bool) {
+	if m.frozen != nil {
+		return m.frozen.id(token)
+	}
+	id, ok := m.tokenIDs[token]
+	return id, ok
+}
+
 func (m *bpeModel) lookup(token string) int32 {
-	if id, ok := m.tokenIDs[token]; ok {
+	if id, ok := m.tokenID(token); ok {
 		return int32(id)
 	}
 	return noToken
@@ -201,7 +212,7 @@ func (m *bpeModel) encodeUncached(piece string) []uint32 {
 		if m.byteLevel {
 			key = byteLevelEncode(piece)
 		}
-		if id, ok := m.tokenIDs[key]; ok {
+		if id, ok := m.tokenID(key); ok {
 			return []uint32{id}
 		}
 	}

@@ -68,6 +68,7 @@ func Load(dir string) (*Tokenizer, error) {
 			t.chatTemplate = string(data)
 		}
 	}
+	t.freeze()
 	return t, nil
 }
 

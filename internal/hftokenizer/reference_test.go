@@ -21,7 +21,7 @@ func TestMatchesReference(t *testing.T) {
 			tok := loadModel(t, model)
 			var extra []uint32
 			for id := range tok.VocabSize() {
-				if tok.isAdded[id] || strings.HasPrefix(tok.tokens[id], "<0x") {
+				if tok.isAdded[id] || strings.HasPrefix(tok.token(uint32(id)), "<0x") {
 					extra = append(extra, uint32(id))
 				}
 			}

@@ -17,8 +17,10 @@ type Tokenizer struct {
 	normalizedTrie *tokenTrie // tokens matched after normalization
 
 	// tokens holds the string of every id (vocabulary and added tokens);
-	// "" where an id has none.
+	// "" where an id has none. It exists while Load builds the tokenizer;
+	// freeze then moves it, with the model's string → id map, into vocab.
 	tokens  []string
+	vocab   *vocabTable
 	special []bool // per id: skipped by skip_special_tokens
 	isAdded []bool // per id: an added token
 
@@ -38,10 +40,27 @@ type namedToken struct {
 // TokenString returns the vocabulary string of id, e.g. "Ġhello" for a
 // byte-level vocabulary or "▁hello" for a SentencePiece one.
 func (t *Tokenizer) TokenString(id uint32) (string, bool) {
-	if int(id) >= len(t.tokens) || t.tokens[id] == "" {
-		return "", false
+	token := t.token(id)
+	return token, token != ""
+}
+
+// token is id's string, "" when it has none.
+func (t *Tokenizer) token(id uint32) string {
+	if t.vocab != nil {
+		return t.vocab.token(id)
 	}
-	return t.tokens[id], true
+	if int(id) >= len(t.tokens) {
+		return ""
+	}
+	return t.tokens[id]
+}
+
+// freeze replaces the tables Load built for lookups by their compact,
+// pointer-free form (see vocabTable). Nothing may add tokens afterwards.
+func (t *Tokenizer) freeze() {
+	t.vocab = newVocabTable(t.tokens, t.model.tokenIDs)
+	t.model.frozen = t.vocab
+	t.tokens, t.model.tokenIDs, t.model.vocab = nil, nil, nil
 }
 
 // TokenID returns the id of a vocabulary or added token string.
@@ -49,12 +68,16 @@ func (t *Tokenizer) TokenID(token string) (uint32, bool) {
 	if i, ok := t.addedByContent[token]; ok {
 		return t.added[i].id, true
 	}
-	id, ok := t.model.tokenIDs[token]
-	return id, ok
+	return t.model.tokenID(token)
 }
 
 // VocabSize is the largest id plus one, added tokens included.
-func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
+func (t *Tokenizer) VocabSize() int {
+	if t.vocab != nil {
+		return t.vocab.size()
+	}
+	return len(t.tokens)
+}
 
 // IsSpecial reports whether id is a special token (removed by
 // Decode(…, skipSpecialTokens=true)).
@@ -73,9 +96,9 @@ func (t *Tokenizer) OrdinaryIDs() []uint32 {
 			fallback[id] = true
 		}
 	}
-	ids := make([]uint32, 0, len(t.tokens))
-	for id, token := range t.tokens {
-		if token == "" || t.isAdded[id] || t.special[id] || int32(id) == t.model.unkID || fallback[int32(id)] {
+	ids := make([]uint32, 0, t.VocabSize())
+	for id := range t.VocabSize() {
+		if t.token(uint32(id)) == "" || t.isAdded[id] || t.special[id] || int32(id) == t.model.unkID || fallback[int32(id)] {
 			continue
 		}
 		ids = append(ids, uint32(id))

@@ -14,6 +14,9 @@ const (
 	AllCleared
 )
 
+// NumEventKinds is the length of an array indexed by EventKind.
+const NumEventKinds = int(AllCleared) + 1
+
 // String returns vLLM's tag for the event kind.
 func (k EventKind) String() string {
 	switch k {

@@ -232,3 +232,12 @@ func (p *Pool) Reset() bool {
 // order they happened, or nil if there are none. The caller owns the
 // returned events.
 func (p *Pool) TakeEvents() []Event { return p.rec.take() }
+
+// TakeEventCounts returns how many events of each kind the pool produced
+// since the previous call, whether it records them or only counts them.
+func (p *Pool) TakeEventCounts() [NumEventKinds]int { return p.rec.takeCounts() }
+
+// CountEventsOnly stops the pool from recording events (TakeEvents returns
+// none from then on) and keeps only their counts. An engine whose events
+// nobody consumes uses it: recording copies every stored block's token ids.
+func (p *Pool) CountEventsOnly() { p.rec.countOnly = true }

@@ -31,6 +31,10 @@ type simulation struct {
 	running  []*simRequest
 	resident map[uint64]bool // the consumer's view, from events only
 	log      []Event         // every event, for the determinism check
+	// countOnly: the pool only counts its events (Pool.CountEventsOnly);
+	// counted accumulates them.
+	countOnly bool
+	counted   [NumEventKinds]int
 }
 
 func newSimulation(t *testing.T, seed uint64) *simulation {
@@ -226,7 +230,24 @@ func (s *simulation) check(after string) {
 	if err := s.p.CheckInvariants(); err != nil {
 		t.Fatalf("after %s: %v", after, err)
 	}
+	counts := s.p.TakeEventCounts()
 	events := s.p.TakeEvents()
+	if s.countOnly {
+		if events != nil {
+			t.Fatalf("after %s: a counting pool recorded %d events", after, len(events))
+		}
+		for kind, n := range counts {
+			s.counted[kind] += n
+		}
+		return
+	}
+	var want [NumEventKinds]int
+	for _, ev := range events {
+		want[ev.Kind]++
+	}
+	if counts != want {
+		t.Fatalf("after %s: TakeEventCounts() = %v, the events hold %v", after, counts, want)
+	}
 	if len(events) > 0 && !s.p.prefixCaching {
 		t.Fatalf("after %s: events %+v with prefix caching off", after, events)
 	}
@@ -283,6 +304,25 @@ func TestPoolRandomOperations(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			newSimulation(t, seed).run(400)
 		})
+	}
+}
+
+// TestCountingPoolCountsTheEventsItDoesNotRecord runs each workload twice,
+// recording and only counting: the counts equal the recorded events by kind.
+func TestCountingPoolCountsTheEventsItDoesNotRecord(t *testing.T) {
+	for seed := range uint64(30) {
+		recording, counting := newSimulation(t, seed), newSimulation(t, seed)
+		counting.countOnly = true
+		counting.p.CountEventsOnly()
+		recording.run(400)
+		counting.run(400)
+		var want [NumEventKinds]int
+		for _, ev := range recording.log {
+			want[ev.Kind]++
+		}
+		if counting.counted != want {
+			t.Errorf("seed %d: counted %v, the recording pool produced %v", seed, counting.counted, want)
+		}
 	}
 }
 

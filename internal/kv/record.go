@@ -19,6 +19,10 @@ type recorder struct {
 	hashes []uint64
 	tokens []uint32
 	extras [][]string
+	// countOnly skips building events (see Pool.CountEventsOnly); counts
+	// is kept in both modes.
+	countOnly bool
+	counts    [NumEventKinds]int
 }
 
 // carve returns a fresh slice of n elements from arena, starting a new chunk
@@ -39,6 +43,10 @@ func carve[T any](arena *[]T, n, chunk int) []T {
 }
 
 func (r *recorder) removed(h uint64) {
+	r.counts[Removed]++
+	if r.countOnly {
+		return
+	}
 	hs := carve(&r.hashes, 1, hashChunk)
 	hs[0] = h
 	r.events = append(r.events, Event{Kind: Removed, BlockHashes: hs})
@@ -47,6 +55,10 @@ func (r *recorder) removed(h uint64) {
 // stored records one Stored event for blocks [first, end) of a sequence
 // with the given hashes, tokens and hash keys.
 func (r *recorder) stored(hashes []uint64, tokens []uint32, first, end, bs int, keys Keys) {
+	r.counts[Stored]++
+	if r.countOnly {
+		return
+	}
 	n := end - first
 	ev := Event{
 		Kind:        Stored,
@@ -76,10 +88,21 @@ func (r *recorder) stored(hashes []uint64, tokens []uint32, first, end, bs int, 
 }
 
 func (r *recorder) allCleared() {
+	r.counts[AllCleared]++
+	if r.countOnly {
+		return
+	}
 	r.events = append(r.events, Event{Kind: AllCleared})
 }
 
 // take returns the recorded events and forgets them.
+// takeCounts returns the events counted by kind since the previous call.
+func (r *recorder) takeCounts() [NumEventKinds]int {
+	counts := r.counts
+	r.counts = [NumEventKinds]int{}
+	return counts
+}
+
 func (r *recorder) take() []Event {
 	ev := r.events
 	r.events = nil

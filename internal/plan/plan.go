@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -392,7 +393,10 @@ func decodePositions(model tokenizer.Model, res *Result, body int) (string, []in
 	for pos := body; pos < len(ends); pos++ {
 		ends[pos] = int32(len(buf))
 	}
-	return string(buf), ends
+	// The string shares buf's memory (as strings.Builder does): nothing
+	// writes buf again, and copying it would allocate a second buffer of
+	// the whole output for every request.
+	return unsafe.String(unsafe.SliceData(buf), len(buf)), ends
 }
 
 // textAppender is a tokenizer.Decoder that can append a token's text to a

@@ -171,7 +171,7 @@ func newRunner(opts Options) (*runner, error) {
 		t.out = engine.NewUnsyncedOutput()
 		t.stats = r.report.newTarget(t.name)
 		t.obs = &targetObserver{r: r, t: t}
-		co := engine.CoreOptions{Rank: t.index, Observer: t.obs}
+		co := engine.CoreOptions{Rank: t.index, Observer: t.obs, SkipTokenGaps: true}
 		if r.index != nil {
 			co.KVSink = indexSink{index: r.index, target: t.index}
 		}
