@@ -112,9 +112,9 @@ func TestRun_VLLMFlagErrorsExitWithStatus2(t *testing.T) {
 			[]string{`invalid argument "true" for "--trust-remote-code" flag: takes no value`}},
 		{"JSON flag with broken JSON", []string{"-cc", "{level: 3}"},
 			[]string{`invalid argument "{level: 3}" for "--compilation-config" flag: expected a JSON object: invalid character 'l' looking for beginning of object key string`}},
-		{"capabilities not built yet", []string{"--enable-auto-tool-choice", "--speculative-config", `{"method":"ngram"}`},
+		{"capabilities not built yet", []string{"--enable-auto-tool-choice", "--ssl-certfile", "cert.pem"},
 			[]string{"not supported yet: --enable-auto-tool-choice (needs tool calling)",
-				`not supported yet: --speculative-config '{"method":"ngram"}' (needs speculative decoding)`}},
+				`not supported yet: --ssl-certfile cert.pem (needs TLS (HTTPS serving))`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

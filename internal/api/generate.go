@@ -107,7 +107,12 @@ type choice struct {
 	started bool   // chat: role chunk written; completions: first chunk written
 	held    bool   // the planned-last token waits for the terminal item
 	heldTok uint32 //
-	offset  int    // completions: characters of the choice's text so far
+	// heldRun holds the tokens of the pass that delivered the planned-last
+	// token when passes are streamed as one chunk (speculative decoding);
+	// heldFrom is the position of its first token.
+	heldRun  []uint32
+	heldFrom int
+	offset   int // completions: characters of the choice's text so far
 }
 
 // submit plans every choice and submits one engine request per prompt ×
@@ -242,10 +247,10 @@ func (ch *choice) reasons() (engine.FinishReason, plan.StopReason) {
 	return reason, plan.StopReason{}
 }
 
-// respond waits for every sequence and writes the non-streaming response
-// (docs/http-api.md).
-func (j *job) respond(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+// await records everything the sequences deliver until each has its
+// terminal item. It returns false when the request context ended first,
+// with the answer to give (nil when the client left).
+func (j *job) await(ctx context.Context) (bool, *apiError) {
 	for j.remaining > 0 {
 		select {
 		case <-j.out.Ready():
@@ -254,11 +259,20 @@ func (j *job) respond(w http.ResponseWriter, r *http.Request) {
 				j.record(&j.items[i])
 			}
 		case <-ctx.Done():
-			if e := ctxError(ctx); e != nil {
-				writeError(w, e)
-			}
-			return
+			return false, ctxError(ctx)
 		}
+	}
+	return true, nil
+}
+
+// respond waits for every sequence and writes the non-streaming response
+// (docs/http-api.md).
+func (j *job) respond(w http.ResponseWriter, r *http.Request) {
+	if ok, e := j.await(r.Context()); !ok {
+		if e != nil {
+			writeError(w, e)
+		}
+		return
 	}
 	if j.rejected > 0 {
 		writeError(w, j.rejectionError())

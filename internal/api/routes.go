@@ -46,5 +46,6 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodPost, "/v1/unload_lora_adapter", handleUnloadAdapter(s))
 	}
 	s.mountAdmin(r)
+	s.mountSGLang(r)
 	return r
 }

@@ -38,12 +38,19 @@ type streamer struct {
 	armed     time.Time // when the write deadline was last set
 	delivered int       // tokens rendered so far (mid-stream faults)
 	streamWriteState
+	// perPass streams the tokens one pass delivers to a choice as one
+	// chunk, as vLLM does with speculative decoding (several tokens per
+	// engine step). Off without speculative decoding, where a pass
+	// delivers one token per choice anyway, and with logprobs.
+	perPass bool
+	one     [1]uint32 // a single token as a slice, without allocating
 }
 
 func newStreamer(j *job, w http.ResponseWriter) *streamer {
 	g := j.g
 	st := &streamer{j: j, w: w, rc: http.NewResponseController(w), lp: j.logprobRenderer(),
 		buf: make([]byte, 0, 4096)}
+	st.perPass = j.s.cfg.SpeculativeConfig != nil && !g.logprobs
 	p := make([]byte, 0, 128+len(g.baseID)+len(g.model))
 	p = append(p, `data: {"id":"`...)
 	if g.chat {
@@ -304,7 +311,7 @@ func (st *streamer) flush() error {
 // render appends the events of a batch of output items.
 func (st *streamer) render(items []engine.OutputItem) {
 	j := st.j
-	for i := range items {
+	for i := 0; i < len(items); i++ {
 		it := &items[i]
 		ch := j.record(it)
 		if it.Final {
@@ -316,6 +323,10 @@ func (st *streamer) render(items []engine.OutputItem) {
 			ch.started = true
 			st.roleChunk(it.Choice, ch)
 		}
+		if st.perPass {
+			i = st.renderPass(items, i, ch, pos)
+			continue
+		}
 		if pos == len(ch.plan.IDs)-1 {
 			// The planned-last token travels in the final chunk, which
 			// follows in the same pass.
@@ -326,14 +337,99 @@ func (st *streamer) render(items []engine.OutputItem) {
 			continue // beyond the plan: never produced by the engine
 		}
 		text, reasoning := ch.plan.Segment(pos)
+		st.one[0] = it.Token
 		if j.g.chat {
 			if text != "" {
-				st.chatChunk(it.Choice, ch, text, reasoning, it.Token, false)
+				st.chatChunk(it.Choice, ch, text, reasoning, st.one[:], false)
 			}
 		} else if text != "" || (j.g.echo && !ch.started) {
-			st.completionChunk(it.Choice, ch, text, it.Token, false)
+			st.completionChunk(it.Choice, ch, text, st.one[:], false)
 		}
 	}
+}
+
+// renderPass renders the tokens one pass delivered to a choice, starting
+// at items[i] (already recorded, at plan position pos), as one chunk: the
+// following items of the same choice with the same delivery time are
+// recorded and joined to it. A run that holds the planned-last token waits
+// whole for the final chunk. A run whose tokens change between reasoning
+// and content is split where it changes, since a delta has one of them. It
+// returns the index of the run's last item.
+func (st *streamer) renderPass(items []engine.OutputItem, i int, ch *choice, pos int) int {
+	j := st.j
+	it := &items[i]
+	toks := []uint32{it.Token}
+	for i+1 < len(items) && !items[i+1].Final && items[i+1].Choice == it.Choice && items[i+1].Time.Equal(it.Time) {
+		i++
+		j.record(&items[i])
+		toks = append(toks, items[i].Token)
+	}
+	last := len(ch.plan.IDs) - 1
+	if pos+len(toks)-1 >= last && pos <= last {
+		toks = toks[:last-pos+1] // tokens beyond the plan are never produced
+		ch.held, ch.heldRun, ch.heldFrom = true, toks, pos
+		ch.heldTok = toks[len(toks)-1]
+		return i
+	}
+	if pos > last {
+		return i
+	}
+	for start := 0; start < len(toks); {
+		text, reasoning := ch.plan.Segment(pos + start)
+		end := start + 1
+		for ; end < len(toks); end++ {
+			t, r := ch.plan.Segment(pos + end)
+			if r != reasoning {
+				break
+			}
+			text += t
+		}
+		if j.g.chat {
+			if text != "" {
+				st.chatChunk(it.Choice, ch, text, reasoning, toks[start:end], false)
+			}
+		} else if text != "" || (j.g.echo && !ch.started) {
+			st.completionChunk(it.Choice, ch, text, toks[start:end], false)
+		}
+		start = end
+	}
+	return i
+}
+
+// heldRunText returns the text and tokens of a held last pass for the
+// final chunk. In chat, tokens before the last change between reasoning
+// and content go first in chunks of their own (a delta has one of them),
+// so the final chunk carries the tokens of the last token's kind.
+func (st *streamer) heldRunText(idx int, ch *choice) (string, []uint32) {
+	last := len(ch.plan.IDs) - 1
+	from := ch.heldFrom
+	if st.j.g.chat {
+		for start := from; start <= last; {
+			text, reasoning := ch.plan.Segment(start)
+			end := start + 1
+			for ; end <= last; end++ {
+				t, r := ch.plan.Segment(end)
+				if r != reasoning {
+					break
+				}
+				text += t
+			}
+			if end > last {
+				break // the last run goes in the final chunk
+			}
+			if text != "" {
+				st.chatChunk(idx, ch, text, reasoning, ch.heldRun[start-ch.heldFrom:end-ch.heldFrom], false)
+			}
+			from = end
+			start = end
+		}
+	}
+	text := ""
+	for p := from; p <= last; p++ {
+		t, _ := ch.plan.Segment(p)
+		text += t
+	}
+	return text, ch.heldRun[from-ch.heldFrom:]
 }
 
 // final appends a choice's final chunk, carrying its held last token.
@@ -343,13 +439,18 @@ func (st *streamer) final(idx int, ch *choice) {
 	}
 	var text string
 	var reasoning bool
+	toks := st.one[:]
+	st.one[0] = ch.heldTok
 	if ch.held {
 		text, reasoning = ch.plan.Segment(len(ch.plan.IDs) - 1)
+		if len(ch.heldRun) > 1 {
+			text, toks = st.heldRunText(idx, ch)
+		}
 	}
 	if st.j.g.chat {
-		st.chatChunk(idx, ch, text, reasoning, ch.heldTok, true)
+		st.chatChunk(idx, ch, text, reasoning, toks, true)
 	} else {
-		st.completionChunk(idx, ch, text, ch.heldTok, true)
+		st.completionChunk(idx, ch, text, toks, true)
 	}
 }
 
@@ -398,7 +499,7 @@ func (st *streamer) roleChunk(idx int, ch *choice) {
 
 // chatChunk appends a content chunk (final false) or the final chunk of a
 // chat choice. text "" on a final chunk gives the empty delta {}.
-func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, tok uint32, final bool) {
+func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, toks []uint32, final bool) {
 	g := st.j.g
 	hasTok := !final || ch.held
 	b := append(st.buf, st.prefix...)
@@ -420,7 +521,12 @@ func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, 
 	b = append(b, `,"logprobs":`...)
 	if g.logprobs && hasTok {
 		b = append(b, `{"content":[`...)
-		b = st.lp.appendChatEntry(b, tok)
+		for i, tok := range toks {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = st.lp.appendChatEntry(b, tok)
+		}
 		b = append(b, "]}"...)
 	} else {
 		b = append(b, "null"...)
@@ -433,7 +539,7 @@ func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, 
 	if g.returnIDs {
 		b = append(b, `,"token_ids":[`...)
 		if hasTok {
-			b = strconv.AppendUint(b, uint64(tok), 10)
+			b = appendTokenIDs(b, toks)
 		}
 		b = append(b, ']')
 	}
@@ -464,7 +570,7 @@ func (st *streamer) appendFinish(b []byte, ch *choice) []byte {
 // completionChunk appends a completions chunk: one per
 // token with visible text, the first one prefixed with the echoed prompt,
 // the final one with finish_reason and stop_reason.
-func (st *streamer) completionChunk(idx int, ch *choice, text string, tok uint32, final bool) {
+func (st *streamer) completionChunk(idx int, ch *choice, text string, toks []uint32, final bool) {
 	g := st.j.g
 	hasTok := !final || ch.held
 	first := !ch.started
@@ -481,7 +587,8 @@ func (st *streamer) completionChunk(idx int, ch *choice, text string, tok uint32
 	b = appendStringContent(b, text)
 	b = append(b, `","logprobs":`...)
 	if g.logprobs && hasTok {
-		b = st.lp.appendCompletionOne(b, tok, ch.offset)
+		// Per-pass chunks are off with logprobs: one token here.
+		b = st.lp.appendCompletionOne(b, toks[0], ch.offset)
 	} else {
 		b = append(b, "null"...)
 	}
@@ -498,7 +605,7 @@ func (st *streamer) completionChunk(idx int, ch *choice, text string, tok uint32
 		}
 		b = append(b, `,"token_ids":[`...)
 		if hasTok {
-			b = strconv.AppendUint(b, uint64(tok), 10)
+			b = appendTokenIDs(b, toks)
 		}
 		b = append(b, ']')
 	}
@@ -509,6 +616,17 @@ func (st *streamer) completionChunk(idx int, ch *choice, text string, tok uint32
 		b = append(b, `,"usage":null`...)
 	}
 	st.buf = append(b, "}\n\n"...)
+}
+
+// appendTokenIDs appends ids separated by commas.
+func appendTokenIDs(b []byte, ids []uint32) []byte {
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(id), 10)
+	}
+	return b
 }
 
 // finish appends the usage chunk (when asked for) and [DONE].

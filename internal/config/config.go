@@ -54,7 +54,10 @@ type Config struct {
 
 	// SGLang and TensorRT-LLM fields.
 	SGLang SGLangConfig `json:"sglang"`
-	TRTLLM TRTLLMConfig `json:"trtllm"`
+	// EvictionBackend orders the vllm/trtllm pool's free blocks for
+	// eviction: lru (default), lineage or multi_lru.
+	EvictionBackend string       `json:"eviction_backend"`
+	TRTLLM          TRTLLMConfig `json:"trtllm"`
 
 	// Timing fields (docs/timing-model.md).
 	TimingModel        engine.TimingModelKind `json:"timing_model"`
@@ -79,6 +82,15 @@ type Config struct {
 	KVTransferBandwidth     float64           `json:"kv_transfer_bandwidth"` // GB/s
 	KVTransferTimingMode    string            `json:"kv_transfer_timing_mode"`
 	HandoffSessionTimeoutMs int64             `json:"handoff_session_timeout_ms"`
+
+	// Speculative decoding and KV offload tiers
+	// (docs/speculative-and-offload.md; speculative.go, offload.go).
+	SpeculativeConfig    *SpeculativeConfig `json:"speculative_config"`
+	KVOffloadingSize     float64            `json:"kv_offloading_size"` // GiB, 0 = no CPU tier
+	KVOffloadingBackend  string             `json:"kv_offloading_backend"`
+	KVOffloadingDiskSize float64            `json:"kv_offloading_disk_size"` // GiB, 0 = no disk tier
+	OffloadBandwidth     *OffloadBandwidth  `json:"offload_bandwidth"`       // nil: DefaultOffloadBandwidth
+	KVTransferConfig     *KVTransferConfig  `json:"kv_transfer_config"`
 
 	// KV events and FPM publishing (docs/kv-events.md, docs/metrics.md).
 	KVEventsConfig           *KVEventsConfig `json:"kv_events_config"`
@@ -133,6 +145,7 @@ type SGLangConfig struct {
 	PageSize                 int     `json:"page_size"`
 	MaxPrefillTokens         int     `json:"max_prefill_tokens"`
 	ChunkedPrefillSize       int     `json:"chunked_prefill_size"`
+	MaxRunningRequests       int     `json:"max_running_requests"`
 	ClipMaxNewTokens         int     `json:"clip_max_new_tokens"`
 	ScheduleConservativeness float64 `json:"schedule_conservativeness"`
 }
@@ -216,7 +229,8 @@ func Default() Config {
 			ClipMaxNewTokens:         4096,
 			ScheduleConservativeness: 1.0,
 		},
-		TRTLLM: TRTLLMConfig{CapacitySchedulerPolicy: "guaranteed_no_evict"},
+		TRTLLM:          TRTLLMConfig{CapacitySchedulerPolicy: "guaranteed_no_evict"},
+		EvictionBackend: "lru",
 
 		TimingModel:        engine.TimingPolynomial,
 		FixedPrefillMs:     20.0,
@@ -236,6 +250,8 @@ func Default() Config {
 		KVTransferBandwidth:     64.0,
 		KVTransferTimingMode:    "full_prompt",
 		HandoffSessionTimeoutMs: 300000,
+
+		KVOffloadingBackend: "native",
 
 		KVEventsEncoding:         "map",
 		KVEventsReplayTopicFrame: true,

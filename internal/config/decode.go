@@ -101,6 +101,8 @@ func (d *decoder) decodeValue(fv reflect.Value, v any, path string) {
 			*p = DefaultReasoningConfig()
 		case *KVEventsConfig:
 			*p = DefaultKVEventsConfig()
+		case *OffloadBandwidth:
+			*p = DefaultOffloadBandwidth()
 		}
 		before := len(d.probs)
 		d.decodeValue(nv.Elem(), v, path)
@@ -185,6 +187,10 @@ func (d *decoder) decodeValue(fv reflect.Value, v any, path string) {
 		fv.SetFloat(f)
 
 	case reflect.Slice:
+		if fv.Type().Elem().Kind() == reflect.Float64 {
+			d.decodeFloats(fv, v, path)
+			return
+		}
 		var items []string
 		switch v := v.(type) {
 		case string:
@@ -208,6 +214,25 @@ func (d *decoder) decodeValue(fv reflect.Value, v any, path string) {
 	default:
 		d.fail(path, "%s has an unsupported type %s", path, fv.Type())
 	}
+}
+
+// decodeFloats decodes a JSON array of numbers onto a []float64 field.
+func (d *decoder) decodeFloats(fv reflect.Value, v any, path string) {
+	arr, ok := v.([]any)
+	if !ok {
+		d.fail(path, "%s must be a list of numbers, got %s", path, describe(v))
+		return
+	}
+	out := make([]float64, len(arr))
+	for i, e := range arr {
+		f, msg := parseFloat(e, false)
+		if msg != "" {
+			d.fail(path, "%s[%d] %s", path, i, msg)
+			return
+		}
+		out[i] = f
+	}
+	fv.Set(reflect.ValueOf(out))
 }
 
 // parseInteger converts a decoded JSON value to an integer. JSON numbers must

@@ -29,5 +29,30 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		SpeedupRatio:       c.SpeedupRatio,
 		DecodeSpeedupRatio: c.DecodeSpeedupRatio,
 		LoRA:               c.engineLoRA(),
+		SGLang:             c.engineSGLang(),
+		Eviction:           engine.EvictionBackend(c.EvictionBackend),
+		Speculative:        c.engineSpeculative(),
+		Offload:            c.engineOffload(),
+	}
+}
+
+// engineSGLang converts the sglang.* keys; the configuration's "fifo" and
+// "dfs_weight" are the engine's SGLangFCFS and SGLangDFSWeight.
+func (c *Config) engineSGLang() engine.SGLangConfig {
+	policy := engine.SGLangPolicy(c.SGLang.SchedulePolicy)
+	switch c.SGLang.SchedulePolicy {
+	case "fifo":
+		policy = engine.SGLangFCFS
+	case "dfs_weight":
+		policy = engine.SGLangDFSWeight
+	}
+	return engine.SGLangConfig{
+		Policy:                   policy,
+		MaxPrefillTokens:         c.SGLang.MaxPrefillTokens,
+		ChunkedPrefillSize:       c.SGLang.ChunkedPrefillSize,
+		MaxRunningRequests:       c.SGLang.MaxRunningRequests,
+		ClipMaxNewTokens:         c.SGLang.ClipMaxNewTokens,
+		ScheduleConservativeness: c.SGLang.ScheduleConservativeness,
+		RandomSeed:               uint64(c.Seed),
 	}
 }

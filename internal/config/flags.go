@@ -67,7 +67,7 @@ var flagTable = []flagSpec{
 	{name: "log-level", key: "log_level", kind: flagString, usage: "log level: debug | info | warn | error"},
 
 	// Engine and scheduler.
-	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | trtllm (sglang is not supported yet)"},
+	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | sglang | trtllm"},
 	{name: "num-gpu-blocks-override", key: "num_gpu_blocks", kind: flagInt, aliases: []string{"num-gpu-blocks"}, usage: "KV blocks per DP rank (alias --num-gpu-blocks)"},
 	{name: "block-size", key: "block_size", kind: flagInt, usage: "tokens per KV block (0 = per engine: vllm 64, sglang 1, trtllm 32)"},
 	{name: "max-model-len", key: "max_model_len", kind: flagInt, usage: "maximum sequence length (accepts 32k = 32000, 32K = 32768)"},
@@ -81,12 +81,14 @@ var flagTable = []flagSpec{
 	{name: "hash-seed", key: "hash_seed", kind: flagString, usage: "sha256_cbor hash seed (default $PYTHONHASHSEED, else \"0\")"},
 
 	// SGLang and TensorRT-LLM.
-	{name: "sglang-schedule-policy", key: "sglang.schedule_policy", kind: flagString, usage: "SGLang schedule policy: fifo | lpm", notYet: capSGLang},
-	{name: "sglang-page-size", key: "sglang.page_size", kind: flagInt, usage: "SGLang page size (default block_size)", notYet: capSGLang},
-	{name: "sglang-max-prefill-tokens", key: "sglang.max_prefill_tokens", kind: flagInt, usage: "SGLang prefill token budget per pass", notYet: capSGLang},
-	{name: "sglang-chunked-prefill-size", key: "sglang.chunked_prefill_size", kind: flagInt, usage: "SGLang chunked prefill size", notYet: capSGLang},
-	{name: "sglang-clip-max-new-tokens", key: "sglang.clip_max_new_tokens", kind: flagInt, usage: "SGLang clip of max_new_tokens for admission", notYet: capSGLang},
-	{name: "sglang-schedule-conservativeness", key: "sglang.schedule_conservativeness", kind: flagFloat, usage: "SGLang schedule conservativeness (0 < x <= 10)", notYet: capSGLang},
+	{name: "sglang-schedule-policy", key: "sglang.schedule_policy", kind: flagString, aliases: []string{"schedule-policy"}, usage: "SGLang schedule policy: fifo | lpm | dfs-weight | lof | random (alias --schedule-policy)"},
+	{name: "sglang-page-size", key: "sglang.page_size", kind: flagInt, aliases: []string{"page-size"}, usage: "SGLang page size (default block_size; alias --page-size)"},
+	{name: "sglang-max-prefill-tokens", key: "sglang.max_prefill_tokens", kind: flagInt, aliases: []string{"max-prefill-tokens"}, usage: "SGLang prefill token budget per pass (alias --max-prefill-tokens)"},
+	{name: "sglang-chunked-prefill-size", key: "sglang.chunked_prefill_size", kind: flagInt, aliases: []string{"chunked-prefill-size"}, usage: "SGLang chunked prefill size (alias --chunked-prefill-size)"},
+	{name: "sglang-max-running-requests", key: "sglang.max_running_requests", kind: flagInt, aliases: []string{"max-running-requests"}, usage: "SGLang running batch limit (0 = max_num_seqs; alias --max-running-requests)"},
+	{name: "sglang-clip-max-new-tokens", key: "sglang.clip_max_new_tokens", kind: flagInt, usage: "SGLang clip of max_new_tokens for admission"},
+	{name: "sglang-schedule-conservativeness", key: "sglang.schedule_conservativeness", kind: flagFloat, aliases: []string{"schedule-conservativeness"}, usage: "SGLang schedule conservativeness (0 < x <= 10; alias --schedule-conservativeness)"},
+	{name: "eviction-backend", key: "eviction_backend", kind: flagString, usage: "vllm/trtllm KV pool eviction: lru | lineage | multi_lru"},
 	{name: "trtllm-capacity-scheduler-policy", key: "trtllm.capacity_scheduler_policy", kind: flagString, usage: "TensorRT-LLM capacity scheduler policy: guaranteed_no_evict"},
 
 	// Timing.
@@ -112,6 +114,14 @@ var flagTable = []flagSpec{
 	{name: "kv-transfer-bandwidth", key: "kv_transfer_bandwidth", kind: flagFloat, usage: "KV transfer bandwidth in GB/s (0 = no delay)", notYet: capDisaggregation},
 	{name: "kv-transfer-timing-mode", key: "kv_transfer_timing_mode", kind: flagString, usage: "transfer size: full_prompt | destination_missing", notYet: capDisaggregation},
 	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time prefill blocks are held for a handoff", notYet: capDisaggregation},
+
+	// Speculative decoding and KV offload tiers (docs/speculative-and-offload.md).
+	{name: "speculative-config", key: "speculative_config", kind: flagJSON, usage: `speculative decoding as JSON: {"method":"eagle","num_speculative_tokens":3,"acceptance_rate":0.7} (or "acceptance_rate_per_position":[...], "draft_cost_ratio")`},
+	{name: "kv-offloading-size", key: "kv_offloading_size", kind: flagFloat, usage: "CPU offload tier size in GiB (0 = none)"},
+	{name: "kv-offloading-backend", key: "kv_offloading_backend", kind: flagString, usage: "KV offloading backend: native (lmcache is not supported yet)"},
+	{name: "kv-offloading-disk-size", key: "kv_offloading_disk_size", kind: flagFloat, usage: "disk offload tier size in GiB below the CPU tier (0 = none)"},
+	{name: "offload-bandwidth", key: "offload_bandwidth", kind: flagJSON, usage: `load-back bandwidth per offload tier in GB/s: {"cpu":25,"disk":3}`},
+	{name: "kv-transfer-config", key: "kv_transfer_config", kind: flagJSON, usage: `vLLM KVTransferConfig as JSON; OffloadingConnector with kv_connector_extra_config.cpu_bytes_to_use`},
 
 	// LoRA adapters.
 	{name: "enable-lora", key: "enable_lora", kind: flagBool, negatable: true, usage: "serve LoRA adapters"},

@@ -121,6 +121,7 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 
 	vprobs, vwarns := cfg.validate()
 	warns = append(warns, vwarns...)
+	warns = append(warns, engineMismatchWarnings(&cfg, merged)...)
 	for _, p := range vprobs {
 		if !involvesBad(p.keys, bad) {
 			probs = append(probs, p)

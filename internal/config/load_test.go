@@ -297,7 +297,7 @@ func TestLoad_EnumsAreCaseInsensitiveAndAcceptDashes(t *testing.T) {
 }
 
 func TestLoad_UnknownSGLangSchedulePolicyWarnsAndUsesFIFO(t *testing.T) {
-	cfg, warns := mustLoad(t, overlay(map[string]any{"sglang": map[string]any{"schedule_policy": "dfs-weight"}}))
+	cfg, warns := mustLoad(t, overlay(map[string]any{"engine_type": "sglang", "max_model_len": "8192", "sglang": map[string]any{"schedule_policy": "cache-aware"}}))
 	if cfg.SGLang.SchedulePolicy != "fifo" {
 		t.Errorf("schedule_policy = %q", cfg.SGLang.SchedulePolicy)
 	}

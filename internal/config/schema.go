@@ -51,9 +51,10 @@ var fieldOpts = map[string]fieldOpt{
 	"scheduling_policy":        {enum: typedEnum(engine.ScheduleFCFS, engine.SchedulePriority)},
 	"prefix_caching_hash_algo": {enum: enum("xxh3", "sha256_cbor")},
 	"sglang.schedule_policy": {enum: &enumSpec{
-		values: []string{"fifo", "lpm"}, aliases: map[string]string{"fcfs": "fifo"}, fallback: "fifo",
+		values: []string{"fifo", "lpm", "dfs_weight", "lof", "random"}, aliases: map[string]string{"fcfs": "fifo"}, fallback: "fifo",
 	}},
 	"trtllm.capacity_scheduler_policy": {enum: enum("guaranteed_no_evict")},
+	"eviction_backend":                 {enum: enum("lru", "lineage", "multi_lru")},
 	"timing_model":                     {enum: typedEnum(engine.TimingPolynomial, engine.TimingFixed, engine.TimingInterpolated)},
 	"dp_routing":                       {enum: typedEnum(engine.RouteRoundRobin, engine.RouteLeastLoaded)},
 	"worker_type":                      {enum: typedEnum(engine.WorkerAggregated, engine.WorkerPrefill, engine.WorkerDecode)},
@@ -61,6 +62,7 @@ var fieldOpts = map[string]fieldOpt{
 	"lora_path_check":                  {enum: enum("none", "exists")},
 	"kv_events_encoding":               {enum: enum("map", "array")},
 	"kv_events_config.publisher":       {enum: enum("zmq", "null")},
+	"kv_offloading_backend":            {enum: enum("native", "lmcache")},
 }
 
 // legacyKeys are top-level JSON keys accepted in sources but not stored in
@@ -69,7 +71,8 @@ var legacyKeys = map[string]bool{"is_prefill": true, "is_decode": true}
 
 // jsonStringObjects are object-valued keys that may also be given as a string
 // holding a JSON object (the CLI form, e.g. --kv-events-config '<json>').
-var jsonStringObjects = map[string]bool{"reasoning": true, "kv_events_config": true}
+var jsonStringObjects = map[string]bool{"reasoning": true, "kv_events_config": true,
+	"speculative_config": true, "kv_transfer_config": true, "offload_bandwidth": true}
 
 // normalizeEnum lowercases s and replaces "-" with "_".
 func normalizeEnum(s string) string {

@@ -11,7 +11,6 @@ import (
 // or value that belongs to one fails at startup instead of being accepted
 // and ignored.
 const (
-	capSGLang         = "the SGLang scheduler"
 	capDisaggregation = "disaggregated prefill/decode"
 )
 
@@ -21,9 +20,9 @@ type notYetValue struct {
 }
 
 var notYetValues = []notYetValue{
-	{"engine_type", "engine-type", string(engine.EngineSGLang), capSGLang},
 	{"worker_type", "disaggregation-mode", string(engine.WorkerPrefill), capDisaggregation},
 	{"worker_type", "disaggregation-mode", string(engine.WorkerDecode), capDisaggregation},
+	{"kv_offloading_backend", "kv-offloading-backend", "lmcache", "the LMCache offloading backend"},
 }
 
 // notYetProblems reports every key set by any source (merged) and every

@@ -29,8 +29,8 @@ func TestLoad_NotYetSupported(t *testing.T) {
 		tests = append(tests, testCase{"--" + v.flag + " " + v.value, []string{"--" + v.flag, v.value},
 			fmt.Sprintf("not supported yet: --%s %s (%s; needs %s)", v.flag, v.value, v.key, v.capability)})
 	}
-	if len(tests) < 15 {
-		t.Fatalf("only %d not-yet-supported flags and values; the table lost entries", len(tests))
+	if len(tests) == 0 {
+		t.Skip("every capability is built")
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,11 +48,11 @@ func TestLoad_NotYetSupported(t *testing.T) {
 
 func TestLoad_NotYetSupportedFromAConfigFile(t *testing.T) {
 	path := writeFile(t, "c.yaml", "sglang:\n  page_size: 16\nis_prefill: true\n")
+	// sglang.* keys are built; the prefill worker type is not yet.
 	opts := noEnv(LoadOptions{ConfigPath: path})
 	opts.parseNotYet = false
 	probs := problemsOf(t, opts)
 	for _, want := range []string{
-		"not supported yet: --sglang-page-size (sglang.page_size; needs the SGLang scheduler)",
 		"not supported yet: --disaggregation-mode prefill (worker_type; needs disaggregated prefill/decode)",
 	} {
 		if countLines(probs, want) != 1 {

@@ -202,6 +202,7 @@ func (c *Config) validate() ([]problem, []string) {
 	// type; the block-size relations only to sglang).
 	v.intMin("sglang.max_prefill_tokens", int64(c.SGLang.MaxPrefillTokens), 1)
 	v.intMin("sglang.clip_max_new_tokens", int64(c.SGLang.ClipMaxNewTokens), 1)
+	v.intRange("sglang.max_running_requests", int64(c.SGLang.MaxRunningRequests), 0, 65536)
 	if x := c.SGLang.ScheduleConservativeness; math.IsNaN(x) || x <= 0 || x > 10 {
 		v.errorf([]string{"sglang.schedule_conservativeness"},
 			"sglang.schedule_conservativeness must be > 0 and <= 10, got %s", fmtFloat(x))
@@ -326,6 +327,8 @@ func (c *Config) validate() ([]problem, []string) {
 			c.MaxModelLen, c.NumGPUBlocks, bs, capTokens))
 	}
 	v.validateLoRA(c)
+	v.validateSpeculative(c)
+	v.validateOffload(c)
 	if c.KVEventsEnabled() {
 		if !c.EnablePrefixCaching {
 			v.warns = append(v.warns, "KV events are configured but prefix caching is disabled: no KV events will be published")

@@ -60,8 +60,6 @@ type vllmFlag struct {
 
 // Capabilities that vLLM flags ask for and the mock does not have yet.
 const (
-	capSpeculative = "speculative decoding"
-	capKVOffload   = "KV cache offloading"
 	capToolCalling = "tool calling"
 	capTLS         = "TLS (HTTPS serving)"
 	capUDS         = "serving on a Unix domain socket"
@@ -250,8 +248,8 @@ var vllmFlagTable = []vllmFlag{
 	vFloat("gpu-memory-utilization"),
 	vChoice("kv-cache-dtype", "auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc"),
 	{name: "kv-cache-memory-bytes", kind: vllmHumanInt, nullable: true},
-	vChoice("kv-offloading-backend", "lmcache", "native").needs(capKVOffload),
-	vFloat("kv-offloading-size").orNone().needs(capKVOffload),
+	vChoice("kv-offloading-backend", "lmcache", "native"),
+	vFloat("kv-offloading-size").orNone(),
 	vBool("kv-sharing-fast-prefill"),
 	vInt("mamba-block-size").orNone(),
 	vChoice("mamba-cache-dtype", "auto", "float16", "float32"),
@@ -341,11 +339,11 @@ var vllmFlagTable = []vllmFlag{
 	vObject("ec-transfer-config").orNone(),
 	vObject("kernel-config"),
 	vObject("kv-events-config").orNone(),
-	vObject("kv-transfer-config").orNone().needs(capDisaggregation),
+	vObject("kv-transfer-config").orNone(),
 	vChoice("optimization-level", "0", "1", "2", "3"),
 	vChoice("performance-mode", "balanced", "interactivity", "throughput"),
 	vObject("profiler-config"),
-	vJSON("speculative-config").orNone().needs(capSpeculative),
+	vJSON("speculative-config").orNone(),
 	vObject("structured-outputs-config"),
 	vObject("weight-transfer-config").orNone(),
 }

@@ -8,10 +8,17 @@ import (
 
 // BenchmarkDecodePass256 measures one scheduler pass (BeginPass + EndPass)
 // with 256 running requests in decode.
-func BenchmarkDecodePass256(b *testing.B) {
+func BenchmarkDecodePass256(b *testing.B) { benchDecodePasses(b, nil) }
+
+// benchDecodePasses times b.N passes of a core (DefaultConfig adjusted by
+// mutate) once 256 requests of 512 prompt tokens all decode.
+func benchDecodePasses(b *testing.B, mutate func(c *Config)) {
 	cfg := DefaultConfig()
 	cfg.MaxNumSeqs = 256
 	cfg.MaxModelLen = 1 << 24 // never the reason a request ends here
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	// Enough blocks that nobody is preempted however many passes run.
 	cfg.NumBlocks = 256*ceilDiv(512+b.N+64, cfg.resolvedBlockSize()) + 64
 	core, err := NewCore(cfg, CoreOptions{})

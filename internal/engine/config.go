@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
 // EngineType names the inference engine whose scheduler a Core imitates.
@@ -130,7 +132,24 @@ type Config struct {
 	// LoRA bounds the adapters of a pass; its zero value serves the base
 	// model only.
 	LoRA LoRAConfig
+
+	// SGLang configures the SGLang scheduler (Type EngineSGLang only).
+	SGLang SGLangConfig
+
+	// Eviction picks the vllm/trtllm pool's eviction backend; "" is lru.
+	Eviction EvictionBackend
+
+	// Speculative turns on speculative decoding (speculative.go); its zero
+	// value leaves every pass as without it.
+	Speculative SpeculativeConfig
+	// Offload adds host-memory and disk tiers below the block pool
+	// (offload.go); its zero value has none.
+	Offload OffloadConfig
 }
+
+// EvictionBackend names the block pool's eviction backend (kv.EvictLRU,
+// kv.EvictLineage, kv.EvictMultiLRU), so that callers need not import kv.
+type EvictionBackend = kv.EvictionBackend
 
 // LoRAConfig is vLLM's LoRA scheduling configuration as the engine uses it.
 type LoRAConfig struct {
@@ -222,6 +241,15 @@ func (c *Config) validate() error {
 	case ScheduleFCFS, SchedulePriority:
 	default:
 		errs = append(errs, fmt.Errorf("unknown scheduling policy %q", c.Scheduling))
+	}
+	if err := c.SGLang.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Speculative.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Offload.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -55,6 +55,10 @@ type Core struct {
 	prefills []*sequence
 	report   PassReport
 	cur      passState
+	// tierScratch backs Gauges.Tiers; outRun collects the tokens one pass
+	// delivers to one sequence.
+	tierScratch []TierGauge
+	outRun      []OutputItem
 }
 
 // passState is what BeginPass decided and EndPass carries out.
@@ -122,9 +126,20 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		// copying every stored block's token ids into records.
 		kvm.pool.CountEventsOnly()
 	}
-	c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}
+	if cfg.Type == EngineSGLang {
+		// Like SGLang, the radix cache hashes pages and records events only
+		// for a consumer.
+		kvm.radix = newRadixManager(&cfg, opts.KVSink != nil)
+		c.scheduler = newSGLangScheduler(c)
+	} else {
+		c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}
+	}
 	c.lora.cfg = cfg.LoRA
+	c.report.TierHits = kvm.tierHits
 	c.waiting.byPriority = cfg.Scheduling == SchedulePriority
+	if cfg.Speculative.Enabled() {
+		c.report.Spec.AcceptedPerPos = make([]int, cfg.Speculative.NumSpeculativeTokens)
+	}
 	c.prefillDiv = divisor(cfg.SpeedupRatio)
 	c.decodeDiv = c.prefillDiv * divisor(cfg.DecodeSpeedupRatio)
 	return c, nil
@@ -188,6 +203,9 @@ func (c *Core) Submit(r *Request) {
 	s.tokens = make([]uint32, s.numPromptTokens, s.numPromptTokens+len(s.planned))
 	copy(s.tokens, r.Prompt)
 	c.kv.startChain(s)
+	if c.cfg.Speculative.Enabled() {
+		s.specKey = SequenceKey(r.Prompt, r.Choice)
+	}
 	c.byID[r.ID] = s
 	c.waiting.PushBack(s)
 	c.noteAdapter(r.Adapter.Name)
@@ -274,7 +292,11 @@ func (c *Core) FlushReport() {
 
 func (c *Core) resetReport() {
 	r := &c.report
-	*r = PassReport{First: r.First[:0], ITL: r.ITL[:0], Finished: r.Finished[:0]}
+	spec := r.Spec
+	spec.reset()
+	clear(c.kv.tierHits)
+	*r = PassReport{First: r.First[:0], ITL: r.ITL[:0], Finished: r.Finished[:0], Spec: spec,
+		TierHits: c.kv.tierHits, Transfers: r.Transfers[:0]}
 }
 
 func (c *Core) gauges() Gauges {
@@ -282,11 +304,13 @@ func (c *Core) gauges() Gauges {
 		Rank:         c.rank,
 		Running:      len(c.running),
 		Waiting:      c.waiting.Len(),
-		ActiveBlocks: c.kv.pool.NumActive(),
+		ActiveBlocks: c.kv.numActiveBlocks(),
 		KVUsage:      c.kv.usage(),
 		CachedBlocks: c.kv.pool.NumCachedFree(),
 	}
 	c.adapterGauges(&g)
+	g.Tiers = c.kv.tierGauges(c.tierScratch[:0])
+	c.tierScratch = g.Tiers
 	return g
 }
 
@@ -362,6 +386,7 @@ func (c *Core) preempt(victim *sequence) int {
 	victim.scheduled = false
 	victim.passTokens = 0
 	victim.passPrefill = false
+	victim.passDrafts, victim.passAccepted = 0, 0
 	c.report.Preemptions++
 	c.notePreempt(victim)
 	c.waiting.PushPreempted(victim)

@@ -260,7 +260,7 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) publishLoad() {
 	e.running.Store(int64(e.core.NumRunning()))
 	e.waiting.Store(int64(e.core.NumWaiting()))
-	e.active.Store(int64(e.core.kv.pool.NumActive()))
+	e.active.Store(int64(e.core.kv.numActiveBlocks()))
 }
 
 // stop refuses new messages and aborts everything still pending, queued or

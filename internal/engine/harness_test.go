@@ -46,6 +46,9 @@ func (o *recordingObserver) ObservePass(r *PassReport) {
 	c.First = append([]FirstTokenRecord(nil), r.First...)
 	c.ITL = append([]float64(nil), r.ITL...)
 	c.Finished = append([]FinishedRecord(nil), r.Finished...)
+	c.Spec.AcceptedPerPos = append([]int(nil), r.Spec.AcceptedPerPos...)
+	c.TierHits = append([]int(nil), r.TierHits...)
+	c.Transfers = append([]KVTransfer(nil), r.Transfers...)
 	o.passes = append(o.passes, c)
 	o.finished = append(o.finished, r.Finished...)
 }

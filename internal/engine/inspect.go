@@ -69,8 +69,9 @@ type SeqStep struct {
 	// PrefillTokens are prompt (or recomputed) tokens computed this pass;
 	// CachedTokens are prefix-cache hits found at this admission.
 	PrefillTokens, CachedTokens int
-	// Token is true when the pass delivered one output token to it.
-	Token bool
+	// Tokens is the number of output tokens the pass delivered to it: one,
+	// or with speculative decoding the accepted drafts plus one.
+	Tokens int
 	// NewHashes are the sequence hashes of the blocks this pass filled, so
 	// that an inspector can tell which request a Stored event came from.
 	NewHashes []uint64
@@ -81,7 +82,9 @@ type StateSnapshot struct {
 	Rank int
 	Time time.Time
 	// Blocks reads the pool's blocks during the call (the pool itself, so
-	// that a snapshot copies nothing the inspector does not keep).
+	// that a snapshot copies nothing the inspector does not keep). Nil for
+	// the SGLang engine type, whose KV lives in a radix tree of pages
+	// rather than the block pool.
 	Blocks BlockReader
 	// Running and Waiting are the queues in scheduling order.
 	Running, Waiting []SeqState
@@ -176,10 +179,10 @@ func (c *Core) captureSteps() {
 	c.insp.steps = steps
 }
 
-// noteToken marks that sequence s got a token in this pass.
-func (c *Core) noteToken(s *sequence) {
+// noteTokens records that sequence s got n tokens in this pass.
+func (c *Core) noteTokens(s *sequence, n int) {
 	if s.inspStep > 0 {
-		c.insp.steps[s.inspStep-1].Token = true
+		c.insp.steps[s.inspStep-1].Tokens += n
 	}
 }
 
@@ -226,7 +229,10 @@ func (c *Core) InspectState(now time.Time) {
 	}
 	c.insp.stale = false
 	st := &c.insp.state
-	st.Rank, st.Time, st.Blocks = c.rank, now, c.kv.pool
+	st.Rank, st.Time, st.Blocks = c.rank, now, nil
+	if c.kv.radix == nil {
+		st.Blocks = c.kv.pool
+	}
 	st.Running = st.Running[:0]
 	for _, s := range c.running {
 		st.Running = append(st.Running, seqState(s))

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +101,9 @@ func TestInspector_TraceAgreesWithTheObserverAndTheKVSink(t *testing.T) {
 		{"a pool too small for both: preemption", func(c *Config) {
 			c.NumBlocks = 8
 		}, true},
+		{"speculative decoding: several tokens per pass", func(c *Config) {
+			c.Speculative = SpeculativeConfig{NumSpeculativeTokens: 3, AcceptanceRates: []float64{0.9, 0.7, 0.5}, Seed: 7}
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x := newInspected(t, tc.mutate)
@@ -110,7 +114,7 @@ func TestInspector_TraceAgreesWithTheObserverAndTheKVSink(t *testing.T) {
 			firstCached := map[uint64]int{}
 			finished := map[uint64]FinishedRecord{}
 			var events []kv.Event
-			submitted, preempted, passes := 0, 0, 0
+			submitted, preempted, passes, maxPerStep := 0, 0, 0, 0
 			for _, tr := range x.insp.traces {
 				submitted += len(tr.Submitted)
 				preempted += len(tr.Preempted)
@@ -136,10 +140,9 @@ func TestInspector_TraceAgreesWithTheObserverAndTheKVSink(t *testing.T) {
 				}
 				genThisPass := 0
 				for _, s := range tr.Steps {
-					if s.Token {
-						tokens[s.ID]++
-						genThisPass++
-					}
+					tokens[s.ID] += s.Tokens
+					genThisPass += s.Tokens
+					maxPerStep = max(maxPerStep, s.Tokens)
 					prefill[s.ID] += s.PrefillTokens
 					if s.Admitted {
 						if admits[s.ID] == 0 {
@@ -152,6 +155,9 @@ func TestInspector_TraceAgreesWithTheObserverAndTheKVSink(t *testing.T) {
 					t.Errorf("pass %d: trace delivered %d tokens, observer %d", passes, genThisPass, rep.GenerationTokens)
 				}
 				passes++
+			}
+			if wantMulti := strings.HasPrefix(tc.name, "speculative"); (maxPerStep > 1) != wantMulti {
+				t.Errorf("at most %d tokens per step in a pass; several expected: %v", maxPerStep, wantMulti)
 			}
 			if passes != len(x.obs.passes) || submitted != len(reqs) {
 				t.Errorf("%d pass traces for %d observer passes, %d submitted of %d", passes, len(x.obs.passes), submitted, len(reqs))

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
@@ -69,13 +70,34 @@ type kvManager struct {
 	numBlocks   int
 	maxModelLen int
 	claims      claimPolicy
+	// radix, when set (SGLang), holds the KV instead of pool: a radix
+	// tree of pages (sglang_kv.go). The block pool then stays empty.
+	radix *radixManager
 
 	hits []kv.BlockID // scratch for computedBlocks
+
+	// Offload tiers (nil lower: none). loads is scratch for computedBlocks:
+	// the tier of each block that continues the GPU hit in a lower tier.
+	// loadTime accumulates the pass's load-backs; tierHits counts the
+	// pass's loaded blocks per tier.
+	offload  OffloadConfig
+	lower    *kv.Tiers
+	loads    []int
+	loadTime time.Duration
+	tierHits []int
+	// loadOps are the pass's load-backs; stored counts the blocks each
+	// tier took in (scratch for takeTransfers).
+	loadOps []KVTransfer
+	stored  []int
 }
 
 func newKVManager(cfg *Config, claims claimPolicy) (*kvManager, error) {
+	pool, err := kv.NewPoolWithEviction(cfg.NumBlocks, cfg.BlockSize, cfg.EnablePrefixCaching, cfg.Eviction)
+	if err != nil {
+		return nil, err
+	}
 	m := &kvManager{
-		pool:        kv.NewPool(cfg.NumBlocks, cfg.BlockSize, cfg.EnablePrefixCaching),
+		pool:        pool,
 		blockSize:   cfg.BlockSize,
 		numBlocks:   cfg.NumBlocks,
 		maxModelLen: cfg.MaxModelLen,
@@ -87,6 +109,17 @@ func newKVManager(cfg *Config, claims claimPolicy) (*kvManager, error) {
 			return nil, err
 		}
 		m.hasher = h
+		if cfg.Offload.Enabled() {
+			tiers, err := kv.NewTiers(cfg.Offload.tierSpecs())
+			if err != nil {
+				return nil, err
+			}
+			m.pool.SetLower(tiers)
+			m.lower = tiers
+			m.offload = cfg.Offload
+			m.tierHits = make([]int, tiers.NumTiers())
+			m.stored = make([]int, tiers.NumTiers())
+		}
 	}
 	return m, nil
 }
@@ -142,6 +175,11 @@ func (m *kvManager) computedBlocks(s *sequence) (hits []kv.BlockID, numActiveHit
 			numActiveHits++
 		}
 	}
+	if m.lower != nil {
+		// A GPU miss may continue in an offload tier (vLLM asks its
+		// connector for the tokens after the local hit).
+		m.loads = m.lower.Lookup(s.kv.chain.Hashes()[len(m.hits):maxHit], m.loads[:0])
+	}
 	return m.hits, numActiveHits
 }
 
@@ -168,6 +206,9 @@ type admission struct {
 	// tokens scheduled now (a chunk when the budget is smaller).
 	numCachedTokens int
 	numNewTokens    int
+	// numLoadedTokens is the part of numCachedTokens loaded back from
+	// offload tiers rather than found on the GPU.
+	numLoadedTokens int
 }
 
 // admit is the whole admission of a waiting sequence, in the shape of
@@ -179,7 +220,11 @@ type admission struct {
 // was and the sequence waiting.
 func (m *kvManager) admit(s *sequence, budget, claimed int, chunkedPrefill bool) admission {
 	hits, numActiveHits := m.computedBlocks(s)
-	cachedTokens := len(hits) * m.blockSize
+	numLoads := 0
+	if m.lower != nil {
+		numLoads = len(m.loads)
+	}
+	cachedTokens := (len(hits) + numLoads) * m.blockSize
 	numNew := s.numTokens() - cachedTokens
 	if !chunkedPrefill && numNew > budget {
 		return admission{outcome: allocMustWait}
@@ -190,6 +235,12 @@ func (m *kvManager) admit(s *sequence, budget, claimed int, chunkedPrefill bool)
 		return admission{outcome: allocMustWait}
 	}
 	m.pool.Touch(hits)
+	if numLoads > 0 {
+		// The loaded blocks become the most recently used of their tiers
+		// before the allocation below can demote anything.
+		m.lower.Hit(s.kv.chain.Hashes()[len(hits):], m.loads)
+		m.chargeLoads()
+	}
 	s.kv.blocks = append(s.kv.blocks[:0], hits...)
 	blocks, ok := m.pool.Allocate(s.kv.blocks, ceilDiv(cachedTokens+chunk, m.blockSize)-len(s.kv.blocks))
 	if !ok {
@@ -199,7 +250,8 @@ func (m *kvManager) admit(s *sequence, budget, claimed int, chunkedPrefill bool)
 	}
 	s.kv.blocks = blocks
 	s.kv.numCachedBlocks = len(hits)
-	return admission{outcome: allocated, numCachedTokens: cachedTokens, numNewTokens: chunk}
+	return admission{outcome: allocated, numCachedTokens: cachedTokens, numNewTokens: chunk,
+		numLoadedTokens: numLoads * m.blockSize}
 }
 
 // allocateSlots grows a running sequence's blocks to hold numNewTokens more
@@ -235,23 +287,60 @@ func (m *kvManager) cacheFullBlocks(s *sequence) {
 // free releases the sequence's blocks, last block first so that a prompt's
 // tail is evicted before its shared head.
 func (m *kvManager) free(s *sequence) {
+	if m.radix != nil {
+		m.radix.free(s)
+		return
+	}
 	m.pool.Release(s.kv.blocks)
 	s.kv.blocks = s.kv.blocks[:0]
 	s.kv.numCachedBlocks = 0
 }
 
 // resetPrefixCache drops every cached block when none is in use.
-func (m *kvManager) resetPrefixCache() bool { return m.pool.Reset() }
+func (m *kvManager) resetPrefixCache() bool {
+	if m.radix != nil {
+		return m.radix.tree.Reset()
+	}
+	return m.pool.Reset()
+}
 
 // takeEvents returns the pool's pending KV events, stamped by the caller.
-func (m *kvManager) takeEvents() []kv.Event { return m.pool.TakeEvents() }
+func (m *kvManager) takeEvents() []kv.Event {
+	if m.radix != nil {
+		return m.radix.tree.TakeEvents()
+	}
+	return m.pool.TakeEvents()
+}
 
 // takeEventCounts returns the pool's events since the previous call,
 // counted by kind.
-func (m *kvManager) takeEventCounts() [kv.NumEventKinds]int { return m.pool.TakeEventCounts() }
+func (m *kvManager) takeEventCounts() [kv.NumEventKinds]int {
+	if m.radix != nil {
+		return m.radix.tree.TakeEventCounts()
+	}
+	return m.pool.TakeEventCounts()
+}
 
 // activeTokens is the KV held by in-use blocks, in tokens.
-func (m *kvManager) activeTokens() int { return m.pool.NumActive() * m.blockSize }
+func (m *kvManager) activeTokens() int {
+	if m.radix != nil {
+		return m.radix.usedTokens()
+	}
+	return m.pool.NumActive() * m.blockSize
+}
+
+// numActiveBlocks is the number of in-use blocks (SGLang: pages).
+func (m *kvManager) numActiveBlocks() int {
+	if m.radix != nil {
+		return m.radix.usedTokens() / m.blockSize
+	}
+	return m.pool.NumActive()
+}
 
 // usage is the fraction of blocks in use.
-func (m *kvManager) usage() float64 { return m.pool.Usage() }
+func (m *kvManager) usage() float64 {
+	if m.radix != nil {
+		return float64(m.radix.usedTokens()) / float64(m.capacityTokens())
+	}
+	return m.pool.Usage()
+}

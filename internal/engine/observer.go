@@ -49,6 +49,16 @@ type Gauges struct {
 	// in the CPU cache (a GPU adapter is in both), least recently used
 	// first. Valid only during the call.
 	GPUAdapters, CPUAdapters []Adapter
+	// Tiers holds the cached blocks per medium, the GPU pool first, then
+	// each offload tier (nil without offload tiers). Valid only during the
+	// call.
+	Tiers []TierGauge
+}
+
+// TierGauge is the number of cached blocks one medium holds.
+type TierGauge struct {
+	Medium string
+	Blocks int
 }
 
 // PassReport is what one pass (or one batch of out-of-pass cancellations)
@@ -78,6 +88,26 @@ type PassReport struct {
 	ITL []float64
 	// Finished holds the sequences that finished (completion or abort).
 	Finished []FinishedRecord
+	// Spec holds the pass's speculative decoding figures (zero when off).
+	Spec SpecDecodeStats
+	// ExternalPrefixQueries / ExternalPrefixHits are tokens looked up in /
+	// loaded back from the offload tiers at admissions (vLLM's connector
+	// prefix cache); PrefixHits does not include them.
+	ExternalPrefixQueries, ExternalPrefixHits int
+	// TierHits counts blocks loaded back per offload tier this pass, in the
+	// order of Gauges.Tiers (nil without tiers).
+	TierHits []int
+	// Transfers are the pass's block movements between media.
+	Transfers []KVTransfer
+}
+
+// KVTransfer is one movement of KV blocks between media, in the shape of
+// vLLM's offloading connector statistics: a type such as "GPU_to_CPU" or
+// "CPU_to_GPU", the bytes moved and the modeled time it took.
+type KVTransfer struct {
+	Type    string
+	Bytes   int64
+	Seconds float64
 }
 
 // FirstTokenRecord describes a sequence's first output: it feeds the TTFT

@@ -92,3 +92,24 @@ func (o *Output) push(it OutputItem) {
 	default:
 	}
 }
+
+// pushRun appends the items one pass delivered to one sequence at once, so
+// a reader never drains part of a pass (a speculative pass delivers
+// several tokens that are streamed as one chunk).
+func (o *Output) pushRun(items []OutputItem) {
+	if len(items) == 1 {
+		o.push(items[0])
+		return
+	}
+	if o.notify == nil {
+		o.items = append(o.items, items...)
+		return
+	}
+	o.mu.Lock()
+	o.items = append(o.items, items...)
+	o.mu.Unlock()
+	select {
+	case o.notify <- struct{}{}:
+	default:
+	}
+}

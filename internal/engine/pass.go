@@ -12,6 +12,8 @@ func (c *Core) planPass(start time.Time) time.Duration {
 	prefillN, sumISL, sumPrefix, computed := 0, 0, 0, 0
 	sumReadyCtx := 0
 	emitting := 0
+	drafted, maxDrafts := 0, 0
+	var spec FPMSpecDecode
 	for _, s := range c.running {
 		if !s.scheduled {
 			continue
@@ -25,6 +27,12 @@ func (c *Core) planPass(start time.Time) time.Duration {
 			prefill.Add(s.numPromptTokens)
 		} else {
 			decode.Add(s.passCtx)
+			drafted += s.passDrafts
+			maxDrafts = max(maxDrafts, s.passDrafts)
+			if s.passDrafts > 0 {
+				spec.NumDrafts++
+				spec.NumAccepted += s.passAccepted
+			}
 		}
 		if s.numComputedTokens == s.numTokens() {
 			c.ready = append(c.ready, s)
@@ -50,9 +58,14 @@ func (c *Core) planPass(start time.Time) time.Duration {
 	}
 	if emitting > 0 && !math.IsInf(c.decodeDiv, 1) {
 		decodeMs = c.timing.DecodeMs(c.kv.activeTokens(), c.kv.capacityTokens(), sumReadyCtx/emitting) / c.decodeDiv
+		if maxDrafts > 0 {
+			decodeMs *= c.draftFactor(maxDrafts)
+		}
 	}
 	d := time.Duration(math.Round((prefillMs + decodeMs) * float64(time.Millisecond)))
 	d += c.loraLoadTime()
+	d += c.kv.takeLoadTime()
+	c.report.Transfers = c.kv.takeTransfers(c.report.Transfers)
 
 	scheduled := prefillN+decodeTokens > 0
 	active := scheduled || len(c.ready) > 0
@@ -66,7 +79,7 @@ func (c *Core) planPass(start time.Time) time.Duration {
 	}
 	c.report.IsPass = true
 	c.report.Duration = d
-	c.report.IterationTokens = computed + decodeTokens
+	c.report.IterationTokens = computed + decodeTokens + drafted
 
 	// KV events of the scheduling decisions go out when the pass starts,
 	// before its tokens, as vLLM publishes them at the start of a step.
@@ -84,7 +97,12 @@ func (c *Core) planPass(start time.Time) time.Duration {
 			WallTimeSecs:       d.Seconds(),
 		}
 		c.queuedStats(&snap)
-		c.emitFPM(snap)
+		if c.cfg.Speculative.Enabled() {
+			spec.NumDraftTokens = drafted
+			c.emitFPMSpec(snap, spec)
+		} else {
+			c.emitFPM(snap)
+		}
 	}
 	if c.observer != nil {
 		c.observer.ObserveGauges(c.gauges())
@@ -117,6 +135,20 @@ func (c *Core) emitFPM(snap ForwardPassSnapshot) {
 	snap.CounterID = c.fpmCounter
 	if c.fpmSink != nil {
 		c.fpmSink.PublishFPM(snap)
+	}
+}
+
+// emitFPMSpec is emitFPM for a pass with speculative decoding: sinks that
+// take the speculative figures get them with the snapshot.
+func (c *Core) emitFPMSpec(snap ForwardPassSnapshot, spec FPMSpecDecode) {
+	c.fpmCounter++
+	snap.CounterID = c.fpmCounter
+	switch sink := c.fpmSink.(type) {
+	case nil:
+	case FPMSpecSink:
+		sink.PublishFPMSpec(snap, spec)
+	default:
+		sink.PublishFPM(snap)
 	}
 }
 
@@ -153,27 +185,56 @@ func (c *Core) EndPass(deadline, now time.Time) {
 			finished = true
 			continue
 		}
-		id := s.planned[s.numGeneratedTokens]
-		s.tokens = append(s.tokens, id)
-		s.numGeneratedTokens++
-		c.report.GenerationTokens++
-		if s.numGeneratedTokens == 1 {
+		if s.numGeneratedTokens == 0 {
 			s.firstToken = now
 			c.report.First = append(c.report.First, FirstTokenRecord{
 				PromptTokens: s.numPromptTokens, CachedTokens: s.cachedFirst,
 				TTFT: now.Sub(s.arrival).Seconds(), HasToken: true})
 		} else if !c.skipGaps {
+			// One gap per pass, however many tokens it brings (vLLM
+			// observes inter-token latency per engine step).
 			c.report.ITL = append(c.report.ITL, now.Sub(s.lastToken).Seconds())
 		}
 		s.lastToken = now
-		c.noteToken(s)
-		if s.req.Out != nil {
-			s.req.Out.push(OutputItem{Choice: s.req.Choice, Token: id, Time: deadline})
+		// A pass brings one token, or with speculative decoding the
+		// accepted drafts plus the bonus token, all at the deadline.
+		n := 1
+		if s.passDrafts > 0 {
+			n += s.passAccepted
+			c.report.Spec.observe(s.passDrafts, s.passAccepted)
 		}
-		if s.numGeneratedTokens == len(s.planned) || s.numTokens() >= c.cfg.MaxModelLen {
-			s.status = statusFinished
-			finished = true
+		emitted := 0
+		run := c.outRun[:0]
+		for emitted < n {
+			id := s.planned[s.numGeneratedTokens]
+			s.tokens = append(s.tokens, id)
+			s.numGeneratedTokens++
+			emitted++
+			c.report.GenerationTokens++
+			if out := s.req.Out; out != nil {
+				if n == 1 {
+					out.push(OutputItem{Choice: s.req.Choice, Token: id, Time: deadline})
+				} else {
+					run = append(run, OutputItem{Choice: s.req.Choice, Token: id, Time: deadline})
+				}
+			}
+			if s.numGeneratedTokens == len(s.planned) || s.numTokens() >= c.cfg.MaxModelLen {
+				// Accepted tokens beyond the end are dropped, as vLLM
+				// truncates a step's output at the stop condition.
+				s.status = statusFinished
+				finished = true
+				break
+			}
 		}
+		if len(run) > 0 {
+			s.req.Out.pushRun(run)
+			c.outRun = run
+		}
+		c.noteTokens(s, emitted)
+		// The accepted drafts' KV was written by the verification; only
+		// the last token delivered still needs computing.
+		s.numComputedTokens += emitted - 1
+		s.passDrafts, s.passAccepted = 0, 0
 	}
 	if finished {
 		kept := c.running[:0]
@@ -197,6 +258,11 @@ func (c *Core) EndPass(deadline, now time.Time) {
 		s.scheduled, s.passPrefill, s.passTokens = false, false, 0
 		s.passAdmitted, s.inspStep = false, 0
 	}
+	// Completions may have cached blocks (SGLang inserts a finished
+	// request's tokens into its radix tree); publish them with this pass,
+	// as SGLang flushes its event queue after each iteration. The vLLM pool
+	// records nothing here, so its batches are unchanged.
+	c.publishEvents(now)
 	c.inspect(true, now)
 	c.cur = passState{}
 	c.report.Rank = c.rank

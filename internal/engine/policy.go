@@ -27,11 +27,15 @@ type claimPolicy interface {
 	preemptOnShortage() bool
 }
 
-// newClaimPolicy returns the claim policy of an engine type. SGLang is
-// scheduled with the vLLM policy until its own scheduler exists.
+// newClaimPolicy returns the claim policy of an engine type. SGLang's
+// scheduler budgets memory itself (sglang_scheduler.go); its policy only
+// clips max_new_tokens to the pool (clipToPool).
 func newClaimPolicy(t EngineType) claimPolicy {
-	if t == EngineTRTLLM {
+	switch t {
+	case EngineTRTLLM:
 		return reserveToCompletion{}
+	case EngineSGLang:
+		return clipToPool{}
 	}
 	return claimPrompt{}
 }
@@ -69,16 +73,22 @@ func (reserveToCompletion) prepare(s *sequence, m *kvManager, log *slog.Logger) 
 	if r := m.rejection(s.numPromptTokens, s.maxOutput); r != nil && r.Reason == RejectKVCapacity {
 		return r
 	}
-	limit := max(min(s.maxOutput, m.capacityTokens()-s.numPromptTokens, m.maxModelLen-s.numPromptTokens), 0)
+	clampOutput(s, m.capacityTokens()-s.numPromptTokens, m, log, "trtllm output clamped")
+	return nil
+}
+
+// clampOutput limits a sequence's output to poolRoom tokens and to what the
+// context leaves, truncating its plan (which then ends by length).
+func clampOutput(s *sequence, poolRoom int, m *kvManager, log *slog.Logger, msg string) {
+	limit := max(min(s.maxOutput, poolRoom, m.maxModelLen-s.numPromptTokens), 0)
 	if limit < s.maxOutput {
-		log.Debug("trtllm output clamped", "request", s.req.ID, "from", s.maxOutput, "to", limit)
+		log.Debug(msg, "request", s.req.ID, "from", s.maxOutput, "to", limit)
 		s.maxOutput = limit
 	}
 	if len(s.planned) > limit {
 		s.planned = s.planned[:limit]
 		s.finishReason = FinishLength
 	}
-	return nil
 }
 
 func (reserveToCompletion) admissionTokens(s *sequence) int { return s.numPromptTokens + s.maxOutput }
@@ -86,3 +96,18 @@ func (reserveToCompletion) admissionTokens(s *sequence) int { return s.numPrompt
 func (reserveToCompletion) claimTokens(s *sequence) int { return s.numPromptTokens + s.maxOutput }
 
 func (reserveToCompletion) preemptOnShortage() bool { return false }
+
+// clipToPool is SGLang's request validation: max_new_tokens is clipped so
+// that the prompt and the whole output fit the pool with one token to spare
+// (max_req_len − input_len − 1), so a request alone on the engine is always
+// admissible; a prompt that leaves no room for one output token is
+// rejected. Claims are claimPrompt's; the SGLang scheduler budgets memory
+// with its own estimate.
+type clipToPool struct{ claimPrompt }
+
+func (clipToPool) capacityTokens(promptTokens, _ int) int { return promptTokens + 2 }
+
+func (clipToPool) prepare(s *sequence, m *kvManager, log *slog.Logger) *Rejection {
+	clampOutput(s, m.capacityTokens()-s.numPromptTokens-1, m, log, "sglang max_new_tokens clipped")
+	return nil
+}

@@ -80,6 +80,8 @@ type sequence struct {
 
 	// kv is the sequence's block table; only the kvManager changes it.
 	kv blockTable
+	// radix is the sequence's share of the SGLang radix cache (SGLang only).
+	radix radixSeq
 
 	numPreemptions int
 	firstAdmitted  bool
@@ -100,6 +102,12 @@ type sequence struct {
 	// 1 + the index of this pass's step in the Inspector's trace (0: none).
 	passAdmitted bool
 	inspStep     int32
+
+	// Speculative decoding (zero when off): the acceptance model's key, and
+	// this pass's proposed and accepted draft tokens.
+	specKey      uint64
+	passDrafts   int
+	passAccepted int
 }
 
 // numTokens returns the sequence length: prompt plus generated tokens.

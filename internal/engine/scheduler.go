@@ -45,8 +45,22 @@ func (v *vllmScheduler) scheduleRunning(start time.Time, budget int) (int, bool)
 		s := c.running[i]
 		computedBefore := s.numComputedTokens
 		numNew := min(s.numTokens()-s.numComputedTokens, budget)
+		drafts := 0
+		if c.cfg.Speculative.Enabled() && numNew == 1 && computedBefore >= s.numPromptTokens && s.numGeneratedTokens > 0 {
+			// A decoding sequence verifies its drafts: they take slots
+			// and budget like the regular token (vLLM's scheduled spec
+			// tokens).
+			drafts = c.draftsFor(s, budget-numNew)
+			if drafts > 0 && c.kv.allocateSlots(s, numNew+drafts) == allocNoFreeBlocks {
+				// No room for the draft slots: decode without drafts
+				// rather than preempt others for speculation (a request
+				// alone on a pool it exactly fits would otherwise preempt
+				// itself forever).
+				drafts = 0
+			}
+		}
 		scheduled := true
-		for c.kv.allocateSlots(s, numNew) == allocNoFreeBlocks {
+		for c.kv.allocateSlots(s, numNew+drafts) == allocNoFreeBlocks {
 			if !v.core.kv.claims.preemptOnShortage() {
 				// The claim policy reserved these blocks; running out is
 				// an internal error that aborts the request.
@@ -74,10 +88,14 @@ func (v *vllmScheduler) scheduleRunning(start time.Time, budget int) (int, bool)
 			continue
 		}
 		s.numComputedTokens += numNew
-		budget -= numNew
+		budget -= numNew + drafts
 		s.scheduled = true
-		s.passTokens = numNew
+		s.passTokens = numNew + drafts
 		s.passCtx = s.numTokens()
+		if drafts > 0 {
+			s.passDrafts = drafts
+			s.passAccepted = c.cfg.Speculative.acceptedDrafts(s.specKey, s.numGeneratedTokens, drafts)
+		}
 		if computedBefore < s.numPromptTokens {
 			// Continuing a chunked prefill.
 			s.passPrefill = true
@@ -158,7 +176,12 @@ func (v *vllmScheduler) admitWaiting(start time.Time, budget int) {
 			s.cachedFirst = cachedTokens
 		}
 		c.report.PrefixQueries += s.numTokens()
-		c.report.PrefixHits += cachedTokens
+		c.report.PrefixHits += cachedTokens - adm.numLoadedTokens
+		if c.kv.lower != nil {
+			// vLLM asks its connector for the tokens the GPU cache missed.
+			c.report.ExternalPrefixQueries += s.numTokens() - (cachedTokens - adm.numLoadedTokens)
+			c.report.ExternalPrefixHits += adm.numLoadedTokens
+		}
 		c.kv.cacheFullBlocks(s)
 	}
 	v.loras = loras

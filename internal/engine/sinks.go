@@ -52,6 +52,23 @@ type ForwardPassSnapshot struct {
 	Heartbeat bool
 }
 
+// FPMSpecDecode is a pass's speculative decoding figures for FPM
+// consumers: sequences that verified drafts, drafts proposed and accepted.
+type FPMSpecDecode struct {
+	NumDrafts                   int
+	NumDraftTokens, NumAccepted int
+}
+
+// FPMSpecSink is an FPMSink that also publishes the speculative decoding
+// figures of a pass. With speculative decoding on, the Core calls
+// PublishFPMSpec instead of PublishFPM on sinks that implement it; the
+// snapshot itself keeps its fields, so consumers without speculative
+// decoding see exactly what they saw before.
+type FPMSpecSink interface {
+	FPMSink
+	PublishFPMSpec(s ForwardPassSnapshot, spec FPMSpecDecode)
+}
+
 // FPMSink receives forward-pass snapshots. PublishFPM is called on the engine
 // goroutine and must not block.
 type FPMSink interface {

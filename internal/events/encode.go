@@ -80,7 +80,7 @@ const (
 	removedArrHd  = "\x93" + vRemoved         // array(3), tag
 	clearedArr    = "\x91" + vCleared         // array(1), tag
 	storedMapTail = kGroupIdx + "\x00" + kSpecKind + vFullAttn
-	removedMapTl  = kMedium + vGPU + kGroupIdx + "\x00"
+	removedMapTl  = kGroupIdx + "\x00"
 )
 
 // EncodeBatch appends the msgpack batch [ts, events, rank] in the given
@@ -101,17 +101,17 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 	case kv.Stored:
 		if enc == EncodingArray {
 			dst = append(dst, storedArrHead...)
-			dst = appendHashes(dst, e.BlockHashes)
+			dst = appendHashes(dst, e.BlockHashes, e.SignedHashes)
 			dst = appendParent(dst, e)
 			dst = appendTokens(dst, e.TokenIDs)
 			dst = appendInt(dst, int64(e.BlockSize))
 			dst = appendLoRAID(dst, e)
-			dst = append(dst, vGPU...)
+			dst = appendMedium(dst, e)
 			return appendLoRAName(dst, e)
 		}
 		dst = append(dst, storedMapHead...)
 		dst = append(dst, kBlockHashes...)
-		dst = appendHashes(dst, e.BlockHashes)
+		dst = appendHashes(dst, e.BlockHashes, e.SignedHashes)
 		dst = append(dst, kParent...)
 		dst = appendParent(dst, e)
 		dst = append(dst, kTokenIDs...)
@@ -121,7 +121,7 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 		dst = append(dst, kLoraID...)
 		dst = appendLoRAID(dst, e)
 		dst = append(dst, kMedium...)
-		dst = append(dst, vGPU...)
+		dst = appendMedium(dst, e)
 		dst = append(dst, kLoraName...)
 		dst = appendLoRAName(dst, e)
 		dst = append(dst, kExtraKeys...)
@@ -130,12 +130,14 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 	case kv.Removed:
 		if enc == EncodingArray {
 			dst = append(dst, removedArrHd...)
-			dst = appendHashes(dst, e.BlockHashes)
-			return append(dst, vGPU...)
+			dst = appendHashes(dst, e.BlockHashes, e.SignedHashes)
+			return appendMedium(dst, e)
 		}
 		dst = append(dst, removedMapHd...)
 		dst = append(dst, kBlockHashes...)
-		dst = appendHashes(dst, e.BlockHashes)
+		dst = appendHashes(dst, e.BlockHashes, e.SignedHashes)
+		dst = append(dst, kMedium...)
+		dst = appendMedium(dst, e)
 		return append(dst, removedMapTl...)
 	case kv.AllCleared:
 		if enc == EncodingArray {
@@ -144,6 +146,15 @@ func EncodeEvent(dst []byte, e *kv.Event, enc Encoding) []byte {
 		return append(dst, clearedMap...)
 	}
 	panic(fmt.Sprintf("events: unknown kv event kind %d", e.Kind))
+}
+
+// appendMedium writes the event's medium: "GPU" for the pool's own events,
+// the tier's medium for an offload tier's.
+func appendMedium(dst []byte, e *kv.Event) []byte {
+	if e.Medium == "" {
+		return append(dst, vGPU...)
+	}
+	return appendString(dst, string(e.Medium))
 }
 
 // appendLoRAID writes the event's adapter id, nil for the base model.
@@ -166,15 +177,24 @@ func appendParent(dst []byte, e *kv.Event) []byte {
 	if !e.HasParent {
 		return append(dst, mpNil)
 	}
-	return appendUint(dst, e.ParentBlockHash)
+	return appendHash(dst, e.ParentBlockHash, e.SignedHashes)
 }
 
-func appendHashes(dst []byte, hs []uint64) []byte {
+func appendHashes(dst []byte, hs []uint64, signed bool) []byte {
 	dst = appendArrayHeader(dst, len(hs))
 	for _, h := range hs {
-		dst = appendUint(dst, h)
+		dst = appendHash(dst, h, signed)
 	}
 	return dst
+}
+
+// appendHash writes a block hash as vLLM does (unsigned) or, for SGLang's
+// page hashes, as the signed int64 it sends.
+func appendHash(dst []byte, h uint64, signed bool) []byte {
+	if signed {
+		return appendInt(dst, int64(h))
+	}
+	return appendUint(dst, h)
 }
 
 func appendTokens(dst []byte, ts []uint32) []byte {
@@ -206,6 +226,11 @@ func appendTokens(dst []byte, ts []uint32) []byte {
 
 // appendExtraKeys writes one entry per block: null, or the block's keys.
 func appendExtraKeys(dst []byte, e *kv.Event) []byte {
+	if e.Medium != "" {
+		// An offload tier's BlockStored leaves extra_keys at vLLM's
+		// default, None, as its offloading connector does.
+		return append(dst, mpNil)
+	}
 	n := len(e.BlockHashes)
 	dst = appendArrayHeader(dst, n)
 	for i := range n {
@@ -236,12 +261,32 @@ const (
 	kNumDecode    = "\xb3num_decode_requests"
 	kSumDecodeKV  = "\xb4sum_decode_kv_tokens"
 	kVarDecodeKV  = "\xb4var_decode_kv_tokens"
+	// With speculative decoding the map has an eighth key, spec_decode.
+	fpmHeadSpec   = "\x88\xa7version\x01\xa9worker_id"
+	kSpecDecode   = "\xabspec_decode\x83"
+	kNumDrafts    = "\xaanum_drafts"
+	kDraftTokens  = "\xb0num_draft_tokens"
+	kAcceptTokens = "\xb3num_accepted_tokens"
 )
 
 // EncodeFPM appends the msgpack FPM payload (a map of the snapshot's fields,
 // see docs/metrics.md) to dst.
 func EncodeFPM(dst []byte, workerID string, s engine.ForwardPassSnapshot) []byte {
-	dst = append(dst, fpmHead...)
+	return encodeFPM(dst, workerID, s, nil)
+}
+
+// EncodeFPMSpec is EncodeFPM with an eighth key, spec_decode, holding a
+// pass's speculative decoding figures (docs/speculative-and-offload.md).
+func EncodeFPMSpec(dst []byte, workerID string, s engine.ForwardPassSnapshot, spec engine.FPMSpecDecode) []byte {
+	return encodeFPM(dst, workerID, s, &spec)
+}
+
+func encodeFPM(dst []byte, workerID string, s engine.ForwardPassSnapshot, spec *engine.FPMSpecDecode) []byte {
+	if spec != nil {
+		dst = append(dst, fpmHeadSpec...)
+	} else {
+		dst = append(dst, fpmHead...)
+	}
 	dst = appendString(dst, workerID)
 	dst = append(dst, kDPRank...)
 	dst = appendInt(dst, int64(s.Rank))
@@ -278,7 +323,19 @@ func EncodeFPM(dst []byte, workerID string, s engine.ForwardPassSnapshot) []byte
 	dst = append(dst, kSumDecodeKV...)
 	dst = appendInt(dst, int64(s.SumQueuedDecodeKVTokens))
 	dst = append(dst, kVarDecodeKV...)
-	return appendFloat64(dst, s.VarQueuedDecodeKVTokens)
+	dst = appendFloat64(dst, s.VarQueuedDecodeKVTokens)
+	if spec != nil {
+		// Consumers that decode FPM into a fixed struct (msgspec's default)
+		// skip the unknown key.
+		dst = append(dst, kSpecDecode...)
+		dst = append(dst, kNumDrafts...)
+		dst = appendInt(dst, int64(spec.NumDrafts))
+		dst = append(dst, kDraftTokens...)
+		dst = appendInt(dst, int64(spec.NumDraftTokens))
+		dst = append(dst, kAcceptTokens...)
+		dst = appendInt(dst, int64(spec.NumAccepted))
+	}
+	return dst
 }
 
 // msgpack primitives in msgspec's smallest forms, so the bytes equal what a

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"log/slog"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	zmq "github.com/pebbe/zmq4"
@@ -20,6 +21,11 @@ type FPMPublisher struct {
 	workerID string
 	log      *slog.Logger
 	queue    *boundedQueue[engine.ForwardPassSnapshot]
+	// specs holds the speculative figures of queued snapshots by counter
+	// id (PublishFPMSpec); the publisher goroutine takes them when it
+	// sends. One queue keeps heartbeats and passes in order.
+	specMu sync.Mutex
+	specs  map[uint64]engine.FPMSpecDecode
 	lifecycle
 
 	sent         atomic.Uint64
@@ -87,10 +93,33 @@ func NewFPMPublisher(o FPMPublisherOptions) (*FPMPublisher, error) {
 // when FPMQueueSize (or QueueSize) snapshots are already queued it is
 // dropped and counted.
 func (p *FPMPublisher) PublishFPM(s engine.ForwardPassSnapshot) {
+	p.publish(s)
+}
+
+// PublishFPMSpec is PublishFPM with the pass's speculative decoding
+// figures, sent as the payload's spec_decode key (engine.FPMSpecSink).
+func (p *FPMPublisher) PublishFPMSpec(s engine.ForwardPassSnapshot, spec engine.FPMSpecDecode) {
+	p.specMu.Lock()
+	if p.specs == nil {
+		p.specs = make(map[uint64]engine.FPMSpecDecode)
+	}
+	p.specs[s.CounterID] = spec
+	p.specMu.Unlock()
+	if !p.publish(s) {
+		p.specMu.Lock()
+		delete(p.specs, s.CounterID)
+		p.specMu.Unlock()
+	}
+}
+
+// publish queues s and reports whether it was queued.
+func (p *FPMPublisher) publish(s engine.ForwardPassSnapshot) bool {
 	if !p.queue.push(s) {
 		p.queueDropped.Add(1)
 		p.queueLog.note(p.log, "FPM queue full, snapshots dropped", "queue_size", p.queue.limit)
+		return false
 	}
+	return true
 }
 
 // Sent returns the number of messages handed to the PUB socket.
@@ -127,7 +156,17 @@ func (p *FPMPublisher) run() {
 // send encodes, numbers and sends one snapshot without blocking.
 func (p *FPMPublisher) send(s *engine.ForwardPassSnapshot) {
 	s.Rank = p.rank // the payload names the publisher's rank
-	p.scratch = EncodeFPM(p.scratch[:0], p.workerID, *s)
+	p.specMu.Lock()
+	spec, hasSpec := p.specs[s.CounterID]
+	if hasSpec {
+		delete(p.specs, s.CounterID)
+	}
+	p.specMu.Unlock()
+	if hasSpec {
+		p.scratch = EncodeFPMSpec(p.scratch[:0], p.workerID, *s, spec)
+	} else {
+		p.scratch = EncodeFPM(p.scratch[:0], p.workerID, *s)
+	}
 	binary.BigEndian.PutUint64(p.seqBuf, p.seq)
 	p.seq++
 	switch err := sendFrames(p.pub, fpmTopic, p.seqBuf, p.scratch); {

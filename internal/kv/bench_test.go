@@ -7,9 +7,14 @@ import (
 
 // BenchmarkAllocateRelease measures a request's block lifetime: allocate
 // 16 blocks, release them, with eviction of cached blocks in the mix.
-func BenchmarkAllocateRelease(b *testing.B) {
+func BenchmarkAllocateRelease(b *testing.B) { benchAllocateRelease(b, EvictLRU) }
+
+func benchAllocateRelease(b *testing.B, backend EvictionBackend) {
 	const numBlocks, k = 4096, 16
-	p := NewPool(numBlocks, 16, true)
+	p, err := NewPoolWithEviction(numBlocks, 16, true, backend)
+	if err != nil {
+		b.Fatal(err)
+	}
 	// Cache every block under its own hash so that allocations evict.
 	blocks, _ := p.Allocate(nil, numBlocks)
 	hashes := make([]uint64, numBlocks)

@@ -52,4 +52,19 @@ type Event struct {
 	// Adapter is the LoRA adapter the blocks were computed under; the zero
 	// value (base model) is encoded as nil lora_id and lora_name (Stored).
 	Adapter Adapter
+	// SignedHashes says the hashes go on the wire as signed 64-bit
+	// integers, as SGLang sends its page hashes (the radix cache's events);
+	// the bits are the same.
+	SignedHashes bool
+	// Medium is where the blocks are stored or removed; empty means the
+	// GPU pool. Offload tiers record their own medium (Stored, Removed).
+	Medium Medium
+}
+
+// MediumOrGPU returns the event's medium, MediumGPU when it is empty.
+func (e *Event) MediumOrGPU() Medium {
+	if e.Medium == "" {
+		return MediumGPU
+	}
+	return e.Medium
 }

@@ -117,5 +117,10 @@ func (p *Pool) CheckInvariants() error {
 	if cachedFree != p.cachedFree {
 		fail("%d free blocks are cached, NumCachedFree says %d", cachedFree, p.cachedFree)
 	}
+	if p.order != nil {
+		if err := p.order.check(p); err != nil {
+			fail("%v", err)
+		}
+	}
 	return errors.Join(errs...)
 }

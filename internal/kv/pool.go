@@ -28,6 +28,12 @@ type Pool struct {
 	// cachedFree counts the free blocks that still hold a hash (evictable
 	// prefix-cache content), kept up to date so reading it costs nothing.
 	cachedFree int
+	// order, when set, picks the free block Allocate reuses (the lineage
+	// and multi_lru backends, eviction.go); nil is lru: the free queue's
+	// head.
+	order *victimOrder
+	// lower holds the offload tiers below the pool (nil: none).
+	lower *Tiers
 }
 
 // NewPool returns a pool of numBlocks blocks of blockSize tokens, all free
@@ -121,6 +127,12 @@ func (p *Pool) Touch(blocks []BlockID) {
 			if p.index.cached[b] {
 				p.cachedFree--
 			}
+			if p.order != nil {
+				p.order.taken(p, b)
+			}
+		}
+		if p.order != nil && p.index.cached[b] {
+			p.order.use(p.index.hash[b])
 		}
 		p.ref[b]++
 	}
@@ -138,11 +150,20 @@ func (p *Pool) Allocate(dst []BlockID, k int) ([]BlockID, bool) {
 	}
 	dst = slices.Grow(dst, k)
 	for range k {
-		b := p.free.popFront()
+		var b BlockID
+		if p.order == nil {
+			b = p.free.popFront()
+		} else {
+			b = p.order.victim(p)
+			p.free.remove(b)
+		}
 		if p.index.cached[b] {
 			p.cachedFree--
 			if h, last := p.index.remove(b); last {
 				p.rec.removed(h)
+				if p.lower != nil {
+					p.lower.offload(h)
+				}
 			}
 		}
 		p.ref[b] = 1
@@ -173,6 +194,13 @@ func (p *Pool) Cache(blocks []BlockID, hashes []uint64, tokens []uint32, from, t
 		isNew := false
 		if !p.index.cached[b] {
 			isNew = p.index.add(b, h)
+			if p.order != nil {
+				var parent uint64
+				if i > 0 {
+					parent = hashes[i-1]
+				}
+				p.order.stored(b, h, parent, i > 0)
+			}
 		} else if p.index.hash[b] != h {
 			panic(fmt.Sprintf("kv: block %d cached as %#x, now %#x", b, p.index.hash[b], h))
 		}
@@ -204,6 +232,9 @@ func (p *Pool) Release(blocks []BlockID) {
 			if p.index.cached[b] {
 				p.cachedFree++
 			}
+			if p.order != nil {
+				p.order.release(p, b)
+			}
 		default:
 			p.ref[b]--
 		}
@@ -222,11 +253,33 @@ func (p *Pool) Reset() bool {
 	p.index.reset()
 	p.free.reset(len(p.ref))
 	p.cachedFree = 0
+	if p.order != nil {
+		p.order.reset(p)
+	}
+	if p.lower != nil {
+		p.lower.clear()
+	}
 	if p.prefixCaching {
 		p.rec.allCleared()
 	}
 	return true
 }
+
+// SetLower puts offload tiers below the pool: from now on a cached block
+// whose last copy is evicted moves to the first tier, and Reset empties
+// them too. The tiers record into the pool's event stream. Without prefix
+// caching nothing is ever cached, so nothing is offloaded.
+func (p *Pool) SetLower(t *Tiers) {
+	t.rec = &p.rec
+	t.blockSize = p.blockSize
+	p.lower = t
+}
+
+// Lower returns the offload tiers below the pool, nil when there are none.
+func (p *Pool) Lower() *Tiers { return p.lower }
+
+// NumCached returns the number of resident cached hashes on the GPU.
+func (p *Pool) NumCached() int { return len(p.index.first) }
 
 // TakeEvents returns the events recorded since the previous call, in the
 // order they happened, or nil if there are none. The caller owns the

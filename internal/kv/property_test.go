@@ -38,6 +38,12 @@ type simulation struct {
 }
 
 func newSimulation(t *testing.T, seed uint64) *simulation {
+	return newSimulationWith(t, seed, EvictLRU)
+}
+
+// newSimulationWith is newSimulation over a pool with the given eviction
+// backend.
+func newSimulationWith(t *testing.T, seed uint64, backend EvictionBackend) *simulation {
 	r := rand.New(rand.NewPCG(seed, 0x6b76))
 	bs := 1 + r.IntN(4)
 	algo := AlgoXXH3
@@ -48,10 +54,14 @@ func newSimulation(t *testing.T, seed uint64) *simulation {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p, err := NewPoolWithEviction(4+r.IntN(44), bs, r.IntN(8) != 0, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := &simulation{
 		t:        t,
 		r:        r,
-		p:        NewPool(4+r.IntN(44), bs, r.IntN(8) != 0),
+		p:        p,
 		h:        h,
 		bs:       bs,
 		resident: map[uint64]bool{},
@@ -300,10 +310,12 @@ func TestPoolRandomOperations(t *testing.T) {
 	if testing.Short() {
 		seeds = 30
 	}
-	for seed := range uint64(seeds) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			newSimulation(t, seed).run(400)
-		})
+	for _, backend := range []EvictionBackend{EvictLRU, EvictLineage, EvictMultiLRU} {
+		for seed := range uint64(seeds) {
+			t.Run(fmt.Sprintf("%s/%d", backend, seed), func(t *testing.T) {
+				newSimulationWith(t, seed, backend).run(400)
+			})
+		}
 	}
 }
 

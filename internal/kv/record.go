@@ -108,3 +108,27 @@ func (r *recorder) take() []Event {
 	r.events = nil
 	return ev
 }
+
+// removedOn records a BlockRemoved of h on an offload medium.
+func (r *recorder) removedOn(h uint64, m Medium) {
+	r.counts[Removed]++
+	if r.countOnly {
+		return
+	}
+	hs := carve(&r.hashes, 1, hashChunk)
+	hs[0] = h
+	r.events = append(r.events, Event{Kind: Removed, BlockHashes: hs, Medium: m})
+}
+
+// storedOn records a BlockStored of h on an offload medium. Like vLLM's
+// offloading connector it carries no parent, tokens or adapter: the block
+// was announced with those on the GPU.
+func (r *recorder) storedOn(h uint64, blockSize int, m Medium) {
+	r.counts[Stored]++
+	if r.countOnly {
+		return
+	}
+	hs := carve(&r.hashes, 1, hashChunk)
+	hs[0] = h
+	r.events = append(r.events, Event{Kind: Stored, BlockHashes: hs, BlockSize: blockSize, Medium: m})
+}

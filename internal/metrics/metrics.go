@@ -143,11 +143,12 @@ func New(cfg *config.Config, version string) *Registry {
 	dp := max(cfg.DPSize, 1)
 	r.ranks = make([]*rankObserver, dp)
 	for i := range r.ranks {
-		r.ranks[i] = &rankObserver{rank: i, sglangEngine: cfg.EngineType == engine.EngineSGLang}
+		r.ranks[i] = &rankObserver{rank: i, sglangEngine: cfg.EngineType == engine.EngineSGLang, blockSize: cfg.EffectiveBlockSize()}
 	}
 	if r.vllm {
 		r.buildVLLM()
 		r.buildLoRA()
+		r.buildSpecOffload()
 	}
 	if r.sglang {
 		r.buildSGLang()

@@ -26,9 +26,12 @@ type rankObserver struct {
 	rank         int
 	sglangEngine bool
 
-	v    *vllmRank   // nil unless the vLLM family is exported
-	s    *sglangRank // nil unless the SGLang family is exported
-	lora *loraInfo   // nil unless the vLLM family is exported with LoRA
+	v    *vllmRank        // nil unless the vLLM family is exported
+	s    *sglangRank      // nil unless the SGLang family is exported
+	lora *loraInfo        // nil unless the vLLM family is exported with LoRA
+	so   *specOffloadRank // nil unless speculative decoding or offload tiers are on
+	// blockSize converts the GPU prefix hits (tokens) into blocks.
+	blockSize int
 
 	passes, passSeconds, rejected prometheus.Counter
 	kvEvents                      [4]prometheus.Counter // by kv.EventKind; [0] unused
@@ -75,6 +78,9 @@ func (o *rankObserver) ObserveGauges(g engine.Gauges) {
 		if o.lora != nil {
 			o.lora.observe(g)
 		}
+		if o.so != nil {
+			o.so.observeGauges(g)
+		}
 	}
 	if s := o.s; s != nil {
 		s.running.Set(float64(g.Running))
@@ -106,6 +112,9 @@ func (o *rankObserver) ObservePass(r *engine.PassReport) {
 	}
 	if o.v != nil {
 		o.observeVLLM(r)
+	}
+	if o.so != nil {
+		o.so.observePass(r, o.blockSize)
 	}
 	if o.s != nil {
 		o.observeSGLang(r)
@@ -322,5 +331,17 @@ type teeFPM []engine.FPMSink
 func (t teeFPM) PublishFPM(s engine.ForwardPassSnapshot) {
 	for _, sink := range t {
 		sink.PublishFPM(s)
+	}
+}
+
+// PublishFPMSpec hands the speculative figures to the sinks that take
+// them and the bare snapshot to the others.
+func (t teeFPM) PublishFPMSpec(s engine.ForwardPassSnapshot, spec engine.FPMSpecDecode) {
+	for _, sink := range t {
+		if ss, ok := sink.(engine.FPMSpecSink); ok {
+			ss.PublishFPMSpec(s, spec)
+		} else {
+			sink.PublishFPM(s)
+		}
 	}
 }

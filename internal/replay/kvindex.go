@@ -51,6 +51,11 @@ func newKVIndex(targets int) *kvIndex {
 func (x *kvIndex) apply(target int, events []kv.Event) {
 	for i := range events {
 		e := &events[i]
+		if e.Medium != "" && e.Medium != kv.MediumGPU {
+			// An offload tier's events (CPU, DISK): this router scores
+			// GPU residency only, as routers that predate tiers do.
+			continue
+		}
 		switch e.Kind {
 		case kv.Stored:
 			for _, h := range e.BlockHashes {

@@ -41,25 +41,10 @@ func fleet(n int, cfg engine.Config) []WorkerSpec {
 // router, which sees only the KV events, must reach a strictly higher
 // prefix-cache hit rate than round-robin.
 func TestRunKVAwareBeatsRoundRobinOnSharedPrefixes(t *testing.T) {
-	run := func(kind RouterKind) *Report {
-		src, err := NewSynthetic(SyntheticOptions{Requests: 800, Rate: 40, Input: Dist{Kind: DistFixed, A: 128},
-			Output: Dist{Kind: DistFixed, A: 32}, PrefixGroups: 16, PrefixTokens: 1024, Seed: 7})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := engine.DefaultConfig()
-		cfg.BlockSize = 16
-		cfg.NumBlocks = 320 // room for ~4 of the 16 prefixes per worker: round-robin keeps evicting
-		rep, err := Run(src, Options{Workers: fleet(4, cfg), Router: kind, Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Summary.Completed != 800 {
-			t.Fatalf("%s: completed %d of 800", kind, rep.Summary.Completed)
-		}
-		return rep
-	}
-	rr, kvr := run(RoundRobin), run(KVAware)
+	cfg := engine.DefaultConfig()
+	cfg.BlockSize = 16
+	cfg.NumBlocks = 320 // room for ~4 of the 16 prefixes per worker: round-robin keeps evicting
+	rr, kvr := runSharedPrefixFleet(t, cfg, RoundRobin, 40), runSharedPrefixFleet(t, cfg, KVAware, 40)
 	t.Logf("hit rate: round_robin %.3f, kv_aware %.3f; TTFT p50 %.1f vs %.1f ms",
 		rr.Summary.PrefixCacheHitRate, kvr.Summary.PrefixCacheHitRate, rr.Summary.TTFTMs.P50, kvr.Summary.TTFTMs.P50)
 	if !(kvr.Summary.PrefixCacheHitRate > rr.Summary.PrefixCacheHitRate) {
@@ -70,6 +55,26 @@ func TestRunKVAwareBeatsRoundRobinOnSharedPrefixes(t *testing.T) {
 			t.Errorf("kv_aware left worker %s idle: %+v", w.Name, kvr.Workers)
 		}
 	}
+}
+
+// runSharedPrefixFleet replays 800 requests (16 groups of 1024-token
+// prefixes, 128 more tokens, 32 out) arriving at rate per second on 4
+// workers of cfg.
+func runSharedPrefixFleet(t *testing.T, cfg engine.Config, kind RouterKind, rate float64) *Report {
+	t.Helper()
+	src, err := NewSynthetic(SyntheticOptions{Requests: 800, Rate: rate, Input: Dist{Kind: DistFixed, A: 128},
+		Output: Dist{Kind: DistFixed, A: 32}, PrefixGroups: 16, PrefixTokens: 1024, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(src, Options{Workers: fleet(4, cfg), Router: kind, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Summary.Completed != 800 {
+		t.Fatalf("%s: completed %d of 800", kind, rep.Summary.Completed)
+	}
+	return rep
 }
 
 // TestRunKVAwareBeatsRoundRobinOnSharedPrefixTrace replays the committed

@@ -95,6 +95,9 @@ type runner struct {
 	index   *kvIndex
 	hasher  *kv.Hasher
 	block   int
+	// radix: the fleet runs SGLang's radix cache, whose events carry its
+	// page hashes rather than the block hasher's.
+	radix bool
 
 	now     time.Duration
 	passes  eventQueue[int] // busy targets by pass end, then index
@@ -206,7 +209,8 @@ func (r *runner) setupHashing() error {
 	first := r.opts.Workers[0].Engine
 	for _, w := range r.opts.Workers[1:] {
 		e := w.Engine
-		if e.BlockSize != first.BlockSize || e.HashAlgo != first.HashAlgo || e.HashSeed != first.HashSeed {
+		if e.BlockSize != first.BlockSize || e.HashAlgo != first.HashAlgo || e.HashSeed != first.HashSeed ||
+			(e.Type == engine.EngineSGLang) != (first.Type == engine.EngineSGLang) {
 			return fmt.Errorf("replay: router %s needs one block size and hash for the whole fleet; worker %s differs from worker %s",
 				r.opts.Router, w.Name, r.opts.Workers[0].Name)
 		}
@@ -220,6 +224,7 @@ func (r *runner) setupHashing() error {
 		return fmt.Errorf("replay: %w", err)
 	}
 	r.hasher = h
+	r.radix = first.Type == engine.EngineSGLang
 	return nil
 }
 
@@ -303,8 +308,12 @@ func (r *runner) arrive(req Request) {
 		if r.opts.Router == PrefixHash {
 			full = min(full, r.opts.PrefixHashBlocks)
 		}
-		r.hasher.Extend(&chain, req.Prompt, full)
-		in.hashes = chain.Hashes()
+		if r.radix {
+			in.hashes = kv.RadixPageHashes(req.Prompt[:full*r.block], r.block)
+		} else {
+			r.hasher.Extend(&chain, req.Prompt, full)
+			in.hashes = chain.Hashes()
+		}
 	}
 	ti := r.router.pick(&in)
 	t := r.targets[ti]

@@ -3,6 +3,8 @@ package ui
 import (
 	"slices"
 	"testing"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
 func TestHub_RecordsEachRequestsTimelineAndKVEvents(t *testing.T) {
@@ -84,5 +86,31 @@ func TestHub_LaterRequestSeesPrefixHitsAndHoverNamesHolders(t *testing.T) {
 	}
 	if _, ok := rv.block(64, hub); ok {
 		t.Error("block 64 of a 64-block pool was found")
+	}
+}
+
+// The SGLang engine keeps its KV in a radix tree, not the block pool: the
+// view has no grid but still follows its requests.
+func TestHub_SGLangEngineHasNoGridButItsRequests(t *testing.T) {
+	hub := NewHub(Options{})
+	cfg := engine.DefaultConfig()
+	cfg.Type = engine.EngineSGLang
+	cfg.BlockSize = 0
+	core, err := engine.NewCore(cfg, engine.CoreOptions{Inspector: hub.Inspector(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &simulated{core: core, sim: engine.NewSimulator(core)}
+	s.submit(0, "cmpl-sgl", 40, 4)
+	s.run()
+	d := hub.reqs.find("cmpl-sgl")
+	if len(d) != 1 || d[0].State != stateFinished || len(d[0].Tokens) != 4 {
+		t.Fatalf("sglang request: %+v", d)
+	}
+	if rv := hub.rankView(0); len(rv.grid) != 0 {
+		t.Errorf("sglang: a grid of %d blocks", len(rv.grid))
+	}
+	if _, b := hub.encodeEngine(); len(b) == 0 {
+		t.Error("no engine view")
 	}
 }

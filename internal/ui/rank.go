@@ -90,8 +90,8 @@ func (rv *rankView) InspectPass(t *engine.PassTrace) {
 		for _, s := range t.Steps {
 			if s.PrefillTokens > 0 {
 				p.Prefill += s.PrefillTokens
-			} else if s.Token {
-				p.Decode++
+			} else {
+				p.Decode += s.Tokens // several with speculative decoding
 			}
 			if s.Admitted {
 				rv.cachedToks += int64(s.CachedTokens)
@@ -151,7 +151,10 @@ func (rv *rankView) InspectState(s *engine.StateSnapshot) {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	rv.lastState = time.Now()
-	n := s.Blocks.NumBlocks()
+	n := 0
+	if s.Blocks != nil { // nil: SGLang's radix cache, no block grid
+		n = s.Blocks.NumBlocks()
+	}
 	if cap(rv.grid) < n {
 		rv.grid, rv.hashes = make([]byte, n), make([]uint64, n)
 	}

@@ -145,15 +145,17 @@ func (l *requestLog) apply(rank int, t *engine.PassTrace) {
 		if s.PrefillTokens > 0 {
 			r.addEvent(timelineEvent{At: r.since(t.Start), Kind: evPrefill, N: s.PrefillTokens})
 		}
-		if s.Token {
+		if s.Tokens > 0 {
 			if r.Generated == 0 {
 				r.FirstToken = t.Deadline
 			}
-			r.Generated++
-			if len(r.Tokens) < maxTokenTimes {
-				r.Tokens = append(r.Tokens, float32(r.since(t.Deadline)))
-			} else {
-				r.Dropped++
+			r.Generated += s.Tokens
+			for range s.Tokens { // with speculative decoding, several at one deadline
+				if len(r.Tokens) < maxTokenTimes {
+					r.Tokens = append(r.Tokens, float32(r.since(t.Deadline)))
+				} else {
+					r.Dropped++
+				}
 			}
 		}
 		if len(s.NewHashes) > 0 {

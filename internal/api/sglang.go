@@ -1,0 +1,469 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/plan"
+)
+
+// mountSGLang adds SGLang's native endpoints in sglang mode (docs/sglang.md):
+// POST /generate, GET /get_server_info (and /server_info), GET
+// /get_model_info, GET|POST /flush_cache and GET /health_generate.
+func (s *Server) mountSGLang(r chi.Router) {
+	if s.cfg.EngineType != engine.EngineSGLang {
+		return
+	}
+	gate := s.startupGate
+	r.Method(http.MethodPost, "/generate", gate(s.drainGate(handleSGLangGenerate(s))))
+	r.Method(http.MethodGet, "/get_server_info", handleSGLangServerInfo(s))
+	r.Method(http.MethodGet, "/server_info", handleSGLangServerInfo(s))
+	r.Method(http.MethodGet, "/get_model_info", handleSGLangModelInfo(s))
+	r.Method(http.MethodGet, "/flush_cache", handleSGLangFlushCache(s))
+	r.Method(http.MethodPost, "/flush_cache", handleSGLangFlushCache(s))
+	r.Method(http.MethodGet, "/health_generate", gate(handleSGLangHealthGenerate(s)))
+}
+
+// sglangDefaultMaxNewTokens is SGLang's sampling_params.max_new_tokens
+// default.
+const sglangDefaultMaxNewTokens = 128
+
+// writeSGLangError answers in SGLang's error shape, {"error":{"message":…}},
+// with the error's status.
+func writeSGLangError(w http.ResponseWriter, e *apiError) {
+	type msg struct {
+		Message string `json:"message"`
+	}
+	encode(w, e.Status, struct {
+		Error msg `json:"error"`
+	}{msg{e.Message}})
+}
+
+// sglangSampling maps SGLang's sampling_params to the completions fields
+// the request parser already checks.
+var sglangSampling = map[string]string{
+	"max_new_tokens":     "max_tokens",
+	"min_new_tokens":     "min_tokens",
+	"stop":               "stop",
+	"stop_token_ids":     "stop_token_ids",
+	"ignore_eos":         "ignore_eos",
+	"n":                  "n",
+	"temperature":        "temperature",
+	"top_p":              "top_p",
+	"top_k":              "top_k",
+	"min_p":              "min_p",
+	"frequency_penalty":  "frequency_penalty",
+	"presence_penalty":   "presence_penalty",
+	"repetition_penalty": "repetition_penalty",
+	"sampling_seed":      "seed",
+}
+
+// translateGenerate turns a /generate body into the equivalent
+// /v1/completions body: text or input_ids become prompt, sampling_params
+// become the sampling fields. batch says whether the input was a list (the
+// answer is then a list too).
+func translateGenerate(o object, model string) ([]byte, bool, *apiError) {
+	text, hasText := o.raw("text")
+	ids, hasIDs := o.raw("input_ids")
+	if hasText && isNull(text) {
+		hasText = false
+	}
+	if hasIDs && isNull(ids) {
+		hasIDs = false
+	}
+	switch {
+	case !hasText && !hasIDs:
+		return nil, false, errBadRequest("", "Either text, input_ids or input_embeds should be provided.")
+	case hasText && hasIDs:
+		return nil, false, errBadRequest("", "Only one of text, input_ids or input_embeds should be provided.")
+	}
+	out := map[string]json.RawMessage{"model": mustJSON(model)}
+	prompt := text
+	if hasIDs {
+		prompt = ids
+	}
+	out["prompt"] = prompt
+	batch := false
+	if len(prompt) > 0 && prompt[0] == '[' {
+		// A list of texts, or a list of id lists; a flat id list is one prompt.
+		var list []json.RawMessage
+		if json.Unmarshal(prompt, &list) == nil && len(list) > 0 {
+			batch = hasText || (len(list[0]) > 0 && list[0][0] == '[')
+		}
+	}
+	out["max_tokens"] = mustJSON(sglangDefaultMaxNewTokens)
+	if sp, ok := o.Object("sampling_params"); ok {
+		for from, to := range sglangSampling {
+			if v, ok := sp.raw(from); ok && !isNull(v) {
+				out[to] = v
+			}
+		}
+	}
+	if e := o.failed(); e != nil {
+		return nil, false, e
+	}
+	if v, ok := o.raw("stream"); ok {
+		out["stream"] = v
+	}
+	if v, ok := o.raw("rid"); ok && !isNull(v) {
+		out["request_id"] = v
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, false, errBadRequest("", "Invalid request: %v", err)
+	}
+	return b, batch, nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// handleSGLangGenerate serves POST /generate: SGLang's native generation
+// endpoint over the same parsing, planning, limits and engine as
+// /v1/completions.
+func handleSGLangGenerate(s *Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		created := s.now()
+		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		if e != nil {
+			writeSGLangError(w, e)
+			return
+		}
+		body, batch, e := translateGenerate(o, s.cfg.ServedName())
+		if e != nil {
+			writeSGLangError(w, e)
+			return
+		}
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		co, e := parseObject(body)
+		if e != nil {
+			writeSGLangError(w, e)
+			return
+		}
+		g, e := s.parseGenerate(co, r, false)
+		if e != nil {
+			writeSGLangError(w, e)
+			return
+		}
+		g.created = created.Unix()
+		release, e, hit := s.limits.admit(w.Header(), requestCost(g))
+		if e != nil {
+			s.countFault(hit)
+			writeSGLangError(w, e)
+			return
+		}
+		defer release()
+		j, e := s.submit(g)
+		if e != nil {
+			writeSGLangError(w, e)
+			return
+		}
+		defer j.release()
+		if g.stream {
+			j.streamSGLang(w, r, batch, created)
+			return
+		}
+		j.respondSGLang(w, r, batch, created)
+	})
+}
+
+// sglangOutput is one /generate result (SGLang's GenerateReqOutput as JSON).
+type sglangOutput struct {
+	Index     *int       `json:"index,omitempty"`
+	Text      string     `json:"text"`
+	OutputIDs []uint32   `json:"output_ids"`
+	MetaInfo  sglangMeta `json:"meta_info"`
+}
+
+type sglangMeta struct {
+	ID               string       `json:"id"`
+	FinishReason     *finishShape `json:"finish_reason"`
+	PromptTokens     int          `json:"prompt_tokens"`
+	CompletionTokens int          `json:"completion_tokens"`
+	CachedTokens     int          `json:"cached_tokens"`
+	E2ELatency       float64      `json:"e2e_latency"`
+}
+
+// finishShape is SGLang's finish_reason object: {"type":"length",
+// "length":N}, {"type":"stop","matched":…} or {"type":"abort",…}.
+type finishShape struct {
+	Type    string `json:"type"`
+	Length  *int   `json:"length,omitempty"`
+	Matched any    `json:"matched,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// sglangResult renders choice i as far as it has arrived.
+func (j *job) sglangResult(i int, batch bool, created time.Time) *sglangOutput {
+	ch := &j.ch[i]
+	ids := ch.plan.IDs[:min(ch.n, len(ch.plan.IDs))]
+	out := &sglangOutput{
+		Text:      string(ch.plan.AppendText(nil, ch.n)),
+		OutputIDs: append([]uint32{}, ids...),
+		MetaInfo: sglangMeta{
+			ID:               j.g.baseID,
+			PromptTokens:     len(j.g.prompts[ch.prompt].ids),
+			CompletionTokens: ch.n,
+			CachedTokens:     ch.fin.CachedTokens,
+			E2ELatency:       j.s.now().Sub(created).Seconds(),
+		},
+	}
+	if len(j.ch) > 1 {
+		out.MetaInfo.ID = j.g.baseID + "-" + itoa(i)
+	}
+	if batch || len(j.ch) > 1 {
+		idx := i
+		out.Index = &idx
+	}
+	if ch.done {
+		reason, stop := ch.reasons()
+		f := finishShape{Type: string(reason)}
+		switch reason {
+		case engine.FinishLength:
+			n := ch.n
+			f.Length = &n
+		case engine.FinishStop:
+			f.Matched = stop.Value()
+			if stop.Kind == plan.StopKind(0) {
+				f.Matched = nil
+			}
+		case engine.FinishAbort:
+			f.Message = "aborted"
+		}
+		out.MetaInfo.FinishReason = &f
+	}
+	return out
+}
+
+// respondSGLang waits for every sequence and writes one result, or a list
+// for a batch or n > 1.
+func (j *job) respondSGLang(w http.ResponseWriter, r *http.Request, batch bool, created time.Time) {
+	if ok, e := j.await(r.Context()); !ok {
+		if e != nil {
+			writeSGLangError(w, e)
+		}
+		return
+	}
+	if j.rejected > 0 {
+		writeSGLangError(w, j.rejectionError())
+		return
+	}
+	if !batch && len(j.ch) == 1 {
+		encode(w, http.StatusOK, j.sglangResult(0, false, created))
+		return
+	}
+	list := make([]*sglangOutput, len(j.ch))
+	for i := range j.ch {
+		list[i] = j.sglangResult(i, batch, created)
+	}
+	encode(w, http.StatusOK, list)
+}
+
+// streamSGLang writes SGLang's /generate stream: one SSE event per choice
+// whenever it has new tokens, each carrying the whole text so far (SGLang's
+// default, non-incremental streaming), the last one with its finish_reason,
+// then data: [DONE].
+func (j *job) streamSGLang(w http.ResponseWriter, r *http.Request, batch bool, created time.Time) {
+	ctx := r.Context()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	changed := make([]bool, len(j.ch))
+	var buf []byte
+	for j.remaining > 0 {
+		select {
+		case <-j.out.Ready():
+		case <-ctx.Done():
+			return
+		}
+		j.items = j.out.Drain(j.items)
+		for i := range j.items {
+			changed[j.items[i].Choice] = true
+			j.record(&j.items[i])
+		}
+		buf = buf[:0]
+		for i, c := range changed {
+			if !c {
+				continue
+			}
+			changed[i] = false
+			if j.ch[i].fin.Rejection != nil {
+				buf = append(buf, "data: "...)
+				buf = append(buf, mustJSON(map[string]any{"error": map[string]string{"message": j.ch[i].fin.Rejection.Message}})...)
+				buf = append(buf, "\n\n"...)
+				continue
+			}
+			buf = append(buf, "data: "...)
+			buf = append(buf, mustJSON(j.sglangResult(i, batch, created))...)
+			buf = append(buf, "\n\n"...)
+		}
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	_, _ = w.Write([]byte("data: [DONE]\n\n"))
+	if flusher != nil {
+		flusher.Flush()
+	}
+}
+
+// handleSGLangModelInfo serves GET /get_model_info.
+func handleSGLangModelInfo(s *Server) http.Handler {
+	tokenizer := s.cfg.Tokenizer
+	if tokenizer == "" {
+		tokenizer = s.cfg.Model
+	}
+	body := map[string]any{
+		"model_path":                s.cfg.Model,
+		"tokenizer_path":            tokenizer,
+		"is_generation":             true,
+		"preferred_sampling_params": nil,
+		"weight_version":            "default",
+		"has_image_understanding":   false,
+		"has_audio_understanding":   false,
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		encode(w, http.StatusOK, body)
+	})
+}
+
+// handleSGLangServerInfo serves GET /get_server_info and /server_info: the
+// scheduler's server arguments as SGLang names them, and each DP rank's
+// internal state (running and queued requests, used pages).
+func handleSGLangServerInfo(s *Server) http.Handler {
+	c := s.cfg
+	maxRunning := c.SGLang.MaxRunningRequests
+	if maxRunning == 0 {
+		maxRunning = c.MaxNumSeqs
+	}
+	policy := c.SGLang.SchedulePolicy
+	if policy == "dfs_weight" {
+		policy = "dfs-weight"
+	}
+	args := map[string]any{
+		"model_path":                c.Model,
+		"served_model_name":         c.ServedName(),
+		"page_size":                 c.EffectiveBlockSize(),
+		"max_running_requests":      maxRunning,
+		"max_total_num_tokens":      c.NumGPUBlocks * c.EffectiveBlockSize(),
+		"max_prefill_tokens":        c.SGLang.MaxPrefillTokens,
+		"chunked_prefill_size":      c.SGLang.ChunkedPrefillSize,
+		"schedule_policy":           policy,
+		"schedule_conservativeness": c.SGLang.ScheduleConservativeness,
+		"context_length":            c.MaxModelLen,
+		"disable_radix_cache":       !c.EnablePrefixCaching,
+		"dp_size":                   c.DPSize,
+		"random_seed":               c.Seed,
+		"version":                   s.version,
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		states := make([]map[string]any, len(s.engines))
+		for i, e := range s.engines {
+			l := e.Load()
+			states[i] = map[string]any{
+				"dp_rank":          i,
+				"num_running_reqs": l.Running,
+				"num_queue_reqs":   l.Waiting,
+				"num_used_tokens":  l.ActiveBlocks * c.EffectiveBlockSize(),
+			}
+		}
+		body := make(map[string]any, len(args)+1)
+		for k, v := range args {
+			body[k] = v
+		}
+		body["internal_states"] = states
+		encode(w, http.StatusOK, body)
+	})
+}
+
+// handleSGLangFlushCache serves /flush_cache: the radix cache of every rank
+// is emptied when no request holds any of it; otherwise nothing changes
+// and the answer is 400, as in SGLang.
+func handleSGLangFlushCache(s *Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok := true
+		for _, e := range s.engines {
+			done, err := e.ResetPrefixCache(r.Context())
+			if err != nil {
+				if r.Context().Err() != nil {
+					return
+				}
+				writeSGLangError(w, errEngineDead)
+				return
+			}
+			ok = ok && done
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !ok {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte("Cache not flushed. Please check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n"))
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n"))
+	})
+}
+
+// handleSGLangHealthGenerate serves GET /health_generate: like SGLang it
+// runs a one-token generation through the engine and answers 200 when it
+// completes, 503 when the engine cannot (dead, shutting down, or no token
+// within 20 seconds).
+func handleSGLangHealthGenerate(s *Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.healthy() {
+			writeSGLangError(w, errEngineDead)
+			return
+		}
+		rank := s.pickRank()
+		eng := s.engines[rank]
+		out := engine.NewOutput()
+		req := &engine.Request{ID: engine.NewRequestID(), Prompt: []uint32{0}, PlannedOutput: []uint32{0},
+			MaxOutputTokens: 1, ArrivalTime: eng.Clock().Now(), Out: out}
+		if err := eng.Submit(req); err != nil {
+			writeSGLangError(w, errEngineDead)
+			return
+		}
+		timeout := time.NewTimer(20 * time.Second)
+		defer timeout.Stop()
+		var items []engine.OutputItem
+		for {
+			select {
+			case <-out.Ready():
+				items = out.Drain(items[:0])
+				for _, it := range items {
+					if it.Final {
+						if it.Finished.Reason == engine.FinishAbort {
+							writeSGLangError(w, errEngineDead)
+							return
+						}
+						w.Header().Set("Content-Length", "0")
+						w.WriteHeader(http.StatusOK)
+						return
+					}
+				}
+			case <-timeout.C:
+				eng.Cancel(req.ID)
+				writeSGLangError(w, errEngineDead)
+				return
+			case <-r.Context().Done():
+				eng.Cancel(req.ID)
+				return
+			}
+		}
+	})
+}

@@ -1,0 +1,77 @@
+package config
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
+)
+
+func TestEngineConfig_SGLangKeysReachTheEngine(t *testing.T) {
+	cfg, warns := mustLoad(t, flagOptions(t, "--engine-type", "sglang", "--max-model-len", "8192", "--schedule-policy", "dfs-weight",
+		"--max-running-requests", "7", "--sglang-max-prefill-tokens", "512", "--chunked-prefill-size", "256",
+		"--schedule-conservativeness", "0.5", "--sglang-clip-max-new-tokens", "99", "--seed", "42"))
+	if len(warns) != 0 {
+		t.Errorf("warnings %q", warns)
+	}
+	got := cfg.EngineConfig(nil)
+	want := engine.SGLangConfig{Policy: engine.SGLangDFSWeight, MaxPrefillTokens: 512, ChunkedPrefillSize: 256,
+		MaxRunningRequests: 7, ClipMaxNewTokens: 99, ScheduleConservativeness: 0.5, RandomSeed: 42}
+	if got.Type != engine.EngineSGLang || got.BlockSize != 1 || got.SGLang != want {
+		t.Errorf("engine config %+v, want type sglang, block size 1, %+v", got, want)
+	}
+	if _, err := engine.NewCore(got, engine.CoreOptions{}); err != nil {
+		t.Errorf("NewCore: %v", err)
+	}
+}
+
+func TestEngineConfig_SchedulePolicyNames(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want engine.SGLangPolicy
+	}{
+		{"fifo", engine.SGLangFCFS}, {"fcfs", engine.SGLangFCFS}, {"lpm", engine.SGLangLPM},
+		{"dfs-weight", engine.SGLangDFSWeight}, {"lof", engine.SGLangLOF}, {"random", engine.SGLangRandom},
+	} {
+		cfg, _ := mustLoad(t, flagOptions(t, "--engine-type", "sglang", "--max-model-len", "8192", "--sglang-schedule-policy", tc.flag))
+		if got := cfg.EngineConfig(nil).SGLang.Policy; got != tc.want {
+			t.Errorf("--sglang-schedule-policy %s gives %q, want %q", tc.flag, got, tc.want)
+		}
+	}
+}
+
+func TestLoad_EvictionBackend(t *testing.T) {
+	for _, b := range []string{"lru", "lineage", "multi_lru", "multi-lru"} {
+		cfg, _ := mustLoad(t, flagOptions(t, "--eviction-backend", b))
+		if _, err := engine.NewCore(cfg.EngineConfig(nil), engine.CoreOptions{}); err != nil {
+			t.Errorf("%s: NewCore: %v", b, err)
+		}
+	}
+	probs := problemsOf(t, noEnv(flagOptions(t, "--eviction-backend", "fifo")))
+	if !slices.ContainsFunc(probs, func(p string) bool {
+		return p == "Invalid eviction_backend 'fifo'. Must be 'lru', 'lineage', or 'multi_lru'."
+	}) {
+		t.Errorf("problems %q", probs)
+	}
+}
+
+func TestLoad_WarnsAboutKeysTheEngineDoesNotUse(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"sglang keys under vllm", []string{"--sglang-max-prefill-tokens", "100"},
+			[]string{"sglang.max_prefill_tokens applies only to --engine-type sglang; ignored for vllm"}},
+		{"eviction backend under sglang", []string{"--engine-type", "sglang", "--max-model-len", "8192", "--eviction-backend", "lineage"},
+			[]string{"eviction_backend lineage applies to the vllm and trtllm block pools; sglang's radix cache evicts least recently used leaves"}},
+		{"nothing to say", []string{"--engine-type", "sglang", "--max-model-len", "8192", "--sglang-max-prefill-tokens", "100"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, warns := mustLoad(t, flagOptions(t, tc.args...))
+			if !slices.Equal(warns, tc.want) {
+				t.Errorf("warnings %q, want %q", warns, tc.want)
+			}
+		})
+	}
+}
