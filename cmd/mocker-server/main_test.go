@@ -185,21 +185,7 @@ func TestRun_FormerlyInertFlagsExitWithStatus2(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--engine-type", "sglang"}, "not supported yet: --engine-type sglang (engine_type; needs the SGLang scheduler)"},
-		{[]string{"--sglang-schedule-policy", "lpm"}, "not supported yet: --sglang-schedule-policy (sglang.schedule_policy; needs the SGLang scheduler)"},
-		{[]string{"--sglang-page-size", "16"}, "not supported yet: --sglang-page-size (sglang.page_size; needs the SGLang scheduler)"},
-		{[]string{"--sglang-max-prefill-tokens", "100"}, "not supported yet: --sglang-max-prefill-tokens (sglang.max_prefill_tokens; needs the SGLang scheduler)"},
-		{[]string{"--sglang-chunked-prefill-size", "64"}, "not supported yet: --sglang-chunked-prefill-size (sglang.chunked_prefill_size; needs the SGLang scheduler)"},
-		{[]string{"--sglang-clip-max-new-tokens", "64"}, "not supported yet: --sglang-clip-max-new-tokens (sglang.clip_max_new_tokens; needs the SGLang scheduler)"},
-		{[]string{"--sglang-schedule-conservativeness", "0.5"}, "not supported yet: --sglang-schedule-conservativeness (sglang.schedule_conservativeness; needs the SGLang scheduler)"},
-		{[]string{"--disaggregation-mode", "prefill"}, "not supported yet: --disaggregation-mode prefill (worker_type; needs disaggregated prefill/decode)"},
-		{[]string{"--worker-type", "decode"}, "not supported yet: --disaggregation-mode decode (worker_type; needs disaggregated prefill/decode)"},
-		{[]string{"--bootstrap-port", "9000"}, "not supported yet: --bootstrap-port (bootstrap_port; needs disaggregated prefill/decode)"},
-		{[]string{"--advertise-host", "10.0.0.1"}, "not supported yet: --advertise-host (advertise_host; needs disaggregated prefill/decode)"},
-		{[]string{"--kv-bytes-per-token", "1024"}, "not supported yet: --kv-bytes-per-token (kv_bytes_per_token; needs disaggregated prefill/decode)"},
-		{[]string{"--kv-transfer-bandwidth", "10"}, "not supported yet: --kv-transfer-bandwidth (kv_transfer_bandwidth; needs disaggregated prefill/decode)"},
-		{[]string{"--kv-transfer-timing-mode", "destination_missing"}, "not supported yet: --kv-transfer-timing-mode (kv_transfer_timing_mode; needs disaggregated prefill/decode)"},
-		{[]string{"--handoff-session-timeout-ms", "1000"}, "not supported yet: --handoff-session-timeout-ms (handoff_session_timeout_ms; needs disaggregated prefill/decode)"},
+		{[]string{"--kv-offloading-backend", "lmcache"}, "not supported yet: --kv-offloading-backend lmcache (kv_offloading_backend; needs the LMCache offloading backend)"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

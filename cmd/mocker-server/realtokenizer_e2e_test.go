@@ -125,6 +125,9 @@ func TestE2E_RealTokenizerQwen3(t *testing.T) {
 				srv, err = e2eTryStartProduction(t, loadConfig(t, map[string]any{
 					"tokenizer": dir, "served_model_name": []string{"qwen3"}, "block_size": blockSize, "num_gpu_blocks": 4096, "max_model_len": 4096,
 					"prefix_caching_hash_algo": algo, "zmq_kv_events_port": port, "log_level": "error",
+					// requests with tools default to tool_choice "auto", which vLLM
+					// serves only with these two flags
+					"enable_auto_tool_choice": true, "tool_call_parser": "hermes",
 				}))
 				return err
 			})

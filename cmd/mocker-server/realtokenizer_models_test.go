@@ -51,7 +51,8 @@ func TestE2E_RealTokenizerPromptCounts(t *testing.T) {
 				req.Encode = append(req.Encode, refEncode{Text: p, Special: true})
 			}
 			ref := runTextRef(t, dir, req)
-			overlay := map[string]any{"tokenizer": dir, "served_model_name": []string{tc.name}, "max_model_len": 4096, "log_level": "error"}
+			overlay := map[string]any{"tokenizer": dir, "served_model_name": []string{tc.name}, "max_model_len": 4096, "log_level": "error",
+				"enable_auto_tool_choice": true, "tool_call_parser": "hermes"} // chats with tools default to tool_choice "auto"
 			if tc.asModel {
 				delete(overlay, "tokenizer")
 				overlay["model"] = dir
@@ -102,14 +103,7 @@ func TestE2E_RealTokenizerPromptCounts(t *testing.T) {
 // 400 in vLLM's error shape whose message is the template's.
 func checkTemplateError(t *testing.T, status int, raw []byte, message string) {
 	t.Helper()
-	var e struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    int     `json:"code"`
-		} `json:"error"`
-	}
+	var e vllmErrorBody
 	if err := json.Unmarshal(raw, &e); err != nil || status != 400 || e.Error.Type != "BadRequestError" ||
 		e.Error.Code != 400 || !strings.Contains(e.Error.Message, message) {
 		t.Errorf("template raise_exception: %d %s; want 400 BadRequestError with %q", status, raw, message)

@@ -112,9 +112,11 @@ func TestRun_VLLMFlagErrorsExitWithStatus2(t *testing.T) {
 			[]string{`invalid argument "true" for "--trust-remote-code" flag: takes no value`}},
 		{"JSON flag with broken JSON", []string{"-cc", "{level: 3}"},
 			[]string{`invalid argument "{level: 3}" for "--compilation-config" flag: expected a JSON object: invalid character 'l' looking for beginning of object key string`}},
-		{"capabilities not built yet", []string{"--enable-auto-tool-choice", "--ssl-certfile", "cert.pem"},
-			[]string{"not supported yet: --enable-auto-tool-choice (needs tool calling)",
+		{"capabilities not built yet", []string{"--ssl-keyfile", "key.pem", "--ssl-certfile", "cert.pem"},
+			[]string{"not supported yet: --ssl-keyfile key.pem (needs TLS (HTTPS serving))",
 				`not supported yet: --ssl-certfile cert.pem (needs TLS (HTTPS serving))`}},
+		{"auto tool choice without a parser", []string{"--enable-auto-tool-choice"},
+			[]string{"Error: --enable-auto-tool-choice requires --tool-call-parser"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,7 +57,7 @@ func TestServeConfig_RejectsWhatServeRejects(t *testing.T) {
 	}{
 		{"flag vLLM does not have either", []string{"serve", "--tensor-parallel-sise=2"}, "unknown flag: --tensor-parallel-sise"},
 		{"vLLM flag with a bad value", []string{"serve", "--tensor-parallel-size=two"}, `invalid argument "two" for "--tensor-parallel-size" flag`},
-		{"P/D flag not implemented yet", []string{"serve", `--kv-transfer-config={"kv_connector":"NixlConnector","kv_role":"kv_both"}`}, "not supported yet: --kv-transfer-config"},
+		{"P/D connector without its name", []string{"serve", `--kv-transfer-config={"kv_role":"kv_both"}`}, "kv_transfer_config.kv_connector is required"},
 		{"bad enum", []string{"serve", "--engine-type=tgi"}, "engine_type"},
 		{"no serve subcommand", []string{"--port=8000"}, "serve subcommand"},
 		{"positional model", []string{"serve", "mocker-model"}, "positional"},

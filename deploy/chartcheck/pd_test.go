@@ -11,9 +11,8 @@ import (
 // TestExamples_PrefillDecodePairIsOnePoolWithTwoRoles installs the two
 // halves of the P/D example as two releases and checks the llm-d layout:
 // one Deployment per role, labelled llm-d.ai/role, and the decode release's
-// InferencePool selecting the pods of both. Until the P/D behaviour lands,
-// both roles start as aggregated workers (the server refuses
-// --disaggregation-mode prefill|decode today).
+// InferencePool selecting the pods of both. Both roles start with vLLM's
+// NixlConnector in kv_both, as llm-d starts them.
 func TestExamples_PrefillDecodePairIsOnePoolWithTwoRoles(t *testing.T) {
 	prefill := renderObjects(t, valuesCase{name: "pd-prefill", release: "pd-prefill", files: []string{"examples/pd-prefill.yaml"}})
 	decode := renderObjects(t, valuesCase{name: "pd-decode", release: "pd-decode", files: []string{"examples/pd-decode.yaml"}})
@@ -44,8 +43,10 @@ func TestExamples_PrefillDecodePairIsOnePoolWithTwoRoles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.WorkerType != engine.WorkerAggregated {
-			t.Errorf("%s pods start as worker type %q; the example must follow the P/D issue", half.role, cfg.WorkerType)
+		if cfg.KVTransferConfig == nil || cfg.KVTransferConfig.KVConnector != "NixlConnector" ||
+			!cfg.ServesPrefill() || !cfg.ServesDecode() || cfg.WorkerType != engine.WorkerAggregated {
+			t.Errorf("%s pods: kv_transfer_config %+v, worker type %q; want NixlConnector kv_both as llm-d starts vLLM",
+				half.role, cfg.KVTransferConfig, cfg.WorkerType)
 		}
 	}
 	if p, d := prefill.deployments[0].Name, decode.deployments[0].Name; p == d {

@@ -101,7 +101,10 @@ func TestBadInput(t *testing.T) {
 		{"context length (text)", chat, "", `{` + msgs + `,"max_tokens":32760}`, nil, 400, "BadRequestError", "This model's maximum context length is 32768 tokens. However, you requested 32760 output tokens and your prompt contains at least 9 input tokens, for a total of at least 32769 tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=9)", "input_tokens"},
 		{"body too large", chat, "", `{` + msgs + `,"x":"` + strings.Repeat("x", 3000) + `"}`, nil, 413, "Request Entity Too Large", "Request body exceeds 2048 bytes", nil},
 		{"unknown fields ignored", chat, "", `{` + msgs + `,"max_tokens":1,"foo":{"bar":[1]},"guided_json":{},"user":5}`, nil, 200, "", "", nil},
-		{"disaggregation fields ignored", chat, "", `{` + msgs + `,"max_tokens":1,"kv_transfer_params":{"do_remote_decode":true},"bootstrap_host":"h","bootstrap_port":1,"bootstrap_room":18446744073709551615}`, nil, 200, "", "", nil},
+		{"disaggregation fields on an aggregated worker", chat, "", `{` + msgs + `,"max_tokens":1,"kv_transfer_params":{"do_remote_decode":true},"bootstrap_host":"h","bootstrap_port":1,"bootstrap_room":18446744073709551615}`, nil, 400, "BadRequestError", "This server does not serve disaggregated prefill/decode: kv_transfer_params and bootstrap_* fields need a worker started with --kv-transfer-config or --disaggregation-mode prefill|decode.", "kv_transfer_params"},
+		{"bootstrap fields on an aggregated worker", chat, "", `{` + msgs + `,"bootstrap_room":7}`, nil, 400, "BadRequestError", "This server does not serve disaggregated prefill/decode: *", "kv_transfer_params"},
+		{"bootstrap_room out of range", chat, "", `{` + msgs + `,"bootstrap_room":18446744073709551616}`, nil, 400, "Bad Request", "*", "bootstrap_room"},
+		{"kv_transfer_params not an object", chat, "", `{` + msgs + `,"kv_transfer_params":[1]}`, nil, 400, "Bad Request", "Invalid type for field 'kv_transfer_params': expected object", "kv_transfer_params"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

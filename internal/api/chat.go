@@ -30,6 +30,10 @@ func (s *Server) renderChat(o object, msgs []tokenizer.Message, tools []byte, ad
 		return tokenizer.RenderChat(msgs, tools, addGen, contFinal), nil
 	}
 	messages, _ := o.raw("messages")
+	messages, e := argumentsAsObjects(messages)
+	if e != nil {
+		return "", e
+	}
 	var kwargs map[string]json.RawMessage
 	if raw, ok := o.Kind("chat_template_kwargs", "object"); ok {
 		if err := json.Unmarshal(raw, &kwargs); err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +48,11 @@ func FuzzGenerateHandler(f *testing.F) {
 		`{"prompt":["a","b"],"truncate_prompt_tokens":1,"min_tokens":1,"max_tokens":1,"ignore_eos":true}`,
 		`{"prompt":"x","stop_token_ids":[1,2],"priority":3,"cache_salt":"s","temperature":2.5,"top_p":0.1}`,
 		`{"prompt":[4294967296]}`, `{"prompt":""}`, `{}`, `[]`, `null`, `{"prompt":"a"} x`, `{"n":1e400}`,
+		helloChat + `,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{"anyOf":[{"type":"integer"},{"type":"null"}]}}}}}],"tool_choice":"required","stream":true,"max_tokens":9}`,
+		helloChat + `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`,
+		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","content":"1"}]}`,
+		`{"prompt":"x","guided_regex":"[a-c]{2,4}-\\d+","stream":true}`,
+		helloChat + `,"structured_outputs":{"choice":["a","b"]},"n":2}`,
 	} {
 		f.Add([]byte(seed), uint8(0))
 		f.Add([]byte(seed), uint8(1))
@@ -56,10 +60,7 @@ func FuzzGenerateHandler(f *testing.F) {
 	handler := startFuzzServer(f)
 	f.Fuzz(func(t *testing.T, body []byte, route uint8) {
 		path := []string{"/v1/completions", "/v1/chat/completions", "/tokenize"}[route%3]
-		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, req)
+		rec := postFuzz(handler, path, body)
 		out := rec.Body.Bytes()
 		switch rec.Code {
 		case 200:

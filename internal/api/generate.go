@@ -20,6 +20,41 @@ var ErrShuttingDown = errors.New("server shutting down")
 // handleGenerate serves POST /v1/chat/completions (chat) and
 // POST /v1/completions.
 func handleGenerate(s *Server, chat bool) http.Handler {
+	return handleSurface(s, openAISurface{chat: chat})
+}
+
+// surface is one HTTP API served by the shared generation path: how a
+// decoded body becomes a genRequest, and how the finished or streaming job
+// is written. Everything between (faults, limits, engine submission,
+// cancellation) is common to all of them.
+type surface interface {
+	parse(s *Server, o object, r *http.Request) (*genRequest, *apiError)
+	// respond writes the non-streaming body once every sequence finished.
+	respond(j *job, w http.ResponseWriter)
+	// encoder returns the SSE encoder of a streamed job (nil: chat or
+	// completions chunks).
+	encoder(j *job) eventEncoder
+}
+
+// openAISurface is /v1/chat/completions (chat) or /v1/completions.
+type openAISurface struct{ chat bool }
+
+func (a openAISurface) parse(s *Server, o object, r *http.Request) (*genRequest, *apiError) {
+	return s.parseGenerate(o, r, a.chat)
+}
+
+func (a openAISurface) respond(j *job, w http.ResponseWriter) {
+	if a.chat {
+		encode(w, http.StatusOK, j.chatResponse())
+	} else {
+		encode(w, http.StatusOK, j.completionResponse())
+	}
+}
+
+func (openAISurface) encoder(*job) eventEncoder { return nil }
+
+// handleSurface serves one generation endpoint.
+func handleSurface(s *Server, surf surface) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		created := s.now().Unix()
 		// The body has been read (readBodies): only now does the request
@@ -31,7 +66,7 @@ func handleGenerate(s *Server, chat bool) http.Handler {
 		}
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
-		g, e := s.parseGenerate(o, r, chat)
+		g, e := surf.parse(s, o, r)
 		if e != nil {
 			writeError(w, e)
 			return
@@ -59,7 +94,7 @@ func handleGenerate(s *Server, chat bool) http.Handler {
 		if delayFault(w, r, fault) {
 			return
 		}
-		j, e := s.submit(g)
+		j, e := s.submit(r.Context(), g)
 		if e != nil {
 			writeError(w, e)
 			return
@@ -69,10 +104,12 @@ func handleGenerate(s *Server, chat bool) http.Handler {
 			j.fault = fault
 		}
 		if g.stream {
-			j.stream(w, r)
+			j.stream(w, r, surf.encoder(j))
 			return
 		}
-		j.respond(w, r)
+		if j.collect(w, r) {
+			surf.respond(j, w)
+		}
 	})
 }
 
@@ -93,13 +130,19 @@ type job struct {
 	rejected   int // index+1 of a choice the engine rejected
 
 	fault faults.Fault // a mid-stream fault to carry out (Kind "" = none)
+
+	// Disaggregated prefill: the bootstrap room and, once the blocks are
+	// held, the response's kv_transfer_params.
+	room     uint64
+	kvParams *kvTransferParams
 }
 
 // choice is the state of one engine sequence.
 type choice struct {
 	prompt int // index into genRequest.prompts
 	plan   plan.Result
-	n      int // tokens received
+	calls  *choiceCalls // the planned tool calls; nil = text
+	n      int          // tokens received
 	done   bool
 	fin    engine.Finished
 
@@ -118,7 +161,7 @@ type choice struct {
 // submit plans every choice and submits one engine request per prompt ×
 // choice to one DP rank: choices share their prompt's prefix cache only on
 // one rank.
-func (s *Server) submit(g *genRequest) (*job, *apiError) {
+func (s *Server) submit(ctx context.Context, g *genRequest) (*job, *apiError) {
 	rank := g.rank
 	if rank < 0 {
 		rank = s.pickRank()
@@ -140,8 +183,12 @@ func (s *Server) submit(g *genRequest) (*job, *apiError) {
 			idx := pi*g.n + c
 			p := base
 			p.Seed, p.Choice, p.MaxTokens = seed, c, ps.m
-			res := plan.Plan(p)
-			j.ch[idx] = choice{prompt: pi, plan: res}
+			if g.pd.role == pdPrefill {
+				// A prefill computes the prompt and samples one token.
+				p.MaxTokens, p.MinTokens = 1, min(p.MinTokens, 1)
+			}
+			res, calls := s.planChoice(g, p, ps.ids)
+			j.ch[idx] = choice{prompt: pi, plan: res, calls: calls}
 			j.reqs[idx] = engine.Request{
 				ID:              engine.NewRequestID(),
 				Prompt:          ps.ids,
@@ -158,12 +205,21 @@ func (s *Server) submit(g *genRequest) (*job, *apiError) {
 			}
 		}
 	}
+	switch g.pd.role {
+	case pdPrefill:
+		s.preparePrefill(j)
+	case pdDecode:
+		if e := s.prepareDecode(ctx, j); e != nil {
+			return nil, e
+		}
+	}
 	s.dispatched(rank, total)
 	for i := range j.reqs {
 		if err := eng.Submit(&j.reqs[i]); err != nil {
 			for k := range i {
 				eng.Cancel(j.reqs[k].ID)
 			}
+			s.abandonPD(j)
 			s.finished(rank, total)
 			if s.dead.Load() > 0 {
 				return nil, errEngineDead
@@ -178,6 +234,9 @@ func (s *Server) submit(g *genRequest) (*job, *apiError) {
 // release cancels every sequence still running (client gone, write failed,
 // shutdown, error) and reports the request to the observer.
 func (j *job) release() {
+	if j.g.pd.role == pdPrefill && j.remaining > 0 {
+		j.s.kvt.Abandon(j.pdRequestID())
+	}
 	if j.remaining > 0 {
 		for i := range j.ch {
 			if !j.ch[i].done {
@@ -205,6 +264,9 @@ func (j *job) record(it *engine.OutputItem) *choice {
 		if !ch.done {
 			ch.done = true
 			ch.fin = it.Finished
+			if j.g.pd.role == pdPrefill {
+				j.noteHandoff(&ch.fin)
+			}
 			j.remaining--
 			j.s.finished(j.rank, 1)
 			if it.Finished.Rejection != nil && j.rejected == 0 {
@@ -265,27 +327,21 @@ func (j *job) await(ctx context.Context) (bool, *apiError) {
 	return true, nil
 }
 
-// respond waits for every sequence and writes the non-streaming response
-// (docs/http-api.md).
-func (j *job) respond(w http.ResponseWriter, r *http.Request) {
+// collect waits for every sequence of a non-streaming request; true means
+// the response body is to be written, false that the request has been
+// answered (error, fault) or the client left.
+func (j *job) collect(w http.ResponseWriter, r *http.Request) bool {
 	if ok, e := j.await(r.Context()); !ok {
 		if e != nil {
 			writeError(w, e)
 		}
-		return
+		return false
 	}
 	if j.rejected > 0 {
 		writeError(w, j.rejectionError())
-		return
+		return false
 	}
-	if j.respondFault(w, r) {
-		return
-	}
-	if j.g.chat {
-		encode(w, http.StatusOK, j.chatResponse())
-	} else {
-		encode(w, http.StatusOK, j.completionResponse())
-	}
+	return !j.respondFault(w, r)
 }
 
 // usage of the whole request: prompts counted once each, completions over
@@ -311,6 +367,8 @@ func (j *job) chatResponse() *chatResponse {
 		Model:   g.model,
 		Choices: make([]chatChoice, len(j.ch)),
 		Usage:   j.usage(),
+
+		KVTransferParams: j.kvParams,
 	}
 	if g.returnIDs {
 		resp.PromptTokenIDs = g.prompts[0].ids
@@ -324,6 +382,14 @@ func (j *job) chatResponse() *chatResponse {
 			msg.Reasoning = &reasoning
 		}
 		finish, stop := ch.reasons()
+		if ch.calls != nil {
+			out := ch.calls.result(ch)
+			msg.ToolCalls, finish = out.toolCalls, out.finish
+			msg.Content, msg.ContentNull = "", out.content == nil
+			if out.content != nil {
+				msg.Content = *out.content
+			}
+		}
 		c := chatChoice{Index: i, Message: msg, FinishReason: finish, StopReason: stop}
 		ids := ch.plan.IDs[:min(ch.n, len(ch.plan.IDs))]
 		if g.logprobs {
@@ -346,6 +412,8 @@ func (j *job) completionResponse() *completionResponse {
 		Model:   g.model,
 		Choices: make([]completionChoice, len(j.ch)),
 		Usage:   j.usage(),
+
+		KVTransferParams: j.kvParams,
 	}
 	lp := j.logprobRenderer()
 	var text []byte

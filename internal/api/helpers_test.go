@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 // testEnv is a real HTTP server (httptest: an http.Server on 127.0.0.1:0)
 // over live engines, torn down at the end of the test.
 type testEnv struct {
-	t       *testing.T
+	t       testing.TB
 	cfg     *config.Config
 	srv     *Server
 	engines []*engine.Engine
@@ -70,10 +70,19 @@ func testConfig(t testing.TB, overlay map[string]any) *config.Config {
 // startServer runs the engines and the HTTP server of a configuration.
 func startServer(t *testing.T, overlay map[string]any, deps ...Deps) *testEnv {
 	t.Helper()
-	cfg := testConfig(t, overlay)
+	d := Deps{Now: fixedNow, Version: "test-version"}
+	if len(deps) > 0 {
+		d = deps[0]
+	}
+	return startServerWith(t, testConfig(t, overlay), func(r int) engine.Options { return engine.Options{Rank: r} }, d)
+}
+
+// startServerWith runs a server over engines built with per-rank options.
+func startServerWith(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d Deps) *testEnv {
+	t.Helper()
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
-		e, err := engine.New(cfg.EngineConfig(nil), engine.Options{Rank: r})
+		e, err := engine.New(cfg.EngineConfig(nil), opts(r))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,12 +93,8 @@ func startServer(t *testing.T, overlay map[string]any, deps ...Deps) *testEnv {
 	for _, e := range engines {
 		wg.Go(func() { _ = e.Run(ctx) })
 	}
-	d := Deps{Now: fixedNow, Version: "test-version"}
-	if len(deps) > 0 {
-		d = deps[0]
-		if d.Now == nil {
-			d.Now = fixedNow
-		}
+	if d.Now == nil {
+		d.Now = fixedNow
 	}
 	srv := NewServer(cfg, engines, d)
 	ts := httptest.NewServer(srv.Handler())
@@ -145,7 +150,7 @@ func (e *testEnv) get(path string, headers ...string) response {
 }
 
 // jsonOf parses a JSON body into a generic value.
-func jsonOf(t *testing.T, body string) map[string]any {
+func jsonOf(t testing.TB, body string) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal([]byte(body), &m); err != nil {

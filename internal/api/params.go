@@ -53,13 +53,21 @@ type genRequest struct {
 	priority     int
 	truncate     int // 0 = no truncation
 	cacheSalt    string
-	adapter      engine.Adapter // the LoRA adapter named by model (zero: base model)
-	returnIDs    bool           // return_token_ids
-	tokensAsIDs  bool           // return_tokens_as_token_ids
-	echo         bool           // completions only
-	rank         int            // X-data-parallel-rank, -1 = route
+	adapter      engine.Adapter  // the LoRA adapter named by model (zero: base model)
+	returnIDs    bool            // return_token_ids
+	tokensAsIDs  bool            // return_tokens_as_token_ids
+	echo         bool            // completions only
+	rank         int             // X-data-parallel-rank, -1 = route
+	tools        *toolSpec       // chat tool calls; nil = none
+	structured   *structuredSpec // output constraint; nil = free text
 	prompts      []promptSpec
-	maxEffective int // largest M over the prompts (metrics)
+	maxEffective int       // largest M over the prompts (metrics)
+	pd           pdRequest // disaggregated prefill/decode (disagg.go)
+
+	// What only one surface's requests carry (nil elsewhere).
+	embed     *embedRequest     // /v1/embeddings
+	responses *responsesRequest // /v1/responses
+	messages  *messagesRequest  // /v1/messages
 }
 
 // promptSpec is one prompt after tokenization and the max-token and
@@ -158,7 +166,6 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 	maxTokens := o.Int("max_tokens")
 	minTokens := o.Int("min_tokens")
 	g.ignoreEOS = o.Bool("ignore_eos", false)
-	parseResponseFormat(o)
 	stop, stopSet := parseStop(o)
 	stopIDs, _ := o.Array("stop_token_ids")
 	stopIDNums := make([]num, 0, min(len(stopIDs), maxStopTokenIDs+1))
@@ -197,14 +204,7 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 	g.returnIDs = o.Bool("return_token_ids", false)
 	g.tokensAsIDs = o.Bool("return_tokens_as_token_ids", false)
 	bodyID, _ := o.String("request_id")
-	o.Kind("kv_transfer_params", "object") // disaggregation: accepted, ignored for now
-	o.Kind("bootstrap_host", "string")
-	o.Kind("bootstrap_port", "integer")
-	if raw, ok := o.raw("bootstrap_room"); ok {
-		if _, e := parseUint64(raw, "bootstrap_room"); e != nil {
-			o.fail(e)
-		}
-	}
+	g.pd = parsePD(o) // disaggregation (disagg.go)
 	temperature := o.Float("temperature")
 	topP := o.Float("top_p")
 	topK := o.Int("top_k")
@@ -223,20 +223,9 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		return nil, err
 	}
 
-	// 7. Model name. Any served name is accepted; responses carry the first
-	// one whichever was asked for, as vLLM's do, or the LoRA adapter's name.
-	g.model = s.cfg.ServedName()
-	if hasModel {
-		adapter, isAdapter := s.adapters.lookup(model)
-		if !s.served[model] && !isAdapter {
-			return nil, &apiError{Status: http.StatusNotFound, Type: typeNotFound,
-				Message: "The model `" + model + "` does not exist.", Param: "model"}
-		}
-		if isAdapter {
-			// vLLM answers with the adapter's name for an adapter's request.
-			g.model = model
-			g.adapter = adapter
-		}
+	// 7. Model name.
+	if e := s.resolveModel(g, model, hasModel); e != nil {
+		return nil, e
 	}
 	g.baseID = requestID(r.Header.Get("X-Request-Id"), bodyID)
 
@@ -348,11 +337,8 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		}
 		g.cacheSalt = cacheSalt
 	}
-	if priority.Set && priority.I != 0 {
-		if s.cfg.SchedulingPolicy != engine.SchedulePriority {
-			return nil, errInvalid("priority", "Got priority %s but Priority scheduling is not enabled.", priority)
-		}
-		g.priority = int(max(min(priority.I, 1<<31-1), -(1 << 31)))
+	if e := s.setPriority(g, priority); e != nil {
+		return nil, e
 	}
 	if seed.Set {
 		v := seed.I
@@ -366,11 +352,24 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 	if chat && contFinal && addGen {
 		return nil, errInvalid("", "Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
 	}
-	rank, e := s.headerRank(r)
-	if e != nil {
+	var e *apiError
+	if g.structured, e = parseStructured(o); e != nil {
 		return nil, e
 	}
-	g.rank = rank
+	if chat {
+		if g.tools, e = s.parseTools(o); e != nil {
+			return nil, e
+		}
+		if raw, _ := o.raw("tool_choice"); s.cfg.ExcludeToolsWhenToolChoiceNone && string(raw) == `"none"` {
+			tools = nil // vLLM renders no tools then
+		}
+	}
+	if g.rank, e = s.headerRank(r); e != nil {
+		return nil, e
+	}
+	if e := s.checkPD(g); e != nil {
+		return nil, e
+	}
 
 	// 9. Rendering, tokenization, max tokens, context length.
 	if chat {
@@ -407,6 +406,41 @@ func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genReques
 		}
 	}
 	return g, nil
+}
+
+// setPriority applies a request's priority field: any value but 0 needs
+// the priority scheduling policy.
+func (s *Server) setPriority(g *genRequest, priority num) *apiError {
+	if !priority.Set || priority.I == 0 {
+		return nil
+	}
+	if s.cfg.SchedulingPolicy != engine.SchedulePriority {
+		return errInvalid("priority", "Got priority %s but Priority scheduling is not enabled.", priority)
+	}
+	g.priority = int(max(min(priority.I, 1<<31-1), -(1 << 31)))
+	return nil
+}
+
+// resolveModel sets the request's reported model name and LoRA adapter
+// from the model field (absent: the base model). Any served name is
+// accepted; responses carry the first one whichever was asked for, as
+// vLLM's do, or the LoRA adapter's name.
+func (s *Server) resolveModel(g *genRequest, model string, hasModel bool) *apiError {
+	g.model = s.cfg.ServedName()
+	if !hasModel {
+		return nil
+	}
+	adapter, isAdapter := s.adapters.lookup(model)
+	if !s.served[model] && !isAdapter {
+		return &apiError{Status: http.StatusNotFound, Type: typeNotFound,
+			Message: "The model `" + model + "` does not exist.", Param: "model"}
+	}
+	if isAdapter {
+		// vLLM answers with the adapter's name for an adapter's request.
+		g.model = model
+		g.adapter = adapter
+	}
+	return nil
 }
 
 // checkPrompt truncates one tokenized prompt and applies the max-token and
@@ -559,10 +593,11 @@ func parseMessages(o object) (msgs []tokenizer.Message, badPart string) {
 				return nil, ""
 			}
 		}
+		calls := parseToolCalls(o, m, path)
 		if o.failed() != nil {
 			return nil, ""
 		}
-		msgs = append(msgs, tokenizer.Message{Role: role, Content: content})
+		msgs = append(msgs, tokenizer.Message{Role: role, Content: content, ToolCalls: calls})
 	}
 	return msgs, badPart
 }

@@ -23,17 +23,17 @@ type promptTokensDetails struct {
 }
 
 type chatResponse struct {
-	ID                string       `json:"id"`
-	Object            string       `json:"object"`
-	Created           int64        `json:"created"`
-	Model             string       `json:"model"`
-	Choices           []chatChoice `json:"choices"`
-	ServiceTier       *string      `json:"service_tier"`
-	SystemFingerprint *string      `json:"system_fingerprint"`
-	Usage             usage        `json:"usage"`
-	PromptLogprobs    *struct{}    `json:"prompt_logprobs"`
-	PromptTokenIDs    []uint32     `json:"prompt_token_ids,omitempty"`
-	KVTransferParams  *struct{}    `json:"kv_transfer_params"`
+	ID                string            `json:"id"`
+	Object            string            `json:"object"`
+	Created           int64             `json:"created"`
+	Model             string            `json:"model"`
+	Choices           []chatChoice      `json:"choices"`
+	ServiceTier       *string           `json:"service_tier"`
+	SystemFingerprint *string           `json:"system_fingerprint"`
+	Usage             usage             `json:"usage"`
+	PromptLogprobs    *struct{}         `json:"prompt_logprobs"`
+	PromptTokenIDs    []uint32          `json:"prompt_token_ids,omitempty"`
+	KVTransferParams  *kvTransferParams `json:"kv_transfer_params"`
 }
 
 type chatChoice struct {
@@ -49,15 +49,23 @@ type chatChoice struct {
 // (reasoning | reasoning_content), hence the hand-written encoding.
 type chatMessage struct {
 	Content      string
-	Reasoning    *string // nil = null
+	ContentNull  bool           // content null (an auto tool call)
+	ToolCalls    []toolCallJSON // message.tool_calls; nil = []
+	Reasoning    *string        // nil = null
 	ReasoningKey string
 }
 
 func (m chatMessage) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, 160+len(m.Content))
 	b = append(b, `{"role":"assistant","content":`...)
-	b = appendString(b, m.Content)
-	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],`...)
+	if m.ContentNull {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, m.Content)
+	}
+	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":`...)
+	b = appendToolCalls(b, m.ToolCalls)
+	b = append(b, ',')
 	key := m.ReasoningKey
 	if key == "" {
 		key = "reasoning"
@@ -81,7 +89,7 @@ type completionResponse struct {
 	ServiceTier       *string            `json:"service_tier"`
 	SystemFingerprint *string            `json:"system_fingerprint"`
 	Usage             usage              `json:"usage"`
-	KVTransferParams  *struct{}          `json:"kv_transfer_params"`
+	KVTransferParams  *kvTransferParams  `json:"kv_transfer_params"`
 }
 
 type completionChoice struct {

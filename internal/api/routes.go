@@ -45,7 +45,11 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodPost, "/v1/load_lora_adapter", handleLoadAdapter(s))
 		r.Method(http.MethodPost, "/v1/unload_lora_adapter", handleUnloadAdapter(s))
 	}
+	if s.side != nil {
+		r.Handle("/kv_transfer/*", s.side) // disaggregation side channel (internal/kvtransfer)
+	}
 	s.mountAdmin(r)
 	s.mountSGLang(r)
+	s.mountSurfaces(r)
 	return r
 }

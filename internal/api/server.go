@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,14 @@ type Deps struct {
 	// ChatTemplate renders chat requests. Default: the built-in ChatML
 	// template.
 	ChatTemplate ChatRenderer
+	// KVTransfer is the side channel of disaggregated prefill/decode;
+	// required when the configuration serves disaggregated requests.
+	KVTransfer KVTransfer
+	// SideChannel serves the prefill side of KV pulls under /kv_transfer/
+	// (may be nil).
+	SideChannel http.Handler
+	// TransferFailures counts failed KV pulls (may be nil).
+	TransferFailures TransferFailureObserver
 }
 
 // Server is the HTTP layer over dp_size engines.
@@ -81,6 +90,9 @@ type Server struct {
 	reqObs   RequestObserver
 	lagObs   DeliveryLagObserver
 	version  string
+	kvt      KVTransfer
+	side     http.Handler
+	pdObs    TransferFailureObserver
 
 	faults   *faults.Injector
 	faultObs FaultObserver
@@ -122,6 +134,9 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 		metrics:  deps.Metrics,
 		reqObs:   deps.Requests,
 		lagObs:   deps.DeliveryLag,
+		kvt:      deps.KVTransfer,
+		side:     deps.SideChannel,
+		pdObs:    deps.TransferFailures,
 		version:  deps.Version,
 		now:      deps.Now,
 		faults:   deps.Faults,
@@ -185,14 +200,23 @@ func (s *Server) MarkEngineDead(rank int) {
 func (s *Server) InFlight() int64 { return s.inflight.Load() }
 
 // authorized reports whether the request carries one of the API keys
-// (constant-time comparison).
+// (constant-time comparison): as a Bearer token, or on the Anthropic
+// Messages routes also in x-api-key, where Anthropic's clients put it
+// (vLLM itself checks only the Bearer token).
 func (s *Server) authorized(r *http.Request) bool {
 	h := r.Header.Get("Authorization")
 	const prefix = "Bearer "
 	if len(h) < len(prefix) || h[:len(prefix)] != prefix {
+		if k := r.Header.Get("X-Api-Key"); k != "" && strings.HasPrefix(r.URL.Path, "/v1/messages") {
+			return s.knownKey([]byte(k))
+		}
 		return false
 	}
-	tok := []byte(h[len(prefix):])
+	return s.knownKey([]byte(h[len(prefix):]))
+}
+
+// knownKey compares tok with every API key in constant time.
+func (s *Server) knownKey(tok []byte) bool {
 	ok := 0
 	for _, k := range s.apiKeys {
 		ok |= subtle.ConstantTimeCompare(tok, k)

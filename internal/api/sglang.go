@@ -163,7 +163,7 @@ func handleSGLangGenerate(s *Server) http.Handler {
 			return
 		}
 		defer release()
-		j, e := s.submit(g)
+		j, e := s.submit(r.Context(), g)
 		if e != nil {
 			writeSGLangError(w, e)
 			return

@@ -38,7 +38,7 @@ type sglangResultJSON struct {
 	} `json:"meta_info"`
 }
 
-func decodeInto(t *testing.T, body string, v any) {
+func decodeSGLangBody(t *testing.T, body string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(body), v); err != nil {
 		t.Fatalf("decoding %q: %v", body, err)
@@ -55,7 +55,7 @@ func TestSGLangGenerate_MatchesTheCompletionsEndpoint(t *testing.T) {
 		t.Fatalf("status %d: %s", res.Status, res.Body)
 	}
 	var got sglangResultJSON
-	decodeInto(t, res.Body, &got)
+	decodeSGLangBody(t, res.Body, &got)
 	ref := e.post("/v1/completions", `{"model":"sg-model","prompt":"The capital of France is","max_tokens":12,"temperature":0,"return_token_ids":true}`)
 	var want struct {
 		Choices []struct {
@@ -66,7 +66,7 @@ func TestSGLangGenerate_MatchesTheCompletionsEndpoint(t *testing.T) {
 			PromptTokens int `json:"prompt_tokens"`
 		} `json:"usage"`
 	}
-	decodeInto(t, ref.Body, &want)
+	decodeSGLangBody(t, ref.Body, &want)
 	if got.Text != want.Choices[0].Text || fmt.Sprint(got.OutputIDs) != fmt.Sprint(want.Choices[0].TokenIDs) {
 		t.Errorf("/generate text %q ids %v; /v1/completions %q %v", got.Text, got.OutputIDs, want.Choices[0].Text, want.Choices[0].TokenIDs)
 	}
@@ -78,7 +78,7 @@ func TestSGLangGenerate_MatchesTheCompletionsEndpoint(t *testing.T) {
 	// The same prompt again hits its cached prefix (page size 1: all but the
 	// last prompt token).
 	var again sglangResultJSON
-	decodeInto(t, e.post("/generate", `{"text":"The capital of France is","sampling_params":{"max_new_tokens":12}}`).Body, &again)
+	decodeSGLangBody(t, e.post("/generate", `{"text":"The capital of France is","sampling_params":{"max_new_tokens":12}}`).Body, &again)
 	if again.MetaInfo.CachedTokens != m.PromptTokens-1 {
 		t.Errorf("second request cached %d tokens, want %d", again.MetaInfo.CachedTokens, m.PromptTokens-1)
 	}
@@ -108,10 +108,10 @@ func TestSGLangGenerate_InputShapes(t *testing.T) {
 			var list []sglangResultJSON
 			if tc.want == 0 {
 				var one sglangResultJSON
-				decodeInto(t, res.Body, &one)
+				decodeSGLangBody(t, res.Body, &one)
 				list = append(list, one)
 			} else {
-				decodeInto(t, res.Body, &list)
+				decodeSGLangBody(t, res.Body, &list)
 				if len(list) != tc.want {
 					t.Fatalf("%d results, want %d", len(list), tc.want)
 				}
@@ -147,7 +147,7 @@ func TestSGLangGenerate_Stream(t *testing.T) {
 	prev := ""
 	for i, ev := range events[:len(events)-1] {
 		var r sglangResultJSON
-		decodeInto(t, ev, &r)
+		decodeSGLangBody(t, ev, &r)
 		if !strings.HasPrefix(r.Text, prev) {
 			t.Errorf("event %d text %q does not extend %q (cumulative stream)", i, r.Text, prev)
 		}
@@ -161,7 +161,7 @@ func TestSGLangGenerate_Stream(t *testing.T) {
 		}
 	}
 	var whole sglangResultJSON
-	decodeInto(t, e.post("/generate", `{"text":"stream me","sampling_params":{"max_new_tokens":6}}`).Body, &whole)
+	decodeSGLangBody(t, e.post("/generate", `{"text":"stream me","sampling_params":{"max_new_tokens":6}}`).Body, &whole)
 	if whole.Text != prev {
 		t.Errorf("streamed text %q, non-streamed %q", prev, whole.Text)
 	}
@@ -191,7 +191,7 @@ func TestSGLangGenerate_BadInput(t *testing.T) {
 					Message string `json:"message"`
 				} `json:"error"`
 			}
-			decodeInto(t, res.Body, &body)
+			decodeSGLangBody(t, res.Body, &body)
 			if body.Error.Message == "" || (tc.msg != "" && body.Error.Message != tc.msg) {
 				t.Errorf("error message %q, want %q", body.Error.Message, tc.msg)
 			}
@@ -233,7 +233,7 @@ func TestSGLangFlushCacheAndHealthGenerate(t *testing.T) {
 	}
 	// After the flush the same prompt hits nothing.
 	var r sglangResultJSON
-	decodeInto(t, e.post("/generate", `{"text":"warm the cache","sampling_params":{"max_new_tokens":2}}`).Body, &r)
+	decodeSGLangBody(t, e.post("/generate", `{"text":"warm the cache","sampling_params":{"max_new_tokens":2}}`).Body, &r)
 	if r.MetaInfo.CachedTokens != 0 {
 		t.Errorf("cached %d tokens after a flush", r.MetaInfo.CachedTokens)
 	}

@@ -44,6 +44,31 @@ type streamer struct {
 	// delivers one token per choice anyway, and with logprobs.
 	perPass bool
 	one     [1]uint32 // a single token as a slice, without allocating
+
+	enc eventEncoder // another surface's events; nil = chat/completions chunks
+}
+
+// eventEncoder renders a streamed job in another API's SSE format
+// (Responses, Anthropic Messages) over the same streaming loop as chat.
+type eventEncoder interface {
+	// begin appends the events sent with the headers, before any token.
+	begin(b []byte) []byte
+	// render records a run of output items (job.record) and appends
+	// their events.
+	render(st *streamer, items []engine.OutputItem)
+	// end appends the closing events once every sequence has finished.
+	end(b []byte) []byte
+	// fail appends an error event that ends the stream.
+	fail(b []byte, e *apiError) []byte
+}
+
+// appendFailure appends the events that end a stream with an error.
+func (st *streamer) appendFailure(b []byte, e *apiError) []byte {
+	if st.enc != nil {
+		return st.enc.fail(b, e)
+	}
+	b = e.appendSSE(b)
+	return append(b, sseDone...)
 }
 
 func newStreamer(j *job, w http.ResponseWriter) *streamer {
@@ -84,8 +109,10 @@ func newStreamer(j *job, w http.ResponseWriter) *streamer {
 // stream sends the SSE response of a submitted job: headers at once, then
 // events as the engine delivers tokens, then the usage chunk and [DONE]. A
 // mid-stream fault (j.fault) strikes once After tokens have been written.
-func (j *job) stream(w http.ResponseWriter, r *http.Request) {
+// enc renders another surface's events (nil: chat/completions chunks).
+func (j *job) stream(w http.ResponseWriter, r *http.Request, enc eventEncoder) {
 	st := newStreamer(j, w)
+	st.enc = enc
 	j.s.stuck.add(st)
 	defer j.s.stuck.remove(st)
 	defer st.rc.SetWriteDeadline(time.Time{}) // the connection may serve more requests
@@ -95,8 +122,7 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request) {
 				panic(v)
 			}
 			j.s.log.Error("panic while streaming", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-			st.buf = errInternal.appendSSE(st.buf[:0])
-			st.buf = append(st.buf, sseDone...)
+			st.buf = st.appendFailure(st.buf[:0], errInternal)
 			_ = st.flush()
 		}
 	}()
@@ -108,6 +134,9 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request) {
 		h.Set("Connection", "close") // the stream ends with its connection
 	}
 	w.WriteHeader(http.StatusOK)
+	if enc != nil {
+		st.buf = enc.begin(st.buf)
+	}
 	if st.flush() != nil {
 		return
 	}
@@ -144,8 +173,7 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request) {
 // event when the server is shutting down, nothing when the client left.
 func (st *streamer) endByContext(ctx context.Context) {
 	if e := ctxError(ctx); e != nil {
-		st.buf = e.appendSSE(st.buf[:0])
-		st.buf = append(st.buf, sseDone...)
+		st.buf = st.appendFailure(st.buf[:0], e)
 		_ = st.flush()
 	}
 }
@@ -158,8 +186,7 @@ func (st *streamer) emit(items []engine.OutputItem) bool {
 	finished := j.remaining == 0 || j.rejected > 0
 	switch {
 	case j.rejected > 0:
-		st.buf = j.rejectionError().appendSSE(st.buf)
-		st.buf = append(st.buf, sseDone...)
+		st.buf = st.appendFailure(st.buf, j.rejectionError())
 	case finished && j.fault.Kind != "" && j.fault.Kind != faults.Stall:
 		// The output ended before the fault's token: the fault replaces
 		// the normal end of the stream.
@@ -229,8 +256,7 @@ func (st *streamer) strike(r *http.Request) bool {
 		}
 		return false
 	case faults.StreamError:
-		st.buf = errInjectedStream.appendSSE(st.buf[:0])
-		st.buf = append(st.buf, sseDone...)
+		st.buf = st.appendFailure(st.buf[:0], errInjectedStream)
 		_ = st.flush()
 	case faults.Reset:
 		resetConnection(st.w)
@@ -255,8 +281,7 @@ func (st *streamer) endAbandoned() {
 	e := &apiError{Status: http.StatusRequestTimeout, Type: typeRequestTimeout,
 		Message: "The client stopped reading: " + strconv.Itoa(j.s.cfg.MaxUnflushedTokens) +
 			" or more generated tokens were left unread, so the request was aborted."}
-	st.buf = e.appendSSE(st.buf)
-	st.buf = append(st.buf, sseDone...)
+	st.buf = st.appendFailure(st.buf, e)
 	_ = st.flush()
 }
 
@@ -310,6 +335,10 @@ func (st *streamer) flush() error {
 
 // render appends the events of a batch of output items.
 func (st *streamer) render(items []engine.OutputItem) {
+	if st.enc != nil {
+		st.enc.render(st, items)
+		return
+	}
 	j := st.j
 	for i := 0; i < len(items); i++ {
 		it := &items[i]
@@ -323,7 +352,9 @@ func (st *streamer) render(items []engine.OutputItem) {
 			ch.started = true
 			st.roleChunk(it.Choice, ch)
 		}
-		if st.perPass {
+		if st.perPass && ch.calls == nil {
+			// A tool call's deltas stay one per token: each is a fragment
+			// of the arguments string.
 			i = st.renderPass(items, i, ch, pos)
 			continue
 		}
@@ -335,6 +366,10 @@ func (st *streamer) render(items []engine.OutputItem) {
 		}
 		if pos >= len(ch.plan.IDs) {
 			continue // beyond the plan: never produced by the engine
+		}
+		if ch.calls != nil {
+			st.callChunk(it.Choice, ch, pos, it.Token, false)
+			continue
 		}
 		text, reasoning := ch.plan.Segment(pos)
 		st.one[0] = it.Token
@@ -437,6 +472,14 @@ func (st *streamer) final(idx int, ch *choice) {
 	if ch.fin.Rejection != nil {
 		return // answered with an error event
 	}
+	if ch.calls != nil {
+		pos := -1
+		if ch.held {
+			pos = len(ch.plan.IDs) - 1
+		}
+		st.callChunk(idx, ch, pos, ch.heldTok, true)
+		return
+	}
 	var text string
 	var reasoning bool
 	toks := st.one[:]
@@ -500,8 +543,6 @@ func (st *streamer) roleChunk(idx int, ch *choice) {
 // chatChunk appends a content chunk (final false) or the final chunk of a
 // chat choice. text "" on a final chunk gives the empty delta {}.
 func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, toks []uint32, final bool) {
-	g := st.j.g
-	hasTok := !final || ch.held
 	b := append(st.buf, st.prefix...)
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(idx), 10)
@@ -518,6 +559,38 @@ func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, 
 		b = appendString(b, text)
 		b = append(b, '}')
 	}
+	st.buf = st.appendChunkTail(b, ch, toks, final)
+}
+
+// callChunk appends the chunk of position pos of a tool-call choice (pos
+// -1: a final chunk without a token), or nothing when the position sends
+// no delta and is not the final one.
+func (st *streamer) callChunk(idx int, ch *choice, pos int, tok uint32, final bool) {
+	start := len(st.buf)
+	b := append(st.buf, st.prefix...)
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(idx), 10)
+	b = append(b, `,"delta":`...)
+	ok := false
+	if pos >= 0 {
+		b, ok = ch.calls.appendCallDelta(b, ch, pos)
+	}
+	if !ok {
+		if !final {
+			st.buf = b[:start]
+			return
+		}
+		b = append(b, "{}"...)
+	}
+	st.one[0] = tok
+	st.buf = st.appendChunkTail(b, ch, st.one[:], final)
+}
+
+// appendChunkTail appends what follows a chat chunk's delta: logprobs,
+// finish_reason (and stop_reason), token ids, usage, and the event's end.
+func (st *streamer) appendChunkTail(b []byte, ch *choice, toks []uint32, final bool) []byte {
+	g := st.j.g
+	hasTok := !final || ch.held
 	b = append(b, `,"logprobs":`...)
 	if g.logprobs && hasTok {
 		b = append(b, `{"content":[`...)
@@ -547,12 +620,15 @@ func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, 
 	if g.continuousUsage {
 		b = st.appendRunningUsage(b)
 	}
-	st.buf = append(b, "}\n\n"...)
+	return append(b, "}\n\n"...)
 }
 
 // appendFinish appends `,"finish_reason":…,"stop_reason":…`.
 func (st *streamer) appendFinish(b []byte, ch *choice) []byte {
 	reason, stop := ch.reasons()
+	if ch.calls != nil {
+		reason = ch.calls.finish(ch)
+	}
 	b = append(b, `,"finish_reason":`...)
 	b = appendString(b, string(reason))
 	b = append(b, `,"stop_reason":`...)
@@ -629,8 +705,13 @@ func appendTokenIDs(b []byte, ids []uint32) []byte {
 	return b
 }
 
-// finish appends the usage chunk (when asked for) and [DONE].
+// finish appends the usage chunk (when asked for) and [DONE], or another
+// surface's closing events.
 func (st *streamer) finish() {
+	if st.enc != nil {
+		st.buf = st.enc.end(st.buf)
+		return
+	}
 	if st.j.g.includeUsage && !st.usageDone {
 		st.usageDone = true
 		b := append(st.buf, st.prefix...)

@@ -38,6 +38,15 @@ type Config struct {
 	DeprecatedMetrics         bool     `json:"deprecated_metrics"`
 	LogLevel                  string   `json:"log_level"`
 
+	// EmbeddingDim is the length of /v1/embeddings vectors.
+	EmbeddingDim int `json:"embedding_dim"`
+
+	// Tool calling fields (docs/tools-and-structured-outputs.md).
+	EnableAutoToolChoice           bool    `json:"enable_auto_tool_choice"`
+	ToolCallParser                 string  `json:"tool_call_parser"`
+	ToolCallProbability            float64 `json:"tool_call_probability"`
+	ExcludeToolsWhenToolChoiceNone bool    `json:"exclude_tools_when_tool_choice_none"`
+
 	// Engine and scheduler fields.
 	EngineType            engine.EngineType       `json:"engine_type"`
 	NumGPUBlocks          int                     `json:"num_gpu_blocks"`
@@ -74,10 +83,12 @@ type Config struct {
 	DPSize    int              `json:"dp_size"`
 	DPRouting engine.DPRouting `json:"dp_routing"`
 
-	// Disaggregated prefill/decode (not supported yet; see unsupported.go).
+	// Disaggregated prefill/decode (docs/disaggregation.md).
 	WorkerType              engine.WorkerType `json:"worker_type"`
-	BootstrapPort           int               `json:"bootstrap_port"` // 0 = none
-	AdvertiseHost           string            `json:"advertise_host"` // empty until Load resolves it
+	KVTransferConfig        *KVTransferConfig `json:"kv_transfer_config"` // nil = no connector
+	KVModelShape            KVModelShape      `json:"kv_model_shape"`     // unset: kv_bytes_per_token as set
+	BootstrapPort           int               `json:"bootstrap_port"`     // 0 = none
+	AdvertiseHost           string            `json:"advertise_host"`     // empty until Load resolves it
 	KVBytesPerToken         int64             `json:"kv_bytes_per_token"`
 	KVTransferBandwidth     float64           `json:"kv_transfer_bandwidth"` // GB/s
 	KVTransferTimingMode    string            `json:"kv_transfer_timing_mode"`
@@ -90,7 +101,8 @@ type Config struct {
 	KVOffloadingBackend  string             `json:"kv_offloading_backend"`
 	KVOffloadingDiskSize float64            `json:"kv_offloading_disk_size"` // GiB, 0 = no disk tier
 	OffloadBandwidth     *OffloadBandwidth  `json:"offload_bandwidth"`       // nil: DefaultOffloadBandwidth
-	KVTransferConfig     *KVTransferConfig  `json:"kv_transfer_config"`
+	// kv_transfer_config with the OffloadingConnector is the other way to
+	// a CPU tier (KVTransferConfig, above).
 
 	// KV events and FPM publishing (docs/kv-events.md, docs/metrics.md).
 	KVEventsConfig           *KVEventsConfig `json:"kv_events_config"`
@@ -137,6 +149,48 @@ type Config struct {
 	// NumGPUBlocksOverridden records whether num_gpu_blocks was set
 	// explicitly by any source (for vllm:cache_config_info). Not a JSON key.
 	NumGPUBlocksOverridden bool `json:"-"`
+}
+
+// KVTransferConfig is vLLM's --kv-transfer-config object. With a P/D
+// connector (NixlConnector and the like) a worker serves both roles per
+// request, as vLLM does: the request's kv_transfer_params decide. With the
+// OffloadingConnector it has a CPU offload tier instead
+// (docs/speculative-and-offload.md).
+type KVTransferConfig struct {
+	// KVConnector names the connector; every connector but the
+	// OffloadingConnector behaves like NixlConnector (unknown ones get a
+	// startup warning).
+	KVConnector string `json:"kv_connector"`
+	// KVRole restricts the roles: kv_producer serves prefills only,
+	// kv_consumer decodes only, kv_both either.
+	KVRole string `json:"kv_role"`
+	// EngineID is the remote_engine_id this worker answers to (default
+	// worker_id).
+	EngineID string `json:"engine_id"`
+	// KVLoadFailurePolicy is what a decode does when its KV cannot be
+	// pulled: fail (vLLM's default: the request fails) or recompute (the
+	// prompt is computed locally).
+	KVLoadFailurePolicy string `json:"kv_load_failure_policy"`
+	// Accepted for compatibility; they configure real transports and have
+	// no effect here (a startup warning names those set).
+	KVBufferDevice         string         `json:"kv_buffer_device"`
+	KVBufferSize           float64        `json:"kv_buffer_size"`
+	KVRank                 *int           `json:"kv_rank"`
+	KVParallelSize         int            `json:"kv_parallel_size"`
+	KVIP                   string         `json:"kv_ip"`
+	KVPort                 int            `json:"kv_port"`
+	KVConnectorExtraConfig map[string]any `json:"kv_connector_extra_config"`
+	KVConnectorModulePath  string         `json:"kv_connector_module_path"`
+	EnablePermuteLocalKV   bool           `json:"enable_permute_local_kv"`
+}
+
+// KVModelShape is the model shape kv_bytes_per_token is computed from:
+// num_layers × 2 (K and V) × num_kv_heads × head_dim × dtype bytes.
+type KVModelShape struct {
+	NumLayers  int    `json:"num_layers"`
+	NumKVHeads int    `json:"num_kv_heads"`
+	HeadDim    int    `json:"head_dim"`
+	DType      string `json:"dtype"`
 }
 
 // SGLangConfig holds the sglang.* keys.
@@ -209,6 +263,8 @@ func Default() Config {
 		MetricsFamily:       "auto",
 		DeprecatedMetrics:   true,
 		LogLevel:            "info",
+		EmbeddingDim:        1024,
+		ToolCallProbability: DefaultToolCallProbability,
 
 		EngineType:            engine.EngineVLLM,
 		NumGPUBlocks:          16384,
@@ -246,6 +302,7 @@ func Default() Config {
 		LoRAPathCheck: "none",
 
 		WorkerType:              engine.WorkerAggregated,
+		KVModelShape:            KVModelShape{DType: "bfloat16"},
 		KVBytesPerToken:         131072,
 		KVTransferBandwidth:     64.0,
 		KVTransferTimingMode:    "full_prompt",

@@ -211,6 +211,20 @@ func (d *decoder) decodeValue(fv reflect.Value, v any, path string) {
 		}
 		fv.Set(reflect.ValueOf(items))
 
+	case reflect.Map:
+		// A free-form object (kv_connector_extra_config): kept as given,
+		// for the consumer that knows its keys to read.
+		if fv.Type() != reflect.TypeFor[map[string]any]() {
+			d.fail(path, "%s has an unsupported type %s", path, fv.Type())
+			return
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			d.fail(path, "%s must be an object, got %s", path, describe(v))
+			return
+		}
+		fv.Set(reflect.ValueOf(m))
+
 	default:
 		d.fail(path, "%s has an unsupported type %s", path, fv.Type())
 	}

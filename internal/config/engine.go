@@ -33,6 +33,7 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		Eviction:           engine.EvictionBackend(c.EvictionBackend),
 		Speculative:        c.engineSpeculative(),
 		Offload:            c.engineOffload(),
+		Transfer:           c.engineTransfer(),
 	}
 }
 

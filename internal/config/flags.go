@@ -55,6 +55,7 @@ var flagTable = []flagSpec{
 	{name: "seed", key: "seed", kind: flagInt, usage: "server seed for output tokens"},
 	{name: "output-len-mode", key: "output_len_mode", kind: flagString, usage: "output length mode: max | random"},
 	{name: "natural-output-len", key: "natural_output_len", kind: flagInt, usage: "mean length of outputs that end naturally"},
+	{name: "embedding-dim", key: "embedding_dim", kind: flagInt, usage: "length of /v1/embeddings vectors (requests may ask for fewer with dimensions)"},
 	{name: "reasoning-field", key: "reasoning_field", kind: flagString, usage: "reasoning text field: reasoning | reasoning_content"},
 	{name: "enable-request-id-headers", key: "enable_request_id_headers", kind: flagBool, negatable: true, usage: "echo X-Request-Id in responses"},
 	{name: "enable-prompt-tokens-details", key: "enable_prompt_tokens_details", kind: flagBool, negatable: true, usage: "add usage.prompt_tokens_details.cached_tokens"},
@@ -65,6 +66,10 @@ var flagTable = []flagSpec{
 	{name: "metrics-family", key: "metrics_family", kind: flagString, usage: "metrics family: auto | vllm | sglang | both"},
 	{name: "deprecated-metrics", key: "deprecated_metrics", kind: flagBool, negatable: true, usage: "export deprecated vLLM metric names"},
 	{name: "log-level", key: "log_level", kind: flagString, usage: "log level: debug | info | warn | error"},
+	{name: "enable-auto-tool-choice", key: "enable_auto_tool_choice", kind: flagBool, negatable: true, usage: `allow tool_choice "auto" (needs --tool-call-parser), as vLLM`},
+	{name: "tool-call-parser", key: "tool_call_parser", kind: flagString, usage: "vLLM tool call parser name (hermes, llama3_json, mistral, ...): the text format of generated calls"},
+	{name: "tool-call-probability", key: "tool_call_probability", kind: flagFloat, usage: `probability (0-1, seeded) that a tool_choice "auto" answer calls tools`},
+	{name: "exclude-tools-when-tool-choice-none", key: "exclude_tools_when_tool_choice_none", kind: flagBool, negatable: true, usage: `leave tools out of the prompt when tool_choice is "none"`},
 
 	// Engine and scheduler.
 	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | sglang | trtllm"},
@@ -107,13 +112,18 @@ var flagTable = []flagSpec{
 	{name: "dp-routing", key: "dp_routing", kind: flagString, usage: "DP rank choice: round_robin | least_loaded"},
 
 	// Disaggregated prefill/decode.
-	{name: "disaggregation-mode", key: "worker_type", kind: flagString, aliases: []string{"worker-type"}, usage: "worker type: aggregated (prefill and decode are not supported yet; alias --worker-type)"},
-	{name: "bootstrap-port", key: "bootstrap_port", kind: flagInt, usage: "prefill worker bootstrap rendezvous port", notYet: capDisaggregation},
-	{name: "advertise-host", key: "advertise_host", kind: flagString, usage: "host written into kv_transfer_params.remote_host (default host, or 127.0.0.1 for a wildcard host)", notYet: capDisaggregation},
-	{name: "kv-bytes-per-token", key: "kv_bytes_per_token", kind: flagInt, usage: "KV bytes per token for the transfer delay (0 = no delay)", notYet: capDisaggregation},
-	{name: "kv-transfer-bandwidth", key: "kv_transfer_bandwidth", kind: flagFloat, usage: "KV transfer bandwidth in GB/s (0 = no delay)", notYet: capDisaggregation},
-	{name: "kv-transfer-timing-mode", key: "kv_transfer_timing_mode", kind: flagString, usage: "transfer size: full_prompt | destination_missing", notYet: capDisaggregation},
-	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time prefill blocks are held for a handoff", notYet: capDisaggregation},
+	{name: "disaggregation-mode", key: "worker_type", kind: flagString, aliases: []string{"worker-type"}, usage: "Dynamo-style worker type: aggregated | prefill | decode (alias --worker-type; docs/disaggregation.md)"},
+	{name: "kv-transfer-config", key: "kv_transfer_config", kind: flagJSON, usage: `vLLM KVTransferConfig as JSON: {"kv_connector":"NixlConnector","kv_role":"kv_both"} serves both P/D roles per request; OffloadingConnector with kv_connector_extra_config.cpu_bytes_to_use adds a CPU offload tier`},
+	{name: "bootstrap-port", key: "bootstrap_port", kind: flagInt, usage: "prefill worker: Dynamo bootstrap rendezvous port (0 = none)"},
+	{name: "advertise-host", key: "advertise_host", kind: flagString, usage: "host written into kv_transfer_params.remote_host (default host, or 127.0.0.1 for a wildcard host)"},
+	{name: "kv-bytes-per-token", key: "kv_bytes_per_token", kind: flagInt, usage: "KV bytes per token for the transfer time (0 = no delay; default from --kv-num-layers etc. when set)"},
+	{name: "kv-num-layers", key: "kv_model_shape.num_layers", kind: flagInt, usage: "model shape for kv_bytes_per_token: hidden layers"},
+	{name: "kv-num-heads", key: "kv_model_shape.num_kv_heads", kind: flagInt, usage: "model shape for kv_bytes_per_token: KV heads"},
+	{name: "kv-head-dim", key: "kv_model_shape.head_dim", kind: flagInt, usage: "model shape for kv_bytes_per_token: head size"},
+	{name: "kv-dtype", key: "kv_model_shape.dtype", kind: flagString, usage: "model shape for kv_bytes_per_token: KV dtype: float16 | bfloat16 | float32 | fp8 (default bfloat16)"},
+	{name: "kv-transfer-bandwidth", key: "kv_transfer_bandwidth", kind: flagFloat, usage: "KV transfer bandwidth in GB/s, shared by a decode rank's concurrent transfers (0 = no delay)"},
+	{name: "kv-transfer-timing-mode", key: "kv_transfer_timing_mode", kind: flagString, usage: "transfer size: full_prompt | destination_missing (only the blocks the decode rank lacks)"},
+	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time a prefill holds its blocks for the decode side"},
 
 	// Speculative decoding and KV offload tiers (docs/speculative-and-offload.md).
 	{name: "speculative-config", key: "speculative_config", kind: flagJSON, usage: `speculative decoding as JSON: {"method":"eagle","num_speculative_tokens":3,"acceptance_rate":0.7} (or "acceptance_rate_per_position":[...], "draft_cost_ratio")`},
@@ -121,7 +131,6 @@ var flagTable = []flagSpec{
 	{name: "kv-offloading-backend", key: "kv_offloading_backend", kind: flagString, usage: "KV offloading backend: native (lmcache is not supported yet)"},
 	{name: "kv-offloading-disk-size", key: "kv_offloading_disk_size", kind: flagFloat, usage: "disk offload tier size in GiB below the CPU tier (0 = none)"},
 	{name: "offload-bandwidth", key: "offload_bandwidth", kind: flagJSON, usage: `load-back bandwidth per offload tier in GB/s: {"cpu":25,"disk":3}`},
-	{name: "kv-transfer-config", key: "kv_transfer_config", kind: flagJSON, usage: `vLLM KVTransferConfig as JSON; OffloadingConnector with kv_connector_extra_config.cpu_bytes_to_use`},
 
 	// LoRA adapters.
 	{name: "enable-lora", key: "enable_lora", kind: flagBool, negatable: true, usage: "serve LoRA adapters"},

@@ -151,7 +151,7 @@ func TestFlags_DecodeOntoConfig(t *testing.T) {
 				t.Errorf("kv_events_config = %+v", k)
 			}
 		}},
-		{"disaggregation fields", []string{"--bootstrap-port", "7000", "--advertise-host", "h", "--kv-bytes-per-token", "1000000",
+		{"disaggregation fields", []string{"--disaggregation-mode", "prefill", "--bootstrap-port", "7000", "--advertise-host", "h", "--kv-bytes-per-token", "1000000",
 			"--kv-transfer-bandwidth", "1", "--kv-transfer-timing-mode", "destination-missing", "--handoff-session-timeout-ms", "5"}, func(t *testing.T, c *Config) {
 			if c.BootstrapPort != 7000 || c.AdvertiseHost != "h" || c.KVBytesPerToken != 1000000 || c.KVTransferBandwidth != 1 ||
 				c.KVTransferTimingMode != "destination_missing" || c.HandoffSessionTimeoutMs != 5 {

@@ -118,6 +118,7 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 		}
 	}
 	applyDerivedDefaults(&cfg, merged, opts)
+	probs = append(probs, applyDisaggDefaults(&cfg, merged, opts.LookupEnv)...)
 
 	vprobs, vwarns := cfg.validate()
 	warns = append(warns, vwarns...)

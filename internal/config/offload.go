@@ -1,6 +1,9 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"math"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
@@ -17,15 +20,6 @@ type OffloadBandwidth struct {
 	Disk float64 `json:"disk"`
 }
 
-// KVTransferConfig is the part of vLLM's --kv-transfer-config the mock
-// reads. Only the OffloadingConnector is built here; other connectors
-// belong to disaggregated prefill/decode.
-type KVTransferConfig struct {
-	KVConnector            string                 `json:"kv_connector"`
-	KVRole                 string                 `json:"kv_role"`
-	KVConnectorExtraConfig *OffloadingExtraConfig `json:"kv_connector_extra_config"`
-}
-
 // OffloadingExtraConfig is the OffloadingConnector's
 // kv_connector_extra_config.
 type OffloadingExtraConfig struct {
@@ -39,6 +33,28 @@ type OffloadingExtraConfig struct {
 }
 
 const offloadingConnector = "OffloadingConnector"
+
+// Offloading reports whether the connector is vLLM's OffloadingConnector
+// (a CPU tier) rather than a prefill/decode connector.
+func (t *KVTransferConfig) Offloading() bool {
+	return t != nil && t.KVConnector == offloadingConnector
+}
+
+// offloadingExtra reads kv_connector_extra_config as the
+// OffloadingConnector's; an unknown key is an error.
+func (t *KVTransferConfig) offloadingExtra() (OffloadingExtraConfig, error) {
+	var x OffloadingExtraConfig
+	raw, err := json.Marshal(t.KVConnectorExtraConfig)
+	if err != nil {
+		return x, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&x); err != nil {
+		return x, fmt.Errorf("kv_connector_extra_config: %w", err)
+	}
+	return x, nil
+}
 
 // DefaultOffloadBandwidth is the load-back speed without
 // --offload-bandwidth: 25 GB/s from host memory (a PCIe 4.0 x16 link in
@@ -59,8 +75,10 @@ func (c *Config) cpuOffloadBytes() float64 {
 	if c.KVOffloadingSize > 0 {
 		return c.KVOffloadingSize * gib
 	}
-	if t := c.KVTransferConfig; t != nil && t.KVConnector == offloadingConnector && t.KVConnectorExtraConfig != nil {
-		return float64(t.KVConnectorExtraConfig.CPUBytesToUse)
+	if t := c.KVTransferConfig; t.Offloading() {
+		if x, err := t.offloadingExtra(); err == nil {
+			return float64(x.CPUBytesToUse)
+		}
 	}
 	return 0
 }
@@ -80,20 +98,18 @@ func (v *validator) validateOffload(c *Config) {
 	bw := c.bandwidth()
 	v.nonNegFinite("offload_bandwidth.cpu", bw.CPU)
 	v.nonNegFinite("offload_bandwidth.disk", bw.Disk)
-	if t := c.KVTransferConfig; t != nil {
+	if t := c.KVTransferConfig; t.Offloading() {
+		x, err := t.offloadingExtra()
 		switch {
-		case t.KVConnector != offloadingConnector:
-			v.errorf([]string{"kv_transfer_config.kv_connector"},
-				"not supported yet: --kv-transfer-config with kv_connector %q (kv_transfer_config; needs %s); OffloadingConnector is supported",
-				t.KVConnector, capDisaggregation)
+		case err != nil:
+			v.errorf([]string{"kv_transfer_config.kv_connector_extra_config"}, "OffloadingConnector %v", err)
 		case c.KVOffloadingSize > 0:
 			v.errorf([]string{"kv_transfer_config", "kv_offloading_size"},
 				"give kv_offloading_size or kv_transfer_config with OffloadingConnector, not both")
-		case t.KVConnectorExtraConfig == nil || t.KVConnectorExtraConfig.CPUBytesToUse <= 0:
+		case x.CPUBytesToUse <= 0:
 			v.errorf([]string{"kv_transfer_config.kv_connector_extra_config.cpu_bytes_to_use"},
 				"OffloadingConnector needs kv_connector_extra_config.cpu_bytes_to_use > 0")
 		default:
-			x := t.KVConnectorExtraConfig
 			if x.BlockSize != 0 && x.BlockSize != c.EffectiveBlockSize() {
 				v.errorf([]string{"kv_transfer_config.kv_connector_extra_config.block_size", "block_size"},
 					"OffloadingConnector block_size %d must equal block_size %d", x.BlockSize, c.EffectiveBlockSize())
@@ -103,7 +119,7 @@ func (v *validator) validateOffload(c *Config) {
 					"OffloadingConnector eviction_policy %q is not supported (lru)", x.EvictionPolicy)
 			}
 		}
-		if t.KVRole != "" && t.KVRole != "kv_both" && t.KVConnector == offloadingConnector {
+		if t.KVRole != "" && t.KVRole != "kv_both" {
 			v.errorf([]string{"kv_transfer_config.kv_role"}, "OffloadingConnector needs kv_role kv_both, got %q", t.KVRole)
 		}
 	}

@@ -3,15 +3,6 @@ package config
 import (
 	"fmt"
 	"strings"
-
-	"github.com/mocker-server/mocker-server/internal/engine"
-)
-
-// Capabilities that have configuration keys but are not built yet. A key
-// or value that belongs to one fails at startup instead of being accepted
-// and ignored.
-const (
-	capDisaggregation = "disaggregated prefill/decode"
 )
 
 // notYetValue is an enum value whose capability is not built yet.
@@ -20,8 +11,6 @@ type notYetValue struct {
 }
 
 var notYetValues = []notYetValue{
-	{"worker_type", "disaggregation-mode", string(engine.WorkerPrefill), capDisaggregation},
-	{"worker_type", "disaggregation-mode", string(engine.WorkerDecode), capDisaggregation},
 	{"kv_offloading_backend", "kv-offloading-backend", "lmcache", "the LMCache offloading backend"},
 }
 

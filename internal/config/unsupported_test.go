@@ -47,13 +47,12 @@ func TestLoad_NotYetSupported(t *testing.T) {
 }
 
 func TestLoad_NotYetSupportedFromAConfigFile(t *testing.T) {
-	path := writeFile(t, "c.yaml", "sglang:\n  page_size: 16\nis_prefill: true\n")
-	// sglang.* keys are built; the prefill worker type is not yet.
+	path := writeFile(t, "c.yaml", "kv_offloading_backend: lmcache\n")
 	opts := noEnv(LoadOptions{ConfigPath: path})
 	opts.parseNotYet = false
 	probs := problemsOf(t, opts)
 	for _, want := range []string{
-		"not supported yet: --disaggregation-mode prefill (worker_type; needs disaggregated prefill/decode)",
+		"not supported yet: --kv-offloading-backend lmcache (kv_offloading_backend; needs the LMCache offloading backend)",
 	} {
 		if countLines(probs, want) != 1 {
 			t.Errorf("problems %q: want %q", probs, want)

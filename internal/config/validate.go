@@ -154,6 +154,7 @@ func fieldAt(rv reflect.Value, path string) (reflect.Value, bool) {
 func (c *Config) validate() ([]problem, []string) {
 	v := &validator{}
 	v.validateEnums(c)
+	v.validateTools(c)
 
 	// Server and API fields.
 	if c.Model == "" {
@@ -179,6 +180,7 @@ func (c *Config) validate() ([]problem, []string) {
 		}
 	}
 	v.intRange("natural_output_len", int64(c.NaturalOutputLen), 1, 1<<20)
+	v.intRange("embedding_dim", int64(c.EmbeddingDim), 1, 65536)
 	v.intMin("max_request_body_bytes", c.MaxRequestBodyBytes, 1024)
 	v.nonNegFinite("startup_time", c.StartupTime)
 
@@ -329,6 +331,7 @@ func (c *Config) validate() ([]problem, []string) {
 	v.validateLoRA(c)
 	v.validateSpeculative(c)
 	v.validateOffload(c)
+	v.validateDisagg(c)
 	if c.KVEventsEnabled() {
 		if !c.EnablePrefixCaching {
 			v.warns = append(v.warns, "KV events are configured but prefix caching is disabled: no KV events will be published")

@@ -60,9 +60,8 @@ type vllmFlag struct {
 
 // Capabilities that vLLM flags ask for and the mock does not have yet.
 const (
-	capToolCalling = "tool calling"
-	capTLS         = "TLS (HTTPS serving)"
-	capUDS         = "serving on a Unix domain socket"
+	capTLS = "TLS (HTTPS serving)"
+	capUDS = "serving on a Unix domain socket"
 )
 
 // Shorthands that keep the table one entry per line.
@@ -110,7 +109,7 @@ var vllmFlagTable = []vllmFlag{
 	vBool("disable-fastapi-docs"),
 	vBool("disable-frontend-multiprocessing"),
 	vBool("disable-uvicorn-access-log"),
-	vBool("enable-auto-tool-choice").needs(capToolCalling),
+	vBool("enable-auto-tool-choice"),
 	vBool("enable-force-include-usage"),
 	vBool("enable-log-deltas"),
 	vBool("enable-log-outputs"),
@@ -139,7 +138,7 @@ var vllmFlagTable = []vllmFlag{
 	vString("ssl-ciphers").orNone(),
 	vString("ssl-keyfile").orNone().needs(capTLS),
 	vBool("tokens-only"),
-	vString("tool-call-parser").orNone().needs(capToolCalling),
+	vString("tool-call-parser").orNone(),
 	vString("tool-parser-plugin"),
 	vString("tool-server").orNone(),
 	vBool("trust-request-chat-template"),

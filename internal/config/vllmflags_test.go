@@ -162,7 +162,7 @@ func refusals(t *testing.T, opts LoadOptions) []string {
 // The negative form of a BooleanOptionalAction flag is accepted and
 // reported as written; it never asks for a missing capability.
 func TestVLLMFlags_NegativeBooleanForms(t *testing.T) {
-	fs, err := parseVLLMArgs("--enforce-eager", "--no-enforce-eager", "--enable-auto-tool-choice", "--no-enable-auto-tool-choice", "--no-trust-remote-code")
+	fs, err := parseVLLMArgs("--enforce-eager", "--no-enforce-eager", "--enable-log-outputs", "--no-enable-log-outputs", "--no-trust-remote-code")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestVLLMFlags_NegativeBooleanForms(t *testing.T) {
 	if _, _, err := Load(opts); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	want := []string{"--no-enforce-eager", "--no-enable-auto-tool-choice", "--no-trust-remote-code"}
+	want := []string{"--no-enforce-eager", "--no-enable-log-outputs", "--no-trust-remote-code"}
 	if got := NoEffectFlags(fs); !slices.Equal(got, want) {
 		t.Errorf("no-effect flags = %q, want %q", got, want)
 	}

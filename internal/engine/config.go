@@ -145,6 +145,9 @@ type Config struct {
 	// Offload adds host-memory and disk tiers below the block pool
 	// (offload.go); its zero value has none.
 	Offload OffloadConfig
+
+	// Transfer is the link disaggregated decode requests pull KV over.
+	Transfer TransferConfig
 }
 
 // EvictionBackend names the block pool's eviction backend (kv.EvictLRU,

@@ -44,6 +44,16 @@ type Core struct {
 
 	fpmCounter uint64
 
+	// Disaggregated serving (disagg.go): blocks held for handoffs, decode
+	// requests whose KV is in transit, and their link.
+	holds    []*heldHandoff
+	arriving []*sequence
+	arrived  []*transferFlow
+	link     transferLink
+	// gaugesDirty: state the gauges show changed outside a pass (a hold
+	// released); FlushReport reports the gauges.
+	gaugesDirty bool
+
 	// LoRA state (unused when LoRA is off): GPU/CPU adapter slots, and the
 	// order adapters got live requests in, for the adapter gauges.
 	lora                       loraSlots
@@ -142,6 +152,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 	}
 	c.prefillDiv = divisor(cfg.SpeedupRatio)
 	c.decodeDiv = c.prefillDiv * divisor(cfg.DecodeSpeedupRatio)
+	c.link = newTransferLink(cfg.Transfer, cfg.SpeedupRatio)
 	return c, nil
 }
 
@@ -226,7 +237,7 @@ func (c *Core) Cancel(id uint64, now time.Time) {
 	if !ok {
 		return
 	}
-	if !c.waiting.Remove(s) {
+	if !c.waiting.Remove(s) && !c.cancelArriving(s, now) {
 		for i, r := range c.running {
 			if r == s {
 				c.running = append(c.running[:i], c.running[i+1:]...)
@@ -239,6 +250,7 @@ func (c *Core) Cancel(id uint64, now time.Time) {
 
 // reject ends a request that can never run.
 func (c *Core) reject(s *sequence, rej *Rejection) {
+	notifyRemoteEnded(s)
 	delete(c.byID, s.req.ID)
 	s.status = statusFinished
 	c.report.Rejected++
@@ -252,7 +264,11 @@ func (c *Core) reject(s *sequence, rej *Rejection) {
 // finish releases a sequence's blocks in reverse order and queues its
 // terminal signal. The caller has already removed it from its queue.
 func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
-	c.kv.free(s)
+	held := c.holdOnFinish(s, reason, now)
+	if held == nil {
+		c.kv.free(s)
+	}
+	notifyRemoteEnded(s)
 	s.status = statusFinished
 	delete(c.byID, s.req.ID)
 	c.report.Finished = append(c.report.Finished, FinishedRecord{
@@ -270,7 +286,8 @@ func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
 	})
 	if s.req.Out != nil {
 		s.req.Out.push(OutputItem{Choice: s.req.Choice, Final: true, Time: now,
-			Finished: Finished{Reason: reason, NumGenerated: s.numGeneratedTokens, CachedTokens: s.cachedFirst}})
+			Finished: Finished{Reason: reason, NumGenerated: s.numGeneratedTokens, CachedTokens: s.cachedFirst,
+				HeldBlocks: held}})
 	}
 }
 
@@ -279,9 +296,14 @@ func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
 func (c *Core) FlushReport() {
 	r := &c.report
 	c.inspect(false, time.Time{})
-	if len(r.Finished) == 0 && r.Rejected == 0 {
+	if len(r.Finished) == 0 && r.Rejected == 0 && len(r.Handoffs) == 0 {
+		if c.gaugesDirty && c.observer != nil {
+			c.observer.ObserveGauges(c.gauges())
+		}
+		c.gaugesDirty = false
 		return
 	}
+	c.gaugesDirty = false
 	r.Rank = c.rank
 	if c.observer != nil {
 		c.observer.ObservePass(r)
@@ -296,7 +318,7 @@ func (c *Core) resetReport() {
 	spec.reset()
 	clear(c.kv.tierHits)
 	*r = PassReport{First: r.First[:0], ITL: r.ITL[:0], Finished: r.Finished[:0], Spec: spec,
-		TierHits: c.kv.tierHits, Transfers: r.Transfers[:0]}
+		TierHits: c.kv.tierHits, Transfers: r.Transfers[:0], Handoffs: r.Handoffs[:0]}
 }
 
 func (c *Core) gauges() Gauges {
@@ -311,6 +333,8 @@ func (c *Core) gauges() Gauges {
 	c.adapterGauges(&g)
 	g.Tiers = c.kv.tierGauges(c.tierScratch[:0])
 	c.tierScratch = g.Tiers
+	g.WaitingDeferred += len(c.arriving)
+	g.HeldBlocks = c.NumHeldBlocks()
 	return g
 }
 
@@ -353,6 +377,7 @@ func (c *Core) CancelAll(now time.Time) {
 	}
 	clear(c.running)
 	c.running = c.running[:0]
+	c.abortDisaggregated(now)
 }
 
 // BeginPass runs one scheduler pass at start, models its duration,
@@ -362,6 +387,7 @@ func (c *Core) CancelAll(now time.Time) {
 func (c *Core) BeginPass(start time.Time) time.Duration {
 	c.ready = c.ready[:0]
 	c.prefills = c.prefills[:0]
+	c.AdvanceTimers(start)
 	c.scheduler.schedule(start)
 	return c.planPass(start)
 }

@@ -28,7 +28,7 @@ type Engine struct {
 	stopped bool
 	notify  chan struct{}
 
-	running, waiting, active atomic.Int64
+	running, waiting, active, held atomic.Int64
 
 	// paused is owned by the actor goroutine; pausedFlag mirrors it for
 	// readers.
@@ -46,6 +46,8 @@ const (
 	msgResume
 	msgRetime
 	msgLoadAdapter
+	msgReleaseHeld
+	msgHoldsHandoff
 )
 
 type message struct {
@@ -100,12 +102,14 @@ func (e *Engine) Clock() Clock { return e.clock }
 // Load is a rank's instantaneous load, read without involving the actor.
 type Load struct {
 	Running, Waiting, ActiveBlocks int
+	// HeldBlocks are the active blocks held for disaggregated handoffs.
+	HeldBlocks int
 }
 
 // Load returns the rank's state after its latest pass.
 func (e *Engine) Load() Load {
 	return Load{Running: int(e.running.Load()), Waiting: int(e.waiting.Load()),
-		ActiveBlocks: int(e.active.Load())}
+		ActiveBlocks: int(e.active.Load()), HeldBlocks: int(e.held.Load())}
 }
 
 // CheckAdmissible applies the engine's capacity rule to a request before it
@@ -136,12 +140,17 @@ func (e *Engine) Cancel(id uint64) {
 
 // ResetPrefixCache resets the rank's prefix cache; false means blocks are in use.
 func (e *Engine) ResetPrefixCache(ctx context.Context) (bool, error) {
-	reply := make(chan bool, 1)
-	if err := e.post(message{kind: msgReset, reply: reply}); err != nil {
+	return e.ask(ctx, message{kind: msgReset})
+}
+
+// ask posts m with a reply channel and waits for the actor's answer.
+func (e *Engine) ask(ctx context.Context, m message) (bool, error) {
+	m.reply = make(chan bool, 1)
+	if err := e.post(m); err != nil {
 		return false, err
 	}
 	select {
-	case ok := <-reply:
+	case ok := <-m.reply:
 		return ok, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
@@ -164,12 +173,12 @@ func (e *Engine) post(m message) error {
 }
 
 // applyMailbox applies every pending message in arrival order.
-func (e *Engine) applyMailbox(batch []message) []message {
+// now is the engine time they take effect at.
+func (e *Engine) applyMailbox(batch []message, now time.Time) []message {
 	e.mu.Lock()
 	msgs := e.pending
 	e.pending = batch[:0]
 	e.mu.Unlock()
-	now := e.clock.Now()
 	for i, m := range msgs {
 		switch m.kind {
 		case msgSubmit:
@@ -180,11 +189,19 @@ func (e *Engine) applyMailbox(batch []message) []message {
 			m.reply <- e.core.ResetPrefixCache(now)
 		case msgLoadAdapter:
 			e.core.LoadAdapter(m.adapter)
+		case msgReleaseHeld:
+			released := e.core.ReleaseHeld(m.id)
+			if m.reply != nil {
+				m.reply <- released
+			}
+		case msgHoldsHandoff:
+			m.reply <- e.core.HoldsHandoff(m.id)
 		default:
 			e.applyControl(m)
 		}
 		msgs[i] = message{}
 	}
+	e.core.AdvanceTimers(now)
 	e.core.FlushReport()
 	return msgs
 }
@@ -197,12 +214,16 @@ func (e *Engine) Run(ctx context.Context) error {
 	var (
 		batch        []message
 		prevDeadline time.Time
-		busy         bool // the previous pass ran back to back with this one
-		blocked      bool // the previous pass could schedule nothing
+		busy         bool      // the previous pass ran back to back with this one
+		timerDue     time.Time // the engine timer that woke the loop (zero: none)
+		blocked      bool      // the previous pass could schedule nothing
 		lastSnapshot = time.Now()
 	)
 	hb := time.NewTimer(e.heartbeat)
 	defer hb.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		if e.core.Idle() || blocked || e.paused {
 			// Nothing can run until a message arrives: block, emitting FPM
@@ -213,17 +234,37 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.publishLoad()
 			e.core.InspectState(e.clock.Now()) // the last state before idling
 			hb.Reset(max(time.Until(lastSnapshot.Add(e.heartbeat)), 0))
+			// Transfers completing and holds expiring need no message:
+			// wake for the next one.
+			var timerC <-chan time.Time
+			next, hasNext := e.core.NextTimer()
+			if hasNext && !e.paused {
+				timer.Reset(max(time.Until(next), 0))
+				timerC = timer.C
+			}
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-e.notify:
+			case <-timerC:
+				// Like back-to-back passes, what the timer was set for
+				// happens at its due time, so timer overshoot does not
+				// add to the modeled times.
+				if e.clock.Now().Sub(next) <= 5*time.Millisecond {
+					timerDue = next
+				}
 			case <-hb.C:
 				e.core.Heartbeat()
 				lastSnapshot = time.Now()
 				continue
 			}
 		}
-		batch = e.applyMailbox(batch)
+		now := e.clock.Now()
+		if !timerDue.IsZero() {
+			now, timerDue = timerDue, time.Time{}
+			busy, prevDeadline = true, now
+		}
+		batch = e.applyMailbox(batch, now)
 		blocked = false
 		if ctx.Err() != nil {
 			return nil
@@ -231,7 +272,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		if e.core.Idle() || e.paused {
 			continue
 		}
-		now := e.clock.Now()
+		now = e.clock.Now()
 		start := now
 		if busy && now.Sub(prevDeadline) <= 5*time.Millisecond {
 			// Pace against deadlines so timer overshoot does not accumulate.
@@ -261,6 +302,7 @@ func (e *Engine) publishLoad() {
 	e.running.Store(int64(e.core.NumRunning()))
 	e.waiting.Store(int64(e.core.NumWaiting()))
 	e.active.Store(int64(e.core.kv.numActiveBlocks()))
+	e.held.Store(int64(e.core.NumHeldBlocks()))
 }
 
 // stop refuses new messages and aborts everything still pending, queued or
@@ -276,8 +318,12 @@ func (e *Engine) stop() {
 		switch m.kind {
 		case msgSubmit:
 			e.core.Submit(m.req)
-		case msgReset, msgPause, msgResume, msgRetime:
+		case msgReset, msgPause, msgResume, msgRetime, msgHoldsHandoff:
 			m.reply <- false
+		case msgReleaseHeld:
+			if m.reply != nil {
+				m.reply <- false
+			}
 		}
 	}
 	e.core.CancelAll(now)

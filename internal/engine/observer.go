@@ -28,11 +28,14 @@ type Gauges struct {
 	Waiting int
 	// WaitingDeferred counts waiting requests held back by a transient
 	// constraint rather than capacity: those whose LoRA adapter cannot get a
-	// slot while max_loras other adapters run (remote KV would count here
-	// too once disaggregation is built).
+	// slot while max_loras other adapters run and decode requests whose KV
+	// is still on its way from their prefill worker.
 	WaitingDeferred int
 	// ActiveBlocks is the number of referenced KV blocks.
 	ActiveBlocks int
+	// HeldBlocks counts the blocks finished prefills hold for their
+	// decode side (included in ActiveBlocks).
+	HeldBlocks int
 	// KVUsage is ActiveBlocks / num_gpu_blocks.
 	KVUsage float64
 	// CachedBlocks counts the unreferenced blocks that still hold a
@@ -99,6 +102,9 @@ type PassReport struct {
 	TierHits []int
 	// Transfers are the pass's block movements between media.
 	Transfers []KVTransfer
+	// Handoffs holds the disaggregated KV transfers into this rank that
+	// completed.
+	Handoffs []TransferRecord
 }
 
 // KVTransfer is one movement of KV blocks between media, in the shape of

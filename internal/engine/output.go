@@ -31,6 +31,9 @@ type Finished struct {
 	// Rejection is set when the request could never run; its message is
 	// the answer to give the client.
 	Rejection *Rejection
+	// HeldBlocks are the block ids a disaggregated prefill keeps for its
+	// decode side (nil when nothing is held).
+	HeldBlocks []int
 }
 
 // Output is an unbounded FIFO of output items shared by the sequences of one

@@ -36,7 +36,9 @@ func (c *Core) planPass(start time.Time) time.Duration {
 		}
 		if s.numComputedTokens == s.numTokens() {
 			c.ready = append(c.ready, s)
-			if s.numGeneratedTokens < len(s.planned) {
+			// A disaggregated prefill's one token costs no decode term: it
+			// is sampled at the end of the prompt's pass.
+			if s.numGeneratedTokens < len(s.planned) && s.req.Handoff == nil {
 				emitting++
 				sumReadyCtx += s.passCtx
 			}
@@ -95,6 +97,7 @@ func (c *Core) planPass(start time.Time) time.Duration {
 			SumDecodeKVTokens:  decode.Sum(),
 			VarDecodeKVTokens:  decode.Variance(),
 			WallTimeSecs:       d.Seconds(),
+			NumHeldBlocks:      c.NumHeldBlocks(),
 		}
 		c.queuedStats(&snap)
 		if c.cfg.Speculative.Enabled() {
@@ -124,6 +127,9 @@ func (c *Core) queuedStats(snap *ForwardPassSnapshot) {
 	snap.NumQueuedPrefill = fresh.Count()
 	snap.SumQueuedPrefillTokens = fresh.Sum()
 	snap.VarQueuedPrefillLength = fresh.Variance()
+	for _, s := range c.arriving {
+		preempted.Add(s.numTokens())
+	}
 	snap.NumQueuedDecode = preempted.Count()
 	snap.SumQueuedDecodeKVTokens = preempted.Sum()
 	snap.VarQueuedDecodeKVTokens = preempted.Variance()

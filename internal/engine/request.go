@@ -41,6 +41,10 @@ type Request struct {
 	// Out receives the sequence's tokens and terminal signal. Several
 	// sequences may share one Output.
 	Out *Output
+	// Handoff makes the request the prefill half of a disaggregated
+	// handoff, Remote the decode half (disagg.go); both nil normally.
+	Handoff *Handoff
+	Remote  *RemoteKV
 }
 
 // hashKeys returns what besides its tokens enters the request's block hashes.
@@ -85,7 +89,8 @@ type sequence struct {
 
 	numPreemptions int
 	firstAdmitted  bool
-	cachedFirst    int // prefix-cache hit tokens of the first admission
+	remoteArrived  bool // a decode request's pulled KV is here (disagg.go)
+	cachedFirst    int  // prefix-cache hit tokens of the first admission
 
 	arrival        time.Time
 	firstScheduled time.Time

@@ -12,6 +12,8 @@ func (c *Core) SetSpeedupRatio(ratio float64) {
 	c.cfg.SpeedupRatio = ratio
 	c.prefillDiv = divisor(ratio)
 	c.decodeDiv = c.prefillDiv * divisor(c.cfg.DecodeSpeedupRatio)
+	// Transfers in flight continue at the new speed.
+	c.link.bytesPerSec = newTransferLink(c.cfg.Transfer, ratio).bytesPerSec
 }
 
 // SpeedupRatio returns the speedup ratio in effect.

@@ -150,6 +150,19 @@ func (v *vllmScheduler) admitWaiting(start time.Time, budget int) {
 		if claimed < 0 {
 			claimed = c.kv.claimedBlocks(c.running)
 		}
+		if out := c.admitRemote(s, start, budget, claimed); out != remoteNotRemote {
+			if out == remoteMustWait {
+				break
+			}
+			c.waiting.RemoveAt(next)
+			if out == remotePromoted {
+				claimed += c.kv.claimOf(s)
+				budget--
+			} else {
+				claimed = -1 // the transfer's blocks are taken
+			}
+			continue
+		}
 		adm := c.kv.admit(s, budget, claimed, c.cfg.EnableChunkedPrefill)
 		if adm.outcome != allocated {
 			break

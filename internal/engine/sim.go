@@ -77,7 +77,21 @@ func (s *Simulator) applyDue() {
 			s.Core.Cancel(a.cancel, now)
 		}
 	}
+	s.Core.AdvanceTimers(now)
 	s.Core.FlushReport()
+}
+
+// nextWake returns the virtual instant of the next scheduled action or
+// engine timer (a transfer completing, a hold expiring).
+func (s *Simulator) nextWake() (time.Time, bool) {
+	t, ok := s.Core.NextTimer()
+	if len(s.actions) > 0 {
+		at := VirtualEpoch.Add(s.actions[0].at)
+		if !ok || at.Before(t) {
+			t, ok = at, true
+		}
+	}
+	return t, ok
 }
 
 // Run simulates until no work and no scheduled action remain, or maxPasses
@@ -104,19 +118,21 @@ func (s *Simulator) Step() bool {
 		if !s.Core.Idle() {
 			break
 		}
-		if len(s.actions) == 0 {
+		wake, ok := s.nextWake()
+		if !ok {
 			return false
 		}
-		_ = s.Clock.SleepUntil(context.Background(), VirtualEpoch.Add(s.actions[0].at))
+		_ = s.Clock.SleepUntil(context.Background(), wake)
 	}
 	start := s.Clock.Now()
 	d := s.Core.BeginPass(start)
 	if !s.Core.PassActive() {
-		// Nothing could be scheduled: wait for the next action, if any.
-		if len(s.actions) == 0 {
+		// Nothing could be scheduled: wait for the next action or timer.
+		wake, ok := s.nextWake()
+		if !ok {
 			return false
 		}
-		_ = s.Clock.SleepUntil(context.Background(), VirtualEpoch.Add(s.actions[0].at))
+		_ = s.Clock.SleepUntil(context.Background(), wake)
 		return true
 	}
 	s.passes++

@@ -45,6 +45,9 @@ type ForwardPassSnapshot struct {
 	VarQueuedDecodeKVTokens float64
 	// WallTimeSecs is the modeled pass duration after speedup (0 for heartbeats).
 	WallTimeSecs float64
+	// NumHeldBlocks is the blocks finished prefills hold for their decode
+	// side (disaggregated serving; 0 otherwise).
+	NumHeldBlocks int
 	// CounterID counts messages per rank: 1 for the first, +1 per snapshot
 	// including heartbeats.
 	CounterID uint64

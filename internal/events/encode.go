@@ -261,12 +261,14 @@ const (
 	kNumDecode    = "\xb3num_decode_requests"
 	kSumDecodeKV  = "\xb4sum_decode_kv_tokens"
 	kVarDecodeKV  = "\xb4var_decode_kv_tokens"
-	// With speculative decoding the map has an eighth key, spec_decode.
-	fpmHeadSpec   = "\x88\xa7version\x01\xa9worker_id"
+	// With speculative decoding the map gains a key, spec_decode; a rank
+	// holding blocks for disaggregated handoffs gains num_held_blocks
+	// (docs/disaggregation.md). The header's fixmap size counts them.
 	kSpecDecode   = "\xabspec_decode\x83"
 	kNumDrafts    = "\xaanum_drafts"
 	kDraftTokens  = "\xb0num_draft_tokens"
 	kAcceptTokens = "\xb3num_accepted_tokens"
+	kHeldBlocks   = "\xafnum_held_blocks"
 )
 
 // EncodeFPM appends the msgpack FPM payload (a map of the snapshot's fields,
@@ -282,11 +284,10 @@ func EncodeFPMSpec(dst []byte, workerID string, s engine.ForwardPassSnapshot, sp
 }
 
 func encodeFPM(dst []byte, workerID string, s engine.ForwardPassSnapshot, spec *engine.FPMSpecDecode) []byte {
-	if spec != nil {
-		dst = append(dst, fpmHeadSpec...)
-	} else {
-		dst = append(dst, fpmHead...)
-	}
+	// fpmHead starts with the fixmap header of the seven fixed keys; the
+	// optional keys raise its size.
+	dst = append(dst, fpmHead...)
+	dst[len(dst)-len(fpmHead)] = 0x80 | byte(7+boolInt(spec != nil)+boolInt(s.NumHeldBlocks > 0))
 	dst = appendString(dst, workerID)
 	dst = append(dst, kDPRank...)
 	dst = appendInt(dst, int64(s.Rank))
@@ -335,7 +336,18 @@ func encodeFPM(dst []byte, workerID string, s engine.ForwardPassSnapshot, spec *
 		dst = append(dst, kAcceptTokens...)
 		dst = appendInt(dst, int64(spec.NumAccepted))
 	}
+	if s.NumHeldBlocks > 0 {
+		dst = append(dst, kHeldBlocks...)
+		dst = appendInt(dst, int64(s.NumHeldBlocks))
+	}
 	return dst
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // msgpack primitives in msgspec's smallest forms, so the bytes equal what a

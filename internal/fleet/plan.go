@@ -211,7 +211,8 @@ func deepCopy(m map[string]any) map[string]any {
 }
 
 // layOutEventPorts moves every worker's KV-event, replay and FPM endpoints
-// by i·stride so that no two workers (and no two DP ranks) share one.
+// and its disaggregation bootstrap port by i·stride so that no two workers
+// (and no two DP ranks) share one.
 func layOutEventPorts(members []Member) error {
 	stride := 1
 	for _, m := range members {
@@ -231,6 +232,8 @@ func layOutEventPorts(members []Member) error {
 		}
 		shift("zmq_kv_events_port", &cfg.ZMQKVEventsPort)
 		shift("zmq_replay_port", &cfg.ZMQReplayPort)
+		// One bootstrap listener per worker (all its ranks share it).
+		shift("bootstrap_port", &cfg.BootstrapPort)
 		if k := cfg.KVEventsConfig; k != nil {
 			kc := *k
 			var err error

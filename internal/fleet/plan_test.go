@@ -45,7 +45,7 @@ workers:
 		t.Fatal(err)
 	}
 	dynamo := map[string]any{"seed": 7, "zmq_kv_events_port": 20000, "zmq_replay_port": 21000,
-		"fpm_endpoint": "tcp://*:22000"}
+		"fpm_endpoint": "tcp://*:22000", "worker_type": "prefill", "bootstrap_port": 25000}
 	vllm := map[string]any{"seed": 7, "kv_events_config": map[string]any{"enable_kv_cache_events": true,
 		"publisher": "zmq", "endpoint": "tcp://*:23000", "replay_endpoint": "tcp://*:24000"}}
 	var members []Member
@@ -68,6 +68,9 @@ workers:
 				t.Errorf("worker %d: worker_id %q, want %q", i, cfg.WorkerID, want)
 			}
 			off := i * stride
+			if _, ok := style["bootstrap_port"]; ok && cfg.BootstrapPort != 25000+off {
+				t.Errorf("worker %d: bootstrap_port %d, want %d", i, cfg.BootstrapPort, 25000+off)
+			}
 			kv, replay, fpm := eventEndpoints(cfg)
 			kvHost, kvBase, replayBase := "127.0.0.1", 20000, 21000
 			if _, ok := style["kv_events_config"]; ok {

@@ -155,6 +155,7 @@ func New(cfg *config.Config, version string) *Registry {
 	}
 	r.buildMocker(version)
 	r.buildFaults()
+	r.buildDisagg()
 	return r
 }
 

@@ -30,6 +30,7 @@ type rankObserver struct {
 	s    *sglangRank      // nil unless the SGLang family is exported
 	lora *loraInfo        // nil unless the vLLM family is exported with LoRA
 	so   *specOffloadRank // nil unless speculative decoding or offload tiers are on
+	pd   *pdRank          // nil unless the worker serves disaggregated requests
 	// blockSize converts the GPU prefix hits (tokens) into blocks.
 	blockSize int
 
@@ -66,6 +67,9 @@ func (o *rankObserver) ObserveGauges(g engine.Gauges) {
 	// WaitingDeferred (remote KV) comes on top (engine/observer.go).
 	waiting := g.Waiting + g.WaitingDeferred
 	o.kvBlocks.observe(g)
+	if o.pd != nil {
+		o.pd.held.Set(float64(g.HeldBlocks))
+	}
 	if v := o.v; v != nil {
 		v.running.Set(float64(g.Running))
 		v.waiting.Set(float64(waiting))
@@ -115,6 +119,9 @@ func (o *rankObserver) ObservePass(r *engine.PassReport) {
 	}
 	if o.so != nil {
 		o.so.observePass(r, o.blockSize)
+	}
+	if o.pd != nil {
+		o.pd.observe(r)
 	}
 	if o.s != nil {
 		o.observeSGLang(r)

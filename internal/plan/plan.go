@@ -123,6 +123,10 @@ type Result struct {
 	decoded string
 	ends    []int32
 
+	// parts, for a plan of fixed text (Text), is the index of the part
+	// each position's token belongs to; nil otherwise.
+	parts []int32
+
 	cut     bool   // a stop string truncated the text
 	cutPos  int    // first position whose text the cut truncates
 	cutText string // visible text of cutPos after the cut; later positions render ""

@@ -15,6 +15,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/kvtransfer"
 	"github.com/mocker-server/mocker-server/internal/ui"
 )
 
@@ -29,6 +30,7 @@ type instance struct {
 	log     *slog.Logger
 	engines []*engine.Engine
 	srv     *api.Server
+	kvt     *kvtransfer.Service // nil unless the worker serves disaggregated requests
 	hs      *http.Server
 	ln      net.Listener
 	url     string
@@ -83,6 +85,10 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 		return nil, err
 	}
 	in := &instance{log: w.log, engines: engines, conns: map[net.Conn]struct{}{}, stopStartup: func() {}}
+	deps, err := in.startKVTransfer(cfg, w.log, w.opts.Transfers)
+	if err != nil {
+		return nil, err
+	}
 	in.srv = api.NewServer(cfg, engines, api.Deps{
 		Logger:        w.log,
 		Metrics:       w.opts.Metrics,
@@ -93,15 +99,24 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 		Version:       w.opts.Version,
 		Tokenizer:     w.files.model,
 		ChatTemplate:  w.files.chat,
+
+		KVTransfer:       deps.KVTransfer,
+		SideChannel:      deps.SideChannel,
+		TransferFailures: deps.TransferFailures,
 	})
 	if err := in.srv.LoadStaticAdapters(); err != nil {
+		in.closeKVTransfer()
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(port)))
 	if err != nil {
+		in.closeKVTransfer()
 		return nil, fmt.Errorf("listen on %s:%d: %w", cfg.Host, port, err)
 	}
 	in.ln = ln
+	if in.kvt != nil {
+		in.kvt.SetHTTPPort(ln.Addr().(*net.TCPAddr).Port)
+	}
 	in.url = "http://" + ln.Addr().String()
 
 	// Engines run until the HTTP side is done with them.
@@ -230,9 +245,10 @@ func (in *instance) waitHandlers() {
 	}
 }
 
-// stop ends the startup timer and the engines.
+// stop ends the startup timer, the engines and the side channel.
 func (in *instance) stop() {
 	in.stopStartup()
 	in.stopEngines()
 	in.engineWG.Wait()
+	in.closeKVTransfer()
 }

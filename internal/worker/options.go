@@ -16,6 +16,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/events"
+	"github.com/mocker-server/mocker-server/internal/kvtransfer"
 	"github.com/mocker-server/mocker-server/internal/metrics"
 	"github.com/mocker-server/mocker-server/internal/ui"
 )
@@ -55,6 +56,9 @@ type Options struct {
 	DeliveryLag api.DeliveryLagObserver
 	// Faults counts injected faults (mocker_injected_faults_total).
 	Faults api.FaultObserver
+	// Transfers counts failed KV pulls and release notifications of
+	// disaggregated serving (vllm:nixl_num_failed_*); may be nil.
+	Transfers TransferObserver
 	// OnFailure is told when the HTTP server fails on its own (not by
 	// Stop or Kill); nil means the failure is only logged.
 	OnFailure func(error)
@@ -70,6 +74,12 @@ type Options struct {
 	// nil makes the worker create its own. A fleet passes one per worker
 	// so that its admin page can show them all.
 	UI *ui.Hub
+}
+
+// TransferObserver counts the failures of disaggregated handoffs.
+type TransferObserver interface {
+	api.TransferFailureObserver
+	kvtransfer.NotificationObserver
 }
 
 // EngineHooks give each DP rank its observer and sinks; nil functions and
@@ -111,6 +121,7 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 		},
 	}
 	opts.Metrics, opts.Requests, opts.DeliveryLag, opts.Faults = reg.Handler(), reg, reg, reg
+	opts.Transfers = reg
 	release := opts.Release
 	opts.Release = func() {
 		_ = pubs.Close()

@@ -1,0 +1,383 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/pyrepr"
+)
+
+// responsesSurface is POST /v1/responses, the OpenAI Responses API as vLLM
+// serves it to models without the Harmony format
+// (vllm/entrypoints/openai/responses): input items and instructions become
+// chat messages rendered with the chat template, the output becomes
+// reasoning, message and function_call items. Stored responses
+// (previous_response_id, GET /v1/responses/{id}) live in a bounded
+// in-memory store.
+type responsesSurface struct {
+	store *responseStore
+}
+
+// responsesRequest holds what the response object echoes and what the
+// store keeps.
+type responsesRequest struct {
+	id                 string // resp_<request id>
+	instructions       *string
+	previousResponseID *string
+	store              bool
+	temperature        string // Python repr of the sampling temperature
+	topP               string
+	parallelToolCalls  bool
+	serviceTier        string
+	truncation         string
+	// Raw JSON echoed as sent ("" = null; tools and tool_choice have
+	// defaults).
+	metadata, reasoning, text, tools, toolChoice, user string
+	// conversation is the chat form of the input (stored for a later
+	// previous_response_id).
+	conversation []chatMessageIn
+}
+
+var responsesFields = setOf("background", "include", "input", "instructions", "max_output_tokens",
+	"max_tool_calls", "metadata", "model", "logit_bias", "parallel_tool_calls", "previous_response_id",
+	"prompt", "reasoning", "service_tier", "store", "stream", "temperature", "text", "tool_choice",
+	"tools", "top_logprobs", "top_p", "top_k", "truncation", "user", "skip_special_tokens",
+	"include_stop_str_in_output", "prompt_cache_key", "request_id", "mm_processor_kwargs", "priority",
+	"cache_salt", "enable_response_messages", "previous_input_messages", "structured_outputs",
+	"repetition_penalty", "seed", "stop", "ignore_eos", "vllm_xargs", "stream_options", "conversation",
+	"safety_identifier")
+
+func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequest, *apiError) {
+	s.logUnknownFields(o, r, responsesFields)
+	req := &responsesRequest{store: o.Bool("store", true), parallelToolCalls: o.Bool("parallel_tool_calls", true),
+		serviceTier: "auto", truncation: "disabled", tools: "[]", toolChoice: `"auto"`}
+	if o.Bool("background", false) {
+		return nil, errInvalid("background", "background mode is not supported by mocker-server")
+	}
+	if o.has("prompt") {
+		return nil, errInvalid("prompt", "prompt template is not supported")
+	}
+	logprobs := false
+	if inc, ok := o.Array("include"); ok {
+		for _, v := range inc {
+			logprobs = logprobs || string(v) == `"message.output_text.logprobs"`
+		}
+	}
+	if v, ok := o.String("instructions"); ok {
+		req.instructions = &v
+	}
+	if v, ok := o.String("previous_response_id"); ok {
+		req.previousResponseID = &v
+	}
+	if v, ok := o.String("service_tier"); ok {
+		req.serviceTier = v
+	}
+	if v, ok := o.String("truncation"); ok {
+		if v != "auto" && v != "disabled" {
+			return nil, errInvalid("truncation", "truncation must be 'auto' or 'disabled', got '%s'", v)
+		}
+		req.truncation = v
+	}
+	for key, dst := range map[string]*string{"metadata": &req.metadata, "reasoning": &req.reasoning,
+		"text": &req.text, "user": &req.user} {
+		if v, ok := o.raw(key); ok {
+			*dst = string(compactJSON(v))
+		}
+	}
+	temperature := o.Float("temperature")
+	topP := o.Float("top_p")
+	req.temperature, req.topP = "1.0", "1.0"
+	if temperature.Set {
+		req.temperature = pyrepr.Float(temperature.F)
+	}
+	if topP.Set {
+		req.topP = pyrepr.Float(topP.F)
+	}
+	if e := o.failed(); e != nil {
+		return nil, e
+	}
+
+	chat := map[string]json.RawMessage{}
+	for _, k := range []string{"model", "temperature", "top_p", "top_k", "stream", "seed", "stop",
+		"ignore_eos", "priority", "cache_salt", "request_id", "repetition_penalty",
+		"include_stop_str_in_output", "structured_outputs", "skip_special_tokens", "parallel_tool_calls"} {
+		if v, ok := o.raw(k); ok {
+			chat[k] = v
+		}
+	}
+	if v, ok := o.raw("max_output_tokens"); ok {
+		chat["max_tokens"] = v
+	}
+	if logprobs {
+		// vLLM samples logprobs only when the output text's are included;
+		// top_logprobs (default 0) is then the number of alternatives.
+		chat["logprobs"] = json.RawMessage("true")
+		if v, ok := o.raw("top_logprobs"); ok {
+			chat["top_logprobs"] = v
+		}
+	}
+	if req.truncation == "auto" {
+		chat["truncate_prompt_tokens"] = json.RawMessage(strconv.Itoa(s.cfg.MaxModelLen - 1))
+	}
+	if e := responsesTools(o, req, chat); e != nil {
+		return nil, e
+	}
+	if e := responsesTextFormat(o, chat); e != nil {
+		return nil, e
+	}
+
+	var prev *storedResponse
+	if req.previousResponseID != nil {
+		prev = rs.store.get(*req.previousResponseID)
+		if prev == nil {
+			return nil, errResponseNotFound(*req.previousResponseID)
+		}
+	}
+	conv, e := responsesConversation(o, req.instructions, prev)
+	if e != nil {
+		return nil, e
+	}
+	req.conversation = conv
+	msgs, err := json.Marshal(conv)
+	if err != nil {
+		return nil, errInvalid("input", "%v", err)
+	}
+	chat["messages"] = msgs
+	g, e := s.parseGenerate(object{m: chat, err: new(*apiError)}, r, true)
+	if e != nil {
+		// Name the Responses fields the chat checks complained about.
+		switch e.Param {
+		case "messages":
+			e.Param = "input"
+		case "max_tokens":
+			e.Param = "max_output_tokens"
+			e.Message = strings.ReplaceAll(e.Message, "max_tokens", "max_output_tokens")
+		}
+		return nil, e
+	}
+	req.id = "resp_" + g.baseID
+	g.responses = req
+	return g, nil
+}
+
+// errResponseNotFound is vLLM's answer to an unknown response id.
+func errResponseNotFound(id string) *apiError {
+	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
+		Message: "Response with id '" + id + "' not found.", Param: "response_id"}
+}
+
+// responsesTools translates function tools ({"type":"function","name",
+// "parameters",…}) and tool_choice into their chat forms; other tool types
+// (built-in tools, MCP) are refused.
+func responsesTools(o object, req *responsesRequest, chat map[string]json.RawMessage) *apiError {
+	if raw, ok := o.Kind("tools", "array"); ok {
+		req.tools = string(compactJSON(raw))
+		var tools []struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description *string         `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		}
+		if json.Unmarshal(raw, &tools) != nil {
+			return errFieldType("tools", "array of objects")
+		}
+		out := make([]chatTool, 0, len(tools))
+		for i, t := range tools {
+			path := "tools[" + itoa(i) + "]"
+			if t.Type != "function" {
+				return errInvalid(path+".type", "tool type '%s' is not supported by mocker-server (only 'function')", t.Type)
+			}
+			if t.Name == "" {
+				return errFieldRequired(path + ".name")
+			}
+			out = append(out, chatTool{Type: "function", Function: chatToolFuncDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+		}
+		if len(out) > 0 {
+			b, _ := json.Marshal(out)
+			chat["tools"] = b
+		}
+	}
+	raw, ok := o.raw("tool_choice")
+	if !ok {
+		return o.failed()
+	}
+	req.toolChoice = string(compactJSON(raw))
+	if raw[0] == '"' {
+		chat["tool_choice"] = raw
+		return nil
+	}
+	var named struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(raw, &named) != nil {
+		return errFieldType("tool_choice", "string or object")
+	}
+	if named.Type != "function" || named.Name == "" {
+		return errInvalid("tool_choice", "tool_choice must be 'none', 'auto', 'required' or {\"type\": \"function\", \"name\": ...}")
+	}
+	chat["tool_choice"] = namedChoiceJSON(named.Name)
+	return nil
+}
+
+// responsesTextFormat translates text.format into response_format.
+func responsesTextFormat(o object, chat map[string]json.RawMessage) *apiError {
+	text, ok := o.Object("text")
+	if !ok {
+		return o.failed()
+	}
+	format, ok := text.Object("format")
+	if !ok {
+		return o.failed()
+	}
+	typ, _ := format.String("type")
+	if e := o.failed(); e != nil {
+		return e
+	}
+	switch typ {
+	case "text":
+	case "json_object":
+		chat["response_format"] = json.RawMessage(`{"type":"json_object"}`)
+	case "json_schema":
+		schema, ok := format.raw("schema")
+		if !ok {
+			return errFieldRequired("text.format.schema")
+		}
+		name, _ := format.String("name")
+		b, _ := json.Marshal(map[string]any{"type": "json_schema",
+			"json_schema": map[string]any{"name": name, "schema": schema}})
+		chat["response_format"] = b
+	default:
+		return errInvalid("text.format.type", "text.format.type must be 'text', 'json_object' or 'json_schema', got '%s'", typ)
+	}
+	return nil
+}
+
+// responsesConversation builds the chat messages of a request: the
+// instructions as a system message, the previous response's conversation
+// and output (its own instructions are not carried over), then the input.
+func responsesConversation(o object, instructions *string, prev *storedResponse) ([]chatMessageIn, *apiError) {
+	var conv []chatMessageIn
+	if instructions != nil {
+		c, _ := json.Marshal(*instructions)
+		conv = append(conv, chatMessageIn{Role: "system", Content: c})
+	}
+	if prev != nil {
+		conv = append(conv, prev.conversation...)
+		conv = append(conv, prev.output...)
+	}
+	raw, ok := o.raw("input")
+	if !ok {
+		if e := o.failed(); e != nil {
+			return nil, e
+		}
+		return nil, errFieldRequired("input")
+	}
+	if raw[0] == '"' {
+		if _, e := parseString(raw, "input"); e != nil {
+			return nil, e
+		}
+		return append(conv, chatMessageIn{Role: "user", Content: raw}), nil
+	}
+	items, e := parseArray(raw, "input")
+	if e != nil {
+		return nil, errFieldType("input", "string or array")
+	}
+	for i, it := range items {
+		m, e := responsesInputItem(it, "input["+itoa(i)+"]")
+		if e != nil {
+			return nil, e
+		}
+		if m != nil {
+			conv = append(conv, *m)
+		}
+	}
+	if len(conv) == 0 {
+		return nil, errInvalid("input", "input must not be empty")
+	}
+	return conv, nil
+}
+
+// responsesInputItem translates one input item: a message (typed or the
+// short {role, content} form), a function_call, a function_call_output or
+// a reasoning item (accepted, not rendered). Other types are a 400.
+func responsesInputItem(raw json.RawMessage, path string) (*chatMessageIn, *apiError) {
+	var it struct {
+		Type      string          `json:"type"`
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		CallID    string          `json:"call_id"`
+		Name      string          `json:"name"`
+		Arguments string          `json:"arguments"`
+		Output    json.RawMessage `json:"output"`
+	}
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &it) != nil {
+		return nil, errFieldType(path, "object")
+	}
+	switch it.Type {
+	case "", "message":
+		switch it.Role {
+		case "user", "assistant", "system", "developer":
+		case "":
+			return nil, errFieldRequired(path + ".role")
+		default:
+			return nil, errInvalid(path+".role", "role must be 'user', 'assistant', 'system' or 'developer', got '%s'", it.Role)
+		}
+		text, e := responsesContentText(it.Content, path+".content")
+		if e != nil {
+			return nil, e
+		}
+		c, _ := json.Marshal(text)
+		return &chatMessageIn{Role: it.Role, Content: c}, nil
+	case "function_call":
+		if it.CallID == "" || it.Name == "" {
+			return nil, errFieldRequired(path + ".call_id, name")
+		}
+		return &chatMessageIn{Role: "assistant", ToolCalls: []chatToolCall{{ID: it.CallID, Type: "function",
+			Function: chatFunction{Name: it.Name, Arguments: it.Arguments}}}}, nil
+	case "function_call_output":
+		if it.CallID == "" {
+			return nil, errFieldRequired(path + ".call_id")
+		}
+		out := string(it.Output)
+		if len(it.Output) > 0 && it.Output[0] == '"' {
+			out, _ = parseString(it.Output, path+".output")
+		}
+		c, _ := json.Marshal(out)
+		id := it.CallID
+		return &chatMessageIn{Role: "tool", ToolCallID: &id, Content: c}, nil
+	case "reasoning":
+		return nil, nil
+	}
+	return nil, errInvalid(path+".type", "Unknown input item type '%s': supported are 'message', 'function_call', 'function_call_output' and 'reasoning'", it.Type)
+}
+
+// responsesContentText is a message's content: a string, or its text parts
+// (input_text, output_text) joined by newlines.
+func responsesContentText(raw json.RawMessage, path string) (string, *apiError) {
+	if len(raw) == 0 || isNull(raw) {
+		return "", errFieldRequired(path)
+	}
+	if raw[0] == '"' {
+		return parseString(raw, path)
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", errFieldType(path, "string or array")
+	}
+	texts := make([]string, 0, len(parts))
+	for i, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			texts = append(texts, p.Text)
+		default:
+			return "", errInvalid(path+"["+itoa(i)+"].type", "Only text content parts are supported by mocker-server.")
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
