@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events check-replay-html check-pd-timing npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events check-replay-html check-pd-timing check-ui npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -37,7 +37,7 @@ run: build
 # Grafana dashboard checks), the cross-language KV-event check against
 # a live server, the Helm chart / manifests / compose fleet checks, a few
 # seconds of every fuzz target, and the replay HTML report in headless Chromium.
-test: test-go check-events chart-test fuzz-short check-replay-html check-pd-timing
+test: test-go check-events chart-test fuzz-short check-replay-html check-pd-timing check-ui
 
 # The reference renderers the chat template tests compare against: Debian's
 # python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
@@ -71,6 +71,13 @@ check-events: build
 check-replay-html: build
 	@scripts/ensure-deps.sh --browser
 	scripts/check-replay-html.sh $(BIN)
+
+# The live UI (docs/ui.md) in headless Chromium against a real server and a
+# 64-worker fleet, requests through the OpenAI SDK (puppeteer-core and
+# openai from npm into .cache/npm); screenshots in .cache/ui/.
+check-ui: build
+	@scripts/ensure-deps.sh --browser
+	scripts/check-ui.sh $(BIN)
 
 # charts/mocker-server, deploy/kubernetes and docker-compose.fleet.yml,
 # checked by deploy/chartcheck: a nested Go module, so that Helm's and

@@ -57,6 +57,22 @@ start_server() {
 	echo "server did not start:"; cat "$OUT/server.log"; exit 1
 }
 
+# VIEWERS (default 0) live-UI viewers (docs/ui.md) read GET /ui/stream during
+# the paced scenario: one curl process holding VIEWERS streams (one process
+# rather than VIEWERS keeps the client side light), pinned to BENCH_CPU.
+VIEWER_PIDS=()
+start_viewers() {
+	local n=${VIEWERS:-0} args=()
+	[[ $n -gt 0 ]] || return 0
+	for _ in $(seq "$n"); do args+=(-o /dev/null "$URL/ui/stream?view=engine"); done
+	taskset -c "$BENCH_CPU" curl -sN --parallel --parallel-immediate --parallel-max "$n" "${args[@]}" 2>/dev/null &
+	VIEWER_PIDS+=($!)
+}
+stop_viewers() {
+	for p in "${VIEWER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	VIEWER_PIDS=()
+}
+
 # bench NAME ARGS...: one mocker-bench run pinned to BENCH_CPU, JSON to $OUT/NAME.json.
 bench() {
 	local name=$1; shift
@@ -87,6 +103,9 @@ lag_quantile() {
 
 lag_count() { curl -fs "$URL/metrics" | awk '/^mocker_token_delivery_lag_seconds_count/ {print $NF}'; }
 
+# server_cpu_s: CPU seconds (user + system) the server has used so far.
+server_cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f\n", ($14 + $15) / hz}' "/proc/$SERVER_PID/stat"; }
+
 rss_mib() { awk '/VmRSS/ {printf "%.0f\n", $2 / 1024}' "/proc/$SERVER_PID/status"; }
 
 # median of the numbers on stdin
@@ -114,13 +133,15 @@ scenario_paced() {
 	local p50s=() p99s=() lags=()
 	for r in $(seq "$RUNS"); do
 		start_server --timing-model fixed --fixed-prefill-ms 0 --fixed-decode-ms 20 --max-num-seqs 1024
+		start_viewers
 		bench "s2-$r" --concurrency 1000 --requests 5000 --max-tokens 50 --prompt-tokens 32 --ramp 1s
+		stop_viewers
 		p50s+=("$(jf "s2-$r" .e2e.p50_ms)"); p99s+=("$(jf "s2-$r" .e2e.p99_ms)")
 		lags+=("$(lag_quantile 0.99)")
-		printf "run %d: e2e p50 %.1f ms p99 %.1f ms max %.1f ms, ttft p50 %.1f ms, itl p50 %.2f ms p99 %.2f ms, errors %s, lag p50 %s ms p99 %s ms (%s obs)\n" \
+		printf "run %d: e2e p50 %.1f ms p99 %.1f ms max %.1f ms, ttft p50 %.1f ms, itl p50 %.2f ms p99 %.2f ms, errors %s, lag p50 %s ms p99 %s ms (%s obs), server cpu %s s\n" \
 			"$r" "${p50s[-1]}" "${p99s[-1]}" "$(jf "s2-$r" .e2e.max_ms)" "$(jf "s2-$r" .ttft.p50_ms)" \
 			"$(jf "s2-$r" .itl.p50_ms)" "$(jf "s2-$r" .itl.p99_ms)" "$(jf "s2-$r" .errors)" \
-			"$(lag_quantile 0.5)" "${lags[-1]}" "$(lag_count)"
+			"$(lag_quantile 0.5)" "${lags[-1]}" "$(lag_count)" "$(server_cpu_s)"
 	done
 	printf "median: e2e p50 %.1f ms (%+.1f %%), p99 %.1f ms (%+.1f %%), lag p99 %.2f ms\n" \
 		"$(printf '%s\n' "${p50s[@]}" | median)" "$(echo "($(printf '%s\n' "${p50s[@]}" | median) - 1000) / 10" | bc -l)" \

@@ -1,25 +1,13 @@
 #!/usr/bin/env bash
 # check-replay-html.sh BIN: render a comparison HTML report with
 # `BIN replay` and check it in headless Chromium (scripts/check-replay-html.js).
-# puppeteer-core is installed from npm into .cache/npm (ignored by git).
-# Without a browser the check is skipped, except under CI=true, where it fails.
+# scripts/browser-deps.sh installs puppeteer-core from npm into .cache/npm
+# (ignored by git) and skips the check without a browser, except under CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-bin/mocker-server}
 out=${OUT:-.cache/replay-html}
-chromium=${CHROMIUM:-/usr/bin/chromium}
-if [ ! -x "$chromium" ] || ! command -v node >/dev/null 2>&1; then
-  if [ "${CI:-}" = "true" ]; then
-    echo "check-replay-html: $chromium or node is missing (scripts/ensure-deps.sh --browser installs them)" >&2
-    exit 1
-  fi
-  echo "check-replay-html: skipped: no $chromium or node (scripts/ensure-deps.sh --browser installs them)" >&2
-  exit 0
-fi
-if [ ! -d .cache/npm/node_modules/puppeteer-core ]; then
-  mkdir -p .cache/npm
-  (cd .cache/npm && { [ -f package.json ] || npm init -y >/dev/null; } && npm install --no-audit --no-fund --silent puppeteer-core@24 >/dev/null)
-fi
+. scripts/browser-deps.sh check-replay-html
 mkdir -p "$out"
 # Two setups (default and small-cache) on 2 workers: CDFs, scatter, hit
 # rate, and KV plus queue charts per setup = 9 charts.

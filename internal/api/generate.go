@@ -172,6 +172,10 @@ func (s *Server) submit(ctx context.Context, g *genRequest) (*job, *apiError) {
 		reqs: make([]engine.Request, total), ch: make([]choice, total)}
 	arrival := eng.Clock().Now()
 	base := s.planParams(g)
+	label := "cmpl-" + g.baseID // the response id, for inspectors (the live UI)
+	if g.chat {
+		label = "chatcmpl-" + g.baseID
+	}
 	for pi := range g.prompts {
 		ps := &g.prompts[pi]
 		seed := plan.RequestSeed(g.seed, s.cfg.Seed, ps.ids)
@@ -196,6 +200,7 @@ func (s *Server) submit(ctx context.Context, g *genRequest) (*job, *apiError) {
 				CacheSalt:       g.cacheSalt,
 				Adapter:         g.adapter,
 				Choice:          idx,
+				Label:           label,
 				Out:             j.out,
 			}
 		}

@@ -118,6 +118,7 @@ type Config struct {
 	MaxUnflushedTokens    int      `json:"max_unflushed_tokens"` // stuck-reader abort threshold (0 = never)
 	DevMode               bool     `json:"dev_mode"`             // serve /reset_prefix_cache (VLLM_SERVER_DEV_MODE)
 	AdminKey              string   `json:"admin_key"`            // enables /admin/faults (also serve's --admin-key)
+	UI                    bool     `json:"ui"`                   // serve the live browser view at GET /ui (docs/ui.md)
 	MaxConcurrentRequests int      `json:"max_concurrent_requests"`
 	RPM                   int      `json:"rpm"`
 	TPM                   int      `json:"tpm"`
@@ -271,6 +272,7 @@ func Default() Config {
 		MaxNumSeqs:            256,
 		MaxNumBatchedTokens:   8192,
 		EnablePrefixCaching:   true,
+		UI:                    true,
 		EnableChunkedPrefill:  true,
 		PreemptionMode:        engine.PreemptLIFO,
 		SchedulingPolicy:      engine.ScheduleFCFS,

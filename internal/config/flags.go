@@ -155,6 +155,7 @@ var flagTable = []flagSpec{
 	{name: "request-body-timeout", key: "request_body_timeout", kind: flagFloat, usage: "seconds to receive a request body before 408 and close"},
 	{name: "max-unflushed-tokens", key: "max_unflushed_tokens", kind: flagInt, usage: "abort a stream whose client leaves this many tokens unread (0 = never)"},
 	{name: "dev-mode", key: "dev_mode", kind: flagBool, usage: "serve POST /reset_prefix_cache (default $VLLM_SERVER_DEV_MODE=1)"},
+	{name: "ui", key: "ui", kind: flagBool, negatable: true, usage: "serve the live browser view at GET /ui, guarded by --api-key (docs/ui.md); --ui=false turns it off"},
 	{name: "max-concurrent-requests", key: "max_concurrent_requests", kind: flagInt, usage: "429 beyond this many generation requests in flight (0 = no limit)"},
 	{name: "rpm", key: "rpm", kind: flagInt, usage: "requests per minute before 429 (0 = no limit)"},
 	{name: "tpm", key: "tpm", kind: flagInt, usage: "tokens (prompt + max tokens) per minute before 429 (0 = no limit)"},

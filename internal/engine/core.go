@@ -38,6 +38,10 @@ type Core struct {
 	skipGaps bool // CoreOptions.SkipTokenGaps
 	log      *slog.Logger
 
+	// inspector (nil: none) and its scratch; see inspect.go.
+	inspector Inspector
+	insp      inspection
+
 	fpmCounter uint64
 
 	// Disaggregated serving (disagg.go): blocks held for handoffs, decode
@@ -86,6 +90,8 @@ type CoreOptions struct {
 	// work in virtual time.
 	SkipTokenGaps bool
 	Logger        *slog.Logger
+	// Inspector, when set, gets per-sequence traces and state snapshots.
+	Inspector Inspector
 }
 
 // NewCore builds a rank's engine state.
@@ -122,8 +128,10 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		observer: opts.Observer,
 		skipGaps: opts.SkipTokenGaps,
 		log:      log,
+
+		inspector: opts.Inspector,
 	}
-	if opts.KVSink == nil {
+	if opts.KVSink == nil && opts.Inspector == nil {
 		// Nobody reads the events: count them for the metrics, and skip
 		// copying every stored block's token ids into records.
 		kvm.pool.CountEventsOnly()
@@ -212,6 +220,7 @@ func (c *Core) Submit(r *Request) {
 	c.byID[r.ID] = s
 	c.waiting.PushBack(s)
 	c.noteAdapter(r.Adapter.Name)
+	c.noteSubmit(s)
 }
 
 // CheckAdmissible applies the engine's capacity rule to a request before
@@ -245,6 +254,7 @@ func (c *Core) reject(s *sequence, rej *Rejection) {
 	delete(c.byID, s.req.ID)
 	s.status = statusFinished
 	c.report.Rejected++
+	c.noteReject(s)
 	if s.req.Out != nil {
 		s.req.Out.push(OutputItem{Choice: s.req.Choice, Final: true, Time: s.arrival,
 			Finished: Finished{Reason: FinishAbort, Rejection: rej}})
@@ -285,6 +295,7 @@ func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
 // observer. The live loop calls it after applying inbox messages.
 func (c *Core) FlushReport() {
 	r := &c.report
+	c.inspect(false, time.Time{})
 	if len(r.Finished) == 0 && r.Rejected == 0 && len(r.Handoffs) == 0 {
 		if c.gaugesDirty && c.observer != nil {
 			c.observer.ObserveGauges(c.gauges())
@@ -317,6 +328,7 @@ func (c *Core) gauges() Gauges {
 		Waiting:      c.waiting.Len(),
 		ActiveBlocks: c.kv.numActiveBlocks(),
 		KVUsage:      c.kv.usage(),
+		CachedBlocks: c.kv.pool.NumCachedFree(),
 	}
 	c.adapterGauges(&g)
 	g.Tiers = c.kv.tierGauges(c.tierScratch[:0])
@@ -342,10 +354,15 @@ func (c *Core) publishEvents(now time.Time) {
 	for kind, n := range c.kv.takeEventCounts() {
 		c.report.KVEvents[kind] += n
 	}
-	if c.kvSink == nil {
+	if c.kvSink == nil && c.inspector == nil {
 		return // the pool only counts (see NewCore)
 	}
-	if events := c.kv.takeEvents(); len(events) > 0 {
+	events := c.kv.takeEvents()
+	if len(events) == 0 {
+		return
+	}
+	c.noteEvents(events)
+	if c.kvSink != nil {
 		c.kvSink.PublishKVEvents(KVEventBatch{Rank: c.rank, Time: now, Events: events})
 	}
 }
@@ -397,6 +414,7 @@ func (c *Core) preempt(victim *sequence) int {
 	victim.passPrefill = false
 	victim.passDrafts, victim.passAccepted = 0, 0
 	c.report.Preemptions++
+	c.notePreempt(victim)
 	c.waiting.PushPreempted(victim)
 	return idx
 }

@@ -67,6 +67,9 @@ type Options struct {
 	FPMSink  FPMSink
 	Observer Observer
 	Logger   *slog.Logger
+	// Inspector, when set, gets per-sequence traces and state snapshots
+	// (inspect.go).
+	Inspector Inspector
 	// HeartbeatInterval is the idle FPM heartbeat period (default 1 s).
 	HeartbeatInterval time.Duration
 }
@@ -74,7 +77,8 @@ type Options struct {
 // New builds one rank's engine.
 func New(cfg Config, opts Options) (*Engine, error) {
 	core, err := NewCore(cfg, CoreOptions{Rank: opts.Rank,
-		KVSink: opts.KVSink, FPMSink: opts.FPMSink, Observer: opts.Observer, Logger: opts.Logger})
+		KVSink: opts.KVSink, FPMSink: opts.FPMSink, Observer: opts.Observer, Logger: opts.Logger,
+		Inspector: opts.Inspector})
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +232,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			// requests kept as they are.
 			busy = false
 			e.publishLoad()
+			e.core.InspectState(e.clock.Now()) // the last state before idling
 			hb.Reset(max(time.Until(lastSnapshot.Add(e.heartbeat)), 0))
 			// Transfers completing and holds expiring need no message:
 			// wake for the next one.

@@ -38,6 +38,9 @@ type Gauges struct {
 	HeldBlocks int
 	// KVUsage is ActiveBlocks / num_gpu_blocks.
 	KVUsage float64
+	// CachedBlocks counts the unreferenced blocks that still hold a
+	// prefix-cache hash (evictable cache content).
+	CachedBlocks int
 	// MaxLoRAs is the configured adapter slots (0: LoRA disabled, and the
 	// adapter lists are empty).
 	MaxLoRAs int

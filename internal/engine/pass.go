@@ -177,6 +177,7 @@ func (c *Core) EndPass(deadline, now time.Time) {
 	if !c.cur.active {
 		return
 	}
+	c.captureSteps()
 	finished := false
 	for _, s := range c.ready {
 		if s.status != statusRunning {
@@ -235,6 +236,7 @@ func (c *Core) EndPass(deadline, now time.Time) {
 			s.req.Out.pushRun(run)
 			c.outRun = run
 		}
+		c.noteTokens(s, emitted)
 		// The accepted drafts' KV was written by the verification; only
 		// the last token delivered still needs computing.
 		s.numComputedTokens += emitted - 1
@@ -260,12 +262,14 @@ func (c *Core) EndPass(deadline, now time.Time) {
 	}
 	for _, s := range c.running {
 		s.scheduled, s.passPrefill, s.passTokens = false, false, 0
+		s.passAdmitted, s.inspStep = false, 0
 	}
 	// Completions may have cached blocks (SGLang inserts a finished
 	// request's tokens into its radix tree); publish them with this pass,
 	// as SGLang flushes its event queue after each iteration. The vLLM pool
 	// records nothing here, so its batches are unchanged.
 	c.publishEvents(now)
+	c.inspect(true, now)
 	c.cur = passState{}
 	c.report.Rank = c.rank
 	if c.observer != nil {

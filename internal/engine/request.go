@@ -33,6 +33,9 @@ type Request struct {
 	// base model). It counts against Config.LoRA.MaxLoRAs and enters the
 	// request's block hashes.
 	Adapter kv.Adapter
+	// Label is the caller's name for the request (the API's response id),
+	// shown by inspectors; the engine does not use it.
+	Label string
 	// Choice is copied into every OutputItem of the sequence.
 	Choice int
 	// Out receives the sequence's tokens and terminal signal. Several
@@ -100,6 +103,10 @@ type sequence struct {
 	passPrefill bool // computed prompt tokens this pass
 	passCtx     int  // numTokens() at scheduling
 	scheduled   bool // scheduled this pass
+	// passAdmitted: admitted from the waiting queue this pass; inspStep:
+	// 1 + the index of this pass's step in the Inspector's trace (0: none).
+	passAdmitted bool
+	inspStep     int32
 
 	// Speculative decoding (zero when off): the acceptance model's key, and
 	// this pass's proposed and accepted draft tokens.

@@ -182,6 +182,7 @@ func (v *vllmScheduler) admitWaiting(start time.Time, budget int) {
 		s.passPrefill = true
 		s.passPrefix = cachedTokens
 		s.passCtx = s.numTokens()
+		s.passAdmitted = true
 		if !s.firstAdmitted {
 			s.firstAdmitted = true
 			s.firstScheduled = start

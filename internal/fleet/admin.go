@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/faults"
+	"github.com/mocker-server/mocker-server/internal/ui"
 	"github.com/mocker-server/mocker-server/internal/worker"
 )
 
@@ -55,17 +56,24 @@ func (f *Fleet) adminHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		adminError(w, http.StatusNotFound, "NotFoundError", "no such admin route")
 	})
+	var keys []string
+	if f.opts.AdminKey != "" {
+		keys = []string{f.opts.AdminKey}
+	}
+	// The live view checks the admin key itself: a browser cannot send a
+	// Bearer header on its event stream (docs/ui.md).
+	uiHandler := f.uiHandler(keys)
 	if f.opts.AdminKey == "" {
-		return mux
+		return ui.Route(mux, uiHandler)
 	}
 	key := []byte("Bearer " + f.opts.AdminKey)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return ui.Route(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), key) != 1 {
 			writeAdminJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
 			return
 		}
 		mux.ServeHTTP(w, r)
-	})
+	}), uiHandler)
 }
 
 // WorkerInfo is one worker in the admin listing.

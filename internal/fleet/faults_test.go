@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,14 +13,7 @@ func TestAdminFaultsPerWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adminURL := make(chan string, 1)
-	f, err := Start(context.Background(), members, Options{AdminAddr: "127.0.0.1:0", AdminKey: "k",
-		AdminReady: func(u string) { adminURL <- u }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Stop()
-	admin := <-adminURL
+	f, admin := startWithAdmin(t, members, "k")
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
 

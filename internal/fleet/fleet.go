@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/ui"
 	"github.com/mocker-server/mocker-server/internal/worker"
 )
 
@@ -60,6 +61,10 @@ type Fleet struct {
 	mu      sync.Mutex
 	workers []*worker.Worker // nil until the worker has been started
 
+	// hubs are the workers' live views (nil for a member with ui off),
+	// made before the workers so the admin port's /ui can list them all.
+	hubs []*ui.Hub
+
 	adminSrv *http.Server
 	adminURL string
 }
@@ -85,6 +90,16 @@ func Start(ctx context.Context, members []Member, opts Options) (*Fleet, error) 
 		workers: make([]*worker.Worker, len(members)),
 	}
 	f.metrics = newAdminMetrics(f)
+	f.hubs = make([]*ui.Hub, len(members))
+	for i, m := range members {
+		if m.Config.UI {
+			name := m.ID
+			if len(members) == 1 {
+				name = m.Config.Model // serve: a fleet of one
+			}
+			f.hubs[i] = ui.NewHub(ui.Options{Name: name})
+		}
+	}
 	f.opts.Loaders = opts.Loaders.Shared()
 	if opts.AdminAddr != "" {
 		if err := f.startAdmin(); err != nil {
@@ -123,6 +138,7 @@ func (f *Fleet) startWorker(i int) error {
 		ShutdownGrace: f.opts.ShutdownGrace,
 		StartupGate:   f.opts.StartupGate,
 		Loaders:       f.opts.Loaders,
+		UI:            f.hubs[i],
 		OnFailure: func(err error) {
 			select {
 			case f.failed <- fmt.Errorf("worker %s: %w", m.ID, err):

@@ -363,3 +363,18 @@ func adminCall(t *testing.T, client *http.Client, method, url, key, body string)
 	}
 	return resp.StatusCode, v
 }
+
+// startWithAdmin starts members with an admin API on a free port guarded by
+// key, stopped at the end of the test, and returns the fleet and the admin
+// URL.
+func startWithAdmin(t *testing.T, members []Member, key string) (*Fleet, string) {
+	t.Helper()
+	adminURL := make(chan string, 1)
+	f, err := Start(context.Background(), members, Options{AdminAddr: "127.0.0.1:0", AdminKey: key,
+		AdminReady: func(u string) { adminURL <- u }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	return f, <-adminURL
+}

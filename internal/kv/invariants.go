@@ -102,13 +102,20 @@ func (p *Pool) CheckInvariants() error {
 			prev = b
 		}
 	}
+	cachedFree := 0
 	for b, c := range x.cached {
+		if c && p.ref[b] == 0 {
+			cachedFree++
+		}
 		if c && !indexed[b] {
 			fail("block %d: cached as %#x but not in the index", b, x.hash[b])
 		}
 		if c && !p.prefixCaching {
 			fail("block %d: cached although prefix caching is off", b)
 		}
+	}
+	if cachedFree != p.cachedFree {
+		fail("%d free blocks are cached, NumCachedFree says %d", cachedFree, p.cachedFree)
 	}
 	if p.order != nil {
 		if err := p.order.check(p); err != nil {

@@ -25,6 +25,9 @@ type Pool struct {
 	free          freeList
 	index         hashIndex
 	rec           recorder
+	// cachedFree counts the free blocks that still hold a hash (evictable
+	// prefix-cache content), kept up to date so reading it costs nothing.
+	cachedFree int
 	// order, when set, picks the free block Allocate reuses (the lineage
 	// and multi_lru backends, eviction.go); nil is lru: the free queue's
 	// head.
@@ -121,6 +124,9 @@ func (p *Pool) Touch(blocks []BlockID) {
 	for _, b := range blocks {
 		if p.ref[b] == 0 {
 			p.free.remove(b)
+			if p.index.cached[b] {
+				p.cachedFree--
+			}
 			if p.order != nil {
 				p.order.taken(p, b)
 			}
@@ -152,6 +158,7 @@ func (p *Pool) Allocate(dst []BlockID, k int) ([]BlockID, bool) {
 			p.free.remove(b)
 		}
 		if p.index.cached[b] {
+			p.cachedFree--
 			if h, last := p.index.remove(b); last {
 				p.rec.removed(h)
 				if p.lower != nil {
@@ -222,6 +229,9 @@ func (p *Pool) Release(blocks []BlockID) {
 		case 1:
 			p.ref[b] = 0
 			p.free.pushBack(b)
+			if p.index.cached[b] {
+				p.cachedFree++
+			}
 			if p.order != nil {
 				p.order.release(p, b)
 			}
@@ -242,6 +252,7 @@ func (p *Pool) Reset() bool {
 	}
 	p.index.reset()
 	p.free.reset(len(p.ref))
+	p.cachedFree = 0
 	if p.order != nil {
 		p.order.reset(p)
 	}

@@ -321,8 +321,10 @@ func (r *Registry) buildMocker(version string) {
 	}
 	r.MustRegister(r.kvPub)
 
+	kvBlocks := r.kvBlocksVec()
 	for _, ro := range r.ranks {
 		rk := strconv.Itoa(ro.rank)
+		ro.kvBlocks = newKVBlockGauges(kvBlocks, rk, cfg.NumGPUBlocks)
 		ro.passes = passes.WithLabelValues(rk)
 		ro.passSeconds = passSeconds.WithLabelValues(rk)
 		ro.rejected = rejected.WithLabelValues(rk)

@@ -116,6 +116,8 @@ func mockerSpecs() []spec {
 		{name: "mocker_fpm_messages_total", typ: counter, labels: []string{"dp_rank", "kind"}, perDP: true,
 			fixed: map[string][]string{"kind": {"pass", "heartbeat"}}},
 		{name: "mocker_token_delivery_lag_seconds", typ: hist, labels: dl, perDP: true},
+		{name: "mocker_kv_cache_blocks", typ: gauge, labels: []string{"dp_rank", "state"}, perDP: true,
+			fixed: map[string][]string{"state": {"in_use", "cached", "free"}}},
 		{name: "mocker_injected_faults_total", typ: counter, labels: []string{"type"},
 			fixed: map[string][]string{"type": {"rate_limit", "server_error", "unavailable", "context_length", "timeout",
 				"stall", "truncate", "stream_error", "slow_first_token", "reset",

@@ -39,6 +39,8 @@ type rankObserver struct {
 	fpm                           [numFPMFields]prometheus.Gauge
 	fpmPass, fpmHeartbeat         prometheus.Counter
 	lag                           prometheus.Observer
+	// kvBlocks are mocker_kv_cache_blocks by state (kvblocks.go).
+	kvBlocks kvBlockGauges
 
 	// sglang:gen_throughput window (engine goroutine only).
 	totalKVTokens float64
@@ -64,6 +66,7 @@ func (o *rankObserver) ObserveGauges(g engine.Gauges) {
 	// Gauges.Waiting counts never-scheduled and preempted requests;
 	// WaitingDeferred (remote KV) comes on top (engine/observer.go).
 	waiting := g.Waiting + g.WaitingDeferred
+	o.kvBlocks.observe(g)
 	if o.pd != nil {
 		o.pd.held.Set(float64(g.HeldBlocks))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kvtransfer"
+	"github.com/mocker-server/mocker-server/internal/ui"
 )
 
 // errKilled is the cancellation cause of requests on a killed worker.
@@ -60,6 +61,9 @@ func buildEngines(cfg *config.Config, log *slog.Logger, hooks EngineHooks, profi
 		}
 		if hooks.FPMSink != nil {
 			opts.FPMSink = hooks.FPMSink(r)
+		}
+		if hooks.Inspector != nil {
+			opts.Inspector = hooks.Inspector(r)
 		}
 		e, err := engine.New(engineCfg, opts)
 		if err != nil {
@@ -150,6 +154,9 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 	baseCtx, cancelReqs := context.WithCancelCause(context.Background())
 	in.cancelReqs = cancelReqs
 	inner := in.srv.Handler()
+	if hub := w.opts.UI; hub != nil {
+		inner = ui.Route(inner, ui.Handler(hub, ui.HandlerOptions{APIKeys: cfg.APIKey}))
+	}
 	in.hs = &http.Server{
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			in.active.Add(1)

@@ -18,6 +18,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/events"
 	"github.com/mocker-server/mocker-server/internal/kvtransfer"
 	"github.com/mocker-server/mocker-server/internal/metrics"
+	"github.com/mocker-server/mocker-server/internal/ui"
 )
 
 // Server timeouts. There is deliberately no overall write timeout: streams
@@ -69,6 +70,10 @@ type Options struct {
 	StartupGate GateScheduler
 	// Loaders read the timing profile, tokenizer and chat template.
 	Loaders
+	// UI is the live view's hub (GET /ui, docs/ui.md) when cfg.UI is on;
+	// nil makes the worker create its own. A fleet passes one per worker
+	// so that its admin page can show them all.
+	UI *ui.Hub
 }
 
 // TransferObserver counts the failures of disaggregated handoffs.
@@ -83,6 +88,8 @@ type EngineHooks struct {
 	Observer func(rank int) engine.Observer
 	KVSink   func(rank int) engine.KVEventSink
 	FPMSink  func(rank int) engine.FPMSink
+	// Inspector is set by the worker itself from its UI hub.
+	Inspector func(rank int) engine.Inspector
 }
 
 // Production returns opts completed with the production wiring of cfg: a

@@ -15,6 +15,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/faults"
+	"github.com/mocker-server/mocker-server/internal/ui"
 )
 
 // Errors of the operator actions (errors.Is).
@@ -75,6 +76,14 @@ func New(cfg *config.Config, opts Options) *Worker {
 	}
 	w.faults = inj
 	w.hooks = EngineHooks{Observer: opts.Engines.Observer}
+	if cfg.UI {
+		if w.opts.UI == nil {
+			w.opts.UI = ui.NewHub(ui.Options{Name: cfg.Model})
+		}
+		w.hooks.Inspector = w.opts.UI.Inspector
+	} else {
+		w.opts.UI = nil
+	}
 	if f := opts.Engines.KVSink; f != nil {
 		w.hooks.KVSink = func(r int) engine.KVEventSink {
 			if s := f(r); s != nil {
@@ -93,6 +102,9 @@ func New(cfg *config.Config, opts Options) *Worker {
 	}
 	return w
 }
+
+// UI returns the worker's live-view hub, nil when --ui=false.
+func (w *Worker) UI() *ui.Hub { return w.opts.UI }
 
 // Faults returns the worker's fault injector (nil when its settings were
 // invalid), for an admin API to mount faults.NewAdminHandler on.
