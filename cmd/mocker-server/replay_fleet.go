@@ -47,6 +47,17 @@ func buildWorkers(cmd *cobra.Command, fl fleetSpec, files worker.Loaders, stderr
 	}
 	workers := make([]replay.WorkerSpec, len(members))
 	for i, m := range members {
+		if m.Config.Disaggregated() {
+			// A replayed request carries no kv_transfer_params, so a
+			// prefill or decode role would quietly serve it aggregated.
+			what := "--disaggregation-mode " + string(m.Config.WorkerType)
+			if t := m.Config.PDConnector(); t != nil {
+				what = "--kv-transfer-config with " + t.KVConnector
+			}
+			return nil, 0, &config.Error{Problems: []string{fmt.Sprintf(
+				"not supported in replay: disaggregated prefill/decode (worker %s: %s); replay simulates aggregated workers",
+				m.ID, what)}}
+		}
 		prof, err := files.TimingProfile(m.Config)
 		if err != nil {
 			return nil, 0, err

@@ -77,6 +77,10 @@ func TestReplay_BadInputExitsWithOneLine(t *testing.T) {
 		{"non-monotonic", []string{"replay", bad}, "bad.jsonl:2: timestamp 1 ms is earlier"},
 		{"bad distribution", []string{"replay", "--requests", "10", "--input-len", "gauss:1:2"}, `unknown kind "gauss"`},
 		{"bad engine flag", []string{"replay", "--max-num-seqs", "0", replayTrace}, "max_num_seqs"},
+		{"prefill worker", []string{"replay", "--disaggregation-mode", "prefill", replayTrace},
+			"not supported in replay: disaggregated prefill/decode (worker 0: --disaggregation-mode prefill)"},
+		{"P/D connector", []string{"replay", "--kv-transfer-config", `{"kv_connector":"NixlConnector"}`, replayTrace},
+			"not supported in replay: disaggregated prefill/decode (worker 0: --kv-transfer-config with NixlConnector)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
