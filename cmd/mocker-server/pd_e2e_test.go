@@ -208,10 +208,13 @@ func TestPDNixlFlowEndToEnd(t *testing.T) {
 	system := strings.Repeat("You are a careful assistant who answers briefly. ", 3)
 	// The decode leg (the proxy's decode request to the first token: the
 	// side-channel check, the transfer, the first decode pass) must be
-	// within 2 ms of transfer + decode pass, and the client's whole TTFT,
-	// which adds the prefill's HTTP hop, within 3 ms of prefill pass +
-	// transfer + decode pass: the best of five on a shared machine, every
-	// one within 25 ms (docs/BENCHMARKS.md has measured figures). Under the
+	// within 3 ms of transfer + decode pass, and the client's whole TTFT,
+	// which adds the prefill's HTTP hop, within 5 ms of prefill pass +
+	// transfer + decode pass: the best of five, every one within 25 ms.
+	// The bounds are this machine's transport floor (three loopback HTTP
+	// exchanges and three timer wake-ups, ≈ 2.1 ms; docs/BENCHMARKS.md)
+	// with room for an idle CPU's deeper sleep, and still catch a wrong
+	// transfer size (1 ms per token here) or an extra pass (10 ms). Under the
 	// race detector these only log (timingErrorf); make check-pd-timing
 	// runs them without it.
 	timingErrorf := t.Errorf
@@ -265,13 +268,13 @@ func TestPDNixlFlowEndToEnd(t *testing.T) {
 		// The prefill's blocks are freed right after the pull.
 		testutil.WaitFor(t, time.Second, "prefill held blocks released", func() bool { return heldBlocks(t, prefill) == 0 })
 	}
-	if bestTTFTErr > 3 {
-		timingErrorf("best client TTFT off the model by %.3f ms, want <= 3 ms", bestTTFTErr)
+	if bestTTFTErr > 5 {
+		timingErrorf("best client TTFT off the model by %.3f ms, want <= 5 ms", bestTTFTErr)
 	}
 	dm := decode.e2eScrape(t)
 	t.Logf("best decode leg off the model by %.3f ms, best client TTFT by %.3f ms", bestLegErr, bestTTFTErr)
-	if bestLegErr > 2 {
-		timingErrorf("best decode leg off transfer + decode pass by %.3f ms, want <= 2 ms", bestLegErr)
+	if bestLegErr > 3 {
+		timingErrorf("best decode leg off transfer + decode pass by %.3f ms, want <= 3 ms", bestLegErr)
 	}
 	if n, _ := dm.hist("vllm:nixl_xfer_time_seconds", nil); n != attempts {
 		t.Errorf("vllm:nixl_xfer_time_seconds count %d, want %d", n, attempts)
