@@ -317,7 +317,7 @@ func TestPDDestinationMissingTransfersOnlyMissingBlocks(t *testing.T) {
 
 func TestPDHoldTimeoutAndFailedPulls(t *testing.T) {
 	prefill := e2eStartProduction(t, loadConfig(t, pdConfig(t, map[string]any{"kv_transfer_config": nixlBoth,
-		"worker_id": "p", "handoff_session_timeout_ms": 150})))
+		"worker_id": "p", "handoff_session_timeout_ms": 1500})))
 	failing := e2eStartProduction(t, loadConfig(t, pdConfig(t, map[string]any{"kv_transfer_config": map[string]any{
 		"kv_connector": "NixlConnector", "kv_role": "kv_consumer"}})))
 	recomputing := e2eStartProduction(t, loadConfig(t, pdConfig(t, map[string]any{"kv_transfer_config": map[string]any{
@@ -338,12 +338,13 @@ func TestPDHoldTimeoutAndFailedPulls(t *testing.T) {
 	if heldBlocks(t, prefill) == 0 {
 		t.Fatal("the prefill holds no blocks")
 	}
-	// Released by the 150 ms timeout, not vLLM's 480 s default; the exact
-	// instant is checked in virtual time by the engine's tests (a loaded
-	// machine under -race delays this wall-clock observation).
+	// Released by the 1.5 s timeout, not vLLM's 480 s default. The timeout
+	// is long enough that the hold is still there when the test looks,
+	// even under -race on a loaded machine; the exact instant is checked in
+	// virtual time by the engine's tests.
 	start := time.Now()
-	testutil.WaitFor(t, 5*time.Second, "hold released at the timeout", func() bool { return heldBlocks(t, prefill) == 0 })
-	t.Logf("hold released after %v (timeout 150ms)", time.Since(start))
+	testutil.WaitFor(t, 10*time.Second, "hold released at the timeout", func() bool { return heldBlocks(t, prefill) == 0 })
+	t.Logf("hold released after %v (timeout 1.5s)", time.Since(start))
 
 	// The decode comes too late: vLLM's default policy fails it...
 	dec := clone(body)
