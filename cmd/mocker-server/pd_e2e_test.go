@@ -266,7 +266,7 @@ func TestPDNixlFlowEndToEnd(t *testing.T) {
 			timingErrorf("TTFT %.3f ms, want about %.3f ms", got, model)
 		}
 		// The prefill's blocks are freed right after the pull.
-		testutil.WaitFor(t, time.Second, "prefill held blocks released", func() bool { return heldBlocks(t, prefill) == 0 })
+		testutil.WaitFor(t, 5*time.Second, "prefill held blocks released", func() bool { return heldBlocks(t, prefill) == 0 })
 	}
 	if bestTTFTErr > 5 {
 		timingErrorf("best client TTFT off the model by %.3f ms, want <= 5 ms", bestTTFTErr)
