@@ -2,7 +2,19 @@
 # Benchmark driver for mocker-server + mocker-bench (docs/BENCHMARKS.md).
 # Not part of `make test`: it takes several minutes and wants 2+ idle cores.
 #
-#   scripts/bench.sh [all|throughput|paced|hold|engine|sse]   (default: all)
+#   scripts/bench.sh [all|throughput|paced|hold|engine|sse|floor]   (default: all)
+#
+# floor (not part of all) is the write floor: no server, only the syscall
+# path that delivers one SSE chunk per connection per pass (mocker-bench
+# floor-write pinned to SERVER_CPU, floor-read pinned to BENCH_CPU), for N in
+# FLOOR_CONNS (default "1000 10000 20000"). FLOOR_WRITERS (default 1) writer
+# goroutines; more than one only runs in parallel if SERVER_CPU lists more
+# than one CPU. FLOOR_TICKS (default 50) measured ticks of FLOOR_INTERVAL
+# (default 100ms) after 5 warm-up ticks, on FLOOR_ADDR (default
+# 127.0.0.1:18090). Each process needs N + 64 descriptors: an N that does
+# not fit under `ulimit -Hn` is lowered to the largest multiple of 100 that
+# does (20000 becomes 19900 under a hard limit of 20000), and the output
+# says so.
 #
 # Environment: RUNS (repetitions per scenario, default 3), SERVER_CPU and
 # BENCH_CPU (taskset CPU lists, default 0 and 1), SERVER_ENV (extra server
@@ -31,7 +43,8 @@ echo "cpu:   $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//
 echo "go:    $(go version)"
 echo "ulimit -n: $(ulimit -n)"
 
-go build -o "$BIN/mocker-server" ./cmd/mocker-server
+# The floor scenario needs no server.
+[[ ${1:-all} == floor ]] || go build -o "$BIN/mocker-server" ./cmd/mocker-server
 go build -o "$BIN/mocker-bench" ./cmd/mocker-bench
 
 SERVER_PID=""
@@ -190,12 +203,53 @@ scenario_sse() {
 		grep -E '^Benchmark'
 }
 
+# The write floor: one ~280-byte write per connection per tick on loopback,
+# nothing else running (see cmd/mocker-bench floor-write).
+scenario_floor() {
+	local hard writers=${FLOOR_WRITERS:-1} ticks=${FLOOR_TICKS:-50} interval=${FLOOR_INTERVAL:-100ms}
+	local addr=${FLOOR_ADDR:-127.0.0.1:18090} ports
+	hard=$(ulimit -Hn)
+	ports=$(awk '{print $2 - $1 + 1}' /proc/sys/net/ipv4/ip_local_port_range)
+	echo; echo "== write floor: one 280-byte write per connection every $interval, $ticks ticks, $writers writer(s); writer on CPU $SERVER_CPU, reader on CPU $BENCH_CPU"
+	local flags=(--addr "$addr" --ticks "$ticks" --interval "$interval" --warmup 5 --chunk-bytes 280)
+	for want in ${FLOOR_CONNS:-1000 10000 20000}; do
+		local n=$want
+		if [[ $hard != unlimited ]] && ((n + 64 > hard)); then
+			n=$(((hard - 64) / 100 * 100))
+			echo "note: $want connections + 64 spare descriptors exceed the hard limit ulimit -Hn = $hard: measuring N = $n instead"
+		fi
+		((n <= ports)) || echo "warning: N = $n exceeds the $ports ephemeral ports of ip_local_port_range"
+		local us=() cpu=() lag=() wlag=()
+		for r in $(seq "$RUNS"); do
+			local name="floor-$n-$r"
+			taskset -c "$SERVER_CPU" "$BIN/mocker-bench" floor-write "${flags[@]}" --conns "$n" --writers "$writers" \
+				--json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1 &
+			local wpid=$!
+			if ! taskset -c "$BENCH_CPU" "$BIN/mocker-bench" floor-read "${flags[@]}" --conns "$n" \
+				>"$OUT/$name-read.txt" 2>&1; then
+				cat "$OUT/$name-read.txt"; wait "$wpid" || true; cat "$OUT/$name.txt"; return 1
+			fi
+			wait "$wpid" || { cat "$OUT/$name.txt"; return 1; }
+			us+=("$(jf "$name" .write_us_p50)"); cpu+=("$(jf "$name" .cpu_us_per_write)"); lag+=("$(jf "$name" .floor_lag_p99_ms)")
+			wlag+=("$(jf "$name" .write_lag_ms_p99)")
+			printf "N=%d run %d: %.3f µs/write (p10 %.3f, p90 %.3f), cpu %.3f µs/write, tick write p50 %.2f ms p99 %.2f ms, %s overrun(s), floor lag p99 %.2f ms, measured write lag p50 %.2f ms p99 %.2f ms, gomaxprocs %s\n" \
+				"$n" "$r" "${us[-1]}" "$(jf "$name" .write_us_p10)" "$(jf "$name" .write_us_p90)" "${cpu[-1]}" \
+				"$(jf "$name" .tick_write_ms_p50)" "$(jf "$name" .tick_write_ms_p99)" "$(jf "$name" .overrun_ticks)" \
+				"${lag[-1]}" "$(jf "$name" .write_lag_ms_p50)" "${wlag[-1]}" "$(jf "$name" .gomaxprocs)"
+		done
+		printf "N=%d median: %.3f µs/write, cpu %.3f µs/write, floor lag p99 %.2f ms, measured write lag p99 %.2f ms\n" "$n" \
+			"$(printf '%s\n' "${us[@]}" | median)" "$(printf '%s\n' "${cpu[@]}" | median)" "$(printf '%s\n' "${lag[@]}" | median)" \
+			"$(printf '%s\n' "${wlag[@]}" | median)"
+	done
+}
+
 case "${1:-all}" in
 	throughput) scenario_throughput ;;
 	paced) scenario_paced ;;
 	hold) scenario_hold ;;
 	engine) scenario_engine ;;
 	sse) scenario_sse ;;
+	floor) scenario_floor ;;
 	all) scenario_throughput; scenario_paced; scenario_hold; scenario_engine; scenario_sse ;;
-	*) echo "usage: $0 [all|throughput|paced|hold|engine|sse]"; exit 2 ;;
+	*) echo "usage: $0 [all|throughput|paced|hold|engine|sse|floor]"; exit 2 ;;
 esac

@@ -3,10 +3,25 @@
 //
 //	mocker-bench --url http://127.0.0.1:8000 --concurrency 100 --duration 30s --max-tokens 128
 //	mocker-bench --rate 50 --requests 2000 --completions --json result.json
+//
+// Two subcommands measure the write floor, the bare cost of the server's
+// per-token write path: floor-write listens, accepts --conns connections
+// and every --interval writes one --chunk-bytes SSE chunk to each of them
+// (one net.TCPConn.Write per connection, --writers goroutines over
+// contiguous shards), reporting µs per write, CPU µs per write, the tick
+// write time and the p99 delivery lag it implies; floor-read, run as
+// another process (scripts/bench.sh floor pins the two to different
+// cores), dials the connections and drains them until the writer closes
+// them, then checks it received conns × (warmup + ticks) × chunk-bytes
+// bytes. Give both the same flags.
+//
+//	mocker-bench floor-write --conns 10000 --ticks 50 --interval 100ms --json floor.json &
+//	mocker-bench floor-read --conns 10000 --ticks 50 --interval 100ms
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -22,6 +37,9 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "floor-write" || args[0] == "floor-read") {
+		return runFloor(args[0], args[1:], stdout, stderr)
+	}
 	cfg := loadgen.Defaults()
 	fs := flag.NewFlagSet("mocker-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -95,4 +113,96 @@ func run(args []string, stdout, stderr io.Writer) int {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// floorRead is floor-read's JSON report.
+type floorRead struct {
+	Config        loadgen.FloorConfig `json:"config"`
+	BytesReceived int64               `json:"bytes_received"`
+	ExpectedBytes int64               `json:"expected_bytes"`
+}
+
+// runFloor runs the floor-write or floor-read subcommand.
+func runFloor(cmd string, args []string, stdout, stderr io.Writer) int {
+	cfg := loadgen.FloorDefaults()
+	fs := flag.NewFlagSet("mocker-bench "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "writer's listen address, reader's dial address")
+	fs.IntVar(&cfg.Conns, "conns", 0, "connections (N, required)")
+	fs.IntVar(&cfg.Ticks, "ticks", cfg.Ticks, "measured ticks")
+	fs.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "warm-up ticks before them (written, not measured)")
+	fs.DurationVar(&cfg.Interval, "interval", cfg.Interval, "tick period")
+	fs.IntVar(&cfg.ChunkBytes, "chunk-bytes", cfg.ChunkBytes, "bytes per write (one SSE chunk)")
+	fs.IntVar(&cfg.Writers, "writers", cfg.Writers, "writer goroutines over contiguous shards of the connections")
+	jsonOut := fs.String("json", "", "write the result as JSON to this file (- = stdout, replaces the table)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mocker-bench %s: unexpected arguments %q\n", cmd, fs.Args())
+		return 2
+	}
+	if cfg.Conns <= 0 {
+		fmt.Fprintf(stderr, "mocker-bench %s: --conns must be > 0\n", cmd)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var (
+		table  func(io.Writer)
+		report func(io.Writer) error
+		status int
+	)
+	if cmd == "floor-write" {
+		res, err := loadgen.RunFloorWriter(ctx, cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "mocker-bench %s: %v\n", cmd, err)
+			return 1
+		}
+		table, report = res.WriteTable, res.WriteJSON
+	} else {
+		n, err := loadgen.RunFloorReader(ctx, cfg)
+		if err != nil {
+			if n > 0 {
+				err = fmt.Errorf("%w (%d bytes received)", err, n)
+			}
+			fmt.Fprintf(stderr, "mocker-bench %s: %v\n", cmd, err)
+			return 1
+		}
+		want := cfg.ExpectedBytes()
+		if n != want {
+			fmt.Fprintf(stderr, "mocker-bench %s: received %d bytes, want %d (same flags as floor-write?)\n", cmd, n, want)
+			status = 3
+		}
+		table = func(w io.Writer) {
+			fmt.Fprintf(w, "mocker-bench floor-read: %s, %d connections, %d bytes received (expected %d)\n",
+				cfg.Addr, cfg.Conns, n, want)
+		}
+		report = func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(floorRead{Config: cfg, BytesReceived: n, ExpectedBytes: want})
+		}
+	}
+	if *jsonOut != "-" {
+		table(stdout)
+	}
+	if *jsonOut != "" {
+		w := stdout
+		if *jsonOut != "-" {
+			f, err := os.Create(*jsonOut)
+			if err != nil {
+				fmt.Fprintf(stderr, "mocker-bench %s: %v\n", cmd, err)
+				return 1
+			}
+			defer f.Close()
+			w = f
+		}
+		if err := report(w); err != nil {
+			fmt.Fprintf(stderr, "mocker-bench %s: %v\n", cmd, err)
+			return 1
+		}
+	}
+	return status
 }

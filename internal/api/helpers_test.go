@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -80,6 +81,14 @@ func startServer(t *testing.T, overlay map[string]any, deps ...Deps) *testEnv {
 // startServerWith runs a server over engines built with per-rank options.
 func startServerWith(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d Deps) *testEnv {
 	t.Helper()
+	return startServerConn(t, cfg, opts, d, ConnContext)
+}
+
+// startServerConn is startServerWith with the http.Server's ConnContext
+// hook given: nil serves every stream through net/http from its handler.
+func startServerConn(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d Deps,
+	connContext func(context.Context, net.Conn) context.Context) *testEnv {
+	t.Helper()
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
 		e, err := engine.New(cfg.EngineConfig(nil), opts(r))
@@ -97,7 +106,9 @@ func startServerWith(t testing.TB, cfg *config.Config, opts func(rank int) engin
 		d.Now = fixedNow
 	}
 	srv := NewServer(cfg, engines, d)
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.Config.ConnContext = connContext // ConnContext: streams are delivered as in production
+	ts.Start()
 	t.Cleanup(func() {
 		ts.Close()
 		cancel()

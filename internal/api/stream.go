@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -46,6 +47,22 @@ type streamer struct {
 	one     [1]uint32 // a single token as a slice, without allocating
 
 	enc eventEncoder // another surface's events; nil = chat/completions chunks
+
+	// Delivery by a shard (delivery.go). line is nil when the connection
+	// cannot be written raw. mu is held by whoever delivers the stream
+	// (its shard, or its handler taking it back) and guards mode; done is
+	// closed when the shard lets go of the stream.
+	line  *rawLine
+	shard *deliveryShard
+	mu    sync.Mutex
+	mode  deliveryMode
+	done  chan struct{}
+	// A client whose socket was full when its shard wrote: the bytes not
+	// written yet, the items they carry (their lag is observed once they
+	// are written) and whether they end the stream.
+	pending      []byte
+	pendingItems []engine.OutputItem
+	pendingOver  bool
 }
 
 // eventEncoder renders a streamed job in another API's SSE format
@@ -73,8 +90,10 @@ func (st *streamer) appendFailure(b []byte, e *apiError) []byte {
 
 func newStreamer(j *job, w http.ResponseWriter) *streamer {
 	g := j.g
+	// buf starts small: streams delivered by a shard render into the
+	// shard's buffer, so this one holds only the first events.
 	st := &streamer{j: j, w: w, rc: http.NewResponseController(w), lp: j.logprobRenderer(),
-		buf: make([]byte, 0, 4096)}
+		buf: make([]byte, 0, 512)}
 	st.perPass = j.s.cfg.SpeculativeConfig != nil && !g.logprobs
 	p := make([]byte, 0, 128+len(g.baseID)+len(g.model))
 	p = append(p, `data: {"id":"`...)
@@ -113,8 +132,6 @@ func newStreamer(j *job, w http.ResponseWriter) *streamer {
 func (j *job) stream(w http.ResponseWriter, r *http.Request, enc eventEncoder) {
 	st := newStreamer(j, w)
 	st.enc = enc
-	j.s.stuck.add(st)
-	defer j.s.stuck.remove(st)
 	defer st.rc.SetWriteDeadline(time.Time{}) // the connection may serve more requests
 	defer func() {
 		if v := recover(); v != nil {
@@ -144,6 +161,24 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request, enc eventEncoder) {
 		return
 	}
 	ctx := r.Context()
+	if j.fault.Kind == "" && j.s.delivery != nil {
+		if st.line = newRawLine(r); st.line != nil && !st.deliverByShard(ctx) {
+			return
+		}
+	}
+	// Delivered from here by this goroutine: from the start, or after
+	// the shard handed back a slow client's stream.
+	j.s.stuck.add(st)
+	defer j.s.stuck.remove(st)
+	if st.pending != nil {
+		if !st.writePending() {
+			return
+		}
+		if st.abandoned.Load() {
+			st.endAbandoned()
+			return
+		}
+	}
 	for {
 		select {
 		case <-j.out.Ready():
@@ -205,10 +240,69 @@ func (st *streamer) emit(items []engine.OutputItem) bool {
 		return false
 	}
 	if err := st.flush(); err != nil {
+		if errors.Is(err, errWouldBlock) {
+			st.pendingItems = append(st.pendingItems[:0], items...)
+			st.pendingOver = finished
+		}
 		return true
 	}
 	st.observeLag(items)
 	return finished
+}
+
+// deliverByShard gives the stream to a delivery shard and waits until the
+// shard lets go of it or the request context ends. True means the shard
+// handed it back with bytes pending (its client is slow) and this
+// goroutine delivers the rest; false means the stream is over.
+func (st *streamer) deliverByShard(ctx context.Context) bool {
+	// The shard's writes never wait, so they need no deadline (an
+	// expired one would fail them); a handed-back stream arms its own.
+	if err := st.rc.SetWriteDeadline(time.Time{}); err != nil {
+		return false
+	}
+	st.armed = time.Time{}
+	st.shard = st.j.s.delivery.pick()
+	st.done = make(chan struct{})
+	st.mode = deliveredByShard
+	st.shard.add(st)
+	select {
+	case <-st.done:
+	case <-ctx.Done():
+	}
+	st.mu.Lock()
+	mode := st.mode
+	if mode == deliveredByShard {
+		st.mode = takenBack
+	}
+	st.mu.Unlock()
+	if mode == deliveredByShard {
+		st.shard.remove(st)
+		st.endByContext(ctx)
+		return false
+	}
+	<-st.done // the shard has finished with the stream
+	return mode == handedOver
+}
+
+// writePending writes what the shard could not, waiting for the client
+// under the write deadline (the stuck-reader watcher sees it waiting).
+// True means the stream goes on.
+func (st *streamer) writePending() bool {
+	now := time.Now()
+	if err := st.rc.SetWriteDeadline(now.Add(sseWriteTimeout)); err != nil {
+		return false
+	}
+	st.armed = now
+	st.writing.Store(now.UnixNano())
+	_, err := st.line.conn.Write(st.pending)
+	st.writing.Store(0)
+	st.pending = nil
+	if err != nil {
+		return false
+	}
+	st.observeLag(st.pendingItems)
+	st.pendingItems = nil
+	return !st.pendingOver
 }
 
 // cut returns how many of items to emit before the pending fault strikes:
@@ -310,6 +404,9 @@ const deadlineRefresh = time.Second
 // flush writes the buffered events under a write deadline and flushes them
 // to the client.
 func (st *streamer) flush() error {
+	if st.mode == deliveredByShard {
+		return st.flushRaw()
+	}
 	now := time.Now()
 	if now.Sub(st.armed) >= deadlineRefresh {
 		if err := st.rc.SetWriteDeadline(now.Add(sseWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
@@ -329,6 +426,27 @@ func (st *streamer) flush() error {
 	}
 	if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
+	}
+	return nil
+}
+
+// flushRaw writes the buffered events as one HTTP chunk straight to the
+// connection, without waiting (delivery.go). errWouldBlock means the
+// client's socket is full and st.pending holds the rest.
+func (st *streamer) flushRaw() error {
+	if len(st.buf) == 0 {
+		return nil
+	}
+	sh := st.shard
+	sh.frame = appendChunk(sh.frame[:0], st.buf)
+	st.buf = st.buf[:0]
+	n, err := st.line.write(sh.frame)
+	if err != nil {
+		return err
+	}
+	if n < len(sh.frame) {
+		st.pending = append([]byte(nil), sh.frame[n:]...)
+		return errWouldBlock
 	}
 	return nil
 }

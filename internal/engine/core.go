@@ -69,6 +69,10 @@ type Core struct {
 	// delivers to one sequence.
 	tierScratch []TierGauge
 	outRun      []OutputItem
+	// passWakes, non-nil only inside EndPass, collects the output groups
+	// the pass made ready; they are signalled once it has delivered all.
+	passWakes *wakeList
+	wakes     wakeList
 }
 
 // passState is what BeginPass decided and EndPass carries out.
@@ -257,7 +261,7 @@ func (c *Core) reject(s *sequence, rej *Rejection) {
 	c.noteReject(s)
 	if s.req.Out != nil {
 		s.req.Out.push(OutputItem{Choice: s.req.Choice, Final: true, Time: s.arrival,
-			Finished: Finished{Reason: FinishAbort, Rejection: rej}})
+			Finished: Finished{Reason: FinishAbort, Rejection: rej}}, c.passWakes)
 	}
 }
 
@@ -287,7 +291,7 @@ func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
 	if s.req.Out != nil {
 		s.req.Out.push(OutputItem{Choice: s.req.Choice, Final: true, Time: now,
 			Finished: Finished{Reason: reason, NumGenerated: s.numGeneratedTokens, CachedTokens: s.cachedFirst,
-				HeldBlocks: held}})
+				HeldBlocks: held}}, c.passWakes)
 	}
 }
 

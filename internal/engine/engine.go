@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// lateTolerance is how late a pass may end on the real clock and still be
+// followed back to back by the next one (see Run).
+const lateTolerance = 5 * time.Millisecond
+
 // ErrStopped is returned by Submit after the engine's loop has ended.
 var ErrStopped = errors.New("engine stopped")
 
@@ -29,6 +33,9 @@ type Engine struct {
 	notify  chan struct{}
 
 	running, waiting, active, held atomic.Int64
+	// passDeadline is the real-clock deadline (Unix ns) of the pass the
+	// actor is sleeping through, 0 when it is not (PassDue).
+	passDeadline atomic.Int64
 
 	// paused is owned by the actor goroutine; pausedFlag mirrors it for
 	// readers.
@@ -110,6 +117,16 @@ type Load struct {
 func (e *Engine) Load() Load {
 	return Load{Running: int(e.running.Load()), Waiting: int(e.waiting.Load()),
 		ActiveBlocks: int(e.active.Load()), HeldBlocks: int(e.held.Load())}
+}
+
+// PassDue reports whether the actor is sleeping through a pass whose
+// deadline has come: it is ready to run and waits only for a core. A
+// goroutine doing long work on the engine's behalf (the HTTP layer writing
+// a pass's tokens) yields the core when it sees this, so the modeled
+// schedule does not slip on a busy machine.
+func (e *Engine) PassDue(now time.Time) bool {
+	d := e.passDeadline.Load()
+	return d != 0 && now.UnixNano() >= d
 }
 
 // CheckAdmissible applies the engine's capacity rule to a request before it
@@ -250,7 +267,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				// Like back-to-back passes, what the timer was set for
 				// happens at its due time, so timer overshoot does not
 				// add to the modeled times.
-				if e.clock.Now().Sub(next) <= 5*time.Millisecond {
+				if e.clock.Now().Sub(next) <= lateTolerance {
 					timerDue = next
 				}
 			case <-hb.C:
@@ -274,8 +291,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		now = e.clock.Now()
 		start := now
-		if busy && now.Sub(prevDeadline) <= 5*time.Millisecond {
-			// Pace against deadlines so timer overshoot does not accumulate.
+		if busy {
+			// Pace against deadlines so neither timer overshoot nor
+			// the loop's own work between passes accumulates.
 			start = prevDeadline
 		}
 		d := e.core.BeginPass(start)
@@ -284,16 +302,25 @@ func (e *Engine) Run(ctx context.Context) error {
 			continue
 		}
 		deadline := start.Add(d)
+		e.passDeadline.Store(deadline.UnixNano())
 		if d == 0 {
 			runtime.Gosched()
 		} else if err := e.clock.SleepUntil(ctx, deadline); err != nil {
 			e.core.EndPass(deadline, e.clock.Now())
 			return nil
 		}
-		e.core.EndPass(deadline, e.clock.Now())
+		woke := e.clock.Now()
+		e.passDeadline.Store(0)
+		e.core.EndPass(deadline, woke)
 		e.publishLoad()
 		prevDeadline = deadline
-		busy = true
+		// The next pass follows this one back to back when this one
+		// ended on time: the wake-up was at most lateTolerance late. The
+		// time EndPass, the mailbox and BeginPass take is the mock's own
+		// work, which a GPU's pass would overlap, so it does not count.
+		// A wake-up later than that (an overloaded machine, or a loop
+		// that cannot keep up) starts the next pass from the clock.
+		busy = woke.Sub(deadline) <= lateTolerance
 		lastSnapshot = time.Now()
 	}
 }

@@ -43,6 +43,11 @@ type Output struct {
 	mu     sync.Mutex
 	items  []OutputItem
 	notify chan struct{}
+	// group, when set, is told instead of notify (see OutputGroup);
+	// listed records that the output is on the group's ready list since
+	// its last Drain, so a pass lists it once however many items it gets.
+	group  *OutputGroup
+	listed bool
 }
 
 // NewOutput returns an empty output queue.
@@ -77,31 +82,30 @@ func (o *Output) Drain(dst []OutputItem) []OutputItem {
 	o.mu.Lock()
 	items := o.items
 	o.items = dst[:0]
+	o.listed = false
 	o.mu.Unlock()
 	return items
 }
 
-// push appends one item and wakes the reader.
-func (o *Output) push(it OutputItem) {
+// push appends one item and wakes the reader. With wakes set, a group
+// the output makes ready is recorded there instead of signalled, so a pass
+// signals each group once, after its last delivery.
+func (o *Output) push(it OutputItem, wakes *wakeList) {
 	if o.notify == nil {
 		o.items = append(o.items, it)
 		return
 	}
 	o.mu.Lock()
 	o.items = append(o.items, it)
-	o.mu.Unlock()
-	select {
-	case o.notify <- struct{}{}:
-	default:
-	}
+	o.wake(wakes)
 }
 
 // pushRun appends the items one pass delivered to one sequence at once, so
 // a reader never drains part of a pass (a speculative pass delivers
 // several tokens that are streamed as one chunk).
-func (o *Output) pushRun(items []OutputItem) {
+func (o *Output) pushRun(items []OutputItem, wakes *wakeList) {
 	if len(items) == 1 {
-		o.push(items[0])
+		o.push(items[0], wakes)
 		return
 	}
 	if o.notify == nil {
@@ -110,6 +114,26 @@ func (o *Output) pushRun(items []OutputItem) {
 	}
 	o.mu.Lock()
 	o.items = append(o.items, items...)
+	o.wake(wakes)
+}
+
+// wake unlocks o.mu, which the caller holds after queueing items, and
+// tells the reader: the output's group the first time since the last
+// Drain (deferred to wakes when given), else its own Ready channel.
+func (o *Output) wake(wakes *wakeList) {
+	if g := o.group; g != nil {
+		first := !o.listed
+		o.listed = true
+		o.mu.Unlock()
+		if first && g.add(o) {
+			if wakes != nil {
+				*wakes = append(*wakes, g)
+			} else {
+				g.signal()
+			}
+		}
+		return
+	}
 	o.mu.Unlock()
 	select {
 	case o.notify <- struct{}{}:

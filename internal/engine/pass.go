@@ -178,6 +178,7 @@ func (c *Core) EndPass(deadline, now time.Time) {
 		return
 	}
 	c.captureSteps()
+	c.passWakes = &c.wakes
 	finished := false
 	for _, s := range c.ready {
 		if s.status != statusRunning {
@@ -219,7 +220,7 @@ func (c *Core) EndPass(deadline, now time.Time) {
 			c.report.GenerationTokens++
 			if out := s.req.Out; out != nil {
 				if n == 1 {
-					out.push(OutputItem{Choice: s.req.Choice, Token: id, Time: deadline})
+					out.push(OutputItem{Choice: s.req.Choice, Token: id, Time: deadline}, c.passWakes)
 				} else {
 					run = append(run, OutputItem{Choice: s.req.Choice, Token: id, Time: deadline})
 				}
@@ -233,7 +234,7 @@ func (c *Core) EndPass(deadline, now time.Time) {
 			}
 		}
 		if len(run) > 0 {
-			s.req.Out.pushRun(run)
+			s.req.Out.pushRun(run, c.passWakes)
 			c.outRun = run
 		}
 		c.noteTokens(s, emitted)
@@ -260,6 +261,8 @@ func (c *Core) EndPass(deadline, now time.Time) {
 		}
 		c.running = kept
 	}
+	c.passWakes = nil
+	c.wakes.signal()
 	for _, s := range c.running {
 		s.scheduled, s.passPrefill, s.passTokens = false, false, 0
 		s.passAdmitted, s.inspStep = false, 0

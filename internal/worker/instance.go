@@ -166,6 +166,7 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ConnContext:       api.ConnContext,
 		ConnState:         in.trackConn,
 		ErrorLog:          slog.NewLogLogger(w.log.Handler(), slog.LevelWarn),
 	}
