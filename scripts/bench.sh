@@ -2,8 +2,10 @@
 # Benchmark driver for mocker-server + mocker-bench (docs/BENCHMARKS.md).
 # Not part of `make test`: it takes several minutes and wants 2+ idle cores.
 #
-#   scripts/bench.sh [all|throughput|paced|hold|engine|sse|floor]   (default: all)
+#   scripts/bench.sh [all|throughput|paced|hold|hold20k|engine|sse|floor]   (default: all)
 #
+# hold20k (not part of all) holds 20,000 streams (fewer under a lower
+# ulimit -Hn) at a slow pace and reports errors and peak RSS.
 # floor (not part of all) is the write floor: no server, only the syscall
 # path that delivers one SSE chunk per connection per pass (mocker-bench
 # floor-write pinned to SERVER_CPU, floor-read pinned to BENCH_CPU), for N in
@@ -114,6 +116,17 @@ lag_quantile() {
 		}'
 }
 
+# model_e2e_mean_ms: the mean e2e the engine itself modeled (arrival at the
+# handler to the pass that finished the request, on the engine clock:
+# vllm:e2e_request_latency_seconds sum / count), in ms. The client's mean e2e
+# minus this is what the HTTP path and the client added.
+model_e2e_mean_ms() {
+	curl -fs "$URL/metrics" | awk '
+		/^vllm:e2e_request_latency_seconds_sum/ {s += $NF}
+		/^vllm:e2e_request_latency_seconds_count/ {c += $NF}
+		END {if (c > 0) printf "%.1f\n", s / c * 1000; else print "nan"}'
+}
+
 lag_count() { curl -fs "$URL/metrics" | awk '/^mocker_token_delivery_lag_seconds_count/ {print $NF}'; }
 
 # server_cpu_s: CPU seconds (user + system) the server has used so far.
@@ -151,8 +164,9 @@ scenario_paced() {
 		stop_viewers
 		p50s+=("$(jf "s2-$r" .e2e.p50_ms)"); p99s+=("$(jf "s2-$r" .e2e.p99_ms)")
 		lags+=("$(lag_quantile 0.99)")
-		printf "run %d: e2e p50 %.1f ms p99 %.1f ms max %.1f ms, ttft p50 %.1f ms, itl p50 %.2f ms p99 %.2f ms, errors %s, lag p50 %s ms p99 %s ms (%s obs), server cpu %s s\n" \
-			"$r" "${p50s[-1]}" "${p99s[-1]}" "$(jf "s2-$r" .e2e.max_ms)" "$(jf "s2-$r" .ttft.p50_ms)" \
+		printf "run %d: e2e p50 %.1f ms p99 %.1f ms max %.1f ms, mean %.1f ms vs the engine's modeled mean %s ms, ttft p50 %.1f ms, itl p50 %.2f ms p99 %.2f ms, errors %s, lag p50 %s ms p99 %s ms (%s obs), server cpu %s s\n" \
+			"$r" "${p50s[-1]}" "${p99s[-1]}" "$(jf "s2-$r" .e2e.max_ms)" "$(jf "s2-$r" .e2e.mean_ms)" "$(model_e2e_mean_ms)" \
+			"$(jf "s2-$r" .ttft.p50_ms)" \
 			"$(jf "s2-$r" .itl.p50_ms)" "$(jf "s2-$r" .itl.p99_ms)" "$(jf "s2-$r" .errors)" \
 			"$(lag_quantile 0.5)" "${lags[-1]}" "$(lag_count)" "$(server_cpu_s)"
 	done
@@ -177,12 +191,39 @@ scenario_hold() {
 		kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
 		peak=$(sort -n "$OUT/s3-$r.rss" | tail -1)
 		rss+=("$peak"); p99s+=("$(jf "s3-$r" .e2e.p99_ms)")
-		printf "run %d: %s ok, %s errors, peak RSS %s MiB, e2e p50 %.0f ms p99 %.0f ms (ideal 20000), itl p99 %.1f ms, lag p50 %s ms p99 %s ms\n" \
+		printf "run %d: %s ok, %s errors, peak RSS %s MiB, e2e p50 %.0f ms p99 %.0f ms (ideal 20000), mean %.0f ms vs the engine's modeled mean %s ms, itl p99 %.1f ms, lag p50 %s ms p99 %s ms, server cpu %s s\n" \
 			"$r" "$(jf "s3-$r" .requests)" "$(jf "s3-$r" .errors)" "$peak" "$(jf "s3-$r" .e2e.p50_ms)" \
-			"${p99s[-1]}" "$(jf "s3-$r" .itl.p99_ms)" "$(lag_quantile 0.5)" "${lags[-1]}"
+			"${p99s[-1]}" "$(jf "s3-$r" .e2e.mean_ms)" "$(model_e2e_mean_ms)" "$(jf "s3-$r" .itl.p99_ms)" \
+			"$(lag_quantile 0.5)" "${lags[-1]}" "$(server_cpu_s)"
 	done
 	printf "median: peak RSS %s MiB, lag p99 %.2f ms, e2e p99 %.0f ms\n" "$(printf '%s\n' "${rss[@]}" | median)" \
 		"$(printf '%s\n' "${lags[@]}" | median)" "$(printf '%s\n' "${p99s[@]}" | median)"
+}
+
+# 3b. As many streams as the descriptor limit allows (20,000, or fewer when
+# ulimit -Hn is lower), held open at a slow pace: errors and peak RSS.
+scenario_hold20k() {
+	local hard n=20000
+	hard=$(ulimit -Hn)
+	if [[ $hard != unlimited ]] && ((n + 100 > hard)); then
+		n=$(((hard - 100) / 100 * 100))
+		echo "note: 20000 streams + 100 spare descriptors exceed ulimit -Hn = $hard: holding $n streams"
+	fi
+	echo; echo "== 3b. $n concurrent streams held open, 30 tokens at 500 ms per pass (15 s each), 1 request per stream"
+	local rss=()
+	for r in $(seq "$RUNS"); do
+		start_server --timing-model fixed --fixed-prefill-ms 0 --fixed-decode-ms 500 --max-num-seqs 32768 \
+			--num-gpu-blocks-override 131072 --max-num-batched-tokens 1000000
+		( while kill -0 "$SERVER_PID" 2>/dev/null; do rss_mib; sleep 0.5; done ) >"$OUT/s3b-$r.rss" 2>/dev/null &
+		local sampler=$!
+		bench "s3b-$r" --concurrency "$n" --requests "$n" --max-tokens 30 --prompt-tokens 16 --ramp 4s --timeout 120s || true
+		kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
+		rss+=("$(sort -n "$OUT/s3b-$r.rss" | tail -1)")
+		printf "run %d: %s ok, %s errors, peak RSS %s MiB, e2e p50 %.0f ms p99 %.0f ms (ideal 15000), lag p99 %s ms\n" \
+			"$r" "$(jf "s3b-$r" .requests)" "$(jf "s3b-$r" .errors)" "${rss[-1]}" "$(jf "s3b-$r" .e2e.p50_ms)" \
+			"$(jf "s3b-$r" .e2e.p99_ms)" "$(lag_quantile 0.99)"
+	done
+	printf "median: peak RSS %s MiB\n" "$(printf '%s\n' "${rss[@]}" | median)"
 }
 
 # 4. The engine alone in virtual time (no HTTP).
@@ -247,9 +288,10 @@ case "${1:-all}" in
 	throughput) scenario_throughput ;;
 	paced) scenario_paced ;;
 	hold) scenario_hold ;;
+	hold20k) scenario_hold20k ;;
 	engine) scenario_engine ;;
 	sse) scenario_sse ;;
 	floor) scenario_floor ;;
 	all) scenario_throughput; scenario_paced; scenario_hold; scenario_engine; scenario_sse ;;
-	*) echo "usage: $0 [all|throughput|paced|hold|engine|sse|floor]"; exit 2 ;;
+	*) echo "usage: $0 [all|throughput|paced|hold|hold20k|engine|sse|floor]"; exit 2 ;;
 esac

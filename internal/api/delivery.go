@@ -37,7 +37,7 @@ func newDelivery(shards int, engines []*engine.Engine) *delivery {
 	d := &delivery{shards: make([]*deliveryShard, max(shards, 1))}
 	for i := range d.shards {
 		d.shards[i] = &deliveryShard{d: d, engines: engines, group: engine.NewOutputGroup(),
-			wake: make(chan struct{}, 1), streams: make(map[*engine.Output]*streamer)}
+			wake: make(chan struct{}, 1)}
 	}
 	return d
 }
@@ -59,7 +59,7 @@ type deliveryShard struct {
 	wake    chan struct{} // a stream left: the goroutine may have to exit
 
 	mu      sync.Mutex
-	streams map[*engine.Output]*streamer
+	streams int // streams given to the shard and not yet removed
 	running bool
 
 	// The goroutine's own state: the pass's ready outputs and streams,
@@ -88,13 +88,13 @@ func nextFirst(first, n int) int {
 // tokens already queued are delivered at the shard's next wake-up.
 func (sh *deliveryShard) add(st *streamer) {
 	sh.mu.Lock()
-	sh.streams[st.j.out] = st
+	sh.streams++
 	if !sh.running {
 		sh.running = true
 		go sh.run()
 	}
 	sh.mu.Unlock()
-	st.j.out.JoinGroup(sh.group)
+	st.j.out.JoinGroup(sh.group, st)
 }
 
 // remove takes a stream from the shard; its output signals its own reader
@@ -102,8 +102,8 @@ func (sh *deliveryShard) add(st *streamer) {
 func (sh *deliveryShard) remove(st *streamer) {
 	st.j.out.LeaveGroup()
 	sh.mu.Lock()
-	delete(sh.streams, st.j.out)
-	empty := len(sh.streams) == 0
+	sh.streams--
+	empty := sh.streams == 0
 	sh.mu.Unlock()
 	if empty {
 		select {
@@ -122,33 +122,42 @@ func (sh *deliveryShard) run() {
 		case <-sh.wake:
 		}
 		sh.mu.Lock()
-		if len(sh.streams) == 0 {
+		if sh.streams == 0 {
 			sh.running = false
 			sh.mu.Unlock()
 			return
 		}
+		sh.mu.Unlock()
 		sh.ready = sh.group.Take(sh.ready[:0])
 		if n := len(sh.ready); n > 0 {
 			sh.first = nextFirst(sh.first, n)
 			for i := range n {
-				if st := sh.streams[sh.ready[(sh.first+i)%n]]; st != nil {
+				// A stream that left the shard may still be listed
+				// once; deliver sees it is no longer the shard's.
+				if st, ok := sh.ready[(sh.first+i)%n].Owner().(*streamer); ok {
 					sh.batch = append(sh.batch, st)
 				}
 			}
 		}
-		sh.mu.Unlock()
+		slice := time.Now()
 		for i, st := range sh.batch {
 			if sh.deliver(st) {
 				sh.remove(st)
 				close(st.done)
 			}
-			if i%yieldEvery == yieldEvery-1 && sh.engineDue() {
-				// Let the engine's next pass start on time: its timer
-				// has readied it, but on a busy core only a scheduling
-				// point lets it run before the shard's slice ends. The
-				// shard yields only then, so request handlers do not
-				// run ahead of the pass's remaining writes.
-				runtime.Gosched()
+			if i%yieldEvery == yieldEvery-1 {
+				if now := time.Now(); sh.engineDue(now) || now.Sub(slice) >= yieldSlice {
+					// Let the engine's next pass start on time: its
+					// timer has readied it, but on a busy core only a
+					// scheduling point lets it run before the shard's
+					// slice ends. Yielding every yieldSlice also
+					// spares the runtime preempting a long batch with
+					// a signal. Otherwise the shard does not yield, so
+					// request handlers do not run ahead of the pass's
+					// remaining writes.
+					runtime.Gosched()
+					slice = time.Now()
+				}
 			}
 		}
 		clear(sh.ready)
@@ -163,10 +172,13 @@ func (sh *deliveryShard) run() {
 // schedule.
 const yieldEvery = 32
 
+// yieldSlice is the longest a shard writes without yielding: below the Go
+// scheduler's 10 ms time slice, after which it would preempt the shard.
+const yieldSlice = 5 * time.Millisecond
+
 // engineDue reports whether an engine's pass deadline has passed while
 // the shard is writing.
-func (sh *deliveryShard) engineDue() bool {
-	now := time.Now()
+func (sh *deliveryShard) engineDue(now time.Time) bool {
 	for _, e := range sh.engines {
 		if e.PassDue(now) {
 			return true
@@ -198,8 +210,7 @@ func (sh *deliveryShard) deliver(st *streamer) (left bool) {
 	own := st.buf
 	st.buf = sh.buf[:0]
 	defer func() { sh.buf, st.buf = st.buf[:0], own[:0] }()
-	j.items = j.out.Drain(j.items)
-	st.delivered += countTokens(j.items)
+	j.items = j.out.Drain(j.items) // (no fault to count tokens for: see deliverByShard)
 	if !st.emit(j.items) {
 		return false
 	}

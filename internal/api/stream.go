@@ -261,6 +261,7 @@ func (st *streamer) deliverByShard(ctx context.Context) bool {
 		return false
 	}
 	st.armed = time.Time{}
+	st.buf = nil // the shard renders into its own buffer
 	st.shard = st.j.s.delivery.pick()
 	st.done = make(chan struct{})
 	st.mode = deliveredByShard

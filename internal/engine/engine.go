@@ -311,7 +311,14 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		woke := e.clock.Now()
 		e.passDeadline.Store(0)
-		e.core.EndPass(deadline, woke)
+		if e.core.DeliverPass(deadline, woke) {
+			// The pass's tokens are out: let their writers (delivery
+			// shards, handlers) have the core before the bookkeeping
+			// and the next pass's scheduling, which can wait until
+			// they are done.
+			runtime.Gosched()
+			e.core.SettlePass(woke)
+		}
 		e.publishLoad()
 		prevDeadline = deadline
 		// The next pass follows this one back to back when this one

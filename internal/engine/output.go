@@ -48,6 +48,8 @@ type Output struct {
 	// its last Drain, so a pass lists it once however many items it gets.
 	group  *OutputGroup
 	listed bool
+	// owner is the group consumer's state for this output (JoinGroup).
+	owner any
 }
 
 // NewOutput returns an empty output queue.

@@ -67,14 +67,17 @@ func (w *wakeList) signal() {
 	*w = (*w)[:0]
 }
 
-// JoinGroup makes g the output's reader signal. Items already queued list
-// the output at once. An unsynced output (NewUnsyncedOutput) cannot join a
+// JoinGroup makes g the output's reader signal. owner is the consumer's
+// state for the output, returned by Owner, so a consumer serving thousands
+// of outputs finds it without a lookup. Items already queued list the
+// output at once. An unsynced output (NewUnsyncedOutput) cannot join a
 // group.
-func (o *Output) JoinGroup(g *OutputGroup) {
+func (o *Output) JoinGroup(g *OutputGroup, owner any) {
 	if o.notify == nil {
 		panic("engine: an unsynced Output cannot join an OutputGroup")
 	}
 	o.mu.Lock()
+	o.owner = owner
 	o.group = g
 	o.listed = false
 	if len(o.items) > 0 {
@@ -82,6 +85,14 @@ func (o *Output) JoinGroup(g *OutputGroup) {
 		return
 	}
 	o.mu.Unlock()
+}
+
+// Owner returns the owner given to JoinGroup (nil before). It stays set
+// after LeaveGroup, for a consumer that still finds the output listed.
+func (o *Output) Owner() any {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.owner
 }
 
 // LeaveGroup makes the output signal its own Ready channel again, at once

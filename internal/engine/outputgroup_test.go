@@ -21,8 +21,11 @@ func tok(choice int, id uint32) OutputItem { return OutputItem{Choice: choice, T
 func TestOutputGroup_ListsAnOutputOnceUntilItIsDrained(t *testing.T) {
 	g := NewOutputGroup()
 	a, b := NewOutput(), NewOutput()
-	a.JoinGroup(g)
-	b.JoinGroup(g)
+	a.JoinGroup(g, "a")
+	b.JoinGroup(g, "b")
+	if a.Owner() != "a" || b.Owner() != "b" {
+		t.Fatalf("owners %v %v, want a b", a.Owner(), b.Owner())
+	}
 	if ready(g.Ready()) {
 		t.Fatal("an empty group signalled")
 	}
@@ -58,7 +61,7 @@ func TestOutputGroup_APassSignalsOnceAfterItsLastDelivery(t *testing.T) {
 	g := NewOutputGroup()
 	outs := []*Output{NewOutput(), NewOutput(), NewOutput()}
 	for _, o := range outs {
-		o.JoinGroup(g)
+		o.JoinGroup(g, nil)
 	}
 	var wakes wakeList
 	for i, o := range outs {
@@ -87,7 +90,7 @@ func TestOutputGroup_JoinAndLeaveKeepQueuedItemsVisible(t *testing.T) {
 	o := NewOutput()
 	o.push(tok(0, 1), nil)
 	<-o.Ready() // the output's own signal before it joined
-	o.JoinGroup(g)
+	o.JoinGroup(g, nil)
 	if !ready(g.Ready()) {
 		t.Fatal("joining with a queued item did not make the group ready")
 	}
@@ -120,7 +123,7 @@ func TestOutputGroup_ConcurrentPushAndTakeLoseNothing(t *testing.T) {
 	outs := make([]*Output, outputs)
 	for i := range outs {
 		outs[i] = NewOutput()
-		outs[i].JoinGroup(g)
+		outs[i].JoinGroup(g, nil)
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -168,14 +168,26 @@ func (c *Core) Heartbeat() {
 // anything; an inactive pass has nothing to sleep for or deliver.
 func (c *Core) PassActive() bool { return c.cur.active }
 
-// EndPass delivers the pass begun by BeginPass: one token per ready
-// request whose planned output is not exhausted, then completions, then
-// the observer's report. deadline is the modeled
-// delivery time stamped on outputs; now is the engine clock reading used
-// for metrics (equal to deadline in virtual time).
+// EndPass delivers the pass begun by BeginPass and settles it
+// (DeliverPass, then SettlePass). deadline is the modeled delivery time
+// stamped on outputs; now is the engine clock reading used for metrics
+// (equal to deadline in virtual time).
 func (c *Core) EndPass(deadline, now time.Time) {
+	if c.DeliverPass(deadline, now) {
+		c.SettlePass(now)
+	}
+}
+
+// DeliverPass delivers the pass begun by BeginPass: one token per ready
+// request whose planned output is not exhausted, then completions, then it
+// signals the output groups the pass made ready. False means the pass was
+// inactive and there is nothing to settle. SettlePass must follow before
+// the next BeginPass; the live actor lets the goroutines that write the
+// delivered tokens run in between, so the pass's bookkeeping does not
+// delay its tokens on a busy core.
+func (c *Core) DeliverPass(deadline, now time.Time) bool {
 	if !c.cur.active {
-		return
+		return false
 	}
 	c.captureSteps()
 	c.passWakes = &c.wakes
@@ -263,6 +275,12 @@ func (c *Core) EndPass(deadline, now time.Time) {
 	}
 	c.passWakes = nil
 	c.wakes.signal()
+	return true
+}
+
+// SettlePass does the bookkeeping of the pass DeliverPass delivered: the
+// pass's KV events, the inspector's trace and the observer's report.
+func (c *Core) SettlePass(now time.Time) {
 	for _, s := range c.running {
 		s.scheduled, s.passPrefill, s.passTokens = false, false, 0
 		s.passAdmitted, s.inspStep = false, 0

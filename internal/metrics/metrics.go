@@ -79,16 +79,30 @@ var (
 	BucketsSGLangE2E = []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80,
 		100, 200, 400, 600, 1200, 1800, 2400}
 	// BucketsDeliveryLag is mocker_token_delivery_lag_seconds' bucket set:
-	// ten bounds a decade from 0.5 ms to 1 s, fine enough that a quantile
-	// interpolated inside a bucket is within a few per cent, which is what
-	// comparing the lag with the write floor (docs/BENCHMARKS.md) needs.
-	BucketsDeliveryLag = []float64{
-		0.0005, 0.0006, 0.0008,
-		0.001, 0.00125, 0.0015, 0.002, 0.0025, 0.003, 0.004, 0.005, 0.006, 0.008,
-		0.01, 0.0125, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.06, 0.08,
-		0.1, 0.125, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8,
-		1}
+	// the Renard R20 series (twenty bounds a decade, each about 12 % above
+	// the last) from 0.5 ms to 1 s, so that a quantile interpolated inside
+	// a bucket is within a few per cent — what comparing the lag with the
+	// machine's write floor (docs/BENCHMARKS.md) needs.
+	BucketsDeliveryLag = deliveryLagBuckets()
 )
+
+// r20 is the Renard R20 series of preferred numbers in one decade.
+var r20 = [...]float64{1.00, 1.12, 1.25, 1.40, 1.60, 1.80, 2.00, 2.24, 2.50, 2.80,
+	3.15, 3.55, 4.00, 4.50, 5.00, 5.60, 6.30, 7.10, 8.00, 9.00}
+
+// deliveryLagBuckets returns R20 bounds from 0.5 ms to 1 s.
+func deliveryLagBuckets() []float64 {
+	var b []float64
+	for _, decade := range []float64{1e-4, 1e-3, 1e-2, 1e-1} {
+		for _, m := range r20 {
+			// Rounded to the series' own digits: 0.1*1.12 is not 0.112.
+			if v := math.Round(m*decade*1e6) / 1e6; v >= 0.0005 {
+				b = append(b, v)
+			}
+		}
+	}
+	return append(b, 1)
+}
 
 // Buckets125 returns vLLM's 1-2-5 bucket set: 1, 2, 5, 10, 20, 50, … while
 // ≤ maxValue (vLLM sizes its token-count histograms by max_model_len this

@@ -124,7 +124,10 @@ func (l *requestLog) apply(rank int, t *engine.PassTrace) {
 	defer l.mu.Unlock()
 	for _, s := range t.Submitted {
 		r := &requestRecord{ID: s.ID, Label: s.Label, Rank: rank, Arrival: s.Arrival,
-			Prompt: s.PromptTokens, Planned: s.PlannedTokens, State: stateWaiting}
+			Prompt: s.PromptTokens, Planned: s.PlannedTokens, State: stateWaiting,
+			// Sized once: growing it token by token leaves a trail of
+			// garbage per request (1 KB or more at thousands of streams).
+			Tokens: make([]float32, 0, min(s.PlannedTokens, maxTokenTimes))}
 		r.addEvent(timelineEvent{At: 0, Kind: evArrive, N: s.PromptTokens})
 		l.live[s.ID] = r
 		l.recent.push(r)
