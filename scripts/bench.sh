@@ -19,7 +19,9 @@
 # says so.
 #
 # Environment: RUNS (repetitions per scenario, default 3), SERVER_CPU and
-# BENCH_CPU (taskset CPU lists, default 0 and 1), SERVER_ENV (extra server
+# BENCH_CPU (taskset CPU lists, default 0 and 1), BENCH_NICE (the load
+# tool's and floor-read's nice level, default 0: when they share the
+# server's cores, 19 lets the server's writes go first), SERVER_ENV (extra server
 # environment, e.g. GOGC=400), SERVER_ARGS (extra server flags, e.g.
 # "--tokenizer DIR" for a model's real tokenizer), PORT (default 18080),
 # OUT (directory for JSON results, default /tmp/mocker-bench-results).
@@ -91,7 +93,7 @@ stop_viewers() {
 # bench NAME ARGS...: one mocker-bench run pinned to BENCH_CPU, JSON to $OUT/NAME.json.
 bench() {
 	local name=$1; shift
-	taskset -c "$BENCH_CPU" "$BIN/mocker-bench" --url "$URL" --no-progress --json "$OUT/$name.json" "$@" \
+	taskset -c "$BENCH_CPU" nice -n "${BENCH_NICE:-0}" "$BIN/mocker-bench" --url "$URL" --no-progress --json "$OUT/$name.json" "$@" \
 		>"$OUT/$name.txt" || { cat "$OUT/$name.txt"; return 1; }
 }
 
@@ -266,7 +268,7 @@ scenario_floor() {
 			taskset -c "$SERVER_CPU" "$BIN/mocker-bench" floor-write "${flags[@]}" --conns "$n" --writers "$writers" \
 				--json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1 &
 			local wpid=$!
-			if ! taskset -c "$BENCH_CPU" "$BIN/mocker-bench" floor-read "${flags[@]}" --conns "$n" \
+			if ! taskset -c "$BENCH_CPU" nice -n "${BENCH_NICE:-0}" "$BIN/mocker-bench" floor-read "${flags[@]}" --conns "$n" \
 				>"$OUT/$name-read.txt" 2>&1; then
 				cat "$OUT/$name-read.txt"; wait "$wpid" || true; cat "$OUT/$name.txt"; return 1
 			fi

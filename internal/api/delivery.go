@@ -31,10 +31,11 @@ type delivery struct {
 	// handedBack counts the streams a shard gave back to their handler
 	// because the client's socket was full.
 	handedBack atomic.Int64
+	lagObs     DeliveryLagObserver // may be nil
 }
 
-func newDelivery(shards int, engines []*engine.Engine) *delivery {
-	d := &delivery{shards: make([]*deliveryShard, max(shards, 1))}
+func newDelivery(shards int, engines []*engine.Engine, lagObs DeliveryLagObserver) *delivery {
+	d := &delivery{shards: make([]*deliveryShard, max(shards, 1)), lagObs: lagObs}
 	for i := range d.shards {
 		d.shards[i] = &deliveryShard{d: d, engines: engines, group: engine.NewOutputGroup(),
 			wake: make(chan struct{}, 1)}
@@ -69,6 +70,9 @@ type deliveryShard struct {
 	batch []*streamer
 	buf   []byte
 	frame []byte
+	// lags are the delivery lags measured during a batch, observed after
+	// it.
+	lags []rankLag
 	// first is where the last pass's writes started in its ready list
 	// (nextFirst).
 	first int
@@ -163,7 +167,24 @@ func (sh *deliveryShard) run() {
 		clear(sh.ready)
 		clear(sh.batch)
 		sh.batch = sh.batch[:0]
+		sh.observeLags()
 	}
+}
+
+// rankLag is one token's delivery lag (seconds) on a DP rank.
+type rankLag struct {
+	rank int
+	lag  float64
+}
+
+// observeLags hands the batch's delivery lags to the observer.
+func (sh *deliveryShard) observeLags() {
+	if obs := sh.d.lagObs; obs != nil {
+		for _, l := range sh.lags {
+			obs.ObserveDeliveryLag(l.rank, l.lag)
+		}
+	}
+	sh.lags = sh.lags[:0]
 }
 
 // yieldEvery is how many streams a shard writes between looks at whether

@@ -37,13 +37,15 @@ type rawLine struct {
 	writeFn func(fd uintptr)
 }
 
-// newRawLine returns the raw line of a request's connection, or nil when
-// the response cannot be written raw: no ConnContext, not TCP, or not a
+// open makes l the raw line of a request's connection. False means the
+// response cannot be written raw: no ConnContext, not TCP, or not a
 // chunked HTTP/1.1 response (net/http frames only those as chunks, and the
-// raw writes carry the chunk framing themselves).
-func newRawLine(r *http.Request) *rawLine {
+// raw writes carry the chunk framing themselves). l must not move once
+// open (the streamer holds it by value, so the write path follows one
+// pointer less).
+func (l *rawLine) open(r *http.Request) bool {
 	if !r.ProtoAtLeast(1, 1) || r.Method == http.MethodHead {
-		return nil
+		return false
 	}
 	c, _ := r.Context().Value(connKey{}).(net.Conn)
 	for c != nil {
@@ -55,15 +57,15 @@ func newRawLine(r *http.Request) *rawLine {
 	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return nil
+		return false
 	}
 	sc, err := tc.SyscallConn()
 	if err != nil {
-		return nil
+		return false
 	}
-	l := &rawLine{conn: tc, sc: sc}
+	l.conn, l.sc = tc, sc
 	l.writeFn = l.tryWrite
-	return l
+	return true
 }
 
 // errWouldBlock reports that the client's socket buffer is full: the

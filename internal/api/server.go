@@ -178,7 +178,7 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 		s.limits = newLimiter(cfg.MaxConcurrentRequests, cfg.RPM, cfg.TPM, time.Now)
 	}
 	s.stuck = &stuckWatch{limit: cfg.MaxUnflushedTokens, log: s.log.Warn}
-	s.delivery = newDelivery(defaultShards(), engines)
+	s.delivery = newDelivery(defaultShards(), engines, s.lagObs)
 	s.ready.Store(cfg.StartupTime <= 0)
 	s.handler = s.routes()
 	return s

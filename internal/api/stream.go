@@ -48,11 +48,11 @@ type streamer struct {
 
 	enc eventEncoder // another surface's events; nil = chat/completions chunks
 
-	// Delivery by a shard (delivery.go). line is nil when the connection
-	// cannot be written raw. mu is held by whoever delivers the stream
+	// Delivery by a shard (delivery.go) through line, the raw line of
+	// the request's connection. mu is held by whoever delivers the stream
 	// (its shard, or its handler taking it back) and guards mode; done is
 	// closed when the shard lets go of the stream.
-	line  *rawLine
+	line  rawLine
 	shard *deliveryShard
 	mu    sync.Mutex
 	mode  deliveryMode
@@ -162,7 +162,7 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request, enc eventEncoder) {
 	}
 	ctx := r.Context()
 	if j.fault.Kind == "" && j.s.delivery != nil {
-		if st.line = newRawLine(r); st.line != nil && !st.deliverByShard(ctx) {
+		if st.line.open(r) && !st.deliverByShard(ctx) {
 			return
 		}
 	}
@@ -391,7 +391,14 @@ func (st *streamer) observeLag(items []engine.OutputItem) {
 	rank := st.j.rank
 	for i := range items {
 		if !items[i].Final {
-			obs.ObserveDeliveryLag(rank, now.Sub(items[i].Time).Seconds())
+			lag := now.Sub(items[i].Time).Seconds()
+			if st.mode == deliveredByShard {
+				// Measured now, observed after the shard's batch, so
+				// the histogram's work does not delay the next writes.
+				st.shard.lags = append(st.shard.lags, rankLag{rank, lag})
+				continue
+			}
+			obs.ObserveDeliveryLag(rank, lag)
 		}
 	}
 }

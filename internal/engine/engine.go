@@ -312,11 +312,15 @@ func (e *Engine) Run(ctx context.Context) error {
 		woke := e.clock.Now()
 		e.passDeadline.Store(0)
 		if e.core.DeliverPass(deadline, woke) {
-			// The pass's tokens are out: let their writers (delivery
-			// shards, handlers) have the core before the bookkeeping
-			// and the next pass's scheduling, which can wait until
-			// they are done.
-			runtime.Gosched()
+			if d > 0 {
+				// The pass's tokens are out: let their writers
+				// (delivery shards, handlers) have the core before
+				// the bookkeeping and the next pass's scheduling,
+				// which can wait until they are done. (Zero-length
+				// passes yield before they deliver, above: their
+				// writers then take several passes' tokens at once.)
+				runtime.Gosched()
+			}
 			e.core.SettlePass(woke)
 		}
 		e.publishLoad()

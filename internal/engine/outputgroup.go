@@ -87,13 +87,12 @@ func (o *Output) JoinGroup(g *OutputGroup, owner any) {
 	o.mu.Unlock()
 }
 
-// Owner returns the owner given to JoinGroup (nil before). It stays set
-// after LeaveGroup, for a consumer that still finds the output listed.
-func (o *Output) Owner() any {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.owner
-}
+// Owner returns the owner given to JoinGroup. It stays set after
+// LeaveGroup, for a consumer that still finds the output listed. It is for
+// the group's consumer, on outputs Take returned: JoinGroup set the owner
+// before the output could be listed, and the group's lock orders that
+// before Take, so no lock of the output's is needed.
+func (o *Output) Owner() any { return o.owner }
 
 // LeaveGroup makes the output signal its own Ready channel again, at once
 // when items are queued. The group may still list it once.

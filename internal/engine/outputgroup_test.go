@@ -23,9 +23,6 @@ func TestOutputGroup_ListsAnOutputOnceUntilItIsDrained(t *testing.T) {
 	a, b := NewOutput(), NewOutput()
 	a.JoinGroup(g, "a")
 	b.JoinGroup(g, "b")
-	if a.Owner() != "a" || b.Owner() != "b" {
-		t.Fatalf("owners %v %v, want a b", a.Owner(), b.Owner())
-	}
 	if ready(g.Ready()) {
 		t.Fatal("an empty group signalled")
 	}
@@ -41,6 +38,9 @@ func TestOutputGroup_ListsAnOutputOnceUntilItIsDrained(t *testing.T) {
 	got := g.Take(nil)
 	if len(got) != 2 || got[0] != a || got[1] != b {
 		t.Fatalf("Take = %v, want [a b] in the order they became ready", got)
+	}
+	if got[0].Owner() != "a" || got[1].Owner() != "b" {
+		t.Fatalf("owners %v %v, want a b", got[0].Owner(), got[1].Owner())
 	}
 	if items := a.Drain(nil); len(items) != 2 {
 		t.Fatalf("a drained %d items, want 2", len(items))

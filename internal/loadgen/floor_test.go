@@ -65,6 +65,9 @@ func TestFloorWriterReader(t *testing.T) {
 			if res.FloorLagP99Ms != 0.99*res.TickWriteMsP50 {
 				t.Errorf("floor lag p99 %v, want 0.99 × %v", res.FloorLagP99Ms, res.TickWriteMsP50)
 			}
+			if !(res.WriteLagMsP50 > 0 && res.WriteLagMsP50 <= res.WriteLagMsP99) {
+				t.Errorf("measured write lag p50 %v p99 %v", res.WriteLagMsP50, res.WriteLagMsP99)
+			}
 			if res.CPUUsPerWrite < 0 {
 				t.Errorf("cpu µs/write %v", res.CPUUsPerWrite)
 			}
