@@ -31,7 +31,10 @@ type delivery struct {
 	// handedBack counts the streams a shard gave back to their handler
 	// because the client's socket was full.
 	handedBack atomic.Int64
-	lagObs     DeliveryLagObserver // may be nil
+	// renderedAhead counts the chunks written as rendered ahead
+	// (prerender.go).
+	renderedAhead atomic.Int64
+	lagObs        DeliveryLagObserver // may be nil
 }
 
 func newDelivery(shards int, engines []*engine.Engine, lagObs DeliveryLagObserver) *delivery {
@@ -232,7 +235,13 @@ func (sh *deliveryShard) deliver(st *streamer) (left bool) {
 	st.buf = sh.buf[:0]
 	defer func() { sh.buf, st.buf = st.buf[:0], own[:0] }()
 	j.items = j.out.Drain(j.items) // (no fault to count tokens for: see deliverByShard)
-	if !st.emit(j.items) {
+	if over, ok := st.emitNext(j.items); ok {
+		if !over {
+			st.prepareNext()
+			return false
+		}
+	} else if !st.emit(j.items) {
+		st.prepareNext()
 		return false
 	}
 	if st.pending != nil {

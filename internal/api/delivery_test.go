@@ -81,22 +81,37 @@ func TestDelivery_SlowClientIsHandedBackAndOthersKeepTheirPace(t *testing.T) {
 }
 
 // Streams written straight to the connection are framed as net/http
-// frames them: Go's own HTTP client reads two of them back to back over
-// one kept-alive connection, and their bodies equal those a server
-// without raw delivery (every stream written by its handler through
-// net/http) sends.
+// frames them: Go's own HTTP client reads them back to back over one
+// kept-alive connection, and their bodies equal those a server without
+// raw delivery (every stream written by its handler through net/http)
+// sends — with chunks rendered ahead (one token per pass at a 1 ms pace)
+// and without (the variants rendering ahead does not take).
 func TestDelivery_RawStreamsAreValidChunkedHTTPAndKeepTheConnection(t *testing.T) {
 	overlay := map[string]any{"speedup_ratio": 1.0, "timing_model": "fixed",
-		"fixed_prefill_ms": 1.0, "fixed_decode_ms": 1.0}
+		"fixed_prefill_ms": 1.0, "fixed_decode_ms": 1.0, "reasoning": map[string]any{"thinking_ratio": 0.5}}
 	raw := startServer(t, overlay)
 	plain := startServerConn(t, testConfig(t, overlay), func(r int) engine.Options { return engine.Options{Rank: r} },
 		Deps{Now: fixedNow}, nil) // no ConnContext: net/http writes every stream
 
+	chat := func(extra string) string {
+		return `{"messages":[{"role":"user","content":"Tell me a story."}],"stream":true` + extra + `}`
+	}
 	requests := []string{
-		helloChat + `,"max_tokens":40,"stream":true}`,
+		chat(`,"max_tokens":40`),
+		chat(`,"max_tokens":30,"return_token_ids":true,"stream_options":{"include_usage":true}`),
+		chat(`,"max_tokens":1`),
+		chat(`,"max_tokens":2`),
+		chat(`,"max_tokens":60,"ignore_eos":false`),
+		chat(`,"max_tokens":25,"n":2`),
+		chat(`,"max_tokens":20,"logprobs":true,"top_logprobs":2`),
+		chat(`,"max_tokens":20,"stream_options":{"include_usage":true,"continuous_usage_stats":true}`),
 		`{"prompt":"Once upon a time","max_tokens":25,"stream":true,"stream_options":{"include_usage":true}}`,
 	}
-	paths := []string{"/v1/chat/completions", "/v1/completions"}
+	paths := make([]string, len(requests))
+	for i := range paths {
+		paths[i] = "/v1/chat/completions"
+	}
+	paths[len(paths)-1] = "/v1/completions"
 	streamBoth := func(url string) []string {
 		c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 		if err != nil {
@@ -138,6 +153,9 @@ func TestDelivery_RawStreamsAreValidChunkedHTTPAndKeepTheConnection(t *testing.T
 		if !strings.HasSuffix(g, "data: [DONE]\n\n") {
 			t.Errorf("request %d: body does not end with [DONE]", i)
 		}
+	}
+	if n := raw.srv.delivery.renderedAhead.Load(); n < 40 {
+		t.Errorf("%d chunks were rendered ahead; the plain chat streams alone should give dozens", n)
 	}
 }
 

@@ -63,6 +63,8 @@ type streamer struct {
 	pending      []byte
 	pendingItems []engine.OutputItem
 	pendingOver  bool
+	// next is the stream's next chunk, rendered ahead (prerender.go).
+	next nextChunk
 }
 
 // eventEncoder renders a streamed job in another API's SSE format
@@ -448,12 +450,18 @@ func (st *streamer) flushRaw() error {
 	sh := st.shard
 	sh.frame = appendChunk(sh.frame[:0], st.buf)
 	st.buf = st.buf[:0]
-	n, err := st.line.write(sh.frame)
+	return st.writeFrame(sh.frame)
+}
+
+// writeFrame writes one framed chunk without waiting; errWouldBlock means
+// st.pending holds the part the socket did not take.
+func (st *streamer) writeFrame(frame []byte) error {
+	n, err := st.line.write(frame)
 	if err != nil {
 		return err
 	}
-	if n < len(sh.frame) {
-		st.pending = append([]byte(nil), sh.frame[n:]...)
+	if n < len(frame) {
+		st.pending = append([]byte(nil), frame[n:]...)
 		return errWouldBlock
 	}
 	return nil
