@@ -167,11 +167,31 @@ func (sh *deliveryShard) run() {
 				}
 			}
 		}
+		// Off the pass's critical path: the lags measured, then each
+		// stream's next chunk (prerender.go).
+		sh.observeLags()
+		for _, st := range sh.batch {
+			sh.prepareNext(st)
+		}
 		clear(sh.ready)
 		clear(sh.batch)
 		sh.batch = sh.batch[:0]
-		sh.observeLags()
 	}
+}
+
+// prepareNext renders a stream's next chunk ahead if its delivery in this
+// batch asked for it and the stream is still the shard's.
+func (sh *deliveryShard) prepareNext(st *streamer) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.next.due || st.mode != deliveredByShard {
+		return
+	}
+	st.next.due = false
+	own := st.buf
+	st.buf = sh.buf[:0]
+	st.prepareNext()
+	sh.buf, st.buf = st.buf[:0], own
 }
 
 // rankLag is one token's delivery lag (seconds) on a DP rank.
@@ -237,11 +257,11 @@ func (sh *deliveryShard) deliver(st *streamer) (left bool) {
 	j.items = j.out.Drain(j.items) // (no fault to count tokens for: see deliverByShard)
 	if over, ok := st.emitNext(j.items); ok {
 		if !over {
-			st.prepareNext()
+			st.next.due = true
 			return false
 		}
 	} else if !st.emit(j.items) {
-		st.prepareNext()
+		st.next.due = true
 		return false
 	}
 	if st.pending != nil {

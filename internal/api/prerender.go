@@ -7,12 +7,11 @@ import (
 )
 
 // nextChunk is a stream's next content chunk, rendered and framed by its
-// delivery shard right after it wrote the stream's previous one, while the
-// stream's state is still in the core's caches. At 10,000 streams a pass
-// touches every stream once, and the rendering's memory reads (the plan,
-// its texts, the chunk prefix) are most of what a pass costs beyond the
-// write; done this way they hit the cache, and the next pass only checks
-// that its token is the one foreseen and writes the bytes.
+// delivery shard after the batch that wrote the stream's previous one, in
+// the time between passes. At 10,000 streams the rendering (the plan, its
+// texts, the chunk prefix, the JSON) is about half of what a stream costs
+// beyond its write; rendered ahead it delays no write, and the next pass
+// only checks that its token is the one foreseen and writes the bytes.
 //
 // Only the common case is rendered ahead: a chat stream with one choice,
 // started, whose next token is an ordinary planned token with text, not its
@@ -23,10 +22,12 @@ type nextChunk struct {
 	frame []byte // the framed chunk; empty when nothing is rendered ahead
 	pos   int    // the plan position of its token
 	tok   uint32
+	due   bool // delivered in this batch: render the next one after it
 }
 
 // prepareNext renders the stream's next chunk ahead when it can. The shard
-// calls it after delivering the stream, with st.buf its empty scratch.
+// calls it after the batch that delivered the stream, with st.buf its
+// empty scratch: rendering then delays no other stream's write.
 func (st *streamer) prepareNext() {
 	st.next.frame = st.next.frame[:0]
 	j := st.j
