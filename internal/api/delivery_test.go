@@ -2,7 +2,6 @@ package api
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,22 +22,7 @@ import (
 func TestDelivery_SlowClientIsHandedBackAndOthersKeepTheirPace(t *testing.T) {
 	env := startServer(t, map[string]any{"speedup_ratio": 1.0, "timing_model": "fixed",
 		"fixed_prefill_ms": 0.0, "fixed_decode_ms": 1.0, "max_unflushed_tokens": 100000})
-	// A small receive window and ~2 KB chunks (20 top logprobs) fill the
-	// socket within a few hundred tokens.
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		err := rc.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-		})
-		return errors.Join(err, serr)
-	}}
-	slow, err := d.Dial("tcp", strings.TrimPrefix(env.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
-	body := helloChat + `,"max_tokens":20000,"stream":true,"logprobs":true,"top_logprobs":20}`
-	fmt.Fprintf(slow, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	slow := env.startNonReader()
 	testutil.WaitFor(t, 10*time.Second, "the slow stream to be handed back", func() bool {
 		return env.srv.delivery.handedBack.Load() >= 1
 	})

@@ -3,14 +3,12 @@ package api
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -162,23 +160,7 @@ func TestHardening_ResponseFormatIsTypeChecked(t *testing.T) {
 func TestHardening_StuckReaderIsAbortedAndItsKVFreed(t *testing.T) {
 	env := startServer(t, map[string]any{"max_unflushed_tokens": 64, "speedup_ratio": 1.0,
 		"timing_model": "fixed", "fixed_prefill_ms": 1.0, "fixed_decode_ms": 1.0})
-	// A small receive buffer, set before connecting so that the window is
-	// small from the handshake on: the server's writes block soon.
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		err := rc.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-		})
-		return errors.Join(err, serr)
-	}}
-	c, err := d.Dial("tcp", strings.TrimPrefix(env.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	// Logprobs make each chunk ~2 KB, so the socket buffers fill sooner.
-	body := helloChat + `,"max_tokens":20000,"stream":true,"logprobs":true,"top_logprobs":20}`
-	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	c := env.startNonReader()
 	start := time.Now()
 	testutil.WaitFor(t, 2*time.Second, "the sequence to run", func() bool { return env.engines[0].Load().Running == 1 })
 	// 20000 tokens at 1 ms would hold the slot and KV for 20 s. Note when

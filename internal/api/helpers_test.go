@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -12,6 +14,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -253,3 +256,27 @@ func errorOf(t *testing.T, r response) (message, typ string, param any, code flo
 }
 
 const helloChat = `{"messages":[{"role":"user","content":"Hello!"}]`
+
+// startNonReader opens a connection with a 4 KiB receive buffer (set
+// before connecting, so the window is small from the handshake on) and
+// sends a streamed chat request with ~2 KB chunks (20 top logprobs) that
+// the test then does not read: the server's writes soon fill the socket.
+// The connection is closed when the test ends.
+func (e *testEnv) startNonReader() net.Conn {
+	e.t.Helper()
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+		return errors.Join(err, serr)
+	}}
+	c, err := d.Dial("tcp", strings.TrimPrefix(e.URL, "http://"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { c.Close() })
+	body := helloChat + `,"max_tokens":20000,"stream":true,"logprobs":true,"top_logprobs":20}`
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	return c
+}

@@ -78,13 +78,7 @@ func (o *Output) JoinGroup(g *OutputGroup, owner any) {
 	}
 	o.mu.Lock()
 	o.owner = owner
-	o.group = g
-	o.listed = false
-	if len(o.items) > 0 {
-		o.wake(nil)
-		return
-	}
-	o.mu.Unlock()
+	o.switchTo(g)
 }
 
 // Owner returns the owner given to JoinGroup. It stays set after
@@ -98,7 +92,14 @@ func (o *Output) Owner() any { return o.owner }
 // when items are queued. The group may still list it once.
 func (o *Output) LeaveGroup() {
 	o.mu.Lock()
-	o.group = nil
+	o.switchTo(nil)
+}
+
+// switchTo makes g (nil: the output's own Ready channel) the reader
+// signal and unlocks o.mu, which the caller holds; items already queued
+// wake the new reader at once.
+func (o *Output) switchTo(g *OutputGroup) {
+	o.group = g
 	o.listed = false
 	if len(o.items) > 0 {
 		o.wake(nil)

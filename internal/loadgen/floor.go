@@ -12,7 +12,6 @@ package loadgen
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -162,11 +161,7 @@ type FloorResult struct {
 }
 
 // WriteJSON writes the result as indented JSON.
-func (r *FloorResult) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func (r *FloorResult) WriteJSON(w io.Writer) error { return writeIndentedJSON(w, r) }
 
 // WriteTable writes a human-readable report.
 func (r *FloorResult) WriteTable(w io.Writer) {

@@ -92,10 +92,13 @@ type Result struct {
 }
 
 // WriteJSON writes the result as indented JSON.
-func (r *Result) WriteJSON(w io.Writer) error {
+func (r *Result) WriteJSON(w io.Writer) error { return writeIndentedJSON(w, r) }
+
+// writeIndentedJSON writes v as JSON indented by two spaces.
+func writeIndentedJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(v)
 }
 
 // WriteTable writes a human-readable report.
