@@ -306,6 +306,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		if d == 0 {
 			runtime.Gosched()
 		} else if err := e.clock.SleepUntil(ctx, deadline); err != nil {
+			e.passDeadline.Store(0)
 			e.core.EndPass(deadline, e.clock.Now())
 			return nil
 		}
