@@ -31,10 +31,7 @@ type delivery struct {
 	// handedBack counts the streams a shard gave back to their handler
 	// because the client's socket was full.
 	handedBack atomic.Int64
-	// renderedAhead counts the chunks written as rendered ahead
-	// (prerender.go).
-	renderedAhead atomic.Int64
-	lagObs        DeliveryLagObserver // may be nil
+	lagObs     DeliveryLagObserver // may be nil
 }
 
 func newDelivery(shards int, engines []*engine.Engine, lagObs DeliveryLagObserver) *delivery {
@@ -44,6 +41,16 @@ func newDelivery(shards int, engines []*engine.Engine, lagObs DeliveryLagObserve
 			wake: make(chan struct{}, 1)}
 	}
 	return d
+}
+
+// renderedAhead counts the chunks written as rendered ahead
+// (prerender.go), over all shards.
+func (d *delivery) renderedAhead() int64 {
+	var n int64
+	for _, sh := range d.shards {
+		n += sh.renderedAhead.Load()
+	}
+	return n
 }
 
 // defaultShards is one shard per core the Go scheduler may use.
@@ -79,6 +86,9 @@ type deliveryShard struct {
 	// first is where the last pass's writes started in its ready list
 	// (nextFirst).
 	first int
+	// renderedAhead counts the shard's chunks written as rendered ahead
+	// (per shard, so shards on different cores share no counter).
+	renderedAhead atomic.Int64
 }
 
 // nextFirst returns where a pass's writes start in a ready list of n

@@ -139,7 +139,7 @@ func TestDelivery_RawStreamsAreValidChunkedHTTPAndKeepTheConnection(t *testing.T
 	}
 	// At a 1 ms pace most passes bring one token per stream, so the
 	// plain chat streams give dozens; a loaded machine batches some.
-	if n := raw.srv.delivery.renderedAhead.Load(); n < 10 {
+	if n := raw.srv.delivery.renderedAhead(); n < 10 {
 		t.Errorf("%d chunks were rendered ahead; the plain chat streams alone should give dozens", n)
 	}
 }

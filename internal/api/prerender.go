@@ -72,7 +72,7 @@ func (st *streamer) emitNext(items []engine.OutputItem) (over, ok bool) {
 		return true, true
 	}
 	next.frame = next.frame[:0]
-	st.shard.d.renderedAhead.Add(1)
+	st.shard.renderedAhead.Add(1)
 	st.observeLag(items)
 	return false, true
 }
