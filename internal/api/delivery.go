@@ -200,8 +200,17 @@ func (sh *deliveryShard) prepareNext(st *streamer) {
 	st.next.due = false
 	own := st.buf
 	st.buf = sh.buf[:0]
+	defer func() {
+		sh.buf, st.buf = st.buf[:0], own
+		if v := recover(); v != nil {
+			// Nothing was written: the stream renders its next chunk
+			// on the spot (where a panic ends it with an error event).
+			st.next.frame = st.next.frame[:0]
+			st.j.s.log.Error("panic while rendering a chunk ahead", "request_id", st.j.g.baseID,
+				"panic", v, "stack", string(debug.Stack()))
+		}
+	}()
 	st.prepareNext()
-	sh.buf, st.buf = st.buf[:0], own
 }
 
 // rankLag is one token's delivery lag (seconds) on a DP rank.
