@@ -7,7 +7,8 @@
 // Two subcommands measure the write floor, the bare cost of the server's
 // per-token write path: floor-write listens, accepts --conns connections
 // and every --interval writes one --chunk-bytes SSE chunk to each of them
-// (one net.TCPConn.Write per connection, --writers goroutines over
+// (one non-blocking write(2) per connection through internal/sockwrite,
+// the server's own write path, --writers goroutines over
 // contiguous shards), reporting µs per write, CPU µs per write, the tick
 // write time and the p99 delivery lag it implies; floor-read, run as
 // another process (scripts/bench.sh floor pins the two to different

@@ -13,6 +13,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/faults"
 	"github.com/mocker-server/mocker-server/internal/plan"
+	"github.com/mocker-server/mocker-server/internal/sockwrite"
 )
 
 // sseWriteTimeout bounds every SSE write, so a client that stops reading
@@ -48,11 +49,12 @@ type streamer struct {
 
 	enc eventEncoder // another surface's events; nil = chat/completions chunks
 
-	// Delivery by a shard (delivery.go) through line, the raw line of
-	// the request's connection. mu is held by whoever delivers the stream
+	// Delivery by a shard (delivery.go) through line, the request's
+	// connection opened for non-blocking writes (held by value, so the
+	// write path follows one pointer less). mu is held by whoever delivers the stream
 	// (its shard, or its handler taking it back) and guards mode; done is
 	// closed when the shard lets go of the stream.
-	line  rawLine
+	line  sockwrite.Conn
 	shard *deliveryShard
 	mu    sync.Mutex
 	mode  deliveryMode
@@ -164,7 +166,7 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request, enc eventEncoder) {
 	}
 	ctx := r.Context()
 	if j.fault.Kind == "" && j.s.delivery != nil {
-		if st.line.open(r) && !st.deliverByShard(ctx) {
+		if openRawLine(&st.line, r) && !st.deliverByShard(ctx) {
 			return
 		}
 	}
@@ -297,7 +299,7 @@ func (st *streamer) writePending() bool {
 	}
 	st.armed = now
 	st.writing.Store(now.UnixNano())
-	_, err := st.line.conn.Write(st.pending)
+	_, err := st.line.TCP().Write(st.pending)
 	st.writing.Store(0)
 	st.pending = nil
 	if err != nil {
@@ -456,7 +458,7 @@ func (st *streamer) flushRaw() error {
 // writeFrame writes one framed chunk without waiting; errWouldBlock means
 // st.pending holds the part the socket did not take.
 func (st *streamer) writeFrame(frame []byte) error {
-	n, err := st.line.write(frame)
+	n, err := st.line.TryWrite(frame)
 	if err != nil {
 		return err
 	}

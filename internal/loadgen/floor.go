@@ -2,11 +2,10 @@ package loadgen
 
 // The write floor: what delivering one SSE chunk to each of N loopback TCP
 // connections costs when nothing else runs. The server writes each streamed
-// token as one write(2) on a non-blocking socket through net.TCPConn.Write
-// (the netpoller, TCP_NODELAY on), one write per connection per engine
-// pass; RunFloorWriter does exactly that every Interval and nothing else,
-// RunFloorReader drains the connections in another process the way the load
-// generator does. On loopback the writer's write(2) also runs the receiving
+// token as one non-blocking write(2) per connection per engine pass
+// (internal/sockwrite, TCP_NODELAY on); RunFloorWriter does exactly that,
+// through the same package, every Interval and nothing else, and
+// RunFloorReader drains the connections in another process. On loopback the writer's write(2) also runs the receiving
 // side's TCP input and the reader's wake-up (softirq in the writer's
 // context), so the figure is the whole physical path, not the copy alone.
 
@@ -23,6 +22,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/sockwrite"
 )
 
 // FloorConfig describes a write-floor run. Zero fields get the defaults of
@@ -201,8 +202,8 @@ func RaiseNoFileLimit(need int) error {
 }
 
 // RunFloorWriter accepts cfg.Conns connections, then every cfg.Interval
-// writes one cfg.ChunkBytes buffer to each of them (one conn.Write each, in
-// order, cfg.Writers shards in parallel) and measures the cost. It closes
+// writes one cfg.ChunkBytes buffer to each of them (one non-blocking write
+// each, in order, cfg.Writers shards in parallel) and measures the cost. It closes
 // the connections at the end.
 func RunFloorWriter(ctx context.Context, cfg FloorConfig) (*FloorResult, error) {
 	if err := cfg.normalize(); err != nil {
@@ -292,7 +293,7 @@ func RunFloorWriter(ctx context.Context, cfg FloorConfig) (*FloorResult, error) 
 
 // floorShard is one writer goroutine's contiguous range of connections.
 type floorShard struct {
-	conns []*net.TCPConn
+	conns []*sockwrite.Conn
 	start chan floorTick
 	err   error
 	// lags holds, per measured write, how late (ms) it completed after
@@ -310,7 +311,13 @@ type floorTick struct {
 func (s *floorShard) write(buf []byte, t floorTick) {
 	slice := time.Now()
 	for i, c := range s.conns {
-		if _, err := c.Write(buf); err != nil {
+		n, err := c.TryWrite(buf)
+		if err == nil && n < len(buf) {
+			// The reader fell behind (the server would hand such a
+			// stream to its handler): wait for it.
+			_, err = c.TCP().Write(buf[n:])
+		}
+		if err != nil {
 			s.err = err
 			return
 		}
@@ -333,8 +340,15 @@ func (s *floorShard) write(buf []byte, t floorTick) {
 const floorYieldSlice = 5 * time.Millisecond
 
 // floorTicks runs the tick loop over the accepted connections.
-func floorTicks(ctx context.Context, cfg *FloorConfig, conns []*net.TCPConn) (*FloorResult, error) {
+func floorTicks(ctx context.Context, cfg *FloorConfig, tcp []*net.TCPConn) (*FloorResult, error) {
 	buf := floorChunk(cfg.ChunkBytes)
+	conns := make([]*sockwrite.Conn, len(tcp))
+	for i, c := range tcp {
+		conns[i] = new(sockwrite.Conn)
+		if !conns[i].Open(c) {
+			return nil, fmt.Errorf("connection %d: no descriptor to write to", i)
+		}
+	}
 	k := cfg.Writers
 	shards := make([]*floorShard, k)
 	for s := range shards {
