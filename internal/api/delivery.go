@@ -21,10 +21,10 @@ import (
 // net/http buffering — and with several cores the shards write in
 // parallel. docs/ARCHITECTURE.md, "Streaming delivery", has the picture.
 //
-// A stream leaves its shard for its own handler goroutine when its client
-// does not keep up (the socket would block: the shard never waits for one
-// client), when it has a mid-stream fault to carry out, and when the
-// request's connection cannot be written raw.
+// A stream is written by its own handler goroutine instead when it has a
+// mid-stream fault to carry out or its connection cannot be written raw,
+// and it goes back to that goroutine when its client does not keep up (the
+// socket would block: the shard never waits for one client).
 type delivery struct {
 	shards []*deliveryShard
 	next   atomic.Uint32
@@ -251,8 +251,8 @@ func (sh *deliveryShard) engineDue(now time.Time) bool {
 }
 
 // deliver writes what a stream's output holds. True means the stream left
-// the shard: it is over, or its client's socket is full and the rest is
-// its handler's (st.handedOver).
+// the shard: it is over (deliveryOver), or its client's socket is full and
+// the rest is its handler's (handedOver).
 func (sh *deliveryShard) deliver(st *streamer) (left bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -273,7 +273,8 @@ func (sh *deliveryShard) deliver(st *streamer) (left bool) {
 	own := st.buf
 	st.buf = sh.buf[:0]
 	defer func() { sh.buf, st.buf = st.buf[:0], own[:0] }()
-	j.items = j.out.Drain(j.items) // (no fault to count tokens for: see deliverByShard)
+	// No st.cut here: only streams without a mid-stream fault get a shard.
+	j.items = j.out.Drain(j.items)
 	if over, ok := st.emitNext(j.items); ok {
 		if !over {
 			st.next.due = true

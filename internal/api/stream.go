@@ -165,10 +165,8 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request, enc eventEncoder) {
 		return
 	}
 	ctx := r.Context()
-	if j.fault.Kind == "" && j.s.delivery != nil {
-		if openRawLine(&st.line, r) && !st.deliverByShard(ctx) {
-			return
-		}
+	if j.fault.Kind == "" && openRawLine(&st.line, r) && !st.deliverByShard(ctx) {
+		return
 	}
 	// Delivered from here by this goroutine: from the start, or after
 	// the shard handed back a slow client's stream.

@@ -69,8 +69,9 @@ type Core struct {
 	// delivers to one sequence.
 	tierScratch []TierGauge
 	outRun      []OutputItem
-	// passWakes, non-nil only inside EndPass, collects the output groups
-	// the pass made ready; they are signalled once it has delivered all.
+	// passWakes, non-nil only inside DeliverPass (it points at wakes),
+	// collects the output groups the pass made ready; they are signalled
+	// once it has delivered all.
 	passWakes *wakeList
 	wakes     wakeList
 }

@@ -55,7 +55,7 @@ func (g *OutputGroup) signal() {
 }
 
 // wakeList holds the groups a pass made ready until the pass has
-// delivered everything (Core.EndPass signals them).
+// delivered everything (Core.DeliverPass signals them).
 type wakeList []*OutputGroup
 
 // signal signals every listed group and empties the list.

@@ -3,8 +3,12 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net"
+	"net/http/httputil"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -116,6 +120,17 @@ func TestFloorChunk(t *testing.T) {
 		}
 		if n >= 280 && !bytes.Contains(b, []byte(`"object":"chat.completion.chunk"`)) {
 			t.Errorf("floorChunk(%d) does not hold a chat.completion.chunk: %q", n, b)
+		}
+		// net/http's own chunked reader, followed by the terminating
+		// chunk, reads back exactly one event; from 280 bytes on it is
+		// JSON as the server's chunks are.
+		body, err := io.ReadAll(httputil.NewChunkedReader(io.MultiReader(bytes.NewReader(b), strings.NewReader("0\r\n\r\n"))))
+		if err != nil || !bytes.HasPrefix(body, []byte("data: ")) || !bytes.HasSuffix(body, []byte("\n\n")) {
+			t.Errorf("floorChunk(%d): net/http reads %q, %v", n, body, err)
+			continue
+		}
+		if n >= 280 && !json.Valid(bytes.TrimSuffix(bytes.TrimPrefix(body, []byte("data: ")), []byte("\n\n"))) {
+			t.Errorf("floorChunk(%d): the event is not JSON: %q", n, body)
 		}
 	}
 }
