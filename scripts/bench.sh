@@ -136,6 +136,18 @@ server_cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f\n", ($14 + $15) /
 
 rss_mib() { awk '/VmRSS/ {printf "%.0f\n", $2 / 1024}' "/proc/$SERVER_PID/status"; }
 
+# start_rss_sampler FILE: sample the server's RSS every 0.5 s into FILE;
+# stop_rss_sampler FILE: stop it and set RSS_PEAK to the peak (MiB).
+RSS_SAMPLER=""
+start_rss_sampler() {
+	( while kill -0 "$SERVER_PID" 2>/dev/null; do rss_mib; sleep 0.5; done ) >"$1" 2>/dev/null &
+	RSS_SAMPLER=$!
+}
+stop_rss_sampler() {
+	kill "$RSS_SAMPLER" 2>/dev/null || true; wait "$RSS_SAMPLER" 2>/dev/null || true
+	RSS_PEAK=$(sort -n "$1" | tail -1)
+}
+
 # median of the numbers on stdin
 median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
@@ -186,12 +198,10 @@ scenario_hold() {
 		start_server --timing-model fixed --fixed-prefill-ms 0 --fixed-decode-ms 100 --max-num-seqs 16384 \
 			--num-gpu-blocks-override 65536 --max-num-batched-tokens 1000000
 		local peak=0
-		( while kill -0 "$SERVER_PID" 2>/dev/null; do rss_mib; sleep 0.5; done ) >"$OUT/s3-$r.rss" 2>/dev/null &
-		local sampler=$!
+		start_rss_sampler "$OUT/s3-$r.rss"
 		bench "s3-$r" --concurrency 10000 --requests 10000 --max-tokens 200 --prompt-tokens 16 --ramp 2s
 		lags+=("$(lag_quantile 0.99)")
-		kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
-		peak=$(sort -n "$OUT/s3-$r.rss" | tail -1)
+		stop_rss_sampler "$OUT/s3-$r.rss"; peak=$RSS_PEAK
 		rss+=("$peak"); p99s+=("$(jf "s3-$r" .e2e.p99_ms)")
 		printf "run %d: %s ok, %s errors, peak RSS %s MiB, e2e p50 %.0f ms p99 %.0f ms (ideal 20000), mean %.0f ms vs the engine's modeled mean %s ms, itl p99 %.1f ms, lag p50 %s ms p99 %s ms, server cpu %s s\n" \
 			"$r" "$(jf "s3-$r" .requests)" "$(jf "s3-$r" .errors)" "$peak" "$(jf "s3-$r" .e2e.p50_ms)" \
@@ -216,11 +226,9 @@ scenario_hold20k() {
 	for r in $(seq "$RUNS"); do
 		start_server --timing-model fixed --fixed-prefill-ms 0 --fixed-decode-ms 500 --max-num-seqs 32768 \
 			--num-gpu-blocks-override 131072 --max-num-batched-tokens 1000000
-		( while kill -0 "$SERVER_PID" 2>/dev/null; do rss_mib; sleep 0.5; done ) >"$OUT/s3b-$r.rss" 2>/dev/null &
-		local sampler=$!
+		start_rss_sampler "$OUT/s3b-$r.rss"
 		bench "s3b-$r" --concurrency "$n" --requests "$n" --max-tokens 30 --prompt-tokens 16 --ramp 4s --timeout 120s || true
-		kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
-		rss+=("$(sort -n "$OUT/s3b-$r.rss" | tail -1)")
+		stop_rss_sampler "$OUT/s3b-$r.rss"; rss+=("$RSS_PEAK")
 		printf "run %d: %s ok, %s errors, peak RSS %s MiB, e2e p50 %.0f ms p99 %.0f ms (ideal 15000), lag p99 %s ms\n" \
 			"$r" "$(jf "s3b-$r" .requests)" "$(jf "s3b-$r" .errors)" "${rss[-1]}" "$(jf "s3b-$r" .e2e.p50_ms)" \
 			"$(jf "s3b-$r" .e2e.p99_ms)" "$(lag_quantile 0.99)"
