@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 
 // pair returns a connected loopback pair: the accepted server side and
 // the client side. Both close when the test ends.
-func pair(t *testing.T) (server, client net.Conn) {
+func pair(t testing.TB) (server, client net.Conn) {
 	t.Helper()
 	ln := testutil.Listen(t)
 	accepted := make(chan net.Conn, 1)

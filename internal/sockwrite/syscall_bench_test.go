@@ -1,4 +1,4 @@
-package loadgen
+package sockwrite
 
 import (
 	"net"
@@ -13,7 +13,7 @@ import (
 // to be set against the µs per write of floor-write (docs/BENCHMARKS.md,
 // "Batching syscalls").
 //
-//	go test ./internal/loadgen -run '^$' -bench SyscallEntry -count 5
+//	go test ./internal/sockwrite -run '^$' -bench SyscallEntry -count 5
 func BenchmarkSyscallEntry(b *testing.B) {
 	b.Run("getppid", func(b *testing.B) {
 		for b.Loop() {
@@ -23,30 +23,7 @@ func BenchmarkSyscallEntry(b *testing.B) {
 	// A zero-byte write(2) on a connected loopback TCP socket: the entry,
 	// the socket lookup and lock, and nothing to send.
 	b.Run("write0-tcp", func(b *testing.B) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer ln.Close()
-		accepted := make(chan net.Conn, 1)
-		go func() {
-			c, err := ln.Accept()
-			if err != nil {
-				close(accepted)
-				return
-			}
-			accepted <- c
-		}()
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		peer, ok := <-accepted
-		if !ok {
-			b.Fatal("accept failed")
-		}
-		defer peer.Close()
+		c, _ := pair(b)
 		rc, err := c.(*net.TCPConn).SyscallConn()
 		if err != nil {
 			b.Fatal(err)
