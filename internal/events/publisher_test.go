@@ -70,15 +70,18 @@ func batchN(n int) engine.KVEventBatch {
 }
 
 // replayClient is a DEALER on a replay endpoint.
-type replayClient struct{ *socket }
+type replayClient struct {
+	t testing.TB
+	*testutil.ZMQSocket
+}
 
 func newReplayClient(t testing.TB, zctx *zmq.Context, ep string) replayClient {
-	return replayClient{newTestSocket(t, zctx, zmq.DEALER, ep, false, nil)}
+	return replayClient{t, testutil.NewZMQSocket(t, zctx, zmq.DEALER, ep, false, nil)}
 }
 
 func (c replayClient) request(frames ...[]byte) {
 	c.t.Helper()
-	if _, err := c.s.SendMessage(frames); err != nil {
+	if _, err := c.Sock.SendMessage(frames); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -95,7 +98,7 @@ func (c replayClient) replay(start uint64, topicFrame bool) []replayed {
 	c.request([]byte{}, be64(start))
 	var out []replayed
 	for {
-		msg := c.mustRecv(3*time.Second, "replay reply")
+		msg := c.MustRecv(3*time.Second, "replay reply")
 		if len(msg) == 0 || len(msg[0]) != 0 {
 			c.t.Fatalf("reply does not start with the empty delimiter: %q", msg)
 		}
@@ -182,7 +185,7 @@ func TestReplay(t *testing.T) {
 			c.request([]byte{}, be64(0), []byte("extra"))          // 4 frames at the ROUTER
 			c.request(be64(0))                                     // 2 frames at the ROUTER
 			c.request([]byte{}, []byte{0, 0, 0, 0, 0, 0, 0, 0, 0}) // 9 bytes
-			if msg, ok := c.recv(400 * time.Millisecond); ok {
+			if msg := c.Recv(400 * time.Millisecond); msg != nil {
 				t.Fatalf("malformed request answered: %q", msg)
 			}
 			if n := strings.Count(logs.String(), "malformed replay request ignored"); n != 4 {
@@ -306,11 +309,11 @@ func TestHWMDrops(t *testing.T) {
 	pubEP, replayEP := ipcEndpoint(t, "pub"), ipcEndpoint(t, "replay")
 	p := newKVPub(t, zctx, KVSettings{Endpoint: pubEP, Bind: true, ReplayEndpoint: replayEP,
 		HWM: 1, BufferSteps: 100000, Publish: true}, nil)
-	sub := newTestSocket(t, zctx, zmq.SUB, pubEP, false, func(s *zmq.Socket) {
+	sub := testutil.NewZMQSocket(t, zctx, zmq.SUB, pubEP, false, func(s *zmq.Socket) error {
 		_ = s.SetRcvhwm(1)
-		_ = s.SetSubscribe("")
+		return s.SetSubscribe("")
 	})
-	sub.settle(300 * time.Millisecond)
+	sub.Settle(300 * time.Millisecond)
 	// Large batches fill the socket buffers quickly; the SUB never reads.
 	big := engine.KVEventBatch{Events: []kv.Event{{Kind: kv.Stored, BlockHashes: make([]uint64, 64),
 		TokenIDs: make([]uint32, 64*64), BlockSize: 64}}}
@@ -361,14 +364,14 @@ func TestOpenRanks(t *testing.T) {
 		t.Errorf("unexpected sinks")
 	}
 	for rank := range 2 {
-		sub := newSub(t, zctx, "tcp://127.0.0.1:"+strconv.Itoa(port+rank), false, "")
-		sub.settle(200 * time.Millisecond)
+		sub := testutil.NewZMQSub(t, zctx, "tcp://127.0.0.1:"+strconv.Itoa(port+rank), false, "")
+		sub.Settle(200 * time.Millisecond)
 		// Publish until the subscription has certainly arrived.
 		var msg [][]byte
 		for i := 0; msg == nil && i < 100; i++ {
 			pubs.KVSink(rank).PublishKVEvents(engine.KVEventBatch{Rank: rank, Time: time.Unix(5, 0),
 				Events: []kv.Event{{Kind: kv.AllCleared}}})
-			msg, _ = sub.recv(50 * time.Millisecond)
+			msg = sub.Recv(50 * time.Millisecond)
 		}
 		if msg == nil {
 			t.Fatalf("rank %d: nothing received on port %d", rank, port+rank)
@@ -396,16 +399,15 @@ func TestOpenFPMConnect(t *testing.T) {
 	zctx := newCtx(t)
 	// The SUBs bind: rank 0's on a port the kernel chose, rank 1's on the
 	// next one, which is usually free too.
-	var subs []*socket
+	var subs []*testutil.ZMQSocket
 	var port int
 	for try := 0; subs == nil; try++ {
-		s0 := newSub(t, zctx, testutil.AnyLoopbackPort, true, FPMTopic)
-		port = testutil.EndpointPort(t, testutil.LastEndpoint(t, s0.s))
-		if s1, err := bindSub(zctx, port+1, FPMTopic); err == nil {
-			t.Cleanup(func() { _ = s1.Close() })
-			pl := zmq.NewPoller()
-			pl.Add(s1, zmq.POLLIN)
-			subs = []*socket{s0, {t: t, s: s1, p: pl}}
+		s0 := testutil.NewZMQSub(t, zctx, testutil.AnyLoopbackPort, true, FPMTopic)
+		port = testutil.EndpointPort(t, testutil.LastEndpoint(t, s0.Sock))
+		s1, err := testutil.OpenZMQSocket(t, zctx, zmq.SUB, "tcp://127.0.0.1:"+strconv.Itoa(port+1), true,
+			func(s *zmq.Socket) error { return s.SetSubscribe(FPMTopic) })
+		if err == nil {
+			subs = []*testutil.ZMQSocket{s0, s1}
 		} else if try == 20 {
 			t.Fatalf("no free port next to %d: %v", port, err)
 		}
@@ -421,11 +423,11 @@ func TestOpenFPMConnect(t *testing.T) {
 		t.Error("KV sink without KV events")
 	}
 	for rank, sub := range subs {
-		sub.settle(300 * time.Millisecond)
+		sub.Settle(300 * time.Millisecond)
 		var msg [][]byte
 		for i := 0; msg == nil && i < 100; i++ {
 			pubs.FPMSink(rank).PublishFPM(engine.ForwardPassSnapshot{Rank: rank, CounterID: uint64(i + 1), Heartbeat: true})
-			msg, _ = sub.recv(50 * time.Millisecond)
+			msg = sub.Recv(50 * time.Millisecond)
 		}
 		if msg == nil {
 			t.Fatalf("rank %d: no FPM message", rank)
@@ -439,20 +441,6 @@ func TestOpenFPMConnect(t *testing.T) {
 			t.Errorf("rank %d FPM counters %d %d", rank, pubs.FPMSent(rank), pubs.FPMDropped(rank))
 		}
 	}
-}
-
-func bindSub(zctx *zmq.Context, port int, topic string) (*zmq.Socket, error) {
-	s, err := zctx.NewSocket(zmq.SUB)
-	if err != nil {
-		return nil, err
-	}
-	_ = s.SetLinger(0)
-	_ = s.SetSubscribe(topic)
-	if err := s.Bind("tcp://127.0.0.1:" + strconv.Itoa(port)); err != nil {
-		_ = s.Close()
-		return nil, err
-	}
-	return s, nil
 }
 
 func TestOpenBindFailureNamesEndpoint(t *testing.T) {
@@ -502,8 +490,8 @@ func TestOpenNothingPublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pubs.Close() })
-	sub := newSub(t, zctx, ep, false, "")
-	sub.settle(200 * time.Millisecond)
+	sub := testutil.NewZMQSub(t, zctx, ep, false, "")
+	sub.Settle(200 * time.Millisecond)
 	sink := pubs.KVSink(0)
 	if sink == nil {
 		t.Fatal("no sink")
@@ -511,7 +499,7 @@ func TestOpenNothingPublished(t *testing.T) {
 	for i := range 10 {
 		sink.PublishKVEvents(batchN(i))
 	}
-	sub.settle(300 * time.Millisecond)
+	sub.Settle(300 * time.Millisecond)
 	if pubs.KVBatchesSent(0) != 0 || pubs.KVBatchesDropped(0) != 0 {
 		t.Errorf("counters %d %d", pubs.KVBatchesSent(0), pubs.KVBatchesDropped(0))
 	}

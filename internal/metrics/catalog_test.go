@@ -386,7 +386,7 @@ func TestPromlint(t *testing.T) {
 			r := reg.Observer(0)
 			r.ObservePass(&engine.PassReport{IsPass: true, IterationTokens: 3, GenerationTokens: 1,
 				First: []engine.FirstTokenRecord{{PromptTokens: 2, TTFT: 0.01, HasToken: true}}, ITL: []float64{0.01}})
-			_, body := scrapeText(t, reg)
+			body := scrapeText(t, reg).Raw
 			problems, err := promlint.New(bytes.NewReader(body)).Lint()
 			if err != nil {
 				t.Fatalf("promlint: %v", err)

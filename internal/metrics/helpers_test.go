@@ -1,21 +1,18 @@
 package metrics
 
 import (
-	"io"
 	"math"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // The registry serves scrapes through real HTTP servers.
@@ -35,39 +32,22 @@ func testConfig(mutate func(c *config.Config)) *config.Config {
 }
 
 // scrapeText GETs the registry's handler through a real HTTP server and
-// returns the response and body.
-func scrapeText(t testing.TB, reg *Registry) (*http.Response, []byte) {
+// returns the exposition.
+func scrapeText(t testing.TB, reg *Registry) *testutil.Exposition {
 	t.Helper()
 	srv := httptest.NewServer(reg.Handler())
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("reading /metrics: %v", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %s: %s", resp.Status, body)
-	}
-	return resp, body
+	return testutil.Scrape(t, srv.Client(), srv.URL+"/metrics", "")
 }
 
 // scrape returns the parsed exposition.
 func scrape(t testing.TB, reg *Registry) families {
 	t.Helper()
-	resp, body := scrapeText(t, reg)
-	if ct := resp.Header.Get("Content-Type"); ct != ContentType {
+	e := scrapeText(t, reg)
+	if ct := e.Header.Get("Content-Type"); ct != ContentType {
 		t.Fatalf("Content-Type %q, want %q", ct, ContentType)
 	}
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := p.TextToMetricFamilies(bytesReader(body))
-	if err != nil {
-		t.Fatalf("parsing exposition: %v\n%s", err, body)
-	}
-	return mfs
+	return e.Families
 }
 
 type families map[string]*dto.MetricFamily
