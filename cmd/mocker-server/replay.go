@@ -44,6 +44,7 @@ type replayFlags struct {
 	prefixLen    int
 	turns        int
 	turnGap      time.Duration
+	concurrency  int
 
 	json       bool
 	csv        string
@@ -103,6 +104,7 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs.IntVar(&f.prefixLen, "prefix-len", 0, "synthetic: tokens of each group's shared prefix")
 	fs.IntVar(&f.turns, "turns", 1, "synthetic: turns per session; each turn's prompt extends the previous turn's prompt and output")
 	fs.DurationVar(&f.turnGap, "turn-gap", 10*time.Second, "synthetic: time between a session's turns")
+	fs.IntVar(&f.concurrency, "concurrency", 0, "closed loop (with --requests): this many clients, each sending its next request when its previous one finishes; every request has --input-len prompt tokens and generates exactly --output-len tokens")
 	fs.BoolVar(&f.json, "json", false, "write the JSON report on stdout instead of the table")
 	fs.StringVar(&f.csv, "csv", "", "write one CSV row per request to this file")
 	fs.StringVar(&f.html, "html", "", "write a self-contained HTML report with charts to this file")
@@ -152,6 +154,9 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 	}
 	if f.prefixBlocks < 1 {
 		return usageErr("--prefix-hash-blocks must be ≥ 1, got %d", f.prefixBlocks)
+	}
+	if err := checkClosedLoopFlags(cmd.Flags(), f, trace); err != nil {
+		return err
 	}
 	if trace == "" && f.requests == 0 {
 		return usageErr("replay needs a TRACE file or a synthetic workload (--requests N)")
@@ -271,6 +276,9 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 // generator. total is the workload's expected virtual duration for the
 // progress bar (0 = unknown).
 func openWorkload(f *replayFlags, trace string, seed uint64) (replay.Source, func(), time.Duration, error) {
+	if trace == "" && f.concurrency > 0 {
+		return openClosedLoop(f, seed)
+	}
 	if trace == "" {
 		in, err := replay.ParseDist(f.inputLen)
 		if err != nil {

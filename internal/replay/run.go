@@ -19,6 +19,10 @@ type WorkerSpec struct {
 	Name   string
 	Engine engine.Config
 	DPSize int // 0 means 1
+	// GPUsPerRank is the number of GPUs behind each DP rank: its tensor-
+	// parallel size (0 means 1). It only scales the report's per-GPU
+	// throughput.
+	GPUsPerRank int
 }
 
 // Options configure a run. The zero value of each field is its default.
@@ -108,6 +112,9 @@ type runner struct {
 	row     RequestRow // the row being reported, reused: one a request would be garbage
 	arrived int
 	report  *reportBuilder
+	// feedback is the source when its arrivals wait for completions (a
+	// closed loop); release tells it each request that finished.
+	feedback FeedbackSource
 }
 
 // Run replays src on the fleet of opts and returns the report. The run is
@@ -240,12 +247,32 @@ func targetName(spec WorkerSpec, rank int) string {
 // first, then arrivals are routed, then idle targets with work start their
 // next pass — the order engine.Simulator uses for one core.
 func (r *runner) loop(src Source) error {
-	next, err := src.Next()
-	haveNext := err == nil
-	if err != nil && !errors.Is(err, io.EOF) {
-		return err
+	r.feedback, _ = src.(FeedbackSource)
+	var next Request
+	haveNext, exhausted := false, false
+	// pull fetches the next request unless one is held, the source is
+	// exhausted, or a closed loop waits for a completion (then the next
+	// pull, after a pass ends, may find one).
+	pull := func() error {
+		if haveNext || exhausted {
+			return nil
+		}
+		req, err := src.Next()
+		switch {
+		case err == nil:
+			next, haveNext = req, true
+		case errors.Is(err, io.EOF):
+			exhausted = true
+		case errors.Is(err, ErrAwaitCompletion):
+		default:
+			return err
+		}
+		return nil
 	}
 	for {
+		if err := pull(); err != nil {
+			return err
+		}
 		t, ok := time.Duration(0), false
 		if haveNext {
 			t, ok = next.Arrival, true
@@ -269,14 +296,16 @@ func (r *runner) loop(src Source) error {
 			}
 			r.touch(tg)
 		}
+		// A closed loop's clients send again the instant their requests
+		// finished, before the idle targets start their next passes.
+		if err := pull(); err != nil {
+			return err
+		}
 		for haveNext && next.Arrival == t {
 			r.arrive(next)
-			next, err = src.Next()
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					return err
-				}
-				haveNext = false
+			haveNext = false
+			if err := pull(); err != nil {
+				return err
 			}
 		}
 		for _, tg := range r.touched {
@@ -442,6 +471,9 @@ func (r *runner) release(slot int) {
 		r.load.prefillTokens[f.target] -= f.newTokens
 	}
 	r.free = append(r.free, slot)
+	if r.feedback != nil {
+		r.feedback.Done(f.index, r.now)
+	}
 }
 
 func (r *runner) reject(t *target, slot int, msg string) error {

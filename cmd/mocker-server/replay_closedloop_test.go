@@ -1,0 +1,47 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestReplay_ClosedLoopJSON runs the closed loop from the command line with
+// the fixed timing model (20 ms prefill, 10 ms decode): one client, 4
+// requests of 50 tokens out, so each request takes 30 + 49 × 10 = 520 ms,
+// the run 2.08 s, 200 tokens → 96.15 tok/s, and per GPU over 2 workers × 2
+// DP ranks × TP 2 = 8 GPUs.
+func TestReplay_ClosedLoopJSON(t *testing.T) {
+	out, stderr, err := runCLI(t, "replay", "--json", "--timing-model", "fixed", "--workers", "2",
+		"--data-parallel-size", "2", "--tensor-parallel-size", "2",
+		"--concurrency", "1", "--requests", "4", "--input-len", "300", "--output-len", "50")
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr)
+	}
+	var rep struct {
+		Summary struct {
+			Completed        int                   `json:"completed"`
+			OutputTokens     int                   `json:"output_tokens"`
+			DurationS        float64               `json:"duration_s"`
+			OutputThroughput float64               `json:"output_token_throughput"`
+			GPUs             int                   `json:"gpus"`
+			PerGPU           float64               `json:"output_token_throughput_per_gpu"`
+			TTFT             struct{ P50 float64 } `json:"ttft_ms"`
+			ITL              struct{ P50 float64 } `json:"itl_ms"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	s := rep.Summary
+	if s.Completed != 4 || s.OutputTokens != 200 || s.DurationS != 2.08 || s.TTFT.P50 != 30 || s.ITL.P50 != 10 || s.GPUs != 8 {
+		t.Fatalf("summary %+v; want 4 requests, 200 tokens, 2.08 s, TTFT 30, ITL 10, 8 GPUs", s)
+	}
+	if d := s.PerGPU - 200/2.08/8; d > 1e-9 || d < -1e-9 {
+		t.Errorf("per-GPU throughput %g, want %g", s.PerGPU, 200/2.08/8)
+	}
+	table, _, err := runCLI(t, "replay", "--timing-model", "fixed", "--concurrency", "2", "--requests", "4", "--output-len", "5")
+	if err != nil || !strings.Contains(table, "output tok/s per GPU") {
+		t.Errorf("table (err %v) has no per-GPU row:\n%s", err, table)
+	}
+}
