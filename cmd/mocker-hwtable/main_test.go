@@ -38,11 +38,12 @@ type fakeFigures struct {
 // fakeSummary: TTFT = ISL/10 ms (median one more), ITL = 10 + C/10 ms
 // (median half more), E2E = TTFT + (OSL−1)·ITL, throughput = C·OSL / E2E,
 // per GPU ÷ TP.
-func fakeSummary(isl, osl, conc, tp int) fakeFigures {
-	f := fakeFigures{ttftMean: float64(isl) / 10, itlMean: 10 + float64(conc)/10}
+// An open loop (no --concurrency) counts its rate as the concurrency.
+func fakeSummary(isl, osl int, conc float64, tp int) fakeFigures {
+	f := fakeFigures{ttftMean: float64(isl) / 10, itlMean: 10 + conc/10}
 	f.ttftP50, f.itlP50 = f.ttftMean+1, f.itlMean+0.5
 	f.e2eMean = f.ttftMean + float64(osl-1)*f.itlMean
-	f.tokS = float64(conc*osl) / (f.e2eMean / 1000)
+	f.tokS = conc * float64(osl) / (f.e2eMean / 1000)
 	f.tokSPerGPU = f.tokS / float64(tp)
 	return f
 }
@@ -58,7 +59,11 @@ func fakeReplay(args []string) int {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	var model, gpu, engine, quant, kv, dtype string
 	var isl, osl, conc, requests, tp int
+	var rate float64
+	var arrival string
 	var jsonOut, noProgress bool
+	fs.Float64Var(&rate, "rate", 0, "")
+	fs.StringVar(&arrival, "arrival", "", "")
 	fs.StringVar(&model, "model", "", "")
 	fs.StringVar(&gpu, "hardware", "", "")
 	fs.StringVar(&engine, "engine-type", "", "")
@@ -86,7 +91,11 @@ func fakeReplay(args []string) int {
 		fmt.Fprintln(os.Stderr, "panic: boom")
 		return 1
 	}
-	f := fakeSummary(isl, osl, conc, tp)
+	c := float64(conc)
+	if conc == 0 {
+		c = rate
+	}
+	f := fakeSummary(isl, osl, c, tp)
 	completed := requests
 	if model == "reject/model" {
 		completed = requests - 1
@@ -118,7 +127,7 @@ func useFakeReplay(t *testing.T) (bin, log string) {
 	return bin, log
 }
 
-const testHeader = "id,source,table,model,gpu,tp,weights,kv_dtype,engine,isl,osl,load,concurrency,requests,metric,statistic,value,args\n"
+const testHeader = "id,source,table,model,gpu,tp,weights,kv_dtype,engine,isl,osl,load,concurrency,rate,requests,metric,statistic,value,args\n"
 
 func writePoints(t *testing.T, rows string) string {
 	t.Helper()
@@ -138,16 +147,18 @@ func TestTableAgainstFakeReplay(t *testing.T) {
 	bin, log := useFakeReplay(t)
 	points := writePoints(t, ""+
 		// Configuration A: closed loop C=10, no request count → max(100, 10×10) = 100 requests.
-		"a1,s,t,m/one,h100_sxm,2,fp8,fp8,trtllm,1000,100,closed,10,,ttft_ms,mean,125,\n"+
-		"a2,s,t,m/one,h100_sxm,2,fp8,fp8,trtllm,1000,100,closed,10,,itl_ms,mean,10,\n"+
-		"a3,s,t,m/one,h100_sxm,2,fp8,fp8,trtllm,1000,100,closed,10,,output_tok_s,total,800,\n"+
+		"a1,s,t,m/one,h100_sxm,2,fp8,fp8,trtllm,1000,100,closed,10,,,ttft_ms,mean,125,\n"+
+		"a2,s,t,m/one,h100_sxm,2,fp8,fp8,trtllm,1000,100,closed,10,,,itl_ms,mean,10,\n"+
+		"a3,s,t,m/one,h100_sxm,2,fp8,fp8,trtllm,1000,100,closed,10,,,output_tok_s,total,800,\n"+
 		// Configuration B: stated 8 requests, medians, a serve flag.
-		"b1,s,t,m/two,h200_sxm,1,bf16,auto,vllm,200,50,closed,4,8,ttft_ms,median,25,--max-num-seqs 4\n"+
-		"b2,s,t,m/two,h200_sxm,1,bf16,auto,vllm,200,50,closed,4,8,tpot_ms,median,9,--max-num-seqs 4\n"+
+		"b1,s,t,m/two,h200_sxm,1,bf16,auto,vllm,200,50,closed,4,,8,ttft_ms,median,25,--max-num-seqs 4\n"+
+		"b2,s,t,m/two,h200_sxm,1,bf16,auto,vllm,200,50,closed,4,,8,tpot_ms,median,9,--max-num-seqs 4\n"+
 		// Configuration C: max throughput over 30 requests → 30 clients.
-		"c1,s,t,m/one,b200_sxm,4,nvfp4,fp8,trtllm,128,128,max,30,30,output_tok_s_per_gpu,total,100,\n"+
-		"x1,s,t,unknown/model,h100_sxm,1,fp8,auto,sglang,100,10,closed,1,,ttft_ms,mean,5,\n"+
-		"x2,s,t,reject/model,h100_sxm,1,fp8,auto,sglang,100,10,closed,1,,ttft_ms,mean,5,\n")
+		"c1,s,t,m/one,b200_sxm,4,nvfp4,fp8,trtllm,128,128,max,30,,30,output_tok_s_per_gpu,total,100,\n"+
+		// Configuration D: an open loop at 2.5 req/s.
+		"d1,s,t,m/one,h100_sxm,1,fp8,auto,vllm,300,20,rate,,2.5,40,ttft_ms,mean,30,\n"+
+		"x1,s,t,unknown/model,h100_sxm,1,fp8,auto,sglang,100,10,closed,1,,,ttft_ms,mean,5,\n"+
+		"x2,s,t,reject/model,h100_sxm,1,fp8,auto,sglang,100,10,closed,1,,,ttft_ms,mean,5,\n")
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"-points", points, "-replay", bin}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
@@ -157,13 +168,15 @@ func TestTableAgainstFakeReplay(t *testing.T) {
 	a := fakeSummary(1000, 100, 10, 2)
 	b := fakeSummary(200, 50, 4, 1)
 	c := fakeSummary(128, 128, 30, 4)
+	d := fakeSummary(300, 20, 2.5, 1)
 	apes := map[string]float64{
 		"a1": ape(a.ttftMean, 125), "a2": ape(a.itlMean, 10), "a3": ape(a.tokS, 800),
 		"b1": ape(b.ttftP50, 25), "b2": ape(b.itlP50, 9), "c1": ape(c.tokSPerGPU, 100),
+		"d1": ape(d.ttftMean, 30),
 	}
 	// Worked out by hand from the fake's formulas: a1 = |100−125|/125 = 20 %,
 	// a2 = |11−10|/10 = 10 %, b1 = |21−25|/25 = 16 %, b2 = |10.9−9|/9 ≈ 21.1 %.
-	for id, want := range map[string]float64{"a1": 20, "a2": 10, "b1": 16} {
+	for id, want := range map[string]float64{"a1": 20, "a2": 10, "b1": 16, "d1": 0} {
 		if math.Abs(apes[id]-want) > 1e-9 {
 			t.Fatalf("%s: APE %g, hand-computed %g", id, apes[id], want)
 		}
@@ -173,24 +186,25 @@ func TestTableAgainstFakeReplay(t *testing.T) {
 			t.Errorf("point %s with APE %.1f %% missing from:\n%s", id, v, table)
 		}
 	}
-	// Slices: all TTFT = median(20, 16) = 18 (✗ > 15); all TPOT/ITL =
+	// Slices: all TTFT = median(20, 16, 0) = 16 (✗ > 15); all TPOT/ITL =
 	// median(10, 21.1) = 15.6 (✗ > 8); throughput = median(a3, c1).
-	wantAll := fmt.Sprintf("| all | %.1f %% (n=2) ✗ | 18.0 %% (n=2) ✗ | %s | — |",
+	wantAll := fmt.Sprintf("| all | %.1f %% (n=2) ✗ | 16.0 %% (n=3) ✗ | %s | — |",
 		(apes["a2"]+apes["b2"])/2, cell([]float64{apes["a3"], apes["c1"]}, FamilyThroughput))
 	if !strings.Contains(table, wantAll) {
 		t.Errorf("want slice row %q in:\n%s", wantAll, table)
 	}
 	for _, row := range []string{
 		"| gpu h200_sxm | 21.1 % (n=1) ✗ | 16.0 % (n=1) ✗ | — | — |",
-		"| engine vllm | 21.1 % (n=1) ✗ | 16.0 % (n=1) ✗ | — | — |",
-		"| model m/one | 10.0 % (n=1) ✗ | 20.0 % (n=1) ✗ |",
+		"| engine vllm | 21.1 % (n=1) ✗ | 8.0 % (n=2) ✓ | — | — |",
+		"| model m/one | 10.0 % (n=1) ✗ | 10.0 % (n=2) ✓ |",
 		"| load max | — | — |",
+		"| load rate | — | 0.0 % (n=1) ✓ | — | — |",
 	} {
 		if !strings.Contains(table, row) {
 			t.Errorf("want %q in:\n%s", row, table)
 		}
 	}
-	if !strings.Contains(table, "8 points from") || !strings.Contains(table, "6 compared, 2 skipped") {
+	if !strings.Contains(table, "9 points from") || !strings.Contains(table, "7 compared, 2 skipped") {
 		t.Errorf("counts wrong:\n%s", table)
 	}
 	if !strings.Contains(table, "| x1 | unknown/model | h100_sxm | 1 | fp8 / auto | sglang | 100 / 10 | C=1 | replay exit status 2: --model unknown/model: unknown model (architecture \\| shape) |") {
@@ -205,12 +219,13 @@ func TestTableAgainstFakeReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
-	if len(lines) != 5 {
-		t.Fatalf("%d replay runs, want one per configuration (5):\n%s", len(lines), calls)
+	if len(lines) != 6 {
+		t.Fatalf("%d replay runs, want one per configuration (6):\n%s", len(lines), calls)
 	}
 	for _, want := range []string{
 		"replay --json --no-progress --hardware h100_sxm --model m/one --tensor-parallel-size 2 --engine-type trtllm --quantization fp8 --kv-cache-dtype fp8 --concurrency 10 --requests 100 --input-len 1000 --output-len 100",
 		"replay --json --no-progress --hardware h200_sxm --model m/two --tensor-parallel-size 1 --engine-type vllm --dtype bfloat16 --concurrency 4 --requests 8 --input-len 200 --output-len 50 --max-num-seqs 4",
+		"replay --json --no-progress --hardware h100_sxm --model m/one --tensor-parallel-size 1 --engine-type vllm --quantization fp8 --rate 2.5 --arrival poisson --requests 40 --input-len 300 --output-len 20",
 		"replay --json --no-progress --hardware b200_sxm --model m/one --tensor-parallel-size 4 --engine-type trtllm --quantization modelopt_fp4 --kv-cache-dtype fp8 --concurrency 30 --requests 30 --input-len 128 --output-len 128",
 	} {
 		found := false
@@ -226,20 +241,22 @@ func TestTableAgainstFakeReplay(t *testing.T) {
 // TestBadPointsExitTwo: a bad points file or flag is one line and exit 2; a
 // replay binary that cannot start is exit 1.
 func TestBadPointsExitTwo(t *testing.T) {
-	good := "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,ttft_ms,mean,5,\n"
+	good := "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,,ttft_ms,mean,5,\n"
 	tests := []struct {
 		name, rows string
 		args       []string
 		want       string
 	}{
-		{"bad metric", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,speed,mean,5,\n", nil, `points.csv:2: metric "speed" is unknown`},
-		{"zero tp", "a,s,t,m,h100_sxm,0,fp8,auto,vllm,10,10,closed,1,,ttft_ms,mean,5,\n", nil, "tp must be an integer ≥ 1"},
-		{"negative value", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,ttft_ms,mean,-5,\n", nil, "value must be a number > 0"},
-		{"max without requests", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,max,1,,output_tok_s,total,5,\n", nil, "needs its number of requests"},
-		{"throughput median", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,output_tok_s,median,5,\n", nil, "does not fit metric"},
+		{"bad metric", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,,speed,mean,5,\n", nil, `points.csv:2: metric "speed" is unknown`},
+		{"zero tp", "a,s,t,m,h100_sxm,0,fp8,auto,vllm,10,10,closed,1,,,ttft_ms,mean,5,\n", nil, "tp must be an integer ≥ 1"},
+		{"negative value", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,,ttft_ms,mean,-5,\n", nil, "value must be a number > 0"},
+		{"max without requests", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,max,1,,,output_tok_s,total,5,\n", nil, "needs its number of requests"},
+		{"throughput median", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,,output_tok_s,median,5,\n", nil, "does not fit metric"},
 		{"duplicate id", good + good, nil, `points.csv:3: duplicate id "a"`},
-		{"unknown weights", "a,s,t,m,h100_sxm,1,int3,auto,vllm,10,10,closed,1,,ttft_ms,mean,5,\n", nil, `weights "int3"`},
+		{"unknown weights", "a,s,t,m,h100_sxm,1,int3,auto,vllm,10,10,closed,1,,,ttft_ms,mean,5,\n", nil, `weights "int3"`},
 		{"empty", "", nil, "no points"},
+		{"rate without requests", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,rate,,3,,ttft_ms,mean,5,\n", nil, "needs its rate and its number of requests"},
+		{"closed with rate", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,2,3,,ttft_ms,mean,5,\n", nil, "a closed point has no rate"},
 		{"no match", good, []string{"-only", "zzz"}, "matches no point"},
 		{"bad jobs", good, []string{"-jobs", "0"}, "must be ≥ 1"},
 	}

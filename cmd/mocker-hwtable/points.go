@@ -52,6 +52,9 @@ const (
 	// LoadMax is a maximum-throughput run: every request queued at once.
 	// It is replayed as a closed loop with as many clients as requests.
 	LoadMax Load = "max"
+	// LoadRate is an open loop: Requests requests arriving at Rate per
+	// second, replayed with Poisson arrivals (replay's synthetic workload).
+	LoadRate Load = "rate"
 )
 
 // weightFlags maps a point's weight precision to replay's flags.
@@ -72,6 +75,8 @@ type Point struct {
 	ISL, OSL          int
 	Load              Load
 	Concurrency       int
+	// Rate is the arrival rate in requests/s of a LoadRate point.
+	Rate float64
 	// Requests is the number of requests the source sent; 0 when it does
 	// not say (the table then picks a number, see Options).
 	Requests  int
@@ -85,7 +90,7 @@ type Point struct {
 
 // columns are the file's header, in order.
 var columns = []string{"id", "source", "table", "model", "gpu", "tp", "weights", "kv_dtype", "engine",
-	"isl", "osl", "load", "concurrency", "requests", "metric", "statistic", "value", "args"}
+	"isl", "osl", "load", "concurrency", "rate", "requests", "metric", "statistic", "value", "args"}
 
 // ReadPoints reads and checks the points file. Any bad row is an error
 // naming its line; a file with no points is an error.
@@ -153,8 +158,15 @@ func parsePoint(rec []string) (Point, error) {
 	p.TP = positive("tp", false)
 	p.ISL = positive("isl", false)
 	p.OSL = positive("osl", false)
-	p.Concurrency = positive("concurrency", false)
+	p.Concurrency = positive("concurrency", p.Load != LoadClosed)
 	p.Requests = positive("requests", true)
+	if s := f("rate"); s != "" {
+		r, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(r > 0) || math.IsInf(r, 0) {
+			errs = append(errs, fmt.Errorf("rate must be a number > 0, got %q", s))
+		}
+		p.Rate = r
+	}
 	v, err := strconv.ParseFloat(f("value"), 64)
 	if err != nil || !(v > 0) || math.IsInf(v, 0) {
 		errs = append(errs, fmt.Errorf("value must be a number > 0, got %q", f("value")))
@@ -172,8 +184,17 @@ func parsePoint(rec []string) (Point, error) {
 	if p.Engine != "vllm" && p.Engine != "sglang" && p.Engine != "trtllm" {
 		errs = append(errs, fmt.Errorf("engine %q is not vllm, sglang or trtllm", p.Engine))
 	}
-	if p.Load != LoadClosed && p.Load != LoadMax {
-		errs = append(errs, fmt.Errorf("load %q is not closed or max", p.Load))
+	switch p.Load {
+	case LoadClosed, LoadMax:
+		if p.Rate != 0 {
+			errs = append(errs, fmt.Errorf("a %s point has no rate", p.Load))
+		}
+	case LoadRate:
+		if p.Rate == 0 || p.Requests == 0 {
+			errs = append(errs, errors.New("a rate point needs its rate and its number of requests"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("load %q is not closed, max or rate", p.Load))
 	}
 	if _, ok := metricFamily[p.Metric]; !ok {
 		errs = append(errs, fmt.Errorf("metric %q is unknown", p.Metric))

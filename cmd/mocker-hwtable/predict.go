@@ -63,6 +63,7 @@ type runKey struct {
 	tp                      int
 	weights, kv, engine     string
 	isl, osl, conc, request int
+	rate                    float64
 	args                    string
 }
 
@@ -72,11 +73,14 @@ func (o *Options) key(p Point) runKey {
 		n = max(o.MinRequests, o.RequestsPerClient*p.Concurrency)
 	}
 	conc := p.Concurrency
-	if p.Load == LoadMax {
+	switch p.Load {
+	case LoadMax:
 		conc = n // every request queued at once
+	case LoadRate:
+		conc = 0 // an open loop
 	}
 	return runKey{model: p.Model, gpu: p.GPU, tp: p.TP, weights: p.Weights, kv: p.KVDType, engine: p.Engine,
-		isl: p.ISL, osl: p.OSL, conc: conc, request: n, args: strings.Join(p.Args, " ")}
+		isl: p.ISL, osl: p.OSL, conc: conc, request: n, rate: p.Rate, args: strings.Join(p.Args, " ")}
 }
 
 // args is the replay command line of k.
@@ -87,8 +91,12 @@ func (k runKey) replayArgs() []string {
 	if k.kv == "fp8" {
 		a = append(a, "--kv-cache-dtype", "fp8")
 	}
-	a = append(a, "--concurrency", strconv.Itoa(k.conc), "--requests", strconv.Itoa(k.request),
-		"--input-len", strconv.Itoa(k.isl), "--output-len", strconv.Itoa(k.osl))
+	if k.rate > 0 {
+		a = append(a, "--rate", strconv.FormatFloat(k.rate, 'g', -1, 64), "--arrival", "poisson")
+	} else {
+		a = append(a, "--concurrency", strconv.Itoa(k.conc))
+	}
+	a = append(a, "--requests", strconv.Itoa(k.request), "--input-len", strconv.Itoa(k.isl), "--output-len", strconv.Itoa(k.osl))
 	return append(a, strings.Fields(k.args)...)
 }
 

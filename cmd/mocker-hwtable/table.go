@@ -151,8 +151,11 @@ func WriteTable(w io.Writer, results []Result, pointsFile string) error {
 }
 
 func load(p Point) string {
-	if p.Load == LoadMax {
+	switch p.Load {
+	case LoadMax:
 		return fmt.Sprintf("max (%d req.)", p.Requests)
+	case LoadRate:
+		return strconv.FormatFloat(p.Rate, 'g', -1, 64) + " req/s"
 	}
 	return "C=" + strconv.Itoa(p.Concurrency)
 }
