@@ -1,11 +1,13 @@
 package main
 
 import (
+	"io"
 	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/replay"
 )
 
@@ -56,12 +58,46 @@ func openClosedLoop(f *replayFlags, seed uint64) (replay.Source, func(), time.Du
 	return src, func() {}, 0, nil
 }
 
-// gpusPerRank is the number of GPUs behind each DP rank for the report's
-// per-GPU throughput: vLLM's --tensor-parallel-size (default 1).
-func gpusPerRank(fs *pflag.FlagSet) (int, error) {
+// memberGPUs returns each of the fleet's n workers' GPUs per DP rank, for
+// the report's per-GPU throughput: a fleet-file group's own
+// --tensor-parallel-size, else the command line's, else 1. Members come in
+// group order, as fleet.Plan lays them out.
+func memberGPUs(cmdline *pflag.FlagSet, fl fleetSpec, n int) ([]int, error) {
+	base, err := gpusPerRank(cmdline, 1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, n)
+	if fl.file != nil {
+		for gi, g := range fl.file.Workers {
+			gpus := base
+			if len(g.Args) > 0 {
+				fs := pflag.NewFlagSet("fleet group", pflag.ContinueOnError)
+				fs.SetOutput(io.Discard)
+				config.RegisterFlags(fs)
+				if err := fs.Parse(config.RewriteArgs(g.Args)); err != nil {
+					return nil, usageErr("fleet file group %d: args: %v", gi+1, err)
+				}
+				if gpus, err = gpusPerRank(fs, base); err != nil {
+					return nil, err
+				}
+			}
+			for range g.Count {
+				out = append(out, gpus)
+			}
+		}
+	}
+	for len(out) < n {
+		out = append(out, base)
+	}
+	return out[:n], nil
+}
+
+// gpusPerRank is vLLM's --tensor-parallel-size on fs, or def when unset.
+func gpusPerRank(fs *pflag.FlagSet, def int) (int, error) {
 	fl := fs.Lookup("tensor-parallel-size")
 	if fl == nil || !fl.Changed {
-		return 1, nil
+		return def, nil
 	}
 	n, err := strconv.Atoi(fl.Value.String())
 	if err != nil || n < 1 {

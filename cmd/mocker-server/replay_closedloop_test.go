@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -43,5 +46,34 @@ func TestReplay_ClosedLoopJSON(t *testing.T) {
 	table, _, err := runCLI(t, "replay", "--timing-model", "fixed", "--concurrency", "2", "--requests", "4", "--output-len", "5")
 	if err != nil || !strings.Contains(table, "output tok/s per GPU") {
 		t.Errorf("table (err %v) has no per-GPU row:\n%s", err, table)
+	}
+}
+
+// TestReplay_GPUsFollowFleetGroups: a fleet file's group with its own
+// --tensor-parallel-size counts that many GPUs per DP rank; the others take
+// the command line's. Here 2 workers at the command line's TP 2, plus 1
+// worker with 2 DP ranks at TP 4: 2·2 + 2·4 = 12 GPUs.
+func TestReplay_GPUsFollowFleetGroups(t *testing.T) {
+	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(fleet, []byte("workers:\n  - count: 2\n  - count: 1\n    args: [--tensor-parallel-size, '4', --data-parallel-size, '2']\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runCLI(t, "replay", "--json", "--timing-model", "fixed", "--fleet-file", fleet,
+		"--tensor-parallel-size", "2", "--concurrency", "4", "--requests", "12", "--output-len", "8")
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr)
+	}
+	var rep struct {
+		Summary struct {
+			GPUs       int     `json:"gpus"`
+			Throughput float64 `json:"output_token_throughput"`
+			PerGPU     float64 `json:"output_token_throughput_per_gpu"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Summary; s.GPUs != 12 || s.Throughput == 0 || math.Abs(s.PerGPU-s.Throughput/12) > 1e-9 {
+		t.Fatalf("summary %+v, want 12 GPUs and throughput / 12 per GPU", s)
 	}
 }

@@ -36,10 +36,6 @@ func readFleetSpec(path string) (fleetSpec, error) {
 // line's serve flags (fleet.Plan) — and returns one replay worker per
 // member and the seed of worker 0. files reads each timing profile once.
 func buildWorkers(cmd *cobra.Command, fl fleetSpec, files worker.Loaders, stderr io.Writer) ([]replay.WorkerSpec, uint64, error) {
-	gpus, err := gpusPerRank(cmd.Flags())
-	if err != nil {
-		return nil, 0, err
-	}
 	base := config.OptionsFromFlags(cmd.Flags())
 	base.ConfigPath = fl.config
 	members, warnings, err := fleet.Plan(fleet.Spec{Workers: fl.count, File: fl.file, Base: base})
@@ -48,6 +44,10 @@ func buildWorkers(cmd *cobra.Command, fl fleetSpec, files worker.Loaders, stderr
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	gpus, err := memberGPUs(cmd.Flags(), fl, len(members))
+	if err != nil {
+		return nil, 0, err
 	}
 	workers := make([]replay.WorkerSpec, len(members))
 	for i, m := range members {
@@ -67,7 +67,7 @@ func buildWorkers(cmd *cobra.Command, fl fleetSpec, files worker.Loaders, stderr
 			return nil, 0, err
 		}
 		workers[i] = replay.WorkerSpec{Name: "w" + m.ID, Engine: m.Config.EngineConfig(prof), DPSize: m.Config.DPSize,
-			GPUsPerRank: gpus}
+			GPUsPerRank: gpus[i]}
 	}
 	// fleet.Plan gives worker i the seed + i; the replay's own random
 	// choices use worker 0's, the configured seed.
