@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
+	"sort"
 	"time"
 )
 
@@ -15,11 +17,14 @@ var ErrAwaitCompletion = errors.New("replay: no request until one in flight fini
 
 // FeedbackSource is a Source whose arrivals depend on completions, as a
 // closed-loop benchmark client's do. Run calls Done when a request has
-// received its last token or has been rejected, at that virtual instant;
-// Next may then return a request arriving at that instant.
+// received its last token or has been rejected, at that virtual instant.
+// Since a completion can bring a request earlier than any known so far,
+// Run looks at NextArrival — the instant of the next request ready to be
+// sent, ok false while none is — and calls Next only at that instant.
 type FeedbackSource interface {
 	Source
 	Done(index int, at time.Duration)
+	NextArrival() (at time.Duration, ok bool)
 }
 
 // ClosedLoopOptions describe a closed-loop workload: Concurrency clients,
@@ -41,6 +46,16 @@ type ClosedLoopOptions struct {
 	// clients send random prompts.
 	PrefixGroups int
 	PrefixTokens int
+	// Ramp spreads the clients' first requests: client i sends its first at
+	// i × Ramp / Concurrency, as mocker-bench ramps its connections (0: all
+	// at time 0, as `vllm bench serve` starts them).
+	Ramp time.Duration
+	// ClientDelay is the time from a response's last token to its client's
+	// next request. At 0 the request arrives at the instant the pass ends
+	// and joins the engine's next pass; a live client's HTTP round trip
+	// (any delay > 0 shorter than a pass) makes it miss that pass and wait
+	// for the one after, when other requests keep the engine busy.
+	ClientDelay time.Duration
 	// Seed makes the workload reproducible.
 	Seed uint64
 }
@@ -50,9 +65,9 @@ type ClosedLoop struct {
 	opts    ClosedLoopOptions
 	rng     *rand.Rand
 	emitted int
-	// free holds, in order, the instants at which idle clients send: all
-	// clients at 0, then one at each completion. Completions come in
-	// non-decreasing virtual time, so the slice stays sorted.
+	// free holds, sorted, the instants at which idle clients send: the
+	// clients' first requests (0, or ramped), then one ClientDelay after
+	// each completion. It holds at most Concurrency instants.
 	free     []time.Duration
 	prefixes map[int][]uint32
 }
@@ -73,11 +88,17 @@ func NewClosedLoop(opts ClosedLoopOptions) (*ClosedLoop, error) {
 		errs = append(errs, fmt.Errorf("closed-loop workload: prefix groups (%d) and prefix tokens (%d) must both be > 0 or both 0",
 			opts.PrefixGroups, opts.PrefixTokens))
 	}
+	if opts.Ramp < 0 || opts.ClientDelay < 0 {
+		errs = append(errs, fmt.Errorf("closed-loop workload: ramp and client delay must be ≥ 0, got %v and %v", opts.Ramp, opts.ClientDelay))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	g := &ClosedLoop{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, 0x636c6f736564)), prefixes: map[int][]uint32{}}
 	g.free = make([]time.Duration, min(opts.Concurrency, opts.Requests))
+	for i := range g.free {
+		g.free[i] = opts.Ramp * time.Duration(i) / time.Duration(opts.Concurrency)
+	}
 	return g, nil
 }
 
@@ -114,10 +135,22 @@ func (g *ClosedLoop) Next() (Request, error) {
 	return r, nil
 }
 
+// NextArrival implements FeedbackSource.
+func (g *ClosedLoop) NextArrival() (time.Duration, bool) {
+	if g.emitted == g.opts.Requests || len(g.free) == 0 {
+		return 0, false
+	}
+	return g.free[0], true
+}
+
 // Done frees the client whose request finished at at: it sends its next
-// request at that instant, if any are left to send.
+// request ClientDelay later, if any are left to send.
 func (g *ClosedLoop) Done(_ int, at time.Duration) {
 	if g.emitted+len(g.free) < g.opts.Requests {
-		g.free = append(g.free, at)
+		// Completions come in time order, but a long ramp can still hold a
+		// later first request: insert after every instant ≤ this one.
+		at += g.opts.ClientDelay
+		i := sort.Search(len(g.free), func(i int) bool { return g.free[i] > at })
+		g.free = slices.Insert(g.free, i, at)
 	}
 }

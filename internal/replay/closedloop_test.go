@@ -238,3 +238,29 @@ func TestReportThroughputPerGPU(t *testing.T) {
 		t.Fatalf("GPUs %d, per GPU %g, total %g; want 10 GPUs and total/10", s.GPUs, s.OutputTokenThroughputPerGPU, s.OutputTokenThroughput)
 	}
 }
+
+// TestClosedLoopRampAndClientDelay: with a ramp the clients' first requests
+// are spread as mocker-bench spreads its connections; with a client delay
+// the next request comes that long after the last token. One worker,
+// max_num_seqs 1, fixed timing: request 0 (client 0, t=0) runs [0, 70);
+// client 1's first request (t = 1 s / 2 = 500 ms) finds the worker idle;
+// client 0's next request comes at 70 + 5 = 75 ms, before client 1's.
+func TestClosedLoopRampAndClientDelay(t *testing.T) {
+	cfg := fixedTimingConfig()
+	cfg.MaxNumSeqs = 1
+	src := closedLoop(t, ClosedLoopOptions{Concurrency: 2, Requests: 4, Input: fixedLen(32), Output: fixedLen(5),
+		Ramp: time.Second, ClientDelay: 5 * time.Millisecond})
+	_, rows := runRows(t, src, cfg, 1)
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Index < rows[j].Index })
+	// Emission order: client 0 at 0, then the earliest free instant:
+	// client 0 again at 75, then 150 (after [75, 145)), then client 1 at 500.
+	want := []float64{0, 75, 150, 500}
+	for i, r := range rows {
+		if r.Arrival != want[i] || r.TTFTMs != 30 {
+			t.Errorf("request %d: arrival %g ms TTFT %g, want %g ms and 30", i, r.Arrival, r.TTFTMs, want[i])
+		}
+	}
+	if _, err := NewClosedLoop(ClosedLoopOptions{Concurrency: 1, Requests: 1, Input: fixedLen(1), Output: fixedLen(1), ClientDelay: -1}); err == nil {
+		t.Fatal("a negative client delay was accepted")
+	}
+}

@@ -250,33 +250,41 @@ func (r *runner) loop(src Source) error {
 	r.feedback, _ = src.(FeedbackSource)
 	var next Request
 	haveNext, exhausted := false, false
-	// pull fetches the next request unless one is held, the source is
-	// exhausted, or a closed loop waits for a completion (then the next
-	// pull, after a pass ends, may find one).
-	pull := func() error {
-		if haveNext || exhausted {
-			return nil
+	// peek returns the next arrival instant without taking the request. A
+	// plain source's next request is read ahead and held; a feedback
+	// source is only asked, since a completion can still bring an earlier
+	// one.
+	peek := func() (time.Duration, bool, error) {
+		if r.feedback != nil {
+			at, ok := r.feedback.NextArrival()
+			return at, ok, nil
 		}
-		req, err := src.Next()
-		switch {
-		case err == nil:
-			next, haveNext = req, true
-		case errors.Is(err, io.EOF):
-			exhausted = true
-		case errors.Is(err, ErrAwaitCompletion):
-		default:
-			return err
+		if !haveNext && !exhausted {
+			req, err := src.Next()
+			switch {
+			case err == nil:
+				next, haveNext = req, true
+			case errors.Is(err, io.EOF):
+				exhausted = true
+			default:
+				return 0, false, err
+			}
 		}
-		return nil
+		return next.Arrival, haveNext, nil
+	}
+	take := func() (Request, error) {
+		if r.feedback != nil {
+			return src.Next()
+		}
+		haveNext = false
+		return next, nil
 	}
 	for {
-		if err := pull(); err != nil {
+		at, arriving, err := peek()
+		if err != nil {
 			return err
 		}
-		t, ok := time.Duration(0), false
-		if haveNext {
-			t, ok = next.Arrival, true
-		}
+		t, ok := at, arriving
 		if end, busy := r.passes.peek(); busy && (!ok || end <= t) {
 			t, ok = end, true
 		}
@@ -284,6 +292,9 @@ func (r *runner) loop(src Source) error {
 			break
 		}
 		if t < r.now {
+			if r.feedback != nil {
+				return fmt.Errorf("replay: a request arrives at %v, before the previous one", at)
+			}
 			return fmt.Errorf("replay: request %d arrives at %v, before the previous one", next.Index, next.Arrival)
 		}
 		r.now = t
@@ -296,17 +307,22 @@ func (r *runner) loop(src Source) error {
 			}
 			r.touch(tg)
 		}
-		// A closed loop's clients send again the instant their requests
-		// finished, before the idle targets start their next passes.
-		if err := pull(); err != nil {
-			return err
-		}
-		for haveNext && next.Arrival == t {
-			r.arrive(next)
-			haveNext = false
-			if err := pull(); err != nil {
+		// Arrivals at t, including a closed loop's clients sending again
+		// the instant their requests finished, before the idle targets
+		// start their next passes.
+		for {
+			at, arriving, err := peek()
+			if err != nil {
 				return err
 			}
+			if !arriving || at != t {
+				break
+			}
+			req, err := take()
+			if err != nil {
+				return err
+			}
+			r.arrive(req)
 		}
 		for _, tg := range r.touched {
 			tg.touched = false
