@@ -39,6 +39,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.MinRequests, "min-requests", 100, "closed-loop points without a stated request count: at least this many requests")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up on one replay run after this long (its points are skipped)")
 	fs.IntVar(&o.Jobs, "jobs", 1, "replay runs at once")
+	fs.DurationVar(&o.ClientDelay, "client-delay", time.Millisecond, "closed-loop points: replay's --client-delay, a benchmark client's turnaround (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -46,8 +47,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mocker-hwtable takes no arguments, got %q\n", fs.Args())
 		return 2
 	}
-	if o.RequestsPerClient < 1 || o.MinRequests < 1 || o.Jobs < 1 || o.Timeout <= 0 {
-		fmt.Fprintln(stderr, "-requests-per-client, -min-requests and -jobs must be ≥ 1 and -timeout > 0")
+	if o.RequestsPerClient < 1 || o.MinRequests < 1 || o.Jobs < 1 || o.Timeout <= 0 || o.ClientDelay < 0 {
+		fmt.Fprintln(stderr, "-requests-per-client, -min-requests and -jobs must be ≥ 1, -timeout > 0 and -client-delay ≥ 0")
 		return 2
 	}
 	re, err := regexp.Compile(*only)

@@ -76,6 +76,7 @@ func fakeReplay(args []string) int {
 	fs.IntVar(&requests, "requests", 0, "")
 	fs.IntVar(&tp, "tensor-parallel-size", 1, "")
 	fs.Int("max-num-seqs", 0, "")
+	fs.Duration("client-delay", 0, "")
 	fs.BoolVar(&jsonOut, "json", false, "")
 	fs.BoolVar(&noProgress, "no-progress", false, "")
 	if len(args) == 0 || args[0] != "replay" || fs.Parse(args[1:]) != nil || !jsonOut {
@@ -223,8 +224,8 @@ func TestTableAgainstFakeReplay(t *testing.T) {
 		t.Fatalf("%d replay runs, want one per configuration (6):\n%s", len(lines), calls)
 	}
 	for _, want := range []string{
-		"replay --json --no-progress --hardware h100_sxm --model m/one --tensor-parallel-size 2 --engine-type trtllm --quantization fp8 --kv-cache-dtype fp8 --concurrency 10 --requests 100 --input-len 1000 --output-len 100",
-		"replay --json --no-progress --hardware h200_sxm --model m/two --tensor-parallel-size 1 --engine-type vllm --dtype bfloat16 --concurrency 4 --requests 8 --input-len 200 --output-len 50 --max-num-seqs 4",
+		"replay --json --no-progress --hardware h100_sxm --model m/one --tensor-parallel-size 2 --engine-type trtllm --quantization fp8 --kv-cache-dtype fp8 --concurrency 10 --client-delay 1ms --requests 100 --input-len 1000 --output-len 100",
+		"replay --json --no-progress --hardware h200_sxm --model m/two --tensor-parallel-size 1 --engine-type vllm --dtype bfloat16 --concurrency 4 --client-delay 1ms --requests 8 --input-len 200 --output-len 50 --max-num-seqs 4",
 		"replay --json --no-progress --hardware h100_sxm --model m/one --tensor-parallel-size 1 --engine-type vllm --quantization fp8 --rate 2.5 --arrival poisson --requests 40 --input-len 300 --output-len 20",
 		"replay --json --no-progress --hardware b200_sxm --model m/one --tensor-parallel-size 4 --engine-type trtllm --quantization modelopt_fp4 --kv-cache-dtype fp8 --concurrency 30 --requests 30 --input-len 128 --output-len 128",
 	} {

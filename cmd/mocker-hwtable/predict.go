@@ -27,6 +27,12 @@ type Options struct {
 	Timeout time.Duration
 	// Jobs is the number of replay runs at once (default 1).
 	Jobs int
+	// ClientDelay is replay's --client-delay for closed-loop points: a
+	// benchmark client's turnaround between an answer and its next
+	// request. Any value shorter than a pass gives the same schedule (the
+	// next request misses the pass already running); 0 sends it into that
+	// pass. The command's -client-delay defaults to 1 ms.
+	ClientDelay time.Duration
 }
 
 func (o *Options) defaults() {
@@ -64,6 +70,7 @@ type runKey struct {
 	weights, kv, engine     string
 	isl, osl, conc, request int
 	rate                    float64
+	clientDelay             time.Duration
 	args                    string
 }
 
@@ -72,15 +79,15 @@ func (o *Options) key(p Point) runKey {
 	if n == 0 {
 		n = max(o.MinRequests, o.RequestsPerClient*p.Concurrency)
 	}
-	conc := p.Concurrency
+	conc, delay := p.Concurrency, o.ClientDelay
 	switch p.Load {
 	case LoadMax:
-		conc = n // every request queued at once
+		conc, delay = n, 0 // every request queued at once; no client sends twice
 	case LoadRate:
-		conc = 0 // an open loop
+		conc, delay = 0, 0 // an open loop
 	}
 	return runKey{model: p.Model, gpu: p.GPU, tp: p.TP, weights: p.Weights, kv: p.KVDType, engine: p.Engine,
-		isl: p.ISL, osl: p.OSL, conc: conc, request: n, rate: p.Rate, args: strings.Join(p.Args, " ")}
+		isl: p.ISL, osl: p.OSL, conc: conc, request: n, rate: p.Rate, clientDelay: delay, args: strings.Join(p.Args, " ")}
 }
 
 // args is the replay command line of k.
@@ -95,6 +102,9 @@ func (k runKey) replayArgs() []string {
 		a = append(a, "--rate", strconv.FormatFloat(k.rate, 'g', -1, 64), "--arrival", "poisson")
 	} else {
 		a = append(a, "--concurrency", strconv.Itoa(k.conc))
+		if k.clientDelay > 0 {
+			a = append(a, "--client-delay", k.clientDelay.String())
+		}
 	}
 	a = append(a, "--requests", strconv.Itoa(k.request), "--input-len", strconv.Itoa(k.isl), "--output-len", strconv.Itoa(k.osl))
 	return append(a, strings.Fields(k.args)...)

@@ -45,6 +45,7 @@ type replayFlags struct {
 	turns        int
 	turnGap      time.Duration
 	concurrency  int
+	clientDelay  time.Duration
 
 	json       bool
 	csv        string
@@ -105,6 +106,7 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs.IntVar(&f.turns, "turns", 1, "synthetic: turns per session; each turn's prompt extends the previous turn's prompt and output")
 	fs.DurationVar(&f.turnGap, "turn-gap", 10*time.Second, "synthetic: time between a session's turns")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "closed loop (with --requests): this many clients, each sending its next request when its previous one finishes; every request has --input-len prompt tokens and generates exactly --output-len tokens")
+	fs.DurationVar(&f.clientDelay, "client-delay", 0, "closed loop: time from a response's last token to its client's next request (0: that instant, joining the engine's next pass; a live client's HTTP round trip misses it)")
 	fs.BoolVar(&f.json, "json", false, "write the JSON report on stdout instead of the table")
 	fs.StringVar(&f.csv, "csv", "", "write one CSV row per request to this file")
 	fs.StringVar(&f.html, "html", "", "write a self-contained HTML report with charts to this file")

@@ -20,7 +20,13 @@ var openLoopFlags = []string{"rate", "arrival", "turns", "turn-gap"}
 // trace, without --requests, or with an open-loop arrival flag.
 func checkClosedLoopFlags(fs *pflag.FlagSet, f *replayFlags, trace string) error {
 	if !fs.Changed("concurrency") {
+		if fs.Changed("client-delay") {
+			return usageErr("--client-delay applies to the closed loop: give it with --concurrency")
+		}
 		return nil
+	}
+	if f.clientDelay < 0 {
+		return usageErr("--client-delay must be ≥ 0, got %v", f.clientDelay)
 	}
 	switch {
 	case f.concurrency < 1:
@@ -51,7 +57,7 @@ func openClosedLoop(f *replayFlags, seed uint64) (replay.Source, func(), time.Du
 		return nil, nil, 0, usageErr("--output-len: %v", err)
 	}
 	src, err := replay.NewClosedLoop(replay.ClosedLoopOptions{Concurrency: f.concurrency, Requests: f.requests,
-		Input: in, Output: out, PrefixGroups: f.prefixGroups, PrefixTokens: f.prefixLen, Seed: seed})
+		Input: in, Output: out, PrefixGroups: f.prefixGroups, PrefixTokens: f.prefixLen, ClientDelay: f.clientDelay, Seed: seed})
 	if err != nil {
 		return nil, nil, 0, usageErr("%v", err)
 	}

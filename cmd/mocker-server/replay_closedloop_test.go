@@ -77,3 +77,37 @@ func TestReplay_GPUsFollowFleetGroups(t *testing.T) {
 		t.Fatalf("summary %+v, want 12 GPUs and throughput / 12 per GPU", s)
 	}
 }
+
+// TestReplay_ClientDelay: with --client-delay a client's next request
+// misses the pass that starts when its previous request ends. Fixed timing
+// (20 ms prefill + 10 ms decode), two clients whose requests have different
+// output lengths, so one is often still decoding when the other ends.
+// Without a delay the new request joins the very next pass: TTFT 30 ms,
+// always. With 1 ms it arrives 1 ms into that pass and waits for the one
+// after: TTFT 9 + 30 = 39 ms when that pass only decodes, 29 + 30 = 59 ms
+// when it prefills the other client's new request (the worst case).
+func TestReplay_ClientDelay(t *testing.T) {
+	ttft := func(args ...string) [2]float64 {
+		t.Helper()
+		out, stderr, err := runCLI(t, append([]string{"replay", "--json", "--timing-model", "fixed",
+			"--concurrency", "2", "--requests", "20", "--input-len", "64", "--output-len", "uniform:3:9"}, args...)...)
+		if err != nil {
+			t.Fatalf("replay: %v\n%s", err, stderr)
+		}
+		var rep struct {
+			Summary struct {
+				TTFT struct{ Min, Max float64 } `json:"ttft_ms"`
+			} `json:"summary"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return [2]float64{rep.Summary.TTFT.Min, rep.Summary.TTFT.Max}
+	}
+	if got := ttft(); got != [2]float64{30, 30} {
+		t.Errorf("no delay: TTFT min/max %v, want 30 and 30", got)
+	}
+	if got := ttft("--client-delay", "1ms"); got != [2]float64{30, 59} {
+		t.Errorf("1 ms delay: TTFT min/max %v, want 30 (the other client idle) and 59 (arriving 1 ms into a prefill pass)", got)
+	}
+}
