@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -58,7 +59,8 @@ func fakeReplay(args []string) int {
 	}
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	var model, gpu, engine, quant, kv, dtype string
-	var isl, osl, conc, requests, tp int
+	var conc, requests, tp int
+	var islS, oslS string
 	var rate float64
 	var arrival string
 	var jsonOut, noProgress bool
@@ -70,8 +72,8 @@ func fakeReplay(args []string) int {
 	fs.StringVar(&quant, "quantization", "", "")
 	fs.StringVar(&kv, "kv-cache-dtype", "", "")
 	fs.StringVar(&dtype, "dtype", "", "")
-	fs.IntVar(&isl, "input-len", 0, "")
-	fs.IntVar(&osl, "output-len", 0, "")
+	fs.StringVar(&islS, "input-len", "", "")
+	fs.StringVar(&oslS, "output-len", "", "")
 	fs.IntVar(&conc, "concurrency", 0, "")
 	fs.IntVar(&requests, "requests", 0, "")
 	fs.IntVar(&tp, "tensor-parallel-size", 1, "")
@@ -96,6 +98,8 @@ func fakeReplay(args []string) int {
 	if conc == 0 {
 		c = rate
 	}
+	// A uniform:MIN:MAX length counts as its upper bound.
+	isl, osl := fakeLength(islS), fakeLength(oslS)
 	f := fakeSummary(isl, osl, c, tp)
 	completed := requests
 	if model == "reject/model" {
@@ -104,14 +108,23 @@ func fakeReplay(args []string) int {
 	rep := map[string]any{"summary": map[string]any{
 		"requests": requests, "completed": completed, "rejected": requests - completed, "unfinished": 0,
 		"output_token_throughput": f.tokS, "output_token_throughput_per_gpu": f.tokSPerGPU,
-		"ttft_ms": map[string]float64{"mean": f.ttftMean, "p50": f.ttftP50},
-		"itl_ms":  map[string]float64{"mean": f.itlMean, "p50": f.itlP50},
-		"e2e_ms":  map[string]float64{"mean": f.e2eMean, "p50": f.e2eMean},
+		"ttft_ms":            map[string]float64{"mean": f.ttftMean, "p50": f.ttftP50},
+		"itl_ms":             map[string]float64{"mean": f.itlMean, "p50": f.itlP50},
+		"inter_token_gap_ms": map[string]float64{"mean": f.itlMean - 1, "p50": f.itlP50 - 1},
+		"e2e_ms":             map[string]float64{"mean": f.e2eMean, "p50": f.e2eMean},
 	}}
 	if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
 		return 1
 	}
 	return 0
+}
+
+func fakeLength(s string) int {
+	n, err := strconv.Atoi(s[strings.LastIndex(s, ":")+1:])
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // useFakeReplay points the table at this test binary as its replay and
@@ -158,6 +171,8 @@ func TestTableAgainstFakeReplay(t *testing.T) {
 		"c1,s,t,m/one,b200_sxm,4,nvfp4,fp8,trtllm,128,128,max,30,,30,output_tok_s_per_gpu,total,100,\n"+
 		// Configuration D: an open loop at 2.5 req/s.
 		"d1,s,t,m/one,h100_sxm,1,fp8,auto,vllm,300,20,rate,,2.5,40,ttft_ms,mean,30,\n"+
+		// Configuration E: random lengths, SGLang's pooled ITL (the gap).
+		"e1,s,t,m/one,h200_sxm,4,bf16,auto,sglang,uniform:1:1000,uniform:1:200,rate,,4,50,gap_ms,median,11.9,\n"+
 		"x1,s,t,unknown/model,h100_sxm,1,fp8,auto,sglang,100,10,closed,1,,,ttft_ms,mean,5,\n"+
 		"x2,s,t,reject/model,h100_sxm,1,fp8,auto,sglang,100,10,closed,1,,,ttft_ms,mean,5,\n")
 	var out, errb bytes.Buffer
@@ -170,10 +185,12 @@ func TestTableAgainstFakeReplay(t *testing.T) {
 	b := fakeSummary(200, 50, 4, 1)
 	c := fakeSummary(128, 128, 30, 4)
 	d := fakeSummary(300, 20, 2.5, 1)
+	e := fakeSummary(1000, 200, 4, 4)
 	apes := map[string]float64{
 		"a1": ape(a.ttftMean, 125), "a2": ape(a.itlMean, 10), "a3": ape(a.tokS, 800),
 		"b1": ape(b.ttftP50, 25), "b2": ape(b.itlP50, 9), "c1": ape(c.tokSPerGPU, 100),
 		"d1": ape(d.ttftMean, 30),
+		"e1": ape(e.itlP50-1, 11.9), // gap p50 = 10 + 4/10 + 0.5 − 1 = 9.9: |9.9 − 11.9| / 11.9
 	}
 	// Worked out by hand from the fake's formulas: a1 = |100−125|/125 = 20 %,
 	// a2 = |11−10|/10 = 10 %, b1 = |21−25|/25 = 16 %, b2 = |10.9−9|/9 ≈ 21.1 %.
@@ -188,24 +205,24 @@ func TestTableAgainstFakeReplay(t *testing.T) {
 		}
 	}
 	// Slices: all TTFT = median(20, 16, 0) = 16 (✗ > 15); all TPOT/ITL =
-	// median(10, 21.1) = 15.6 (✗ > 8); throughput = median(a3, c1).
-	wantAll := fmt.Sprintf("| all | %.1f %% (n=2) ✗ | 16.0 %% (n=3) ✗ | %s | — |",
-		(apes["a2"]+apes["b2"])/2, cell([]float64{apes["a3"], apes["c1"]}, FamilyThroughput))
+	// median(10, 21.1, 16.8) = 16.8 (✗ > 8); throughput = median(a3, c1).
+	wantAll := fmt.Sprintf("| all | %.1f %% (n=3) ✗ | 16.0 %% (n=3) ✗ | %s | — |",
+		apes["e1"], cell([]float64{apes["a3"], apes["c1"]}, FamilyThroughput))
 	if !strings.Contains(table, wantAll) {
 		t.Errorf("want slice row %q in:\n%s", wantAll, table)
 	}
 	for _, row := range []string{
-		"| gpu h200_sxm | 21.1 % (n=1) ✗ | 16.0 % (n=1) ✗ | — | — |",
+		"| gpu h200_sxm | 19.0 % (n=2) ✗ | 16.0 % (n=1) ✗ | — | — |", // TPOT/ITL: median(21.1, 16.8)
 		"| engine vllm | 21.1 % (n=1) ✗ | 8.0 % (n=2) ✓ | — | — |",
-		"| model m/one | 10.0 % (n=1) ✗ | 10.0 % (n=2) ✓ |",
+		"| model m/one | 13.4 % (n=2) ✗ | 10.0 % (n=2) ✓ |", // TPOT/ITL: median(10, 16.8)
 		"| load max | — | — |",
-		"| load rate | — | 0.0 % (n=1) ✓ | — | — |",
+		"| load rate | 16.8 % (n=1) ✗ | 0.0 % (n=1) ✓ | — | — |",
 	} {
 		if !strings.Contains(table, row) {
 			t.Errorf("want %q in:\n%s", row, table)
 		}
 	}
-	if !strings.Contains(table, "9 points from") || !strings.Contains(table, "7 compared, 2 skipped") {
+	if !strings.Contains(table, "10 points from") || !strings.Contains(table, "8 compared, 2 skipped") {
 		t.Errorf("counts wrong:\n%s", table)
 	}
 	if !strings.Contains(table, "| x1 | unknown/model | h100_sxm | 1 | fp8 / auto | sglang | 100 / 10 | C=1 | replay exit status 2: --model unknown/model: unknown model (architecture \\| shape) |") {
@@ -220,13 +237,14 @@ func TestTableAgainstFakeReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
-	if len(lines) != 6 {
-		t.Fatalf("%d replay runs, want one per configuration (6):\n%s", len(lines), calls)
+	if len(lines) != 7 {
+		t.Fatalf("%d replay runs, want one per configuration (7):\n%s", len(lines), calls)
 	}
 	for _, want := range []string{
 		"replay --json --no-progress --hardware h100_sxm --model m/one --tensor-parallel-size 2 --engine-type trtllm --quantization fp8 --kv-cache-dtype fp8 --concurrency 10 --client-delay 1ms --requests 100 --input-len 1000 --output-len 100",
 		"replay --json --no-progress --hardware h200_sxm --model m/two --tensor-parallel-size 1 --engine-type vllm --dtype bfloat16 --concurrency 4 --client-delay 1ms --requests 8 --input-len 200 --output-len 50 --max-num-seqs 4",
 		"replay --json --no-progress --hardware h100_sxm --model m/one --tensor-parallel-size 1 --engine-type vllm --quantization fp8 --rate 2.5 --arrival poisson --requests 40 --input-len 300 --output-len 20",
+		"replay --json --no-progress --hardware h200_sxm --model m/one --tensor-parallel-size 4 --engine-type sglang --dtype bfloat16 --rate 4 --arrival poisson --requests 50 --input-len uniform:1:1000 --output-len uniform:1:200",
 		"replay --json --no-progress --hardware b200_sxm --model m/one --tensor-parallel-size 4 --engine-type trtllm --quantization modelopt_fp4 --kv-cache-dtype fp8 --concurrency 30 --requests 30 --input-len 128 --output-len 128",
 	} {
 		found := false
@@ -249,6 +267,7 @@ func TestBadPointsExitTwo(t *testing.T) {
 		want       string
 	}{
 		{"bad metric", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,,speed,mean,5,\n", nil, `points.csv:2: metric "speed" is unknown`},
+		{"bad length", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,normal:5:1,10,closed,1,,,ttft_ms,mean,5,\n", nil, "isl must be N or uniform:MIN:MAX"},
 		{"zero tp", "a,s,t,m,h100_sxm,0,fp8,auto,vllm,10,10,closed,1,,,ttft_ms,mean,5,\n", nil, "tp must be an integer ≥ 1"},
 		{"negative value", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,,ttft_ms,mean,-5,\n", nil, "value must be a number > 0"},
 		{"max without requests", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,max,1,,,output_tok_s,total,5,\n", nil, "needs its number of requests"},

@@ -20,7 +20,10 @@ const (
 	MetricTPOT            Metric = "tpot_ms"              // vLLM's TPOT: the same quantity, vLLM's name
 	MetricOutputTokS      Metric = "output_tok_s"         // output tokens/s over all the deployment's GPUs
 	MetricOutputTokSPerGP Metric = "output_tok_s_per_gpu" // output tokens/s per GPU
-	MetricE2E             Metric = "e2e_ms"               // request latency, first token to last
+	MetricE2E             Metric = "e2e_ms"               // request latency, arrival to last token
+	// MetricGap is every gap between consecutive tokens of every request,
+	// pooled: what vLLM's and SGLang's bench_serving call ITL.
+	MetricGap Metric = "gap_ms"
 )
 
 // Family groups metrics into the error table's columns.
@@ -40,6 +43,7 @@ var Families = []Family{FamilyITL, FamilyTTFT, FamilyThroughput, FamilyE2E}
 var metricFamily = map[Metric]Family{
 	MetricTTFT: FamilyTTFT, MetricITL: FamilyITL, MetricTPOT: FamilyITL,
 	MetricOutputTokS: FamilyThroughput, MetricOutputTokSPerGP: FamilyThroughput, MetricE2E: FamilyE2E,
+	MetricGap: FamilyITL,
 }
 
 // Load says how the source loaded the server.
@@ -72,9 +76,12 @@ type Point struct {
 	TP                int
 	Weights, KVDType  string
 	Engine            string
-	ISL, OSL          int
-	Load              Load
-	Concurrency       int
+	// ISL and OSL are the prompt and output lengths in replay's
+	// --input-len syntax: N, or uniform:MIN:MAX for a benchmark's random
+	// lengths (SGLang's bench_serving draws uniformly from [1, N]).
+	ISL, OSL    string
+	Load        Load
+	Concurrency int
 	// Rate is the arrival rate in requests/s of a LoadRate point.
 	Rate float64
 	// Requests is the number of requests the source sent; 0 when it does
@@ -156,8 +163,12 @@ func parsePoint(rec []string) (Point, error) {
 		Weights: f("weights"), KVDType: f("kv_dtype"), Engine: f("engine"), Load: Load(f("load")),
 		Metric: Metric(f("metric")), Statistic: f("statistic"), Args: strings.Fields(f("args"))}
 	p.TP = positive("tp", false)
-	p.ISL = positive("isl", false)
-	p.OSL = positive("osl", false)
+	p.ISL, p.OSL = f("isl"), f("osl")
+	for col, v := range map[string]string{"isl": p.ISL, "osl": p.OSL} {
+		if !validLength(v) {
+			errs = append(errs, fmt.Errorf("%s must be N or uniform:MIN:MAX with 1 ≤ MIN ≤ MAX, got %q", col, v))
+		}
+	}
 	p.Concurrency = positive("concurrency", p.Load != LoadClosed)
 	p.Requests = positive("requests", true)
 	if s := f("rate"); s != "" {
@@ -209,4 +220,19 @@ func parsePoint(rec []string) (Point, error) {
 		errs = append(errs, errors.New("a max-throughput point needs its number of requests"))
 	}
 	return p, errors.Join(errs...)
+}
+
+// validLength reports whether s is a length N ≥ 1 or uniform:MIN:MAX with
+// 1 ≤ MIN ≤ MAX, the forms of replay's --input-len the points use.
+func validLength(s string) bool {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n >= 1
+	}
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 || parts[0] != "uniform" {
+		return false
+	}
+	lo, err1 := strconv.Atoi(parts[1])
+	hi, err2 := strconv.Atoi(parts[2])
+	return err1 == nil && err2 == nil && lo >= 1 && lo <= hi
 }

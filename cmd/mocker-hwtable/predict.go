@@ -65,13 +65,14 @@ type Result struct {
 // runKey is one replay configuration; points with equal keys (a source's
 // TTFT, ITL and throughput of one setup) share a run.
 type runKey struct {
-	model, gpu              string
-	tp                      int
-	weights, kv, engine     string
-	isl, osl, conc, request int
-	rate                    float64
-	clientDelay             time.Duration
-	args                    string
+	model, gpu          string
+	tp                  int
+	weights, kv, engine string
+	isl, osl            string
+	conc, request       int
+	rate                float64
+	clientDelay         time.Duration
+	args                string
 }
 
 func (o *Options) key(p Point) runKey {
@@ -106,7 +107,7 @@ func (k runKey) replayArgs() []string {
 			a = append(a, "--client-delay", k.clientDelay.String())
 		}
 	}
-	a = append(a, "--requests", strconv.Itoa(k.request), "--input-len", strconv.Itoa(k.isl), "--output-len", strconv.Itoa(k.osl))
+	a = append(a, "--requests", strconv.Itoa(k.request), "--input-len", k.isl, "--output-len", k.osl)
 	return append(a, strings.Fields(k.args)...)
 }
 
@@ -127,6 +128,7 @@ type summary struct {
 	TTFT             stat    `json:"ttft_ms"`
 	ITL              stat    `json:"itl_ms"`
 	E2E              stat    `json:"e2e_ms"`
+	Gap              stat    `json:"inter_token_gap_ms"`
 }
 
 // predicted is the replay's figure comparable with p.
@@ -142,6 +144,8 @@ func predicted(p Point, s *summary) float64 {
 		return pick(s.TTFT)
 	case MetricITL, MetricTPOT:
 		return pick(s.ITL)
+	case MetricGap:
+		return pick(s.Gap)
 	case MetricE2E:
 		return pick(s.E2E)
 	case MetricOutputTokS:

@@ -115,7 +115,7 @@ func WriteTable(w io.Writer, results []Result, pointsFile string) error {
 	b.WriteString("\n## Points\n\n| id | model | GPU | TP | weights / KV | engine | ISL / OSL | load | metric | published | predicted | APE |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range done {
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s / %s | %s | %d / %d | %s | %s (%s) | %s | %s | %.1f %% |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s / %s | %s | %s / %s | %s | %s (%s) | %s | %s | %.1f %% |\n",
 			r.ID, r.Model, r.GPU, r.TP, r.Weights, r.KVDType, r.Engine, r.ISL, r.OSL, load(r.Point),
 			r.Metric, r.Statistic, num(r.Value), num(r.Predicted), r.APE)
 	}
@@ -142,7 +142,7 @@ func WriteTable(w io.Writer, results []Result, pointsFile string) error {
 		}
 		for _, g := range groups {
 			r := g.r
-			fmt.Fprintf(&b, "| %s | %s | %s | %d | %s / %s | %s | %d / %d | %s | %s |\n", strings.Join(g.ids, ", "), r.Model, r.GPU, r.TP,
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %s / %s | %s | %s / %s | %s | %s |\n", strings.Join(g.ids, ", "), r.Model, r.GPU, r.TP,
 				r.Weights, r.KVDType, r.Engine, r.ISL, r.OSL, load(r.Point), strings.ReplaceAll(r.Skipped, "|", "\\|"))
 		}
 	}
