@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The test binary doubles as a fake `mocker-server`: with fakeEnv set it
@@ -90,6 +91,8 @@ func fakeReplay(args []string) int {
 		fmt.Fprintln(os.Stderr, "warning: something harmless")
 		fmt.Fprintf(os.Stderr, "--model %s: unknown model (architecture | shape)\n", model)
 		return 2
+	case "slow/model":
+		time.Sleep(10 * time.Second)
 	case "crash/model":
 		fmt.Fprintln(os.Stderr, "panic: boom")
 		return 1
@@ -317,5 +320,23 @@ func TestPublishedPointsParse(t *testing.T) {
 	}
 	if len(points) < 60 || len(gpus) < 3 || len(models) < 3 {
 		t.Fatalf("%d points, %d GPUs, %d models; want ≥ 60, 3, 3", len(points), len(gpus), len(models))
+	}
+}
+
+// TestSlowReplaySkipped: a replay running past -timeout is stopped and its
+// points skipped with the reason.
+func TestSlowReplaySkipped(t *testing.T) {
+	bin, _ := useFakeReplay(t)
+	points := writePoints(t, "s1,s,t,slow/model,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,,ttft_ms,mean,5,\n")
+	var out, errb bytes.Buffer
+	start := time.Now()
+	if code := run(context.Background(), []string{"-points", points, "-replay", bin, "-timeout", "300ms"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("the table waited %v for a replay it should have stopped after 300ms", d)
+	}
+	if !strings.Contains(out.String(), "| s1 | slow/model |") || !strings.Contains(out.String(), "replay did not finish within 300ms") {
+		t.Errorf("slow replay not skipped with its reason:\n%s", out.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -91,7 +92,7 @@ func (o *Options) key(p Point) runKey {
 		isl: p.ISL, osl: p.OSL, conc: conc, request: n, rate: p.Rate, clientDelay: delay, args: strings.Join(p.Args, " ")}
 }
 
-// args is the replay command line of k.
+// replayArgs is the replay command line of k (without the binary).
 func (k runKey) replayArgs() []string {
 	a := []string{"replay", "--json", "--no-progress", "--hardware", k.gpu, "--model", k.model,
 		"--tensor-parallel-size", strconv.Itoa(k.tp), "--engine-type", k.engine}
@@ -203,7 +204,7 @@ func Predict(ctx context.Context, points []Point, o Options) ([]Result, error) {
 			if !(r.Predicted > 0) {
 				r.Skipped = fmt.Sprintf("replay reported no %s", p.Metric)
 			} else {
-				r.APE = 100 * abs(r.Predicted-p.Value) / p.Value
+				r.APE = 100 * math.Abs(r.Predicted-p.Value) / p.Value
 			}
 		}
 		results[i] = r
@@ -211,17 +212,10 @@ func Predict(ctx context.Context, points []Point, o Options) ([]Result, error) {
 	return results, nil
 }
 
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
 // replay runs one replay and returns its summary, or the reason its points
 // are skipped.
-func (o *Options) replay(ctx context.Context, args []string) (*summary, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+func (o *Options) replay(parent context.Context, args []string) (*summary, string, error) {
+	ctx, cancel := context.WithTimeout(parent, o.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, o.Replay, args...)
 	var stdout, stderr bytes.Buffer
@@ -229,6 +223,8 @@ func (o *Options) replay(ctx context.Context, args []string) (*summary, string, 
 	err := cmd.Run()
 	var exit *exec.ExitError
 	switch {
+	case parent.Err() != nil:
+		return nil, "", fmt.Errorf("interrupted: %w", parent.Err())
 	case ctx.Err() != nil:
 		return nil, fmt.Sprintf("replay did not finish within %v", o.Timeout), nil
 	case errors.As(err, &exit):
