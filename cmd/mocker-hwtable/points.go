@@ -138,15 +138,17 @@ func ReadPoints(r io.Reader, name string) ([]Point, error) {
 	return points, nil
 }
 
-func parsePoint(rec []string) (Point, error) {
-	f := func(col string) string {
-		for i, c := range columns {
-			if c == col {
-				return strings.TrimSpace(rec[i])
-			}
-		}
-		panic("unknown column " + col)
+// columnIndex maps a column name to its position in a record.
+var columnIndex = func() map[string]int {
+	m := make(map[string]int, len(columns))
+	for i, c := range columns {
+		m[c] = i
 	}
+	return m
+}()
+
+func parsePoint(rec []string) (Point, error) {
+	f := func(col string) string { return strings.TrimSpace(rec[columnIndex[col]]) }
 	var errs []error
 	positive := func(col string, optional bool) int {
 		s := f(col)
