@@ -209,17 +209,20 @@ func TestTableAgainstFakeReplay(t *testing.T) {
 	}
 	// Slices: all TTFT = median(20, 16, 0) = 16 (✗ > 15); all TPOT/ITL =
 	// median(10, 21.1, 16.8) = 16.8 (✗ > 8); throughput = median(a3, c1).
-	wantAll := fmt.Sprintf("| all | %.1f %% (n=3) ✗ | 16.0 %% (n=3) ✗ | %s | — |",
+	wantAll := fmt.Sprintf("| all | %.1f %% (n=3) ✗ | 16.0 %% (n=3) ✗ | %s | — | 2 |",
 		apes["e1"], cell([]float64{apes["a3"], apes["c1"]}, FamilyThroughput))
 	if !strings.Contains(table, wantAll) {
 		t.Errorf("want slice row %q in:\n%s", wantAll, table)
 	}
 	for _, row := range []string{
-		"| gpu h200_sxm | 19.0 % (n=2) ✗ | 16.0 % (n=1) ✗ | — | — |", // TPOT/ITL: median(21.1, 16.8)
+		"| gpu h200_sxm | 19.0 % (n=2) ✗ | 16.0 % (n=1) ✗ | — | — | 0 |", // TPOT/ITL: median(21.1, 16.8)
+		"| gpu h100_sxm | 10.0 % (n=1) ✗ | 10.0 % (n=2) ✓ | 5.1 % (n=1) ✓ | — | 2 |",
+		"| engine sglang | 16.8 % (n=1) ✗ | — | — | — | 2 |",
+		"| model unknown/model | — | — | — | — | 1 |",
 		"| engine vllm | 21.1 % (n=1) ✗ | 8.0 % (n=2) ✓ | — | — |",
 		"| model m/one | 13.4 % (n=2) ✗ | 10.0 % (n=2) ✓ |", // TPOT/ITL: median(10, 16.8)
 		"| load max | — | — |",
-		"| load rate | 16.8 % (n=1) ✗ | 0.0 % (n=1) ✓ | — | — |",
+		"| load rate | 16.8 % (n=1) ✗ | 0.0 % (n=1) ✓ | — | — | 0 |",
 	} {
 		if !strings.Contains(table, row) {
 			t.Errorf("want %q in:\n%s", row, table)

@@ -96,11 +96,18 @@ func WriteTable(w io.Writer, results []Result, pointsFile string) error {
 	for _, f := range Families {
 		fmt.Fprintf(&b, " %s |", f)
 	}
-	b.WriteString("\n|---|" + strings.Repeat("---|", len(Families)) + "\n")
-	for _, s := range slices(done) {
+	b.WriteString(" skipped |\n|---|" + strings.Repeat("---|", len(Families)+1) + "\n")
+	// Slices over every point, so a slice whose points were all skipped
+	// still shows, with its count.
+	for _, s := range slices(results) {
 		apes := map[Family][]float64{}
-		for _, r := range done {
-			if s.keep(r) {
+		skips := 0
+		for _, r := range results {
+			switch {
+			case !s.keep(r):
+			case r.Skipped != "":
+				skips++
+			default:
 				f := metricFamily[r.Metric]
 				apes[f] = append(apes[f], r.APE)
 			}
@@ -109,7 +116,7 @@ func WriteTable(w io.Writer, results []Result, pointsFile string) error {
 		for _, f := range Families {
 			fmt.Fprintf(&b, " %s |", cell(apes[f], f))
 		}
-		b.WriteString("\n")
+		fmt.Fprintf(&b, " %d |\n", skips)
 	}
 
 	b.WriteString("\n## Points\n\n| id | model | GPU | TP | weights / KV | engine | ISL / OSL | load | metric | published | predicted | APE |\n")
