@@ -62,6 +62,10 @@ var offlineKeys = []string{"model", "tokenizer", "chat_template", "host", "port"
 	"deprecated_metrics", "enable_request_id_headers", "enable_prompt_tokens_details", "enable_force_include_usage",
 	"dp_routing", "output_len_mode", "natural_output_len", "reasoning", "reasoning_field"}
 
+// traceOnlyFlags shape how a trace is read; without a TRACE they would do
+// nothing, so they are refused.
+var traceOnlyFlags = []string{"trace-block-size", "time-scale", "max-requests", "skip-bad-lines"}
+
 func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f replayFlags
 	cmd := &cobra.Command{
@@ -159,6 +163,13 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 	}
 	if err := checkClosedLoopFlags(cmd.Flags(), f, trace); err != nil {
 		return err
+	}
+	if trace == "" {
+		for _, name := range traceOnlyFlags {
+			if cmd.Flags().Changed(name) {
+				return usageErr("--%s applies to a TRACE; a synthetic or closed-loop workload (--requests) has none", name)
+			}
+		}
 	}
 	if trace == "" && f.requests == 0 {
 		return usageErr("replay needs a TRACE file or a synthetic workload (--requests N)")

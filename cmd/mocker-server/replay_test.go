@@ -84,6 +84,8 @@ func TestReplay_BadInputExitsWithOneLine(t *testing.T) {
 		{"concurrency with turns", []string{"replay", "--concurrency", "4", "--requests", "5", "--turns", "2"}, "--turns sets open-loop arrivals"},
 		{"client delay without concurrency", []string{"replay", "--requests", "5", "--client-delay", "1ms"}, "--client-delay applies to the closed loop"},
 		{"negative client delay", []string{"replay", "--concurrency", "2", "--requests", "5", "--client-delay", "-1ms"}, "--client-delay must be ≥ 0"},
+		{"trace flag without a trace", []string{"replay", "--requests", "5", "--time-scale", "2"}, "--time-scale applies to a TRACE"},
+		{"trace flag with the closed loop", []string{"replay", "--concurrency", "2", "--requests", "5", "--max-requests", "3"}, "--max-requests applies to a TRACE"},
 		{"bad tensor parallel", []string{"replay", "--requests", "5", "--tensor-parallel-size", "0"}, "--tensor-parallel-size must be an integer ≥ 1"},
 		{"prefill worker", []string{"replay", "--disaggregation-mode", "prefill", replayTrace},
 			"not supported in replay: disaggregated prefill/decode (worker 0: --disaggregation-mode prefill)"},
