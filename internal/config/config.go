@@ -204,9 +204,12 @@ type SGLangConfig struct {
 	ScheduleConservativeness float64 `json:"schedule_conservativeness"`
 }
 
-// TRTLLMConfig holds the trtllm.* keys.
+// TRTLLMConfig holds the trtllm.* keys (engine_type trtllm only).
 type TRTLLMConfig struct {
-	CapacitySchedulerPolicy string `json:"capacity_scheduler_policy"`
+	// CapacitySchedulerPolicy selects the trtllm engine's claim policy:
+	// guaranteed_no_evict (reserve to completion), max_utilization (claim
+	// the prompt, preempt when short) or static_batch.
+	CapacitySchedulerPolicy engine.CapacityPolicy `json:"capacity_scheduler_policy"`
 }
 
 // ReasoningConfig configures reasoning framing of planned outputs: the
@@ -285,7 +288,7 @@ func Default() Config {
 			ClipMaxNewTokens:         4096,
 			ScheduleConservativeness: 1.0,
 		},
-		TRTLLM:          TRTLLMConfig{CapacitySchedulerPolicy: "guaranteed_no_evict"},
+		TRTLLM:          TRTLLMConfig{CapacitySchedulerPolicy: engine.CapacityGuaranteedNoEvict},
 		EvictionBackend: "lru",
 
 		TimingModel:        engine.TimingPolynomial,

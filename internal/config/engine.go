@@ -30,6 +30,7 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		DecodeSpeedupRatio: c.DecodeSpeedupRatio,
 		LoRA:               c.engineLoRA(),
 		SGLang:             c.engineSGLang(),
+		Capacity:           c.engineCapacity(),
 		Eviction:           engine.EvictionBackend(c.EvictionBackend),
 		Speculative:        c.engineSpeculative(),
 		Offload:            c.engineOffload(),
@@ -56,4 +57,14 @@ func (c *Config) engineSGLang() engine.SGLangConfig {
 		ScheduleConservativeness: c.SGLang.ScheduleConservativeness,
 		RandomSeed:               uint64(c.Seed),
 	}
+}
+
+// engineCapacity is trtllm.capacity_scheduler_policy for the trtllm engine;
+// the other engine types have no capacity scheduler (a startup warning names
+// the key when a source sets it for them).
+func (c *Config) engineCapacity() engine.CapacityPolicy {
+	if c.EngineType != engine.EngineTRTLLM {
+		return ""
+	}
+	return c.TRTLLM.CapacitySchedulerPolicy
 }

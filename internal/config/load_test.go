@@ -289,7 +289,7 @@ func TestLoad_EnumsAreCaseInsensitiveAndAcceptDashes(t *testing.T) {
 		"log_level":                "WARNING",
 	}))
 	got := []string{cfg.KVTransferTimingMode, string(cfg.EngineType), cfg.PrefixCachingHashAlgo, string(cfg.DPRouting),
-		cfg.SGLang.SchedulePolicy, cfg.TRTLLM.CapacitySchedulerPolicy, cfg.LogLevel}
+		cfg.SGLang.SchedulePolicy, string(cfg.TRTLLM.CapacitySchedulerPolicy), cfg.LogLevel}
 	want := []string{"full_prompt", "sglang", "sha256_cbor", "least_loaded", "fifo", "guaranteed_no_evict", "warn"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)

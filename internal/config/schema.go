@@ -53,7 +53,7 @@ var fieldOpts = map[string]fieldOpt{
 	"sglang.schedule_policy": {enum: &enumSpec{
 		values: []string{"fifo", "lpm", "dfs_weight", "lof", "random"}, aliases: map[string]string{"fcfs": "fifo"}, fallback: "fifo",
 	}},
-	"trtllm.capacity_scheduler_policy":          {enum: enum("guaranteed_no_evict")},
+	"trtllm.capacity_scheduler_policy":          {enum: typedEnum(engine.CapacityGuaranteedNoEvict, engine.CapacityMaxUtilization, engine.CapacityStaticBatch)},
 	"eviction_backend":                          {enum: enum("lru", "lineage", "multi_lru")},
 	"timing_model":                              {enum: typedEnum(engine.TimingPolynomial, engine.TimingFixed, engine.TimingInterpolated)},
 	"dp_routing":                                {enum: typedEnum(engine.RouteRoundRobin, engine.RouteLeastLoaded)},

@@ -229,7 +229,8 @@ func (c *Config) validate() ([]problem, []string) {
 			"enable_chunked_prefill=false requires max_num_batched_tokens (%d) >= max_model_len (%d)",
 			c.MaxNumBatchedTokens, c.MaxModelLen)
 	}
-	// trtllm.capacity_scheduler_policy is checked as an enum.
+	// trtllm.capacity_scheduler_policy is checked as an enum; a value set
+	// for another engine type gets engineMismatchWarnings' warning.
 
 	// Timing fields.
 	v.nonNegFinite("fixed_prefill_ms", c.FixedPrefillMs)
