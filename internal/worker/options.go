@@ -103,8 +103,12 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 	if opts.Logger == nil {
 		opts.Logger = NewLogger(opts.Stderr, cfg.LogLevel)
 	}
-	reg := metrics.New(cfg, opts.Version)
-	pubs, err := events.Open(cfg, opts.Logger)
+	reg := metrics.New(MetricsOptions(cfg), opts.Version)
+	eopts, err := EventsOptions(cfg)
+	if err != nil {
+		return opts, err
+	}
+	pubs, err := events.Open(eopts, opts.Logger)
 	if err != nil {
 		return opts, fmt.Errorf("open ZMQ publishers: %w", err)
 	}
