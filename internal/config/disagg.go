@@ -14,7 +14,7 @@ import (
 // derived defaults, the checks and the engine's transfer link.
 
 // kvDTypeBytes is the size of one KV element per dtype.
-var kvDTypeBytes = map[string]int64{"float16": 2, "bfloat16": 2, "float32": 4, "fp8": 1}
+var kvDTypeBytes = map[KVDType]int64{KVFloat16: 2, KVBFloat16: 2, KVFloat32: 4, KVFP8: 1}
 
 // knownConnectors are the vLLM connectors whose P/D request flow the mock
 // imitates; any other is accepted with a warning and treated like these.
@@ -34,7 +34,7 @@ func applyDisaggDefaults(cfg *Config, merged map[string]any, lookupEnv func(stri
 			t.KVRole = "kv_both"
 		}
 		if t.KVLoadFailurePolicy == "" {
-			t.KVLoadFailurePolicy = "fail"
+			t.KVLoadFailurePolicy = KVLoadFail
 		}
 	}
 	if t := cfg.PDConnector(); t != nil {
@@ -163,7 +163,7 @@ func (c *Config) KVEngineID() string {
 // RecomputeOnKVLoadFailure reports whether a decode whose KV cannot be
 // pulled computes its prompt locally instead of failing.
 func (c *Config) RecomputeOnKVLoadFailure() bool {
-	return c.PDConnector() != nil && c.KVTransferConfig.KVLoadFailurePolicy == "recompute"
+	return c.PDConnector() != nil && c.KVTransferConfig.KVLoadFailurePolicy == KVLoadRecompute
 }
 
 // HandoffTimeout is the longest a prefill holds its blocks.

@@ -18,7 +18,7 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		EnableChunkedPrefill: c.EnableChunkedPrefill,
 		Preemption:           c.PreemptionMode,
 		Scheduling:           c.SchedulingPolicy,
-		HashAlgo:             c.PrefixCachingHashAlgo,
+		HashAlgo:             string(c.PrefixCachingHashAlgo),
 		HashSeed:             c.HashSeed,
 		Timing: engine.TimingConfig{
 			Model:          c.TimingModel,
@@ -31,7 +31,7 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		LoRA:               c.engineLoRA(),
 		SGLang:             c.engineSGLang(),
 		Capacity:           c.engineCapacity(),
-		Eviction:           engine.EvictionBackend(c.EvictionBackend),
+		Eviction:           c.EvictionBackend,
 		Speculative:        c.engineSpeculative(),
 		Offload:            c.engineOffload(),
 		Transfer:           c.engineTransfer(),
@@ -43,9 +43,9 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 func (c *Config) engineSGLang() engine.SGLangConfig {
 	policy := engine.SGLangPolicy(c.SGLang.SchedulePolicy)
 	switch c.SGLang.SchedulePolicy {
-	case "fifo":
+	case SGLangFIFO:
 		policy = engine.SGLangFCFS
-	case "dfs_weight":
+	case SGLangDFSWeight:
 		policy = engine.SGLangDFSWeight
 	}
 	return engine.SGLangConfig{

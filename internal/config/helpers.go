@@ -19,17 +19,17 @@ func (c *Config) ServedName() string {
 	return c.Model
 }
 
-// ResolvedMetricsFamily returns the metrics family with "auto" resolved:
-// "sglang" for engine type sglang, else "vllm". Other values ("vllm",
-// "sglang", "both") are returned unchanged.
-func (c *Config) ResolvedMetricsFamily() string {
-	if c.MetricsFamily != "auto" && c.MetricsFamily != "" {
+// ResolvedMetricsFamily returns the metrics family with MetricsAuto
+// resolved: MetricsSGLang for engine type sglang, else MetricsVLLM. Other
+// values are returned unchanged.
+func (c *Config) ResolvedMetricsFamily() MetricsFamily {
+	if c.MetricsFamily != MetricsAuto && c.MetricsFamily != "" {
 		return c.MetricsFamily
 	}
 	if c.EngineType == engine.EngineSGLang {
-		return "sglang"
+		return MetricsSGLang
 	}
-	return "vllm"
+	return MetricsVLLM
 }
 
 // KVEventsEnabled reports whether KV events are configured to be published:
@@ -42,7 +42,7 @@ func (c *Config) KVEventsEnabled() bool {
 		return true
 	}
 	k := c.KVEventsConfig
-	return k != nil && k.EnableKVCacheEvents && k.Publisher != "null"
+	return k != nil && k.EnableKVCacheEvents && k.Publisher != PublisherNull
 }
 
 // configJSON has Config's fields without its methods (no recursion).

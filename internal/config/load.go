@@ -268,9 +268,9 @@ func applyDerivedDefaults(cfg *Config, merged map[string]any, opts LoadOptions) 
 	}
 	if k := cfg.KVEventsConfig; k != nil && k.Publisher == "" {
 		if k.EnableKVCacheEvents {
-			k.Publisher = "zmq"
+			k.Publisher = PublisherZMQ
 		} else {
-			k.Publisher = "null"
+			k.Publisher = PublisherNull
 		}
 	}
 }

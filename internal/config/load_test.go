@@ -288,8 +288,8 @@ func TestLoad_EnumsAreCaseInsensitiveAndAcceptDashes(t *testing.T) {
 		"trtllm":                   map[string]any{"capacity_scheduler_policy": "Guaranteed-No-Evict"},
 		"log_level":                "WARNING",
 	}))
-	got := []string{cfg.KVTransferTimingMode, string(cfg.EngineType), cfg.PrefixCachingHashAlgo, string(cfg.DPRouting),
-		cfg.SGLang.SchedulePolicy, string(cfg.TRTLLM.CapacitySchedulerPolicy), cfg.LogLevel}
+	got := []string{string(cfg.KVTransferTimingMode), string(cfg.EngineType), string(cfg.PrefixCachingHashAlgo), string(cfg.DPRouting),
+		string(cfg.SGLang.SchedulePolicy), string(cfg.TRTLLM.CapacitySchedulerPolicy), string(cfg.LogLevel)}
 	want := []string{"full_prompt", "sglang", "sha256_cbor", "least_loaded", "fifo", "guaranteed_no_evict", "warn"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)

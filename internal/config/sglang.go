@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
 // engineMismatchWarnings reports keys set by a source that the chosen
@@ -25,7 +26,7 @@ func engineMismatchWarnings(c *Config, merged map[string]any) []string {
 			}
 		}
 	}
-	if c.EngineType == engine.EngineSGLang && hasPath(merged, "eviction_backend") && c.EvictionBackend != "lru" {
+	if c.EngineType == engine.EngineSGLang && hasPath(merged, "eviction_backend") && c.EvictionBackend != kv.EvictLRU {
 		warns = append(warns, fmt.Sprintf("eviction_backend %s applies to the vllm and trtllm block pools; sglang's radix cache evicts least recently used leaves", c.EvictionBackend))
 	}
 	return warns

@@ -273,7 +273,7 @@ func (c *Config) validate() ([]problem, []string) {
 			v.errorf([]string{"kv_events_config.hwm"}, "kv_events_config.hwm must be >= 1 (0 would mean unlimited), got %d", k.HWM)
 		}
 		v.intMin("kv_events_config.max_queue_size", int64(k.MaxQueueSize), 1)
-		kvEnabled = k.EnableKVCacheEvents && k.Publisher != "null"
+		kvEnabled = k.EnableKVCacheEvents && k.Publisher != PublisherNull
 		if kvEnabled && k.Endpoint == "" {
 			v.errorf([]string{"kv_events_config.endpoint"}, "kv_events_config.endpoint must not be empty")
 		}

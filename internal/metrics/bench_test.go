@@ -50,7 +50,7 @@ func observePass(o engine.Observer, r *engine.PassReport) {
 func BenchmarkObservePass(b *testing.B) {
 	for _, bc := range observePassCases {
 		b.Run(bc.name, func(b *testing.B) {
-			reg := newReg(testConfig(func(c *config.Config) { c.MetricsFamily = bc.family }), "bench")
+			reg := newReg(testConfig(func(c *config.Config) { c.MetricsFamily = config.MetricsFamily(bc.family) }), "bench")
 			o := reg.Observer(0)
 			r := decodeReport(bc.varied)
 			b.ReportAllocs()

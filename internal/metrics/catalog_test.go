@@ -207,7 +207,7 @@ func TestCatalog(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s-%s-deprecated=%v", tc.family, tc.engine, tc.deprecated), func(t *testing.T) {
 			cfg := testConfig(func(c *config.Config) {
-				c.MetricsFamily = tc.family
+				c.MetricsFamily = config.MetricsFamily(tc.family)
 				c.DeprecatedMetrics = tc.deprecated
 				c.EngineType = tc.engine
 				c.DPSize = 2
@@ -381,7 +381,7 @@ var specNameProblems = map[string]string{
 func TestPromlint(t *testing.T) {
 	for _, family := range []string{"vllm", "sglang", "both"} {
 		t.Run(family, func(t *testing.T) {
-			reg := newReg(testConfig(func(c *config.Config) { c.MetricsFamily = family; c.DPSize = 2 }), "test")
+			reg := newReg(testConfig(func(c *config.Config) { c.MetricsFamily = config.MetricsFamily(family); c.DPSize = 2 }), "test")
 			// Put data in every family first so nothing lints as empty.
 			r := reg.Observer(0)
 			r.ObservePass(&engine.PassReport{IsPass: true, IterationTokens: 3, GenerationTokens: 1,

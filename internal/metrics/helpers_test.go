@@ -58,7 +58,7 @@ func optionsOf(cfg *config.Config) Options {
 		NumGPUBlocksOverridden: cfg.NumGPUBlocksOverridden,
 		MaxModelLen:            cfg.MaxModelLen,
 		EnablePrefixCaching:    cfg.EnablePrefixCaching,
-		HashAlgo:               cfg.PrefixCachingHashAlgo,
+		HashAlgo:               string(cfg.PrefixCachingHashAlgo),
 		Disaggregated:          cfg.Disaggregated(),
 		SpeculativeTokens:      ec.Speculative.NumSpeculativeTokens,
 	}

@@ -26,7 +26,7 @@ func MetricsOptions(cfg *config.Config) metrics.Options {
 		NumGPUBlocksOverridden: cfg.NumGPUBlocksOverridden,
 		MaxModelLen:            cfg.MaxModelLen,
 		EnablePrefixCaching:    cfg.EnablePrefixCaching,
-		HashAlgo:               cfg.PrefixCachingHashAlgo,
+		HashAlgo:               string(cfg.PrefixCachingHashAlgo),
 		Disaggregated:          cfg.Disaggregated(),
 		SpeculativeTokens:      ec.Speculative.NumSpeculativeTokens,
 	}
@@ -43,7 +43,7 @@ func MetricsOptions(cfg *config.Config) metrics.Options {
 // publishers read, resolved once here (events never sees a config.Config).
 // It fails only on a kv_events_encoding validation would have refused.
 func EventsOptions(cfg *config.Config) (events.Options, error) {
-	enc, err := events.ParseEncoding(cfg.KVEventsEncoding)
+	enc, err := events.ParseEncoding(string(cfg.KVEventsEncoding))
 	if err != nil {
 		return events.Options{}, fmt.Errorf("kv_events_encoding: %w", err)
 	}
@@ -60,7 +60,7 @@ func EventsOptions(cfg *config.Config) (events.Options, error) {
 		FPMEndpoint: cfg.FPMEndpoint,
 		WorkerID:    cfg.WorkerID,
 	}
-	if k := cfg.KVEventsConfig; k != nil && k.EnableKVCacheEvents && k.Publisher != "null" {
+	if k := cfg.KVEventsConfig; k != nil && k.EnableKVCacheEvents && k.Publisher != config.PublisherNull {
 		o.VLLM = &events.VLLMKVEvents{Endpoint: k.Endpoint, Topic: k.Topic,
 			BufferSteps: k.BufferSteps, HWM: k.HWM, MaxQueueSize: k.MaxQueueSize}
 		if k.ReplayEndpoint != nil {

@@ -138,7 +138,7 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 
 // NewLogger returns the structured stderr logger at the configured level
 // (info when the level does not parse).
-func NewLogger(w io.Writer, level string) *slog.Logger {
+func NewLogger(w io.Writer, level config.LogLevel) *slog.Logger {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
