@@ -85,7 +85,7 @@ type Config struct {
 	DPRouting engine.DPRouting `json:"dp_routing"`
 
 	// Disaggregated prefill/decode (docs/disaggregation.md).
-	WorkerType              engine.WorkerType         `json:"worker_type"`
+	WorkerType              WorkerType                `json:"worker_type"`
 	KVTransferConfig        *KVTransferConfig         `json:"kv_transfer_config"` // nil = no connector
 	KVModelShape            KVModelShape              `json:"kv_model_shape"`     // unset: kv_bytes_per_token as set
 	BootstrapPort           int                       `json:"bootstrap_port"`     // 0 = none
@@ -305,7 +305,7 @@ func Default() Config {
 		MaxLoRARank:   16,
 		LoRAPathCheck: LoRAPathNone,
 
-		WorkerType:              engine.WorkerAggregated,
+		WorkerType:              WorkerAggregated,
 		KVModelShape:            KVModelShape{DType: KVBFloat16},
 		KVBytesPerToken:         131072,
 		KVTransferBandwidth:     64.0,

@@ -90,7 +90,7 @@ func (v *validator) validateDisagg(c *Config) {
 	}
 	t := c.PDConnector()
 	if t == nil {
-		if c.BootstrapPort > 0 && c.BootstrapPort <= 65535 && c.WorkerType != engine.WorkerPrefill {
+		if c.BootstrapPort > 0 && c.BootstrapPort <= 65535 && c.WorkerType != WorkerPrefill {
 			v.errorf([]string{"bootstrap_port"}, "bootstrap_port needs a prefill worker (--disaggregation-mode prefill or --kv-transfer-config)")
 		}
 		return
@@ -133,19 +133,19 @@ func (c *Config) PDConnector() *KVTransferConfig {
 // Disaggregated reports whether the worker serves disaggregated requests:
 // it has a connector or a prefill/decode worker type.
 func (c *Config) Disaggregated() bool {
-	return c.PDConnector() != nil || c.WorkerType == engine.WorkerPrefill || c.WorkerType == engine.WorkerDecode
+	return c.PDConnector() != nil || c.WorkerType == WorkerPrefill || c.WorkerType == WorkerDecode
 }
 
 // ServesPrefill and ServesDecode say which halves of a handoff the worker
 // accepts: a connector's kv_role decides (kv_both: either), else the
 // Dynamo worker type.
-func (c *Config) ServesPrefill() bool { return c.servesRole("kv_producer", engine.WorkerPrefill) }
+func (c *Config) ServesPrefill() bool { return c.servesRole("kv_producer", WorkerPrefill) }
 
 // ServesDecode reports whether the worker accepts decode requests of a
 // handoff (see ServesPrefill).
-func (c *Config) ServesDecode() bool { return c.servesRole("kv_consumer", engine.WorkerDecode) }
+func (c *Config) ServesDecode() bool { return c.servesRole("kv_consumer", WorkerDecode) }
 
-func (c *Config) servesRole(role string, worker engine.WorkerType) bool {
+func (c *Config) servesRole(role string, worker WorkerType) bool {
 	if t := c.PDConnector(); t != nil {
 		return t.KVRole == "kv_both" || t.KVRole == role
 	}

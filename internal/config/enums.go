@@ -6,6 +6,17 @@ package config
 // engine's own enums (engine.EngineType, engine.PreemptionMode, ...) are
 // used directly where the engine takes the value as it is.
 
+// WorkerType is a worker's role in disaggregated prefill/decode serving
+// (--disaggregation-mode, worker_type; docs/disaggregation.md).
+type WorkerType string
+
+// Worker types.
+const (
+	WorkerAggregated WorkerType = "aggregated"
+	WorkerPrefill    WorkerType = "prefill"
+	WorkerDecode     WorkerType = "decode"
+)
+
 // MetricsFamily selects the metric families (--metrics-family).
 type MetricsFamily string
 

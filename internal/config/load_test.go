@@ -395,12 +395,12 @@ func TestLoad_DerivedDefaults(t *testing.T) {
 			}
 		}},
 		{"legacy is_prefill selects the prefill worker", overlay(map[string]any{"is_prefill": true}), func(t *testing.T, c *Config) {
-			if c.WorkerType != engine.WorkerPrefill {
+			if c.WorkerType != WorkerPrefill {
 				t.Errorf("worker_type = %q", c.WorkerType)
 			}
 		}},
 		{"worker_type wins over legacy is_decode", overlay(map[string]any{"is_decode": true, "worker_type": "prefill"}), func(t *testing.T, c *Config) {
-			if c.WorkerType != engine.WorkerPrefill {
+			if c.WorkerType != WorkerPrefill {
 				t.Errorf("worker_type = %q", c.WorkerType)
 			}
 		}},

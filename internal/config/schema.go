@@ -70,7 +70,7 @@ var fieldOpts = map[string]fieldOpt{
 	"eviction_backend":                          {enum: typedEnum(kv.EvictLRU, kv.EvictLineage, kv.EvictMultiLRU)},
 	"timing_model":                              {enum: typedEnum(engine.TimingPolynomial, engine.TimingFixed, engine.TimingInterpolated)},
 	"dp_routing":                                {enum: typedEnum(engine.RouteRoundRobin, engine.RouteLeastLoaded)},
-	"worker_type":                               {enum: typedEnum(engine.WorkerAggregated, engine.WorkerPrefill, engine.WorkerDecode)},
+	"worker_type":                               {enum: typedEnum(WorkerAggregated, WorkerPrefill, WorkerDecode)},
 	"kv_transfer_timing_mode":                   {enum: typedEnum(engine.TransferFullPrompt, engine.TransferDestinationMissing)},
 	"kv_transfer_config.kv_role":                {enum: enum("kv_producer", "kv_consumer", "kv_both")},
 	"kv_transfer_config.kv_load_failure_policy": {enum: typedEnum(KVLoadRecompute, KVLoadFail)},

@@ -337,7 +337,7 @@ func (c *Config) validate() ([]problem, []string) {
 		if !c.EnablePrefixCaching {
 			v.warns = append(v.warns, "KV events are configured but prefix caching is disabled: no KV events will be published")
 		}
-		if c.WorkerType == engine.WorkerDecode {
+		if c.WorkerType == WorkerDecode {
 			v.warns = append(v.warns, "KV events are configured on a decode worker: no KV events will be published")
 		}
 	}

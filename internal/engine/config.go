@@ -96,14 +96,15 @@ const (
 	RouteLeastLoaded DPRouting = "least_loaded"
 )
 
-// WorkerType is a worker's role in disaggregated prefill/decode serving.
-type WorkerType string
-
-// Worker types.
+// WorkerPrefill and WorkerDecode are the old names of config.WorkerPrefill
+// and config.WorkerDecode (a worker's role is configuration; the engine
+// never uses it).
+//
+// Deprecated: use config's; kept untyped only while internal/api still
+// names them (issue 26 moves api onto its own options), then removed.
 const (
-	WorkerAggregated WorkerType = "aggregated"
-	WorkerPrefill    WorkerType = "prefill"
-	WorkerDecode     WorkerType = "decode"
+	WorkerPrefill = "prefill"
+	WorkerDecode  = "decode"
 )
 
 // FinishReason says why a sequence ended; the values are the OpenAI

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/mocker-server/mocker-server/internal/config"
-	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/events"
 	"github.com/mocker-server/mocker-server/internal/metrics"
 )
@@ -56,7 +55,7 @@ func EventsOptions(cfg *config.Config) (events.Options, error) {
 		NoReplayTopicFrame: !cfg.KVEventsReplayTopicFrame,
 		// No event can happen without prefix caching, nor on a decode
 		// worker (its blocks arrive by transfer); the sockets still open.
-		Silent:      !cfg.EnablePrefixCaching || cfg.WorkerType == engine.WorkerDecode,
+		Silent:      !cfg.EnablePrefixCaching || cfg.WorkerType == config.WorkerDecode,
 		FPMEndpoint: cfg.FPMEndpoint,
 		WorkerID:    cfg.WorkerID,
 	}

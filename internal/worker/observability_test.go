@@ -105,7 +105,7 @@ func TestEventsOptionsKVSettings(t *testing.T) {
 			HWM: 10000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: false}},
 		{name: "decode worker", mutate: func(c *config.Config) {
 			vllm(nil)(c)
-			c.WorkerType = engine.WorkerDecode
+			c.WorkerType = config.WorkerDecode
 		}, ok: true, want: events.KVSettings{Endpoint: "tcp://*:5557", Bind: true, BufferSteps: 10000,
 			HWM: 10000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: false}},
 		{name: "dynamo ports rank 1", rank: 1, mutate: func(c *config.Config) {
