@@ -36,7 +36,7 @@ func (c *Config) ResolvedMetricsFamily() MetricsFamily {
 // vLLM style (kv_events_config enabled with the zmq publisher) or Dynamo
 // style (zmq_kv_events_port). It does not consider prefix caching or the
 // worker type, which can make a configured stream silent
-// (events.KVEventsPublishable).
+// (events.Options.Silent, set by worker.EventsOptions).
 func (c *Config) KVEventsEnabled() bool {
 	if c.ZMQKVEventsPort > 0 {
 		return true
