@@ -1,8 +1,6 @@
 package worker
 
 import (
-	"fmt"
-
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/events"
 	"github.com/mocker-server/mocker-server/internal/metrics"
@@ -44,7 +42,7 @@ func MetricsOptions(cfg *config.Config) metrics.Options {
 func EventsOptions(cfg *config.Config) (events.Options, error) {
 	enc, err := events.ParseEncoding(string(cfg.KVEventsEncoding))
 	if err != nil {
-		return events.Options{}, fmt.Errorf("kv_events_encoding: %w", err)
+		return events.Options{}, err // names kv_events_encoding
 	}
 	o := events.Options{
 		DPSize:             cfg.DPSize,
