@@ -59,6 +59,7 @@ function renderTotals(ws) {
   for (const w of ws) {
     const c = condition(w);
     n[c] = (n[c] || 0) + 1;
+    if (c === "killed" || c === "starting" || c === "stopped") continue;
     tok += w.tokens_per_s; req += w.requests_per_s; running += w.running; waiting += w.waiting;
     inUse += w.in_use; blocks += w.blocks;
   }
@@ -85,10 +86,14 @@ function render(u) {
   ws.forEach((w, i) => {
     const t = tile(w);
     if (box.children[i] !== t.node) box.insertBefore(t.node, box.children[i] || null);
-    const text = `KV ${fmtPct(w.usage)} · run ${w.running} · wait ${w.waiting}`;
+    const c = condition(w);
+    const up = c !== "killed" && c !== "starting" && c !== "stopped";
+    // A worker that is not up has no pool and no queues: its last numbers
+    // would read as current.
+    const text = up ? `KV ${fmtPct(w.usage)} · run ${w.running} · wait ${w.waiting}` : "KV — · run — · wait —";
     if (text !== t.text) { t.line.textContent = text; t.text = text; t.changes++; }
     setText(t.perf, `${fmtTokS(w.tokens_per_s)} · ${fmtReqS(w.requests_per_s)}`);
-    setText(t.lat, `TTFT p50 ${fmtMs(w.ttft_p50_ms)} · ITL p50 ${fmtMs(w.itl_p50_ms)}`);
+    setText(t.lat, w.finished ? `p50: TTFT ${fmtMs(w.ttft_p50_ms)} · ITL ${fmtMs(w.itl_p50_ms)}` : "p50: TTFT — · ITL —");
     const notes = [];
     if (w.health === "failing") notes.push("/health 503");
     if (w.draining && w.state !== "draining") notes.push("also draining");
@@ -97,7 +102,6 @@ function render(u) {
     setText(t.url, w.url || "not listening");
     t.url.title = w.url;
     t.maxRun = Math.max(t.maxRun, w.running);
-    const c = condition(w);
     setText(t.state, CONDITIONS[c]);
     t.node.className = "tile s-" + c;
     spark(t.canvas, w.spark);
