@@ -272,9 +272,15 @@ function renderServer(u) {
 }
 
 const numCols = new Set([2, 3, 4, 6, 7, 8]);
+let shownRequests = "";
 function renderRequests(u) {
   const f = document.getElementById("filter").value.trim().toLowerCase();
   const rows = f ? u.requests.filter((r) => r.some((c) => String(c ?? "").toLowerCase().includes(f))) : u.requests;
+  // Rebuild the rows only when they changed: an update that only moved
+  // the throughput must not replace the row under the pointer.
+  const key = JSON.stringify(rows);
+  if (key === shownRequests) return;
+  shownRequests = key;
   fillBody(document.querySelector("#requests tbody"), rows, (r) => {
     const tr = el("tr", null, { "data-id": r[0] });
     r.forEach((c, i) => {
