@@ -207,6 +207,19 @@ function queueRow(s) {
   return tr;
 }
 
+// fillQueue lists the first QUEUE_ROWS requests of a queue and counts the
+// rest: hundreds of rows rebuilt ten times a second would cost the page
+// more than the few a scroll box shows are worth.
+const QUEUE_ROWS = 60;
+function fillQueue(tbody, seqs, total) {
+  fillBody(tbody, seqs.slice(0, QUEUE_ROWS), queueRow);
+  if (total > QUEUE_ROWS) {
+    const tr = el("tr", null, { class: "more" });
+    tr.appendChild(el("td", `… and ${fmtInt(total - QUEUE_ROWS)} more`, { colspan: 4 }));
+    tbody.appendChild(tr);
+  }
+}
+
 function pct(part, whole) { return whole ? (100 * part) / whole : 0; }
 
 function renderRank(rk) {
@@ -231,8 +244,8 @@ function renderRank(rk) {
   q(".hit-rate").textContent = fmtPct(100 * rk.hit_rate);
   q(".n-running").textContent = rk.num_running;
   q(".n-waiting").textContent = rk.num_waiting;
-  fillBody(q("table.running tbody"), rk.running || [], queueRow);
-  fillBody(q("table.waiting tbody"), rk.waiting || [], queueRow);
+  fillQueue(q("table.running tbody"), rk.running || [], rk.num_running);
+  fillQueue(q("table.waiting tbody"), rk.waiting || [], rk.num_waiting);
   const p = rk.passes, t = p.t || [];
   v.batchChart.setData([t, p.batch || [], p.prefill || [], p.decode || []]);
   v.timeChart.setData([t, p.modeled_ms || [], p.actual_ms || []]);
