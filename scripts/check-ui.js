@@ -1,7 +1,9 @@
 // check-ui.js: the live UI (docs/ui.md) in headless Chromium against real
 // servers. Requests with a shared prefix go through the OpenAI SDK (npm
 // `openai`); every assertion reads the DOM:
-//  - engine page: the running queue lists the streaming requests; with the
+//  - engine page: the header names the server's address, engine and pool;
+//    the queue tables keep their last column inside the card and the bars
+//    carry their numbers; the running queue lists the streaming requests; with the
 //    worker paused (admin API) the KV grid's in-use count equals
 //    /metrics' kv_cache_usage_perc × num_gpu_blocks, and paused and idle
 //    its in-use / cached / free counts equal mocker_kv_cache_blocks;
@@ -146,6 +148,19 @@ async function enginePages(browser) {
   await page.waitForFunction((n) => document.querySelectorAll("table.running tbody tr").length >= n
     && [...document.querySelectorAll("table.running tbody tr")].every((r) => r.dataset.id.startsWith("chatcmpl-")), { timeout: 10000 }, 6);
   const running = await page.$$eval("table.running tbody tr", (rs) => rs.map((r) => r.dataset.id));
+  // The header names the server; the queue tables keep their last column
+  // inside the card however long the ids, and the bars carry numbers.
+  const header = await page.$eval("#server", (e) => e.textContent);
+  check(header.startsWith(new URL(server).host + " · vllm") && header.includes("512 blocks × 16 = 8,192 tokens per rank"),
+    `header names the server, engine and pool: "${header}"`);
+  const layout = await page.evaluate(() => ["running", "waiting"].map((q) => {
+    const box = document.querySelector(`table.${q}`).closest(".scroll").getBoundingClientRect();
+    const last = document.querySelector(`table.${q} th:last-child`).getBoundingClientRect();
+    return { q, inside: last.right <= box.right + 1 && last.width > 20 };
+  }));
+  check(layout.every((l) => l.inside), `the queue tables' last column is inside the card (${JSON.stringify(layout)})`);
+  const bars = await page.$$eval("table.running .bar.output em", (es) => es.map((e) => e.textContent));
+  check(bars.length >= 6 && bars.every((b) => /^\d[\d,]* \/ [\d,]+$/.test(b)), `output bars carry their numbers (${bars.slice(0, 3).join("; ")})`);
   check(ids.every((id) => running.includes(id)) && ids.length === 6, `running queue shows the 6 streaming requests (${running.length} rows)`);
 
   await Promise.all(streams.splice(0));
