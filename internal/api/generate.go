@@ -36,6 +36,24 @@ type surface interface {
 	encoder(j *job) eventEncoder
 }
 
+// errorWriter answers an error in a surface's own error shape.
+type errorWriter func(w http.ResponseWriter, e *apiError)
+
+// errorShaper is implemented by the surfaces whose errors do not use the
+// OpenAI shape of writeError (SGLang's {"error":{"message"}}).
+type errorShaper interface {
+	writeError(w http.ResponseWriter, e *apiError)
+}
+
+// errorWriterOf returns the surface's error writer: its own, else
+// writeError.
+func errorWriterOf(surf surface) errorWriter {
+	if es, ok := surf.(errorShaper); ok {
+		return es.writeError
+	}
+	return writeError
+}
+
 // openAISurface is /v1/chat/completions (chat) or /v1/completions.
 type openAISurface struct{ chat bool }
 
@@ -55,20 +73,21 @@ func (openAISurface) encoder(*job) eventEncoder { return nil }
 
 // handleSurface serves one generation endpoint.
 func handleSurface(s *Server, surf surface) http.Handler {
+	fail := errorWriterOf(surf)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		created := s.now().Unix()
 		// The body has been read (readBodies): only now does the request
 		// count as load.
 		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
 		if e != nil {
-			writeError(w, e)
+			fail(w, e)
 			return
 		}
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 		g, e := surf.parse(s, o, r)
 		if e != nil {
-			writeError(w, e)
+			fail(w, e)
 			return
 		}
 		g.created = created
@@ -77,29 +96,30 @@ func handleSurface(s *Server, surf surface) http.Handler {
 		}
 		fault, e := s.decideFault(r, g)
 		if e != nil {
-			writeError(w, e)
+			fail(w, e)
 			return
 		}
-		if s.answerStatusFault(w, g, fault) {
+		if s.answerStatusFault(w, g, fault, fail) {
 			return
 		}
 		release, e, hit := s.limits.admit(w.Header(), requestCost(g))
 		if e != nil {
 			s.log.Debug("rate limit", "request_id", g.baseID, "limit", hit)
 			s.countFault(hit)
-			writeError(w, e)
+			fail(w, e)
 			return
 		}
 		defer release()
-		if delayFault(w, r, fault) {
+		if delayFault(w, r, fault, fail) {
 			return
 		}
 		j, e := s.submit(r.Context(), g)
 		if e != nil {
-			writeError(w, e)
+			fail(w, e)
 			return
 		}
 		defer j.release()
+		j.fail = fail
 		if fault.MidStream() {
 			j.fault = fault
 		}
@@ -130,6 +150,7 @@ type job struct {
 	rejected   int // index+1 of a choice the engine rejected
 
 	fault faults.Fault // a mid-stream fault to carry out (Kind "" = none)
+	fail  errorWriter  // answers errors in the surface's shape
 
 	// Disaggregated prefill: the bootstrap room and, once the blocks are
 	// held, the response's kv_transfer_params.
@@ -168,7 +189,7 @@ func (s *Server) submit(ctx context.Context, g *genRequest) (*job, *apiError) {
 	}
 	eng := s.engines[rank]
 	total := len(g.prompts) * g.n
-	j := &job{s: s, g: g, rank: rank, eng: eng, out: engine.NewOutput(),
+	j := &job{s: s, g: g, rank: rank, eng: eng, out: engine.NewOutput(), fail: writeError,
 		reqs: make([]engine.Request, total), ch: make([]choice, total)}
 	arrival := eng.Clock().Now()
 	base := s.planParams(g)
@@ -333,12 +354,12 @@ func (j *job) await(ctx context.Context) (bool, *apiError) {
 func (j *job) collect(w http.ResponseWriter, r *http.Request) bool {
 	if ok, e := j.await(r.Context()); !ok {
 		if e != nil {
-			writeError(w, e)
+			j.fail(w, e)
 		}
 		return false
 	}
 	if j.rejected > 0 {
-		writeError(w, j.rejectionError())
+		j.fail(w, j.rejectionError())
 		return false
 	}
 	return !j.respondFault(w, r)

@@ -264,6 +264,12 @@ const helloChat = `{"messages":[{"role":"user","content":"Hello!"}]`
 // The connection is closed when the test ends.
 func (e *testEnv) startNonReader() net.Conn {
 	e.t.Helper()
+	return e.startNonReaderOf("/v1/chat/completions", helloChat+`,"max_tokens":20000,"stream":true,"logprobs":true,"top_logprobs":20}`)
+}
+
+// startNonReaderOf is startNonReader with another streamed request.
+func (e *testEnv) startNonReaderOf(path, body string) net.Conn {
+	e.t.Helper()
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
@@ -276,7 +282,6 @@ func (e *testEnv) startNonReader() net.Conn {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { c.Close() })
-	body := helloChat + `,"max_tokens":20000,"stream":true,"logprobs":true,"top_logprobs":20}`
-	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
 	return c
 }

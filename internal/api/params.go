@@ -68,6 +68,7 @@ type genRequest struct {
 	embed     *embedRequest     // /v1/embeddings
 	responses *responsesRequest // /v1/responses
 	messages  *messagesRequest  // /v1/messages
+	sglang    *sglangRequest    // SGLang's /generate
 }
 
 // promptSpec is one prompt after tokenization and the max-token and

@@ -100,6 +100,8 @@ type Server struct {
 	stuck    *stuckWatch
 	delivery *delivery
 	now      func() time.Time
+	// writeTimeout bounds every SSE write (sseWriteTimeout).
+	writeTimeout time.Duration
 
 	served  map[string]bool
 	apiKeys [][]byte
@@ -144,6 +146,8 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 		faultObs: deps.FaultObserver,
 		served:   make(map[string]bool, len(cfg.ServedModelName)),
 		ranks:    make([]rankLoad, len(engines)),
+
+		writeTimeout: sseWriteTimeout,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

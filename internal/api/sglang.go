@@ -19,7 +19,7 @@ func (s *Server) mountSGLang(r chi.Router) {
 		return
 	}
 	gate := s.startupGate
-	r.Method(http.MethodPost, "/generate", gate(s.drainGate(handleSGLangGenerate(s))))
+	r.Method(http.MethodPost, "/generate", gate(s.drainGate(handleSurface(s, sglangSurface{}))))
 	r.Method(http.MethodGet, "/get_server_info", handleSGLangServerInfo(s))
 	r.Method(http.MethodGet, "/server_info", handleSGLangServerInfo(s))
 	r.Method(http.MethodGet, "/get_model_info", handleSGLangModelInfo(s))
@@ -127,54 +127,93 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// handleSGLangGenerate serves POST /generate: SGLang's native generation
-// endpoint over the same parsing, planning, limits and engine as
-// /v1/completions.
-func handleSGLangGenerate(s *Server) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		created := s.now()
-		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
-		if e != nil {
-			writeSGLangError(w, e)
-			return
+// sglangSurface is POST /generate, SGLang's native generation endpoint,
+// served by the shared generation path (handleSurface): the same parsing,
+// planning, faults, limits, request ids, engine and stream delivery as
+// /v1/completions, with SGLang's result objects, stream and error shape.
+type sglangSurface struct{}
+
+// sglangRequest holds what the SGLang rendering needs.
+type sglangRequest struct {
+	batch bool      // the input was a list: the answer is a list too
+	start time.Time // arrival, for meta_info.e2e_latency
+}
+
+func (sglangSurface) parse(s *Server, o object, r *http.Request) (*genRequest, *apiError) {
+	start := s.now()
+	body, batch, e := translateGenerate(o, s.cfg.ServedName())
+	if e != nil {
+		return nil, e
+	}
+	co, e := parseObject(body)
+	if e != nil {
+		return nil, e
+	}
+	g, e := s.parseGenerate(co, r, false)
+	if e != nil {
+		return nil, e
+	}
+	g.sglang = &sglangRequest{batch: batch, start: start}
+	return g, nil
+}
+
+func (sglangSurface) writeError(w http.ResponseWriter, e *apiError) { writeSGLangError(w, e) }
+
+// respond writes one result, or a list for a batch or n > 1.
+func (sglangSurface) respond(j *job, w http.ResponseWriter) {
+	if !j.g.sglang.batch && len(j.ch) == 1 {
+		encode(w, http.StatusOK, j.sglangResult(0))
+		return
+	}
+	list := make([]*sglangOutput, len(j.ch))
+	for i := range j.ch {
+		list[i] = j.sglangResult(i)
+	}
+	encode(w, http.StatusOK, list)
+}
+
+func (sglangSurface) encoder(j *job) eventEncoder {
+	return &sglangEncoder{j: j, changed: make([]bool, len(j.ch))}
+}
+
+// sglangEncoder writes SGLang's /generate stream: one SSE event per choice
+// whenever it has new tokens, each carrying the whole text so far (SGLang's
+// default, non-incremental streaming), the last one with its
+// finish_reason, then data: [DONE].
+type sglangEncoder struct {
+	j       *job
+	changed []bool // choices with news since the last event
+}
+
+func (e *sglangEncoder) begin(b []byte) []byte { return b }
+
+func (e *sglangEncoder) render(st *streamer, items []engine.OutputItem) {
+	for i := range items {
+		e.changed[items[i].Choice] = true
+		e.j.record(&items[i])
+	}
+	for i, c := range e.changed {
+		if !c {
+			continue
 		}
-		body, batch, e := translateGenerate(o, s.cfg.ServedName())
-		if e != nil {
-			writeSGLangError(w, e)
-			return
+		e.changed[i] = false
+		if e.j.ch[i].fin.Rejection != nil {
+			continue // the stream ends with fail's error event
 		}
-		s.inflight.Add(1)
-		defer s.inflight.Add(-1)
-		co, e := parseObject(body)
-		if e != nil {
-			writeSGLangError(w, e)
-			return
-		}
-		g, e := s.parseGenerate(co, r, false)
-		if e != nil {
-			writeSGLangError(w, e)
-			return
-		}
-		g.created = created.Unix()
-		release, e, hit := s.limits.admit(w.Header(), requestCost(g))
-		if e != nil {
-			s.countFault(hit)
-			writeSGLangError(w, e)
-			return
-		}
-		defer release()
-		j, e := s.submit(r.Context(), g)
-		if e != nil {
-			writeSGLangError(w, e)
-			return
-		}
-		defer j.release()
-		if g.stream {
-			j.streamSGLang(w, r, batch, created)
-			return
-		}
-		j.respondSGLang(w, r, batch, created)
-	})
+		st.buf = append(st.buf, "data: "...)
+		st.buf = append(st.buf, mustJSON(e.j.sglangResult(i))...)
+		st.buf = append(st.buf, "\n\n"...)
+	}
+}
+
+func (e *sglangEncoder) end(b []byte) []byte { return append(b, sseDone...) }
+
+// fail appends SGLang's error event, {"error":{"message":…}}, and [DONE].
+func (e *sglangEncoder) fail(b []byte, err *apiError) []byte {
+	b = append(b, `data: {"error":{"message":`...)
+	b = appendString(b, err.Message)
+	b = append(b, "}}\n\n"...)
+	return append(b, sseDone...)
 }
 
 // sglangOutput is one /generate result (SGLang's GenerateReqOutput as JSON).
@@ -204,7 +243,8 @@ type finishShape struct {
 }
 
 // sglangResult renders choice i as far as it has arrived.
-func (j *job) sglangResult(i int, batch bool, created time.Time) *sglangOutput {
+func (j *job) sglangResult(i int) *sglangOutput {
+	sg := j.g.sglang
 	ch := &j.ch[i]
 	ids := ch.plan.IDs[:min(ch.n, len(ch.plan.IDs))]
 	out := &sglangOutput{
@@ -215,13 +255,13 @@ func (j *job) sglangResult(i int, batch bool, created time.Time) *sglangOutput {
 			PromptTokens:     len(j.g.prompts[ch.prompt].ids),
 			CompletionTokens: ch.n,
 			CachedTokens:     ch.fin.CachedTokens,
-			E2ELatency:       j.s.now().Sub(created).Seconds(),
+			E2ELatency:       j.s.now().Sub(sg.start).Seconds(),
 		},
 	}
 	if len(j.ch) > 1 {
 		out.MetaInfo.ID = j.g.baseID + "-" + itoa(i)
 	}
-	if batch || len(j.ch) > 1 {
+	if sg.batch || len(j.ch) > 1 {
 		idx := i
 		out.Index = &idx
 	}
@@ -243,83 +283,6 @@ func (j *job) sglangResult(i int, batch bool, created time.Time) *sglangOutput {
 		out.MetaInfo.FinishReason = &f
 	}
 	return out
-}
-
-// respondSGLang waits for every sequence and writes one result, or a list
-// for a batch or n > 1.
-func (j *job) respondSGLang(w http.ResponseWriter, r *http.Request, batch bool, created time.Time) {
-	if ok, e := j.await(r.Context()); !ok {
-		if e != nil {
-			writeSGLangError(w, e)
-		}
-		return
-	}
-	if j.rejected > 0 {
-		writeSGLangError(w, j.rejectionError())
-		return
-	}
-	if !batch && len(j.ch) == 1 {
-		encode(w, http.StatusOK, j.sglangResult(0, false, created))
-		return
-	}
-	list := make([]*sglangOutput, len(j.ch))
-	for i := range j.ch {
-		list[i] = j.sglangResult(i, batch, created)
-	}
-	encode(w, http.StatusOK, list)
-}
-
-// streamSGLang writes SGLang's /generate stream: one SSE event per choice
-// whenever it has new tokens, each carrying the whole text so far (SGLang's
-// default, non-incremental streaming), the last one with its finish_reason,
-// then data: [DONE].
-func (j *job) streamSGLang(w http.ResponseWriter, r *http.Request, batch bool, created time.Time) {
-	ctx := r.Context()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	changed := make([]bool, len(j.ch))
-	var buf []byte
-	for j.remaining > 0 {
-		select {
-		case <-j.out.Ready():
-		case <-ctx.Done():
-			return
-		}
-		j.items = j.out.Drain(j.items)
-		for i := range j.items {
-			changed[j.items[i].Choice] = true
-			j.record(&j.items[i])
-		}
-		buf = buf[:0]
-		for i, c := range changed {
-			if !c {
-				continue
-			}
-			changed[i] = false
-			if j.ch[i].fin.Rejection != nil {
-				buf = append(buf, "data: "...)
-				buf = append(buf, mustJSON(map[string]any{"error": map[string]string{"message": j.ch[i].fin.Rejection.Message}})...)
-				buf = append(buf, "\n\n"...)
-				continue
-			}
-			buf = append(buf, "data: "...)
-			buf = append(buf, mustJSON(j.sglangResult(i, batch, created))...)
-			buf = append(buf, "\n\n"...)
-		}
-		if _, err := w.Write(buf); err != nil {
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	_, _ = w.Write([]byte("data: [DONE]\n\n"))
-	if flusher != nil {
-		flusher.Flush()
-	}
 }
 
 // handleSGLangModelInfo serves GET /get_model_info.

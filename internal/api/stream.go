@@ -17,7 +17,8 @@ import (
 )
 
 // sseWriteTimeout bounds every SSE write, so a client that stops reading
-// cannot hold a handler (and its engine work) forever.
+// cannot hold a handler (and its engine work) forever (Server.writeTimeout;
+// tests shorten it).
 const sseWriteTimeout = 60 * time.Second
 
 const sseDone = "data: [DONE]\n\n"
@@ -292,7 +293,7 @@ func (st *streamer) deliverByShard(ctx context.Context) bool {
 // True means the stream goes on.
 func (st *streamer) writePending() bool {
 	now := time.Now()
-	if err := st.rc.SetWriteDeadline(now.Add(sseWriteTimeout)); err != nil {
+	if err := st.rc.SetWriteDeadline(now.Add(st.j.s.writeTimeout)); err != nil {
 		return false
 	}
 	st.armed = now
@@ -419,7 +420,7 @@ func (st *streamer) flush() error {
 	}
 	now := time.Now()
 	if now.Sub(st.armed) >= deadlineRefresh {
-		if err := st.rc.SetWriteDeadline(now.Add(sseWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		if err := st.rc.SetWriteDeadline(now.Add(st.j.s.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return err
 		}
 		st.armed = now
