@@ -3,12 +3,10 @@ package api
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/mocker-server/mocker-server/internal/plan"
@@ -44,7 +42,6 @@ var embeddingFields = setOf("model", "input", "encoding_format", "dimensions", "
 func (embeddingsSurface) parse(s *Server, o object, r *http.Request) (*genRequest, *apiError) {
 	g := &genRequest{chat: false, rank: -1, n: 1, embed: &embedRequest{dims: s.cfg.EmbeddingDim}}
 	s.logUnknownFields(o, r, embeddingFields)
-	raw, hasInput := o.raw("input")
 	model, hasModel := o.String("model")
 	format, hasFormat := o.String("encoding_format")
 	dims := o.Int("dimensions")
@@ -54,17 +51,10 @@ func (embeddingsSurface) parse(s *Server, o object, r *http.Request) (*genReques
 	cacheSalt, hasSalt := o.String("cache_salt")
 	bodyID, _ := o.String("request_id")
 	o.Kind("user", "string")
-	var inputs []rawPrompt
-	var empty bool
-	var badID string
-	if hasInput {
-		// The completions prompt forms: a string, strings, ids, id arrays.
-		inputs, empty, badID = parsePrompt(object{m: map[string]json.RawMessage{"prompt": raw}, err: o.err}, s.tok.VocabSize())
-	} else if o.failed() == nil {
-		o.fail(errFieldRequired("input"))
-	}
+	// The completions prompt forms: a string, strings, ids, id arrays.
+	inputs, empty, badID := parsePrompt(o, "input", s.tok.VocabSize())
 	if e := o.failed(); e != nil {
-		return nil, renamePromptField(e)
+		return nil, e
 	}
 	if e := s.resolveModel(g, model, hasModel); e != nil {
 		return nil, e
@@ -91,27 +81,26 @@ func (embeddingsSurface) parse(s *Server, o object, r *http.Request) (*genReques
 		}
 		g.embed.dims = int(dims.I)
 	}
-	N := s.cfg.MaxModelLen
-	if truncate.Set {
-		if truncate.I < 1 || truncate.I > int64(N) {
-			return nil, errInvalid("truncate_prompt_tokens", "truncate_prompt_tokens must be between 1 and %d, got %s.", N, truncate)
-		}
-		g.truncate = int(truncate.I)
+	var e *apiError
+	if g.truncate, e = s.checkTruncate(truncate); e != nil {
+		return nil, e
 	}
 	if e := s.setPriority(g, priority); e != nil {
 		return nil, e
 	}
-	if hasSalt {
-		if cacheSalt == "" {
-			return nil, errInvalid("cache_salt", "cache_salt must be a non-empty string")
-		}
-		g.cacheSalt = cacheSalt
-	}
-	rank, e := s.headerRank(r)
-	if e != nil {
+	if g.cacheSalt, e = checkCacheSalt(cacheSalt, hasSalt); e != nil {
 		return nil, e
 	}
-	g.rank = rank
+	if g.rank, e = s.headerRank(r); e != nil {
+		return nil, e
+	}
+	return g, s.embedPrompts(g, inputs, addSpecial)
+}
+
+// embedPrompts tokenizes the inputs of an embeddings request and applies
+// truncation, the context length and the KV capacity check.
+func (s *Server) embedPrompts(g *genRequest, inputs []rawPrompt, addSpecial bool) *apiError {
+	N := s.cfg.MaxModelLen
 	g.prompts = make([]promptSpec, len(inputs))
 	for i, in := range inputs {
 		ids := in.ids
@@ -119,22 +108,22 @@ func (embeddingsSurface) parse(s *Server, o object, r *http.Request) (*genReques
 			ids = s.tok.Encode(in.text, addSpecial)
 		}
 		if len(ids) == 0 {
-			return nil, errInvalid("input", "input must not be empty")
+			return errInvalid("input", "input must not be empty")
 		}
 		if g.truncate > 0 && len(ids) > g.truncate {
 			ids = ids[len(ids)-g.truncate:]
 		}
 		if len(ids) > N {
-			return nil, errInvalid("input", "This model's maximum context length is %d tokens. However, you requested %d tokens in the input for embedding generation. Please reduce the length of the input.", N, len(ids))
+			return errInvalid("input", "This model's maximum context length is %d tokens. However, you requested %d tokens in the input for embedding generation. Please reduce the length of the input.", N, len(ids))
 		}
 		if rej := s.engines[0].CheckAdmissible(len(ids), 0); rej != nil {
-			return nil, errInvalid("", "%s", rej.Message)
+			return errInvalid("", "%s", rej.Message)
 		}
 		// m = 0: the engine prefills the prompt and finishes the sequence
 		// without a token.
 		g.prompts[i] = promptSpec{ids: ids, isText: in.isText}
 	}
-	return g, nil
+	return nil
 }
 
 // logUnknownFields logs, at debug level, the body fields an endpoint does
@@ -144,19 +133,6 @@ func (s *Server) logUnknownFields(o object, r *http.Request, known map[string]bo
 		slices.Sort(unknown)
 		s.log.Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
 	}
-}
-
-// renamePromptField reports the completions prompt parser's errors under
-// the embeddings field name.
-func renamePromptField(e *apiError) *apiError {
-	if e.Param != "prompt" && !strings.HasPrefix(e.Param, "prompt[") {
-		return e
-	}
-	out := *e
-	out.Param = "input" + e.Param[len("prompt"):]
-	out.Message = strings.ReplaceAll(e.Message, "'"+e.Param+"'", "'"+out.Param+"'")
-	out.Message = strings.ReplaceAll(out.Message, "Field required: prompt", "Field required: input")
-	return &out
 }
 
 func (embeddingsSurface) encoder(*job) eventEncoder { return nil }

@@ -51,54 +51,15 @@ var responsesFields = setOf("background", "include", "input", "instructions", "m
 
 func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequest, *apiError) {
 	s.logUnknownFields(o, r, responsesFields)
-	req := &responsesRequest{store: o.Bool("store", true), parallelToolCalls: o.Bool("parallel_tool_calls", true),
-		serviceTier: "auto", truncation: "disabled", tools: "[]", toolChoice: `"auto"`}
-	if o.Bool("background", false) {
-		return nil, errInvalid("background", "background mode is not supported by mocker-server")
+	req, logprobs, e := readResponsesRequest(o)
+	if e != nil {
+		return nil, e
 	}
-	if o.has("prompt") {
-		return nil, errInvalid("prompt", "prompt template is not supported")
-	}
-	logprobs := false
-	if inc, ok := o.Array("include"); ok {
-		for _, v := range inc {
-			logprobs = logprobs || string(v) == `"message.output_text.logprobs"`
-		}
-	}
-	if v, ok := o.String("instructions"); ok {
-		req.instructions = &v
-	}
-	if v, ok := o.String("previous_response_id"); ok {
-		req.previousResponseID = &v
-	}
-	if v, ok := o.String("service_tier"); ok {
-		req.serviceTier = v
-	}
-	if v, ok := o.String("truncation"); ok {
-		if v != "auto" && v != "disabled" {
-			return nil, errInvalid("truncation", "truncation must be 'auto' or 'disabled', got '%s'", v)
-		}
-		req.truncation = v
-	}
-	for key, dst := range map[string]*string{"metadata": &req.metadata, "reasoning": &req.reasoning,
-		"text": &req.text, "user": &req.user} {
-		if v, ok := o.raw(key); ok {
-			*dst = string(compactJSON(v))
-		}
-	}
-	temperature := o.Float("temperature")
-	topP := o.Float("top_p")
-	req.temperature, req.topP = "1.0", "1.0"
-	if temperature.Set {
-		req.temperature = pyrepr.Float(temperature.F)
-	}
-	if topP.Set {
-		req.topP = pyrepr.Float(topP.F)
-	}
+	maxOut := o.Int("max_output_tokens")
 	if e := o.failed(); e != nil {
 		return nil, e
 	}
-
+	// The fields the chat phases read (constraints, tools, template).
 	chat := map[string]json.RawMessage{}
 	for _, k := range []string{"model", "temperature", "top_p", "top_k", "stream", "seed", "stop",
 		"ignore_eos", "priority", "cache_salt", "request_id", "repetition_penalty",
@@ -106,9 +67,6 @@ func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequ
 		if v, ok := o.raw(k); ok {
 			chat[k] = v
 		}
-	}
-	if v, ok := o.raw("max_output_tokens"); ok {
-		chat["max_tokens"] = v
 	}
 	if logprobs {
 		// vLLM samples logprobs only when the output text's are included;
@@ -127,39 +85,81 @@ func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequ
 	if e := responsesTextFormat(o, chat); e != nil {
 		return nil, e
 	}
-
 	var prev *storedResponse
 	if req.previousResponseID != nil {
-		prev = rs.store.get(*req.previousResponseID)
-		if prev == nil {
+		if prev = rs.store.get(*req.previousResponseID); prev == nil {
 			return nil, errResponseNotFound(*req.previousResponseID)
 		}
 	}
-	conv, e := responsesConversation(o, req.instructions, prev)
-	if e != nil {
+	if req.conversation, e = responsesConversation(o, req.instructions, prev); e != nil {
 		return nil, e
 	}
-	req.conversation = conv
-	msgs, err := json.Marshal(conv)
+	msgs, err := json.Marshal(req.conversation)
 	if err != nil {
 		return nil, errInvalid("input", "%v", err)
 	}
 	chat["messages"] = msgs
-	g, e := s.parseGenerate(object{m: chat, err: new(*apiError)}, r, true)
+	co := object{m: chat, err: new(*apiError)}
+	in := readGenInput(co, true, s.tok.VocabSize())
+	if e := co.failed(); e != nil {
+		return nil, e
+	}
+	// The Responses names of the fields the shared checks report.
+	in.maxTokens, in.maxTokensName, in.msgsParam = maxOut, "max_output_tokens", "input"
+	g, e := s.buildGenerate(in, r)
 	if e != nil {
-		// Name the Responses fields the chat checks complained about.
-		switch e.Param {
-		case "messages":
-			e.Param = "input"
-		case "max_tokens":
-			e.Param = "max_output_tokens"
-			e.Message = strings.ReplaceAll(e.Message, "max_tokens", "max_output_tokens")
-		}
 		return nil, e
 	}
 	req.id = "resp_" + g.baseID
 	g.responses = req
 	return g, nil
+}
+
+// readResponsesRequest reads what the response object echoes, and whether
+// the output text's logprobs are included.
+func readResponsesRequest(o object) (req *responsesRequest, logprobs bool, e *apiError) {
+	req = &responsesRequest{store: o.Bool("store", true), parallelToolCalls: o.Bool("parallel_tool_calls", true),
+		serviceTier: "auto", truncation: "disabled", tools: "[]", toolChoice: `"auto"`}
+	if o.Bool("background", false) {
+		return nil, false, errInvalid("background", "background mode is not supported by mocker-server")
+	}
+	if o.has("prompt") {
+		return nil, false, errInvalid("prompt", "prompt template is not supported")
+	}
+	if inc, ok := o.Array("include"); ok {
+		for _, v := range inc {
+			logprobs = logprobs || string(v) == `"message.output_text.logprobs"`
+		}
+	}
+	if v, ok := o.String("instructions"); ok {
+		req.instructions = &v
+	}
+	if v, ok := o.String("previous_response_id"); ok {
+		req.previousResponseID = &v
+	}
+	if v, ok := o.String("service_tier"); ok {
+		req.serviceTier = v
+	}
+	if v, ok := o.String("truncation"); ok {
+		if v != "auto" && v != "disabled" {
+			return nil, false, errInvalid("truncation", "truncation must be 'auto' or 'disabled', got '%s'", v)
+		}
+		req.truncation = v
+	}
+	for key, dst := range map[string]*string{"metadata": &req.metadata, "reasoning": &req.reasoning,
+		"text": &req.text, "user": &req.user} {
+		if v, ok := o.raw(key); ok {
+			*dst = string(compactJSON(v))
+		}
+	}
+	req.temperature, req.topP = "1.0", "1.0"
+	if t := o.Float("temperature"); t.Set {
+		req.temperature = pyrepr.Float(t.F)
+	}
+	if p := o.Float("top_p"); p.Set {
+		req.topP = pyrepr.Float(p.F)
+	}
+	return req, logprobs, o.failed()
 }
 
 // errResponseNotFound is vLLM's answer to an unknown response id.

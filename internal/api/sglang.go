@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -43,80 +44,52 @@ func writeSGLangError(w http.ResponseWriter, e *apiError) {
 	}{msg{e.Message}})
 }
 
-// sglangSampling maps SGLang's sampling_params to the completions fields
-// the request parser already checks.
-var sglangSampling = map[string]string{
-	"max_new_tokens":     "max_tokens",
-	"min_new_tokens":     "min_tokens",
-	"stop":               "stop",
-	"stop_token_ids":     "stop_token_ids",
-	"ignore_eos":         "ignore_eos",
-	"n":                  "n",
-	"temperature":        "temperature",
-	"top_p":              "top_p",
-	"top_k":              "top_k",
-	"min_p":              "min_p",
-	"frequency_penalty":  "frequency_penalty",
-	"presence_penalty":   "presence_penalty",
-	"repetition_penalty": "repetition_penalty",
-	"sampling_seed":      "seed",
-}
+// sglangFields are the /generate fields the server reads; others are
+// logged at debug level and ignored.
+var sglangFields = setOf("text", "input_ids", "sampling_params", "stream", "rid")
 
-// translateGenerate turns a /generate body into the equivalent
-// /v1/completions body: text or input_ids become prompt, sampling_params
-// become the sampling fields. batch says whether the input was a list (the
-// answer is then a list too).
-func translateGenerate(o object, model string) ([]byte, bool, *apiError) {
+// sglangInput reads a /generate body straight into the typed generation
+// input: text or input_ids are the prompts (a string, strings, ids or id
+// lists, as completions' prompt), sampling_params the sampling fields under
+// SGLang's names. batch says whether the input was a list (the answer is
+// then a list too).
+func sglangInput(o object, vocabSize int) (in *genInput, batch bool, e *apiError) {
 	text, hasText := o.raw("text")
 	ids, hasIDs := o.raw("input_ids")
-	if hasText && isNull(text) {
-		hasText = false
-	}
-	if hasIDs && isNull(ids) {
-		hasIDs = false
-	}
+	hasText = hasText && !isNull(text)
+	hasIDs = hasIDs && !isNull(ids)
 	switch {
 	case !hasText && !hasIDs:
 		return nil, false, errBadRequest("", "Either text, input_ids or input_embeds should be provided.")
 	case hasText && hasIDs:
 		return nil, false, errBadRequest("", "Only one of text, input_ids or input_embeds should be provided.")
 	}
-	out := map[string]json.RawMessage{"model": mustJSON(model)}
-	prompt := text
+	key, prompt := "text", text
 	if hasIDs {
-		prompt = ids
+		key, prompt = "input_ids", ids
 	}
-	out["prompt"] = prompt
-	batch := false
-	if len(prompt) > 0 && prompt[0] == '[' {
+	if prompt[0] == '[' {
 		// A list of texts, or a list of id lists; a flat id list is one prompt.
 		var list []json.RawMessage
 		if json.Unmarshal(prompt, &list) == nil && len(list) > 0 {
 			batch = hasText || (len(list[0]) > 0 && list[0][0] == '[')
 		}
 	}
-	out["max_tokens"] = mustJSON(sglangDefaultMaxNewTokens)
-	if sp, ok := o.Object("sampling_params"); ok {
-		for from, to := range sglangSampling {
-			if v, ok := sp.raw(from); ok && !isNull(v) {
-				out[to] = v
-			}
-		}
+	in = &genInput{body: emptyObject(), includeUsage: true}
+	in.prompts, in.emptyPrompt, in.badTokenID = parsePrompt(o, key, vocabSize)
+	sp, ok := o.Object("sampling_params")
+	if !ok {
+		sp = object{err: o.err} // absent: every default
 	}
-	if e := o.failed(); e != nil {
-		return nil, false, e
+	readSGLangSampling(sp, in)
+	in.maxTokens, in.maxTokensName = sp.Int("max_new_tokens"), "max_new_tokens"
+	if !in.maxTokens.Set {
+		in.maxTokens = num{I: sglangDefaultMaxNewTokens, F: sglangDefaultMaxNewTokens,
+			Raw: strconv.Itoa(sglangDefaultMaxNewTokens), Set: true}
 	}
-	if v, ok := o.raw("stream"); ok {
-		out["stream"] = v
-	}
-	if v, ok := o.raw("rid"); ok && !isNull(v) {
-		out["request_id"] = v
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, false, errBadRequest("", "Invalid request: %v", err)
-	}
-	return b, batch, nil
+	in.stream = o.Bool("stream", false)
+	in.bodyID, _ = o.String("rid")
+	return in, batch, o.failed()
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -125,6 +98,17 @@ func mustJSON(v any) json.RawMessage {
 		panic(err)
 	}
 	return b
+}
+
+// readSGLangSampling reads sampling_params under SGLang's names.
+func readSGLangSampling(sp object, in *genInput) {
+	in.minTokens = sp.Int("min_new_tokens")
+	in.stop, in.stopSet = parseStop(sp)
+	in.stopIDs, in.stopIDCount = parseStopIDs(sp)
+	in.ignoreEOS = sp.Bool("ignore_eos", false)
+	in.n = sp.Int("n")
+	in.sampling = readSampling(sp)
+	in.seed = sp.Int("sampling_seed")
 }
 
 // sglangSurface is POST /generate, SGLang's native generation endpoint,
@@ -141,15 +125,12 @@ type sglangRequest struct {
 
 func (sglangSurface) parse(s *Server, o object, r *http.Request) (*genRequest, *apiError) {
 	start := s.now()
-	body, batch, e := translateGenerate(o, s.cfg.ServedName())
+	s.logUnknownFields(o, r, sglangFields)
+	in, batch, e := sglangInput(o, s.tok.VocabSize())
 	if e != nil {
 		return nil, e
 	}
-	co, e := parseObject(body)
-	if e != nil {
-		return nil, e
-	}
-	g, e := s.parseGenerate(co, r, false)
+	g, e := s.buildGenerate(in, r)
 	if e != nil {
 		return nil, e
 	}

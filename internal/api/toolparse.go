@@ -54,41 +54,9 @@ func (s *Server) parseTools(o object) (*toolSpec, *apiError) {
 	if e := o.failed(); e != nil {
 		return nil, e
 	}
-	for i, raw := range toolsRaw {
-		path := "tools[" + itoa(i) + "]"
-		tool, ok := o.elem(raw, path, "object")
-		if !ok {
-			return nil, o.failed()
-		}
-		if typ, ok := tool.String("type"); ok && typ != "function" {
-			return nil, errInvalid(path+".type", "Only tools of type 'function' are supported, got '%s'", typ)
-		}
-		fn, ok := tool.Object("function")
-		if !ok {
-			if e := o.failed(); e != nil {
-				return nil, e
-			}
-			return nil, errFieldRequired(path + ".function")
-		}
-		name, ok := fn.String("name")
-		if e := o.failed(); e != nil {
-			return nil, e
-		}
-		if !ok {
-			return nil, errFieldRequired(path + ".function.name")
-		}
-		def := toolDef{name: name, params: emptyParams}
-		if params, ok := fn.Kind("parameters", "object"); ok && string(compactJSON(params)) != "{}" {
-			compiled, err := schemagen.Compile(params)
-			if err != nil {
-				return nil, errInvalid(path+".function.parameters", "%s", err.Error())
-			}
-			def.params = compiled
-		}
-		if e := o.failed(); e != nil {
-			return nil, e
-		}
-		spec.tools = append(spec.tools, def)
+	var e *apiError
+	if spec.tools, e = parseToolDefs(o, toolsRaw); e != nil {
+		return nil, e
 	}
 
 	// tool_choice, as vLLM's check_tool_usage reads it.
@@ -127,6 +95,49 @@ func (s *Server) parseTools(o object) (*toolSpec, *apiError) {
 		}
 	}
 	return spec, nil
+}
+
+// parseToolDefs reads the function definitions of tools, compiling their
+// parameter schemas.
+func parseToolDefs(o object, toolsRaw []json.RawMessage) ([]toolDef, *apiError) {
+	var tools []toolDef
+	for i, raw := range toolsRaw {
+		path := "tools[" + itoa(i) + "]"
+		tool, ok := o.elem(raw, path, "object")
+		if !ok {
+			return nil, o.failed()
+		}
+		if typ, ok := tool.String("type"); ok && typ != "function" {
+			return nil, errInvalid(path+".type", "Only tools of type 'function' are supported, got '%s'", typ)
+		}
+		fn, ok := tool.Object("function")
+		if !ok {
+			if e := o.failed(); e != nil {
+				return nil, e
+			}
+			return nil, errFieldRequired(path + ".function")
+		}
+		name, ok := fn.String("name")
+		if e := o.failed(); e != nil {
+			return nil, e
+		}
+		if !ok {
+			return nil, errFieldRequired(path + ".function.name")
+		}
+		def := toolDef{name: name, params: emptyParams}
+		if params, ok := fn.Kind("parameters", "object"); ok && string(compactJSON(params)) != "{}" {
+			compiled, err := schemagen.Compile(params)
+			if err != nil {
+				return nil, errInvalid(path+".function.parameters", "%s", err.Error())
+			}
+			def.params = compiled
+		}
+		if e := o.failed(); e != nil {
+			return nil, e
+		}
+		tools = append(tools, def)
+	}
+	return tools, nil
 }
 
 // correctToolChoice ends vLLM's messages about a malformed named choice.
