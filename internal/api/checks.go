@@ -1,9 +1,5 @@
 package api
 
-import (
-	"github.com/mocker-server/mocker-server/internal/engine"
-)
-
 // The value checks every generation surface shares (phase 8 of
 // docs/http-api.md), in the order buildGenerate runs them. Each reads the
 // typed input and sets the parsed request's fields.
@@ -30,7 +26,7 @@ func checkInputs(_ *genRequest, in *genInput) *apiError {
 // checkLengths checks n, best_of, suffix, the requested max tokens and
 // min_tokens.
 func (s *Server) checkLengths(g *genRequest, in *genInput) *apiError {
-	N := s.cfg.MaxModelLen
+	N := s.opts.Model.MaxModelLen
 	g.maxName = "max_tokens"
 	if in.maxTokensName != "" {
 		g.maxName = in.maxTokensName
@@ -156,7 +152,7 @@ func (s *Server) checkPromptOptions(g *genRequest, in *genInput) *apiError {
 	if in.hasStreamOpts && !g.stream {
 		return errInvalid("stream_options", "Stream options can only be defined when `stream=True`.")
 	}
-	g.includeUsage = (in.hasStreamOpts && in.includeUsage) || s.cfg.EnableForceIncludeUsage
+	g.includeUsage = (in.hasStreamOpts && in.includeUsage) || s.opts.HTTP.ForceIncludeUsage
 	g.continuousUsage = in.hasStreamOpts && in.continuous
 	if in.chat && in.contFinal && in.addGen {
 		return errInvalid("", "Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
@@ -169,7 +165,7 @@ func (s *Server) checkTruncate(truncate num) (int, *apiError) {
 	if !truncate.Set {
 		return 0, nil
 	}
-	N := s.cfg.MaxModelLen
+	N := s.opts.Model.MaxModelLen
 	if truncate.I < 1 || truncate.I > int64(N) {
 		return 0, errInvalid("truncate_prompt_tokens", "truncate_prompt_tokens must be between 1 and %d, got %s.", N, truncate)
 	}
@@ -197,7 +193,7 @@ func (s *Server) checkConstraints(g *genRequest, in *genInput) *apiError {
 	if g.tools, e = s.parseTools(in.body); e != nil {
 		return e
 	}
-	if raw, _ := in.body.raw("tool_choice"); s.cfg.ExcludeToolsWhenToolChoiceNone && string(raw) == `"none"` {
+	if raw, _ := in.body.raw("tool_choice"); s.opts.Tools.ExcludeWhenChoiceNone && string(raw) == `"none"` {
 		in.toolsJSON = nil // vLLM renders no tools then
 	}
 	return nil
@@ -209,7 +205,7 @@ func (s *Server) setPriority(g *genRequest, priority num) *apiError {
 	if !priority.Set || priority.I == 0 {
 		return nil
 	}
-	if s.cfg.SchedulingPolicy != engine.SchedulePriority {
+	if !s.opts.Generation.PriorityScheduling {
 		return errInvalid("priority", "Got priority %s but Priority scheduling is not enabled.", priority)
 	}
 	g.priority = int(max(min(priority.I, 1<<31-1), -(1 << 31)))

@@ -40,7 +40,7 @@ var embeddingFields = setOf("model", "input", "encoding_format", "dimensions", "
 	"truncate_prompt_tokens", "request_id", "priority", "add_special_tokens", "cache_salt")
 
 func (embeddingsSurface) parse(s *Server, o object, r *http.Request) (*genRequest, *apiError) {
-	g := &genRequest{chat: false, rank: -1, n: 1, embed: &embedRequest{dims: s.cfg.EmbeddingDim}}
+	g := &genRequest{chat: false, rank: -1, n: 1, embed: &embedRequest{dims: s.opts.EmbeddingDim}}
 	s.logUnknownFields(o, r, embeddingFields)
 	model, hasModel := o.String("model")
 	format, hasFormat := o.String("encoding_format")
@@ -76,8 +76,8 @@ func (embeddingsSurface) parse(s *Server, o object, r *http.Request) (*genReques
 		}
 	}
 	if dims.Set {
-		if dims.I < 1 || dims.I > int64(s.cfg.EmbeddingDim) {
-			return nil, errInvalid("dimensions", "dimensions must be between 1 and %d, got %s.", s.cfg.EmbeddingDim, dims)
+		if dims.I < 1 || dims.I > int64(s.opts.EmbeddingDim) {
+			return nil, errInvalid("dimensions", "dimensions must be between 1 and %d, got %s.", s.opts.EmbeddingDim, dims)
 		}
 		g.embed.dims = int(dims.I)
 	}
@@ -100,7 +100,7 @@ func (embeddingsSurface) parse(s *Server, o object, r *http.Request) (*genReques
 // embedPrompts tokenizes the inputs of an embeddings request and applies
 // truncation, the context length and the KV capacity check.
 func (s *Server) embedPrompts(g *genRequest, inputs []rawPrompt, addSpecial bool) *apiError {
-	N := s.cfg.MaxModelLen
+	N := s.opts.Model.MaxModelLen
 	g.prompts = make([]promptSpec, len(inputs))
 	for i, in := range inputs {
 		ids := in.ids
@@ -143,7 +143,7 @@ func (es embeddingsSurface) respond(j *job, w http.ResponseWriter) {
 	for i := range g.prompts {
 		p += len(g.prompts[i].ids)
 	}
-	vec := make([]float32, j.s.cfg.EmbeddingDim)
+	vec := make([]float32, j.s.opts.EmbeddingDim)
 	b := make([]byte, 0, 256+len(g.prompts)*(g.embed.dims*22+64))
 	b = append(b, `{"id":"embd-`...)
 	b = appendStringContent(b, g.baseID)

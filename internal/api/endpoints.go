@@ -91,9 +91,9 @@ type modelList struct {
 func handleModels(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		now := s.now().Unix()
-		names := s.cfg.ServedModelName
+		names := s.opts.Model.ServedNames
 		if len(names) == 0 {
-			names = []string{s.cfg.ServedName()}
+			names = []string{s.opts.Model.ServedName()}
 		}
 		adapters := s.adapters.list()
 		list := modelList{Object: "list", Data: make([]modelCard, 0, len(names)+len(adapters))}
@@ -110,7 +110,7 @@ func handleModels(s *Server) http.Handler {
 			}
 		}
 		for _, name := range names {
-			list.Data = append(list.Data, card(name, s.cfg.Model, nil, &s.cfg.MaxModelLen))
+			list.Data = append(list.Data, card(name, s.opts.Model.Path, nil, &s.opts.Model.MaxModelLen))
 		}
 		for _, a := range adapters {
 			list.Data = append(list.Data, card(a.Name, a.path, &a.parent, nil))
@@ -144,7 +144,7 @@ type tokenizeResponse struct {
 // form {prompt} or the chat form {messages}.
 func handleTokenize(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		o, e := decodeBody(w, r, s.opts.HTTP.MaxRequestBodyBytes)
 		if e != nil {
 			writeError(w, e)
 			return
@@ -197,7 +197,7 @@ func handleTokenize(s *Server) http.Handler {
 			writeError(w, e)
 			return
 		}
-		resp := tokenizeResponse{Tokens: s.tok.Encode(text, addSpecial), MaxModelLen: s.cfg.MaxModelLen}
+		resp := tokenizeResponse{Tokens: s.tok.Encode(text, addSpecial), MaxModelLen: s.opts.Model.MaxModelLen}
 		resp.Count = len(resp.Tokens)
 		if strs {
 			resp.TokenStrs = s.tok.TokenStrings(text, resp.Tokens)
@@ -209,7 +209,7 @@ func handleTokenize(s *Server) http.Handler {
 // handleDetokenize serves POST /detokenize.
 func handleDetokenize(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		o, e := decodeBody(w, r, s.opts.HTTP.MaxRequestBodyBytes)
 		if e != nil {
 			writeError(w, e)
 			return

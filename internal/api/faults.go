@@ -64,7 +64,7 @@ func (s *Server) answerStatusFault(w http.ResponseWriter, g *genRequest, f fault
 			Message: "The server is temporarily unavailable (injected fault)."})
 	case faults.ContextLength:
 		ps := &g.prompts[0]
-		fail(w, contextLengthError(s.cfg.MaxModelLen, ps.m, len(ps.ids), true))
+		fail(w, contextLengthError(s.opts.Model.MaxModelLen, ps.m, len(ps.ids), true))
 	default:
 		return false
 	}
@@ -167,10 +167,10 @@ func (j *job) respondFault(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) mountAdmin(r interface {
 	Method(method, pattern string, h http.Handler)
 }) {
-	if s.cfg.AdminKey == "" || s.faults == nil {
+	if s.opts.HTTP.AdminKey == "" || s.faults == nil {
 		return
 	}
-	h := faults.NewAdminHandler(s.faults, s.cfg.AdminKey)
+	h := faults.NewAdminHandler(s.faults, s.opts.HTTP.AdminKey)
 	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost} {
 		r.Method(m, "/admin/faults", h)
 	}

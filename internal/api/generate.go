@@ -78,7 +78,7 @@ func handleSurface(s *Server, surf surface) http.Handler {
 		created := s.now().Unix()
 		// The body has been read (readBodies): only now does the request
 		// count as load.
-		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		o, e := decodeBody(w, r, s.opts.HTTP.MaxRequestBodyBytes)
 		if e != nil {
 			fail(w, e)
 			return
@@ -91,7 +91,7 @@ func handleSurface(s *Server, surf surface) http.Handler {
 			return
 		}
 		g.created = created
-		if s.cfg.EnableRequestIDHeaders {
+		if s.opts.HTTP.RequestIDHeaders {
 			w.Header().Set("X-Request-Id", g.baseID)
 		}
 		fault, e := s.decideFault(r, g)
@@ -199,7 +199,7 @@ func (s *Server) submit(ctx context.Context, g *genRequest) (*job, *apiError) {
 	}
 	for pi := range g.prompts {
 		ps := &g.prompts[pi]
-		seed := plan.RequestSeed(g.seed, s.cfg.Seed, ps.ids)
+		seed := plan.RequestSeed(g.seed, s.opts.Seed, ps.ids)
 		for c := range g.n {
 			idx := pi*g.n + c
 			p := base
@@ -373,7 +373,7 @@ func (j *job) usage() usage {
 		p += len(j.g.prompts[i].ids)
 	}
 	u := usage{PromptTokens: p, TotalTokens: p + j.completion, CompletionTokens: j.completion}
-	if j.s.cfg.EnablePromptTokensDetails {
+	if j.s.opts.HTTP.PromptTokensDetails {
 		u.PromptTokensDetails = &promptTokensDetails{CachedTokens: j.ch[0].fin.CachedTokens}
 	}
 	return u
@@ -398,8 +398,8 @@ func (j *job) chatResponse() *chatResponse {
 	for i := range j.ch {
 		ch := &j.ch[i]
 		reasoning, content := ch.plan.Texts(ch.n)
-		msg := chatMessage{Content: content, ReasoningKey: j.s.cfg.ReasoningField}
-		if j.s.cfg.Reasoning != nil && reasoning != "" {
+		msg := chatMessage{Content: content, ReasoningKey: string(j.s.opts.Generation.ReasoningField)}
+		if j.s.opts.Generation.Reasoning != nil && reasoning != "" {
 			msg.Reasoning = &reasoning
 		}
 		finish, stop := ch.reasons()

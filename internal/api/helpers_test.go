@@ -108,7 +108,7 @@ func startServerConn(t testing.TB, cfg *config.Config, opts func(rank int) engin
 	if d.Now == nil {
 		d.Now = fixedNow
 	}
-	srv := NewServer(cfg, engines, d)
+	srv := NewServer(testOptions(cfg), engines, d)
 	ts := httptest.NewUnstartedServer(srv.Handler())
 	ts.Config.ConnContext = connContext // ConnContext: streams are delivered as in production
 	ts.Start()

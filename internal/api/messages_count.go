@@ -13,7 +13,7 @@ import (
 // (the route is wrapped in anthropicErrorShape).
 func handleCountTokens(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		o, e := decodeBody(w, r, s.opts.HTTP.MaxRequestBodyBytes)
 		if e != nil {
 			writeError(w, e)
 			return

@@ -51,7 +51,7 @@ func (messagesSurface) respond(j *job, w http.ResponseWriter) {
 	b = appendStringContent(b, g.baseID)
 	b = append(b, `","type":"message","role":"assistant","content":[`...)
 	n := 0
-	if j.s.cfg.Reasoning != nil && reasoning != "" {
+	if j.s.opts.Generation.Reasoning != nil && reasoning != "" {
 		b = append(b, `{"type":"thinking","thinking":`...)
 		b = appendString(b, reasoning)
 		b = append(b, `,"signature":"`...)

@@ -234,7 +234,7 @@ func (s *Server) checkCapacity(g *genRequest) *apiError {
 // accepted; responses carry the first one whichever was asked for, as
 // vLLM's do, or the LoRA adapter's name.
 func (s *Server) resolveModel(g *genRequest, model string, hasModel bool) *apiError {
-	g.model = s.cfg.ServedName()
+	g.model = s.opts.Model.ServedName()
 	if !hasModel {
 		return nil
 	}
@@ -265,7 +265,7 @@ func (s *Server) checkPrompt(g *genRequest, rp rawPrompt) (promptSpec, *apiError
 		ids = ids[len(ids)-g.truncate:]
 		truncated = true
 	}
-	N, p := s.cfg.MaxModelLen, len(ids)
+	N, p := s.opts.Model.MaxModelLen, len(ids)
 	var m int
 	switch {
 	case g.maxReq.Set:
@@ -566,8 +566,8 @@ func (s *Server) planParams(g *genRequest) plan.Params {
 	p := plan.Params{
 		SetsMax:                g.maxReq.Set,
 		Chat:                   g.chat,
-		Mode:                   s.cfg.OutputLenMode,
-		NaturalOutputLen:       s.cfg.NaturalOutputLen,
+		Mode:                   s.opts.Generation.OutputLenMode,
+		NaturalOutputLen:       s.opts.Generation.NaturalOutputLen,
 		IgnoreEOS:              g.ignoreEOS,
 		MinTokens:              g.minTokens,
 		StopTokenIDs:           g.stopIDs,
@@ -575,9 +575,7 @@ func (s *Server) planParams(g *genRequest) plan.Params {
 		IncludeStopStrInOutput: g.includeStr,
 		Model:                  s.tok,
 	}
-	if rc := s.cfg.Reasoning; rc != nil {
-		p.Reasoning = &plan.Reasoning{StartID: rc.StartThinkingTokenID, EndID: rc.EndThinkingTokenID, Ratio: rc.ThinkingRatio}
-	}
+	p.Reasoning = s.opts.Generation.Reasoning
 	return p
 }
 

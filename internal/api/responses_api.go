@@ -77,7 +77,7 @@ func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequ
 		}
 	}
 	if req.truncation == "auto" {
-		chat["truncate_prompt_tokens"] = json.RawMessage(strconv.Itoa(s.cfg.MaxModelLen - 1))
+		chat["truncate_prompt_tokens"] = json.RawMessage(strconv.Itoa(s.opts.Model.MaxModelLen - 1))
 	}
 	if e := responsesTools(o, req, chat); e != nil {
 		return nil, e

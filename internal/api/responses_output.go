@@ -20,7 +20,7 @@ func (j *job) responseOutput() responseOutput {
 	ch := &j.ch[0]
 	out := responseOutput{status: "completed"}
 	out.reasoning, out.content = ch.plan.Texts(ch.n)
-	if j.s.cfg.Reasoning == nil {
+	if j.s.opts.Generation.Reasoning == nil {
 		out.content = out.reasoning + out.content
 		out.reasoning = ""
 	}

@@ -217,7 +217,7 @@ func (e *responsesEncoder) token(b []byte, ch *choice, pos int) []byte {
 		return b
 	}
 	kind, typ, id := itemMessage, "response.output_text.delta", messageItemID(e.j.g)
-	if reasoning && e.j.s.cfg.Reasoning != nil {
+	if reasoning && e.j.s.opts.Generation.Reasoning != nil {
 		kind, typ, id = itemReasoning, "response.reasoning_text.delta", reasoningItemID(e.j.g)
 	}
 	if e.open != kind {

@@ -37,10 +37,10 @@ func (s *Server) routes() http.Handler {
 	r.Method(http.MethodPost, "/detokenize", handleDetokenize(s))
 	r.Method(http.MethodGet, "/load", handleLoad(s))
 	r.Method(http.MethodGet, "/metrics", handleMetrics(s.metrics))
-	if s.cfg.DevMode {
+	if s.opts.HTTP.DevMode {
 		r.Method(http.MethodPost, "/reset_prefix_cache", handleResetPrefixCache(s))
 	}
-	if s.adapters != nil && s.cfg.AllowRuntimeLoRAUpdating {
+	if s.adapters != nil && s.opts.LoRA.RuntimeUpdating {
 		// Like vLLM, the routes exist only when runtime updating is allowed.
 		r.Method(http.MethodPost, "/v1/load_lora_adapter", handleLoadAdapter(s))
 		r.Method(http.MethodPost, "/v1/unload_lora_adapter", handleUnloadAdapter(s))

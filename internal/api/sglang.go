@@ -16,7 +16,7 @@ import (
 // POST /generate, GET /get_server_info (and /server_info), GET
 // /get_model_info, GET|POST /flush_cache and GET /health_generate.
 func (s *Server) mountSGLang(r chi.Router) {
-	if s.cfg.EngineType != engine.EngineSGLang {
+	if s.opts.SGLang == nil {
 		return
 	}
 	gate := s.startupGate
@@ -268,12 +268,12 @@ func (j *job) sglangResult(i int) *sglangOutput {
 
 // handleSGLangModelInfo serves GET /get_model_info.
 func handleSGLangModelInfo(s *Server) http.Handler {
-	tokenizer := s.cfg.Tokenizer
+	tokenizer := s.opts.Model.Tokenizer
 	if tokenizer == "" {
-		tokenizer = s.cfg.Model
+		tokenizer = s.opts.Model.Path
 	}
 	body := map[string]any{
-		"model_path":                s.cfg.Model,
+		"model_path":                s.opts.Model.Path,
 		"tokenizer_path":            tokenizer,
 		"is_generation":             true,
 		"preferred_sampling_params": nil,
@@ -290,29 +290,25 @@ func handleSGLangModelInfo(s *Server) http.Handler {
 // scheduler's server arguments as SGLang names them, and each DP rank's
 // internal state (running and queued requests, used pages).
 func handleSGLangServerInfo(s *Server) http.Handler {
-	c := s.cfg
-	maxRunning := c.SGLang.MaxRunningRequests
-	if maxRunning == 0 {
-		maxRunning = c.MaxNumSeqs
-	}
-	policy := c.SGLang.SchedulePolicy
+	c := s.opts.SGLang
+	policy := c.SchedulePolicy
 	if policy == "dfs_weight" {
 		policy = "dfs-weight"
 	}
 	args := map[string]any{
-		"model_path":                c.Model,
-		"served_model_name":         c.ServedName(),
-		"page_size":                 c.EffectiveBlockSize(),
-		"max_running_requests":      maxRunning,
-		"max_total_num_tokens":      c.NumGPUBlocks * c.EffectiveBlockSize(),
-		"max_prefill_tokens":        c.SGLang.MaxPrefillTokens,
-		"chunked_prefill_size":      c.SGLang.ChunkedPrefillSize,
+		"model_path":                s.opts.Model.Path,
+		"served_model_name":         s.opts.Model.ServedName(),
+		"page_size":                 c.PageSize,
+		"max_running_requests":      c.MaxRunningRequests,
+		"max_total_num_tokens":      c.MaxTotalTokens,
+		"max_prefill_tokens":        c.MaxPrefillTokens,
+		"chunked_prefill_size":      c.ChunkedPrefillSize,
 		"schedule_policy":           policy,
-		"schedule_conservativeness": c.SGLang.ScheduleConservativeness,
-		"context_length":            c.MaxModelLen,
-		"disable_radix_cache":       !c.EnablePrefixCaching,
+		"schedule_conservativeness": c.ScheduleConservativeness,
+		"context_length":            s.opts.Model.MaxModelLen,
+		"disable_radix_cache":       c.DisableRadixCache,
 		"dp_size":                   c.DPSize,
-		"random_seed":               c.Seed,
+		"random_seed":               s.opts.Seed,
 		"version":                   s.version,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -323,7 +319,7 @@ func handleSGLangServerInfo(s *Server) http.Handler {
 				"dp_rank":          i,
 				"num_running_reqs": l.Running,
 				"num_queue_reqs":   l.Waiting,
-				"num_used_tokens":  l.ActiveBlocks * c.EffectiveBlockSize(),
+				"num_used_tokens":  l.ActiveBlocks * c.PageSize,
 			}
 		}
 		body := make(map[string]any, len(args)+1)

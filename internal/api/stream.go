@@ -99,7 +99,7 @@ func newStreamer(j *job, w http.ResponseWriter) *streamer {
 	// shard's buffer, so this one holds only the first events.
 	st := &streamer{j: j, w: w, rc: http.NewResponseController(w), lp: j.logprobRenderer(),
 		buf: make([]byte, 0, 512)}
-	st.perPass = j.s.cfg.SpeculativeConfig != nil && !g.logprobs
+	st.perPass = j.s.opts.Generation.PerPassChunks && !g.logprobs
 	p := make([]byte, 0, 128+len(g.baseID)+len(g.model))
 	p = append(p, `data: {"id":"`...)
 	if g.chat {
@@ -118,11 +118,11 @@ func newStreamer(j *job, w http.ResponseWriter) *streamer {
 	p = appendString(p, g.model)
 	p = append(p, `,"choices":[`...)
 	st.prefix = p
-	key := j.s.cfg.ReasoningField
+	key := j.s.opts.Generation.ReasoningField
 	if key == "" {
-		key = "reasoning"
+		key = ReasoningFieldReasoning
 	}
-	st.reasonKey = appendString([]byte(`{`), key)
+	st.reasonKey = appendString([]byte(`{`), string(key))
 	st.reasonKey = append(st.reasonKey, ':')
 	for i := range g.prompts {
 		st.promptTok += len(g.prompts[i].ids)
@@ -377,7 +377,7 @@ func (st *streamer) endAbandoned() {
 	j.items = j.out.Drain(j.items)
 	st.render(j.items)
 	e := &apiError{Status: http.StatusRequestTimeout, Type: typeRequestTimeout,
-		Message: "The client stopped reading: " + strconv.Itoa(j.s.cfg.MaxUnflushedTokens) +
+		Message: "The client stopped reading: " + strconv.Itoa(j.s.opts.HTTP.MaxUnflushedTokens) +
 			" or more generated tokens were left unread, so the request was aborted."}
 	st.buf = st.appendFailure(st.buf, e)
 	_ = st.flush()
@@ -851,7 +851,7 @@ func (st *streamer) finish() {
 		st.usageDone = true
 		b := append(st.buf, st.prefix...)
 		b = append(b, `],"usage":`...)
-		b = st.appendUsage(b, st.j.s.cfg.EnablePromptTokensDetails)
+		b = st.appendUsage(b, st.j.s.opts.HTTP.PromptTokensDetails)
 		st.buf = append(b, "}\n\n"...)
 	}
 	st.buf = append(st.buf, sseDone...)

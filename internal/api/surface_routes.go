@@ -17,6 +17,6 @@ func (s *Server) mountSurfaces(r interface {
 	r.Method(http.MethodPost, "/v1/responses/{id}/cancel", handleCancelResponse(responses.store))
 	r.Method(http.MethodPost, "/v1/messages", anthropicErrorShape(gate(handleSurface(s, messagesSurface{}))))
 	r.Method(http.MethodPost, "/v1/messages/count_tokens", anthropicErrorShape(handleCountTokens(s)))
-	embeddings := embeddingsSurface{basis: newEmbedBasis(s.cfg.Seed, s.cfg.EmbeddingDim)}
+	embeddings := embeddingsSurface{basis: newEmbedBasis(s.opts.Seed, s.opts.EmbeddingDim)}
 	r.Method(http.MethodPost, "/v1/embeddings", gate(handleSurface(s, embeddings)))
 }

@@ -326,8 +326,8 @@ func appendCallHeader(b []byte, index int, call plannedCall, style toolChoiceKin
 // the structured output, else free text.
 func (s *Server) planChoice(g *genRequest, p plan.Params, prompt []uint32) (plan.Result, *choiceCalls) {
 	seed := choiceSeed(p.Seed, p.Choice)
-	if g.tools != nil && (g.tools.choice != toolChoiceAuto || wantsCall(seed, s.cfg.ToolCallProbability)) {
-		parts, calls := planCalls(g.tools, s.cfg.ToolCallParser, seed, plan.RequestSeed(nil, 0, prompt))
+	if g.tools != nil && (g.tools.choice != toolChoiceAuto || wantsCall(seed, s.opts.Tools.CallProbability)) {
+		parts, calls := planCalls(g.tools, s.opts.Tools.Parser, seed, plan.RequestSeed(nil, 0, prompt))
 		return plan.Text(p, parts), calls
 	}
 	if g.structured != nil {

@@ -87,7 +87,7 @@ func (s *Server) parseTools(o object) (*toolSpec, *apiError) {
 			strings.Trim(string(choiceRaw), `"`))
 	}
 	if spec.choice == toolChoiceAuto {
-		if !s.cfg.EnableAutoToolChoice || s.cfg.ToolCallParser == "" {
+		if !s.opts.Tools.AutoToolChoice || s.opts.Tools.Parser == "" {
 			return nil, errInvalid("tool_choice", `"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`)
 		}
 		if len(spec.tools) == 0 {

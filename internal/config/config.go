@@ -80,8 +80,8 @@ type Config struct {
 	Reasoning *ReasoningConfig `json:"reasoning"`
 
 	// Data parallelism.
-	DPSize    int              `json:"dp_size"`
-	DPRouting engine.DPRouting `json:"dp_routing"`
+	DPSize    int    `json:"dp_size"`
+	DPRouting string `json:"dp_routing"` // round_robin | least_loaded (api.DPRouting)
 
 	// Disaggregated prefill/decode (docs/disaggregation.md).
 	WorkerType              engine.WorkerType `json:"worker_type"`
@@ -295,7 +295,7 @@ func Default() Config {
 		DecodeSpeedupRatio: 1.0,
 
 		DPSize:    1,
-		DPRouting: engine.RouteRoundRobin,
+		DPRouting: "round_robin",
 
 		MaxLoRAs:      1,
 		MaxLoRARank:   16,

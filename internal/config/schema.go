@@ -56,7 +56,7 @@ var fieldOpts = map[string]fieldOpt{
 	"trtllm.capacity_scheduler_policy":          {enum: enum("guaranteed_no_evict")},
 	"eviction_backend":                          {enum: enum("lru", "lineage", "multi_lru")},
 	"timing_model":                              {enum: typedEnum(engine.TimingPolynomial, engine.TimingFixed, engine.TimingInterpolated)},
-	"dp_routing":                                {enum: typedEnum(engine.RouteRoundRobin, engine.RouteLeastLoaded)},
+	"dp_routing":                                {enum: enum("round_robin", "least_loaded")},
 	"worker_type":                               {enum: typedEnum(engine.WorkerAggregated, engine.WorkerPrefill, engine.WorkerDecode)},
 	"kv_transfer_timing_mode":                   {enum: enum("full_prompt", "destination_missing")},
 	"kv_transfer_config.kv_role":                {enum: enum("kv_producer", "kv_consumer", "kv_both")},

@@ -66,15 +66,6 @@ const (
 	TimingInterpolated TimingModelKind = "interpolated"
 )
 
-// DPRouting chooses the data-parallel rank of a request that names none.
-type DPRouting string
-
-// DP routing policies.
-const (
-	RouteRoundRobin  DPRouting = "round_robin"
-	RouteLeastLoaded DPRouting = "least_loaded"
-)
-
 // WorkerType is a worker's role in disaggregated prefill/decode serving.
 type WorkerType string
 
