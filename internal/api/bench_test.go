@@ -47,7 +47,7 @@ func benchJob(tb testing.TB, model tokenizer.Model, chat bool, choices, tokens i
 		j.ch[c] = choice{plan: plan.Plan(p)}
 	}
 	w := &discardWriter{h: http.Header{}}
-	return j, newStreamer(j, w), w
+	return j, newStreamer(j, w, nil), w
 }
 
 // sseDriver feeds a detached streaming job its planned tokens, round-robin

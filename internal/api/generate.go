@@ -69,7 +69,7 @@ func (a openAISurface) respond(j *job, w http.ResponseWriter) {
 	}
 }
 
-func (openAISurface) encoder(*job) eventEncoder { return nil }
+func (openAISurface) encoder(j *job) eventEncoder { return newOpenAIEncoder(j) }
 
 // handleSurface serves one generation endpoint.
 func handleSurface(s *Server, surf surface) http.Handler {
