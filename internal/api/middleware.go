@@ -77,9 +77,14 @@ func guardedPath(p string) bool {
 // startupGate answers 503 while the startup time runs, as a real server does
 // while it loads the model.
 func (s *Server) startupGate(next http.Handler) http.Handler {
+	return s.startupGateIn(next, writeError)
+}
+
+// startupGateIn is startupGate answering in a surface's error shape.
+func (s *Server) startupGateIn(next http.Handler, fail errorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.ready.Load() {
-			writeError(w, errStartingUp)
+			fail(w, errStartingUp)
 			return
 		}
 		next.ServeHTTP(w, r)
