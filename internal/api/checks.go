@@ -1,24 +1,45 @@
 package api
 
+import "github.com/mocker-server/mocker-server/internal/tokenizer"
+
 // The value checks every generation surface shares (phase 8 of
 // docs/http-api.md), in the order buildGenerate runs them. Each reads the
 // typed input and sets the parsed request's fields.
 
 // checkInputs reports the value errors of the messages or prompts.
 func checkInputs(_ *genRequest, in *genInput) *apiError {
+	if in.chat {
+		return checkMessages(in.msgs, in.badPart, in.msgsParam)
+	}
 	switch {
-	case in.chat && len(in.msgs) == 0:
-		param := "messages"
-		if in.msgsParam != "" {
-			param = in.msgsParam
-		}
-		return errInvalid(param, "messages must contain at least one message")
-	case in.badPart != "":
-		return errInvalid(in.badPart, "Only text content parts are supported by mocker-server.")
-	case !in.chat && in.emptyPrompt:
+	case in.emptyPrompt:
 		return errInvalid("prompt", "prompt must not be empty")
 	case in.badTokenID != "":
 		return errInvalid("prompt", "Token id %s is out of vocabulary", in.badTokenID)
+	}
+	return nil
+}
+
+// checkMessages checks chat messages (also /tokenize's): at least one,
+// text content parts only. param names the messages field ("" =
+// messages).
+func checkMessages(msgs []tokenizer.Message, badPart, param string) *apiError {
+	if param == "" {
+		param = "messages"
+	}
+	switch {
+	case len(msgs) == 0:
+		return errInvalid(param, "messages must contain at least one message")
+	case badPart != "":
+		return errInvalid(badPart, "Only text content parts are supported by mocker-server.")
+	}
+	return nil
+}
+
+// checkChatFlags refuses continue_final_message with add_generation_prompt.
+func checkChatFlags(addGen, contFinal bool) *apiError {
+	if addGen && contFinal {
+		return errInvalid("", "Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
 	}
 	return nil
 }
@@ -154,8 +175,8 @@ func (s *Server) checkPromptOptions(g *genRequest, in *genInput) *apiError {
 	}
 	g.includeUsage = (in.hasStreamOpts && in.includeUsage) || s.opts.HTTP.ForceIncludeUsage
 	g.continuousUsage = in.hasStreamOpts && in.continuous
-	if in.chat && in.contFinal && in.addGen {
-		return errInvalid("", "Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
+	if in.chat {
+		return checkChatFlags(in.addGen, in.contFinal)
 	}
 	return nil
 }

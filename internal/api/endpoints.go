@@ -169,13 +169,11 @@ func handleTokenize(s *Server) http.Handler {
 			contFinal := o.Bool("continue_final_message", false)
 			addSpecial = o.Bool("add_special_tokens", false)
 			if e := o.failed(); e == nil {
-				switch {
-				case len(msgs) == 0:
-					o.fail(errInvalid("messages", "messages must contain at least one message"))
-				case badPart != "":
-					o.fail(errInvalid(badPart, "Only text content parts are supported by mocker-server."))
-				case addGen && contFinal:
-					o.fail(errInvalid("", "Cannot set both `continue_final_message` and `add_generation_prompt` to True."))
+				if e := checkMessages(msgs, badPart, ""); e != nil {
+					o.fail(e)
+				}
+				if e := checkChatFlags(addGen, contFinal); e != nil {
+					o.fail(e)
 				}
 			}
 			if e := o.failed(); e == nil {
