@@ -209,3 +209,24 @@ func TestSGLangGenerate_WriteDeadlineEndsAStalledStream(t *testing.T) {
 	t.Logf("stream ended %v after it started", time.Since(start))
 	testutil.WaitFor(t, 2*time.Second, "the request to end", e.idle)
 }
+
+// /generate reads its own fields straight into the typed request, so its
+// errors name them (no translation into completions fields).
+func TestSGLangGenerate_ErrorsNameSGLangFields(t *testing.T) {
+	e := startSGLang(t, nil)
+	for _, tc := range []struct{ body, msg string }{
+		{`{"text":"a","sampling_params":{"max_new_tokens":"x"}}`, "Invalid type for field 'sampling_params.max_new_tokens'"},
+		{`{"text":"a","sampling_params":{"max_new_tokens":0}}`, "max_new_tokens must be at least 1, got 0."},
+		{`{"text":"a","sampling_params":{"max_new_tokens":9000}}`, "max_new_tokens=9000 cannot be greater than max_model_len=max_total_tokens=8192."},
+		{`{"text":5}`, "Invalid type for field 'text': expected string"},
+		{`{"input_ids":[1,"x"]}`, "Invalid type for field 'input_ids[1]'"},
+		{`{"text":["a",7]}`, "Invalid type for field 'text[1]'"},
+		{`{"text":"a","sampling_params":{"sampling_seed":1.5}}`, "Invalid type for field 'sampling_params.sampling_seed'"},
+		{`{"text":"a","sampling_params":7}`, "Invalid type for field 'sampling_params'"},
+	} {
+		r := e.post("/generate", tc.body)
+		if msg := sglangErrorOf(t, r.Body); r.Status != 400 || !strings.HasPrefix(msg, tc.msg) {
+			t.Errorf("%s: %d %q, want a message starting %q", tc.body, r.Status, msg, tc.msg)
+		}
+	}
+}
