@@ -2,6 +2,9 @@ package api
 
 import (
 	"net/http"
+
+	"github.com/mocker-server/mocker-server/internal/httperr"
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 )
 
 // anthropicErrorType is Anthropic's error type for an HTTP status.
@@ -33,8 +36,8 @@ func anthropicErrorType(status int) string {
 func writeAnthropicError(w http.ResponseWriter, e *apiError) {
 	b := append([]byte(`{"type":"error","error":{"type":"`), anthropicErrorType(e.Status)...)
 	b = append(b, `","message":`...)
-	b = appendString(b, e.Message)
-	writeJSON(w, e.Status, append(b, "}}"...))
+	b = jsonenc.AppendString(b, e.Message)
+	httperr.Write(w, e.Status, append(b, "}}"...))
 }
 
 func (messagesSurface) writeError(w http.ResponseWriter, e *apiError) { writeAnthropicError(w, e) }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/mocker-server/mocker-server/internal/httperr"
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/pyrepr"
 )
@@ -146,11 +148,11 @@ func (es embeddingsSurface) respond(j *job, w http.ResponseWriter) {
 	vec := make([]float32, j.s.opts.EmbeddingDim)
 	b := make([]byte, 0, 256+len(g.prompts)*(g.embed.dims*22+64))
 	b = append(b, `{"id":"embd-`...)
-	b = appendStringContent(b, g.baseID)
+	b = jsonenc.AppendStringContent(b, g.baseID)
 	b = append(b, `","object":"list","created":`...)
 	b = strconv.AppendInt(b, g.created, 10)
 	b = append(b, `,"model":`...)
-	b = appendString(b, g.model)
+	b = jsonenc.AppendString(b, g.model)
 	b = append(b, `,"data":[`...)
 	for i := range g.prompts {
 		if i > 0 {
@@ -172,7 +174,7 @@ func (es embeddingsSurface) respond(j *job, w http.ResponseWriter) {
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(p), 10)
 	b = append(b, `,"completion_tokens":0,"prompt_tokens_details":null}}`...)
-	writeJSON(w, http.StatusOK, b)
+	httperr.Write(w, http.StatusOK, b)
 }
 
 // embedBasis is a table of pseudo-random dense vectors that token

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 // handleHealth serves /health and /ping: 200 with an empty body, or 503
@@ -39,7 +41,7 @@ func handleVersion(version string) http.Handler {
 func handleLoad(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		b := strconv.AppendInt([]byte(`{"server_load":`), s.inflight.Load(), 10)
-		writeJSON(w, http.StatusOK, append(b, '}'))
+		httperr.Write(w, http.StatusOK, append(b, '}'))
 	})
 }
 

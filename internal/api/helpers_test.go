@@ -2,13 +2,11 @@ package api
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
 )
 
 func TestMain(m *testing.M) {
@@ -47,28 +46,7 @@ var fixedNow = func() time.Time { return time.Unix(1760000000, 0) }
 // the test defaults (no simulated delay).
 func testConfig(t testing.TB, overlay map[string]any) *config.Config {
 	t.Helper()
-	o := map[string]any{"speedup_ratio": "inf"}
-	maps.Copy(o, overlay)
-	// The loader takes JSON-decoded values (numbers as json.Number).
-	b, err := json.Marshal(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	o = nil
-	if err := dec.Decode(&o); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, err := config.Load(config.LoadOptions{
-		Overlay:   o,
-		LookupEnv: func(string) (string, bool) { return "", false },
-		Hostname:  func() (string, error) { return "test", nil },
-	})
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	return cfg
+	return testcfg.Load(t, overlay)
 }
 
 // startServer runs the engines and the HTTP server of a configuration.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 // handleCountTokens serves POST /v1/messages/count_tokens (vLLM's
@@ -28,6 +30,6 @@ func handleCountTokens(s *Server) http.Handler {
 			return
 		}
 		n := strconv.Itoa(len(g.prompts[0].ids))
-		writeJSON(w, http.StatusOK, []byte(`{"input_tokens":`+n+`,"context_management":{"original_input_tokens":`+n+`}}`))
+		httperr.Write(w, http.StatusOK, []byte(`{"input_tokens":`+n+`,"context_management":{"original_input_tokens":`+n+`}}`))
 	})
 }

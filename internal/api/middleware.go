@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 // cors puts Access-Control-Allow-Origin on every response and answers every
@@ -56,7 +58,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if guardedPath(r.URL.Path) && !s.authorized(r) {
-			writeJSON(w, http.StatusUnauthorized, bodyUnauthorized)
+			httperr.Write(w, http.StatusUnauthorized, bodyUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)

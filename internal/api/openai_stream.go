@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 	"github.com/mocker-server/mocker-server/internal/plan"
 )
 
@@ -41,7 +42,7 @@ func newOpenAIEncoder(j *job) *openAIEncoder {
 	} else {
 		p = append(p, "cmpl-"...)
 	}
-	p = appendStringContent(p, g.baseID)
+	p = jsonenc.AppendStringContent(p, g.baseID)
 	if g.chat {
 		p = append(p, `","object":"chat.completion.chunk","created":`...)
 	} else {
@@ -49,14 +50,14 @@ func newOpenAIEncoder(j *job) *openAIEncoder {
 	}
 	p = strconv.AppendInt(p, g.created, 10)
 	p = append(p, `,"model":`...)
-	p = appendString(p, g.model)
+	p = jsonenc.AppendString(p, g.model)
 	p = append(p, `,"choices":[`...)
 	e.prefix = p
 	key := j.s.opts.Generation.ReasoningField
 	if key == "" {
 		key = ReasoningFieldReasoning
 	}
-	e.reasonKey = appendString([]byte(`{`), string(key))
+	e.reasonKey = jsonenc.AppendString([]byte(`{`), string(key))
 	e.reasonKey = append(e.reasonKey, ':')
 	for i := range g.prompts {
 		e.promptTok += len(g.prompts[i].ids)
@@ -308,11 +309,11 @@ func (e *openAIEncoder) chatChunk(idx int, ch *choice, text string, reasoning bo
 		b = append(b, "{}"...)
 	case reasoning:
 		b = append(b, e.reasonKey...)
-		b = appendString(b, text)
+		b = jsonenc.AppendString(b, text)
 		b = append(b, '}')
 	default:
 		b = append(b, `{"content":`...)
-		b = appendString(b, text)
+		b = jsonenc.AppendString(b, text)
 		b = append(b, '}')
 	}
 	e.st.buf = e.appendChunkTail(b, ch, toks, final)
@@ -386,11 +387,11 @@ func (e *openAIEncoder) appendFinish(b []byte, ch *choice) []byte {
 		reason = ch.calls.finish(ch)
 	}
 	b = append(b, `,"finish_reason":`...)
-	b = appendString(b, string(reason))
+	b = jsonenc.AppendString(b, string(reason))
 	b = append(b, `,"stop_reason":`...)
 	switch stop.Kind {
 	case plan.StopString:
-		b = appendString(b, stop.String)
+		b = jsonenc.AppendString(b, stop.String)
 	case plan.StopTokenID:
 		b = strconv.AppendUint(b, uint64(stop.TokenID), 10)
 	default:
@@ -413,10 +414,10 @@ func (e *openAIEncoder) completionChunk(idx int, ch *choice, text string, toks [
 	b = append(b, `,"text":"`...)
 	if first && g.echo {
 		echo := g.prompts[ch.prompt].text
-		b = appendStringContent(b, echo)
+		b = jsonenc.AppendStringContent(b, echo)
 		ch.offset += utf8.RuneCountInString(echo)
 	}
-	b = appendStringContent(b, text)
+	b = jsonenc.AppendStringContent(b, text)
 	b = append(b, `","logprobs":`...)
 	if g.logprobs && hasTok {
 		// Per-pass chunks are off with logprobs: one token here.

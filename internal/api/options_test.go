@@ -71,9 +71,9 @@ func testPDOptions(cfg *config.Config) PDOptions {
 		RecomputeOnLoadFailure: cfg.RecomputeOnKVLoadFailure(),
 	}
 	switch cfg.WorkerType {
-	case engine.WorkerPrefill:
+	case config.WorkerPrefill:
 		p.Role = PDRolePrefill
-	case engine.WorkerDecode:
+	case config.WorkerDecode:
 		p.Role = PDRoleDecode
 	}
 	if t := cfg.PDConnector(); t != nil {
@@ -97,7 +97,7 @@ func testSGLangOptions(cfg *config.Config) *SGLangOptions {
 		MaxTotalTokens:           cfg.NumGPUBlocks * page,
 		MaxPrefillTokens:         cfg.SGLang.MaxPrefillTokens,
 		ChunkedPrefillSize:       cfg.SGLang.ChunkedPrefillSize,
-		SchedulePolicy:           cfg.SGLang.SchedulePolicy,
+		SchedulePolicy:           string(cfg.SGLang.SchedulePolicy),
 		ScheduleConservativeness: cfg.SGLang.ScheduleConservativeness,
 		DisableRadixCache:        !cfg.EnablePrefixCaching,
 		DPSize:                   cfg.DPSize,

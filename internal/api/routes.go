@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 // routes lists every route (docs/http-api.md) and the middleware around
@@ -18,10 +19,10 @@ func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(cors, s.recoverPanics, s.authenticate, s.readBodies)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusNotFound, bodyNotFound)
+		httperr.Write(w, http.StatusNotFound, bodyNotFound)
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, bodyMethodNotAllowed)
+		httperr.Write(w, http.StatusMethodNotAllowed, bodyMethodNotAllowed)
 	})
 
 	gate := s.startupGate

@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 	"github.com/mocker-server/mocker-server/internal/plan"
 )
 
@@ -192,7 +193,7 @@ func (e *sglangEncoder) end(b []byte) []byte { return append(b, sseDone...) }
 // fail appends SGLang's error event, {"error":{"message":…}}, and [DONE].
 func (e *sglangEncoder) fail(b []byte, err *apiError) []byte {
 	b = append(b, `data: {"error":{"message":`...)
-	b = appendString(b, err.Message)
+	b = jsonenc.AppendString(b, err.Message)
 	b = append(b, "}}\n\n"...)
 	return append(b, sseDone...)
 }

@@ -71,9 +71,9 @@ func pdOptions(cfg *config.Config) api.PDOptions {
 		RecomputeOnLoadFailure: cfg.RecomputeOnKVLoadFailure(),
 	}
 	switch cfg.WorkerType {
-	case engine.WorkerPrefill:
+	case config.WorkerPrefill:
 		p.Role = api.PDRolePrefill
-	case engine.WorkerDecode:
+	case config.WorkerDecode:
 		p.Role = api.PDRoleDecode
 	}
 	if t := cfg.PDConnector(); t != nil {
@@ -97,7 +97,7 @@ func sglangOptions(cfg *config.Config) *api.SGLangOptions {
 		MaxTotalTokens:           cfg.NumGPUBlocks * page,
 		MaxPrefillTokens:         cfg.SGLang.MaxPrefillTokens,
 		ChunkedPrefillSize:       cfg.SGLang.ChunkedPrefillSize,
-		SchedulePolicy:           cfg.SGLang.SchedulePolicy,
+		SchedulePolicy:           string(cfg.SGLang.SchedulePolicy),
 		ScheduleConservativeness: cfg.SGLang.ScheduleConservativeness,
 		DisableRadixCache:        !cfg.EnablePrefixCaching,
 		DPSize:                   cfg.DPSize,

@@ -2,39 +2,21 @@ package worker
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/api"
-	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
 )
-
-func loadOverlay(t *testing.T, overlay string) *config.Config {
-	t.Helper()
-	var o map[string]any
-	dec := json.NewDecoder(strings.NewReader(overlay))
-	dec.UseNumber()
-	if err := dec.Decode(&o); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, err := config.Load(config.LoadOptions{Overlay: o,
-		LookupEnv: func(string) (string, bool) { return "", false },
-		Hostname:  func() (string, error) { return "testhost", nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
 
 // The HTTP layer's options carry the configuration's settings under their
 // typed names.
 func TestAPIOptions_FromTheConfiguration(t *testing.T) {
-	cfg := loadOverlay(t, `{"engine_type":"sglang","model":"m","served_model_name":["a","b"],
+	cfg := testcfg.Load(t, overlayOf(t, `{"engine_type":"sglang","model":"m","served_model_name":["a","b"],
 		"max_model_len":4096,"dp_size":2,"dp_routing":"least_loaded","reasoning_field":"reasoning_content",
 		"scheduling_policy":"priority","startup_time":3,"request_body_timeout":2.5,"max_unflushed_tokens":7,
 		"sglang":{"max_running_requests":9,"schedule_policy":"dfs_weight"},"seed":11,
-		"reasoning":{"start_thinking_token_id":5,"end_thinking_token_id":6,"thinking_ratio":0.5}}`)
+		"reasoning":{"start_thinking_token_id":5,"end_thinking_token_id":6,"thinking_ratio":0.5}}`))
 	o := apiOptions(cfg)
 	if o.Model.ServedName() != "a" || o.Model.Path != "m" || o.Model.MaxModelLen != 4096 {
 		t.Errorf("model %+v", o.Model)
@@ -62,4 +44,14 @@ func TestAPIOptions_FromTheConfiguration(t *testing.T) {
 		t.Errorf("defaults: sglang %v, routing %q, lora path check %q, closed %v, pd %+v",
 			o.SGLang, o.DPRouting, o.LoRA.PathCheck, o.HTTP.StartClosed, o.PD)
 	}
+}
+
+// overlayOf decodes a JSON overlay.
+func overlayOf(t *testing.T, overlay string) map[string]any {
+	t.Helper()
+	var o map[string]any
+	if err := json.Unmarshal([]byte(overlay), &o); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
