@@ -503,18 +503,23 @@ func parseIDs(elems []json.RawMessage, path string, vocabSize int) (ids []uint32
 }
 
 // parseStop reads stop: a string or an array of strings.
-func parseStop(o object) ([]string, bool) {
-	raw, ok := o.raw("stop")
+func parseStop(o object) ([]string, bool) { return parseStopAt(o, "stop") }
+
+// parseStopAt reads stop strings under a surface's name for them (SGLang's
+// sampling_params.stop, Anthropic's stop_sequences).
+func parseStopAt(o object, key string) ([]string, bool) {
+	raw, ok := o.raw(key)
 	if !ok {
 		return nil, false
 	}
 	if raw[0] == '"' {
-		s, _ := o.String("stop")
+		s, _ := o.String(key)
 		return []string{s}, o.failed() == nil
 	}
-	elems, e := parseArray(raw, "stop")
+	path := o.name(key)
+	elems, e := parseArray(raw, path)
 	if e != nil {
-		o.fail(errFieldType("stop", "array"))
+		o.fail(errFieldType(path, "array"))
 		return nil, false
 	}
 	if len(elems) > maxStopStrings {
@@ -522,7 +527,7 @@ func parseStop(o object) ([]string, bool) {
 	}
 	out := make([]string, len(elems))
 	for i, el := range elems {
-		s, e := parseString(el, "stop["+itoa(i)+"]")
+		s, e := parseString(el, path+"["+itoa(i)+"]")
 		if e != nil {
 			o.fail(e)
 			return nil, false
