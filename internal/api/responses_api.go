@@ -55,29 +55,14 @@ func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequ
 	if e != nil {
 		return nil, e
 	}
-	maxOut := o.Int("max_output_tokens")
-	if e := o.failed(); e != nil {
-		return nil, e
-	}
-	// The fields the chat phases read (constraints, tools, template).
+	// The chat forms of the tools, the text format and the conversation,
+	// as vLLM translates them: the chat template renders them and the
+	// tool and constraint checks read them (the input's body).
 	chat := map[string]json.RawMessage{}
-	for _, k := range []string{"model", "temperature", "top_p", "top_k", "stream", "seed", "stop",
-		"ignore_eos", "priority", "cache_salt", "request_id", "repetition_penalty",
-		"include_stop_str_in_output", "structured_outputs", "skip_special_tokens", "parallel_tool_calls"} {
+	for _, k := range []string{"structured_outputs", "parallel_tool_calls"} {
 		if v, ok := o.raw(k); ok {
 			chat[k] = v
 		}
-	}
-	if logprobs {
-		// vLLM samples logprobs only when the output text's are included;
-		// top_logprobs (default 0) is then the number of alternatives.
-		chat["logprobs"] = json.RawMessage("true")
-		if v, ok := o.raw("top_logprobs"); ok {
-			chat["top_logprobs"] = v
-		}
-	}
-	if req.truncation == "auto" {
-		chat["truncate_prompt_tokens"] = json.RawMessage(strconv.Itoa(s.opts.Model.MaxModelLen - 1))
 	}
 	if e := responsesTools(o, req, chat); e != nil {
 		return nil, e
@@ -99,13 +84,10 @@ func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequ
 		return nil, errInvalid("input", "%v", err)
 	}
 	chat["messages"] = msgs
-	co := object{m: chat, err: new(*apiError)}
-	in := readGenInput(co, true, s.tok.VocabSize())
-	if e := co.failed(); e != nil {
+	in, e := s.responsesInput(o, object{m: chat, err: new(*apiError)}, req, logprobs)
+	if e != nil {
 		return nil, e
 	}
-	// The Responses names of the fields the shared checks report.
-	in.maxTokens, in.maxTokensName, in.msgsParam = maxOut, "max_output_tokens", "input"
 	g, e := s.buildGenerate(in, r)
 	if e != nil {
 		return nil, e
@@ -113,6 +95,43 @@ func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequ
 	req.id = "resp_" + g.baseID
 	g.responses = req
 	return g, nil
+}
+
+// responsesInput reads a Responses body's generation fields straight into
+// the typed input, under the Responses names the shared checks report
+// (max_output_tokens, input); body holds the chat forms.
+func (s *Server) responsesInput(o, body object, req *responsesRequest, logprobs bool) (*genInput, *apiError) {
+	in := &genInput{chat: true, body: body, addGen: true, includeUsage: true,
+		maxTokensName: "max_output_tokens", msgsParam: "input"}
+	in.model, in.hasModel = o.String("model")
+	in.maxTokens = o.Int("max_output_tokens")
+	in.sampling = samplingInput{temperature: o.Float("temperature"), topP: o.Float("top_p"),
+		topK: o.Int("top_k"), repPen: o.Float("repetition_penalty")}
+	in.stream = o.Bool("stream", false)
+	in.seed = o.Int("seed")
+	in.stop, in.stopSet = parseStop(o)
+	in.ignoreEOS = o.Bool("ignore_eos", false)
+	in.priority = o.Int("priority")
+	in.cacheSalt, in.hasSalt = o.String("cache_salt")
+	in.bodyID, _ = o.String("request_id")
+	in.includeStr = o.Bool("include_stop_str_in_output", false)
+	if logprobs {
+		// vLLM samples logprobs only when the output text's are included;
+		// top_logprobs (default 0) is then the number of alternatives.
+		in.chatLogprobs, in.topLogprobs = true, o.Int("top_logprobs")
+	}
+	if req.truncation == "auto" {
+		n := s.opts.Model.MaxModelLen - 1
+		in.truncate = num{I: int64(n), F: float64(n), Raw: strconv.Itoa(n), Set: true}
+	}
+	if e := o.failed(); e != nil {
+		return nil, e
+	}
+	in.msgs, in.badPart = parseMessages(body)
+	if a, ok := body.Kind("tools", "array"); ok {
+		in.toolsJSON = compactJSON(a)
+	}
+	return in, body.failed()
 }
 
 // readResponsesRequest reads what the response object echoes, and whether
