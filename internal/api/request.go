@@ -7,8 +7,10 @@ import (
 // genInput is one generation request as its surface reads it off the
 // wire: typed fields, type-checked but not yet value-checked. Every
 // generation surface fills one straight from its own body (chat and
-// completions: readGenInput; SGLang: sglangInput) and hands it to
-// Server.buildGenerate, which runs the checks they all share.
+// completions: readGenInput; Responses: responsesInput; Messages:
+// messagesInput; SGLang: sglangInput) and hands it to Server.buildGenerate,
+// which runs the checks they all share. Type errors name the surface's own
+// fields.
 type genInput struct {
 	chat bool
 	// body holds the fields the constraint, tool and chat-template phases
