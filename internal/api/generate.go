@@ -303,7 +303,7 @@ func (j *job) record(it *engine.OutputItem) *choice {
 
 // rejectionError is the answer to an engine-level rejection (normally
 // caught before submission by the same rule, Engine.CheckAdmissible, in
-// parseGenerate).
+// checkCapacity).
 func (j *job) rejectionError() *apiError {
 	return errInvalid("", "%s", j.ch[j.rejected-1].fin.Rejection.Message)
 }
