@@ -89,7 +89,7 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 	if err != nil {
 		return nil, err
 	}
-	in.srv = api.NewServer(cfg, engines, api.Deps{
+	in.srv = api.NewServer(apiOptions(cfg), engines, api.Deps{
 		Logger:        w.log,
 		Metrics:       w.opts.Metrics,
 		Requests:      w.opts.Requests,
