@@ -36,7 +36,7 @@ func TestOnline_AgreesWithOfflineRoundRobin(t *testing.T) {
 				}
 			}
 		}
-		rep, err := Run(context.Background(), openSlice(t, trace), Options{URL: proxy, Admin: lf.admin, TimeScale: 0.5, MaxInflight: 64,
+		rep, err := Run(context.Background(), openSlice(t, trace), Options{URL: proxy.url, Admin: lf.admin, TimeScale: 0.5, MaxInflight: 64,
 			Offline: OfflineOptions{Routers: []replay.RouterKind{replay.RoundRobin, replay.KVAware}}})
 		if err != nil {
 			t.Fatal(err)

@@ -171,6 +171,10 @@ func (c *client) do(ctx context.Context, prompt []uint32, outTokens int, wantIDs
 				res.err = "stream error: " + string(p)
 				return res
 			case loadgen.EvDone:
+				// Read the body to its end (the terminating chunk), so
+				// the connection goes back to the pool for the next
+				// request instead of being closed under the router.
+				_, _ = io.Copy(io.Discard, io.LimitReader(br, 64<<10))
 				return res
 			}
 		}

@@ -2,6 +2,7 @@ package routerlab
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -60,10 +61,16 @@ func startFleet(t *testing.T, n int, overlay map[string]any) *labFleet {
 	return lf
 }
 
-// roundRobinProxy is the trivial router of the tests: request i goes to
-// upstream i mod n, whatever the upstream's state; an upstream that does
-// not answer gets the proxy's own 502 (no worker header).
-func roundRobinProxy(t *testing.T, upstreams []string) string {
+// rrProxy is the trivial router of the tests: request i goes to upstream
+// i mod n, whatever the upstream's state; an upstream that does not answer
+// gets the proxy's own 502 (no worker header). It counts, per upstream,
+// the requests it could not deliver.
+type rrProxy struct {
+	url    string
+	failed []atomic.Int64
+}
+
+func roundRobinProxy(t *testing.T, upstreams []string) *rrProxy {
 	t.Helper()
 	var targets []*url.URL
 	for _, u := range upstreams {
@@ -73,23 +80,43 @@ func roundRobinProxy(t *testing.T, upstreams []string) string {
 		}
 		targets = append(targets, p)
 	}
+	p := &rrProxy{failed: make([]atomic.Int64, len(targets))}
 	var next atomic.Uint64
+	type upstreamKey struct{}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			if pr.In.URL.Path != "/v1/completions" {
 				pr.SetURL(targets[0]) // model listing and the like
 				return
 			}
-			pr.SetURL(targets[(next.Add(1)-1)%uint64(len(targets))])
+			i := int((next.Add(1) - 1) % uint64(len(targets)))
+			pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), upstreamKey{}, i))
+			pr.SetURL(targets[i])
 		},
 		FlushInterval: -1, // stream every chunk at once
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if i, ok := r.Context().Value(upstreamKey{}).(int); ok {
+				p.failed[i].Add(1)
+			}
 			http.Error(w, "proxy: "+err.Error(), http.StatusBadGateway)
 		},
 	}
-	srv := httptest.NewServer(rp)
+	// The request body is read whole before it is forwarded: net/http's
+	// server cannot read an inbound body once the response has begun, and
+	// the transport's final read of a streamed body would then tear the
+	// upstream connection down mid-answer (golang/go#40747).
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rp.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
-	return srv.URL
+	p.url = srv.URL
+	return p
 }
 
 // traceSlice writes the first n requests of a committed trace (testdata/:
@@ -164,7 +191,5 @@ func reportText(t *testing.T, rep *Report) string {
 	}
 	return b.String()
 }
-
-var _ = io.Discard
 
 func itoa(i int) string { return fmt.Sprint(i) }

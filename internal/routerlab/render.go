@@ -75,6 +75,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if n := r.Online.Unattributed; n > 0 {
+		fmt.Fprintf(w, "%d failed request(s) had no worker's answer (refused, reset before the headers, or the router's own error)\n", n)
+	}
 	if len(r.Faults) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "faults:")

@@ -46,6 +46,9 @@ type Side struct {
 	Requests  int    `json:"requests"`
 	Completed int    `json:"completed"`
 	Failed    int    `json:"failed"`
+	// Unattributed counts failed requests no worker answered (refused
+	// connections, the router's own errors): no worker header.
+	Unattributed int `json:"failed_unattributed"`
 	// PrefixCacheHitRate is cached prompt tokens over prompt tokens of
 	// completed requests; -1 when the workers did not report cached
 	// tokens (start them with --enable-prompt-tokens-details).
@@ -121,6 +124,9 @@ func sideOf(name string, spans []span, workers []string, cachedKnown bool) Side 
 		}
 		if !sp.ok {
 			s.Failed++
+			if sp.worker == "" {
+				s.Unattributed++
+			}
 			if wl != nil {
 				wl.Requests++
 				wl.Failed++
