@@ -29,6 +29,7 @@ type client struct {
 	model   string
 	apiKey  string
 	timeout time.Duration
+	onToken func(time.Time)
 }
 
 func newClient(baseURL, model, apiKey string, maxConns int, timeout time.Duration) *client {
@@ -149,6 +150,9 @@ func (c *client) do(ctx context.Context, prompt []uint32, outTokens int, wantIDs
 			switch kind {
 			case loadgen.EvToken:
 				now := time.Now()
+				if c.onToken != nil {
+					c.onToken(now)
+				}
 				if res.tokens == 0 {
 					res.first = now
 				}

@@ -48,6 +48,10 @@ type Options struct {
 	Offline OfflineOptions
 	// Progress, when set, receives a progress line a few times a second.
 	Progress io.Writer
+	// OnToken, when set, is called with the receive time of every token
+	// chunk, from the request's goroutine (for measuring the driver itself;
+	// it must be cheap and safe for concurrent use).
+	OnToken func(time.Time)
 }
 
 // record is one request of the run.
@@ -131,6 +135,7 @@ func Run(ctx context.Context, src replay.Source, opts Options) (*Report, error) 
 
 	d := &driver{opts: opts, vocab: uint32(vocab), slots: make(chan struct{}, opts.MaxInflight)}
 	d.client = newClient(opts.URL, model, opts.APIKey, opts.MaxInflight, opts.Timeout)
+	d.client.onToken = opts.OnToken
 	defer d.client.close()
 
 	runCtx, stopRun := context.WithCancel(context.Background())
