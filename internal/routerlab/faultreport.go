@@ -5,8 +5,9 @@ import (
 )
 
 // FaultOutcome is how the router and its clients fared after one admin
-// action, over the window from the action to the next action on the same
-// worker (or the end of the run).
+// action, over the window from the action (when its admin call was made:
+// the action takes effect while the call is answered) to the next action
+// on the same worker (or the end of the run).
 type FaultOutcome struct {
 	AppliedFault
 	// WindowS is the window's length.
@@ -45,10 +46,10 @@ func faultOutcomes(applied []AppliedFault, records []*record, start time.Time) [
 		}
 	}
 	for i, a := range applied {
-		from, to := a.AppliedS, max(end, a.AppliedS)
+		from, to := a.SentS, max(end, a.SentS)
 		for _, b := range applied[i+1:] {
 			if b.Worker == a.Worker {
-				to = b.AppliedS
+				to = b.SentS
 				break
 			}
 		}

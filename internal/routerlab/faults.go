@@ -78,9 +78,11 @@ func ParseFaults(r io.Reader, name string) ([]FaultStep, error) {
 // AppliedFault is a step as it was applied.
 type AppliedFault struct {
 	FaultStep
-	// AtS is the scheduled time and AppliedS when the admin API answered,
-	// seconds from the start.
+	// AtS is the scheduled time, SentS when the admin call was made and
+	// AppliedS when the admin API answered, seconds from the start: the
+	// action took effect in between.
 	AtS      float64 `json:"at_s"`
+	SentS    float64 `json:"sent_s"`
 	AppliedS float64 `json:"applied_s"`
 	Error    string  `json:"error,omitempty"`
 }
@@ -99,8 +101,9 @@ func applyFaults(ctx context.Context, a *admin, steps []FaultStep, start time.Ti
 		if len(st.Body) > 0 {
 			body = st.Body
 		}
+		sent := time.Since(start).Seconds()
 		err := a.call(ctx, http.MethodPost, "/workers/"+st.Worker+"/"+st.Action, body, nil)
-		af := AppliedFault{FaultStep: st, AtS: st.At.Seconds(), AppliedS: time.Since(start).Seconds()}
+		af := AppliedFault{FaultStep: st, AtS: st.At.Seconds(), SentS: sent, AppliedS: time.Since(start).Seconds()}
 		if err != nil {
 			af.Error = err.Error()
 		}

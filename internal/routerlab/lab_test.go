@@ -104,16 +104,20 @@ func TestKillRestartShowsDeadWorkerAndRecovery(t *testing.T) {
 	}
 	kill, restart := rep.Faults[0], rep.Faults[1]
 	dead := int(proxy.failed[3].Load())
-	if dead < 4 || kill.FailedUnattributed != dead {
-		t.Errorf("kill window: %d failed requests without a worker, the proxy failed to deliver %d to worker 3 (want equal, ≥ 4)", kill.FailedUnattributed, dead)
+	// The kill takes effect while its admin call is answered and the
+	// restart likewise: a request sent in the restart call's flight may
+	// still fail, and counts in the restart's window.
+	if dead < 4 || kill.FailedUnattributed+restart.FailedUnattributed != dead || restart.FailedUnattributed > 1 {
+		t.Errorf("failed requests without a worker: %d after the kill, %d after the restart; the proxy failed to deliver %d to worker 3 (want the sum, ≥ 4, nearly all after the kill)",
+			kill.FailedUnattributed, restart.FailedUnattributed, dead)
 	}
 	for i := 0; i < 3; i++ {
 		if n := proxy.failed[i].Load(); n != 0 {
 			t.Errorf("worker %d: %d undelivered requests; only worker 3 was down", i, n)
 		}
 	}
-	if kill.Served != 0 {
-		t.Errorf("a dead worker served %d requests", kill.Served)
+	if kill.Served > 1 {
+		t.Errorf("a dead worker served %d requests (at most one sent while the kill call was in flight)", kill.Served)
 	}
 	// Round robin never rebalances: it fails until the restart.
 	if kill.LastFailureS < kill.WindowS-0.5 {
@@ -122,8 +126,9 @@ func TestKillRestartShowsDeadWorkerAndRecovery(t *testing.T) {
 	if restart.FirstServedS < 0 || restart.FirstServedS > 0.5 {
 		t.Errorf("worker 3 served again %.2f s after the restart; round robin sends it every 4th request (0.2 s)", restart.FirstServedS)
 	}
-	if rep.Online.Failed != dead+kill.CutInFlight {
-		t.Errorf("%d failed requests online, want the %d undelivered plus %d cut in flight", rep.Online.Failed, dead, kill.CutInFlight)
+	if rep.Online.Failed != dead+kill.CutInFlight || rep.Online.Unattributed != dead {
+		t.Errorf("%d failed requests online (%d without a worker), want the %d undelivered plus %d cut in flight",
+			rep.Online.Failed, rep.Online.Unattributed, dead, kill.CutInFlight)
 	}
 	if !strings.Contains(text, "faults:") || !strings.Contains(text, "kill") {
 		t.Errorf("the terminal report has no faults section:\n%s", text)
