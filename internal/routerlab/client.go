@@ -66,7 +66,7 @@ type result struct {
 
 // do sends one request and follows its stream to the end. wantIDs asks the
 // server for the generated token ids (a later session turn needs them).
-func (c *client) do(ctx context.Context, prompt []uint32, outTokens int, wantIDs bool, body *[]byte) (res result) {
+func (c *client) do(ctx context.Context, id string, prompt []uint32, outTokens int, wantIDs bool, body *[]byte) (res result) {
 	b := (*body)[:0]
 	b = append(b, `{"model":`...)
 	b = strconv.AppendQuote(b, c.model)
@@ -101,6 +101,9 @@ func (c *client) do(ctx context.Context, prompt []uint32, outTokens int, wantIDs
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	// The request's workload index, for the router's and the workers' logs
+	// (vLLM takes X-Request-Id as the request id).
+	req.Header.Set("X-Request-Id", id)
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}

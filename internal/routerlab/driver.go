@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -286,7 +287,7 @@ func (d *driver) send(ctx context.Context, rec, prev *record) {
 	// Every answer's token ids are kept: a later turn of the session is
 	// read from the workload only after this one was sent, and must
 	// include exactly what this one answered.
-	rec.res = d.client.do(ctx, rec.prompt, rec.req.OutputTokens, true, &body)
+	rec.res = d.client.do(ctx, requestID(rec.req.Index), rec.prompt, rec.req.OutputTokens, true, &body)
 	rec.sentAfter = rec.res.sent.Sub(d.start)
 	d.inflight.Add(-1)
 	d.finished.Add(1)
@@ -348,3 +349,6 @@ func firstModel(ctx context.Context, base, key string) (string, error) {
 	}
 	return list.Data[0].ID, nil
 }
+
+// requestID is the X-Request-Id of the workload's request i.
+func requestID(i int) string { return "lab-" + strconv.Itoa(i) }

@@ -20,6 +20,11 @@ type FaultOutcome struct {
 	// CutInFlight counts requests on the worker that were sent before the
 	// action and failed after it (streams a kill reset).
 	CutInFlight int `json:"cut_in_flight"`
+	// CutUnattributed counts requests sent before the action that failed
+	// after it without any worker's answer (a stream reset before its
+	// headers got through the router); nothing says which worker they were
+	// on, so the action is only the likely cause.
+	CutUnattributed int `json:"cut_unattributed"`
 	// FailedUnattributed counts requests sent in the window that failed
 	// with no worker's answer at all (a refused connection, the router's
 	// own 502): after a kill these are the requests the router sent to
@@ -63,8 +68,11 @@ func faultOutcomes(applied []AppliedFault, records []*record, start time.Time) [
 			ended := res.end.Sub(start).Seconds()
 			failed := res.err != ""
 			if sent < from {
-				if failed && res.worker == a.Worker && ended >= from {
+				switch {
+				case failed && res.worker == a.Worker && ended >= from:
 					o.CutInFlight++
+				case failed && res.worker == "" && ended >= from:
+					o.CutUnattributed++
 				}
 				continue
 			}

@@ -14,7 +14,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -68,6 +70,15 @@ func startFleet(t *testing.T, n int, overlay map[string]any) *labFleet {
 type rrProxy struct {
 	url    string
 	failed []atomic.Int64
+	mu     sync.Mutex
+	order  []string // X-Request-Id of each /v1/completions, in the order upstreams were picked
+}
+
+// pickedOrder returns the request ids in the order the proxy routed them.
+func (p *rrProxy) pickedOrder() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.order)
 }
 
 func roundRobinProxy(t *testing.T, upstreams []string) *rrProxy {
@@ -89,7 +100,10 @@ func roundRobinProxy(t *testing.T, upstreams []string) *rrProxy {
 				pr.SetURL(targets[0]) // model listing and the like
 				return
 			}
-			i := int((next.Add(1) - 1) % uint64(len(targets)))
+			p.mu.Lock()
+			i := int(next.Add(1)-1) % len(targets)
+			p.order = append(p.order, pr.In.Header.Get("X-Request-Id"))
+			p.mu.Unlock()
 			pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), upstreamKey{}, i))
 			pr.SetURL(targets[i])
 		},

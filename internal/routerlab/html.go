@@ -55,8 +55,8 @@ th:first-child,td:first-child{text-align:left}.chart{height:320px;margin:1em 0}
 <div class="chart"><canvas id="imbalance"></canvas></div>
 {{if .R.Samples}}<div class="chart"><canvas id="kv"></canvas></div><div class="chart"><canvas id="waiting"></canvas></div>{{end}}
 {{if .R.Faults}}<h2>Faults</h2>
-<table><tr><th>at s</th><th>worker</th><th>action</th><th>window s</th><th>served</th><th>failed at worker</th><th>cut in flight</th><th>failed, no worker</th><th>last failure s</th><th>first served s</th><th>error</th></tr>
-{{range .R.Faults}}<tr><td>{{f1 .SentS}}</td><td>{{.Worker}}</td><td>{{.Action}}</td><td>{{f1 .WindowS}}</td><td>{{.Served}}</td><td>{{.FailedAtWorker}}</td><td>{{.CutInFlight}}</td><td>{{.FailedUnattributed}}</td><td>{{f2 .LastFailureS}}</td><td>{{f2 .FirstServedS}}</td><td>{{.Error}}</td></tr>{{end}}
+<table><tr><th>at s</th><th>worker</th><th>action</th><th>window s</th><th>served</th><th>failed at worker</th><th>cut in flight</th><th>cut, no worker</th><th>failed, no worker</th><th>last failure s</th><th>first served s</th><th>error</th></tr>
+{{range .R.Faults}}<tr><td>{{f1 .SentS}}</td><td>{{.Worker}}</td><td>{{.Action}}</td><td>{{f1 .WindowS}}</td><td>{{.Served}}</td><td>{{.FailedAtWorker}}</td><td>{{.CutInFlight}}</td><td>{{.CutUnattributed}}</td><td>{{.FailedUnattributed}}</td><td>{{f2 .LastFailureS}}</td><td>{{f2 .FirstServedS}}</td><td>{{.Error}}</td></tr>{{end}}
 </table>{{end}}
 {{if .R.Notes}}<h2>Notes</h2><ul>{{range .R.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <script>{{.ChartJS}}</script>

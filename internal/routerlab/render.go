@@ -82,10 +82,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "faults:")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "at s\tworker\taction\twindow s\tserved\tfailed at worker\tcut in flight\tfailed, no worker\tlast failure s\tfirst served s\terror\t")
+		fmt.Fprintln(tw, "at s\tworker\taction\twindow s\tserved\tfailed at worker\tcut in flight\tcut, no worker\tfailed, no worker\tlast failure s\tfirst served s\terror\t")
 		for _, f := range r.Faults {
-			fmt.Fprintf(tw, "%.1f\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", f.SentS, f.Worker, f.Action, f.WindowS, f.Served,
-				f.FailedAtWorker, f.CutInFlight, f.FailedUnattributed, secs(f.LastFailureS), secs(f.FirstServedS), f.Error)
+			fmt.Fprintf(tw, "%.1f\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", f.SentS, f.Worker, f.Action, f.WindowS, f.Served,
+				f.FailedAtWorker, f.CutInFlight, f.CutUnattributed, f.FailedUnattributed, secs(f.LastFailureS), secs(f.FirstServedS), f.Error)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
