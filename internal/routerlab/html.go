@@ -10,10 +10,11 @@ import (
 )
 
 var labTemplate = template.Must(template.New("lab").Funcs(template.FuncMap{
-	"hit": hit,
-	"f1":  func(v float64) string { return fmt.Sprintf("%.1f", v) },
-	"f2":  func(v float64) string { return fmt.Sprintf("%.2f", v) },
-	"pct": func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) },
+	"hit":  hit,
+	"secs": secs,
+	"f1":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"f2":   func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"pct":  func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) },
 }).Parse(labHTML))
 
 // WriteHTML writes one self-contained page (nothing fetched from the
@@ -53,27 +54,27 @@ th:first-child,td:first-child{text-align:left}.chart{height:320px;margin:1em 0}
 {{range .R.Online.Workers}}<tr><td>{{.Worker}}</td><td>{{.Requests}}</td><td>{{.Failed}}</td><td>{{.PromptTokens}}</td><td>{{.OutputTokens}}</td><td>{{hit .HitRate}}</td></tr>{{end}}
 </table>
 <div class="chart"><canvas id="imbalance"></canvas></div>
-{{if .R.Samples}}<div class="chart"><canvas id="kv"></canvas></div><div class="chart"><canvas id="waiting"></canvas></div>{{end}}
+{{if .R.Samples}}<div class="chart"><canvas id="kv"></canvas></div><div class="chart"><canvas id="queues"></canvas></div>{{end}}
 {{if .R.Faults}}<h2>Faults</h2>
 <table><tr><th>at s</th><th>worker</th><th>action</th><th>window s</th><th>served</th><th>failed at worker</th><th>cut in flight</th><th>cut, no worker</th><th>failed, no worker</th><th>last failure s</th><th>first served s</th><th>error</th></tr>
-{{range .R.Faults}}<tr><td>{{f1 .SentS}}</td><td>{{.Worker}}</td><td>{{.Action}}</td><td>{{f1 .WindowS}}</td><td>{{.Served}}</td><td>{{.FailedAtWorker}}</td><td>{{.CutInFlight}}</td><td>{{.CutUnattributed}}</td><td>{{.FailedUnattributed}}</td><td>{{f2 .LastFailureS}}</td><td>{{f2 .FirstServedS}}</td><td>{{.Error}}</td></tr>{{end}}
+{{range .R.Faults}}<tr><td>{{f1 .SentS}}</td><td>{{.Worker}}</td><td>{{.Action}}</td><td>{{f1 .WindowS}}</td><td>{{.Served}}</td><td>{{.FailedAtWorker}}</td><td>{{.CutInFlight}}</td><td>{{.CutUnattributed}}</td><td>{{.FailedUnattributed}}</td><td>{{secs .LastFailureS}}</td><td>{{secs .FirstServedS}}</td><td>{{.Error}}</td></tr>{{end}}
 </table>{{end}}
 {{if .R.Notes}}<h2>Notes</h2><ul>{{range .R.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <script>{{.ChartJS}}</script>
 <script>
 const R = {{.Data}};
-function line(id, title, yLabel, series, step) {
+function line(id, title, yLabel, series) {
   const el = document.getElementById(id);
   if (!el) return;
-  new Chart(el, {type: 'line', data: {datasets: series.map(s => ({label: s.label, data: s.values.map((v, i) => ({x: i * step, y: v})), pointRadius: 0, borderWidth: 1.5}))},
+  new Chart(el, {type: 'line', data: {datasets: series.map(s => ({label: s.label, data: s.values.map((v, i) => ({x: (i + 0.5) * s.step, y: v})), pointRadius: 0, borderWidth: 1.5}))},
     options: {animation: false, maintainAspectRatio: false, parsing: false, plugins: {title: {display: true, text: title}},
       scales: {x: {type: 'linear', title: {display: true, text: 'seconds'}}, y: {beginAtZero: true, title: {display: true, text: yLabel}}}}});
 }
 const sides = [R.online].concat(R.offline || []);
-line('imbalance', 'In-flight requests, max / mean over workers', 'max / mean', sides.map(s => ({label: s.name, values: s.imbalance.over_time || []})), R.online.imbalance.bucket_s);
+line('imbalance', 'In-flight requests, max / mean over workers', 'max / mean', sides.map(s => ({label: s.name, values: s.imbalance.over_time || [], step: s.imbalance.bucket_s})));
 if (R.samples) {
-  line('kv', 'KV usage per worker (sampled)', 'fraction', R.samples.map(s => ({label: 'worker ' + s.worker, values: s.kv_usage})), R.samples[0].interval_s);
-  line('waiting', 'Waiting requests per worker (sampled)', 'requests', R.samples.map(s => ({label: 'worker ' + s.worker, values: s.waiting})), R.samples[0].interval_s);
+  line('kv', 'KV usage per worker (sampled)', 'fraction', R.samples.map(s => ({label: 'worker ' + s.worker, values: s.kv_usage, step: s.interval_s})));
+  line('queues', 'Running + waiting requests per worker (sampled)', 'requests', R.samples.map(s => ({label: 'worker ' + s.worker, values: s.running.map((r, i) => r + s.waiting[i]), step: s.interval_s})));
 }
 </script>
 </body></html>

@@ -3,6 +3,7 @@ package routerlab
 import (
 	"fmt"
 	"hash/maphash"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -47,7 +48,7 @@ type sliceSource struct {
 
 func (s *sliceSource) Next() (replay.Request, error) {
 	if s.next == len(s.reqs) {
-		return replay.Request{}, errEOF
+		return replay.Request{}, io.EOF
 	}
 	s.next++
 	return s.reqs[s.next-1], nil

@@ -2,15 +2,12 @@ package routerlab
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/replay"
 )
-
-var errEOF = io.EOF
 
 // Report is a run's outcome: the online side as the driver measured it,
 // the workers' sampled load, the faults applied, and the offline replays

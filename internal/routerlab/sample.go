@@ -42,7 +42,10 @@ type sampler struct {
 }
 
 func newSampler(workers []workerInfo, every time.Duration) *sampler {
-	s := &sampler{http: &http.Client{Timeout: every}, every: every, stopped: make(chan struct{})}
+	// A scrape may take longer than the interval on a busy machine; the
+	// next tick then waits for it rather than counting a live worker as
+	// failed.
+	s := &sampler{http: &http.Client{Timeout: max(every, 2*time.Second)}, every: every, stopped: make(chan struct{})}
 	for _, w := range workers {
 		s.urls = append(s.urls, strings.TrimRight(w.URL, "/")+"/metrics")
 		s.series = append(s.series, WorkerSamples{Worker: w.ID, IntervalS: every.Seconds()})
