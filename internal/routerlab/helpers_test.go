@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -70,6 +71,7 @@ func startFleet(t *testing.T, n int, overlay map[string]any) *labFleet {
 type rrProxy struct {
 	url    string
 	failed []atomic.Int64
+	conns  atomic.Int64 // client connections accepted
 	mu     sync.Mutex
 	order  []string // X-Request-Id of each /v1/completions, in the order upstreams were picked
 }
@@ -119,7 +121,7 @@ func roundRobinProxy(t *testing.T, upstreams []string) *rrProxy {
 	// server cannot read an inbound body once the response has begun, and
 	// the transport's final read of a streamed body would then tear the
 	// upstream connection down mid-answer (golang/go#40747).
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -128,6 +130,12 @@ func roundRobinProxy(t *testing.T, upstreams []string) *rrProxy {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		rp.ServeHTTP(w, r)
 	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			p.conns.Add(1)
+		}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	p.url = srv.URL
 	return p

@@ -35,7 +35,7 @@ func sharedPrefixWorkload(t *testing.T, requests int, rate float64) replay.Sourc
 func TestPrefixBlindRouterScoresBelowKVAware(t *testing.T) {
 	lf := startFleet(t, 4, fastFleet)
 	proxy := roundRobinProxy(t, lf.urls)
-	rep, err := Run(context.Background(), sharedPrefixWorkload(t, 60, 30), Options{URL: proxy.url, Admin: lf.admin})
+	rep, err := Run(context.Background(), sharedPrefixWorkload(t, 60, 30), Options{URL: proxy.url, Admin: lf.admin, MaxInflight: 6})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +48,10 @@ func TestPrefixBlindRouterScoresBelowKVAware(t *testing.T) {
 	}
 	if rep.Online.Completed != 60 {
 		t.Fatalf("%d of 60 completed", rep.Online.Completed)
+	}
+	// Connections are reused: at most one per request in flight.
+	if n := proxy.conns.Load(); n > 6 {
+		t.Errorf("the driver opened %d connections for 60 requests with --max-inflight 6", n)
 	}
 	var kv *Side
 	for i := range rep.Offline {
