@@ -174,6 +174,11 @@ func (c *client) do(ctx context.Context, id string, prompt []uint32, outTokens i
 					res.tokens = completion
 				}
 				res.cached = scanInt(p, keyCached)
+				if res.worker == "" {
+					// A router that strips headers: the body may name
+					// the worker (BodyWorkerField).
+					res.worker = scanString(p, keyWorker)
+				}
 			case loadgen.EvError:
 				res.err = "stream error: " + string(p)
 				return res
@@ -196,10 +201,32 @@ func (c *client) do(ctx context.Context, id string, prompt []uint32, outTokens i
 	}
 }
 
+// BodyWorkerField is the top-level field of a stream's final usage chunk
+// that names the worker, for routers that strip response headers. The
+// workers do not send it yet (docs/router-lab.md); the driver reads it when
+// the header is missing.
+const BodyWorkerField = "mocker_worker"
+
 var (
 	keyCached   = []byte(`"cached_tokens":`)
 	keyTokenIDs = []byte(`"token_ids":[`)
+	keyWorker   = []byte(`"` + BodyWorkerField + `":"`)
 )
+
+// scanString returns the JSON string after key (which ends with the
+// opening quote) in p, "" when absent or escaped (worker ids are plain).
+func scanString(p, key []byte) string {
+	i := bytes.Index(p, key)
+	if i < 0 {
+		return ""
+	}
+	rest := p[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
+		return ""
+	}
+	return string(rest[:j])
+}
 
 // scanInt returns the non-negative integer after key in p, or -1.
 func scanInt(p, key []byte) int {
