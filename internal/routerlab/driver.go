@@ -104,12 +104,12 @@ func Run(ctx context.Context, src replay.Source, opts Options) (*Report, error) 
 	}
 	var (
 		adm  *admin
-		info *FleetInfo
+		info *fleetInfo
 	)
 	if opts.Admin != "" {
 		adm = newAdmin(opts.Admin, opts.AdminKey)
 		var err error
-		if info, err = adm.fleetInfo(ctx); err != nil {
+		if info, err = adm.describe(ctx); err != nil {
 			return nil, fmt.Errorf("routerlab: %w", err)
 		}
 	}

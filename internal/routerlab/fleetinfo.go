@@ -41,8 +41,8 @@ type workerEngine struct {
 	Engine    engine.Config `json:"engine"`
 }
 
-// FleetInfo is what the admin API told about the fleet before the run.
-type FleetInfo struct {
+// fleetInfo is what the admin API told about the fleet before the run.
+type fleetInfo struct {
 	Workers []workerInfo
 	Engines []workerEngine
 }
@@ -82,9 +82,9 @@ func (a *admin) call(ctx context.Context, method, path string, body []byte, out 
 	return nil
 }
 
-// fleetInfo reads every worker and its engine configuration.
-func (a *admin) fleetInfo(ctx context.Context) (*FleetInfo, error) {
-	fi := &FleetInfo{}
+// describe reads every worker and its engine configuration.
+func (a *admin) describe(ctx context.Context) (*fleetInfo, error) {
+	fi := &fleetInfo{}
 	if err := a.call(ctx, http.MethodGet, "/workers", nil, &fi.Workers); err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func offlineRequests(sent []*record, start time.Time) []replay.Request {
 
 // offlineCompare replays the sent requests on the fleet the admin API
 // described, once per policy, and adds the comparison to rep.
-func offlineCompare(rep *Report, records []*record, info *FleetInfo, opts OfflineOptions) error {
+func offlineCompare(rep *Report, records []*record, info *fleetInfo, opts OfflineOptions) error {
 	if opts.Skip {
 		return nil
 	}
@@ -148,7 +148,7 @@ func workerOf(target string) string {
 // block no earlier request computed, so this bounds the fleet's hits as
 // long as requests are computed in the order they were sent. It needs one
 // block size for the whole fleet.
-func clairvoyantBound(reqs []replay.Request, info *FleetInfo) *Bound {
+func clairvoyantBound(reqs []replay.Request, info *fleetInfo) *Bound {
 	bs := 0
 	for _, e := range info.Engines {
 		b := e.Engine.BlockSize

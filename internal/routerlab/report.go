@@ -18,8 +18,9 @@ type Report struct {
 	Interrupted bool    `json:"interrupted"`
 	WallS       float64 `json:"wall_s"`
 	// Online is the router under test; Offline the replays, one per policy.
-	Online         Side            `json:"online"`
-	Offline        []Side          `json:"offline,omitempty"`
+	Online  Side   `json:"online"`
+	Offline []Side `json:"offline,omitempty"`
+	// OfflineRouters name the offline sides in order (the CSV's columns).
 	OfflineRouters []string        `json:"-"`
 	Bound          *Bound          `json:"clairvoyant_bound,omitempty"`
 	Samples        []WorkerSamples `json:"samples,omitempty"`
@@ -275,7 +276,7 @@ func maxOverMean(v []float64) float64 {
 }
 
 // report builds the online side of the report.
-func (d *driver) report(info *FleetInfo, samples []WorkerSamples, applied []AppliedFault, wall time.Duration, interrupted bool) *Report {
+func (d *driver) report(info *fleetInfo, samples []WorkerSamples, applied []AppliedFault, wall time.Duration, interrupted bool) *Report {
 	rep := &Report{URL: d.opts.URL, Model: d.client.model, Interrupted: interrupted, WallS: wall.Seconds(),
 		Samples: samples, rows: d.records, start: d.start, offlineWorkers: map[*record][]string{}}
 	if info != nil {
