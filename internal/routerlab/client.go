@@ -89,6 +89,9 @@ func (c *client) do(ctx context.Context, id string, prompt []uint32, outTokens i
 	*body = b
 
 	res.cached = -1
+	if wantIDs {
+		res.ids = make([]uint32, 0, outTokens) // grown once, not per chunk
+	}
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
