@@ -140,6 +140,7 @@ func (f *Fleet) startWorker(i int) error {
 		StartupGate:   f.opts.StartupGate,
 		Loaders:       f.opts.Loaders,
 		UI:            f.hubs[i],
+		ID:            m.ID,
 		OnFailure: func(err error) {
 			select {
 			case f.failed <- fmt.Errorf("worker %s: %w", m.ID, err):
