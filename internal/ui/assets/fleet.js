@@ -92,8 +92,8 @@ function render(u) {
     // would read as current.
     const text = up ? `KV ${fmtPct(w.usage)} · run ${w.running} · wait ${w.waiting}` : "KV — · run — · wait —";
     if (text !== t.text) { t.line.textContent = text; t.text = text; t.changes++; }
-    setText(t.perf, `${fmtTokS(w.tokens_per_s)} · ${fmtReqS(w.requests_per_s)}`);
-    setText(t.lat, w.finished ? `p50: TTFT ${fmtMs(w.ttft_p50_ms)} · ITL ${fmtMs(w.itl_p50_ms)}` : "p50: TTFT — · ITL —");
+    setText(t.perf, up ? `${fmtTokS(w.tokens_per_s)} · ${fmtReqS(w.requests_per_s)}` : "— tok/s · — req/s");
+    setText(t.lat, up && w.finished ? `p50: TTFT ${fmtMs(w.ttft_p50_ms)} · ITL ${fmtMs(w.itl_p50_ms)}` : "p50: TTFT — · ITL —");
     const notes = [];
     if (w.health === "failing") notes.push("/health 503");
     if (w.draining && w.state !== "draining") notes.push("also draining");
