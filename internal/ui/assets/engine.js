@@ -232,8 +232,12 @@ function renderRank(rk) {
     if (v.zoom >= v.numBlocks) v.zoom = -1;
     drawGrid(v);
   }
+  // SGLang keeps its KV in a radix cache of pages, not the block pool.
+  const pool = rk.num_blocks > 0;
+  for (const sel of [".kv-grid", ".poolbar", ".legend"]) q(sel).classList.toggle("hidden", !pool);
+  if (!pool) q(".grid-note").textContent = "no block grid: this engine keeps its KV in SGLang's radix cache of pages";
   const usage = pct(rk.in_use, rk.num_blocks);
-  q(".kv-pct").textContent = fmtPct(usage);
+  q(".kv-pct").textContent = pool ? fmtPct(usage) : "—";
   q(".kv-pct").dataset.value = usage;
   q(".pb-use").style.width = usage + "%";
   q(".pb-cached").style.left = usage + "%";
