@@ -3,7 +3,8 @@
 // `openai`); every assertion reads the DOM:
 //  - engine page: the header names the server's address, engine and pool;
 //    the queue tables keep their last column inside the card and the bars
-//    carry their numbers; the running queue lists the streaming requests; with the
+//    carry their numbers; the 4,096-block grid is drawn 2 blocks per cell
+//    and zooms in and back; the running queue lists the streaming requests; with the
 //    worker paused (admin API) the KV grid's in-use count equals
 //    /metrics' kv_cache_usage_perc × num_gpu_blocks, and paused and idle
 //    its in-use / cached / free counts equal mocker_kv_cache_blocks;
@@ -151,7 +152,7 @@ async function enginePages(browser) {
   // The header names the server; the queue tables keep their last column
   // inside the card however long the ids, and the bars carry numbers.
   const header = await page.$eval("#server", (e) => e.textContent);
-  check(header.startsWith(new URL(server).host + " · vllm") && header.includes("512 blocks × 16 = 8,192 tokens per rank"),
+  check(header.startsWith(new URL(server).host + " · vllm") && header.includes("4,096 blocks × 16 = 65,536 tokens per rank"),
     `header names the server, engine and pool: "${header}"`);
   const layout = await page.evaluate(() => ["running", "waiting"].map((q) => {
     const box = document.querySelector(`table.${q}`).closest(".scroll").getBoundingClientRect();
@@ -196,6 +197,16 @@ async function enginePages(browser) {
   check(pctShown === pctText && rankPct === pctText && usage > 0,
     `KV usage shown ${pctShown} (rank ${rankPct}) = /metrics vllm:kv_cache_usage_perc ${usage} → ${pctText}`);
   await page.screenshot({ path: path.join(out, "engine.png") });
+  // 4,096 blocks are drawn 2 per cell; a click zooms into single blocks
+  // and "whole pool" goes back.
+  const grouped = await page.$eval(".grid-note", (e) => e.textContent);
+  const box = await page.$eval(".kv-grid", (c) => { const r = c.getBoundingClientRect(); return { x: r.left + 5, y: r.top + 5 }; });
+  await page.mouse.click(box.x, box.y);
+  const zoomed = await page.$eval(".grid-note", (e) => e.textContent);
+  await page.click(".grid-note a");
+  const back = await page.$eval(".grid-note", (e) => e.textContent);
+  check(grouped.startsWith("4,096 blocks, 2 per cell") && zoomed.startsWith("blocks 0–2,047 of 4,096, one per cell") && back === grouped,
+    `the grid groups 4,096 blocks and zooms: "${grouped}" → "${zoomed}" → back`);
   await fetch(admin + "/workers/0/resume", { method: "POST" });
   await Promise.all(streams);
 
