@@ -387,6 +387,15 @@ func TestFleetOfEightHeterogeneousWorkers(t *testing.T) {
 		if _, body := env.get(t, "/workers/6"); body.(map[string]any)["slow"] != nil {
 			t.Errorf("GET /workers/6 after the delay was removed: slow = %v", body.(map[string]any)["slow"])
 		}
+		// A speedup ratio is shown as given; a restart drops it.
+		env.action(t, "6", "slow", `{"speedup_ratio": "inf"}`)
+		if _, body := env.get(t, "/workers/6"); fmt.Sprint(body.(map[string]any)["slow"]) != "map[extra_pass_delay_ms:0 speedup_ratio:inf]" {
+			t.Errorf("GET /workers/6 after speedup_ratio inf: slow = %v", body.(map[string]any)["slow"])
+		}
+		env.action(t, "6", "restart", "")
+		if _, body := env.get(t, "/workers/6"); body.(map[string]any)["slow"] != nil || body.(map[string]any)["health"] != "ok" {
+			t.Errorf("GET /workers/6 after a restart: %v", body)
+		}
 	})
 
 	t.Run("reset_prefix_cache publishes AllBlocksCleared", func(t *testing.T) {
@@ -407,7 +416,7 @@ func TestFleetOfEightHeterogeneousWorkers(t *testing.T) {
 			worker, action string
 			n              float64
 		}{{"0", "kill", 1}, {"0", "restart", 1}, {"3", "drain", 1}, {"3", "undrain", 1}, {"4", "pause", 1},
-			{"4", "resume", 1}, {"6", "slow", 2}, {"7", "reset_prefix_cache", 1}} {
+			{"4", "resume", 1}, {"6", "slow", 3}, {"6", "restart", 1}, {"7", "reset_prefix_cache", 1}} {
 			if got := sum(fams, "mocker_admin_actions_total", map[string]string{"worker": c.worker, "action": c.action}); got != c.n {
 				t.Errorf("mocker_admin_actions_total{worker=%s,action=%s} = %v", c.worker, c.action, got)
 			}
