@@ -247,6 +247,40 @@ func (c *Client) cacheConfig(ctx context.Context) (blockSize, numBlocks int) {
 	return blockSize, numBlocks
 }
 
+var reTTFTSeries = regexp.MustCompile(`(?m)^vllm:time_to_first_token_seconds_(sum|count)(?:\{[^}]*\})? ([0-9.eE+-]+)`)
+
+// serverTTFT reads the server's own TTFT histogram (vLLM's
+// vllm:time_to_first_token_seconds, summed over its label sets): its sum in
+// seconds and its count; ok is false when /metrics has no such family.
+func (c *Client) serverTTFT(ctx context.Context) (sum, count float64, ok bool) {
+	req, err := c.newRequest(ctx, http.MethodGet, "/metrics", nil)
+	if err != nil {
+		return 0, 0, false
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, 0, false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, false
+	}
+	for _, m := range reTTFTSeries.FindAllSubmatch(body, -1) {
+		v, err := strconv.ParseFloat(string(m[2]), 64)
+		if err != nil {
+			continue
+		}
+		ok = true
+		if string(m[1]) == "sum" {
+			sum += v
+		} else {
+			count += v
+		}
+	}
+	return sum, count, ok
+}
+
 // Result is what one streamed request measured, as offsets from its
 // experiment's start.
 type Result struct {

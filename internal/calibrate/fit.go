@@ -62,7 +62,7 @@ type ExperimentError struct {
 }
 
 // ErrorSummary is the median and p90 absolute percentage error over
-// experiments (fractions: 0.05 is 5 %).
+// experiments (fractions: 0.05 is 5 %; −1 when there is none).
 type ErrorSummary struct {
 	Experiments int     `json:"experiments"`
 	TTFTMedian  float64 `json:"ttft_ape_median"`
@@ -103,7 +103,11 @@ func FitProfile(m *Measurements, o FitOptions) (*Fit, error) {
 		o.CtxPoints = 3
 	}
 	cfg := SimConfig(m.Server)
-	fit := &Fit{Engine: EngineSummary{BlockSize: cfg.BlockSize, NumGPUBlocks: cfg.NumBlocks, MaxNumSeqs: cfg.MaxNumSeqs,
+	block := cfg.BlockSize
+	if block == 0 {
+		block = cfg.Type.DefaultBlockSize()
+	}
+	fit := &Fit{Engine: EngineSummary{BlockSize: block, NumGPUBlocks: cfg.NumBlocks, MaxNumSeqs: cfg.MaxNumSeqs,
 		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens, MaxModelLen: cfg.MaxModelLen}}
 	reqs := make([][]simRequest, len(m.Runs))
 	for i := range m.Runs {
@@ -147,8 +151,8 @@ func rmsRel(obs []*obs) float64 {
 	return math.Sqrt(s / n)
 }
 
-// initialGrid chooses the axes: the prefill axis at the fitted prefill
-// probes' measured lengths, the decode axes spanning the (active KV,
+// initialGrid chooses the axes: the prefill axis at the measured lengths
+// of the fitted lone prefills, the decode axes spanning the (active KV,
 // context) the fitted experiments' passes visit in a first simulation. The
 // first θ is flat: prefill from the TTFTs, decode from the batch-1 gaps.
 func initialGrid(m *Measurements, cfg engine.Config, reqs [][]simRequest, o FitOptions) (*Grid, []float64, error) {
@@ -161,9 +165,14 @@ func initialGrid(m *Measurements, cfg engine.Config, reqs [][]simRequest, o FitO
 			if r.Err != "" || r.Tokens() == 0 {
 				continue
 			}
-			if !e.HeldOut && e.Kind == KindPrefill {
+			// Nodes where a fitted TTFT is a lone prefill: the prefill probes
+			// and the batch-1 decode experiments (their long prompts would
+			// otherwise sit between nodes, where a straight segment across
+			// a convex curve makes the fit trade prefill for decode time).
+			lone := e.Kind == KindPrefill || e.Kind == KindDecode && len(e.Streams) == 1
+			if !e.HeldOut && lone && si == 0 && len(reqs[ri]) > 0 && len(reqs[ri][0].prompt) <= cfg.MaxNumBatchedTokens {
 				lens[run.Experiment] = append(lens[run.Experiment], float64(len(reqs[ri][0].prompt)))
-				ttfts[run.Experiment] = append(ttfts[run.Experiment], ms(r.TTFT()))
+				ttfts[run.Experiment] = append(ttfts[run.Experiment], m.ttftMs(&run.Results[si]))
 			}
 			if e.Streams[si].Role != RoleWarm && r.Tokens() > 1 {
 				gaps = append(gaps, ms(r.TokenTimes[r.Tokens()-1]-r.TokenTimes[0])/float64(r.Tokens()-1))
@@ -284,9 +293,19 @@ func collect(m *Measurements, sims []*simRun, nparams int, heldOut bool) []*obs 
 			si         int
 		}
 		var meas, pred []ttft
-		segMeas := make([]float64, itlSegments)
-		segPred := make([]float64, itlSegments)
-		segJac := make([][]float64, itlSegments)
+		// Gaps are averaged over segments of at least 8 of them: a few
+		// gaps measured on a client are jittery (a late token makes one
+		// gap long and the next one short), and only their mean is stable.
+		segs := itlSegments
+		for si, r := range run.Results {
+			if st := e.Streams[si]; st.Role != RoleWarm && !(st.Role == RoleProbe && e.Kind == KindMixed) && r.Tokens() > 1 {
+				segs = min(segs, max((min(len(s.tokens[si]), r.Tokens())-1)/8, 1))
+			}
+		}
+		gapsPerSeg := 0
+		segMeas := make([]float64, segs)
+		segPred := make([]float64, segs)
+		segJac := make([][]float64, segs)
 		for k := range segJac {
 			segJac[k] = make([]float64, nparams)
 		}
@@ -299,7 +318,7 @@ func collect(m *Measurements, sims []*simRun, nparams int, heldOut bool) []*obs 
 			}
 			arrival := r.Sent
 			if st.Role == RoleProbe {
-				meas = append(meas, ttft{meas: ms(r.TTFT()), si: si})
+				meas = append(meas, ttft{meas: m.ttftMs(&run.Results[si]), si: si})
 				pred = append(pred, ttft{pred: ms(got[0] - arrival), si: si})
 			}
 			n := min(len(got), r.Tokens())
@@ -308,14 +327,16 @@ func collect(m *Measurements, sims []*simRun, nparams int, heldOut bool) []*obs 
 			// a lone short request).
 			if !(st.Role == RoleProbe && e.Kind == KindMixed) && n > 1 {
 				decoding++
-				for k := range itlSegments {
-					a, b := k*(n-1)/itlSegments, (k+1)*(n-1)/itlSegments
-					if b == a {
-						a, b = 0, n-1
+				gapsPerSeg = (n - 1) / segs
+				for k := range segs {
+					a, b := k*(n-1)/segs, (k+1)*(n-1)/segs
+					gm, _ := trimmedGaps(r.TokenTimes[:n], a, b)
+					gp, kept := trimmedGaps(got[:n], a, b)
+					segMeas[k] += gm
+					segPred[k] += gp
+					for _, at := range kept {
+						s.jac(got[at-1], got[at], 1/float64(len(kept)), segJac[k])
 					}
-					segMeas[k] += ms(r.TokenTimes[b]-r.TokenTimes[a]) / float64(b-a)
-					segPred[k] += ms(got[b]-got[a]) / float64(b-a)
-					s.jac(got[a], got[b], 1/float64(b-a), segJac[k])
 				}
 			}
 		}
@@ -331,8 +352,8 @@ func collect(m *Measurements, sims []*simRun, nparams int, heldOut bool) []*obs 
 			o.n++
 		}
 		if decoding > 0 {
-			for k := range itlSegments {
-				o := get(obsKey{run.Experiment, false, k}, 1)
+			for k := range segs {
+				o := get(obsKey{run.Experiment, false, k}, min(1, float64(gapsPerSeg)/16))
 				o.measured = append(o.measured, segMeas[k]/float64(decoding))
 				o.pred += segPred[k] / float64(decoding)
 				for p, v := range segJac[k] {
@@ -347,6 +368,34 @@ func collect(m *Measurements, sims []*simRun, nparams int, heldOut bool) []*obs 
 		out = append(out, byKey[k])
 	}
 	return out
+}
+
+// trimmedGaps returns the mean gap between tokens a and b of a stream,
+// leaving out gaps longer than three times their median, and the tokens
+// that end the gaps kept. Measured and simulated streams are reduced the
+// same way. Why trimmed: the live mock paces passes from their deadlines,
+// so a pass that wakes a little late is made up by the next one and the
+// mean gap is the model's; but a stall of several milliseconds (a loaded
+// machine, a collector pause, a client that reads late) is a single long
+// gap no timing model has, and would pull a plain mean up.
+func trimmedGaps(times []time.Duration, a, b int) (float64, []int) {
+	gaps := make([]float64, 0, b-a)
+	for k := a + 1; k <= b; k++ {
+		gaps = append(gaps, ms(times[k]-times[k-1]))
+	}
+	limit := 3 * median(gaps)
+	var sum float64
+	var kept []int
+	for i, g := range gaps {
+		if g <= limit {
+			sum += g
+			kept = append(kept, a+1+i)
+		}
+	}
+	if len(kept) == 0 {
+		return 0, nil
+	}
+	return sum / float64(len(kept)), kept
 }
 
 // gaussNewtonStep solves the linearised least squares of the relative
@@ -398,13 +447,41 @@ func gaussNewtonStep(g *Grid, theta []float64, observations []*obs) []float64 {
 	for i := 1; i < len(g.Prefill); i++ {
 		smooth(i-1, i, 1e-4, scaleP)
 	}
+	// Along each axis of the decode grid, second differences (curvature)
+	// are penalised, so a trend the data shows is extended rather than
+	// flattened, and nodes between and beyond the measured lines follow it.
+	curve := func(p, q, r int, lambda, scale float64) {
+		l := lambda / (scale * scale)
+		idx := [3]int{p, q, r}
+		coef := [3]float64{1, -2, 1}
+		d := theta[p] - 2*theta[q] + theta[r]
+		for x := range 3 {
+			b[idx[x]] -= l * coef[x] * d
+			for y := range 3 {
+				A[idx[x]][idx[y]] += l * coef[x] * coef[y]
+			}
+		}
+	}
 	for i := range g.KV {
 		for j := range g.Ctx {
 			if i > 0 {
-				smooth(g.decodeIndex(i-1, j), g.decodeIndex(i, j), 1e-2, scaleD)
+				smooth(g.decodeIndex(i-1, j), g.decodeIndex(i, j), 1e-3, scaleD)
+			}
+			if i > 1 {
+				curve(g.decodeIndex(i-2, j), g.decodeIndex(i-1, j), g.decodeIndex(i, j), 0.1, scaleD)
 			}
 			if j > 0 {
-				smooth(g.decodeIndex(i, j-1), g.decodeIndex(i, j), 1e-2, scaleD)
+				// No pass has an average context above its active KV
+				// tokens: such nodes only shape the interpolation near the
+				// diagonal, so they follow their lower-context neighbour.
+				lambda := 1e-3
+				if g.Ctx[j] > g.KV[i] {
+					lambda = 1
+				}
+				smooth(g.decodeIndex(i, j-1), g.decodeIndex(i, j), lambda, scaleD)
+			}
+			if j > 1 {
+				curve(g.decodeIndex(i, j-2), g.decodeIndex(i, j-1), g.decodeIndex(i, j), 0.1, scaleD)
 			}
 		}
 	}
@@ -492,7 +569,7 @@ func experimentErrors(m *Measurements, sims []*simRun) []ExperimentError {
 			}
 			if st.Role == RoleProbe {
 				a.tm = append(a.tm, ms(r.TTFT()))
-				a.tp = append(a.tp, ms(got[0]-r.Sent))
+				a.tp = append(a.tp, ms(got[0]-r.Sent)+m.overheadOf(&run.Results[si]))
 			}
 			n := min(len(got), r.Tokens())
 			if n > 1 && (st.Role != RoleProbe || e.Kind != KindMixed) {
@@ -547,8 +624,13 @@ func summarize(exps []ExperimentError, heldOut bool) ErrorSummary {
 			i = append(i, e.ITLAPE)
 		}
 	}
-	s.TTFTMedian, s.TTFTP90 = median(t), percentile(t, 0.9)
-	s.ITLMedian, s.ITLP90 = median(i), percentile(i, 0.9)
+	s.TTFTMedian, s.TTFTP90, s.ITLMedian, s.ITLP90 = -1, -1, -1, -1 // no experiments: "-"
+	if len(t) > 0 {
+		s.TTFTMedian, s.TTFTP90 = median(t), percentile(t, 0.9)
+	}
+	if len(i) > 0 {
+		s.ITLMedian, s.ITLP90 = median(i), percentile(i, 0.9)
+	}
 	return s
 }
 

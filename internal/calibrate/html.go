@@ -27,7 +27,7 @@ th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.held{backgr
 </style></head><body>
 <h1>Calibration of {{.URL}}</h1>
 <p>Model <b>{{.Model}}</b>: {{.Rounds}} rounds, {{.Runs}} experiment runs, {{.Requests}} requests in {{.Elapsed}} s.
-Simulated engine: {{.Engine}}.</p>
+Simulated engine: {{.Engine}}. Client-side TTFT overhead: {{.Overhead}}.</p>
 {{range .Warnings}}<p class="warn">warning: {{.}}</p>{{end}}
 <h2>Error</h2>
 <table><tr><th></th><th>experiments</th><th>TTFT median</th><th>TTFT p90</th><th>ITL median</th><th>ITL p90</th></tr>
@@ -81,6 +81,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		"Elapsed":  fmt.Sprintf("%.1f", r.ElapsedSeconds),
 		"Engine":   fmt.Sprintf("block_size %d, num_gpu_blocks %d, max_num_seqs %d, max_num_batched_tokens %d", f.Engine.BlockSize, f.Engine.NumGPUBlocks, f.Engine.MaxNumSeqs, f.Engine.MaxNumBatchedTokens),
 		"Warnings": r.Warnings,
+		"Overhead": fmt.Sprintf("%.2f ms + %.3f ms per 1000 prompt tokens (%s)", r.ClientOverheadMs, r.ClientOverheadPerKTokMs, r.ClientOverheadNote),
 		"Data":     template.JS(data),
 	}
 	var sums []sumRow

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -84,6 +85,10 @@ type PlanOptions struct {
 	MaxConcurrency int
 	// MaxModelLen bounds prompt + output (default 32768).
 	MaxModelLen int
+	// KVTokens is the server's KV capacity in tokens when it says (its
+	// cache_config_info); a decode batch is kept within half of it, so
+	// the probes measure passes, not preemption. 0 means unknown.
+	KVTokens int
 	// MaxPromptTokens is the longest prefill probe (default 8192, vLLM's
 	// max_num_batched_tokens; one beyond it is added, held out, to show
 	// chunking).
@@ -175,20 +180,29 @@ func NewPlan(o PlanOptions) Plan {
 			},
 		})
 	}
-	// Decode sweeps: batch sizes at a short and a long context. The long
-	// context's batch is bounded so its prefill burst stays a few passes.
+	// Decode sweeps: batch sizes at a short, a long and a very long
+	// context (the workloads the profile will serve run long contexts; a
+	// decode grid fitted only on short ones would extrapolate). A batch's
+	// prompts together stay within 16 prefill budgets, so its prefill
+	// burst is a few passes, and within half the KV capacity.
 	out := o.DecodeOutput
 	batches := []int{1, 2, 4, 8, 16, 32, 64, 128}
 	if o.Quick {
 		batches = []int{1, 4, 16, 64}
 	}
-	for _, ctx := range []int{128, 4096} {
+	for _, ctx := range uniqueSorted([]int{128, 4096, 3 * o.MaxPromptTokens / 2}) {
 		ctx = min(ctx, o.MaxModelLen-out-1)
 		var bs []int
 		for _, b := range batches {
-			if b <= o.MaxConcurrency && b*ctx <= 16*o.MaxPromptTokens {
+			if b <= o.MaxConcurrency && b*ctx <= 16*o.MaxPromptTokens && (o.KVTokens == 0 || 2*b*(ctx+out) <= o.KVTokens) {
 				bs = append(bs, b)
 			}
+		}
+		if ctx > 4096 && len(bs) > 2 {
+			bs = bs[:2] // the very long context: two batch sizes suffice
+		}
+		if len(p.Experiments) > 0 && strings.HasSuffix(p.Experiments[len(p.Experiments)-1].ID, fmt.Sprintf("ctx%d", ctx)) {
+			continue // the model length clamped two contexts to one
 		}
 		for i, b := range bs {
 			held := len(bs) > 3 && i == len(bs)-2
@@ -206,7 +220,7 @@ func NewPlan(o PlanOptions) Plan {
 	// were really sent).
 	for _, mx := range [][2]int{{8, 2048}, {32, 4096}} {
 		b, l := mx[0], mx[1]
-		if b+2 > o.MaxConcurrency || l > limit(o.MaxModelLen) {
+		if b+2 > o.MaxConcurrency || l > limit(o.MaxModelLen) || o.KVTokens > 0 && 2*(b*(256+out)+2*l) > o.KVTokens {
 			continue
 		}
 		var st []Stream

@@ -40,7 +40,11 @@ func (c *Client) counter(info ServerInfo) tokenCounter {
 		return c.tokenize
 	}
 	return func(ctx context.Context, prompt string) (int, error) {
+		// A failing server fails some requests; a count is worth a retry.
 		res, err := c.stream(ctx, prompt, 1, timeNow(), nil)
+		for try := 0; err != nil && try < 3 && ctx.Err() == nil; try++ {
+			res, err = c.stream(ctx, prompt, 1, timeNow(), nil)
+		}
 		if err != nil {
 			return 0, err
 		}

@@ -20,7 +20,11 @@ type Report struct {
 	// ElapsedSeconds is the measuring time.
 	ElapsedSeconds float64  `json:"elapsed_s"`
 	Warnings       []string `json:"warnings,omitempty"`
-	Fit            *Fit     `json:"fit"`
+	// ClientOverheadMs is Measurements.OverheadMs, with its note.
+	ClientOverheadMs        float64 `json:"client_overhead_ms"`
+	ClientOverheadPerKTokMs float64 `json:"client_overhead_per_1k_prompt_tokens_ms"`
+	ClientOverheadNote      string  `json:"client_overhead_note"`
+	Fit                     *Fit    `json:"fit"`
 	// Probes summarise every measured request (provenance).
 	Probes []ProbeRow `json:"probes"`
 }
@@ -42,7 +46,7 @@ type ProbeRow struct {
 // NewReport assembles the report of m and fit.
 func NewReport(url string, m *Measurements, fit *Fit) *Report {
 	r := &Report{URL: url, Server: m.Server, Rounds: m.Rounds, Runs: len(m.Runs), ElapsedSeconds: m.Elapsed.Seconds(),
-		Warnings: m.Warnings, Fit: fit}
+		Warnings: m.Warnings, ClientOverheadMs: m.OverheadMs, ClientOverheadPerKTokMs: m.OverheadPerKTokMs, ClientOverheadNote: m.OverheadNote, Fit: fit}
 	for _, run := range m.Runs {
 		e := m.Plan.Experiments[run.Experiment]
 		for si, res := range run.Results {
@@ -77,6 +81,8 @@ func (r *Report) WriteTable(w io.Writer) {
 		r.URL, r.Server.Model, r.Rounds, r.Runs, r.Requests, r.ElapsedSeconds)
 	fmt.Fprintf(w, "simulated engine: block_size %d, num_gpu_blocks %d, max_num_seqs %d, max_num_batched_tokens %d\n",
 		f.Engine.BlockSize, f.Engine.NumGPUBlocks, f.Engine.MaxNumSeqs, f.Engine.MaxNumBatchedTokens)
+	fmt.Fprintf(w, "client-side TTFT overhead: %.2f ms + %.3f ms per 1000 prompt tokens (%s)\n",
+		r.ClientOverheadMs, r.ClientOverheadPerKTokMs, r.ClientOverheadNote)
 	fmt.Fprintf(w, "\n%-26s %-8s %-4s %10s %10s %7s %9s %9s %7s\n", "experiment", "kind", "use",
 		"TTFT meas", "TTFT fit", "err", "ITL meas", "ITL fit", "err")
 	for _, e := range f.Experiments {

@@ -34,6 +34,9 @@ type ExperimentRun struct {
 	// (prefix experiments).
 	PrefixTokens int      `json:"prefix_tokens,omitempty"`
 	Results      []Result `json:"results"`
+	// OverheadMs is the run's mean client-side TTFT overhead (see
+	// Measurements.OverheadMs); 0 when the server does not say.
+	OverheadMs float64 `json:"client_overhead_ms,omitempty"`
 }
 
 // Measurements are everything the probes measured.
@@ -47,7 +50,29 @@ type Measurements struct {
 	// Stopped says why the run ended before its planned rounds ("" when
 	// it did not).
 	Stopped string `json:"stopped,omitempty"`
+	// OverheadMs + OverheadPerKTokMs × prompt tokens / 1000 is the part of
+	// a request's client-side TTFT the server itself does not count (HTTP
+	// handling, tokenization, the first chunk's way back): the client's
+	// TTFT minus the server's own vllm:time_to_first_token_seconds, read
+	// around every experiment run and fitted over the runs of one request
+	// (where it is that request's exactly). The fit takes it out of every
+	// TTFT, so the profile holds engine time only — a mock serving the
+	// profile adds its own — and adds it back to every predicted TTFT in
+	// the report. 0 when the server does not say.
+	OverheadMs        float64 `json:"client_overhead_ms"`
+	OverheadPerKTokMs float64 `json:"client_overhead_per_1k_prompt_tokens_ms"`
+	// OverheadNote says where OverheadMs came from, or why it is 0.
+	OverheadNote string `json:"client_overhead_note"`
 }
+
+// overheadOf is the client-side overhead of a request with r's prompt.
+func (m *Measurements) overheadOf(r *Result) float64 {
+	return m.OverheadMs + m.OverheadPerKTokMs*float64(r.PromptTokens)/1000
+}
+
+// ttftMs is a result's TTFT as the engine saw it: the client's minus the
+// overhead.
+func (m *Measurements) ttftMs(r *Result) float64 { return ms(r.TTFT()) - m.overheadOf(r) }
 
 // Measure discovers the endpoint and runs the plan within the budget.
 // Cancelling ctx (Ctrl-C) stops it; what was measured is returned with
@@ -60,14 +85,21 @@ func Measure(ctx context.Context, c *Client, opts Options) (*Measurements, error
 	if opts.MaxConcurrency <= 0 {
 		opts.MaxConcurrency = 64
 	}
-	info, err := c.Discover(ctx)
+	// The measuring part ends early enough to leave the fit its time.
+	deadline := start.Add(opts.Budget * 9 / 10)
+	mctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	info, err := c.Discover(mctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, err
 	}
 	plan := opts.Plan
 	if len(plan.Experiments) == 0 {
 		plan = NewPlan(PlanOptions{MaxConcurrency: opts.MaxConcurrency, MaxModelLen: info.MaxModelLen,
-			Quick: opts.Budget < 5*time.Minute})
+			KVTokens: info.BlockSize * info.NumGPUBlocks, Quick: opts.Budget < 5*time.Minute})
 	}
 	m := &Measurements{Server: info, Plan: plan}
 	if !info.LengthParams {
@@ -76,11 +108,6 @@ func Measure(ctx context.Context, c *Client, opts Options) (*Measurements, error
 	if !info.Tokenize {
 		m.warn("no /tokenize: prompt lengths calibrated from usage.prompt_tokens")
 	}
-	// The measuring part ends early enough to leave the fit its time.
-	deadline := start.Add(opts.Budget * 9 / 10)
-	mctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-
 	p := newPrompts(c.counter(info))
 	reqs, _, _ := plan.Totals()
 	total := plan.Warmup + reqs*plan.Repeats
@@ -100,6 +127,9 @@ func Measure(ctx context.Context, c *Client, opts Options) (*Measurements, error
 		}
 		progress()
 	}
+	var scrape ttftScrape
+	scrape.sum, scrape.count, scrape.ok = c.serverTTFT(mctx)
+	haveTTFT := scrape.ok
 	sem := make(chan struct{}, opts.MaxConcurrency)
 rounds:
 	for round := range plan.Repeats {
@@ -114,6 +144,12 @@ rounds:
 				}
 				return m, err
 			}
+			if haveTTFT {
+				var next ttftScrape
+				next.sum, next.count, next.ok = c.serverTTFT(mctx)
+				run.overhead(scrape, next)
+				scrape = next
+			}
 			m.Runs = append(m.Runs, run)
 		}
 		m.Rounds = round + 1
@@ -127,6 +163,7 @@ rounds:
 		m.warn(m.Stopped)
 	}
 	m.checkResults()
+	m.fitOverhead(haveTTFT)
 	if len(m.Runs) == 0 {
 		return m, errors.New("the budget ended before one experiment completed")
 	}
@@ -134,6 +171,66 @@ rounds:
 }
 
 func (m *Measurements) warn(s string) { m.Warnings = append(m.Warnings, s) }
+
+// ttftScrape is one reading of the server's TTFT histogram.
+type ttftScrape struct {
+	sum, count float64
+	ok         bool
+}
+
+// overhead sets the run's client-side overhead from the server's TTFT
+// histogram read before and after it. The server's count must have grown
+// by exactly the requests measured (a prompt-length count on a server
+// without /tokenize, say, is a request too), or the sums are not
+// comparable and the run keeps 0.
+func (run *ExperimentRun) overhead(before, after ttftScrape) {
+	var clientSum float64
+	n := 0
+	for i := range run.Results {
+		if r := &run.Results[i]; r.Err == "" && r.Tokens() > 0 {
+			clientSum += ms(r.TTFT())
+			n++
+		}
+	}
+	if !before.ok || !after.ok || n == 0 || int(after.count-before.count) != n {
+		return
+	}
+	run.OverheadMs = max((clientSum-1000*(after.sum-before.sum))/float64(n), 0)
+}
+
+// fitOverhead fits the overhead's line over the runs of a single request
+// (probe or batch of one) whose overhead is known, leaving out values over
+// three times their median (a stall, not an overhead).
+func (m *Measurements) fitOverhead(have bool) {
+	if !have {
+		m.OverheadNote = "the server has no vllm:time_to_first_token_seconds: client-side overhead stays in the prefill curve"
+		return
+	}
+	var xs, ys []float64
+	for _, run := range m.Runs {
+		if len(run.Results) != 1 || run.OverheadMs <= 0 || run.Results[0].PromptTokens <= 0 {
+			continue
+		}
+		xs = append(xs, float64(run.Results[0].PromptTokens)/1000)
+		ys = append(ys, run.OverheadMs)
+	}
+	limit := 3 * median(ys)
+	var sx, sy, sxx, sxy, n float64
+	for i := range xs {
+		if ys[i] <= limit {
+			sx, sy, sxx, sxy, n = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i], n+1
+		}
+	}
+	if n < 3 {
+		m.OverheadNote = "fewer than 3 single-request runs with the server's TTFT: client-side overhead stays in the prefill curve"
+		return
+	}
+	if d := n*sxx - sx*sx; d > 0 {
+		m.OverheadPerKTokMs = max((n*sxy-sx*sy)/d, 0)
+	}
+	m.OverheadMs = max((sy-m.OverheadPerKTokMs*sx)/n, 0)
+	m.OverheadNote = fmt.Sprintf("client TTFT minus the server's vllm:time_to_first_token_seconds over %.0f single-request runs", n)
+}
 
 // runExperiment runs one experiment once: each stream in its own goroutine,
 // sent at its offset or trigger, under the concurrency semaphore.
