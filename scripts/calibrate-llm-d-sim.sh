@@ -37,9 +37,13 @@ fi
 
 # Per-token prefill (15 ms + 20 µs a token), 8 ms a token of decode, and
 # the load factor: latencies grow up to 2× as the 64 request slots fill.
+# A 32768-token context and a 262144-token KV cache (16384 blocks of 16), as
+# the cache_config_info it publishes tells calibrate (its KV cache is not
+# enabled, so it never limits anything).
 "$LLMD_SIM" --port "$PORT" --model calib-model --mode random \
   --latency-calculator per-token --prefill-overhead 15ms --prefill-time-per-token 20us \
   --inter-token-latency 8ms --time-factor-under-load 2 --max-num-seqs 64 \
+  --max-model-len 32768 --kv-cache-size 16384 --block-size 16 \
   >"$OUT/llm-d-sim.log" 2>&1 &
 SIM_PID=$!
 trap 'kill $SIM_PID 2>/dev/null || true' EXIT

@@ -82,6 +82,7 @@ type obsKey struct {
 // obs is one observation: measured values over rounds, predictions and
 // Jacobian rows summed over the same rounds.
 type obs struct {
+	key      obsKey
 	measured []float64
 	pred     float64
 	jac      []float64
@@ -90,6 +91,10 @@ type obs struct {
 }
 
 const itlSegments = 4
+
+// huberDelta is the relative residual beyond which an observation's
+// weight falls off (Huber's loss, IRLS).
+const huberDelta = 0.1
 
 // FitProfile fits the interpolated profile to m through the simulator.
 func FitProfile(m *Measurements, o FitOptions) (*Fit, error) {
@@ -224,12 +229,45 @@ func initialGrid(m *Measurements, cfg engine.Config, reqs [][]simRequest, o FitO
 		}
 	}
 	g.KV = geometric(kvMin, kvMax, o.KVPoints)
-	g.Ctx = geometric(ctxMin, ctxMax, o.CtxPoints)
+	g.Ctx = contextAxis(m, ctxMin, ctxMax, o.CtxPoints)
 	theta = theta[:len(g.Prefill)]
 	for range len(g.KV) * len(g.Ctx) {
 		theta = append(theta, decode0)
 	}
 	return g, theta, nil
+}
+
+// contextAxis places the context nodes where the decode batches ran (the
+// middle of each fitted batch's context range) between the smallest and
+// largest context seen, so that a bend of the real curve between the
+// batches' contexts lands on a node; geometric spacing when that gives
+// fewer than n points.
+func contextAxis(m *Measurements, lo, hi float64, n int) []float64 {
+	pts := []float64{max(lo, 1), hi}
+	for _, e := range m.Plan.Experiments {
+		if e.HeldOut || e.Kind != KindDecode || len(e.Streams) == 0 {
+			continue
+		}
+		c := float64(e.Streams[0].Prompt + e.Streams[0].Output/2)
+		if c > lo && c < hi {
+			pts = append(pts, c)
+		}
+	}
+	sort.Float64s(pts)
+	var out []float64
+	for _, x := range pts {
+		// Nodes closer than 30 % are one node.
+		if len(out) == 0 || x > out[len(out)-1]*1.3 {
+			out = append(out, math.Round(x))
+		}
+	}
+	if len(out) > 0 && out[len(out)-1] < hi {
+		out[len(out)-1] = hi // the last node is the largest context
+	}
+	if len(out) < n {
+		return geometric(lo, hi, n)
+	}
+	return out
 }
 
 // geometric returns up to n strictly increasing points from lo to hi,
@@ -276,7 +314,7 @@ func collect(m *Measurements, sims []*simRun, nparams int, heldOut bool) []*obs 
 	get := func(k obsKey, weight float64) *obs {
 		o := byKey[k]
 		if o == nil {
-			o = &obs{jac: make([]float64, nparams), weight: weight}
+			o = &obs{key: k, jac: make([]float64, nparams), weight: weight}
 			byKey[k] = o
 			order = append(order, k)
 		}
@@ -414,8 +452,16 @@ func gaussNewtonStep(g *Grid, theta []float64, observations []*obs) []float64 {
 		if !(m > 0) {
 			continue
 		}
-		w := o.weight / (m * m)
 		r := m - o.pred/float64(o.n)
+		// Huber weights: beyond 10 % a residual counts linearly, not
+		// squared. A residual that large is an event the model has no
+		// words for — one request of a burst that reached an idle engine
+		// alone and got a pass to itself, a stall — and must not drag the
+		// curve away from everything else.
+		w := o.weight / (m * m)
+		if rel := math.Abs(r / m); rel > huberDelta {
+			w *= huberDelta / rel
+		}
 		jr := make([]float64, n)
 		for p := range n {
 			jr[p] = o.jac[p] / float64(o.n)

@@ -180,9 +180,9 @@ func NewPlan(o PlanOptions) Plan {
 			},
 		})
 	}
-	// Decode sweeps: batch sizes at a short, a long and a very long
-	// context (the workloads the profile will serve run long contexts; a
-	// decode grid fitted only on short ones would extrapolate). A batch's
+	// Decode sweeps: batch sizes at a short and a long context, and one or
+	// two at very long ones (the workloads the profile will serve run long
+	// contexts; a decode grid fitted only on short ones would extrapolate). A batch's
 	// prompts together stay within 16 prefill budgets, so its prefill
 	// burst is a few passes, and within half the KV capacity.
 	out := o.DecodeOutput
@@ -190,7 +190,7 @@ func NewPlan(o PlanOptions) Plan {
 	if o.Quick {
 		batches = []int{1, 4, 16, 64}
 	}
-	for _, ctx := range uniqueSorted([]int{128, 4096, 3 * o.MaxPromptTokens / 2}) {
+	for _, ctx := range uniqueSorted([]int{128, 4096, 3 * o.MaxPromptTokens / 2, 3 * o.MaxPromptTokens}) {
 		ctx = min(ctx, o.MaxModelLen-out-1)
 		var bs []int
 		for _, b := range batches {
@@ -198,7 +198,10 @@ func NewPlan(o PlanOptions) Plan {
 				bs = append(bs, b)
 			}
 		}
-		if ctx > 4096 && len(bs) > 2 {
+		switch {
+		case ctx > 2*o.MaxPromptTokens && len(bs) > 1:
+			bs = bs[:1] // the longest context: one request
+		case ctx > 4096 && len(bs) > 2:
 			bs = bs[:2] // the very long context: two batch sizes suffice
 		}
 		if len(p.Experiments) > 0 && strings.HasSuffix(p.Experiments[len(p.Experiments)-1].ID, fmt.Sprintf("ctx%d", ctx)) {
