@@ -247,38 +247,52 @@ func (c *Client) cacheConfig(ctx context.Context) (blockSize, numBlocks int) {
 	return blockSize, numBlocks
 }
 
-var reTTFTSeries = regexp.MustCompile(`(?m)^vllm:time_to_first_token_seconds_(sum|count)(?:\{[^}]*\})? ([0-9.eE+-]+)`)
+var reServerSeries = regexp.MustCompile(`(?m)^vllm:(time_to_first_token|request_queue_time)_seconds_(sum|count)(?:\{[^}]*\})? ([0-9.eE+-]+)`)
 
-// serverTTFT reads the server's own TTFT histogram (vLLM's
-// vllm:time_to_first_token_seconds, summed over its label sets): its sum in
-// seconds and its count; ok is false when /metrics has no such family.
-func (c *Client) serverTTFT(ctx context.Context) (sum, count float64, ok bool) {
+// ttftScrape is one reading of the server's own TTFT and queue-time
+// histograms (vLLM's vllm:time_to_first_token_seconds and
+// vllm:request_queue_time_seconds, summed over their label sets).
+type ttftScrape struct {
+	ttftSum, ttftCount   float64
+	queueSum, queueCount float64
+	ok                   bool // the TTFT family is there
+}
+
+// serverTTFT reads the server's histograms; ok is false when /metrics has
+// no TTFT family.
+func (c *Client) serverTTFT(ctx context.Context) (s ttftScrape) {
 	req, err := c.newRequest(ctx, http.MethodGet, "/metrics", nil)
 	if err != nil {
-		return 0, 0, false
+		return s
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, 0, false
+		return s
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if resp.StatusCode != http.StatusOK {
-		return 0, 0, false
+		return s
 	}
-	for _, m := range reTTFTSeries.FindAllSubmatch(body, -1) {
-		v, err := strconv.ParseFloat(string(m[2]), 64)
+	for _, m := range reServerSeries.FindAllSubmatch(body, -1) {
+		v, err := strconv.ParseFloat(string(m[3]), 64)
 		if err != nil {
 			continue
 		}
-		ok = true
-		if string(m[1]) == "sum" {
-			sum += v
-		} else {
-			count += v
+		ttft := string(m[1]) == "time_to_first_token"
+		switch {
+		case ttft && string(m[2]) == "sum":
+			s.ttftSum += v
+			s.ok = true
+		case ttft:
+			s.ttftCount += v
+		case string(m[2]) == "sum":
+			s.queueSum += v
+		default:
+			s.queueCount += v
 		}
 	}
-	return sum, count, ok
+	return s
 }
 
 // Result is what one streamed request measured, as offsets from its

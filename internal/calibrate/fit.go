@@ -44,8 +44,9 @@ type EngineSummary struct {
 }
 
 // ExperimentError is one experiment's measured and predicted medians over
-// its runs: TTFT of its probes, ITL (each request's mean gap) of its
-// decoding requests.
+// its runs: TTFT of its probes, ITL (each request's mean gap, stalls of
+// more than 3× the request's median gap left out) of its decoding
+// requests.
 type ExperimentError struct {
 	ID            string  `json:"id"`
 	Kind          Kind    `json:"kind"`
@@ -619,8 +620,12 @@ func experimentErrors(m *Measurements, sims []*simRun) []ExperimentError {
 			}
 			n := min(len(got), r.Tokens())
 			if n > 1 && (st.Role != RoleProbe || e.Kind != KindMixed) {
-				a.im = append(a.im, ms(r.TokenTimes[n-1]-r.TokenTimes[0])/float64(n-1))
-				a.ip = append(a.ip, ms(got[n-1]-got[0])/float64(n-1))
+				// The mean gap without stalls, as the fit sees it; the
+				// stalls are counted in the report's warnings.
+				im, _ := trimmedGaps(r.TokenTimes[:n], 0, n-1)
+				ip, _ := trimmedGaps(got[:n], 0, n-1)
+				a.im = append(a.im, im)
+				a.ip = append(a.ip, ip)
 			}
 		}
 	}

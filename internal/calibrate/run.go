@@ -127,8 +127,7 @@ func Measure(ctx context.Context, c *Client, opts Options) (*Measurements, error
 		}
 		progress()
 	}
-	var scrape ttftScrape
-	scrape.sum, scrape.count, scrape.ok = c.serverTTFT(mctx)
+	scrape := c.serverTTFT(mctx)
 	haveTTFT := scrape.ok
 	sem := make(chan struct{}, opts.MaxConcurrency)
 rounds:
@@ -145,8 +144,7 @@ rounds:
 				return m, err
 			}
 			if haveTTFT {
-				var next ttftScrape
-				next.sum, next.count, next.ok = c.serverTTFT(mctx)
+				next := c.serverTTFT(mctx)
 				run.overhead(scrape, next)
 				scrape = next
 			}
@@ -172,17 +170,15 @@ rounds:
 
 func (m *Measurements) warn(s string) { m.Warnings = append(m.Warnings, s) }
 
-// ttftScrape is one reading of the server's TTFT histogram.
-type ttftScrape struct {
-	sum, count float64
-	ok         bool
-}
-
 // overhead sets the run's client-side overhead from the server's TTFT
 // histogram read before and after it. The server's count must have grown
 // by exactly the requests measured (a prompt-length count on a server
 // without /tokenize, say, is a request too), or the sums are not
-// comparable and the run keeps 0.
+// comparable and the run keeps 0. A run of one request also counts the
+// server's queue time as overhead: alone on an idle engine a request waits
+// for nothing the timing model knows (on a live engine, for its loop to
+// wake), and the model would otherwise put that wait into every pass's
+// prefill term.
 func (run *ExperimentRun) overhead(before, after ttftScrape) {
 	var clientSum float64
 	n := 0
@@ -192,10 +188,14 @@ func (run *ExperimentRun) overhead(before, after ttftScrape) {
 			n++
 		}
 	}
-	if !before.ok || !after.ok || n == 0 || int(after.count-before.count) != n {
+	if !before.ok || !after.ok || n == 0 || int(after.ttftCount-before.ttftCount) != n {
 		return
 	}
-	run.OverheadMs = max((clientSum-1000*(after.sum-before.sum))/float64(n), 0)
+	server := after.ttftSum - before.ttftSum
+	if n == 1 && int(after.queueCount-before.queueCount) == 1 {
+		server -= after.queueSum - before.queueSum
+	}
+	run.OverheadMs = max((clientSum-1000*server)/float64(n), 0)
 }
 
 // fitOverhead fits the overhead's line over the runs of a single request
@@ -345,7 +345,7 @@ func runExperiment(ctx context.Context, c *Client, p *prompts, sem chan struct{}
 // failed requests, rate limiting, outputs shorter than asked (ignore_eos
 // ignored), prompts of another length than wanted.
 func (m *Measurements) checkResults() {
-	var failed, limited, short, off, total int
+	var failed, limited, short, off, total, stalls, gaps int
 	var firstErr string
 	for _, run := range m.Runs {
 		e := m.Plan.Experiments[run.Experiment]
@@ -363,10 +363,18 @@ func (m *Measurements) checkResults() {
 			if n := max(r.CompletionTokens, r.Tokens()); n < s.Output {
 				short++
 			}
+			if n := r.Tokens(); n > 2 {
+				_, kept := trimmedGaps(r.TokenTimes, 0, n-1)
+				gaps += n - 1
+				stalls += n - 1 - len(kept)
+			}
 			if r.PromptTokens > 0 && abs(r.PromptTokens-s.Prompt) > max(2, s.Prompt/50) {
 				off++
 			}
 		}
+	}
+	if stalls > 0 {
+		m.warn(fmt.Sprintf("%d of %d inter-token gaps were stalls (over 3× their stream's median gap): a loaded client or server; left out of the fit and of the ITL columns", stalls, gaps))
 	}
 	if failed > 0 {
 		m.warn(fmt.Sprintf("%d of %d requests failed (first: %s); their experiments are fitted without them", failed, total, firstErr))
