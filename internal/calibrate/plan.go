@@ -129,7 +129,7 @@ func (o PlanOptions) withDefaults() PlanOptions {
 const prefillOutput = 4
 
 // NewPlan designs the experiments. Fitted and held-out points interleave:
-// every other prefill length is held out, so are the prefix-cache probes
+// prefill lengths between the fitted ones are held out, so are the prefix-cache probes
 // (the model says a cached prefix costs nothing; they test it), one decode
 // batch size per prompt length, the chunked prefill beyond the budget and
 // every mixed experiment (their interference is predicted from prefill and
@@ -140,25 +140,41 @@ func NewPlan(o PlanOptions) Plan {
 	p.Repeats, p.Warmup = o.Repeats, 4
 	limit := func(n int) int { return min(n, o.MaxModelLen-prefillOutput-1) }
 
-	// Prefill sweep: geometric lengths up to the prefill budget.
-	lengths := []int{32, 96, 256, 512, 1024, 2048, 3072, 4096, 6144, 8192}
+	// Prefill sweep: fitted lengths about geometric up to the prefill
+	// budget (the prefill curve's nodes: a bend between two of them is cut
+	// straight, so they are dense), and held-out lengths between them.
+	fitted := []int{32, 128, 256, 512, 1024, 2048, 3072, 4096, 6144, 8192}
+	held := []int{96, 384, 768, 1536, 2560, 5120}
 	if o.Quick {
-		lengths = []int{32, 128, 512, 1024, 2048, 4096, 6144, 8192}
+		fitted = []int{32, 256, 512, 1024, 2048, 4096, 6144, 8192}
+		held = []int{128, 768, 3072}
 	}
-	var sweep []int
-	for _, l := range lengths {
-		if l < o.MaxPromptTokens {
-			sweep = append(sweep, limit(l))
+	type point struct {
+		l    int
+		held bool
+	}
+	var sweep []point
+	seen := map[int]bool{}
+	add := func(l int, h bool) {
+		if l = limit(min(l, o.MaxPromptTokens)); !seen[l] {
+			seen[l] = true
+			sweep = append(sweep, point{l, h})
 		}
 	}
-	sweep = append(sweep, limit(o.MaxPromptTokens))
-	sweep = uniqueSorted(sweep)
-	for i, l := range sweep {
-		// The ends are always fitted (the curve must span the budget).
-		held := i%2 == 1 && i != len(sweep)-1
+	add(o.MaxPromptTokens, false) // the curve must span the budget
+	for _, l := range fitted {
+		add(l, false)
+	}
+	for _, l := range held {
+		if l < o.MaxPromptTokens {
+			add(l, true)
+		}
+	}
+	sort.Slice(sweep, func(i, j int) bool { return sweep[i].l < sweep[j].l })
+	for _, pt := range sweep {
 		p.Experiments = append(p.Experiments, Experiment{
-			ID: fmt.Sprintf("prefill-%d", l), Kind: KindPrefill, HeldOut: held,
-			Streams: []Stream{{Role: RoleProbe, After: -1, Prompt: l, Output: prefillOutput}},
+			ID: fmt.Sprintf("prefill-%d", pt.l), Kind: KindPrefill, HeldOut: pt.held,
+			Streams: []Stream{{Role: RoleProbe, After: -1, Prompt: pt.l, Output: prefillOutput}},
 		})
 	}
 	if beyond := limit(o.MaxPromptTokens * 3 / 2); beyond > o.MaxPromptTokens {
