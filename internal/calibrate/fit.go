@@ -91,6 +91,17 @@ type obs struct {
 	weight   float64
 }
 
+// target is the measured value an observation is fitted to: for a TTFT,
+// the lower quartile over rounds, because noise in a measured TTFT only
+// ever adds (a late wake, a stall, a busy client) and the engine's passes
+// are what is fitted; for a gap, already a trimmed mean, the median.
+func (o *obs) target() float64 {
+	if o.key.ttft {
+		return percentile(o.measured, 0.25)
+	}
+	return median(o.measured)
+}
+
 const itlSegments = 4
 
 // huberDelta is the relative residual beyond which an observation's
@@ -146,7 +157,7 @@ func FitProfile(m *Measurements, o FitOptions) (*Fit, error) {
 func rmsRel(obs []*obs) float64 {
 	var s, n float64
 	for _, o := range obs {
-		m := median(o.measured)
+		m := o.target()
 		r := (m - o.pred/float64(o.n)) / m
 		s += o.weight * r * r
 		n += o.weight
@@ -449,7 +460,7 @@ func gaussNewtonStep(g *Grid, theta []float64, observations []*obs) []float64 {
 	}
 	b := make([]float64, n)
 	for _, o := range observations {
-		m := median(o.measured)
+		m := o.target()
 		if !(m > 0) {
 			continue
 		}
