@@ -129,16 +129,14 @@ func WriteHTML(w io.Writer, r *Report) error {
 	am, ah := series{Name: "fitted experiments", Color: "#1f77b4"}, series{Name: "held out", Color: "#ff7f0e"}
 	for _, e := range f.Experiments {
 		switch e.Kind {
-		case KindPrefill, KindPrefix:
+		case KindPrefill:
 			pt := [2]float64{float64(e.PromptTokens), e.TTFTMeasured}
 			if e.HeldOut {
 				ph.Points = append(ph.Points, pt)
 			} else {
 				pm.Points = append(pm.Points, pt)
 			}
-			if e.Kind == KindPrefill {
-				pp.Points = append(pp.Points, [2]float64{float64(e.PromptTokens), e.TTFTPredicted})
-			}
+			pp.Points = append(pp.Points, [2]float64{float64(e.PromptTokens), e.TTFTPredicted})
 		case KindDecode:
 			var ctxLen int
 			fmt.Sscanf(e.ID[strings.LastIndex(e.ID, "ctx")+3:], "%d", &ctxLen)
@@ -200,7 +198,7 @@ func joinFloats(v []float64, format string) string {
 
 // svgChart draws series as points or lines on linear (or log-log) axes.
 func svgChart(ss []series, xlabel, ylabel string, logScale bool) template.HTML {
-	const W, H, L, R, T, B = 420.0, 300.0, 55.0, 10.0, 10.0, 60.0
+	const W, H, L, R, T, B = 440.0, 300.0, 55.0, 30.0, 10.0, 60.0
 	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for _, s := range ss {
 		for _, p := range s.Points {
