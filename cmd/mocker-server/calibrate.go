@@ -98,6 +98,7 @@ func runCalibrate(ctx context.Context, f *calibrateFlags, stdout, stderr io.Writ
 		f.apiKey = os.Getenv("OPENAI_API_KEY")
 	}
 	c := calibrate.NewClient(f.url, f.apiKey, f.model)
+	defer c.Close()
 	c.RequestTimeout = f.requestTimeout
 	opts := calibrate.Options{Budget: f.budget, MaxConcurrency: f.maxConcurrency}
 	var bar *progressLine

@@ -55,6 +55,9 @@ func NewClient(base, apiKey, model string) *Client {
 			DisableCompression: true, ResponseHeaderTimeout: 0}}}
 }
 
+// Close releases the client's idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
 // ServerInfo is what discovery learned about the endpoint.
 type ServerInfo struct {
 	Model       string `json:"model"`

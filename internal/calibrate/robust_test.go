@@ -84,6 +84,7 @@ func TestMeasureNoticesMisbehaviourAndFitsWhatIsLeft(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	c := NewClient(ts.URL+"/v1", "", "")
+	defer c.Close()
 	c.RequestTimeout = 10 * time.Second
 	plan := Plan{Repeats: 2, Warmup: 1, Experiments: []Experiment{
 		{ID: "prefill-32", Kind: KindPrefill, Streams: []Stream{{Role: RoleProbe, After: -1, Prompt: 32, Output: 4}}},
@@ -164,7 +165,9 @@ func TestMeasureHonoursTheBudget(t *testing.T) {
 	ts := httptest.NewServer(slow)
 	defer ts.Close()
 	start := time.Now()
-	_, err := Measure(context.Background(), NewClient(ts.URL, "", ""), Options{Budget: 3 * time.Second})
+	c := NewClient(ts.URL, "", "")
+	defer c.Close()
+	_, err := Measure(context.Background(), c, Options{Budget: 3 * time.Second})
 	if took := time.Since(start); took > 6*time.Second {
 		t.Fatalf("a 3 s budget took %v", took)
 	}
