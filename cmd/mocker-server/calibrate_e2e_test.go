@@ -220,7 +220,7 @@ func pct(v []float64, q float64) float64 {
 // arrays it reported, and a server started with it runs.
 func TestCalibrateProfileRoundTrip(t *testing.T) {
 	cfg := loadConfig(t, map[string]any{"timing_model": "fixed", "fixed_prefill_ms": 8, "fixed_decode_ms": 3, "speedup_ratio": 1})
-	srv := startServe(t, cfg, 2*time.Second)
+	srv := e2eStartProduction(t, cfg) // /metrics: the HTTP overhead is taken out
 	out := filepath.Join(t.TempDir(), "p.json")
 	var stdout, stderr bytes.Buffer
 	if err := run(context.Background(), []string{"calibrate", "--url", srv.url, "--out", out, "--budget", "20s",
@@ -257,9 +257,9 @@ func TestCalibrateProfileRoundTrip(t *testing.T) {
 	if len(file.Calibration) < 100 {
 		t.Fatalf("no calibration provenance in the profile")
 	}
-	// The fixed truth: prefill ≈ 8 ms (+ a 3 ms decode in the same pass),
+	// The fixed truth: prefill 8 ms (+ a 3 ms decode in the same pass),
 	// decode 3 ms everywhere; the fit must find it (loosely: a loaded
-	// machine adds noise).
+	// machine, or the race detector, adds noise).
 	m, err := engine.NewInterpolatedTiming(loaded)
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func TestCalibrateProfileRoundTrip(t *testing.T) {
 	if d := m.DecodeMs(2000, 0, 500); math.Abs(d-3) > 0.6 {
 		t.Errorf("fitted decode at (2000, 500) = %.2f ms, true 3", d)
 	}
-	if p := m.PrefillMs(2048); math.Abs(p-8) > 1.6 {
+	if p := m.PrefillMs(2048); math.Abs(p-8) > 2 {
 		t.Errorf("fitted prefill at 2048 = %.2f ms, true 8", p)
 	}
 	cfg2 := loadConfig(t, map[string]any{"planner_profile_data": out, "speedup_ratio": 1})
