@@ -78,6 +78,7 @@ func runCalibrate(ctx context.Context, f *calibrateFlags, stdout, stderr io.Writ
 	popts := calibrate.PlanOptions{MaxConcurrency: f.maxConcurrency, Quick: f.budget < 5*time.Minute}
 	if f.dryRun {
 		calibrate.NewPlan(popts).Write(stdout)
+		fmt.Fprintln(stdout, "(for a server with vLLM's defaults; a live run keeps the plan within the server's model length and KV capacity)")
 		return nil
 	}
 	if f.url == "" {

@@ -26,7 +26,8 @@ type Options struct {
 	Progress func(done, total int)
 }
 
-// Run is one experiment run once.
+// ExperimentRun is one experiment run once: what each of its streams
+// measured.
 type ExperimentRun struct {
 	Experiment int `json:"experiment"`
 	Round      int `json:"round"`
