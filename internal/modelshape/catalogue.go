@@ -1,0 +1,131 @@
+package modelshape
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// known holds the shapes of common open models, the values of their
+// published config.json files on Hugging Face
+// (https://huggingface.co/<id>/blob/main/config.json). aiconfigurator
+// (ai-dynamo/aiconfigurator, aic-core/src/aiconfigurator_core/model_configs/)
+// keeps copies of the Llama 3.1, Qwen3, Mixtral and DeepSeek ones; the
+// table in docs/hardware.md lists each source.
+var known = map[string]Shape{
+	"meta-llama/Llama-3.1-8B-Instruct": {Architecture: "LlamaForCausalLM", Family: FamilyLlama,
+		Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256, MaxPosition: 131072},
+	"meta-llama/Llama-3.1-70B-Instruct": {Architecture: "LlamaForCausalLM", Family: FamilyLlama,
+		Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, MaxPosition: 131072},
+	"meta-llama/Llama-3.1-405B-Instruct": {Architecture: "LlamaForCausalLM", Family: FamilyLlama,
+		Layers: 126, Hidden: 16384, Heads: 128, KVHeads: 8, HeadDim: 128, Intermediate: 53248, Vocab: 128256, MaxPosition: 131072},
+	"meta-llama/Llama-3.3-70B-Instruct": {Architecture: "LlamaForCausalLM", Family: FamilyLlama,
+		Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, MaxPosition: 131072},
+	"Qwen/Qwen2.5-7B-Instruct": {Architecture: "Qwen2ForCausalLM", Family: FamilyQwen2,
+		Layers: 28, Hidden: 3584, Heads: 28, KVHeads: 4, HeadDim: 128, Intermediate: 18944, Vocab: 152064, MaxPosition: 32768},
+	"Qwen/Qwen2.5-72B-Instruct": {Architecture: "Qwen2ForCausalLM", Family: FamilyQwen2,
+		Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 29568, Vocab: 152064, MaxPosition: 32768},
+	"Qwen/Qwen3-8B": {Architecture: "Qwen3ForCausalLM", Family: FamilyQwen3,
+		Layers: 36, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 12288, Vocab: 151936, MaxPosition: 40960},
+	"Qwen/Qwen3-32B": {Architecture: "Qwen3ForCausalLM", Family: FamilyQwen3,
+		Layers: 64, Hidden: 5120, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 25600, Vocab: 151936, MaxPosition: 40960},
+	"Qwen/Qwen3-30B-A3B": {Architecture: "Qwen3MoeForCausalLM", Family: FamilyQwen3MoE,
+		Layers: 48, Hidden: 2048, Heads: 32, KVHeads: 4, HeadDim: 128, Intermediate: 6144, Vocab: 151936, MaxPosition: 40960,
+		MoE: MoE{Experts: 128, TopK: 8, Intermediate: 768}},
+	"Qwen/Qwen3-235B-A22B": {Architecture: "Qwen3MoeForCausalLM", Family: FamilyQwen3MoE,
+		Layers: 94, Hidden: 4096, Heads: 64, KVHeads: 4, HeadDim: 128, Intermediate: 12288, Vocab: 151936, MaxPosition: 40960,
+		MoE: MoE{Experts: 128, TopK: 8, Intermediate: 1536}},
+	"mistralai/Mistral-7B-Instruct-v0.3": {Architecture: "MistralForCausalLM", Family: FamilyMistral,
+		Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 32768, MaxPosition: 32768},
+	"mistralai/Mixtral-8x7B-Instruct-v0.1": {Architecture: "MixtralForCausalLM", Family: FamilyMixtral,
+		Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 32000, MaxPosition: 32768,
+		MoE: MoE{Experts: 8, TopK: 2, Intermediate: 14336}},
+	"google/gemma-2-9b-it": {Architecture: "Gemma2ForCausalLM", Family: FamilyGemma2,
+		Layers: 42, Hidden: 3584, Heads: 16, KVHeads: 8, HeadDim: 256, Intermediate: 14336, Vocab: 256000, MaxPosition: 8192,
+		TiedEmbed: true, SlidingWindow: 4096, SlidingLayers: 21},
+	"google/gemma-2-27b-it": {Architecture: "Gemma2ForCausalLM", Family: FamilyGemma2,
+		Layers: 46, Hidden: 4608, Heads: 32, KVHeads: 16, HeadDim: 128, Intermediate: 36864, Vocab: 256000, MaxPosition: 8192,
+		TiedEmbed: true, SlidingWindow: 4096, SlidingLayers: 23},
+	"google/gemma-3-27b-it": {Architecture: "Gemma3ForConditionalGeneration", Family: FamilyGemma3,
+		Layers: 62, Hidden: 5376, Heads: 32, KVHeads: 16, HeadDim: 128, Intermediate: 21504, Vocab: 262208, MaxPosition: 131072,
+		TiedEmbed: true, SlidingWindow: 1024, SlidingLayers: 52},
+	"deepseek-ai/DeepSeek-V3": deepSeekV3,
+	"deepseek-ai/DeepSeek-R1": deepSeekV3,
+}
+
+var deepSeekV3 = Shape{Architecture: "DeepseekV3ForCausalLM", Family: FamilyDeepSeekV3,
+	Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, HeadDim: 192, Intermediate: 18432, Vocab: 129280, MaxPosition: 163840,
+	FP8Weights: true,
+	MoE:        MoE{Experts: 256, TopK: 8, Intermediate: 2048, SharedIntermediate: 2048, DenseLayers: 3},
+	MLA:        MLA{QLoRARank: 1536, KVLoRARank: 512, QKNopeDim: 128, QKRopeDim: 64, VHeadDim: 128}}
+
+// aliases are other spellings of catalogue ids (the base checkpoints share
+// the instruct ones' shape; Meta's older "Meta-Llama-3.1" repository names).
+var aliases = map[string]string{
+	"meta-llama/Meta-Llama-3.1-8B-Instruct":   "meta-llama/Llama-3.1-8B-Instruct",
+	"meta-llama/Meta-Llama-3.1-70B-Instruct":  "meta-llama/Llama-3.1-70B-Instruct",
+	"meta-llama/Meta-Llama-3.1-405B-Instruct": "meta-llama/Llama-3.1-405B-Instruct",
+	"meta-llama/Llama-3.1-8B":                 "meta-llama/Llama-3.1-8B-Instruct",
+	"meta-llama/Llama-3.1-70B":                "meta-llama/Llama-3.1-70B-Instruct",
+	"meta-llama/Llama-3.1-405B":               "meta-llama/Llama-3.1-405B-Instruct",
+	"Qwen/Qwen2.5-7B":                         "Qwen/Qwen2.5-7B-Instruct",
+	"Qwen/Qwen2.5-72B":                        "Qwen/Qwen2.5-72B-Instruct",
+	"mistralai/Mistral-7B-v0.3":               "mistralai/Mistral-7B-Instruct-v0.3",
+	"mistralai/Mixtral-8x7B-v0.1":             "mistralai/Mixtral-8x7B-Instruct-v0.1",
+	"deepseek-ai/DeepSeek-V3-0324":            "deepseek-ai/DeepSeek-V3",
+	"deepseek-ai/DeepSeek-R1-0528":            "deepseek-ai/DeepSeek-R1",
+}
+
+// Known returns the catalogue shape of a model id (case-insensitive), and
+// whether there is one.
+func Known(id string) (*Shape, bool) {
+	key := canonical(id)
+	if key == "" {
+		return nil, false
+	}
+	s := known[key]
+	s.Name = key
+	if s.WeightDtype == "" {
+		s.WeightDtype = "bfloat16"
+	}
+	return &s, true
+}
+
+func canonical(id string) string {
+	for k := range known {
+		if strings.EqualFold(k, id) {
+			return k
+		}
+	}
+	for a, k := range aliases {
+		if strings.EqualFold(a, id) {
+			return k
+		}
+	}
+	return ""
+}
+
+// KnownIDs lists the catalogue's model ids.
+func KnownIDs() []string {
+	out := make([]string, 0, len(known))
+	for k := range known {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Resolve finds a model's shape: a directory holding config.json, else a
+// catalogue id.
+func Resolve(model string) (*Shape, error) {
+	if model == "" {
+		return nil, fmt.Errorf("model shape: no --model given (a directory with config.json, or one of: %s)", strings.Join(KnownIDs(), ", "))
+	}
+	if isDir(model) {
+		return Load(model)
+	}
+	if s, ok := Known(model); ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("model shape: %q is neither a directory with config.json nor a known model id (%s)", model, strings.Join(KnownIDs(), ", "))
+}
