@@ -6,6 +6,7 @@ package config
 
 import (
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/hardware"
 )
 
 // Config is the whole configuration of one mocker-server process.
@@ -75,6 +76,18 @@ type Config struct {
 	FixedDecodeMs      float64                `json:"fixed_decode_ms"`
 	SpeedupRatio       float64                `json:"speedup_ratio"`
 	DecodeSpeedupRatio float64                `json:"decode_speedup_ratio"`
+
+	// Hardware timing model (docs/hardware.md; hardware.go). The vLLM
+	// settings below it take effect only with Hardware set.
+	Hardware             string  `json:"hardware"`
+	TensorParallelSize   int     `json:"tensor_parallel_size"`   // 0 = 1
+	Dtype                string  `json:"dtype"`                  // "" = auto
+	Quantization         string  `json:"quantization"`           // "" = none
+	KVCacheDtype         string  `json:"kv_cache_dtype"`         // "" = auto
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"` // 0 = 0.9
+	// HardwareTiming is the model Load built from the keys above; nil
+	// without Hardware. Not a JSON key.
+	HardwareTiming *hardware.Model `json:"-"`
 
 	// Reasoning framing; nil means no framing.
 	Reasoning *ReasoningConfig `json:"reasoning"`
