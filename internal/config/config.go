@@ -80,11 +80,11 @@ type Config struct {
 	// Hardware timing model (docs/hardware.md; hardware.go). The vLLM
 	// settings below it take effect only with Hardware set.
 	Hardware             string  `json:"hardware"`
-	TensorParallelSize   int     `json:"tensor_parallel_size"`   // 0 = 1
-	Dtype                string  `json:"dtype"`                  // "" = auto
-	Quantization         string  `json:"quantization"`           // "" = none
-	KVCacheDtype         string  `json:"kv_cache_dtype"`         // "" = auto
-	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"` // 0 = 0.9
+	TensorParallelSize   int     `json:"tensor_parallel_size"`
+	Dtype                string  `json:"dtype"`
+	Quantization         string  `json:"quantization"` // "" = none
+	KVCacheDtype         string  `json:"kv_cache_dtype"`
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
 	// HardwareTiming is the model Load built from the keys above; nil
 	// without Hardware. Not a JSON key.
 	HardwareTiming *hardware.Model `json:"-"`
@@ -306,6 +306,11 @@ func Default() Config {
 		FixedDecodeMs:      10.0,
 		SpeedupRatio:       1.0,
 		DecodeSpeedupRatio: 1.0,
+
+		TensorParallelSize:   1,
+		Dtype:                "auto",
+		KVCacheDtype:         "auto",
+		GPUMemoryUtilization: 0.9,
 
 		DPSize:    1,
 		DPRouting: engine.RouteRoundRobin,

@@ -14,9 +14,6 @@ import (
 // uses: without hardware they are accepted and reported as without effect.
 var hardwareOnlyKeys = []string{"tensor_parallel_size", "dtype", "quantization", "kv_cache_dtype", "gpu_memory_utilization"}
 
-// defaultGPUMemoryUtilization is vLLM's default.
-const defaultGPUMemoryUtilization = 0.9
-
 // resolveHardware builds the hardware timing model when hardware is set:
 // the model's shape from --model, the operator tables of the GPU and
 // engine type, and the KV pool (num_gpu_blocks unless set explicitly;
@@ -29,13 +26,13 @@ func resolveHardware(cfg *Config, merged map[string]any) ([]problem, []string) {
 		var keys []string
 		for _, k := range hardwareOnlyKeys {
 			if set(k) {
-				keys = append(keys, k)
+				keys = append(keys, "--"+strings.ReplaceAll(k, "_", "-"))
 			}
 		}
 		if len(keys) == 0 {
 			return nil, nil
 		}
-		return nil, []string{fmt.Sprintf("%s: no effect without hardware (--hardware GPU; docs/hardware.md)", strings.Join(keys, ", "))}
+		return nil, []string{fmt.Sprintf("accepted, no effect without --hardware: %s (docs/hardware.md)", strings.Join(keys, ", "))}
 	}
 	var probs []problem
 	fail := func(keys []string, format string, args ...any) {
@@ -47,25 +44,17 @@ func resolveHardware(cfg *Config, merged map[string]any) ([]problem, []string) {
 	if cfg.PlannerProfileData != "" {
 		fail([]string{"hardware", "planner_profile_data"}, "hardware %s conflicts with planner_profile_data: the hardware model is the timing model", cfg.Hardware)
 	}
-	if cfg.TensorParallelSize < 0 {
+	if cfg.TensorParallelSize < 1 {
 		fail([]string{"tensor_parallel_size"}, "tensor_parallel_size must be >= 1, got %d", cfg.TensorParallelSize)
 	}
-	if set("tensor_parallel_size") && cfg.TensorParallelSize == 0 {
-		fail([]string{"tensor_parallel_size"}, "tensor_parallel_size must be >= 1, got 0")
-	}
 	util := cfg.GPUMemoryUtilization
-	if set("gpu_memory_utilization") && (util <= 0 || util > 1) {
+	if util <= 0 || util > 1 {
 		fail([]string{"gpu_memory_utilization"}, "gpu_memory_utilization must be in (0, 1], got %v", util)
 	}
 	if len(probs) > 0 {
 		return probs, nil
 	}
-	if util == 0 {
-		util = defaultGPUMemoryUtilization
-		cfg.GPUMemoryUtilization = util
-	}
-	tp := max(cfg.TensorParallelSize, 1)
-	cfg.TensorParallelSize = tp
+	tp := cfg.TensorParallelSize
 	shape, err := modelshape.Resolve(cfg.Model)
 	if err != nil {
 		fail([]string{"model"}, "hardware %s: --model %v", cfg.Hardware, err)
