@@ -232,7 +232,7 @@ func (r *Registry) buildVLLM() {
 			v.gpuPCHits = gpuH.WithLabelValues(lv...)
 			tpot.add(v.itl, lv...)
 		}
-		cacheInfo.WithLabelValues(e, strconv.Itoa(bs), "auto", pyBool(cfg.EnablePrefixCaching), "0.9",
+		cacheInfo.WithLabelValues(e, strconv.Itoa(bs), cfg.KVCacheDtype, pyBool(cfg.EnablePrefixCaching), pyrepr.Float(cfg.GPUMemoryUtilization),
 			strconv.Itoa(cfg.NumGPUBlocks), override, cfg.PrefixCachingHashAlgo,
 			strconv.Itoa(kvTokens), pyrepr.Float(concurrency)).Set(1)
 		ro.v = v
