@@ -92,3 +92,57 @@ func TestPassTimer_SpeedupRatios(t *testing.T) {
 		}
 	}
 }
+
+// constPassTimer prices every pass at 10 ms: what remains of a pass's cost
+// is the Core filling the PassContents.
+type constPassTimer struct{}
+
+func (constPassTimer) PassMs(*PassContents) float64   { return 10 }
+func (constPassTimer) PrefillMs(int) float64          { return 10 }
+func (constPassTimer) DecodeMs(int, int, int) float64 { return 10 }
+
+// BenchmarkDecodePass256PassTimer is BenchmarkDecodePass256 with a
+// PassTimer: the difference is the cost of describing the pass (the
+// hardware model's own price is internal/hardware's BenchmarkPassMs).
+func BenchmarkDecodePass256PassTimer(b *testing.B) {
+	benchDecodePasses(b, func(c *Config) { c.TimingModel = constPassTimer{} })
+}
+
+// BenchmarkDescribePass256 times what planPass adds for a PassTimer: the
+// pass description of 256 decoding sequences.
+func BenchmarkDescribePass256(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.MaxNumSeqs = 256
+	cfg.TimingModel = constPassTimer{}
+	core, err := NewCore(cfg, CoreOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := NewOutput()
+	planned := seqTokens(1000, 64)
+	for i := 0; i < 256; i++ {
+		core.Submit(&Request{ID: uint64(i + 1), Prompt: seqTokens(10_000+i*512, 512), PlannedOutput: planned, Out: out})
+	}
+	now := VirtualEpoch
+	var buf []OutputItem
+	for core.NumWaiting() > 0 || core.NumRunning() < 256 {
+		d := core.BeginPass(now)
+		now = now.Add(d)
+		core.EndPass(now, now)
+		buf = out.Drain(buf)
+	}
+	core.BeginPass(now) // every sequence scheduled for a decode
+	b.ReportAllocs()
+	for b.Loop() {
+		core.pc.reset()
+		core.pcAdapters = core.pcAdapters[:0]
+		for _, s := range core.running {
+			if s.scheduled {
+				core.describe(s)
+			}
+		}
+	}
+	if core.pc.Decodes != 256 {
+		b.Fatalf("described %d decodes", core.pc.Decodes)
+	}
+}
