@@ -25,7 +25,8 @@ type Core struct {
 	// (PassTimer), else nil; pc is its reused pass description.
 	passTimer  PassTimer
 	pc         PassContents
-	pcAdapters []int // the pass's distinct adapter ids so far (scratch)
+	pcDraft    PassContents // the decodes alone, to price a drafter
+	pcAdapters []int        // the pass's distinct adapter ids so far (scratch)
 
 	prefillDiv float64 // divisor of the prefill term; +Inf = no delay
 	decodeDiv  float64 // divisor of the decode term; +Inf = no delay

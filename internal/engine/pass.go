@@ -65,7 +65,17 @@ func (c *Core) planPass(start time.Time) time.Duration {
 			div = c.decodeDiv
 		}
 		if computed+decodeTokens > 0 && !math.IsInf(div, 1) {
-			prefillMs = pt.PassMs(&c.pc) / div
+			ms := pt.PassMs(&c.pc)
+			if maxDrafts > 0 && c.pc.Decodes > 0 {
+				// The drafter: draft_cost_ratio × the longest draft × the
+				// price of the pass's decodes alone (the verified draft
+				// tokens are already in the pass's own price).
+				d := &c.pcDraft
+				*d = PassContents{Prefills: d.Prefills[:0], Decodes: c.pc.Decodes,
+					DecodeCtxSum: c.pc.DecodeCtxSum, DecodeCtxMax: c.pc.DecodeCtxMax}
+				ms += c.cfg.Speculative.DraftCostRatio * float64(maxDrafts) * pt.PassMs(d)
+			}
+			prefillMs = ms / div
 		}
 	} else if prefillN > 0 {
 		// The prefill term is charged for prefillN × (mean prompt length −

@@ -146,3 +146,31 @@ func BenchmarkDescribePass256(b *testing.B) {
 		b.Fatalf("described %d decodes", core.pc.Decodes)
 	}
 }
+
+// Speculative decoding under a PassTimer: the verified draft tokens are in
+// the pass's description, and the drafter costs draft_cost_ratio × the
+// longest draft × the price of the decodes alone.
+func TestPassTimer_SpeculativeDrafts(t *testing.T) {
+	rt := &recordingPassTimer{}
+	h := newHarness(t, func(c *Config) {
+		c.BlockSize = 16
+		c.TimingModel = rt
+		c.Speculative = SpeculativeConfig{Method: "eagle", NumSpeculativeTokens: 3,
+			AcceptanceRates: []float64{1, 1, 1}, DraftCostRatio: 0.5, Seed: 42}
+	})
+	r := h.submitAt(0, seqTokens(1000, 100), seqTokens(1, 9))
+	h.sim.Run(0)
+	// Pass 1: the prompt (100 ms) emits token 1. Pass 2 decodes with 3
+	// drafts, all accepted: 4 tokens. Priced 4 query tokens + 0.01 × 101
+	// context, plus the drafter 0.5 × 3 × (1 + 1.01): the timer's second
+	// call of the pass prices its decodes alone.
+	if len(rt.passes) < 3 || rt.passes[1].Decodes != 1 || rt.passes[1].DraftTokens != 3 || rt.passes[2].Decodes != 1 ||
+		rt.passes[2].DraftTokens != 0 || rt.passes[2].DecodeCtxSum != 101 {
+		t.Fatalf("passes %+v", rt.passes)
+	}
+	res := drain(r)
+	want := 100 + 4 + 1.01 + 0.5*3*(1+1.01)
+	if !approx(res.times[1], want, msTolerance) {
+		t.Errorf("token 2 at %.6f ms, want %.6f", res.times[1], want)
+	}
+}
