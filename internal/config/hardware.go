@@ -78,6 +78,12 @@ func resolveHardware(cfg *Config, merged map[string]any) ([]problem, []string) {
 	}
 	if !set("max_model_len") {
 		cfg.MaxModelLen = shape.MaxPosition
+		if !cfg.EnableChunkedPrefill && cfg.MaxNumBatchedTokens < cfg.MaxModelLen {
+			fail([]string{"enable_chunked_prefill", "max_num_batched_tokens", "max_model_len"},
+				"enable_chunked_prefill=false requires max_num_batched_tokens (%d) >= max_model_len (%d, %s's max_position_embeddings; set --max-model-len)",
+				cfg.MaxNumBatchedTokens, cfg.MaxModelLen, shape.Name)
+			return probs, nil
+		}
 	}
 	mem, err := m.Memory(hardware.MemoryOptions{
 		GPUMemoryUtilization: util, MaxModelLen: cfg.MaxModelLen,
