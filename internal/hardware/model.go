@@ -219,7 +219,14 @@ func (m *Model) build(ft *frameworkTables) error {
 				dts = []string{"fp8_block", "fp8"}
 			}
 		}
-		m.moe, m.moeMeasured = moeCurve(ft.MoE, dts, h, e.Intermediate, e.TopK, e.Experts, tp)
+		// aiconfigurator's default routing: a power law, alpha 1.01 for
+		// DeepSeek and 1.2 for the other MoE models (sdk/models/deepseek.py
+		// and moe.py, _power_law_alpha).
+		dists := []string{"power_law_1.2", "power_law_1.01"}
+		if s.Family == modelshape.FamilyDeepSeekV3 {
+			dists = []string{"power_law_1.01", "power_law_1.2"}
+		}
+		m.moe, m.moeMeasured = moeCurve(ft.MoE, dists, dts, h, e.Intermediate, e.TopK, e.Experts, tp)
 		if m.moeMeasured && m.src.Name != m.gpu.Name {
 			f := m.src.MemBW / m.gpu.MemBW
 			m.moe = scaleCurve(m.moe, func(float64) float64 { return f })

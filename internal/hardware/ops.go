@@ -187,11 +187,21 @@ func fillCurve(c *curve) {
 }
 
 // moeCurve finds the measured fused-MoE series for the shape, trying the
-// dtypes in order; ok is false when none matches.
-func moeCurve(series []*moeSeries, dtypes []string, hidden, inter, topk, experts, tp int) (curve, bool) {
+// routing distributions, then the dtypes, in order; ok is false when none
+// matches.
+func moeCurve(series []*moeSeries, dists, dtypes []string, hidden, inter, topk, experts, tp int) (curve, bool) {
+	for _, dist := range dists {
+		if c, ok := moeCurveDist(series, dist, dtypes, hidden, inter, topk, experts, tp); ok {
+			return c, true
+		}
+	}
+	return curve{}, false
+}
+
+func moeCurveDist(series []*moeSeries, dist string, dtypes []string, hidden, inter, topk, experts, tp int) (curve, bool) {
 	for _, dt := range dtypes {
 		for _, s := range series {
-			if s.Dtype == dt && s.Hidden == hidden && s.Inter == inter && s.TopK == topk && s.Experts == experts && s.TP == tp {
+			if s.Distribution == dist && s.Dtype == dt && s.Hidden == hidden && s.Inter == inter && s.TopK == topk && s.Experts == experts && s.TP == tp {
 				c := curve{xs: toFloats(s.Tokens), ys: make([]float64, len(s.Ms))}
 				for i, v := range s.Ms {
 					c.ys[i] = float64(v)

@@ -63,14 +63,15 @@ type arGrid struct {
 }
 
 type moeSeries struct {
-	Dtype   string    `json:"dtype"`
-	Hidden  int       `json:"hidden"`
-	Inter   int       `json:"inter"`
-	TopK    int       `json:"topk"`
-	Experts int       `json:"experts"`
-	TP      int       `json:"tp"`
-	Tokens  []int     `json:"tokens"`
-	Ms      []float32 `json:"ms"`
+	Distribution string    `json:"distribution"`
+	Dtype        string    `json:"dtype"`
+	Hidden       int       `json:"hidden"`
+	Inter        int       `json:"inter"`
+	TopK         int       `json:"topk"`
+	Experts      int       `json:"experts"`
+	TP           int       `json:"tp"`
+	Tokens       []int     `json:"tokens"`
+	Ms           []float32 `json:"ms"`
 }
 
 var (

@@ -18,7 +18,8 @@
 //     sliding window) for head_dim 64, 128 and 256 and query-head counts
 //     4, 8, 16, 32 and 64, per (heads, KV heads,
 //     head_dim, KV cache dtype) a batch × length grid;
-//   - the fused MoE layer (balanced routing, no expert parallelism) for
+//   - the fused MoE layer with the power-law routing aiconfigurator models
+//     by default (alpha 1.01 and 1.2; no expert parallelism) for
 //     bfloat16, fp8 and fp8_block by (hidden, expert width, top-k,
 //     experts, TP) over the token count;
 //   - the framework's custom all-reduce (CUDA-graph variant, bfloat16) by
@@ -88,17 +89,19 @@ type Framework struct {
 }
 
 // MoE is the latency in ms of one layer's fused routed experts for one
-// expert configuration (balanced routing, no expert parallelism) by the
-// number of tokens; 0 = not measured.
+// expert configuration and routing distribution (power_law_1.01 or
+// power_law_1.2, the ones aiconfigurator models by default; no expert
+// parallelism) by the number of tokens; 0 = not measured.
 type MoE struct {
-	Dtype   string    `json:"dtype"`
-	Hidden  int       `json:"hidden"`
-	Inter   int       `json:"inter"`
-	TopK    int       `json:"topk"`
-	Experts int       `json:"experts"`
-	TP      int       `json:"tp"`
-	Tokens  []int     `json:"tokens"`
-	Ms      []float32 `json:"ms"`
+	Distribution string    `json:"distribution"`
+	Dtype        string    `json:"dtype"`
+	Hidden       int       `json:"hidden"`
+	Inter        int       `json:"inter"`
+	TopK         int       `json:"topk"`
+	Experts      int       `json:"experts"`
+	TP           int       `json:"tp"`
+	Tokens       []int     `json:"tokens"`
+	Ms           []float32 `json:"ms"`
 }
 
 // GEMM is latency in ms over m × n × k, flattened m-major; 0 = not measured.
@@ -538,20 +541,22 @@ func allReduce(rows []row, op string, custom bool) *AllReduce {
 
 func moeTables(rows []row) []*MoE {
 	type key struct {
-		dtype                            string
+		dist, dtype                      string
 		hidden, inter, topk, experts, tp int
 	}
 	pts := map[key]map[[3]int]float64{}
 	toks := map[key]map[int]bool{}
 	for _, r := range rows {
-		if r.n["latency"] <= 0 || r.s["distribution"] != "balanced" || r.n["moe_ep_size"] != 1 {
+		dist := r.s["distribution"]
+		if r.n["latency"] <= 0 || r.n["moe_ep_size"] != 1 ||
+			(dist != "power_law_1.01" && dist != "power_law_1.2") {
 			continue
 		}
 		dt := r.s["moe_dtype"]
 		if dt != "bfloat16" && dt != "fp8" && dt != "fp8_block" {
 			continue
 		}
-		k := key{dt, int(r.n["hidden_size"]), int(r.n["inter_size"]), int(r.n["topk"]), int(r.n["num_experts"]), int(r.n["moe_tp_size"])}
+		k := key{dist, dt, int(r.n["hidden_size"]), int(r.n["inter_size"]), int(r.n["topk"]), int(r.n["num_experts"]), int(r.n["moe_tp_size"])}
 		if pts[k] == nil {
 			pts[k], toks[k] = map[[3]int]float64{}, map[int]bool{}
 		}
@@ -566,7 +571,7 @@ func moeTables(rows []row) []*MoE {
 	sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
 	var out []*MoE
 	for _, k := range keys {
-		m := &MoE{Dtype: k.dtype, Hidden: k.hidden, Inter: k.inter, TopK: k.topk, Experts: k.experts, TP: k.tp, Tokens: axis(toks[k])}
+		m := &MoE{Distribution: k.dist, Dtype: k.dtype, Hidden: k.hidden, Inter: k.inter, TopK: k.topk, Experts: k.experts, TP: k.tp, Tokens: axis(toks[k])}
 		for _, t := range m.Tokens {
 			m.Ms = append(m.Ms, round4(pts[k][[3]int{t}]))
 		}
