@@ -212,10 +212,12 @@ func (m *Model) build(ft *frameworkTables) error {
 	}
 	if m.moeLayers > 0 {
 		e := s.MoE
+		// --quantization fp8 on a 16-bit checkpoint quantizes per tensor;
+		// block-scaled FP8 checkpoints run the block-scaled kernels.
 		dts := []string{"bfloat16"}
 		if m.fp8W {
 			dts = []string{"fp8", "fp8_block"}
-			if s.FP8Weights {
+			if s.FP8Block {
 				dts = []string{"fp8_block", "fp8"}
 			}
 		}

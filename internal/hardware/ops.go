@@ -186,32 +186,55 @@ func fillCurve(c *curve) {
 	}
 }
 
-// moeCurve finds the measured fused-MoE series for the shape, trying the
-// routing distributions, then the dtypes, in order; ok is false when none
-// matches.
+// moeCurve finds the measured fused-MoE series for the shape: the first
+// dtype with a series, preferring the routing distributions in order and
+// an exact TP. A TP not measured for that dtype takes the nearest measured
+// one (the largest below, else the smallest above) scaled by its ratio: each
+// GPU's share of the experts' width, and so of their work and weight
+// bytes, is inversely proportional to TP. ok is false when nothing matches.
 func moeCurve(series []*moeSeries, dists, dtypes []string, hidden, inter, topk, experts, tp int) (curve, bool) {
-	for _, dist := range dists {
-		if c, ok := moeCurveDist(series, dist, dtypes, hidden, inter, topk, experts, tp); ok {
-			return c, true
+	for _, dt := range dtypes {
+		var best *moeSeries
+		for _, dist := range dists {
+			for _, s := range series {
+				if s.Distribution != dist || s.Dtype != dt || s.Hidden != hidden || s.Inter != inter || s.TopK != topk || s.Experts != experts {
+					continue
+				}
+				if best == nil || closerTP(s.TP, best.TP, tp) {
+					best = s
+				}
+			}
+			if best != nil && best.TP == tp {
+				break
+			}
 		}
+		if best == nil {
+			continue
+		}
+		f := float64(best.TP) / float64(tp)
+		c := curve{xs: toFloats(best.Tokens), ys: make([]float64, len(best.Ms))}
+		for i, v := range best.Ms {
+			c.ys[i] = float64(v) * f
+		}
+		fillCurve(&c)
+		return c, true
 	}
 	return curve{}, false
 }
 
-func moeCurveDist(series []*moeSeries, dist string, dtypes []string, hidden, inter, topk, experts, tp int) (curve, bool) {
-	for _, dt := range dtypes {
-		for _, s := range series {
-			if s.Distribution == dist && s.Dtype == dt && s.Hidden == hidden && s.Inter == inter && s.TopK == topk && s.Experts == experts && s.TP == tp {
-				c := curve{xs: toFloats(s.Tokens), ys: make([]float64, len(s.Ms))}
-				for i, v := range s.Ms {
-					c.ys[i] = float64(v)
-				}
-				fillCurve(&c)
-				return c, true
-			}
-		}
+// closerTP reports whether measured TP a is a better stand-in for want
+// than b: exact first, then the largest below, then the smallest above.
+func closerTP(a, b, want int) bool {
+	switch {
+	case a == want || b == want:
+		return a == want && b != want
+	case a < want && b < want:
+		return a > b
+	case a < want || b < want:
+		return a < want
+	default:
+		return a < b
 	}
-	return curve{}, false
 }
 
 // scaleCurve multiplies c by f pointwise (for a GPU that borrows another's

@@ -99,3 +99,29 @@ func TestTables_ShippedGPUsComplete(t *testing.T) {
 		}
 	}
 }
+
+// A fused-MoE TP without a measurement takes the nearest measured one,
+// scaled by the ratio of the GPUs' shares of the experts.
+func TestMoE_UnmeasuredTPScalesNearest(t *testing.T) {
+	tf, _ := loadTables("h200_sxm")
+	ft := tf.Frameworks["vllm"]
+	args := func(tp int) (curve, bool) {
+		return moeCurve(ft.MoE, []string{"power_law_1.2"}, []string{"fp8_block"}, 4096, 1536, 8, 128, tp)
+	}
+	tp4, ok4 := args(4)
+	tp8, ok8 := args(8) // vLLM's block-FP8 table stops at TP 4
+	if !ok4 || !ok8 {
+		t.Fatal("no block-FP8 series for Qwen3-235B's experts")
+	}
+	if got, want := tp8.at(64), tp4.at(64)/2; math.Abs(got-want) > 1e-12 {
+		t.Errorf("TP 8 at 64 tokens = %v ms, want TP 4's ÷ 2 = %v", got, want)
+	}
+	for _, c := range []struct {
+		a, b, want int
+		closer     bool
+	}{{8, 4, 8, true}, {4, 8, 8, false}, {4, 2, 8, true}, {16, 4, 8, false}, {16, 32, 8, true}, {2, 16, 8, true}} {
+		if got := closerTP(c.a, c.b, c.want); got != c.closer {
+			t.Errorf("closerTP(%d, %d, want %d) = %v", c.a, c.b, c.want, got)
+		}
+	}
+}

@@ -55,9 +55,9 @@ var known = map[string]Shape{
 
 var deepSeekV3 = Shape{Architecture: "DeepseekV3ForCausalLM", Family: FamilyDeepSeekV3,
 	Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, HeadDim: 192, Intermediate: 18432, Vocab: 129280, MaxPosition: 163840,
-	FP8Weights: true,
-	MoE:        MoE{Experts: 256, TopK: 8, Intermediate: 2048, SharedIntermediate: 2048, DenseLayers: 3},
-	MLA:        MLA{QLoRARank: 1536, KVLoRARank: 512, QKNopeDim: 128, QKRopeDim: 64, VHeadDim: 128}}
+	FP8Weights: true, FP8Block: true,
+	MoE: MoE{Experts: 256, TopK: 8, Intermediate: 2048, SharedIntermediate: 2048, DenseLayers: 3},
+	MLA: MLA{QLoRARank: 1536, KVLoRARank: 512, QKNopeDim: 128, QKRopeDim: 64, VHeadDim: 128}}
 
 // aliases are other spellings of catalogue ids (the base checkpoints share
 // the instruct ones' shape; Meta's older "Meta-Llama-3.1" repository names).
@@ -76,9 +76,27 @@ var aliases = map[string]string{
 	"deepseek-ai/DeepSeek-R1-0528":            "deepseek-ai/DeepSeek-R1",
 }
 
+// fp8Checkpoints are the official FP8 releases of catalogue models: the
+// same shape with block-scaled FP8 weights (their config.json's
+// quantization_config: quant_method fp8, weight_block_size [128, 128], as
+// aiconfigurator's copies in model_configs/ show).
+var fp8Checkpoints = map[string]string{
+	"Qwen/Qwen3-8B-FP8":        "Qwen/Qwen3-8B",
+	"Qwen/Qwen3-32B-FP8":       "Qwen/Qwen3-32B",
+	"Qwen/Qwen3-30B-A3B-FP8":   "Qwen/Qwen3-30B-A3B",
+	"Qwen/Qwen3-235B-A22B-FP8": "Qwen/Qwen3-235B-A22B",
+}
+
 // Known returns the catalogue shape of a model id (case-insensitive), and
 // whether there is one.
 func Known(id string) (*Shape, bool) {
+	for f, base := range fp8Checkpoints {
+		if strings.EqualFold(f, id) {
+			s, _ := Known(base)
+			s.Name, s.FP8Weights, s.FP8Block = f, true, true
+			return s, true
+		}
+	}
 	key := canonical(id)
 	if key == "" {
 		return nil, false
@@ -107,8 +125,11 @@ func canonical(id string) string {
 
 // KnownIDs lists the catalogue's model ids.
 func KnownIDs() []string {
-	out := make([]string, 0, len(known))
+	out := make([]string, 0, len(known)+len(fp8Checkpoints))
 	for k := range known {
+		out = append(out, k)
+	}
+	for k := range fp8Checkpoints {
 		out = append(out, k)
 	}
 	slices.Sort(out)

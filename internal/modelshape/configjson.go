@@ -165,10 +165,12 @@ func Parse(data []byte, name string) (*Shape, error) {
 	s.TiedEmbed = f.boolOr("tie_word_embeddings", top.boolOr("tie_word_embeddings", gemma))
 	if top.has("quantization_config") {
 		var q struct {
-			QuantMethod string `json:"quant_method"`
+			QuantMethod     string `json:"quant_method"`
+			WeightBlockSize []int  `json:"weight_block_size"`
 		}
 		_ = json.Unmarshal(top["quantization_config"], &q)
 		s.FP8Weights = q.QuantMethod == "fp8"
+		s.FP8Block = s.FP8Weights && len(q.WeightBlockSize) > 0
 	}
 	if err := parseFamily(s, f); err != nil {
 		return nil, err

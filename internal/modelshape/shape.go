@@ -58,8 +58,11 @@ type Shape struct {
 	// WeightDtype is torch_dtype ("bfloat16", "float16", "float32").
 	WeightDtype string
 	// FP8Weights is set when the checkpoint itself is FP8-quantized
-	// (quantization_config.quant_method "fp8"), as DeepSeek-V3 ships.
+	// (quantization_config.quant_method "fp8"), as DeepSeek-V3 ships;
+	// FP8Block when its scales are per block (weight_block_size), which
+	// selects the block-scaled MoE kernels.
 	FP8Weights bool
+	FP8Block   bool
 
 	// SlidingWindow is the window of the sliding-window layers (0 = none);
 	// SlidingLayers how many of the Layers use it.

@@ -60,6 +60,11 @@ func TestKnown_CaseAndAliases(t *testing.T) {
 			t.Errorf("Known(%q) = %v, %v; want %s", id, s, ok, want)
 		}
 	}
+	fp8, ok := Known("qwen/qwen3-30b-a3b-fp8")
+	if base, _ := Known("Qwen/Qwen3-30B-A3B"); !ok || !fp8.FP8Weights || !fp8.FP8Block || fp8.Name != "Qwen/Qwen3-30B-A3B-FP8" ||
+		fp8.Params() != base.Params() || base.FP8Weights {
+		t.Errorf("FP8 checkpoint: %+v", fp8)
+	}
 	if _, ok := Known("acme/unknown-7b"); ok {
 		t.Error("an unknown id resolved")
 	}
