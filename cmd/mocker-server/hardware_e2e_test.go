@@ -102,7 +102,9 @@ func TestHardware_BadInputExitsWithOneLine(t *testing.T) {
 	dir := t.TempDir()
 	phi := filepath.Join(dir, "phi")
 	noField := filepath.Join(dir, "nofield")
+	awq := filepath.Join(dir, "awq")
 	for d, body := range map[string]string{
+		awq:     `{"architectures":["LlamaForCausalLM"],"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"max_position_embeddings":8192,"vocab_size":128256,"quantization_config":{"quant_method":"awq","bits":4}}`,
 		phi:     `{"architectures":["PhiForCausalLM"],"hidden_size":2560}`,
 		noField: `{"architectures":["LlamaForCausalLM"],"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"intermediate_size":14336,"max_position_embeddings":8192,"vocab_size":128256}`,
 	} {
@@ -123,6 +125,7 @@ func TestHardware_BadInputExitsWithOneLine(t *testing.T) {
 		{"unknown architecture", []string{"--hardware", "h100_sxm", "--model", phi}, `unsupported architecture "PhiForCausalLM"`},
 		{"config.json missing a field", []string{"--hardware", "h100_sxm", "--model", noField}, `missing field "num_key_value_heads"`},
 		{"unknown model id", []string{"--hardware", "h100_sxm", "--model", "acme/foo-7b"}, `"acme/foo-7b" is neither a directory with config.json nor a known model id`},
+		{"checkpoint quantization without tables", []string{"--hardware", "h100_sxm", "--model", awq}, "is quantized with awq: no operator tables for it"},
 		{"quantization without tables", append([]string{"--hardware", "h100_sxm", "--quantization", "awq"}, llama...), "quantization awq: no operator tables for it (supported: fp8)"},
 		{"FP8 on A100", append([]string{"--hardware", "a100_sxm", "-q", "fp8"}, llama...), "quantization fp8 on a100_sxm: no operator tables for FP8 GEMMs"},
 		{"70B BF16 on one H100", []string{"--hardware", "h100_sxm", "--model", "meta-llama/Llama-3.1-70B-Instruct"}, "ValueError: No available memory for the cache blocks."},

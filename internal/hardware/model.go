@@ -150,6 +150,9 @@ func (m *Model) dtypes(opts Options, ft *frameworkTables) error {
 	default:
 		return fmt.Errorf("dtype %s: %w for it (bfloat16 and float16 have them)", opts.Dtype, ErrNoTables)
 	}
+	if q := m.shape.QuantMethod; q != "" && !m.shape.FP8Weights {
+		return fmt.Errorf("%s is quantized with %s: %w for it (FP8 checkpoints and 16-bit ones have them)", m.shape.Name, q, ErrNoTables)
+	}
 	switch q := strings.ToLower(opts.Quantization); q {
 	case "", "none":
 		m.fp8W = m.shape.FP8Weights

@@ -181,6 +181,8 @@ func TestBorrowedGPU_RooflineFromNearestMeasured(t *testing.T) {
 
 func TestNew_BadInput(t *testing.T) {
 	s := known(t, "meta-llama/Llama-3.1-8B-Instruct")
+	awq := *s
+	awq.QuantMethod = "awq"
 	for _, c := range []struct {
 		o    Options
 		want string
@@ -192,6 +194,7 @@ func TestNew_BadInput(t *testing.T) {
 		{Options{GPU: "h100_sxm", Shape: s, KVCacheDtype: "fp8_inc"}, "kv cache dtype fp8_inc: no operator tables"},
 		{Options{GPU: "h100_sxm", Shape: s, TP: 3}, "tensor parallel size 3 does not divide num_attention_heads 32"},
 		{Options{GPU: "h100_sxm"}, "no model shape"},
+		{Options{GPU: "h100_sxm", Shape: &awq}, "meta-llama/Llama-3.1-8B-Instruct is quantized with awq: no operator tables for it"},
 	} {
 		_, err := New(c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

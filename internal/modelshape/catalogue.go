@@ -55,7 +55,7 @@ var known = map[string]Shape{
 
 var deepSeekV3 = Shape{Architecture: "DeepseekV3ForCausalLM", Family: FamilyDeepSeekV3,
 	Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, HeadDim: 192, Intermediate: 18432, Vocab: 129280, MaxPosition: 163840,
-	FP8Weights: true, FP8Block: true,
+	FP8Weights: true, FP8Block: true, QuantMethod: "fp8",
 	MoE: MoE{Experts: 256, TopK: 8, Intermediate: 2048, SharedIntermediate: 2048, DenseLayers: 3},
 	MLA: MLA{QLoRARank: 1536, KVLoRARank: 512, QKNopeDim: 128, QKRopeDim: 64, VHeadDim: 128}}
 
@@ -87,13 +87,32 @@ var fp8Checkpoints = map[string]string{
 	"Qwen/Qwen3-235B-A22B-FP8": "Qwen/Qwen3-235B-A22B",
 }
 
+// fp8PerChannel are FP8 releases with per-tensor or per-channel scales:
+// Meta's 405B (quant_method fbgemm_fp8 in config.json) and NVIDIA's
+// ModelOpt checkpoints (quant_algo FP8 in hf_quant_config.json;
+// aiconfigurator keeps nvidia/Llama-3.1-70B-Instruct-FP8's).
+var fp8PerChannel = map[string]struct{ base, method string }{
+	"meta-llama/Llama-3.1-405B-Instruct-FP8": {"meta-llama/Llama-3.1-405B-Instruct", "fbgemm_fp8"},
+	"nvidia/Llama-3.1-8B-Instruct-FP8":       {"meta-llama/Llama-3.1-8B-Instruct", "modelopt"},
+	"nvidia/Llama-3.1-70B-Instruct-FP8":      {"meta-llama/Llama-3.1-70B-Instruct", "modelopt"},
+	"nvidia/Llama-3.1-405B-Instruct-FP8":     {"meta-llama/Llama-3.1-405B-Instruct", "modelopt"},
+	"nvidia/Llama-3.3-70B-Instruct-FP8":      {"meta-llama/Llama-3.3-70B-Instruct", "modelopt"},
+}
+
 // Known returns the catalogue shape of a model id (case-insensitive), and
 // whether there is one.
 func Known(id string) (*Shape, bool) {
 	for f, base := range fp8Checkpoints {
 		if strings.EqualFold(f, id) {
 			s, _ := Known(base)
-			s.Name, s.FP8Weights, s.FP8Block = f, true, true
+			s.Name, s.FP8Weights, s.FP8Block, s.QuantMethod = f, true, true, "fp8"
+			return s, true
+		}
+	}
+	for f, c := range fp8PerChannel {
+		if strings.EqualFold(f, id) {
+			s, _ := Known(c.base)
+			s.Name, s.FP8Weights, s.QuantMethod = f, true, c.method
 			return s, true
 		}
 	}
@@ -125,11 +144,14 @@ func canonical(id string) string {
 
 // KnownIDs lists the catalogue's model ids.
 func KnownIDs() []string {
-	out := make([]string, 0, len(known)+len(fp8Checkpoints))
+	out := make([]string, 0, len(known)+len(fp8Checkpoints)+len(fp8PerChannel))
 	for k := range known {
 		out = append(out, k)
 	}
 	for k := range fp8Checkpoints {
+		out = append(out, k)
+	}
+	for k := range fp8PerChannel {
 		out = append(out, k)
 	}
 	slices.Sort(out)

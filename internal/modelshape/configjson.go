@@ -37,7 +37,39 @@ func Load(dir string) (*Shape, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := readModelOpt(s, filepath.Join(dir, "hf_quant_config.json")); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// readModelOpt applies NVIDIA ModelOpt's hf_quant_config.json, where its
+// checkpoints (nvidia/*-FP8) declare their quantization instead of
+// config.json; a missing file changes nothing.
+func readModelOpt(s *Shape, path string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("model shape: %w", err)
+	}
+	var q struct {
+		Quantization struct {
+			QuantAlgo string `json:"quant_algo"`
+		} `json:"quantization"`
+	}
+	if err := json.Unmarshal(data, &q); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if algo := strings.ToLower(q.Quantization.QuantAlgo); algo != "" {
+		s.QuantMethod = "modelopt"
+		s.FP8Weights = algo == "fp8"
+		if !s.FP8Weights {
+			s.QuantMethod = "modelopt " + algo
+		}
+	}
+	return nil
 }
 
 // Supported lists the config.json architecture names Parse accepts.
@@ -166,10 +198,15 @@ func Parse(data []byte, name string) (*Shape, error) {
 	if top.has("quantization_config") {
 		var q struct {
 			QuantMethod     string `json:"quant_method"`
+			QuantAlgo       string `json:"quant_algo"`
 			WeightBlockSize []int  `json:"weight_block_size"`
 		}
 		_ = json.Unmarshal(top["quantization_config"], &q)
-		s.FP8Weights = q.QuantMethod == "fp8"
+		s.QuantMethod = strings.ToLower(q.QuantMethod)
+		// FP8 checkpoints: vLLM's own format, Meta's fbgemm_fp8 (405B) and
+		// NVIDIA ModelOpt's FP8.
+		s.FP8Weights = s.QuantMethod == "fp8" || s.QuantMethod == "fbgemm_fp8" ||
+			(s.QuantMethod == "modelopt" && strings.EqualFold(q.QuantAlgo, "fp8"))
 		s.FP8Block = s.FP8Weights && len(q.WeightBlockSize) > 0
 	}
 	if err := parseFamily(s, f); err != nil {

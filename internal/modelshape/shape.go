@@ -63,6 +63,9 @@ type Shape struct {
 	// selects the block-scaled MoE kernels.
 	FP8Weights bool
 	FP8Block   bool
+	// QuantMethod is quantization_config.quant_method as the checkpoint
+	// gives it ("" for none); only the FP8 ones set FP8Weights.
+	QuantMethod string
 
 	// SlidingWindow is the window of the sliding-window layers (0 = none);
 	// SlidingLayers how many of the Layers use it.

@@ -154,6 +154,21 @@ func TestLoad_BadInput(t *testing.T) {
 			t.Errorf("%s: %v does not name the file", c.name, err)
 		}
 	}
+	// A ModelOpt checkpoint declares FP8 in hf_quant_config.json.
+	dir := writeConfig(t, `{"architectures":["LlamaForCausalLM"],"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,
+		"num_key_value_heads":8,"intermediate_size":14336,"max_position_embeddings":8192,"vocab_size":128256}`)
+	if err := os.WriteFile(filepath.Join(dir, "hf_quant_config.json"), []byte(`{"producer":{"name":"modelopt"},"quantization":{"quant_algo":"FP8","kv_cache_quant_algo":"FP8"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Load(dir); err != nil || !s.FP8Weights || s.QuantMethod != "modelopt" {
+		t.Errorf("ModelOpt FP8: %+v, %v", s, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hf_quant_config.json"), []byte(`{"quantization":{"quant_algo":"NVFP4"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Load(dir); err != nil || s.FP8Weights || s.QuantMethod != "modelopt nvfp4" {
+		t.Errorf("ModelOpt NVFP4: %+v, %v", s, err)
+	}
 	_, err := Load(writeConfig(t, `{"architectures":["GPT2LMHeadModel"]}`))
 	if !errors.Is(err, ErrUnsupported) {
 		t.Errorf("unsupported architecture: %v, want ErrUnsupported", err)
