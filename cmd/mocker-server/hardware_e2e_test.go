@@ -90,6 +90,9 @@ func TestServe_HardwarePresetStarts(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no cache_config_info with the hardware settings in:\n%s\nstderr:\n%s", metrics, stderr.String())
 	}
+	if !strings.Contains(string(metrics), `timing_model="hardware"`) {
+		t.Errorf("mocker_info does not name the hardware timing model")
+	}
 	// 80 GiB × 0.85 − 15 GiB of weights − activations and CUDA context,
 	// at 64 KiB per token (FP8 KV) in blocks of 64 tokens: ≈ 13,000 blocks.
 	if n, _ := strconv.Atoi(string(m[1])); n < 11000 || n > 14000 {

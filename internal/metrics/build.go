@@ -294,9 +294,13 @@ func (r *Registry) buildSGLang() {
 // buildMocker registers the mocker_* product metrics and FPM gauges.
 func (r *Registry) buildMocker(version string) {
 	cfg := r.cfg
+	timing := string(cfg.TimingModel)
+	if cfg.Hardware != "" {
+		timing = "hardware" // docs/hardware.md
+	}
 	r.gaugeVec("mocker_info", "mocker-server build and mode; constant 1.",
 		"version", "engine_type", "worker_type", "timing_model").
-		WithLabelValues(version, string(cfg.EngineType), string(cfg.WorkerType), string(cfg.TimingModel)).Set(1)
+		WithLabelValues(version, string(cfg.EngineType), string(cfg.WorkerType), timing).Set(1)
 
 	passes := r.counterVec("mocker_passes_total", "Engine passes executed.", labelRank)
 	passSeconds := r.counterVec("mocker_pass_seconds_total", "Sum of modeled pass durations (busy time), in seconds.", labelRank)
