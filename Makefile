@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events check-replay-html check-pd-timing check-ui npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events check-replay-html check-pd-timing check-ui hardware-table npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -109,6 +109,17 @@ fuzz-short: deps
 
 fuzz: deps
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+# The hardware timing model against published measurements
+# (docs/hardware-validation.md): one `replay --hardware` per published
+# configuration of testdata/hardware/published.csv, the markdown error table
+# on stdout and in .cache/hardware-table.md. Not part of `make test`: it
+# replays every point (HWTABLE_ARGS="-only h100_sxm -jobs 2" narrows it).
+HWTABLE_ARGS ?=
+hardware-table: build
+	@mkdir -p .cache
+	$(GO) run ./cmd/mocker-hwtable -replay $(BIN) $(HWTABLE_ARGS) > .cache/hardware-table.md
+	@cat .cache/hardware-table.md
 
 # 10-minute soak under mixed traffic with faults (not part of `make test`).
 soak: build

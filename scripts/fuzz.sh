@@ -20,6 +20,7 @@ targets=(
 	"./internal/events FuzzEncodeRoundTrip"              # KV-event encoder against vmihailenco/msgpack
 	"./internal/loadgen FuzzSSEParser"                   # the load generator's chunked SSE reader
 	"./internal/config FuzzRewriteAndParse"              # vLLM-style command lines
+	"./internal/jsonenc FuzzAppendString"                # the one JSON string escaper against encoding/json
 	"./internal/api FuzzAppendString"                    # the hand-written JSON appenders against encoding/json
 	"./internal/api FuzzAppendFloat"
 	"./internal/api FuzzAppendIntegers"

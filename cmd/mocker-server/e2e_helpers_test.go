@@ -1,21 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/pebbe/zmq4"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // Helpers shared by the end-to-end tests (metrics_e2e_test.go,
@@ -52,56 +48,21 @@ func e2eTryStartProduction(t *testing.T, cfg *config.Config) (*running, error) {
 type e2eExposition struct {
 	raw      []byte
 	families map[string]*dto.MetricFamily
+	exp      *testutil.Exposition
 }
 
 func (r *running) e2eScrape(t *testing.T) *e2eExposition {
 	t.Helper()
-	resp, err := r.client.Get(r.url + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("read /metrics: %v", err)
-	}
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET /metrics = %d: %s", resp.StatusCode, raw)
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
+	e := testutil.Scrape(t, r.client, r.url+"/metrics", "")
+	if ct := e.Header.Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
 		t.Errorf("/metrics Content-Type = %q", ct)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("parse /metrics: %v\n%s", err, raw)
-	}
-	return &e2eExposition{raw: raw, families: fams}
+	return &e2eExposition{raw: e.Raw, families: e.Families, exp: e}
 }
 
 // series returns the samples of family name whose labels include want.
 func (s *e2eExposition) series(name string, want map[string]string) []*dto.Metric {
-	f := s.families[name]
-	if f == nil {
-		return nil
-	}
-	var out []*dto.Metric
-	for _, m := range f.GetMetric() {
-		if e2eLabelsMatch(m, want) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func e2eLabelsMatch(m *dto.Metric, want map[string]string) bool {
-	have := e2eLabelMap(m)
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
+	return s.exp.Series(name, want)
 }
 
 func e2eLabelMap(m *dto.Metric) map[string]string {
@@ -124,22 +85,7 @@ func e2eLabelNames(m *dto.Metric) string {
 // value sums a counter or gauge over the matching series; it returns NaN
 // when no series matches.
 func (s *e2eExposition) value(name string, want map[string]string) float64 {
-	ms := s.series(name, want)
-	if len(ms) == 0 {
-		return math.NaN()
-	}
-	var v float64
-	for _, m := range ms {
-		switch {
-		case m.Counter != nil:
-			v += m.Counter.GetValue()
-		case m.Gauge != nil:
-			v += m.Gauge.GetValue()
-		case m.Untyped != nil:
-			v += m.Untyped.GetValue()
-		}
-	}
-	return v
+	return s.exp.Value(name, want)
 }
 
 // hist sums a histogram's count and sum over the matching series.
@@ -151,74 +97,6 @@ func (s *e2eExposition) hist(name string, want map[string]string) (count uint64,
 		}
 	}
 	return count, sum
-}
-
-// e2eZSock is a test-side ZMQ socket with its own context. Sockets are used
-// only from the test goroutine.
-type e2eZSock struct {
-	ctx  *zmq4.Context
-	sock *zmq4.Socket
-}
-
-// e2eNewZSock creates a socket of type typ and connects (or binds) it to ep.
-// Cleanup closes it with linger 0 and terminates its context.
-func e2eNewZSock(t *testing.T, typ zmq4.Type, ep string, bind bool, setup func(*zmq4.Socket) error) *e2eZSock {
-	t.Helper()
-	ctx, err := zmq4.NewContext()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ctx.NewSocket(typ)
-	if err != nil {
-		ctx.Term()
-		t.Fatal(err)
-	}
-	z := &e2eZSock{ctx: ctx, sock: s}
-	t.Cleanup(z.close)
-	if err := s.SetLinger(0); err != nil {
-		t.Fatal(err)
-	}
-	if setup != nil {
-		if err := setup(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if bind {
-		err = s.Bind(ep)
-	} else {
-		err = s.Connect(ep)
-	}
-	if err != nil {
-		t.Fatalf("%v %s: %v", typ, ep, err)
-	}
-	return z
-}
-
-func (z *e2eZSock) close() {
-	if z.sock != nil {
-		z.sock.Close()
-		z.sock = nil
-		z.ctx.Term()
-	}
-}
-
-// recv waits up to timeout for one multipart message; nil on timeout.
-func (z *e2eZSock) recv(t *testing.T, timeout time.Duration) [][]byte {
-	t.Helper()
-	poller := zmq4.NewPoller()
-	poller.Add(z.sock, zmq4.POLLIN)
-	polled, err := poller.Poll(timeout)
-	if err != nil {
-		t.Fatalf("poll: %v", err)
-	}
-	if len(polled) == 0 {
-		return nil
-	}
-	msg, err := z.sock.RecvMessageBytes(0)
-	if err != nil {
-		t.Fatalf("recv: %v", err)
-	}
-	return msg
 }
 
 // num converts a generically decoded msgpack number to float64.

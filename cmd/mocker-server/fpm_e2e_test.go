@@ -16,6 +16,8 @@ import (
 
 	"github.com/pebbe/zmq4"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // e2eFPMMsg is one FPM message as received, decoded generically.
@@ -126,7 +128,7 @@ func (m e2eFPMMsg) gauges(t *testing.T) map[string]float64 {
 // e2eFPMStream receives and checks FPM messages of one rank: frames, topic,
 // header fields, contiguous sequence numbers and counter_id = seq + 1.
 type e2eFPMStream struct {
-	sub      *e2eZSock
+	sub      *testutil.ZMQSocket
 	workerID string
 	rank     int
 	msgs     []e2eFPMMsg
@@ -134,7 +136,7 @@ type e2eFPMStream struct {
 
 func (s *e2eFPMStream) next(t *testing.T, timeout time.Duration) (e2eFPMMsg, bool) {
 	t.Helper()
-	frames := s.sub.recv(t, timeout)
+	frames := s.sub.Recv(timeout)
 	if frames == nil {
 		return e2eFPMMsg{}, false
 	}
@@ -193,7 +195,7 @@ func TestE2E_FPMOverZMQ(t *testing.T) {
 		"fpm_endpoint": ep, "worker_id": worker, "log_level": "error",
 	})
 	srv := e2eStartProduction(t, cfg)
-	sub := e2eNewZSock(t, zmq4.SUB, ep, false, func(s *zmq4.Socket) error { return s.SetSubscribe("forward-pass-metrics") })
+	sub := testutil.NewZMQSocket(t, nil, zmq4.SUB, ep, false, func(s *zmq4.Socket) error { return s.SetSubscribe("forward-pass-metrics") })
 	st := &e2eFPMStream{sub: sub, workerID: worker, rank: 0}
 
 	// Synchronise on the idle heartbeat (one per second while idle): once

@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/pebbe/zmq4"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // e2eKVBatch is one KV event batch (live or replayed): its sequence number,
@@ -259,7 +260,7 @@ func (k *e2eKVTracker) apply(t *testing.T, b e2eKVBatch) {
 // e2eKVSub is the live subscriber of one rank.
 type e2eKVSub struct {
 	rank  int
-	sub   *e2eZSock
+	sub   *testutil.ZMQSocket
 	array bool
 	live  []e2eKVBatch
 }
@@ -267,7 +268,7 @@ type e2eKVSub struct {
 // take receives one live message (nil on timeout) and checks its frames.
 func (s *e2eKVSub) take(t *testing.T, timeout time.Duration) bool {
 	t.Helper()
-	frames := s.sub.recv(t, timeout)
+	frames := s.sub.Recv(timeout)
 	if frames == nil {
 		return false
 	}
@@ -294,14 +295,13 @@ func (s *e2eKVSub) take(t *testing.T, timeout time.Duration) bool {
 // (docs/kv-events.md).
 func e2eReplay(t *testing.T, ep string, rank int, topicFrame, array bool) []e2eKVBatch {
 	t.Helper()
-	d := e2eNewZSock(t, zmq4.DEALER, ep, false, nil)
-	defer d.close()
-	if _, err := d.sock.SendMessage("", make([]byte, 8)); err != nil {
+	d := testutil.NewZMQSocket(t, nil, zmq4.DEALER, ep, false, nil)
+	if _, err := d.Sock.SendMessage("", make([]byte, 8)); err != nil {
 		t.Fatalf("replay request: %v", err)
 	}
 	var out []e2eKVBatch
 	for {
-		frames := d.recv(t, 5*time.Second)
+		frames := d.Recv(5 * time.Second)
 		if frames == nil {
 			t.Fatalf("rank %d: replay stalled after %d batches", rank, len(out))
 		}
@@ -375,7 +375,7 @@ func e2eRunKVEvents(t *testing.T, array bool) {
 	subs := make([]*e2eKVSub, 2)
 	for r := range subs {
 		subs[r] = &e2eKVSub{rank: r, array: array,
-			sub: e2eNewZSock(t, zmq4.SUB, fmt.Sprintf("tcp://127.0.0.1:%d", P+r), false,
+			sub: testutil.NewZMQSocket(t, nil, zmq4.SUB, fmt.Sprintf("tcp://127.0.0.1:%d", P+r), false,
 				func(s *zmq4.Socket) error { return s.SetSubscribe("") })}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -175,7 +175,7 @@ func TestE2E_LoRAAdaptersThroughTheServer(t *testing.T) {
 
 	// The same token prompt under a and b: live on a SUB (synchronised on
 	// probes first, see FIELD-NOTES) and in the replay.
-	sub := &e2eKVSub{rank: 0, sub: e2eNewZSock(t, zmq4.SUB, fmt.Sprintf("tcp://127.0.0.1:%d", P), false,
+	sub := &e2eKVSub{rank: 0, sub: testutil.NewZMQSocket(t, nil, zmq4.SUB, fmt.Sprintf("tcp://127.0.0.1:%d", P), false,
 		func(s *zmq4.Socket) error { return s.SetSubscribe("") })}
 	complete := func(model string, prompt []int) {
 		t.Helper()

@@ -213,7 +213,7 @@ type kvBlock struct {
 // kvCollector is a live SUB on a rank's KV-event publisher that keeps every
 // stored block by hash.
 type kvCollector struct {
-	sub       *e2eZSock
+	sub       *testutil.ZMQSocket
 	blockSize int
 	blocks    map[uint64]kvBlock
 }
@@ -221,14 +221,14 @@ type kvCollector struct {
 func newKVCollector(t *testing.T, endpoint string, blockSize int) *kvCollector {
 	t.Helper()
 	return &kvCollector{blockSize: blockSize, blocks: map[uint64]kvBlock{},
-		sub: e2eNewZSock(t, zmq4.SUB, endpoint, false, func(s *zmq4.Socket) error { return s.SetSubscribe("") })}
+		sub: testutil.NewZMQSocket(t, nil, zmq4.SUB, endpoint, false, func(s *zmq4.Socket) error { return s.SetSubscribe("") })}
 }
 
 // take receives one message within timeout and records its BlockStored
 // events; false on timeout.
 func (k *kvCollector) take(t *testing.T, timeout time.Duration) bool {
 	t.Helper()
-	frames := k.sub.recv(t, timeout)
+	frames := k.sub.Recv(timeout)
 	if frames == nil {
 		return false
 	}

@@ -44,6 +44,8 @@ type replayFlags struct {
 	prefixLen    int
 	turns        int
 	turnGap      time.Duration
+	concurrency  int
+	clientDelay  time.Duration
 
 	json       bool
 	csv        string
@@ -59,6 +61,10 @@ var offlineKeys = []string{"model", "tokenizer", "chat_template", "host", "port"
 	"kv_events_replay_topic_frame", "fpm_endpoint", "max_request_body_bytes", "log_level", "metrics_family",
 	"deprecated_metrics", "enable_request_id_headers", "enable_prompt_tokens_details", "enable_force_include_usage",
 	"dp_routing", "output_len_mode", "natural_output_len", "reasoning", "reasoning_field"}
+
+// traceOnlyFlags shape how a trace is read; without a TRACE they would do
+// nothing, so they are refused.
+var traceOnlyFlags = []string{"trace-block-size", "time-scale", "max-requests", "skip-bad-lines"}
 
 func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f replayFlags
@@ -103,6 +109,8 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs.IntVar(&f.prefixLen, "prefix-len", 0, "synthetic: tokens of each group's shared prefix")
 	fs.IntVar(&f.turns, "turns", 1, "synthetic: turns per session; each turn's prompt extends the previous turn's prompt and output")
 	fs.DurationVar(&f.turnGap, "turn-gap", 10*time.Second, "synthetic: time between a session's turns")
+	fs.IntVar(&f.concurrency, "concurrency", 0, "closed loop (with --requests): this many clients, each sending its next request when its previous one finishes; every request has --input-len prompt tokens and generates exactly --output-len tokens")
+	fs.DurationVar(&f.clientDelay, "client-delay", 0, "closed loop: time from a response's last token to its client's next request (0: that instant, joining the engine's next pass; a live client's HTTP round trip misses it)")
 	fs.BoolVar(&f.json, "json", false, "write the JSON report on stdout instead of the table")
 	fs.StringVar(&f.csv, "csv", "", "write one CSV row per request to this file")
 	fs.StringVar(&f.html, "html", "", "write a self-contained HTML report with charts to this file")
@@ -152,6 +160,16 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 	}
 	if f.prefixBlocks < 1 {
 		return usageErr("--prefix-hash-blocks must be ≥ 1, got %d", f.prefixBlocks)
+	}
+	if err := checkClosedLoopFlags(cmd.Flags(), f, trace); err != nil {
+		return err
+	}
+	if trace == "" {
+		for _, name := range traceOnlyFlags {
+			if cmd.Flags().Changed(name) {
+				return usageErr("--%s applies to a TRACE; a synthetic or closed-loop workload (--requests) has none", name)
+			}
+		}
 	}
 	if trace == "" && f.requests == 0 {
 		return usageErr("replay needs a TRACE file or a synthetic workload (--requests N)")
@@ -275,6 +293,9 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 // generator. total is the workload's expected virtual duration for the
 // progress bar (0 = unknown).
 func openWorkload(f *replayFlags, trace string, seed uint64) (replay.Source, func(), time.Duration, error) {
+	if trace == "" && f.concurrency > 0 {
+		return openClosedLoop(f, seed)
+	}
 	if trace == "" {
 		in, err := replay.ParseDist(f.inputLen)
 		if err != nil {

@@ -45,6 +45,10 @@ func buildWorkers(cmd *cobra.Command, fl fleetSpec, files worker.Loaders, stderr
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
+	gpus, err := memberGPUs(cmd.Flags(), fl, len(members))
+	if err != nil {
+		return nil, 0, err
+	}
 	workers := make([]replay.WorkerSpec, len(members))
 	for i, m := range members {
 		if m.Config.Disaggregated() {
@@ -62,7 +66,8 @@ func buildWorkers(cmd *cobra.Command, fl fleetSpec, files worker.Loaders, stderr
 		if err != nil {
 			return nil, 0, err
 		}
-		workers[i] = replay.WorkerSpec{Name: "w" + m.ID, Engine: m.Config.EngineConfig(prof), DPSize: m.Config.DPSize}
+		workers[i] = replay.WorkerSpec{Name: "w" + m.ID, Engine: m.Config.EngineConfig(prof), DPSize: m.Config.DPSize,
+			GPUsPerRank: gpus[i]}
 	}
 	// fleet.Plan gives worker i the seed + i; the replay's own random
 	// choices use worker 0's, the configured seed.

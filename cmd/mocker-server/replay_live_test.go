@@ -24,6 +24,9 @@ type liveScenario struct {
 	// load generator schedules them; 0: one request at a time (a closed
 	// loop of one connection live, arrivals 2 s apart offline).
 	rate float64
+	// clients > 0: a closed loop of that many connections live, replay's
+	// closed loop (--concurrency) offline.
+	clients int
 }
 
 // The fixed timing model at --speedup-ratio 10: 200 ms per prefill pass and
@@ -52,7 +55,10 @@ func TestReplay_AgreesWithLiveServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("live comparison skipped in -short mode")
 	}
-	scenarios := map[string]liveScenario{"one at a time": {requests: 12, maxTokens: 16, promptWords: 512}}
+	scenarios := map[string]liveScenario{
+		"one at a time":            {requests: 12, maxTokens: 16, promptWords: 512},
+		"closed loop of 4 clients": {requests: 24, maxTokens: 16, promptWords: 512, clients: 4},
+	}
 	if os.Getenv("REPLAY_LIVE_LOAD") == "1" {
 		scenarios["poisson 3 req/s"] = liveScenario{requests: 150, maxTokens: 16, promptWords: 512, rate: 3}
 	}
@@ -84,6 +90,11 @@ func compareLiveAndReplay(t *testing.T, cfg *config.Config, url string, sc liveS
 	if sc.rate > 0 {
 		lc.Rate, lc.Concurrency = sc.rate, 64
 	}
+	if sc.clients > 0 {
+		// First requests 10 ms apart: far from any pass boundary, so a
+		// late wake-up on a busy machine cannot move one into another pass.
+		lc.Concurrency, lc.Ramp = sc.clients, time.Duration(sc.clients)*10*time.Millisecond
+	}
 	live, err := loadgen.Run(context.Background(), lc, loadgen.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -92,8 +103,19 @@ func compareLiveAndReplay(t *testing.T, cfg *config.Config, url string, sc liveS
 		t.Fatalf("live run: %d requests, %d errors %v", live.Requests, live.Errors, live.ErrorKinds)
 	}
 	prompt := int(math.Round(live.PromptTokensMean))
-	off, err := replay.Run(&scheduleSource{arrivals: arrivals(lc, sc), prompt: prompt, output: sc.maxTokens},
-		replay.Options{Workers: []replay.WorkerSpec{{Name: "w0", Engine: cfg.EngineConfig(nil)}}})
+	var src replay.Source = &scheduleSource{arrivals: arrivals(lc, sc), prompt: prompt, output: sc.maxTokens}
+	if sc.clients > 0 {
+		// The live client's next request reaches the server a little after
+		// the last token, while the engine has started its next pass: a
+		// client delay of 1 ms (any delay shorter than a pass) says so.
+		src, err = replay.NewClosedLoop(replay.ClosedLoopOptions{Concurrency: sc.clients, Requests: sc.requests,
+			Input: replay.Dist{Kind: replay.DistFixed, A: float64(prompt)}, Output: replay.Dist{Kind: replay.DistFixed, A: float64(sc.maxTokens)},
+			Ramp: lc.Ramp, ClientDelay: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	off, err := replay.Run(src, replay.Options{Workers: []replay.WorkerSpec{{Name: "w0", Engine: cfg.EngineConfig(nil)}}})
 	if err != nil {
 		t.Fatal(err)
 	}

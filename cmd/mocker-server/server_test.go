@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/testutil"
+	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
 )
 
 func TestMain(m *testing.M) {
@@ -31,21 +31,9 @@ func TestMain(m *testing.M) {
 // the overlay.
 func loadConfig(t *testing.T, overlay map[string]any) *config.Config {
 	t.Helper()
-	o := map[string]any{"port": 0, "speedup_ratio": "inf"}
+	o := map[string]any{"port": 0}
 	maps.Copy(o, overlay)
-	b, _ := json.Marshal(o)
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	o = nil
-	if err := dec.Decode(&o); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, err := config.Load(config.LoadOptions{Overlay: o,
-		LookupEnv: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return testcfg.Load(t, o)
 }
 
 // running is a serve() call in progress.

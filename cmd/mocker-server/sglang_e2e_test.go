@@ -99,7 +99,7 @@ func TestE2E_SGLangKVEventsOverZMQ(t *testing.T) {
 		}))
 		return err
 	})
-	sub := e2eNewZSock(t, zmq4.SUB, fmt.Sprintf("tcp://127.0.0.1:%d", port), false,
+	sub := testutil.NewZMQSocket(t, nil, zmq4.SUB, fmt.Sprintf("tcp://127.0.0.1:%d", port), false,
 		func(s *zmq4.Socket) error { return s.SetSubscribe("") })
 	generate := func(ids []int) {
 		t.Helper()
@@ -123,13 +123,13 @@ func TestE2E_SGLangKVEventsOverZMQ(t *testing.T) {
 	}
 	// Probe until the SUB is joined (slow joiner), then drain.
 	deadline := time.Now().Add(5 * time.Second)
-	for k := 0; sub.recv(t, 150*time.Millisecond) == nil; k++ {
+	for k := 0; sub.Recv(150*time.Millisecond) == nil; k++ {
 		if time.Now().After(deadline) {
 			t.Fatal("no KV event within 5 s of probing")
 		}
 		generate(ids(50_000+100*k, 4))
 	}
-	for sub.recv(t, 100*time.Millisecond) != nil {
+	for sub.Recv(100*time.Millisecond) != nil {
 	}
 
 	prompt := ids(1000, 20)
@@ -145,7 +145,7 @@ func TestE2E_SGLangKVEventsOverZMQ(t *testing.T) {
 	}
 	var got []stored
 	for len(got) < len(want) {
-		frames := sub.recv(t, 2*time.Second)
+		frames := sub.Recv(2 * time.Second)
 		if frames == nil {
 			t.Fatalf("got %d of %d BlockStored events", len(got), len(want))
 		}

@@ -234,7 +234,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		busy         bool      // the previous pass ran back to back with this one
 		timerDue     time.Time // the engine timer that woke the loop (zero: none)
 		blocked      bool      // the previous pass could schedule nothing
-		lastSnapshot = time.Now()
+		lastSnapshot = e.clock.Now()
 	)
 	hb := time.NewTimer(e.heartbeat)
 	defer hb.Stop()
@@ -250,13 +250,13 @@ func (e *Engine) Run(ctx context.Context) error {
 			busy = false
 			e.publishLoad()
 			e.core.InspectState(e.clock.Now()) // the last state before idling
-			hb.Reset(max(time.Until(lastSnapshot.Add(e.heartbeat)), 0))
+			hb.Reset(max(lastSnapshot.Add(e.heartbeat).Sub(e.clock.Now()), 0))
 			// Transfers completing and holds expiring need no message:
 			// wake for the next one.
 			var timerC <-chan time.Time
 			next, hasNext := e.core.NextTimer()
 			if hasNext && !e.paused {
-				timer.Reset(max(time.Until(next), 0))
+				timer.Reset(max(next.Sub(e.clock.Now()), 0))
 				timerC = timer.C
 			}
 			select {
@@ -272,7 +272,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				}
 			case <-hb.C:
 				e.core.Heartbeat()
-				lastSnapshot = time.Now()
+				lastSnapshot = e.clock.Now()
 				continue
 			}
 		}
@@ -333,7 +333,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		// A wake-up later than that (an overloaded machine, or a loop
 		// that cannot keep up) starts the next pass from the clock.
 		busy = woke.Sub(deadline) <= lateTolerance
-		lastSnapshot = time.Now()
+		lastSnapshot = e.clock.Now()
 	}
 }
 

@@ -54,8 +54,8 @@ func TestFPMScenarioS1(t *testing.T) {
 	zctx := newCtx(t)
 	ep := ipcEndpoint(t, "fpm")
 	p := newFPMPub(t, FPMSettings{Endpoint: ep, Bind: true, WorkerID: "w0"})
-	sub := newSub(t, zctx, ep, false, FPMTopic)
-	sub.settle(700 * time.Millisecond)
+	sub := testutil.NewZMQSub(t, zctx, ep, false, FPMTopic)
+	sub.Settle(700 * time.Millisecond)
 
 	cfg := config.Default()
 	cfg.BlockSize = 64
@@ -71,7 +71,7 @@ func TestFPMScenarioS1(t *testing.T) {
 	}
 	var msgs []map[string]any
 	for i := range 3 {
-		seq, m := fpmMsg(t, sub.mustRecv(3*time.Second, "FPM pass message"))
+		seq, m := fpmMsg(t, sub.MustRecv(3*time.Second, "FPM pass message"))
 		if seq != uint64(i) || num(t, m["counter_id"]) != uint64(i+1) || m["worker_id"] != "w0" ||
 			num(t, m["version"]) != 1 || num(t, m["dp_rank"]) != 0 {
 			t.Fatalf("message %d: seq %d %v", i, seq, m)
@@ -116,8 +116,8 @@ func TestFPMHeartbeat(t *testing.T) {
 	zctx := newCtx(t)
 	ep := ipcEndpoint(t, "fpm")
 	p := newFPMPub(t, FPMSettings{Endpoint: ep, Bind: true, WorkerID: "w0"})
-	sub := newSub(t, zctx, ep, false, FPMTopic)
-	sub.settle(300 * time.Millisecond)
+	sub := testutil.NewZMQSub(t, zctx, ep, false, FPMTopic)
+	sub.Settle(300 * time.Millisecond)
 
 	cfg := config.Default()
 	e, err := engine.New(cfg.EngineConfig(nil), engine.Options{FPMSink: p, HeartbeatInterval: 50 * time.Millisecond})
@@ -137,7 +137,7 @@ func TestFPMHeartbeat(t *testing.T) {
 	var prevSeq, prevCounter uint64
 	start := time.Now()
 	for i := range 4 {
-		msg := sub.mustRecv(2*time.Second, "heartbeat")
+		msg := sub.MustRecv(2*time.Second, "heartbeat")
 		seq, m := fpmMsg(t, msg)
 		counter := num(t, m["counter_id"])
 		if i == 0 && counter < 128 && len(msg[2]) != 409 {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	zmq "github.com/pebbe/zmq4"
 	"github.com/vmihailenco/msgpack/v5"
@@ -86,87 +85,6 @@ func ipcEndpoint(t testing.TB, name string) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return "ipc://" + filepath.Join(dir, name)
-}
-
-// socket is a test-side ZMQ socket with a poller.
-type socket struct {
-	t testing.TB
-	s *zmq.Socket
-	p *zmq.Poller
-}
-
-func newTestSocket(t testing.TB, zctx *zmq.Context, typ zmq.Type, ep string, bind bool, setup func(*zmq.Socket)) *socket {
-	t.Helper()
-	s, err := zctx.NewSocket(typ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetLinger(0); err != nil {
-		t.Fatal(err)
-	}
-	if setup != nil {
-		setup(s)
-	}
-	if bind {
-		err = s.Bind(ep)
-	} else {
-		err = s.Connect(ep)
-	}
-	if err != nil {
-		t.Fatalf("test socket %s %s: %v", typ, ep, err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	p := zmq.NewPoller()
-	p.Add(s, zmq.POLLIN)
-	return &socket{t: t, s: s, p: p}
-}
-
-// newSub returns a SUB subscribed to topic.
-func newSub(t testing.TB, zctx *zmq.Context, ep string, bind bool, topic string) *socket {
-	return newTestSocket(t, zctx, zmq.SUB, ep, bind, func(s *zmq.Socket) {
-		if err := s.SetSubscribe(topic); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
-
-// recv waits up to timeout for one multipart message.
-func (s *socket) recv(timeout time.Duration) ([][]byte, bool) {
-	s.t.Helper()
-	polled, err := s.p.Poll(timeout)
-	if err != nil {
-		s.t.Fatalf("poll: %v", err)
-	}
-	if len(polled) == 0 {
-		return nil, false
-	}
-	msg, err := s.s.RecvMessageBytes(0)
-	if err != nil {
-		s.t.Fatalf("recv: %v", err)
-	}
-	return msg, true
-}
-
-// mustRecv is recv that fails the test on timeout.
-func (s *socket) mustRecv(timeout time.Duration, what string) [][]byte {
-	s.t.Helper()
-	msg, ok := s.recv(timeout)
-	if !ok {
-		s.t.Fatalf("timed out after %v waiting for %s", timeout, what)
-	}
-	return msg
-}
-
-// settle services the socket for d (FIELD-NOTES: a bound SUB forwards its
-// subscription only while it is serviced); nothing may arrive meanwhile.
-func (s *socket) settle(d time.Duration) {
-	s.t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if msg, ok := s.recv(20 * time.Millisecond); ok {
-			s.t.Fatalf("unexpected message while settling: %q", msg)
-		}
-	}
 }
 
 // debianPython returns the first python3 on PATH (or Debian's) that can

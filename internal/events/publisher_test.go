@@ -15,7 +15,6 @@ import (
 	zmq "github.com/pebbe/zmq4"
 	"go.uber.org/goleak"
 
-	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/testutil"
@@ -47,13 +46,13 @@ func (l *testLogger) logger() *slog.Logger {
 func newKVPub(t testing.TB, zctx *zmq.Context, s KVSettings, log *slog.Logger) *KVPublisher {
 	t.Helper()
 	if s.BufferSteps == 0 {
-		s.BufferSteps = config.DefaultKVEventsConfig().BufferSteps
+		s.BufferSteps = DefaultBufferSteps
 	}
 	if s.HWM == 0 {
-		s.HWM = config.DefaultKVEventsConfig().HWM
+		s.HWM = DefaultHWM
 	}
 	if s.MaxQueueSize == 0 {
-		s.MaxQueueSize = config.DefaultKVEventsConfig().MaxQueueSize
+		s.MaxQueueSize = DefaultMaxQueueSize
 	}
 	p, err := NewKVPublisher(KVPublisherOptions{KVSettings: s, Context: zctx, Logger: log})
 	if err != nil {
@@ -70,15 +69,18 @@ func batchN(n int) engine.KVEventBatch {
 }
 
 // replayClient is a DEALER on a replay endpoint.
-type replayClient struct{ *socket }
+type replayClient struct {
+	t testing.TB
+	*testutil.ZMQSocket
+}
 
 func newReplayClient(t testing.TB, zctx *zmq.Context, ep string) replayClient {
-	return replayClient{newTestSocket(t, zctx, zmq.DEALER, ep, false, nil)}
+	return replayClient{t, testutil.NewZMQSocket(t, zctx, zmq.DEALER, ep, false, nil)}
 }
 
 func (c replayClient) request(frames ...[]byte) {
 	c.t.Helper()
-	if _, err := c.s.SendMessage(frames); err != nil {
+	if _, err := c.Sock.SendMessage(frames); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -95,7 +97,7 @@ func (c replayClient) replay(start uint64, topicFrame bool) []replayed {
 	c.request([]byte{}, be64(start))
 	var out []replayed
 	for {
-		msg := c.mustRecv(3*time.Second, "replay reply")
+		msg := c.MustRecv(3*time.Second, "replay reply")
 		if len(msg) == 0 || len(msg[0]) != 0 {
 			c.t.Fatalf("reply does not start with the empty delimiter: %q", msg)
 		}
@@ -182,7 +184,7 @@ func TestReplay(t *testing.T) {
 			c.request([]byte{}, be64(0), []byte("extra"))          // 4 frames at the ROUTER
 			c.request(be64(0))                                     // 2 frames at the ROUTER
 			c.request([]byte{}, []byte{0, 0, 0, 0, 0, 0, 0, 0, 0}) // 9 bytes
-			if msg, ok := c.recv(400 * time.Millisecond); ok {
+			if msg := c.Recv(400 * time.Millisecond); msg != nil {
 				t.Fatalf("malformed request answered: %q", msg)
 			}
 			if n := strings.Count(logs.String(), "malformed replay request ignored"); n != 4 {
@@ -306,11 +308,11 @@ func TestHWMDrops(t *testing.T) {
 	pubEP, replayEP := ipcEndpoint(t, "pub"), ipcEndpoint(t, "replay")
 	p := newKVPub(t, zctx, KVSettings{Endpoint: pubEP, Bind: true, ReplayEndpoint: replayEP,
 		HWM: 1, BufferSteps: 100000, Publish: true}, nil)
-	sub := newTestSocket(t, zctx, zmq.SUB, pubEP, false, func(s *zmq.Socket) {
+	sub := testutil.NewZMQSocket(t, zctx, zmq.SUB, pubEP, false, func(s *zmq.Socket) error {
 		_ = s.SetRcvhwm(1)
-		_ = s.SetSubscribe("")
+		return s.SetSubscribe("")
 	})
-	sub.settle(300 * time.Millisecond)
+	sub.Settle(300 * time.Millisecond)
 	// Large batches fill the socket buffers quickly; the SUB never reads.
 	big := engine.KVEventBatch{Events: []kv.Event{{Kind: kv.Stored, BlockHashes: make([]uint64, 64),
 		TokenIDs: make([]uint32, 64*64), BlockSize: 64}}}
@@ -350,10 +352,8 @@ func TestOpenRanks(t *testing.T) {
 	)
 	testutil.WithPortRuns(t, 1, 2, func(bases []int) error { // rank r on port+r
 		port = bases[0]
-		cfg := config.Default()
-		cfg.ZMQKVEventsPort, cfg.DPSize = port, 2
 		var err error
-		pubs, err = Open(&cfg, nil)
+		pubs, err = Open(Options{KVPort: port, DPSize: 2, Host: "127.0.0.1"}, nil)
 		return err
 	})
 	t.Cleanup(func() { _ = pubs.Close() })
@@ -361,14 +361,14 @@ func TestOpenRanks(t *testing.T) {
 		t.Errorf("unexpected sinks")
 	}
 	for rank := range 2 {
-		sub := newSub(t, zctx, "tcp://127.0.0.1:"+strconv.Itoa(port+rank), false, "")
-		sub.settle(200 * time.Millisecond)
+		sub := testutil.NewZMQSub(t, zctx, "tcp://127.0.0.1:"+strconv.Itoa(port+rank), false, "")
+		sub.Settle(200 * time.Millisecond)
 		// Publish until the subscription has certainly arrived.
 		var msg [][]byte
 		for i := 0; msg == nil && i < 100; i++ {
 			pubs.KVSink(rank).PublishKVEvents(engine.KVEventBatch{Rank: rank, Time: time.Unix(5, 0),
 				Events: []kv.Event{{Kind: kv.AllCleared}}})
-			msg, _ = sub.recv(50 * time.Millisecond)
+			msg = sub.Recv(50 * time.Millisecond)
 		}
 		if msg == nil {
 			t.Fatalf("rank %d: nothing received on port %d", rank, port+rank)
@@ -396,23 +396,20 @@ func TestOpenFPMConnect(t *testing.T) {
 	zctx := newCtx(t)
 	// The SUBs bind: rank 0's on a port the kernel chose, rank 1's on the
 	// next one, which is usually free too.
-	var subs []*socket
+	var subs []*testutil.ZMQSocket
 	var port int
 	for try := 0; subs == nil; try++ {
-		s0 := newSub(t, zctx, testutil.AnyLoopbackPort, true, FPMTopic)
-		port = testutil.EndpointPort(t, testutil.LastEndpoint(t, s0.s))
-		if s1, err := bindSub(zctx, port+1, FPMTopic); err == nil {
-			t.Cleanup(func() { _ = s1.Close() })
-			pl := zmq.NewPoller()
-			pl.Add(s1, zmq.POLLIN)
-			subs = []*socket{s0, {t: t, s: s1, p: pl}}
+		s0 := testutil.NewZMQSub(t, zctx, testutil.AnyLoopbackPort, true, FPMTopic)
+		port = testutil.EndpointPort(t, testutil.LastEndpoint(t, s0.Sock))
+		s1, err := testutil.OpenZMQSocket(t, zctx, zmq.SUB, "tcp://127.0.0.1:"+strconv.Itoa(port+1), true,
+			func(s *zmq.Socket) error { return s.SetSubscribe(FPMTopic) })
+		if err == nil {
+			subs = []*testutil.ZMQSocket{s0, s1}
 		} else if try == 20 {
 			t.Fatalf("no free port next to %d: %v", port, err)
 		}
 	}
-	cfg := config.Default()
-	cfg.FPMEndpoint, cfg.DPSize, cfg.WorkerID = "tcp://127.0.0.1:"+strconv.Itoa(port), 2, "w0"
-	pubs, err := Open(&cfg, nil)
+	pubs, err := Open(Options{FPMEndpoint: "tcp://127.0.0.1:" + strconv.Itoa(port), DPSize: 2, WorkerID: "w0"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,11 +418,11 @@ func TestOpenFPMConnect(t *testing.T) {
 		t.Error("KV sink without KV events")
 	}
 	for rank, sub := range subs {
-		sub.settle(300 * time.Millisecond)
+		sub.Settle(300 * time.Millisecond)
 		var msg [][]byte
 		for i := 0; msg == nil && i < 100; i++ {
 			pubs.FPMSink(rank).PublishFPM(engine.ForwardPassSnapshot{Rank: rank, CounterID: uint64(i + 1), Heartbeat: true})
-			msg, _ = sub.recv(50 * time.Millisecond)
+			msg = sub.Recv(50 * time.Millisecond)
 		}
 		if msg == nil {
 			t.Fatalf("rank %d: no FPM message", rank)
@@ -441,25 +438,9 @@ func TestOpenFPMConnect(t *testing.T) {
 	}
 }
 
-func bindSub(zctx *zmq.Context, port int, topic string) (*zmq.Socket, error) {
-	s, err := zctx.NewSocket(zmq.SUB)
-	if err != nil {
-		return nil, err
-	}
-	_ = s.SetLinger(0)
-	_ = s.SetSubscribe(topic)
-	if err := s.Bind("tcp://127.0.0.1:" + strconv.Itoa(port)); err != nil {
-		_ = s.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
 func TestOpenBindFailureNamesEndpoint(t *testing.T) {
 	port := testutil.Port(testutil.Listen(t).Addr())
-	cfg := config.Default()
-	cfg.ZMQKVEventsPort = port
-	_, err := Open(&cfg, nil)
+	_, err := Open(Options{KVPort: port, Host: "127.0.0.1"}, nil)
 	want := "tcp://127.0.0.1:" + strconv.Itoa(port)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want one naming %s", err, want)
@@ -474,9 +455,7 @@ func TestOpenBindFailureNamesEndpoint(t *testing.T) {
 			return err
 		}
 		defer busy.Close()
-		cfg := config.Default()
-		cfg.ZMQKVEventsPort, cfg.ZMQReplayPort, cfg.DPSize = bases[0], q, 2
-		_, err = Open(&cfg, nil)
+		_, err = Open(Options{KVPort: bases[0], ReplayPort: q, DPSize: 2, Host: "127.0.0.1"}, nil)
 		want := "tcp://127.0.0.1:" + strconv.Itoa(q+1)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ROUTER") {
 			return fmt.Errorf("replay: err = %v, want a ROUTER error naming %s", err, want)
@@ -485,25 +464,22 @@ func TestOpenBindFailureNamesEndpoint(t *testing.T) {
 	})
 }
 
-// TestOpenNothingPublished: prefix caching disabled keeps the sockets (a
-// subscriber can connect) but sends nothing; the null publisher opens
-// nothing.
+// TestOpenNothingPublished: silent publishers (prefix caching disabled, a
+// decode worker: worker.EventsOptions) keep the sockets (a subscriber can
+// connect) but send nothing; without a vLLM-style configuration (the null
+// publisher, disabled events) nothing opens.
 func TestOpenNothingPublished(t *testing.T) {
 	zctx := newCtx(t)
 	ep := ipcEndpoint(t, "pub")
-	k := config.DefaultKVEventsConfig()
-	k.EnableKVCacheEvents, k.Publisher, k.Endpoint = true, "zmq", ep
-	cfg := config.Default()
-	cfg.KVEventsConfig = &k
-	cfg.EnablePrefixCaching = false
+	o := Options{VLLM: &VLLMKVEvents{Endpoint: ep}, Silent: true}
 	logs := &testLogger{}
-	pubs, err := Open(&cfg, logs.logger())
+	pubs, err := Open(o, logs.logger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pubs.Close() })
-	sub := newSub(t, zctx, ep, false, "")
-	sub.settle(200 * time.Millisecond)
+	sub := testutil.NewZMQSub(t, zctx, ep, false, "")
+	sub.Settle(200 * time.Millisecond)
 	sink := pubs.KVSink(0)
 	if sink == nil {
 		t.Fatal("no sink")
@@ -511,7 +487,7 @@ func TestOpenNothingPublished(t *testing.T) {
 	for i := range 10 {
 		sink.PublishKVEvents(batchN(i))
 	}
-	sub.settle(300 * time.Millisecond)
+	sub.Settle(300 * time.Millisecond)
 	if pubs.KVBatchesSent(0) != 0 || pubs.KVBatchesDropped(0) != 0 {
 		t.Errorf("counters %d %d", pubs.KVBatchesSent(0), pubs.KVBatchesDropped(0))
 	}
@@ -519,9 +495,7 @@ func TestOpenNothingPublished(t *testing.T) {
 		t.Errorf("startup log:\n%s", logs.String())
 	}
 
-	k.Publisher = "null"
-	cfg.EnablePrefixCaching = true
-	none, err := Open(&cfg, nil)
+	none, err := Open(Options{}, nil)
 	if err != nil || none.KVSink(0) != nil || none.FPMSink(0) != nil || none.zctx != nil {
 		t.Errorf("null publisher: %v %v", none, err)
 	}
@@ -536,13 +510,9 @@ func TestOpenNothingPublished(t *testing.T) {
 // goroutines ended and the context is terminated; it is idempotent.
 func TestCloseEndsGoroutines(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	k := config.DefaultKVEventsConfig()
-	k.EnableKVCacheEvents, k.Publisher = true, "zmq"
-	k.Endpoint = "inproc://kv"
-	k.ReplayEndpoint = ptr("inproc://replay")
-	cfg := config.Default()
-	cfg.KVEventsConfig, cfg.DPSize, cfg.FPMEndpoint = &k, 3, "inproc://fpm"
-	pubs, err := Open(&cfg, nil)
+	o := Options{VLLM: &VLLMKVEvents{Endpoint: "inproc://kv", ReplayEndpoint: "inproc://replay"},
+		DPSize: 3, FPMEndpoint: "inproc://fpm"}
+	pubs, err := Open(o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -154,7 +154,7 @@ type expectedBlocks struct {
 }
 
 func (x *expectedBlocks) add(t *testing.T, cfg *config.Config, seq []uint32, salt string) {
-	h, err := kv.NewHasher(cfg.PrefixCachingHashAlgo, cfg.HashSeed, cfg.EffectiveBlockSize())
+	h, err := kv.NewHasher(string(cfg.PrefixCachingHashAlgo), cfg.HashSeed, cfg.EffectiveBlockSize())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,20 +206,20 @@ func runWorkload(t *testing.T, enc Encoding, ipc bool) {
 	cfg.TimingModel = engine.TimingFixed
 
 	var pubEP string
-	var sub *socket
+	var sub *testutil.ZMQSocket
 	if ipc {
 		pubEP = ipcEndpoint(t, "kv")
 	} else {
-		sub = newSub(t, zctx, testutil.AnyLoopbackPort, true, "kv@pod@m")
-		pubEP = testutil.LastEndpoint(t, sub.s)
+		sub = testutil.NewZMQSub(t, zctx, testutil.AnyLoopbackPort, true, "kv@pod@m")
+		pubEP = testutil.LastEndpoint(t, sub.Sock)
 	}
 	replayEP := ipcEndpoint(t, "replay")
 	p := newKVPub(t, zctx, KVSettings{Endpoint: pubEP, Bind: ShouldBind(pubEP), ReplayEndpoint: replayEP,
 		Topic: "kv@pod@m", Encoding: enc, ReplayTopicFrame: true, Publish: true}, nil)
 	if ipc {
-		sub = newSub(t, zctx, pubEP, false, "kv@pod@m")
+		sub = testutil.NewZMQSub(t, zctx, pubEP, false, "kv@pod@m")
 	}
-	sub.settle(700 * time.Millisecond)
+	sub.Settle(700 * time.Millisecond)
 
 	sink := &countingSink{next: p}
 	core, err := engine.NewCore(cfg.EngineConfig(nil), engine.CoreOptions{KVSink: sink})
@@ -266,7 +266,7 @@ func runWorkload(t *testing.T, enc Encoding, ipc bool) {
 	crossBatchParents, saltSeen := 0, 0
 	announcedIn := map[uint64]int{} // hash → batch index that stored it
 	for i := range n {
-		msg := sub.mustRecv(3*time.Second, "batch "+strconv.Itoa(i))
+		msg := sub.MustRecv(3*time.Second, "batch "+strconv.Itoa(i))
 		if len(msg) != 3 || string(msg[0]) != "kv@pod@m" || len(msg[1]) != 8 {
 			t.Fatalf("message %d frames %q", i, msg)
 		}
@@ -334,7 +334,7 @@ func runWorkload(t *testing.T, enc Encoding, ipc bool) {
 			}
 		}
 	}
-	if msg, ok := sub.recv(100 * time.Millisecond); ok {
+	if msg := sub.Recv(100 * time.Millisecond); msg != nil {
 		t.Fatalf("extra message %q", msg)
 	}
 	if counts["BlockStored"] == 0 || counts["BlockRemoved"] == 0 || counts["AllBlocksCleared"] != 1 || crossBatchParents == 0 ||

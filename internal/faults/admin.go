@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 // maxAdminBody bounds an admin request body; settings are small.
@@ -63,22 +64,12 @@ func NewAdminHandler(in *Injector, key string) http.Handler {
 			return
 		}
 		body, _ := json.Marshal(in.Settings())
-		writeJSON(w, http.StatusOK, body)
+		httperr.Write(w, http.StatusOK, body)
 	})
 }
 
 func writeAdminError(w http.ResponseWriter, status int, typ, msg string) {
-	body, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"message": msg, "type": typ, "param": nil, "code": status}})
-	writeJSON(w, status, body)
-}
-
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	httperr.Write(w, status, httperr.Nested(status, typ, msg, ""))
 }
 
 // String renders settings for logs.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/faults"
+	"github.com/mocker-server/mocker-server/internal/httperr"
 	"github.com/mocker-server/mocker-server/internal/ui"
 	"github.com/mocker-server/mocker-server/internal/worker"
 )
@@ -289,8 +290,7 @@ func parseRatio(raw json.RawMessage) (float64, error) {
 
 // adminError answers with the nested error shape the workers use.
 func adminError(w http.ResponseWriter, status int, typ, msg string) {
-	writeAdminJSON(w, status, map[string]any{"error": map[string]any{
-		"message": msg, "type": typ, "param": nil, "code": status}})
+	httperr.Write(w, status, httperr.Nested(status, typ, msg, ""))
 }
 
 func writeAdminJSON(w http.ResponseWriter, status int, v any) {

@@ -15,12 +15,12 @@ import (
 
 	"github.com/pebbe/zmq4"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/vmihailenco/msgpack/v5"
 	"go.uber.org/goleak"
 
 	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/testutil"
+	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
 )
 
 func TestMain(m *testing.M) {
@@ -30,25 +30,13 @@ func TestMain(m *testing.M) {
 // testLoadOptions are command-line settings for Plan in tests: no
 // environment, a fixed host name.
 func testLoadOptions(overlay map[string]any) config.LoadOptions {
-	if overlay == nil {
-		overlay = map[string]any{}
-	}
-	for k, v := range overlay {
-		switch v.(type) {
-		case int, float64:
-			overlay[k] = json.Number(fmt.Sprint(v)) // as flags and files give numbers
-		}
-	}
-	return config.LoadOptions{Overlay: overlay,
-		LookupEnv: func(string) (string, bool) { return "", false },
-		Hostname:  func() (string, error) { return "testhost", nil }}
+	return testcfg.Options(overlay)
 }
 
-// kvSub is a ZMQ SUB socket on one worker rank's KV-event PUB, with its
-// own context, used from one goroutine.
+// kvSub is a ZMQ SUB socket on one worker rank's KV-event PUB, used from
+// one goroutine, with the batches it received.
 type kvSub struct {
-	ctx  *zmq4.Context
-	sock *zmq4.Socket
+	sub  *testutil.ZMQSocket
 	live []kvBatch
 }
 
@@ -61,25 +49,7 @@ type kvBatch struct {
 
 func newKVSub(t *testing.T, endpoint string) *kvSub {
 	t.Helper()
-	ctx, err := zmq4.NewContext()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock, err := ctx.NewSocket(zmq4.SUB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = sock.SetLinger(0)
-	_ = sock.SetSubscribe("")
-	if err := sock.Connect(endpoint); err != nil {
-		t.Fatal(err)
-	}
-	s := &kvSub{ctx: ctx, sock: sock}
-	t.Cleanup(func() {
-		_ = sock.Close()
-		_ = ctx.Term()
-	})
-	return s
+	return &kvSub{sub: testutil.NewZMQSub(t, nil, endpoint, false, "")}
 }
 
 // settle services the socket for d so that the subscription reaches the
@@ -94,15 +64,9 @@ func (s *kvSub) settle(t *testing.T, d time.Duration) {
 // take receives one batch within timeout; false when none came.
 func (s *kvSub) take(t *testing.T, timeout time.Duration) bool {
 	t.Helper()
-	poller := zmq4.NewPoller()
-	poller.Add(s.sock, zmq4.POLLIN)
-	polled, err := poller.Poll(timeout)
-	if err != nil || len(polled) == 0 {
+	frames := s.sub.Recv(timeout)
+	if frames == nil {
 		return false
-	}
-	frames, err := s.sock.RecvMessageBytes(0)
-	if err != nil {
-		t.Fatalf("recv: %v", err)
 	}
 	if len(frames) != 3 || len(frames[1]) != 8 {
 		t.Fatalf("KV event message has frames %q", frames)
@@ -140,30 +104,16 @@ func eventKinds(t *testing.T, payload []byte) []string {
 // their sequence numbers, up to the end marker.
 func replayAll(t *testing.T, endpoint string) []uint64 {
 	t.Helper()
-	ctx, err := zmq4.NewContext()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ctx.Term() }()
-	d, err := ctx.NewSocket(zmq4.DEALER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	_ = d.SetLinger(0)
-	_ = d.SetRcvtimeo(3 * time.Second)
-	if err := d.Connect(endpoint); err != nil {
-		t.Fatal(err)
-	}
+	d := testutil.NewZMQSocket(t, nil, zmq4.DEALER, endpoint, false, nil)
 	start := make([]byte, 8)
-	if _, err := d.SendMessage("", start); err != nil {
+	if _, err := d.Sock.SendMessage("", start); err != nil {
 		t.Fatal(err)
 	}
 	var seqs []uint64
 	for {
-		frames, err := d.RecvMessageBytes(0)
-		if err != nil {
-			t.Fatalf("replay from %s: %v (after %d batches)", endpoint, err, len(seqs))
+		frames := d.Recv(3 * time.Second)
+		if frames == nil {
+			t.Fatalf("replay from %s: no reply within 3s (after %d batches)", endpoint, len(seqs))
 		}
 		// [empty, (topic,) seq, payload]; the end marker has seq -1.
 		seqFrame := frames[len(frames)-2]
@@ -292,14 +242,7 @@ func (s *stream) finish(t *testing.T, timeout time.Duration) ([]time.Time, error
 // scrape parses a /metrics exposition.
 func scrape(t *testing.T, client *http.Client, url, key string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp := send(t, client, http.MethodGet, url+"/metrics", key, "")
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse %s/metrics: %v", url, err)
-	}
-	return fams
+	return testutil.Scrape(t, client, url+"/metrics", key).Families
 }
 
 // sum adds a family's counter/gauge values over series with the labels.

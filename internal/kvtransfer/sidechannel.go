@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 // The HTTP side channel, mounted on the prefill worker's own port.
@@ -31,7 +32,7 @@ type pullBody struct {
 	BlockIDs  []int  `json:"remote_block_ids"`
 }
 
-// errorBody is a side-channel error answer.
+// errorBody is a side-channel error answer, as the client decodes it.
 type errorBody struct {
 	Error string `json:"error"`
 }
@@ -96,9 +97,8 @@ func (s *Service) handleRelease(w http.ResponseWriter, r *http.Request) {
 }
 
 func writeSideError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(errorBody{Error: msg})
+	// The newline is json.Encoder's, which wrote these answers first.
+	httperr.Write(w, status, append(httperr.Flat(msg), '\n'))
 }
 
 // Remote is what a decode request's kv_transfer_params (or SGLang-style

@@ -1,21 +1,18 @@
 package metrics
 
 import (
-	"io"
 	"math"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // The registry serves scrapes through real HTTP servers.
@@ -34,40 +31,60 @@ func testConfig(mutate func(c *config.Config)) *config.Config {
 	return &cfg
 }
 
+// newReg builds the registry of a configuration, with its Options derived
+// as internal/worker derives them (worker.MetricsOptions; its tests check
+// the same derivation), so the tests here can state their setups as
+// configurations, as a user would.
+func newReg(cfg *config.Config, version string) *Registry {
+	return New(optionsOf(cfg), version)
+}
+
+// optionsOf mirrors worker.MetricsOptions, which this package cannot import.
+func optionsOf(cfg *config.Config) Options {
+	ec := cfg.EngineConfig(nil)
+	o := Options{
+		Model:                  cfg.ServedName(),
+		Family:                 Family(cfg.ResolvedMetricsFamily()),
+		HideDeprecated:         !cfg.DeprecatedMetrics,
+		DPSize:                 cfg.DPSize,
+		EngineType:             cfg.EngineType,
+		WorkerType:             string(cfg.WorkerType),
+		TimingModel:            cfg.TimingModel,
+		BlockSize:              cfg.EffectiveBlockSize(),
+		NumGPUBlocks:           cfg.NumGPUBlocks,
+		NumGPUBlocksOverridden: cfg.NumGPUBlocksOverridden,
+		MaxModelLen:            cfg.MaxModelLen,
+		EnablePrefixCaching:    cfg.EnablePrefixCaching,
+		HashAlgo:               string(cfg.PrefixCachingHashAlgo),
+		Disaggregated:          cfg.Disaggregated(),
+		SpeculativeTokens:      ec.Speculative.NumSpeculativeTokens,
+	}
+	if cfg.EnableLoRA {
+		o.MaxLoRAs = cfg.MaxLoRAs
+	}
+	for _, t := range ec.Offload.Tiers {
+		o.OffloadTiers = append(o.OffloadTiers, t.Medium)
+	}
+	return o
+}
+
 // scrapeText GETs the registry's handler through a real HTTP server and
-// returns the response and body.
-func scrapeText(t testing.TB, reg *Registry) (*http.Response, []byte) {
+// returns the exposition.
+func scrapeText(t testing.TB, reg *Registry) *testutil.Exposition {
 	t.Helper()
 	srv := httptest.NewServer(reg.Handler())
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("reading /metrics: %v", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %s: %s", resp.Status, body)
-	}
-	return resp, body
+	return testutil.Scrape(t, srv.Client(), srv.URL+"/metrics", "")
 }
 
 // scrape returns the parsed exposition.
 func scrape(t testing.TB, reg *Registry) families {
 	t.Helper()
-	resp, body := scrapeText(t, reg)
-	if ct := resp.Header.Get("Content-Type"); ct != ContentType {
+	e := scrapeText(t, reg)
+	if ct := e.Header.Get("Content-Type"); ct != ContentType {
 		t.Fatalf("Content-Type %q, want %q", ct, ContentType)
 	}
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := p.TextToMetricFamilies(bytesReader(body))
-	if err != nil {
-		t.Fatalf("parsing exposition: %v\n%s", err, body)
-	}
-	return mfs
+	return e.Families
 }
 
 type families map[string]*dto.MetricFamily
@@ -177,7 +194,7 @@ type run struct {
 
 func newRun(t testing.TB, cfg *config.Config) *run {
 	t.Helper()
-	reg := New(cfg, "test")
+	reg := newReg(cfg, "test")
 	rec := &fpmRecorder{}
 	core, err := engine.NewCore(cfg.EngineConfig(nil), engine.CoreOptions{
 		Observer: reg.Observer(0),

@@ -109,7 +109,7 @@ func TestS26TierMetrics(t *testing.T) {
 
 // The new families lint clean apart from vLLM's ':' names.
 func TestPromlintSpecOffload(t *testing.T) {
-	reg := New(testConfig(func(c *config.Config) {
+	reg := newReg(testConfig(func(c *config.Config) {
 		c.SpeculativeConfig = &config.SpeculativeConfig{Method: "mtp", NumSpeculativeTokens: 2}
 		c.KVOffloadingSize = 1
 		c.KVOffloadingDiskSize = 2
@@ -118,7 +118,7 @@ func TestPromlintSpecOffload(t *testing.T) {
 	r.ObservePass(&engine.PassReport{IsPass: true, PrefixHits: 64, ExternalPrefixQueries: 10, ExternalPrefixHits: 64,
 		TierHits: []int{1, 1}, Transfers: []engine.KVTransfer{{Type: "GPU_to_CPU", Bytes: 2 << 20, Seconds: 1e-4}}, Spec: engine.SpecDecodeStats{Drafts: 1, DraftTokens: 2, AcceptedTokens: 1, AcceptedPerPos: []int{1, 0}}})
 	r.ObserveGauges(engine.Gauges{Tiers: []engine.TierGauge{{Medium: "GPU", Blocks: 3}, {Medium: "CPU", Blocks: 2}, {Medium: "DISK", Blocks: 1}}})
-	_, body := scrapeText(t, reg)
+	body := scrapeText(t, reg).Raw
 	problems, err := promlint.New(bytes.NewReader(body)).Lint()
 	if err != nil {
 		t.Fatalf("promlint: %v", err)

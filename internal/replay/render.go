@@ -105,6 +105,8 @@ func tableRows() []metricRow {
 		{"duration", func(r *Report) float64 { return r.Summary.DurationS }, "s"},
 		{"request throughput", func(r *Report) float64 { return r.Summary.RequestThroughput }, "req/s"},
 		{"output token throughput", func(r *Report) float64 { return r.Summary.OutputTokenThroughput }, "tok/s"},
+		{"GPUs", func(r *Report) float64 { return float64(r.Summary.GPUs) }, ""},
+		{"output tok/s per GPU", func(r *Report) float64 { return r.Summary.OutputTokenThroughputPerGPU }, "tok/s"},
 		{"prefix cache hit rate", func(r *Report) float64 { return 100 * r.Summary.PrefixCacheHitRate }, "%"},
 		{"preemptions", func(r *Report) float64 { return float64(r.Summary.Preemptions) }, ""},
 	}

@@ -55,9 +55,14 @@ type Summary struct {
 	// DurationS.
 	RequestThroughput     float64 `json:"request_throughput"`
 	OutputTokenThroughput float64 `json:"output_token_throughput"`
-	PromptTokens          int     `json:"prompt_tokens"`
-	CachedTokens          int     `json:"cached_tokens"`
-	OutputTokens          int     `json:"output_tokens"`
+	// GPUs is the fleet's GPU count: over workers, DP ranks × GPUs per
+	// rank (the tensor-parallel size). OutputTokenThroughputPerGPU is
+	// OutputTokenThroughput / GPUs, the figure GPU benchmarks publish.
+	GPUs                        int     `json:"gpus"`
+	OutputTokenThroughputPerGPU float64 `json:"output_token_throughput_per_gpu"`
+	PromptTokens                int     `json:"prompt_tokens"`
+	CachedTokens                int     `json:"cached_tokens"`
+	OutputTokens                int     `json:"output_tokens"`
 	// PrefixCacheHitRate is cached prompt tokens at first admission over
 	// prompt tokens, over completed requests.
 	PrefixCacheHitRate float64 `json:"prefix_cache_hit_rate"`
@@ -213,6 +218,10 @@ func (b *reportBuilder) build(r *runner) *Report {
 		s.RequestThroughput = float64(b.finished) / s.DurationS
 		s.OutputTokenThroughput = float64(b.output) / s.DurationS
 	}
+	for _, t := range r.targets {
+		s.GPUs += max(1, r.opts.Workers[t.worker].GPUsPerRank)
+	}
+	s.OutputTokenThroughputPerGPU = s.OutputTokenThroughput / float64(s.GPUs)
 	s.PrefixCacheHitRate = ratio(b.cached, b.prompt)
 	s.TTFTMs, s.ITLMs, s.E2EMs = summarize(b.ttft), summarize(b.itl), summarize(b.e2e)
 	s.QueueMs, s.OutputThroughputPerUser = summarize(b.queue), summarize(b.perUser)

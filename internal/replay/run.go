@@ -19,6 +19,10 @@ type WorkerSpec struct {
 	Name   string
 	Engine engine.Config
 	DPSize int // 0 means 1
+	// GPUsPerRank is the number of GPUs behind each DP rank: its tensor-
+	// parallel size (0 means 1). It only scales the report's per-GPU
+	// throughput.
+	GPUsPerRank int
 }
 
 // Options configure a run. The zero value of each field is its default.
@@ -108,6 +112,9 @@ type runner struct {
 	row     RequestRow // the row being reported, reused: one a request would be garbage
 	arrived int
 	report  *reportBuilder
+	// feedback is the source when its arrivals wait for completions (a
+	// closed loop); release tells it each request that finished.
+	feedback FeedbackSource
 }
 
 // Run replays src on the fleet of opts and returns the report. The run is
@@ -240,16 +247,44 @@ func targetName(spec WorkerSpec, rank int) string {
 // first, then arrivals are routed, then idle targets with work start their
 // next pass — the order engine.Simulator uses for one core.
 func (r *runner) loop(src Source) error {
-	next, err := src.Next()
-	haveNext := err == nil
-	if err != nil && !errors.Is(err, io.EOF) {
-		return err
+	r.feedback, _ = src.(FeedbackSource)
+	var next Request
+	haveNext, exhausted := false, false
+	// peek returns the next arrival instant without taking the request. A
+	// plain source's next request is read ahead and held; a feedback
+	// source is only asked, since a completion can still bring an earlier
+	// one.
+	peek := func() (time.Duration, bool, error) {
+		if r.feedback != nil {
+			at, ok := r.feedback.NextArrival()
+			return at, ok, nil
+		}
+		if !haveNext && !exhausted {
+			req, err := src.Next()
+			switch {
+			case err == nil:
+				next, haveNext = req, true
+			case errors.Is(err, io.EOF):
+				exhausted = true
+			default:
+				return 0, false, err
+			}
+		}
+		return next.Arrival, haveNext, nil
+	}
+	take := func() (Request, error) {
+		if r.feedback != nil {
+			return src.Next()
+		}
+		haveNext = false
+		return next, nil
 	}
 	for {
-		t, ok := time.Duration(0), false
-		if haveNext {
-			t, ok = next.Arrival, true
+		at, arriving, err := peek()
+		if err != nil {
+			return err
 		}
+		t, ok := at, arriving
 		if end, busy := r.passes.peek(); busy && (!ok || end <= t) {
 			t, ok = end, true
 		}
@@ -257,6 +292,9 @@ func (r *runner) loop(src Source) error {
 			break
 		}
 		if t < r.now {
+			if r.feedback != nil {
+				return fmt.Errorf("replay: a request arrives at %v, before the previous one", at)
+			}
 			return fmt.Errorf("replay: request %d arrives at %v, before the previous one", next.Index, next.Arrival)
 		}
 		r.now = t
@@ -269,15 +307,22 @@ func (r *runner) loop(src Source) error {
 			}
 			r.touch(tg)
 		}
-		for haveNext && next.Arrival == t {
-			r.arrive(next)
-			next, err = src.Next()
+		// Arrivals at t, including a closed loop's clients sending again
+		// the instant their requests finished, before the idle targets
+		// start their next passes.
+		for {
+			at, arriving, err := peek()
 			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					return err
-				}
-				haveNext = false
+				return err
 			}
+			if !arriving || at != t {
+				break
+			}
+			req, err := take()
+			if err != nil {
+				return err
+			}
+			r.arrive(req)
 		}
 		for _, tg := range r.touched {
 			tg.touched = false
@@ -442,6 +487,9 @@ func (r *runner) release(slot int) {
 		r.load.prefillTokens[f.target] -= f.newTokens
 	}
 	r.free = append(r.free, slot)
+	if r.feedback != nil {
+		r.feedback.Done(f.index, r.now)
+	}
 }
 
 func (r *runner) reject(t *target, slot int, msg string) error {

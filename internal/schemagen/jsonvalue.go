@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 )
 
 // member is one key of a JSON object. Objects are kept as ordered member
@@ -108,7 +109,7 @@ func appendJSON(dst []byte, v any) []byte {
 	case json.Number:
 		return append(dst, value...)
 	case string:
-		return appendString(dst, value)
+		return jsonenc.AppendString(dst, value)
 	case []any:
 		dst = append(dst, '[')
 		for i, item := range value {
@@ -124,53 +125,13 @@ func appendJSON(dst []byte, v any) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, m.Key)
+			dst = jsonenc.AppendString(dst, m.Key)
 			dst = append(dst, ':')
 			dst = appendJSON(dst, m.Value)
 		}
 		return append(dst, '}')
 	}
 	panic(fmt.Sprintf("schemagen: cannot encode %T", v))
-}
-
-const hexDigits = "0123456789abcdef"
-
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = append(dst, `\ufffd`...)
-			} else {
-				dst = append(dst, s[i:i+size]...)
-			}
-			i += size
-			continue
-		}
-		switch c {
-		case '"':
-			dst = append(dst, `\"`...)
-		case '\\':
-			dst = append(dst, `\\`...)
-		case '\n':
-			dst = append(dst, `\n`...)
-		case '\r':
-			dst = append(dst, `\r`...)
-		case '\t':
-			dst = append(dst, `\t`...)
-		default:
-			if c < 0x20 {
-				dst = append(dst, `\u00`...)
-				dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
-			} else {
-				dst = append(dst, c)
-			}
-		}
-		i++
-	}
-	return append(dst, '"')
 }
 
 // jsonEqual reports whether two decoded values are equal as JSON values

@@ -1,7 +1,10 @@
 // Package testutil holds what the test files of several packages share:
 // bounded polling (WaitFor, WaitUntil), loopback listeners and ZMQ endpoints
-// whose ports the kernel chooses (Listen, BindZMQ), and a retry loop for the
-// few configurations that need runs of consecutive ports (WithPortRuns).
+// whose ports the kernel chooses (Listen, BindZMQ), a retry loop for the
+// few configurations that need runs of consecutive ports (WithPortRuns),
+// the test side of ZMQ (NewZMQSub, NewZMQSocket), Prometheus scrapes
+// (Scrape), golden files (Golden) and the external references (Python,
+// npm packages). Test configurations are in the sub-package testcfg.
 //
 // It is imported only from _test.go files.
 //

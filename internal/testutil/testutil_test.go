@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -196,3 +198,45 @@ func TestWithPortRuns(t *testing.T) {
 		}
 	})
 }
+
+// FirstDifference names the first differing line and shows both sides
+// with the lines before it.
+func TestFirstDifference(t *testing.T) {
+	want := []byte("a\nb\nc\nd\n")
+	got := []byte("a\nb\nX\nd")
+	d := FirstDifference(want, got, 1)
+	for _, s := range []string{"line 3", "  b\n", "- c\n", "+ X\n", "- d\n", `+ "d" (no newline at end)`} {
+		if !strings.Contains(d, s) {
+			t.Errorf("FirstDifference lacks %q:\n%s", s, d)
+		}
+	}
+	if d := FirstDifference(want, []byte("a\nb\n"), 1); !strings.Contains(d, "line 3") || !strings.Contains(d, "- c\n") {
+		t.Errorf("a truncated output:\n%s", d)
+	}
+}
+
+// Golden passes on equal bytes, writes with update, and fails on a
+// difference, leaving the output beside the golden file.
+func TestGolden(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.txt")
+	Golden(t, path, []byte("one\n"), true)
+	Golden(t, path, []byte("one\n"), false)
+	rt := &recordTB{TB: t}
+	Golden(rt, path, []byte("two\n"), false)
+	if !strings.Contains(rt.errors, "+ two") {
+		t.Fatalf("a differing output reported %q", rt.errors)
+	}
+	if b, err := os.ReadFile(path + ".got"); err != nil || string(b) != "two\n" {
+		t.Fatalf("the .got file: %q, %v", b, err)
+	}
+}
+
+// recordTB records Errorf's messages instead of failing.
+type recordTB struct {
+	testing.TB
+	errors string
+}
+
+func (r *recordTB) Helper() {}
+
+func (r *recordTB) Errorf(format string, args ...any) { r.errors += fmt.Sprintf(format, args...) }

@@ -4,6 +4,8 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 // keyCookie carries the API key for the browser, which cannot add an
@@ -57,6 +59,6 @@ func (a auth) wrap(h http.HandlerFunc, isPage bool) http.HandlerFunc {
 			h(w, r)
 			return
 		}
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
+		httperr.Write(w, http.StatusUnauthorized, append(httperr.Flat("Unauthorized"), '\n')) // json.Encoder's newline, as before
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 //go:embed assets
@@ -48,7 +50,7 @@ func mountWorker(mux *http.ServeMux, base string, h *Hub, a auth) {
 		}
 		found := h.reqs.find(id)
 		if len(found) == 0 {
-			writeJSON(w, http.StatusNotFound, errorBody("no recent request "+strconv.Quote(id), "NotFoundError", "id", http.StatusNotFound))
+			writeError(w, http.StatusNotFound, "NotFoundError", "id", "no recent request "+strconv.Quote(id))
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"sequences": found})
@@ -100,12 +102,14 @@ func notFoundPage(w http.ResponseWriter, r *http.Request) {
 	renderPage(w, http.StatusNotFound, "notfound.html", pageData{Title: "not found", Message: "No UI page at " + r.URL.Path})
 }
 
-func errorBody(msg, typ, param string, code int) map[string]any {
-	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": param, "code": code}}
+func badRequest(w http.ResponseWriter, param, msg string) {
+	writeError(w, http.StatusBadRequest, "BadRequestError", param, msg)
 }
 
-func badRequest(w http.ResponseWriter, param, msg string) {
-	writeJSON(w, http.StatusBadRequest, errorBody(msg, "BadRequestError", param, http.StatusBadRequest))
+// writeError answers with vLLM's nested error shape. The newline is
+// json.Encoder's, which wrote the view's answers first.
+func writeError(w http.ResponseWriter, status int, typ, param, msg string) {
+	httperr.Write(w, status, append(httperr.Nested(status, typ, msg, param), '\n'))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

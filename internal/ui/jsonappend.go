@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"encoding/json"
 	"math"
 	"strconv"
 )
@@ -9,17 +8,6 @@ import (
 // The engine view is encoded by hand: it is rebuilt up to ten times a
 // second with thousands of rows, and encoding/json's reflection over
 // []any rows cost ~10 ms per update (BenchmarkEncodeEngine).
-
-// appendString appends s as a JSON string. Strings are few per update
-// (ids, names, feed lines), so encoding/json's own escaping is used rather
-// than another hand-written escaper.
-func appendString(b []byte, s string) []byte {
-	q, err := json.Marshal(s)
-	if err != nil { // cannot happen for a string
-		return append(b, `""`...)
-	}
-	return append(b, q...)
-}
 
 // appendFloat appends f with at most two decimals; NaN as null (a time
 // that has not happened).

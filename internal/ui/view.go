@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 )
 
 // maxRequestRows bounds the requests table sent per update (newest first).
@@ -56,7 +58,7 @@ func (h *Hub) encodeEngine() (uint64, []byte) {
 	b := make([]byte, 0, len(h.encoded)+512)
 	b = append(b, '{')
 	b = appendKey(b, "worker", true)
-	b = appendString(b, h.opts.Name)
+	b = jsonenc.AppendString(b, h.opts.Name)
 	b = appendKey(b, "time", false)
 	b = appendInt(b, time.Now().UnixMilli())
 	b = appendKey(b, "ranks", false)
@@ -74,7 +76,7 @@ func (h *Hub) encodeEngine() (uint64, []byte) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, c)
+		b = jsonenc.AppendString(b, c)
 	}
 	b = append(b, ']')
 	b = appendKey(b, "requests", false)
@@ -131,7 +133,7 @@ func (c *rankCopy) appendJSON(b []byte, h *Hub) []byte {
 	b = appendKey(b, "rank", true)
 	b = appendInt(b, int64(c.rank))
 	b = appendKey(b, "blocks_rle", false)
-	b = appendString(b, string(c.grid))
+	b = jsonenc.AppendString(b, string(c.grid))
 	for _, kv := range []struct {
 		key string
 		n   int
@@ -152,7 +154,7 @@ func (c *rankCopy) appendJSON(b []byte, h *Hub) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, '[')
-			b = appendString(b, labels[s.ID])
+			b = jsonenc.AppendString(b, labels[s.ID])
 			for _, n := range []int{s.Prompt, s.Computed, s.Generated, s.Planned, s.Preemptions} {
 				b = append(b, ',')
 				b = appendInt(b, int64(n))
@@ -197,7 +199,7 @@ func (c *rankCopy) appendJSON(b []byte, h *Hub) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, f.At.Format("15:04:05.000")+" "+f.Text)
+		b = jsonenc.AppendString(b, f.At.Format("15:04:05.000")+" "+f.Text)
 	}
 	b = append(b, ']')
 	b = appendKey(b, "latency", false)
@@ -231,19 +233,19 @@ func (c *rankCopy) appendJSON(b []byte, h *Hub) []byte {
 
 func (r *requestRow) appendJSON(b []byte) []byte {
 	b = append(b, '[')
-	b = appendString(b, r.label)
+	b = jsonenc.AppendString(b, r.label)
 	for _, n := range []int{r.rank, r.prompt, r.output, r.cache} {
 		b = append(b, ',')
 		b = appendInt(b, int64(n))
 	}
 	b = append(b, ',')
-	b = appendString(b, string(r.state))
+	b = jsonenc.AppendString(b, string(r.state))
 	for _, f := range []float64{r.queue, r.ttft, r.e2e} {
 		b = append(b, ',')
 		b = appendFloat(b, f)
 	}
 	b = append(b, ',')
-	b = appendString(b, r.reason)
+	b = jsonenc.AppendString(b, r.reason)
 	return append(b, ']')
 }
 

@@ -103,8 +103,12 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 	if opts.Logger == nil {
 		opts.Logger = NewLogger(opts.Stderr, cfg.LogLevel)
 	}
-	reg := metrics.New(cfg, opts.Version)
-	pubs, err := events.Open(cfg, opts.Logger)
+	reg := metrics.New(MetricsOptions(cfg), opts.Version)
+	eopts, err := EventsOptions(cfg)
+	if err != nil {
+		return opts, err
+	}
+	pubs, err := events.Open(eopts, opts.Logger)
 	if err != nil {
 		return opts, fmt.Errorf("open ZMQ publishers: %w", err)
 	}
@@ -134,7 +138,7 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 
 // NewLogger returns the structured stderr logger at the configured level
 // (info when the level does not parse).
-func NewLogger(w io.Writer, level string) *slog.Logger {
+func NewLogger(w io.Writer, level config.LogLevel) *slog.Logger {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo

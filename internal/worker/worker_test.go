@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -13,21 +12,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func testConfig(t *testing.T) *config.Config {
 	t.Helper()
-	cfg, _, err := config.Load(config.LoadOptions{
-		Overlay:   map[string]any{"port": json.Number("0"), "speedup_ratio": "inf", "log_level": "warn"},
-		LookupEnv: func(string) (string, bool) { return "", false },
-		Hostname:  func() (string, error) { return "testhost", nil },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return testcfg.Load(t, map[string]any{"port": 0, "log_level": "warn"})
 }
 
 func chat(t *testing.T, url string) int {
