@@ -54,6 +54,8 @@ var catalogue = []GPU{
 		Source: "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf (A100 80GB SXM: 2,039 GB/s, 312 TFLOPS BF16, NVLink 600 GB/s bidirectional, no FP8)"},
 	{Name: "l40s", MemBytes: 45 << 30, MemBW: 864e9, BF16FLOPS: 362.05e12, FP8FLOPS: 733e12, LinkBW: 32e9, Tables: "l40s",
 		Source: "https://www.nvidia.com/en-us/data-center/l40s/ (L40S: 48 GB GDDR6, 864 GB/s, 362 TFLOPS BF16 and 733 TFLOPS FP8 dense, PCIe Gen4 x16)"},
+	{Name: "gh200", MemBytes: 96 << 30, MemBW: 4.0e12, BF16FLOPS: 989e12, FP8FLOPS: 1978e12, LinkBW: 450e9, BorrowFrom: "h100_sxm",
+		Source: "https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/ (GH200 96 GB: the H100 GPU with 96 GB HBM3 at 4 TB/s, 989 TFLOPS BF16 and 1979 TFLOPS FP8 dense; NVLink 900 GB/s bidirectional)"},
 	{Name: "h100_pcie", MemBytes: 80 << 30, MemBW: 2.0e12, BF16FLOPS: 756.5e12, FP8FLOPS: 1513e12, LinkBW: 64e9, BorrowFrom: "h100_sxm",
 		Source: "https://www.nvidia.com/en-us/data-center/h100/ (H100 PCIe: 80 GB HBM2e, 2 TB/s, 756 TFLOPS BF16 dense)"},
 	{Name: "a100_pcie", MemBytes: 80 << 30, MemBW: 1.935e12, BF16FLOPS: 312e12, LinkBW: 32e9, BorrowFrom: "a100_sxm",

@@ -29,6 +29,10 @@ func TestKnown_ParameterCountsMatchModelCards(t *testing.T) {
 		{"Qwen/Qwen3-235B-A22B", 235, 0.01},
 		{"mistralai/Mistral-7B-Instruct-v0.3", 7.25, 0.01},
 		{"mistralai/Mixtral-8x7B-Instruct-v0.1", 46.7, 0.01},
+		{"mistralai/Mistral-7B-v0.1", 7.24, 0.01},
+		{"mistralai/Mixtral-8x22B-v0.1", 141, 0.01},
+		{"meta-llama/Meta-Llama-3-8B-Instruct", 8.03, 0.01},
+		{"meta-llama/Meta-Llama-3-70B-Instruct", 70.6, 0.01},
 		{"google/gemma-2-9b-it", 9.24, 0.01},
 		{"google/gemma-2-27b-it", 27.2, 0.01},
 		{"google/gemma-3-27b-it", 27.0, 0.03}, // the card's 27B includes the 0.4B vision tower
