@@ -129,7 +129,7 @@ func TestHardware_BadInputExitsWithOneLine(t *testing.T) {
 		{"config.json missing a field", []string{"--hardware", "h100_sxm", "--model", noField}, `missing field "num_key_value_heads"`},
 		{"unknown model id", []string{"--hardware", "h100_sxm", "--model", "acme/foo-7b"}, `"acme/foo-7b" is neither a directory with config.json nor a known model id`},
 		{"checkpoint quantization without tables", []string{"--hardware", "h100_sxm", "--model", awq}, "is quantized with awq: no operator tables for it"},
-		{"quantization without tables", append([]string{"--hardware", "h100_sxm", "--quantization", "awq"}, llama...), "quantization awq: no operator tables for it (supported: fp8)"},
+		{"quantization without tables", append([]string{"--hardware", "h100_sxm", "--quantization", "awq"}, llama...), "quantization awq: no operator tables for it (supported: fp8, nvfp4 / modelopt_fp4)"},
 		{"FP8 on A100", append([]string{"--hardware", "a100_sxm", "-q", "fp8"}, llama...), "quantization fp8 on a100_sxm: no operator tables for FP8 GEMMs"},
 		{"70B BF16 on one H100", []string{"--hardware", "h100_sxm", "--model", "meta-llama/Llama-3.1-70B-Instruct"}, "ValueError: No available memory for the cache blocks."},
 		{"max_model_len beyond the KV pool", append([]string{"--hardware", "l4", "--max-model-len", "200000"}, llama...),

@@ -20,10 +20,11 @@ type GPU struct {
 	MemBytes int64
 	// MemBW is HBM (or GDDR) bandwidth in bytes/s.
 	MemBW float64
-	// BF16FLOPS and FP8FLOPS are dense tensor-core throughputs in FLOP/s;
-	// FP8FLOPS is 0 on GPUs without FP8 tensor cores.
+	// BF16FLOPS, FP8FLOPS and FP4FLOPS are dense tensor-core throughputs
+	// in FLOP/s; 0 on GPUs without that precision's tensor cores.
 	BF16FLOPS float64
 	FP8FLOPS  float64
+	FP4FLOPS  float64
 	// LinkBW is the GPU-to-GPU (NVLink, or PCIe) bandwidth in bytes/s.
 	LinkBW float64
 	// Tables names the embedded operator tables (data/<Tables>.json.gz);
@@ -37,7 +38,7 @@ type GPU struct {
 	Source string
 }
 
-// catalogue: the numbers are aiconfigurator's system files
+// catalogue: the numbers (FP4: fp4_tc_flops) are aiconfigurator's system files
 // (aic-core/src/aiconfigurator_core/systems/<gpu>.yaml at the commit in
 // data/NOTICE), which restate NVIDIA's datasheets; the Source field names
 // the datasheet.
@@ -46,9 +47,9 @@ var catalogue = []GPU{
 		Source: "https://www.nvidia.com/en-us/data-center/h100/ (H100 SXM: 80 GB HBM3, 3.35 TB/s, 989 TFLOPS BF16 dense, NVLink 900 GB/s bidirectional)"},
 	{Name: "h200_sxm", MemBytes: 141 << 30, MemBW: 4.8e12, BF16FLOPS: 989e12, FP8FLOPS: 1978e12, LinkBW: 450e9, Tables: "h200_sxm",
 		Source: "https://www.nvidia.com/en-us/data-center/h200/ (H200 SXM: 141 GB HBM3e, 4.8 TB/s, NVLink 900 GB/s bidirectional)"},
-	{Name: "b200_sxm", MemBytes: 180 << 30, MemBW: 7.7e12, BF16FLOPS: 2250e12, FP8FLOPS: 4500e12, LinkBW: 900e9, Tables: "b200_sxm",
+	{Name: "b200_sxm", MemBytes: 180 << 30, MemBW: 7.7e12, BF16FLOPS: 2250e12, FP8FLOPS: 4500e12, FP4FLOPS: 9000e12, LinkBW: 900e9, Tables: "b200_sxm",
 		Source: "https://www.nvidia.com/en-us/data-center/dgx-b200/ (B200: 180 GB HBM3e, 7.7 TB/s; 2.25 PFLOPS BF16 and 4.5 PFLOPS FP8 dense; NVLink 5 1.8 TB/s bidirectional)"},
-	{Name: "gb200", MemBytes: 198674743296, MemBW: 8e12, BF16FLOPS: 2500e12, FP8FLOPS: 5000e12, LinkBW: 900e9, Tables: "gb200",
+	{Name: "gb200", MemBytes: 198674743296, MemBW: 8e12, BF16FLOPS: 2500e12, FP8FLOPS: 5000e12, FP4FLOPS: 10000e12, LinkBW: 900e9, Tables: "gb200",
 		Source: "https://www.nvidia.com/en-us/data-center/gb200-nvl72/ (per Blackwell GPU of GB200: 186 GB HBM3e, 8 TB/s, 2.5 PFLOPS BF16 dense, NVLink 1.8 TB/s bidirectional)"},
 	{Name: "a100_sxm", MemBytes: 80 << 30, MemBW: 2.039e12, BF16FLOPS: 312e12, LinkBW: 300e9, Tables: "a100_sxm",
 		Source: "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf (A100 80GB SXM: 2,039 GB/s, 312 TFLOPS BF16, NVLink 600 GB/s bidirectional, no FP8)"},
@@ -60,9 +61,9 @@ var catalogue = []GPU{
 		Source: "https://www.nvidia.com/en-us/data-center/h100/ (H100 PCIe: 80 GB HBM2e, 2 TB/s, 756 TFLOPS BF16 dense)"},
 	{Name: "a100_pcie", MemBytes: 80 << 30, MemBW: 1.935e12, BF16FLOPS: 312e12, LinkBW: 32e9, BorrowFrom: "a100_sxm",
 		Source: "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf (A100 80GB PCIe: 1,935 GB/s, 312 TFLOPS BF16)"},
-	{Name: "b300_sxm", MemBytes: 288400343040, MemBW: 7.75e12, BF16FLOPS: 2250e12, FP8FLOPS: 4500e12, LinkBW: 900e9, BorrowFrom: "b200_sxm",
+	{Name: "b300_sxm", MemBytes: 288400343040, MemBW: 7.75e12, BF16FLOPS: 2250e12, FP8FLOPS: 4500e12, FP4FLOPS: 14000e12, LinkBW: 900e9, BorrowFrom: "b200_sxm",
 		Source: "https://www.nvidia.com/en-us/data-center/dgx-b300/ (B300: 288 GB HBM3e; aiconfigurator systems/b300_sxm.yaml)"},
-	{Name: "gb300", MemBytes: 298013687808, MemBW: 8e12, BF16FLOPS: 2500e12, FP8FLOPS: 5000e12, LinkBW: 900e9, BorrowFrom: "gb200",
+	{Name: "gb300", MemBytes: 298013687808, MemBW: 8e12, BF16FLOPS: 2500e12, FP8FLOPS: 5000e12, FP4FLOPS: 15000e12, LinkBW: 900e9, BorrowFrom: "gb200",
 		Source: "https://www.nvidia.com/en-us/data-center/gb300-nvl72/ (per Blackwell Ultra GPU: 288 GB HBM3e, 8 TB/s; aiconfigurator systems/gb300.yaml)"},
 	{Name: "l4", MemBytes: 24 << 30, MemBW: 300e9, BF16FLOPS: 121e12, FP8FLOPS: 242e12, LinkBW: 32e9, BorrowFrom: "l40s",
 		Source: "https://www.nvidia.com/en-us/data-center/l4/ (L4: 24 GB GDDR6, 300 GB/s, 121 TFLOPS BF16 and 242 TFLOPS FP8 dense)"},
@@ -93,9 +94,44 @@ func Names() []string {
 // Catalogue returns a copy of the GPU catalogue.
 func Catalogue() []GPU { return slices.Clone(catalogue) }
 
-// flops is the dense throughput for a GEMM dtype.
-func (g GPU) flops(fp8 bool) float64 {
-	if fp8 && g.FP8FLOPS > 0 {
+// precision is a GEMM's weight (and tensor-core) precision.
+type precision int
+
+const (
+	bf16 precision = iota // bfloat16 or float16
+	fp8                   // FP8 (E4M3)
+	fp4                   // NVFP4
+)
+
+// bytes is the size of one weight.
+func (p precision) bytes() float64 {
+	switch p {
+	case fp8:
+		return 1
+	case fp4:
+		return 0.5
+	}
+	return 2
+}
+
+// table is the GEMM table's dtype key.
+func (p precision) table() string {
+	switch p {
+	case fp8:
+		return "fp8"
+	case fp4:
+		return "nvfp4"
+	}
+	return "bfloat16"
+}
+
+// flops is the dense throughput at a precision (a lower one the GPU
+// lacks falls back to the next higher).
+func (g GPU) flops(p precision) float64 {
+	if p == fp4 && g.FP4FLOPS > 0 {
+		return g.FP4FLOPS
+	}
+	if p >= fp8 && g.FP8FLOPS > 0 {
 		return g.FP8FLOPS
 	}
 	return g.BF16FLOPS

@@ -64,8 +64,8 @@ func (m *Model) KVBytesPerToken() int64 {
 }
 
 // WeightBytes is one GPU's share of the weights: the linear layers in the
-// weight dtype (1 byte with FP8), embeddings and LM head in 16 bits, all
-// split by TP.
+// weight precision (1 byte with FP8, half a byte with NVFP4), embeddings
+// and LM head in 16 bits, all split by TP.
 func (m *Model) WeightBytes() int64 {
 	s := m.shape
 	embed := int64(s.Vocab) * int64(s.Hidden)
@@ -73,11 +73,7 @@ func (m *Model) WeightBytes() int64 {
 		embed *= 2
 	}
 	linear := s.Params() - embed
-	wb := int64(2)
-	if m.fp8W {
-		wb = 1
-	}
-	return (linear*wb + embed*2) / int64(m.tp)
+	return int64((float64(linear)*m.wPrec.bytes() + float64(embed)*2) / float64(m.tp))
 }
 
 // Memory computes the KV pool as vLLM sizes it: requested memory

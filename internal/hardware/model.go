@@ -28,7 +28,7 @@ type Options struct {
 	// float16/half.
 	Dtype string
 	// Quantization is vLLM's --quantization: "" (none, or what the
-	// checkpoint's quantization_config says) or fp8.
+	// checkpoint says), fp8, or nvfp4 / modelopt_fp4.
 	Quantization string
 	// KVCacheDtype is vLLM's --kv-cache-dtype: auto (the model dtype),
 	// bfloat16, fp8, fp8_e4m3, fp8_e5m2.
@@ -47,7 +47,7 @@ type Model struct {
 	shape     *modelshape.Shape
 	tp        int
 	framework string
-	fp8W      bool
+	wPrec     precision // weights and GEMMs
 	fp8KV     bool
 	notes     []string
 
@@ -150,19 +150,30 @@ func (m *Model) dtypes(opts Options, ft *frameworkTables) error {
 	default:
 		return fmt.Errorf("dtype %s: %w for it (bfloat16 and float16 have them)", opts.Dtype, ErrNoTables)
 	}
-	if q := m.shape.QuantMethod; q != "" && !m.shape.FP8Weights {
-		return fmt.Errorf("%s is quantized with %s: %w for it (FP8 checkpoints and 16-bit ones have them)", m.shape.Name, q, ErrNoTables)
+	if q := m.shape.QuantMethod; q != "" && !m.shape.FP8Weights && !m.shape.FP4Weights {
+		return fmt.Errorf("%s is quantized with %s: %w for it (FP8 and NVFP4 checkpoints and 16-bit ones have them)", m.shape.Name, q, ErrNoTables)
 	}
 	switch q := strings.ToLower(opts.Quantization); q {
 	case "", "none":
-		m.fp8W = m.shape.FP8Weights
+		switch {
+		case m.shape.FP4Weights:
+			m.wPrec = fp4
+		case m.shape.FP8Weights:
+			m.wPrec = fp8
+		}
 	case "fp8":
-		m.fp8W = true
+		m.wPrec = fp8
+	case "nvfp4", "modelopt_fp4":
+		// vLLM's name for ModelOpt's NVFP4 checkpoints is modelopt_fp4.
+		m.wPrec = fp4
 	default:
-		return fmt.Errorf("quantization %s: %w for it (supported: fp8)", opts.Quantization, ErrNoTables)
+		return fmt.Errorf("quantization %s: %w for it (supported: fp8, nvfp4 / modelopt_fp4)", opts.Quantization, ErrNoTables)
 	}
-	if m.fp8W && ft.GEMM["fp8"] == nil {
+	if m.wPrec == fp8 && ft.GEMM["fp8"] == nil {
 		return fmt.Errorf("quantization fp8 on %s: %w for FP8 GEMMs (the GPU has no FP8 tensor cores)", m.src.Name, ErrNoTables)
+	}
+	if m.wPrec == fp4 && (ft.GEMM["nvfp4"] == nil || m.gpu.FP4FLOPS == 0) {
+		return fmt.Errorf("quantization nvfp4 on %s: %w for NVFP4 GEMMs (the GPU has no FP4 tensor cores)", m.gpu.Name, ErrNoTables)
 	}
 	if ft.GEMM["bfloat16"] == nil {
 		return fmt.Errorf("%w for bfloat16 GEMMs on %s", ErrNoTables, m.src.Name)
@@ -180,12 +191,8 @@ func (m *Model) dtypes(opts Options, ft *frameworkTables) error {
 // build evaluates the tables for the model's shapes.
 func (m *Model) build(ft *frameworkTables) error {
 	s, tp := m.shape, m.tp
-	gk := "bfloat16"
-	if m.fp8W {
-		gk = "fp8"
-	}
-	g := ft.GEMM[gk]
-	gemm := func(n, k int) curve { return gemmCurve(g, m.src, m.gpu, m.fp8W, max(n, 1), max(k, 1)) }
+	g := ft.GEMM[m.wPrec.table()]
+	gemm := func(n, k int) curve { return gemmCurve(g, m.src, m.gpu, m.wPrec, max(n, 1), max(k, 1)) }
 	h := s.Hidden
 	heads := s.Heads / tp
 	kvHeads := max(1, s.KVHeads/tp)
@@ -218,11 +225,13 @@ func (m *Model) build(ft *frameworkTables) error {
 		// --quantization fp8 on a 16-bit checkpoint quantizes per tensor;
 		// block-scaled FP8 checkpoints run the block-scaled kernels.
 		dts := []string{"bfloat16"}
-		if m.fp8W {
+		switch {
+		case m.wPrec == fp4:
+			dts = []string{"nvfp4"}
+		case m.wPrec == fp8 && s.FP8Block:
+			dts = []string{"fp8_block", "fp8"}
+		case m.wPrec == fp8:
 			dts = []string{"fp8", "fp8_block"}
-			if s.FP8Block {
-				dts = []string{"fp8_block", "fp8"}
-			}
 		}
 		// aiconfigurator's default routing: a power law, alpha 1.01 for
 		// DeepSeek and 1.2 for the other MoE models (sdk/models/deepseek.py
@@ -246,11 +255,11 @@ func (m *Model) build(ft *frameworkTables) error {
 			m.sharedUp = gemm(2*e.SharedIntermediate/tp, h)
 			m.sharedDown = gemm(h, e.SharedIntermediate/tp)
 		}
-		m.router = gemmCurve(ft.GEMM["bfloat16"], m.src, m.gpu, false, e.Experts, h)
+		m.router = gemmCurve(ft.GEMM["bfloat16"], m.src, m.gpu, bf16, e.Experts, h)
 	}
-	m.lmHead = gemmCurve(ft.GEMM["bfloat16"], m.src, m.gpu, false, s.Vocab/tp, h)
-	m.loraIn = gemmCurve(ft.GEMM["bfloat16"], m.src, m.gpu, false, m.loraRank, h)
-	m.loraOut = gemmCurve(ft.GEMM["bfloat16"], m.src, m.gpu, false, h, m.loraRank)
+	m.lmHead = gemmCurve(ft.GEMM["bfloat16"], m.src, m.gpu, bf16, s.Vocab/tp, h)
+	m.loraIn = gemmCurve(ft.GEMM["bfloat16"], m.src, m.gpu, bf16, m.loraRank, h)
+	m.loraOut = gemmCurve(ft.GEMM["bfloat16"], m.src, m.gpu, bf16, h, m.loraRank)
 	if tp > 1 {
 		if ft.AllReduce == nil {
 			return fmt.Errorf("%w for all-reduce on %s", ErrNoTables, m.src.Name)
@@ -398,11 +407,7 @@ func (m *Model) moeMs(T float64) float64 {
 	// Expected experts hit by T tokens choosing top-k of E uniformly.
 	E, k := float64(e.Experts), float64(e.TopK)
 	active := E * (1 - math.Pow(1-k/E, T))
-	wb := 2.0
-	if m.fp8W {
-		wb = 1
-	}
-	weights := active * 3 * float64(m.shape.Hidden) * float64(e.Intermediate) / float64(m.tp) * wb
+	weights := active * 3 * float64(m.shape.Hidden) * float64(e.Intermediate) / float64(m.tp) * m.wPrec.bytes()
 	stream := 1e3 * weights / (memEff * m.gpu.MemBW)
 	compute := m.moeGateUp.at(T*k) + m.moeDown.at(T*k)
 	return t + max(stream, compute)

@@ -19,14 +19,10 @@ const (
 )
 
 // roofGEMM is a GEMM's roofline time in ms on gpu: compute or memory,
-// whichever is longer. Weights take wBytes per element, activations 2.
-func roofGEMM(gpu GPU, fp8 bool, m, n, k float64) float64 {
-	wb := 2.0
-	if fp8 {
-		wb = 1
-	}
-	compute := 2 * m * n * k / gpu.flops(fp8)
-	memory := ((m*k+m*n)*2 + n*k*wb) / gpu.MemBW
+// whichever is longer. Weights take the precision's bytes, activations 2.
+func roofGEMM(gpu GPU, p precision, m, n, k float64) float64 {
+	compute := 2 * m * n * k / gpu.flops(p)
+	memory := ((m*k+m*n)*2 + n*k*p.bytes()) / gpu.MemBW
 	return 1e3 * max(compute, memory)
 }
 
@@ -35,12 +31,12 @@ func roofGEMM(gpu GPU, fp8 bool, m, n, k float64) float64 {
 // interpolated in log n and log k and clamped at the grid's edges; target
 // is the GPU the curve is for (src itself, or a GPU borrowing src's
 // efficiencies).
-func gemmCurve(g *gemmGrid, src, target GPU, fp8 bool, n, k int) curve {
+func gemmCurve(g *gemmGrid, src, target GPU, p precision, n, k int) curve {
 	c := curve{xs: toFloats(g.M), ys: make([]float64, len(g.M))}
 	j, u := bracketLog(g.N, float64(n))
 	l, v := bracketLog(g.K, float64(k))
 	for i, m := range g.M {
-		c.ys[i] = roofGEMM(target, fp8, float64(m), float64(n), float64(k)) / gemmEff(g, src, fp8, i, j, u, l, v)
+		c.ys[i] = roofGEMM(target, p, float64(m), float64(n), float64(k)) / gemmEff(g, src, p, i, j, u, l, v)
 	}
 	return c
 }
@@ -49,7 +45,7 @@ func gemmCurve(g *gemmGrid, src, target GPU, fp8 bool, n, k int) curve {
 // averaging the measured corners by their bilinear weights; a corner not
 // measured drops out, and with none measured the nearest measured cell of
 // the row is used.
-func gemmEff(g *gemmGrid, src GPU, fp8 bool, i, j int, u float64, l int, v float64) float64 {
+func gemmEff(g *gemmGrid, src GPU, p precision, i, j int, u float64, l int, v float64) float64 {
 	m := float64(g.M[i])
 	var sum, wsum float64
 	for dj := 0; dj < 2; dj++ {
@@ -60,7 +56,7 @@ func gemmEff(g *gemmGrid, src GPU, fp8 bool, i, j int, u float64, l int, v float
 			if w <= 0 || lat <= 0 {
 				continue
 			}
-			sum += w * roofGEMM(src, fp8, m, float64(g.N[jj]), float64(g.K[ll])) / lat
+			sum += w * roofGEMM(src, p, m, float64(g.N[jj]), float64(g.K[ll])) / lat
 			wsum += w
 		}
 	}
@@ -76,7 +72,7 @@ func gemmEff(g *gemmGrid, src GPU, fp8 bool, i, j int, u float64, l int, v float
 			}
 			d := math.Abs(float64(jj-j)) + math.Abs(float64(ll-l))
 			if d < bestD {
-				best, bestD = roofGEMM(src, fp8, m, float64(g.N[jj]), float64(g.K[ll]))/lat, d
+				best, bestD = roofGEMM(src, p, m, float64(g.N[jj]), float64(g.K[ll]))/lat, d
 			}
 		}
 	}

@@ -102,6 +102,24 @@ func TestPhysics_FP8WeightsCutMemoryBoundDecode(t *testing.T) {
 	}
 }
 
+// NVFP4 weights (Blackwell) halve the bytes again: a memory-bound decode
+// of the 70B model is faster than with FP8, and the weights take a
+// quarter of their 16-bit size.
+func TestPhysics_NVFP4WeightsOnBlackwell(t *testing.T) {
+	s := known(t, "meta-llama/Llama-3.1-70B-Instruct")
+	for _, gpu := range []string{"b200_sxm", "gb200"} {
+		f8 := mustNew(t, Options{GPU: gpu, Shape: s, Quantization: "fp8"})
+		f4 := mustNew(t, Options{GPU: gpu, Shape: s, Quantization: "modelopt_fp4"})
+		bf := mustNew(t, Options{GPU: gpu, Shape: s})
+		if a, b := decodePass(f8, 8, 1024), decodePass(f4, 8, 1024); b > 0.9*a {
+			t.Errorf("%s batch 8: NVFP4 %.2f ms vs FP8 %.2f ms, want at most 0.9×", gpu, b, a)
+		}
+		if r := float64(f4.WeightBytes()) / float64(bf.WeightBytes()); r < 0.25 || r > 0.3 {
+			t.Errorf("%s: NVFP4 weights %.3f of BF16's", gpu, r)
+		}
+	}
+}
+
 // Llama-3.1-70B in BF16 is 131 GiB of weights: one 80 GB GPU refuses it
 // with vLLM's message; four hold it with room for the KV cache.
 func TestPhysics_70BInBF16DoesNotFitOneH100(t *testing.T) {
@@ -188,12 +206,13 @@ func TestNew_BadInput(t *testing.T) {
 		want string
 	}{
 		{Options{GPU: "h300", Shape: s}, `unknown GPU "h300" (known: a100_pcie, a100_sxm,`},
-		{Options{GPU: "h100_sxm", Shape: s, Quantization: "awq"}, "quantization awq: no operator tables for it (supported: fp8)"},
+		{Options{GPU: "h100_sxm", Shape: s, Quantization: "awq"}, "quantization awq: no operator tables for it (supported: fp8, nvfp4 / modelopt_fp4)"},
 		{Options{GPU: "a100_sxm", Shape: s, Quantization: "fp8"}, "quantization fp8 on a100_sxm: no operator tables for FP8 GEMMs"},
 		{Options{GPU: "h100_sxm", Shape: s, Dtype: "float32"}, "dtype float32: no operator tables for it"},
 		{Options{GPU: "h100_sxm", Shape: s, KVCacheDtype: "fp8_inc"}, "kv cache dtype fp8_inc: no operator tables"},
 		{Options{GPU: "h100_sxm", Shape: s, TP: 3}, "tensor parallel size 3 does not divide num_attention_heads 32"},
 		{Options{GPU: "h100_sxm"}, "no model shape"},
+		{Options{GPU: "h100_sxm", Shape: s, Quantization: "modelopt_fp4"}, "quantization nvfp4 on h100_sxm: no operator tables for NVFP4 GEMMs"},
 		{Options{GPU: "h100_sxm", Shape: &awq}, "meta-llama/Llama-3.1-8B-Instruct is quantized with awq: no operator tables for it"},
 	} {
 		_, err := New(c.o)

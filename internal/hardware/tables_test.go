@@ -34,8 +34,8 @@ func TestLookups_MatchSourceTableRows(t *testing.T) {
 		got  float64
 		want float64 // ms, the source row's latency
 	}{
-		{"gemm bfloat16 m=1024 n=4096 k=4096", ptr(gemmCurve(ft.GEMM["bfloat16"], h100, h100, false, 4096, 4096)).at(1024), 0.043134222428003945},
-		{"gemm fp8 m=64 n=6144 k=4096", ptr(gemmCurve(ft.GEMM["fp8"], h100, h100, true, 6144, 4096)).at(64), 0.014856000741322836},
+		{"gemm bfloat16 m=1024 n=4096 k=4096", ptr(gemmCurve(ft.GEMM["bfloat16"], h100, h100, bf16, 4096, 4096)).at(1024), 0.043134222428003945},
+		{"gemm fp8 m=64 n=6144 k=4096", ptr(gemmCurve(ft.GEMM["fp8"], h100, h100, fp8, 6144, 4096)).at(64), 0.014856000741322836},
 		{"context attention b=1 isl=1024 32/8×128", ptr(attnTable(ctx, 1, 2)).at(1, 1024), 0.03551999976237615},
 		{"generation attention b=64 kv=2048 32/8×128", ptr(attnTable(gen, 1, 1)).at(64, 2048), 0.18667733669281006},
 		{"custom all-reduce 4 GPUs 1Mi elements", ptr(arCurve(ft.AllReduce, 4)).at(1 << 20), 0.018597120046615602},
@@ -56,15 +56,15 @@ func TestLookups_InterpolateBetweenMeasurements(t *testing.T) {
 	tf, _ := loadTables("h100_sxm")
 	g := tf.Frameworks["vllm"].GEMM["bfloat16"]
 	h100, _ := Lookup("h100_sxm")
-	c := ptr(gemmCurve(g, h100, h100, false, 4096, 4096))
+	c := ptr(gemmCurve(g, h100, h100, bf16, 4096, 4096))
 	lo, mid, hi := c.at(1024), c.at(1536), c.at(2048)
 	if !(lo < mid && mid < hi) {
 		t.Errorf("m 1024/1536/2048: %v %v %v, want increasing", lo, mid, hi)
 	}
 	// n = 14336 lies between 12288 and 16384 on the grid.
-	a := ptr(gemmCurve(g, h100, h100, false, 12288, 4096)).at(512)
-	b := ptr(gemmCurve(g, h100, h100, false, 14336, 4096)).at(512)
-	d := ptr(gemmCurve(g, h100, h100, false, 16384, 4096)).at(512)
+	a := ptr(gemmCurve(g, h100, h100, bf16, 12288, 4096)).at(512)
+	b := ptr(gemmCurve(g, h100, h100, bf16, 14336, 4096)).at(512)
+	d := ptr(gemmCurve(g, h100, h100, bf16, 16384, 4096)).at(512)
 	if !(a < b && b < d) {
 		t.Errorf("n 12288/14336/16384 at m=512: %v %v %v, want increasing", a, b, d)
 	}
@@ -95,6 +95,9 @@ func TestTables_ShippedGPUsComplete(t *testing.T) {
 			}
 			if (g.FP8FLOPS > 0) != (ft.GEMM["fp8"] != nil) {
 				t.Errorf("%s/%s: FP8 GEMM table present = %v, GPU FP8 = %v", g.Name, fw, ft.GEMM["fp8"] != nil, g.FP8FLOPS)
+			}
+			if (g.FP4FLOPS > 0) != (ft.GEMM["nvfp4"] != nil) {
+				t.Errorf("%s/%s: NVFP4 GEMM table present = %v, GPU FP4 = %v", g.Name, fw, ft.GEMM["nvfp4"] != nil, g.FP4FLOPS)
 			}
 		}
 	}

@@ -65,7 +65,8 @@ func readModelOpt(s *Shape, path string) error {
 	if algo := strings.ToLower(q.Quantization.QuantAlgo); algo != "" {
 		s.QuantMethod = "modelopt"
 		s.FP8Weights = algo == "fp8"
-		if !s.FP8Weights {
+		s.FP4Weights = algo == "nvfp4"
+		if !s.FP8Weights && !s.FP4Weights {
 			s.QuantMethod = "modelopt " + algo
 		}
 	}

@@ -63,6 +63,9 @@ type Shape struct {
 	// selects the block-scaled MoE kernels.
 	FP8Weights bool
 	FP8Block   bool
+	// FP4Weights is set for NVFP4 checkpoints (ModelOpt's quant_algo
+	// NVFP4).
+	FP4Weights bool
 	// QuantMethod is quantization_config.quant_method as the checkpoint
 	// gives it ("" for none); only the FP8 ones set FP8Weights.
 	QuantMethod string

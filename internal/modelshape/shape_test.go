@@ -170,8 +170,14 @@ func TestLoad_BadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "hf_quant_config.json"), []byte(`{"quantization":{"quant_algo":"NVFP4"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := Load(dir); err != nil || s.FP8Weights || s.QuantMethod != "modelopt nvfp4" {
+	if s, err := Load(dir); err != nil || s.FP8Weights || !s.FP4Weights || s.QuantMethod != "modelopt" {
 		t.Errorf("ModelOpt NVFP4: %+v, %v", s, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hf_quant_config.json"), []byte(`{"quantization":{"quant_algo":"W4A8_AWQ"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Load(dir); err != nil || s.FP8Weights || s.FP4Weights || s.QuantMethod != "modelopt w4a8_awq" {
+		t.Errorf("ModelOpt W4A8_AWQ: %+v, %v", s, err)
 	}
 	_, err := Load(writeConfig(t, `{"architectures":["GPT2LMHeadModel"]}`))
 	if !errors.Is(err, ErrUnsupported) {

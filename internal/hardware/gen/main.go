@@ -12,7 +12,7 @@
 // For every GPU and framework (vllm, sglang, trtllm) it takes the newest
 // version directory that holds a table and keeps:
 //
-//   - GEMM latency for bfloat16 and fp8 (per-tensor scaled) on the table's
+//   - GEMM latency for bfloat16, fp8 (per-tensor scaled) and nvfp4 on the table's
 //     m × n × k grid, m restricted to the powers of two, n and k ≥ 128;
 //   - context and generation attention (bfloat16 compute, beam 1, no
 //     sliding window) for head_dim 64, 128 and 256 and query-head counts
@@ -20,7 +20,7 @@
 //     head_dim, KV cache dtype) a batch × length grid;
 //   - the fused MoE layer with the power-law routing aiconfigurator models
 //     by default (alpha 1.01 and 1.2; no expert parallelism) for
-//     bfloat16, fp8 and fp8_block by (hidden, expert width, top-k,
+//     bfloat16, fp8, fp8_block and nvfp4 by (hidden, expert width, top-k,
 //     experts, TP) over the token count;
 //   - the framework's custom all-reduce (CUDA-graph variant, bfloat16) by
 //     GPU count and message size, or NCCL's all_reduce where the framework
@@ -167,7 +167,7 @@ func buildGPU(root, gpu, commit string) (*File, error) {
 			if err != nil {
 				return nil, err
 			}
-			for _, dt := range []string{"bfloat16", "fp8"} {
+			for _, dt := range []string{"bfloat16", "fp8", "nvfp4"} {
 				if g := gemmTable(rows, dt); g != nil {
 					x.GEMM[dt] = g
 				}
@@ -204,14 +204,22 @@ func buildGPU(root, gpu, commit string) (*File, error) {
 				f.Source.Paths = append(f.Source.Paths, rel(root, p))
 			}
 		}
-		if p, v := newest(root, gpu, "moe", fw, "moe_perf.parquet"); p != "" {
+		// The newest MoE table may cover only a new kernel (TensorRT-LLM
+		// 1.3.0rc23 on Blackwell measured MXFP4 alone): take the newest one
+		// with bfloat16 rows.
+		for _, v := range versions(root, gpu, "moe", fw, "moe_perf.parquet") {
+			p := filepath.Join(root, gpu, "moe", fw, v, "moe_perf.parquet")
 			rows, err := readRows(p)
 			if err != nil {
 				return nil, err
 			}
+			if !slices.ContainsFunc(rows, func(r row) bool { return r.s["moe_dtype"] == "bfloat16" }) {
+				continue
+			}
 			x.MoE = moeTables(rows)
 			x.Versions["moe"] = v
 			f.Source.Paths = append(f.Source.Paths, rel(root, p))
+			break
 		}
 		if x.AllReduce == nil {
 			if p, v := newest(root, gpu, "comm", "nccl", "nccl_perf.parquet"); p != "" {
@@ -248,10 +256,20 @@ func rel(root, p string) string {
 
 // newest returns the newest version directory of gpu/op/fw holding name.
 func newest(root, gpu, op, fw, name string) (path, version string) {
+	vs := versions(root, gpu, op, fw, name)
+	if len(vs) == 0 {
+		return "", ""
+	}
+	return filepath.Join(root, gpu, op, fw, vs[0], name), vs[0]
+}
+
+// versions lists the version directories of gpu/op/fw holding name,
+// newest first.
+func versions(root, gpu, op, fw, name string) []string {
 	dir := filepath.Join(root, gpu, op, fw)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return "", ""
+		return nil
 	}
 	var vs []string
 	for _, e := range ents {
@@ -259,12 +277,8 @@ func newest(root, gpu, op, fw, name string) (path, version string) {
 			vs = append(vs, e.Name())
 		}
 	}
-	if len(vs) == 0 {
-		return "", ""
-	}
-	slices.SortFunc(vs, compareVersion)
-	v := vs[len(vs)-1]
-	return filepath.Join(dir, v, name), v
+	slices.SortFunc(vs, func(a, b string) int { return compareVersion(b, a) })
+	return vs
 }
 
 // compareVersion orders "0.5.6.post2" < "0.5.9" < "0.5.10" and
@@ -553,7 +567,7 @@ func moeTables(rows []row) []*MoE {
 			continue
 		}
 		dt := r.s["moe_dtype"]
-		if dt != "bfloat16" && dt != "fp8" && dt != "fp8_block" {
+		if dt != "bfloat16" && dt != "fp8" && dt != "fp8_block" && dt != "nvfp4" {
 			continue
 		}
 		k := key{dist, dt, int(r.n["hidden_size"]), int(r.n["inter_size"]), int(r.n["topk"]), int(r.n["num_experts"]), int(r.n["moe_tp_size"])}
