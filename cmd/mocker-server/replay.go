@@ -189,7 +189,11 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 	}
 
 	overlay := config.FlagOverlay(cmd.Flags())
+	_, hw := overlay["hardware"]
 	for _, k := range offlineKeys {
+		if k == "model" && hw {
+			continue // the hardware timing model's shape (docs/hardware.md)
+		}
 		if _, ok := overlay[k]; ok {
 			fmt.Fprintf(stderr, "warning: --%s has no effect in replay (no HTTP, ZMQ or output planning offline)\n", strings.ReplaceAll(k, "_", "-"))
 		}

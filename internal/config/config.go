@@ -6,6 +6,7 @@ package config
 
 import (
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/hardware"
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
@@ -76,6 +77,18 @@ type Config struct {
 	FixedDecodeMs      float64                `json:"fixed_decode_ms"`
 	SpeedupRatio       float64                `json:"speedup_ratio"`
 	DecodeSpeedupRatio float64                `json:"decode_speedup_ratio"`
+
+	// Hardware timing model (docs/hardware.md; hardware.go). The vLLM
+	// settings below it take effect only with Hardware set.
+	Hardware             string  `json:"hardware"`
+	TensorParallelSize   int     `json:"tensor_parallel_size"`
+	Dtype                string  `json:"dtype"`
+	Quantization         string  `json:"quantization"` // "" = none
+	KVCacheDtype         string  `json:"kv_cache_dtype"`
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+	// HardwareTiming is the model Load built from the keys above; nil
+	// without Hardware. Not a JSON key.
+	HardwareTiming *hardware.Model `json:"-"`
 
 	// Reasoning framing; nil means no framing.
 	Reasoning *ReasoningConfig `json:"reasoning"`
@@ -297,6 +310,11 @@ func Default() Config {
 		FixedDecodeMs:      10.0,
 		SpeedupRatio:       1.0,
 		DecodeSpeedupRatio: 1.0,
+
+		TensorParallelSize:   1,
+		Dtype:                "auto",
+		KVCacheDtype:         "auto",
+		GPUMemoryUtilization: 0.9,
 
 		DPSize:    1,
 		DPRouting: RouteRoundRobin,

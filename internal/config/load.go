@@ -131,6 +131,13 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	if len(probs) > 0 {
 		return nil, warns, &Error{Problems: messages(probs)}
 	}
+	// The hardware model reads the model's config.json and sizes the KV
+	// pool from the validated settings, so it comes last (hardware.go).
+	hprobs, hwarns := resolveHardware(&cfg, merged)
+	warns = append(warns, hwarns...)
+	if len(hprobs) > 0 {
+		return nil, warns, &Error{Problems: messages(hprobs)}
+	}
 	cfg.BlockSize = cfg.EffectiveBlockSize()
 	if cfg.SGLang.PageSize == 0 {
 		cfg.SGLang.PageSize = cfg.BlockSize

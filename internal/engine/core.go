@@ -21,6 +21,12 @@ type Core struct {
 	kv        *kvManager
 	scheduler scheduler
 	timing    TimingModel
+	// passTimer is timing when it prices passes by their contents
+	// (PassTimer), else nil; pc is its reused pass description.
+	passTimer  PassTimer
+	pc         PassContents
+	pcDraft    PassContents // the decodes alone, to price a drafter
+	pcAdapters []int        // the pass's distinct adapter ids so far (scratch)
 
 	prefillDiv float64 // divisor of the prefill term; +Inf = no delay
 	decodeDiv  float64 // divisor of the decode term; +Inf = no delay
@@ -136,6 +142,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 
 		inspector: opts.Inspector,
 	}
+	c.passTimer, _ = timing.(PassTimer)
 	if opts.KVSink == nil && opts.Inspector == nil {
 		// Nobody reads the events: count them for the metrics, and skip
 		// copying every stored block's token ids into records.

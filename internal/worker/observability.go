@@ -24,6 +24,9 @@ func MetricsOptions(cfg *config.Config) metrics.Options {
 		MaxModelLen:            cfg.MaxModelLen,
 		EnablePrefixCaching:    cfg.EnablePrefixCaching,
 		HashAlgo:               string(cfg.PrefixCachingHashAlgo),
+		KVCacheDtype:           cfg.KVCacheDtype,
+		GPUMemoryUtilization:   cfg.GPUMemoryUtilization,
+		Hardware:               cfg.Hardware,
 		Disaggregated:          cfg.Disaggregated(),
 		SpeculativeTokens:      ec.Speculative.NumSpeculativeTokens,
 	}

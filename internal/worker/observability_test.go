@@ -204,7 +204,8 @@ func loadFlags(t *testing.T, args ...string) *config.Config {
 func TestMetricsOptions(t *testing.T) {
 	base := metrics.Options{Model: "mocker-model", Family: metrics.FamilyVLLM, DPSize: 1,
 		EngineType: engine.EngineVLLM, WorkerType: "aggregated", TimingModel: engine.TimingPolynomial,
-		BlockSize: 64, NumGPUBlocks: 16384, MaxModelLen: 32768, EnablePrefixCaching: true, HashAlgo: "xxh3"}
+		BlockSize: 64, NumGPUBlocks: 16384, MaxModelLen: 32768, EnablePrefixCaching: true, HashAlgo: "xxh3",
+		KVCacheDtype: "auto", GPUMemoryUtilization: 0.9}
 	for _, tc := range []struct {
 		args []string
 		want func(o *metrics.Options)
@@ -230,10 +231,20 @@ func TestMetricsOptions(t *testing.T) {
 		{[]string{"--kv-offloading-size", "1", "--kv-offloading-disk-size", "1"},
 			func(o *metrics.Options) { o.OffloadTiers = []kv.Medium{kv.MediumCPU, kv.MediumDisk} }},
 		{[]string{"--disaggregation-mode", "decode"}, func(o *metrics.Options) { o.WorkerType, o.Disaggregated = "decode", true }},
+		// The hardware model sizes the pool; its settings are labels.
+		{[]string{"--hardware", "h100_sxm", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--kv-cache-dtype", "fp8",
+			"--gpu-memory-utilization", "0.8", "--max-model-len", "8192"}, func(o *metrics.Options) {
+			o.Model, o.Hardware, o.KVCacheDtype, o.GPUMemoryUtilization, o.MaxModelLen = "meta-llama/Llama-3.1-8B-Instruct", "h100_sxm", "fp8", 0.8, 8192
+			o.NumGPUBlocks = -1 // the pool the configuration computed (internal/config's hardware tests)
+		}},
 	} {
 		want := base
 		tc.want(&want)
-		if got := MetricsOptions(loadFlags(t, tc.args...)); !reflect.DeepEqual(got, want) {
+		cfg := loadFlags(t, tc.args...)
+		if want.NumGPUBlocks == -1 {
+			want.NumGPUBlocks = cfg.NumGPUBlocks
+		}
+		if got := MetricsOptions(cfg); !reflect.DeepEqual(got, want) {
 			t.Errorf("%q:\n got %+v\nwant %+v", tc.args, got, want)
 		}
 	}

@@ -148,6 +148,11 @@ func (w *Worker) startLocked(beforeServe func(*instance) error) error {
 	w.url = in.url
 	w.log.Info("listening", "addr", in.ln.Addr().String(), "port", w.port,
 		"model", w.cfg.ServedName(), "engine_type", w.cfg.EngineType, "dp_size", w.cfg.DPSize)
+	if h := w.cfg.HardwareTiming; h != nil {
+		// What vLLM reports at startup as "GPU KV cache size" (docs/hardware.md).
+		w.log.Info("hardware timing model", "gpu", w.cfg.Hardware, "tensor_parallel_size", w.cfg.TensorParallelSize,
+			"kernels", h.Framework(), "num_gpu_blocks", w.cfg.NumGPUBlocks, "kv_cache_tokens", w.cfg.NumGPUBlocks*w.cfg.BlockSize)
+	}
 	fmt.Fprintf(w.opts.Stderr, "listening on %s\n", in.url)
 	if w.opts.Ready != nil {
 		w.opts.Ready(in.url)
