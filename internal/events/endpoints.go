@@ -164,8 +164,15 @@ func KVSettingsFor(cfg *config.Config, rank int, lookup LookupIP) (s KVSettings,
 				return s, false, fmt.Errorf("zmq_replay_port: %w", err)
 			}
 		}
+		// Its tuning comes from a (disabled) kv_events_config when one is
+		// given beside the port, else from the defaults: buffer_steps and
+		// hwm are never silently ignored.
 		d := config.DefaultKVEventsConfig()
 		s.BufferSteps, s.HWM, s.MaxQueueSize = d.BufferSteps, d.HWM, d.MaxQueueSize
+		if k := cfg.KVEventsConfig; k != nil {
+			s.BufferSteps, s.HWM, s.MaxQueueSize = positiveOr(k.BufferSteps, d.BufferSteps),
+				positiveOr(k.HWM, d.HWM), positiveOr(k.MaxQueueSize, d.MaxQueueSize)
+		}
 		return s, true, nil
 	}
 	k := cfg.KVEventsConfig
@@ -197,6 +204,14 @@ func KVSettingsFor(cfg *config.Config, rank int, lookup LookupIP) (s KVSettings,
 		s.HWM = d.HWM
 	}
 	return s, true, nil
+}
+
+// positiveOr returns v when it is positive, else def.
+func positiveOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // FPMSettingsFor resolves DP rank's FPM publisher from fpm_endpoint; ok is
