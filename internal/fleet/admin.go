@@ -50,6 +50,9 @@ func (f *Fleet) adminHandler() http.Handler {
 	mux.HandleFunc("GET /workers", f.handleList)
 	mux.HandleFunc("GET /workers/{id}", f.handleGet)
 	mux.HandleFunc("POST /workers/{id}/{action}", f.handleAction)
+	// Any other method on an action route: 405 with Allow, not the 404
+	// of the catch-all below.
+	mux.HandleFunc("/workers/{id}/{action}", f.handleWrongMethod)
 	for _, m := range []string{"GET", "PUT", "POST"} {
 		mux.HandleFunc(m+" /workers/{id}/faults", f.handleFaults)
 	}
@@ -64,16 +67,22 @@ func (f *Fleet) adminHandler() http.Handler {
 	// The live view checks the admin key itself: a browser cannot send a
 	// Bearer header on its event stream (docs/ui.md).
 	uiHandler := f.uiHandler(keys)
+	guarded := guardBody(mux)
 	if f.opts.AdminKey == "" {
-		return ui.Route(mux, uiHandler)
+		return ui.Route(guarded, uiHandler)
 	}
 	key := []byte("Bearer " + f.opts.AdminKey)
 	return ui.Route(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), key) != 1 {
+			// Answered before the body is read, and the connection
+			// closed (closeUnread): net/http would otherwise read up to
+			// 256 KiB of an unread body, before or after the answer, so a
+			// slow body would hold the 401 back or the connection open.
+			closeUnread(w)
 			writeAdminJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
 			return
 		}
-		mux.ServeHTTP(w, r)
+		guarded.ServeHTTP(w, r)
 	}), uiHandler)
 }
 
@@ -146,6 +155,25 @@ func (f *Fleet) handleFaults(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	faults.NewAdminHandler(wk.Faults(), "").ServeHTTP(w, r)
+}
+
+// handleWrongMethod answers a method an action route does not take.
+func (f *Fleet) handleWrongMethod(w http.ResponseWriter, r *http.Request) {
+	if _, ok := f.lookup(w, r.PathValue("id")); !ok {
+		return
+	}
+	action := Action(r.PathValue("action"))
+	allow := "POST"
+	switch {
+	case action == "faults":
+		allow = "GET, PUT, POST"
+	case !actions[action]:
+		adminError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("unknown action %q", action))
+		return
+	}
+	w.Header().Set("Allow", allow)
+	adminError(w, http.StatusMethodNotAllowed, "MethodNotAllowedError",
+		fmt.Sprintf("%s /workers/{id}/%s: use %s", r.Method, action, allow))
 }
 
 func (f *Fleet) handleAction(w http.ResponseWriter, r *http.Request) {
