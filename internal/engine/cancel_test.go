@@ -206,3 +206,31 @@ func TestReleaseHeldStormIsLinear(t *testing.T) {
 		t.Errorf("after the timeout: released %d, held %d, active %d", released, core.NumHeldBlocks(), core.Pool().NumActive())
 	}
 }
+
+// TestTinySpeedupRatioFreezesInsteadOfOverflowing: a speedup ratio of
+// 1e-20 divides a pass's modeled milliseconds into more nanoseconds than
+// time.Duration holds; the conversion used to wrap to a negative (or zero)
+// pass, making the rank instant. The pass now lasts MaxPassDuration.
+func TestTinySpeedupRatioFreezesInsteadOfOverflowing(t *testing.T) {
+	for _, ratio := range []float64{1e-20, 1e-300, 5e-324} {
+		cfg := DefaultConfig()
+		cfg.SpeedupRatio = ratio
+		core, err := NewCore(cfg, CoreOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		core.Submit(&Request{ID: 1, Prompt: seqTokens(1, 64), PlannedOutput: seqTokens(1000, 4), Out: NewOutput()})
+		if d := core.BeginPass(VirtualEpoch); d != MaxPassDuration {
+			t.Errorf("speedup %g: pass lasts %v, want %v (frozen)", ratio, d, MaxPassDuration)
+		}
+	}
+	cfg := DefaultConfig()
+	core, err := NewCore(cfg, CoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core.SetExtraPassDelay(time.Duration(1<<63 - 1))
+	if core.ExtraPassDelay() != MaxPassDuration {
+		t.Errorf("extra delay %v, want it capped at %v", core.ExtraPassDelay(), MaxPassDuration)
+	}
+}

@@ -282,8 +282,11 @@ func (f *Fleet) apply(ctx context.Context, wk *worker.Worker, action Action, b a
 			detail += fmt.Sprintf("speedup_ratio=%v ", ratio)
 		}
 		if ms := b.ExtraPassDelayMs; ms != nil {
-			if math.IsNaN(*ms) || math.IsInf(*ms, 0) {
-				return "", fmt.Errorf("%w: extra_pass_delay_ms must be finite", errBadBody)
+			// Checked as a number before it becomes a Duration: 1e300 ms
+			// would wrap to a negative Duration and be reported as such.
+			if maxMs := float64(worker.MaxExtraPassDelay.Milliseconds()); !(*ms >= 0 && *ms <= maxMs) {
+				return "", fmt.Errorf("%w: extra_pass_delay_ms must be a number between 0 and %.0f (a year), got %v",
+					errBadBody, maxMs, *ms)
 			}
 			d := time.Duration(*ms * float64(time.Millisecond))
 			s.ExtraPassDelay = &d

@@ -196,3 +196,25 @@ func TestActionRouteWrongMethodIs405(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowActionRangeMessages: an extra delay beyond a year is refused with
+// its range, not with the negative duration 1e300 ms wrapped to; a tiny
+// speedup ratio is accepted (the engine freezes the worker, see
+// engine.MaxPassDuration).
+func TestSlowActionRangeMessages(t *testing.T) {
+	members, _, err := Plan(Spec{Workers: 1, Base: testLoadOptions(map[string]any{"log_level": "warn"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, admin := startWithAdmin(t, members, "k")
+	client := &http.Client{Timeout: 5 * time.Second}
+	for _, body := range []string{`{"extra_pass_delay_ms": 1e300}`, `{"extra_pass_delay_ms": -1}`} {
+		code, v := adminCall(t, client, http.MethodPost, admin+"/workers/0/slow", "k", body)
+		if msg := fmt.Sprint(v); code != 400 || !strings.Contains(msg, "between 0 and 31536000000") || strings.Contains(msg, "-2562047h") {
+			t.Errorf("slow %s: %d %s", body, code, msg)
+		}
+	}
+	if code, v := adminCall(t, client, http.MethodPost, admin+"/workers/0/slow", "k", `{"speedup_ratio": 1e-20}`); code != 200 {
+		t.Errorf("slow to 1e-20: %d %v", code, v)
+	}
+}
