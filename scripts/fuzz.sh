@@ -29,6 +29,7 @@ targets=(
 	"./internal/chattemplate FuzzParseAndRenderNeverPanic"
 	"./internal/chattemplate FuzzDecodeJSONAgreesWithEncodingJSON"
 	"./internal/schemagen FuzzCompileGenerate"          # JSON Schemas: refused, or every instance valid
+	"./internal/replay FuzzTraceLine"                    # Mooncake trace lines: refused, or within the per-line token bound
 )
 wanted=" $* "
 for t in "${targets[@]}"; do
