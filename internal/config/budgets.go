@@ -1,5 +1,10 @@
 package config
 
+import (
+	"net"
+	"strings"
+)
+
 // Defaults of the resource budgets (docs/SECURITY.md, "Budgets"): each
 // bounds what one request may make a worker hold or compute, so that a small
 // hostile request cannot stall an engine or grow the process. Where OpenAI
@@ -43,8 +48,26 @@ func (v *validator) validateBudgets(c *Config) {
 			"max_prompts_per_request (%d) must not exceed max_sequences_per_request (%d): every prompt is at least one sequence",
 			c.MaxPromptsPerRequest, c.MaxSequencesPerRequest)
 	}
+	v.validateAllowedHosts(c)
 	if len(c.LoRAModules) > c.MaxLoRAAdapters && c.MaxLoRAAdapters > 0 {
 		v.errorf([]string{"lora_modules", "max_lora_adapters"},
 			"%d lora_modules but max_lora_adapters is %d", len(c.LoRAModules), c.MaxLoRAAdapters)
+	}
+}
+
+// validateAllowedHosts checks kv_transfer_allowed_hosts: "*", an IP, a CIDR
+// or a host name each.
+func (v *validator) validateAllowedHosts(c *Config) {
+	for _, e := range c.KVTransferAllowedHosts {
+		e = strings.Trim(strings.TrimSpace(e), "[]")
+		switch {
+		case e == "*" || net.ParseIP(e) != nil:
+		case strings.Contains(e, "/"):
+			if _, _, err := net.ParseCIDR(e); err != nil {
+				v.errorf([]string{"kv_transfer_allowed_hosts"}, "kv_transfer_allowed_hosts: %q is not a CIDR", e)
+			}
+		case e == "" || strings.ContainsAny(e, " \t:/@"):
+			v.errorf([]string{"kv_transfer_allowed_hosts"}, "kv_transfer_allowed_hosts: %q is not a host name, IP, CIDR or *", e)
+		}
 	}
 }

@@ -138,6 +138,10 @@ type Config struct {
 	MaxLoRAAdapters        int `json:"max_lora_adapters"`
 	MaxResponsesStoreBytes int `json:"max_responses_store_bytes"`
 
+	// KVTransferAllowedHosts widens the prefill hosts a decode worker may
+	// dial for a handoff (loopback and advertise_host always; docs/SECURITY.md).
+	KVTransferAllowedHosts []string `json:"kv_transfer_allowed_hosts"`
+
 	// LoRA adapters (docs/lora.md; parsing and checks in lora.go).
 	EnableLoRA bool `json:"enable_lora"`
 	// LoRAModules are the adapters served from startup, each "name=path"

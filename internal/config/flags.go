@@ -172,6 +172,7 @@ var flagTable = []flagSpec{
 	{name: "max-schema-enum", key: "max_schema_enum", kind: flagInt, usage: "most enum and const values in one JSON schema (OpenAI: 1000)"},
 	{name: "max-schema-steps", key: "max_schema_steps", kind: flagInt, usage: "work budget of one schema's compilation, and of each generation or check against it"},
 	{name: "max-lora-adapters", key: "max_lora_adapters", kind: flagInt, usage: "most LoRA adapters registered at once (startup and /v1/load_lora_adapter)"},
+	{name: "kv-transfer-allowed-hosts", key: "kv_transfer_allowed_hosts", kind: flagList, split: true, usage: "prefill hosts a decode worker may dial besides loopback and --advertise-host: names (not resolved), IPs, CIDRs, or *"},
 	{name: "max-responses-store-bytes", key: "max_responses_store_bytes", kind: flagInt, usage: "bytes of stored /v1/responses kept for previous_response_id (oldest dropped first)"},
 }
 
