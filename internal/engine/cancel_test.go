@@ -24,8 +24,9 @@ func cancelStormCore(tb testing.TB, n int, policy SchedulingPolicy) (*Core, []*O
 		core.Submit(&Request{ID: uint64(i + 1), Prompt: prompt, PlannedOutput: planned, Out: outs[i],
 			Priority: i * 7 / n, ArrivalTime: VirtualEpoch.Add(time.Duration(i) * time.Microsecond)})
 	}
-	d := core.BeginPass(VirtualEpoch)
-	core.EndPass(VirtualEpoch.Add(d), VirtualEpoch.Add(d))
+	at := VirtualEpoch.Add(time.Second) // after every arrival
+	d := core.BeginPass(at)
+	core.EndPass(at.Add(d), at.Add(d))
 	return core, outs
 }
 
@@ -56,7 +57,7 @@ func TestCancelStorm100kIsLinear(t *testing.T) {
 		if core.NumRunning() != 256 || core.NumWaiting() != n-256 {
 			t.Fatalf("%v: running %d waiting %d before the storm", policy, core.NumRunning(), core.NumWaiting())
 		}
-		now := VirtualEpoch.Add(time.Second)
+		now := VirtualEpoch.Add(2 * time.Second)
 		start := time.Now()
 		for _, id := range cancelStormOrder(n) {
 			core.Cancel(id, now)
