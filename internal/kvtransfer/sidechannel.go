@@ -81,8 +81,13 @@ func (s *Service) handlePull(w http.ResponseWriter, r *http.Request) {
 	}
 	// The directory may lag the engine by a timeout that just fired: ask
 	// the engine itself.
-	held, err := s.engines[h.rank].HoldsHandoff(r.Context(), h.engineReq)
-	if err != nil || !held {
+	held := false
+	if h.rank >= 0 && h.rank < len(s.engines) {
+		var err error
+		held, err = s.engines[h.rank].HoldsHandoff(r.Context(), h.engineReq)
+		held = held && err == nil
+	}
+	if !held {
 		writeSideError(w, http.StatusGone, fmt.Sprintf("the blocks of request %q are not held (released)", h.requestID))
 		return
 	}
