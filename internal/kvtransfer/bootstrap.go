@@ -76,8 +76,18 @@ func (s *Service) serveBootstrap(ln net.Listener) {
 		if err != nil {
 			return
 		}
+		select {
+		case s.conns <- struct{}{}:
+		default:
+			_ = conn.Close()
+			s.connLog.warn(s.log, "bootstrap: connections over the limit closed", "limit", cap(s.conns))
+			continue
+		}
 		s.wg.Add(1)
-		go s.handleRendezvous(conn)
+		go func() {
+			defer func() { <-s.conns }()
+			s.handleRendezvous(conn)
+		}()
 	}
 }
 
@@ -88,7 +98,7 @@ func (s *Service) handleRendezvous(conn net.Conn) {
 	defer conn.Close()
 	stop := context.AfterFunc(s.ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
-	_ = conn.SetReadDeadline(time.Now().Add(s.timeout))
+	_ = conn.SetReadDeadline(time.Now().Add(min(s.timeout, bootstrapRoomTimeout)))
 	var msg [roomIDSize]byte
 	if _, err := io.ReadFull(conn, msg[:]); err != nil {
 		s.log.Debug("bootstrap: no room id", "remote", conn.RemoteAddr().String(), "err", err)

@@ -3,10 +3,13 @@ package kvtransfer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -165,4 +168,54 @@ func TestHostAllowList(t *testing.T) {
 	if _, err := newHostAllowList("", []string{"10.0.0.0/99"}); err == nil {
 		t.Error("a bad CIDR was accepted")
 	}
+}
+
+// TestBootstrapSlowClientsAreBounded holds silent connections open on the
+// bootstrap port: beyond MaxBootstrapConns one is closed at once, and each
+// silent one is closed at the room deadline, after which the port serves a
+// real rendezvous again.
+func TestBootstrapSlowClientsAreBounded(t *testing.T) {
+	e := startEngine(t)
+	s, err := New([]*engine.Engine{e}, Options{EngineID: "p", AdvertiseHost: "127.0.0.1",
+		BootstrapListener: testutil.Listen(t), Timeout: 300 * time.Millisecond, MaxBootstrapConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	addr := "127.0.0.1:" + strconv.Itoa(s.BootstrapPort())
+	var silent []net.Conn
+	for range 4 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		silent = append(silent, c)
+	}
+	time.Sleep(50 * time.Millisecond) // all four accepted
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_ = extra.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := extra.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Errorf("the fifth connection was not closed at once: %v", err)
+	}
+	for _, c := range silent {
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+			t.Errorf("a silent connection was not closed at its deadline: %v", err)
+		}
+	}
+	const room = 77
+	prefill(t, e, s, HandoffSpec{RequestID: "r", Room: room, HasRoom: true, Timeout: time.Minute})
+	testutil.WaitFor(t, 2*time.Second, "a rendezvous after the silent ones left", func() bool {
+		return Rendezvous(context.Background(), "127.0.0.1", s.BootstrapPort(), room, time.Second) == nil
+	})
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -45,7 +45,20 @@ type Options struct {
 	// ClientAPIKey is sent as a Bearer token on side-channel calls to a
 	// prefill worker whose side channel is guarded (GuardedHandler).
 	ClientAPIKey string
+	// MaxBootstrapConns bounds the bootstrap connections served at once
+	// (0 = DefaultMaxBootstrapConns); one more is closed at once.
+	MaxBootstrapConns int
 }
+
+// DefaultMaxBootstrapConns bounds concurrent bootstrap connections: each
+// may wait a whole timeout for its room, so an unbounded number of idle
+// connections would hold as many goroutines and descriptors.
+const DefaultMaxBootstrapConns = 1024
+
+// bootstrapRoomTimeout bounds the wait for a connection's 8-byte room id
+// (the decode side sends it as soon as it connects): the bootstrap port's
+// header deadline. Waiting for the room to be held is bounded by Timeout.
+const bootstrapRoomTimeout = 5 * time.Second
 
 // NotificationObserver counts failed release notifications
 // (vllm:nixl_num_failed_notifications). It must be safe for concurrent use.
@@ -71,6 +84,8 @@ type Service struct {
 	httpPort atomic.Int32
 	allow    *hostAllowList
 	roomLog  rateLog // bogus or unclaimed bootstrap rooms
+	connLog  rateLog // bootstrap connections refused over MaxBootstrapConns
+	conns    chan struct{}
 
 	mu       sync.Mutex
 	handoffs map[string]*handoff  // by remote_request_id
@@ -124,6 +139,11 @@ func New(engines []*engine.Engine, opts Options) (*Service, error) {
 	if s.client == nil {
 		s.client = &http.Client{Timeout: s.timeout}
 	}
+	maxConns := opts.MaxBootstrapConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxBootstrapConns
+	}
+	s.conns = make(chan struct{}, maxConns)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if opts.BootstrapListener != nil {
 		s.ln = opts.BootstrapListener
