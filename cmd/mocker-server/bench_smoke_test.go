@@ -12,6 +12,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/loadgen"
 	"github.com/mocker-server/mocker-server/internal/metrics"
+	"github.com/mocker-server/mocker-server/internal/worker"
 )
 
 // TestBenchSmoke drives the real server (serve on 127.0.0.1:0, paced by the
@@ -25,7 +26,7 @@ func TestBenchSmoke(t *testing.T) {
 	const maxTokens = 20
 	cfg := loadConfig(t, map[string]any{"speedup_ratio": 1, "timing_model": "fixed",
 		"fixed_prefill_ms": 2, "fixed_decode_ms": 5, "max_num_seqs": 64})
-	reg := metrics.New(cfg, version)
+	reg := metrics.New(worker.MetricsOptions(cfg), version)
 	url := startWith(t, cfg, serverOptions{ShutdownGrace: 2 * time.Second,
 		Engines: engineHooks{Observer: reg.Observer},
 		Metrics: reg.Handler(), Requests: reg, DeliveryLag: reg}, nil).url

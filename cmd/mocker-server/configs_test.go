@@ -245,7 +245,7 @@ func TestConfigs_DemoEnablesEventsAndFPM(t *testing.T) {
 		t.Errorf("demo.yaml: kv events %d, replay %d, fpm %q, port %d",
 			cfg.ZMQKVEventsPort, cfg.ZMQReplayPort, cfg.FPMEndpoint, cfg.Port)
 	}
-	if !cfg.EnablePrefixCaching || cfg.WorkerType != engine.WorkerAggregated {
+	if !cfg.EnablePrefixCaching || cfg.WorkerType != config.WorkerAggregated {
 		t.Error("demo.yaml: events need prefix caching on an aggregated worker")
 	}
 }

@@ -5,7 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/config"
 )
 
 // TestExamples_PrefillDecodePairIsOnePoolWithTwoRoles installs the two
@@ -44,7 +44,7 @@ func TestExamples_PrefillDecodePairIsOnePoolWithTwoRoles(t *testing.T) {
 			t.Fatal(err)
 		}
 		if cfg.KVTransferConfig == nil || cfg.KVTransferConfig.KVConnector != "NixlConnector" ||
-			!cfg.ServesPrefill() || !cfg.ServesDecode() || cfg.WorkerType != engine.WorkerAggregated {
+			!cfg.ServesPrefill() || !cfg.ServesDecode() || cfg.WorkerType != config.WorkerAggregated {
 			t.Errorf("%s pods: kv_transfer_config %+v, worker type %q; want NixlConnector kv_both as llm-d starts vLLM",
 				half.role, cfg.KVTransferConfig, cfg.WorkerType)
 		}

@@ -212,7 +212,7 @@ func (k *kvRecorder) PublishKVEvents(b engine.KVEventBatch) {
 
 func TestEmbeddings_ArePrefillOnlyEngineWorkInMetricsAndKVEvents(t *testing.T) {
 	cfg := testConfig(t, map[string]any{"block_size": 16})
-	reg := metrics.New(cfg, "test")
+	reg := metrics.New(metrics.Options{Model: cfg.ServedName(), BlockSize: cfg.EffectiveBlockSize(), NumGPUBlocks: cfg.NumGPUBlocks, MaxModelLen: cfg.MaxModelLen, EnablePrefixCaching: true}, "test")
 	rec := &kvRecorder{}
 	env := startServerWith(t, cfg, func(r int) engine.Options {
 		return engine.Options{Rank: r, Observer: reg.Observer(r), KVSink: rec}

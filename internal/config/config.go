@@ -6,6 +6,7 @@ package config
 
 import (
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
 // Config is the whole configuration of one mocker-server process.
@@ -20,23 +21,23 @@ type Config struct {
 	Tokenizer string `json:"tokenizer"`
 	// ChatTemplate overrides the tokenizer's chat template: a file path,
 	// or the template text itself.
-	ChatTemplate              string   `json:"chat_template"`
-	Host                      string   `json:"host"`
-	Port                      int      `json:"port"`
-	APIKey                    []string `json:"api_key"`
-	Seed                      int64    `json:"seed"`
-	OutputLenMode             string   `json:"output_len_mode"`
-	NaturalOutputLen          int      `json:"natural_output_len"`
-	ReasoningField            string   `json:"reasoning_field"`
-	EnableRequestIDHeaders    bool     `json:"enable_request_id_headers"`
-	EnablePromptTokensDetails bool     `json:"enable_prompt_tokens_details"`
-	EnableForceIncludeUsage   bool     `json:"enable_force_include_usage"`
-	MaxRequestBodyBytes       int64    `json:"max_request_body_bytes"`
-	WorkerID                  string   `json:"worker_id"`
-	StartupTime               float64  `json:"startup_time"`
-	MetricsFamily             string   `json:"metrics_family"`
-	DeprecatedMetrics         bool     `json:"deprecated_metrics"`
-	LogLevel                  string   `json:"log_level"`
+	ChatTemplate              string        `json:"chat_template"`
+	Host                      string        `json:"host"`
+	Port                      int           `json:"port"`
+	APIKey                    []string      `json:"api_key"`
+	Seed                      int64         `json:"seed"`
+	OutputLenMode             string        `json:"output_len_mode"`
+	NaturalOutputLen          int           `json:"natural_output_len"`
+	ReasoningField            string        `json:"reasoning_field"`
+	EnableRequestIDHeaders    bool          `json:"enable_request_id_headers"`
+	EnablePromptTokensDetails bool          `json:"enable_prompt_tokens_details"`
+	EnableForceIncludeUsage   bool          `json:"enable_force_include_usage"`
+	MaxRequestBodyBytes       int64         `json:"max_request_body_bytes"`
+	WorkerID                  string        `json:"worker_id"`
+	StartupTime               float64       `json:"startup_time"`
+	MetricsFamily             MetricsFamily `json:"metrics_family"`
+	DeprecatedMetrics         bool          `json:"deprecated_metrics"`
+	LogLevel                  LogLevel      `json:"log_level"`
 
 	// EmbeddingDim is the length of /v1/embeddings vectors.
 	EmbeddingDim int `json:"embedding_dim"`
@@ -58,15 +59,15 @@ type Config struct {
 	EnableChunkedPrefill  bool                    `json:"enable_chunked_prefill"`
 	PreemptionMode        engine.PreemptionMode   `json:"preemption_mode"`
 	SchedulingPolicy      engine.SchedulingPolicy `json:"scheduling_policy"`
-	PrefixCachingHashAlgo string                  `json:"prefix_caching_hash_algo"`
+	PrefixCachingHashAlgo HashAlgo                `json:"prefix_caching_hash_algo"`
 	HashSeed              string                  `json:"hash_seed"`
 
 	// SGLang and TensorRT-LLM fields.
 	SGLang SGLangConfig `json:"sglang"`
 	// EvictionBackend orders the vllm/trtllm pool's free blocks for
 	// eviction: lru (default), lineage or multi_lru.
-	EvictionBackend string       `json:"eviction_backend"`
-	TRTLLM          TRTLLMConfig `json:"trtllm"`
+	EvictionBackend engine.EvictionBackend `json:"eviction_backend"`
+	TRTLLM          TRTLLMConfig           `json:"trtllm"`
 
 	// Timing fields (docs/timing-model.md).
 	TimingModel        engine.TimingModelKind `json:"timing_model"`
@@ -80,37 +81,37 @@ type Config struct {
 	Reasoning *ReasoningConfig `json:"reasoning"`
 
 	// Data parallelism.
-	DPSize    int              `json:"dp_size"`
-	DPRouting engine.DPRouting `json:"dp_routing"`
+	DPSize    int       `json:"dp_size"`
+	DPRouting DPRouting `json:"dp_routing"`
 
 	// Disaggregated prefill/decode (docs/disaggregation.md).
-	WorkerType              engine.WorkerType `json:"worker_type"`
-	KVTransferConfig        *KVTransferConfig `json:"kv_transfer_config"` // nil = no connector
-	KVModelShape            KVModelShape      `json:"kv_model_shape"`     // unset: kv_bytes_per_token as set
-	BootstrapPort           int               `json:"bootstrap_port"`     // 0 = none
-	AdvertiseHost           string            `json:"advertise_host"`     // empty until Load resolves it
-	KVBytesPerToken         int64             `json:"kv_bytes_per_token"`
-	KVTransferBandwidth     float64           `json:"kv_transfer_bandwidth"` // GB/s
-	KVTransferTimingMode    string            `json:"kv_transfer_timing_mode"`
-	HandoffSessionTimeoutMs int64             `json:"handoff_session_timeout_ms"`
+	WorkerType              WorkerType                `json:"worker_type"`
+	KVTransferConfig        *KVTransferConfig         `json:"kv_transfer_config"` // nil = no connector
+	KVModelShape            KVModelShape              `json:"kv_model_shape"`     // unset: kv_bytes_per_token as set
+	BootstrapPort           int                       `json:"bootstrap_port"`     // 0 = none
+	AdvertiseHost           string                    `json:"advertise_host"`     // empty until Load resolves it
+	KVBytesPerToken         int64                     `json:"kv_bytes_per_token"`
+	KVTransferBandwidth     float64                   `json:"kv_transfer_bandwidth"` // GB/s
+	KVTransferTimingMode    engine.TransferTimingMode `json:"kv_transfer_timing_mode"`
+	HandoffSessionTimeoutMs int64                     `json:"handoff_session_timeout_ms"`
 
 	// Speculative decoding and KV offload tiers
 	// (docs/speculative-and-offload.md; speculative.go, offload.go).
 	SpeculativeConfig    *SpeculativeConfig `json:"speculative_config"`
 	KVOffloadingSize     float64            `json:"kv_offloading_size"` // GiB, 0 = no CPU tier
-	KVOffloadingBackend  string             `json:"kv_offloading_backend"`
+	KVOffloadingBackend  OffloadingBackend  `json:"kv_offloading_backend"`
 	KVOffloadingDiskSize float64            `json:"kv_offloading_disk_size"` // GiB, 0 = no disk tier
 	OffloadBandwidth     *OffloadBandwidth  `json:"offload_bandwidth"`       // nil: DefaultOffloadBandwidth
 	// kv_transfer_config with the OffloadingConnector is the other way to
 	// a CPU tier (KVTransferConfig, above).
 
 	// KV events and FPM publishing (docs/kv-events.md, docs/metrics.md).
-	KVEventsConfig           *KVEventsConfig `json:"kv_events_config"`
-	ZMQKVEventsPort          int             `json:"zmq_kv_events_port"` // 0 = none
-	ZMQReplayPort            int             `json:"zmq_replay_port"`    // 0 = none
-	KVEventsEncoding         string          `json:"kv_events_encoding"`
-	KVEventsReplayTopicFrame bool            `json:"kv_events_replay_topic_frame"`
-	FPMEndpoint              string          `json:"fpm_endpoint"`
+	KVEventsConfig           *KVEventsConfig  `json:"kv_events_config"`
+	ZMQKVEventsPort          int              `json:"zmq_kv_events_port"` // 0 = none
+	ZMQReplayPort            int              `json:"zmq_replay_port"`    // 0 = none
+	KVEventsEncoding         KVEventsEncoding `json:"kv_events_encoding"`
+	KVEventsReplayTopicFrame bool             `json:"kv_events_replay_topic_frame"`
+	FPMEndpoint              string           `json:"fpm_endpoint"`
 
 	// Robustness, rate limits and fault injection (docs/FAULTS.md).
 	ShutdownGrace         float64  `json:"shutdown_grace"`       // seconds in-flight requests get on shutdown
@@ -153,10 +154,10 @@ type Config struct {
 	// LoRALoadTimeMs is the simulated time to load an adapter into a GPU
 	// slot (twice when it must be read from disk first).
 	LoRALoadTimeMs float64 `json:"lora_load_time_ms"`
-	// LoRAPathCheck says whether adapter paths must exist: "none" records
-	// any path, "exists" requires a directory (and checks the rank in its
-	// adapter_config.json against max_lora_rank).
-	LoRAPathCheck string `json:"lora_path_check"`
+	// LoRAPathCheck says whether adapter paths must exist: LoRAPathNone
+	// records any path, LoRAPathExists requires a directory (and checks the
+	// rank in its adapter_config.json against max_lora_rank).
+	LoRAPathCheck LoRAPathCheck `json:"lora_path_check"`
 	// AllowRuntimeLoRAUpdating enables /v1/load_lora_adapter and
 	// /v1/unload_lora_adapter (default $VLLM_ALLOW_RUNTIME_LORA_UPDATING).
 	AllowRuntimeLoRAUpdating bool `json:"allow_runtime_lora_updating"`
@@ -185,7 +186,7 @@ type KVTransferConfig struct {
 	// KVLoadFailurePolicy is what a decode does when its KV cannot be
 	// pulled: fail (vLLM's default: the request fails) or recompute (the
 	// prompt is computed locally).
-	KVLoadFailurePolicy string `json:"kv_load_failure_policy"`
+	KVLoadFailurePolicy KVLoadFailurePolicy `json:"kv_load_failure_policy"`
 	// Accepted for compatibility; they configure real transports and have
 	// no effect here (a startup warning names those set).
 	KVBufferDevice         string         `json:"kv_buffer_device"`
@@ -202,26 +203,29 @@ type KVTransferConfig struct {
 // KVModelShape is the model shape kv_bytes_per_token is computed from:
 // num_layers × 2 (K and V) × num_kv_heads × head_dim × dtype bytes.
 type KVModelShape struct {
-	NumLayers  int    `json:"num_layers"`
-	NumKVHeads int    `json:"num_kv_heads"`
-	HeadDim    int    `json:"head_dim"`
-	DType      string `json:"dtype"`
+	NumLayers  int     `json:"num_layers"`
+	NumKVHeads int     `json:"num_kv_heads"`
+	HeadDim    int     `json:"head_dim"`
+	DType      KVDType `json:"dtype"`
 }
 
 // SGLangConfig holds the sglang.* keys.
 type SGLangConfig struct {
-	SchedulePolicy           string  `json:"schedule_policy"`
-	PageSize                 int     `json:"page_size"`
-	MaxPrefillTokens         int     `json:"max_prefill_tokens"`
-	ChunkedPrefillSize       int     `json:"chunked_prefill_size"`
-	MaxRunningRequests       int     `json:"max_running_requests"`
-	ClipMaxNewTokens         int     `json:"clip_max_new_tokens"`
-	ScheduleConservativeness float64 `json:"schedule_conservativeness"`
+	SchedulePolicy           SGLangSchedulePolicy `json:"schedule_policy"`
+	PageSize                 int                  `json:"page_size"`
+	MaxPrefillTokens         int                  `json:"max_prefill_tokens"`
+	ChunkedPrefillSize       int                  `json:"chunked_prefill_size"`
+	MaxRunningRequests       int                  `json:"max_running_requests"`
+	ClipMaxNewTokens         int                  `json:"clip_max_new_tokens"`
+	ScheduleConservativeness float64              `json:"schedule_conservativeness"`
 }
 
-// TRTLLMConfig holds the trtllm.* keys.
+// TRTLLMConfig holds the trtllm.* keys (engine_type trtllm only).
 type TRTLLMConfig struct {
-	CapacitySchedulerPolicy string `json:"capacity_scheduler_policy"`
+	// CapacitySchedulerPolicy selects the trtllm engine's claim policy:
+	// guaranteed_no_evict (reserve to completion), max_utilization (claim
+	// the prompt, preempt when short) or static_batch.
+	CapacitySchedulerPolicy engine.CapacityPolicy `json:"capacity_scheduler_policy"`
 }
 
 // ReasoningConfig configures reasoning framing of planned outputs: the
@@ -236,14 +240,14 @@ type ReasoningConfig struct {
 // KVEventsConfig mirrors vLLM's KVEventsConfig, so a vLLM command line's
 // --kv-events-config works unchanged (docs/kv-events.md).
 type KVEventsConfig struct {
-	EnableKVCacheEvents bool    `json:"enable_kv_cache_events"`
-	Publisher           string  `json:"publisher"`
-	Endpoint            string  `json:"endpoint"`
-	ReplayEndpoint      *string `json:"replay_endpoint"`
-	BufferSteps         int     `json:"buffer_steps"`
-	HWM                 int     `json:"hwm"`
-	MaxQueueSize        int     `json:"max_queue_size"`
-	Topic               string  `json:"topic"`
+	EnableKVCacheEvents bool              `json:"enable_kv_cache_events"`
+	Publisher           KVEventsPublisher `json:"publisher"`
+	Endpoint            string            `json:"endpoint"`
+	ReplayEndpoint      *string           `json:"replay_endpoint"`
+	BufferSteps         int               `json:"buffer_steps"`
+	HWM                 int               `json:"hwm"`
+	MaxQueueSize        int               `json:"max_queue_size"`
+	Topic               string            `json:"topic"`
 }
 
 // DefaultReasoningConfig returns the defaults of a reasoning object; the
@@ -275,9 +279,9 @@ func Default() Config {
 		NaturalOutputLen:    128,
 		ReasoningField:      "reasoning",
 		MaxRequestBodyBytes: 33554432,
-		MetricsFamily:       "auto",
+		MetricsFamily:       MetricsAuto,
 		DeprecatedMetrics:   true,
-		LogLevel:            "info",
+		LogLevel:            LogInfo,
 		EmbeddingDim:        1024,
 		ToolCallProbability: DefaultToolCallProbability,
 
@@ -291,17 +295,17 @@ func Default() Config {
 		EnableChunkedPrefill:  true,
 		PreemptionMode:        engine.PreemptLIFO,
 		SchedulingPolicy:      engine.ScheduleFCFS,
-		PrefixCachingHashAlgo: "xxh3",
+		PrefixCachingHashAlgo: HashXXH3,
 
 		SGLang: SGLangConfig{
-			SchedulePolicy:           "fifo",
+			SchedulePolicy:           SGLangFIFO,
 			MaxPrefillTokens:         16384,
 			ChunkedPrefillSize:       8192,
 			ClipMaxNewTokens:         4096,
 			ScheduleConservativeness: 1.0,
 		},
-		TRTLLM:          TRTLLMConfig{CapacitySchedulerPolicy: "guaranteed_no_evict"},
-		EvictionBackend: "lru",
+		TRTLLM:          TRTLLMConfig{CapacitySchedulerPolicy: engine.CapacityGuaranteedNoEvict},
+		EvictionBackend: kv.EvictLRU,
 
 		TimingModel:        engine.TimingPolynomial,
 		FixedPrefillMs:     20.0,
@@ -310,22 +314,22 @@ func Default() Config {
 		DecodeSpeedupRatio: 1.0,
 
 		DPSize:    1,
-		DPRouting: engine.RouteRoundRobin,
+		DPRouting: RouteRoundRobin,
 
 		MaxLoRAs:      1,
 		MaxLoRARank:   16,
-		LoRAPathCheck: "none",
+		LoRAPathCheck: LoRAPathNone,
 
-		WorkerType:              engine.WorkerAggregated,
-		KVModelShape:            KVModelShape{DType: "bfloat16"},
+		WorkerType:              WorkerAggregated,
+		KVModelShape:            KVModelShape{DType: KVBFloat16},
 		KVBytesPerToken:         131072,
 		KVTransferBandwidth:     64.0,
-		KVTransferTimingMode:    "full_prompt",
+		KVTransferTimingMode:    engine.TransferFullPrompt,
 		HandoffSessionTimeoutMs: 300000,
 
-		KVOffloadingBackend: "native",
+		KVOffloadingBackend: OffloadNative,
 
-		KVEventsEncoding:         "map",
+		KVEventsEncoding:         KVEventsMap,
 		KVEventsReplayTopicFrame: true,
 
 		ShutdownGrace:      10,
@@ -340,6 +344,7 @@ func Default() Config {
 		MaxSchemaSteps:         DefaultMaxSchemaSteps,
 		MaxLoRAAdapters:        DefaultMaxLoRAAdapters,
 		MaxResponsesStoreBytes: DefaultMaxResponsesStoreBytes,
+		KVTransferAllowedHosts: []string{},
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // derived defaults, the checks and the engine's transfer link.
 
 // kvDTypeBytes is the size of one KV element per dtype.
-var kvDTypeBytes = map[string]int64{"float16": 2, "bfloat16": 2, "float32": 4, "fp8": 1}
+var kvDTypeBytes = map[KVDType]int64{KVFloat16: 2, KVBFloat16: 2, KVFloat32: 4, KVFP8: 1}
 
 // knownConnectors are the vLLM connectors whose P/D request flow the mock
 // imitates; any other is accepted with a warning and treated like these.
@@ -34,7 +34,7 @@ func applyDisaggDefaults(cfg *Config, merged map[string]any, lookupEnv func(stri
 			t.KVRole = "kv_both"
 		}
 		if t.KVLoadFailurePolicy == "" {
-			t.KVLoadFailurePolicy = "fail"
+			t.KVLoadFailurePolicy = KVLoadFail
 		}
 	}
 	if t := cfg.PDConnector(); t != nil {
@@ -90,7 +90,7 @@ func (v *validator) validateDisagg(c *Config) {
 	}
 	t := c.PDConnector()
 	if t == nil {
-		if c.BootstrapPort > 0 && c.BootstrapPort <= 65535 && c.WorkerType != engine.WorkerPrefill {
+		if c.BootstrapPort > 0 && c.BootstrapPort <= 65535 && c.WorkerType != WorkerPrefill {
 			v.errorf([]string{"bootstrap_port"}, "bootstrap_port needs a prefill worker (--disaggregation-mode prefill or --kv-transfer-config)")
 		}
 		return
@@ -133,19 +133,19 @@ func (c *Config) PDConnector() *KVTransferConfig {
 // Disaggregated reports whether the worker serves disaggregated requests:
 // it has a connector or a prefill/decode worker type.
 func (c *Config) Disaggregated() bool {
-	return c.PDConnector() != nil || c.WorkerType == engine.WorkerPrefill || c.WorkerType == engine.WorkerDecode
+	return c.PDConnector() != nil || c.WorkerType == WorkerPrefill || c.WorkerType == WorkerDecode
 }
 
 // ServesPrefill and ServesDecode say which halves of a handoff the worker
 // accepts: a connector's kv_role decides (kv_both: either), else the
 // Dynamo worker type.
-func (c *Config) ServesPrefill() bool { return c.servesRole("kv_producer", engine.WorkerPrefill) }
+func (c *Config) ServesPrefill() bool { return c.servesRole("kv_producer", WorkerPrefill) }
 
 // ServesDecode reports whether the worker accepts decode requests of a
 // handoff (see ServesPrefill).
-func (c *Config) ServesDecode() bool { return c.servesRole("kv_consumer", engine.WorkerDecode) }
+func (c *Config) ServesDecode() bool { return c.servesRole("kv_consumer", WorkerDecode) }
 
-func (c *Config) servesRole(role string, worker engine.WorkerType) bool {
+func (c *Config) servesRole(role string, worker WorkerType) bool {
 	if t := c.PDConnector(); t != nil {
 		return t.KVRole == "kv_both" || t.KVRole == role
 	}
@@ -163,7 +163,7 @@ func (c *Config) KVEngineID() string {
 // RecomputeOnKVLoadFailure reports whether a decode whose KV cannot be
 // pulled computes its prompt locally instead of failing.
 func (c *Config) RecomputeOnKVLoadFailure() bool {
-	return c.PDConnector() != nil && c.KVTransferConfig.KVLoadFailurePolicy == "recompute"
+	return c.PDConnector() != nil && c.KVTransferConfig.KVLoadFailurePolicy == KVLoadRecompute
 }
 
 // HandoffTimeout is the longest a prefill holds its blocks.

@@ -37,7 +37,7 @@ func TestLoad_KVTransferConfigDefaultsAndRoles(t *testing.T) {
 			if tc.engineID != "" && cfg.KVEngineID() != tc.engineID {
 				t.Errorf("engine id %q, want %q", cfg.KVEngineID(), tc.engineID)
 			}
-			if tc.policy != "" && cfg.KVTransferConfig.KVLoadFailurePolicy != tc.policy {
+			if tc.policy != "" && string(cfg.KVTransferConfig.KVLoadFailurePolicy) != tc.policy {
 				t.Errorf("policy %q, want %q", cfg.KVTransferConfig.KVLoadFailurePolicy, tc.policy)
 			}
 			if tc.wantWarning != "" && !slices.ContainsFunc(warns, func(w string) bool { return strings.Contains(w, tc.wantWarning) }) {

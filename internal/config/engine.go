@@ -18,7 +18,7 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		EnableChunkedPrefill: c.EnableChunkedPrefill,
 		Preemption:           c.PreemptionMode,
 		Scheduling:           c.SchedulingPolicy,
-		HashAlgo:             c.PrefixCachingHashAlgo,
+		HashAlgo:             string(c.PrefixCachingHashAlgo),
 		HashSeed:             c.HashSeed,
 		Timing: engine.TimingConfig{
 			Model:          c.TimingModel,
@@ -30,7 +30,8 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		DecodeSpeedupRatio: c.DecodeSpeedupRatio,
 		LoRA:               c.engineLoRA(),
 		SGLang:             c.engineSGLang(),
-		Eviction:           engine.EvictionBackend(c.EvictionBackend),
+		Capacity:           c.engineCapacity(),
+		Eviction:           c.EvictionBackend,
 		Speculative:        c.engineSpeculative(),
 		Offload:            c.engineOffload(),
 		Transfer:           c.engineTransfer(),
@@ -42,9 +43,9 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 func (c *Config) engineSGLang() engine.SGLangConfig {
 	policy := engine.SGLangPolicy(c.SGLang.SchedulePolicy)
 	switch c.SGLang.SchedulePolicy {
-	case "fifo":
+	case SGLangFIFO:
 		policy = engine.SGLangFCFS
-	case "dfs_weight":
+	case SGLangDFSWeight:
 		policy = engine.SGLangDFSWeight
 	}
 	return engine.SGLangConfig{
@@ -56,4 +57,14 @@ func (c *Config) engineSGLang() engine.SGLangConfig {
 		ScheduleConservativeness: c.SGLang.ScheduleConservativeness,
 		RandomSeed:               uint64(c.Seed),
 	}
+}
+
+// engineCapacity is trtllm.capacity_scheduler_policy for the trtllm engine;
+// the other engine types have no capacity scheduler (a startup warning names
+// the key when a source sets it for them).
+func (c *Config) engineCapacity() engine.CapacityPolicy {
+	if c.EngineType != engine.EngineTRTLLM {
+		return ""
+	}
+	return c.TRTLLM.CapacitySchedulerPolicy
 }

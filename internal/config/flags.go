@@ -94,7 +94,7 @@ var flagTable = []flagSpec{
 	{name: "sglang-clip-max-new-tokens", key: "sglang.clip_max_new_tokens", kind: flagInt, usage: "SGLang clip of max_new_tokens for admission"},
 	{name: "sglang-schedule-conservativeness", key: "sglang.schedule_conservativeness", kind: flagFloat, aliases: []string{"schedule-conservativeness"}, usage: "SGLang schedule conservativeness (0 < x <= 10; alias --schedule-conservativeness)"},
 	{name: "eviction-backend", key: "eviction_backend", kind: flagString, usage: "vllm/trtllm KV pool eviction: lru | lineage | multi_lru"},
-	{name: "trtllm-capacity-scheduler-policy", key: "trtllm.capacity_scheduler_policy", kind: flagString, usage: "TensorRT-LLM capacity scheduler policy: guaranteed_no_evict"},
+	{name: "trtllm-capacity-scheduler-policy", key: "trtllm.capacity_scheduler_policy", kind: flagString, usage: "TensorRT-LLM capacity scheduler policy (engine-type trtllm): guaranteed_no_evict | max_utilization | static_batch"},
 
 	// Timing.
 	{name: "timing-model", key: "timing_model", kind: flagString, usage: "timing model: polynomial | fixed | interpolated"},

@@ -19,30 +19,30 @@ func (c *Config) ServedName() string {
 	return c.Model
 }
 
-// ResolvedMetricsFamily returns the metrics family with "auto" resolved:
-// "sglang" for engine type sglang, else "vllm". Other values ("vllm",
-// "sglang", "both") are returned unchanged.
-func (c *Config) ResolvedMetricsFamily() string {
-	if c.MetricsFamily != "auto" && c.MetricsFamily != "" {
+// ResolvedMetricsFamily returns the metrics family with MetricsAuto
+// resolved: MetricsSGLang for engine type sglang, else MetricsVLLM. Other
+// values are returned unchanged.
+func (c *Config) ResolvedMetricsFamily() MetricsFamily {
+	if c.MetricsFamily != MetricsAuto && c.MetricsFamily != "" {
 		return c.MetricsFamily
 	}
 	if c.EngineType == engine.EngineSGLang {
-		return "sglang"
+		return MetricsSGLang
 	}
-	return "vllm"
+	return MetricsVLLM
 }
 
 // KVEventsEnabled reports whether KV events are configured to be published:
 // vLLM style (kv_events_config enabled with the zmq publisher) or Dynamo
 // style (zmq_kv_events_port). It does not consider prefix caching or the
 // worker type, which can make a configured stream silent
-// (events.KVEventsPublishable).
+// (events.Options.Silent, set by worker.EventsOptions).
 func (c *Config) KVEventsEnabled() bool {
 	if c.ZMQKVEventsPort > 0 {
 		return true
 	}
 	k := c.KVEventsConfig
-	return k != nil && k.EnableKVCacheEvents && k.Publisher != "null"
+	return k != nil && k.EnableKVCacheEvents && k.Publisher != PublisherNull
 }
 
 // configJSON has Config's fields without its methods (no recursion).

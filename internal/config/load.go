@@ -188,9 +188,9 @@ func checkMerged(cfg *Config, merged map[string]any, bad map[string]bool) []prob
 			probs = append(probs, problem{msg: "is_prefill and is_decode must not both be true", keys: []string{"worker_type"}})
 			bad["worker_type"] = true
 		case isPrefill:
-			cfg.WorkerType = engine.WorkerPrefill
+			cfg.WorkerType = WorkerPrefill
 		case isDecode:
-			cfg.WorkerType = engine.WorkerDecode
+			cfg.WorkerType = WorkerDecode
 		}
 	}
 	if r, ok := merged["reasoning"].(map[string]any); ok && !bad["reasoning"] {
@@ -268,9 +268,9 @@ func applyDerivedDefaults(cfg *Config, merged map[string]any, opts LoadOptions) 
 	}
 	if k := cfg.KVEventsConfig; k != nil && k.Publisher == "" {
 		if k.EnableKVCacheEvents {
-			k.Publisher = "zmq"
+			k.Publisher = PublisherZMQ
 		} else {
-			k.Publisher = "null"
+			k.Publisher = PublisherNull
 		}
 	}
 }

@@ -288,8 +288,8 @@ func TestLoad_EnumsAreCaseInsensitiveAndAcceptDashes(t *testing.T) {
 		"trtllm":                   map[string]any{"capacity_scheduler_policy": "Guaranteed-No-Evict"},
 		"log_level":                "WARNING",
 	}))
-	got := []string{cfg.KVTransferTimingMode, string(cfg.EngineType), cfg.PrefixCachingHashAlgo, string(cfg.DPRouting),
-		cfg.SGLang.SchedulePolicy, cfg.TRTLLM.CapacitySchedulerPolicy, cfg.LogLevel}
+	got := []string{string(cfg.KVTransferTimingMode), string(cfg.EngineType), string(cfg.PrefixCachingHashAlgo), string(cfg.DPRouting),
+		string(cfg.SGLang.SchedulePolicy), string(cfg.TRTLLM.CapacitySchedulerPolicy), string(cfg.LogLevel)}
 	want := []string{"full_prompt", "sglang", "sha256_cbor", "least_loaded", "fifo", "guaranteed_no_evict", "warn"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
@@ -395,12 +395,12 @@ func TestLoad_DerivedDefaults(t *testing.T) {
 			}
 		}},
 		{"legacy is_prefill selects the prefill worker", overlay(map[string]any{"is_prefill": true}), func(t *testing.T, c *Config) {
-			if c.WorkerType != engine.WorkerPrefill {
+			if c.WorkerType != WorkerPrefill {
 				t.Errorf("worker_type = %q", c.WorkerType)
 			}
 		}},
 		{"worker_type wins over legacy is_decode", overlay(map[string]any{"is_decode": true, "worker_type": "prefill"}), func(t *testing.T, c *Config) {
-			if c.WorkerType != engine.WorkerPrefill {
+			if c.WorkerType != WorkerPrefill {
 				t.Errorf("worker_type = %q", c.WorkerType)
 			}
 		}},

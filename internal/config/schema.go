@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
 // fieldOpt holds the parsing options of one JSON path beyond its Go type.
@@ -25,12 +26,25 @@ type enumSpec struct {
 
 func enum(values ...string) *enumSpec { return &enumSpec{values: values} }
 
-// typedEnum lists the values of one of the engine's typed enums.
+// typedEnum lists the values of one of the typed enums (config's, the
+// engine's or kv's).
 func typedEnum[T ~string](values ...T) *enumSpec {
 	spec := &enumSpec{}
 	for _, v := range values {
 		spec.values = append(spec.values, string(v))
 	}
+	return spec
+}
+
+// withAliases adds accepted spellings (spelling -> canonical value).
+func withAliases(spec *enumSpec, aliases map[string]string) *enumSpec {
+	spec.aliases = aliases
+	return spec
+}
+
+// withFallback turns an unknown value into a warning and fallback.
+func withFallback[T ~string](spec *enumSpec, fallback T) *enumSpec {
+	spec.fallback = string(fallback)
 	return spec
 }
 
@@ -44,28 +58,27 @@ var fieldOpts = map[string]fieldOpt{
 
 	"output_len_mode":          {enum: enum("max", "random")},
 	"reasoning_field":          {enum: enum("reasoning", "reasoning_content")},
-	"metrics_family":           {enum: enum("auto", "vllm", "sglang", "both")},
-	"log_level":                {enum: &enumSpec{values: []string{"debug", "info", "warn", "error"}, aliases: map[string]string{"warning": "warn"}}},
+	"metrics_family":           {enum: typedEnum(MetricsAuto, MetricsVLLM, MetricsSGLang, MetricsBoth)},
+	"log_level":                {enum: withAliases(typedEnum(LogDebug, LogInfo, LogWarn, LogError), map[string]string{"warning": "warn"})},
 	"engine_type":              {enum: typedEnum(engine.EngineVLLM, engine.EngineSGLang, engine.EngineTRTLLM)},
 	"preemption_mode":          {enum: typedEnum(engine.PreemptLIFO, engine.PreemptFIFO)},
 	"scheduling_policy":        {enum: typedEnum(engine.ScheduleFCFS, engine.SchedulePriority)},
-	"prefix_caching_hash_algo": {enum: enum("xxh3", "sha256_cbor")},
-	"sglang.schedule_policy": {enum: &enumSpec{
-		values: []string{"fifo", "lpm", "dfs_weight", "lof", "random"}, aliases: map[string]string{"fcfs": "fifo"}, fallback: "fifo",
-	}},
-	"trtllm.capacity_scheduler_policy":          {enum: enum("guaranteed_no_evict")},
-	"eviction_backend":                          {enum: enum("lru", "lineage", "multi_lru")},
+	"prefix_caching_hash_algo": {enum: typedEnum(HashXXH3, HashSHA256CBOR)},
+	"sglang.schedule_policy": {enum: withFallback(withAliases(
+		typedEnum(SGLangFIFO, SGLangLPM, SGLangDFSWeight, SGLangLOF, SGLangRandom), map[string]string{"fcfs": "fifo"}), SGLangFIFO)},
+	"trtllm.capacity_scheduler_policy":          {enum: typedEnum(engine.CapacityGuaranteedNoEvict, engine.CapacityMaxUtilization, engine.CapacityStaticBatch)},
+	"eviction_backend":                          {enum: typedEnum(kv.EvictLRU, kv.EvictLineage, kv.EvictMultiLRU)},
 	"timing_model":                              {enum: typedEnum(engine.TimingPolynomial, engine.TimingFixed, engine.TimingInterpolated)},
-	"dp_routing":                                {enum: typedEnum(engine.RouteRoundRobin, engine.RouteLeastLoaded)},
-	"worker_type":                               {enum: typedEnum(engine.WorkerAggregated, engine.WorkerPrefill, engine.WorkerDecode)},
-	"kv_transfer_timing_mode":                   {enum: enum("full_prompt", "destination_missing")},
+	"dp_routing":                                {enum: typedEnum(RouteRoundRobin, RouteLeastLoaded)},
+	"worker_type":                               {enum: typedEnum(WorkerAggregated, WorkerPrefill, WorkerDecode)},
+	"kv_transfer_timing_mode":                   {enum: typedEnum(engine.TransferFullPrompt, engine.TransferDestinationMissing)},
 	"kv_transfer_config.kv_role":                {enum: enum("kv_producer", "kv_consumer", "kv_both")},
-	"kv_transfer_config.kv_load_failure_policy": {enum: enum("recompute", "fail")},
-	"kv_model_shape.dtype":                      {enum: enum("float16", "bfloat16", "float32", "fp8")},
-	"lora_path_check":                           {enum: enum("none", "exists")},
-	"kv_events_encoding":                        {enum: enum("map", "array")},
-	"kv_events_config.publisher":                {enum: enum("zmq", "null")},
-	"kv_offloading_backend":                     {enum: enum("native", "lmcache")},
+	"kv_transfer_config.kv_load_failure_policy": {enum: typedEnum(KVLoadRecompute, KVLoadFail)},
+	"kv_model_shape.dtype":                      {enum: typedEnum(KVFloat16, KVBFloat16, KVFloat32, KVFP8)},
+	"lora_path_check":                           {enum: typedEnum(LoRAPathNone, LoRAPathExists)},
+	"kv_events_encoding":                        {enum: typedEnum(KVEventsMap, KVEventsArray)},
+	"kv_events_config.publisher":                {enum: typedEnum(PublisherZMQ, PublisherNull)},
+	"kv_offloading_backend":                     {enum: typedEnum(OffloadNative, OffloadLMCache)},
 }
 
 // legacyKeys are top-level JSON keys accepted in sources but not stored in

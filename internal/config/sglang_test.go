@@ -66,6 +66,9 @@ func TestLoad_WarnsAboutKeysTheEngineDoesNotUse(t *testing.T) {
 		{"eviction backend under sglang", []string{"--engine-type", "sglang", "--max-model-len", "8192", "--eviction-backend", "lineage"},
 			[]string{"eviction_backend lineage applies to the vllm and trtllm block pools; sglang's radix cache evicts least recently used leaves"}},
 		{"nothing to say", []string{"--engine-type", "sglang", "--max-model-len", "8192", "--sglang-max-prefill-tokens", "100"}, nil},
+		{"trtllm keys under vllm", []string{"--trtllm-capacity-scheduler-policy", "max_utilization"},
+			[]string{"trtllm.capacity_scheduler_policy applies only to --engine-type trtllm; ignored for vllm"}},
+		{"trtllm keys under trtllm", []string{"--engine-type", "trtllm", "--trtllm-capacity-scheduler-policy", "static_batch"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, warns := mustLoad(t, flagOptions(t, tc.args...))

@@ -11,7 +11,7 @@ type notYetValue struct {
 }
 
 var notYetValues = []notYetValue{
-	{"kv_offloading_backend", "kv-offloading-backend", "lmcache", "the LMCache offloading backend"},
+	{"kv_offloading_backend", "kv-offloading-backend", string(OffloadLMCache), "the LMCache offloading backend"},
 }
 
 // notYetProblems reports every key set by any source (merged) and every

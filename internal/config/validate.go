@@ -229,7 +229,8 @@ func (c *Config) validate() ([]problem, []string) {
 			"enable_chunked_prefill=false requires max_num_batched_tokens (%d) >= max_model_len (%d)",
 			c.MaxNumBatchedTokens, c.MaxModelLen)
 	}
-	// trtllm.capacity_scheduler_policy is checked as an enum.
+	// trtllm.capacity_scheduler_policy is checked as an enum; a value set
+	// for another engine type gets engineMismatchWarnings' warning.
 
 	// Timing fields.
 	v.nonNegFinite("fixed_prefill_ms", c.FixedPrefillMs)
@@ -272,7 +273,7 @@ func (c *Config) validate() ([]problem, []string) {
 			v.errorf([]string{"kv_events_config.hwm"}, "kv_events_config.hwm must be >= 1 (0 would mean unlimited), got %d", k.HWM)
 		}
 		v.intMin("kv_events_config.max_queue_size", int64(k.MaxQueueSize), 1)
-		kvEnabled = k.EnableKVCacheEvents && k.Publisher != "null"
+		kvEnabled = k.EnableKVCacheEvents && k.Publisher != PublisherNull
 		if kvEnabled && k.Endpoint == "" {
 			v.errorf([]string{"kv_events_config.endpoint"}, "kv_events_config.endpoint must not be empty")
 		}
@@ -336,7 +337,7 @@ func (c *Config) validate() ([]problem, []string) {
 		if !c.EnablePrefixCaching {
 			v.warns = append(v.warns, "KV events are configured but prefix caching is disabled: no KV events will be published")
 		}
-		if c.WorkerType == engine.WorkerDecode {
+		if c.WorkerType == WorkerDecode {
 			v.warns = append(v.warns, "KV events are configured on a decode worker: no KV events will be published")
 		}
 	}

@@ -84,8 +84,9 @@ func TestLoad_CrossFieldRules(t *testing.T) {
 			"enable_chunked_prefill=false requires max_num_batched_tokens (8192) >= max_model_len (32768)"},
 		{"no chunked prefill with a large budget", []string{"--no-enable-chunked-prefill", "--max-num-batched-tokens", "32K"}, ""},
 		// The TensorRT-LLM capacity policy.
-		{"trtllm policy is fixed", []string{"--trtllm-capacity-scheduler-policy", "max_utilization"},
-			"Invalid trtllm.capacity_scheduler_policy 'max_utilization'. Must be 'guaranteed_no_evict'."},
+		{"trtllm policy names the supported ones", []string{"--trtllm-capacity-scheduler-policy", "fcfs"},
+			"Invalid trtllm.capacity_scheduler_policy 'fcfs'. Must be 'guaranteed_no_evict', 'max_utilization', or 'static_batch'."},
+		{"trtllm max_utilization", []string{"--engine-type", "trtllm", "--trtllm-capacity-scheduler-policy", "MAX_UTILIZATION"}, ""},
 		// Reasoning ids.
 		{"reasoning ids must differ", []string{"--reasoning", `{"thinking_ratio": 0.3, "start_thinking_token_id": 9, "end_thinking_token_id": 9}`},
 			"reasoning.start_thinking_token_id and reasoning.end_thinking_token_id must differ (both 9)"},

@@ -56,6 +56,27 @@ const (
 	SchedulePriority SchedulingPolicy = "priority"
 )
 
+// CapacityPolicy is TensorRT-LLM's capacity scheduler policy: how a trtllm
+// engine claims KV blocks for the requests it runs (Config.Capacity).
+type CapacityPolicy string
+
+// Capacity scheduler policies (TensorRT-LLM's CapacitySchedulerPolicy,
+// lowercased).
+const (
+	// CapacityGuaranteedNoEvict reserves blocks for a request's prompt and
+	// whole output at admission, so running requests never run short and
+	// nothing is preempted (TensorRT-LLM's default).
+	CapacityGuaranteedNoEvict CapacityPolicy = "guaranteed_no_evict"
+	// CapacityMaxUtilization admits a request when its prompt fits and
+	// pauses (preempts, freeing its blocks) a running request when
+	// decoding runs short, as vLLM does.
+	CapacityMaxUtilization CapacityPolicy = "max_utilization"
+	// CapacityStaticBatch claims like CapacityGuaranteedNoEvict but admits
+	// requests only when nothing is running: no request joins a batch in
+	// progress.
+	CapacityStaticBatch CapacityPolicy = "static_batch"
+)
+
 // TimingModelKind names a pass timing model.
 type TimingModelKind string
 
@@ -64,25 +85,6 @@ const (
 	TimingPolynomial   TimingModelKind = "polynomial"
 	TimingFixed        TimingModelKind = "fixed"
 	TimingInterpolated TimingModelKind = "interpolated"
-)
-
-// DPRouting chooses the data-parallel rank of a request that names none.
-type DPRouting string
-
-// DP routing policies.
-const (
-	RouteRoundRobin  DPRouting = "round_robin"
-	RouteLeastLoaded DPRouting = "least_loaded"
-)
-
-// WorkerType is a worker's role in disaggregated prefill/decode serving.
-type WorkerType string
-
-// Worker types.
-const (
-	WorkerAggregated WorkerType = "aggregated"
-	WorkerPrefill    WorkerType = "prefill"
-	WorkerDecode     WorkerType = "decode"
 )
 
 // FinishReason says why a sequence ended; the values are the OpenAI
@@ -135,6 +137,11 @@ type Config struct {
 
 	// SGLang configures the SGLang scheduler (Type EngineSGLang only).
 	SGLang SGLangConfig
+
+	// Capacity is the TensorRT-LLM capacity scheduler policy (Type
+	// EngineTRTLLM only; other types ignore it); "" means
+	// CapacityGuaranteedNoEvict.
+	Capacity CapacityPolicy
 
 	// Eviction picks the vllm/trtllm pool's eviction backend; "" is lru.
 	Eviction EvictionBackend
@@ -244,6 +251,11 @@ func (c *Config) validate() error {
 	case ScheduleFCFS, SchedulePriority:
 	default:
 		errs = append(errs, fmt.Errorf("unknown scheduling policy %q", c.Scheduling))
+	}
+	switch c.Capacity {
+	case "", CapacityGuaranteedNoEvict, CapacityMaxUtilization, CapacityStaticBatch:
+	default:
+		errs = append(errs, fmt.Errorf("unknown capacity scheduler policy %q", c.Capacity))
 	}
 	if err := c.SGLang.validate(); err != nil {
 		errs = append(errs, err)

@@ -118,7 +118,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 	}
 	// The KV manager owns the claim policy; the scheduler and Submit reach
 	// it through c.kv rather than keeping copies.
-	kvm, err := newKVManager(&cfg, newClaimPolicy(cfg.Type))
+	kvm, err := newKVManager(&cfg, newClaimPolicy(cfg.Type, cfg.Capacity))
 	if err != nil {
 		return nil, fmt.Errorf("engine rank %d: %w", opts.Rank, err)
 	}
@@ -151,7 +151,8 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		kvm.radix = newRadixManager(&cfg, opts.KVSink != nil)
 		c.scheduler = newSGLangScheduler(c)
 	} else {
-		c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption)}
+		c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption),
+			staticBatch: cfg.Type == EngineTRTLLM && cfg.Capacity == CapacityStaticBatch}
 	}
 	c.lora.cfg = cfg.LoRA
 	c.report.TierHits = kvm.tierHits

@@ -143,6 +143,25 @@ func (e *Engine) Submit(r *Request) error {
 	return e.post(message{kind: msgSubmit, req: r})
 }
 
+// SubmitAll queues several requests in one mailbox step, so the actor
+// applies them together and no pass starts between them: the choices of an
+// n > 1 request (or the prompts of a batched completion) enter the engine in
+// the same pass, as vLLM's engine core adds a request's sequences at once.
+// Either all are queued or, when the engine has stopped, none.
+func (e *Engine) SubmitAll(rs []Request) error {
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return ErrStopped
+	}
+	for i := range rs {
+		e.pending = append(e.pending, message{kind: msgSubmit, req: &rs[i]})
+	}
+	e.mu.Unlock()
+	e.wake()
+	return nil
+}
+
 // LoadAdapter asks the actor to load a LoRA adapter into its CPU cache and
 // a GPU slot, as vLLM's add_lora does when an adapter is registered.
 func (e *Engine) LoadAdapter(a Adapter) error {
@@ -182,11 +201,16 @@ func (e *Engine) post(m message) error {
 	}
 	e.pending = append(e.pending, m)
 	e.mu.Unlock()
+	e.wake()
+	return nil
+}
+
+// wake pokes the actor's 1-slot notify channel without blocking.
+func (e *Engine) wake() {
 	select {
 	case e.notify <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // applyMailbox applies every pending message in arrival order.
@@ -234,7 +258,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		busy         bool      // the previous pass ran back to back with this one
 		timerDue     time.Time // the engine timer that woke the loop (zero: none)
 		blocked      bool      // the previous pass could schedule nothing
-		lastSnapshot = time.Now()
+		lastSnapshot = e.clock.Now()
 	)
 	hb := time.NewTimer(e.heartbeat)
 	defer hb.Stop()
@@ -250,13 +274,13 @@ func (e *Engine) Run(ctx context.Context) error {
 			busy = false
 			e.publishLoad()
 			e.core.InspectState(e.clock.Now()) // the last state before idling
-			hb.Reset(max(time.Until(lastSnapshot.Add(e.heartbeat)), 0))
+			hb.Reset(max(lastSnapshot.Add(e.heartbeat).Sub(e.clock.Now()), 0))
 			// Transfers completing and holds expiring need no message:
 			// wake for the next one.
 			var timerC <-chan time.Time
 			next, hasNext := e.core.NextTimer()
 			if hasNext && !e.paused {
-				timer.Reset(max(time.Until(next), 0))
+				timer.Reset(max(next.Sub(e.clock.Now()), 0))
 				timerC = timer.C
 			}
 			select {
@@ -272,7 +296,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				}
 			case <-hb.C:
 				e.core.Heartbeat()
-				lastSnapshot = time.Now()
+				lastSnapshot = e.clock.Now()
 				continue
 			}
 		}
@@ -341,7 +365,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		// A wake-up later than that (an overloaded machine, or a loop
 		// that cannot keep up) starts the next pass from the clock.
 		busy = woke.Sub(deadline) <= lateTolerance
-		lastSnapshot = time.Now()
+		lastSnapshot = e.clock.Now()
 	}
 }
 

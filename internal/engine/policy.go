@@ -27,12 +27,19 @@ type claimPolicy interface {
 	preemptOnShortage() bool
 }
 
-// newClaimPolicy returns the claim policy of an engine type. SGLang's
-// scheduler budgets memory itself (sglang_scheduler.go); its policy only
-// clips max_new_tokens to the pool (clipToPool).
-func newClaimPolicy(t EngineType) claimPolicy {
+// newClaimPolicy returns the claim policy of an engine type and, for
+// TensorRT-LLM, its capacity scheduler policy: MAX_UTILIZATION claims like
+// vLLM (and preempts, TensorRT-LLM's "pause"); GUARANTEED_NO_EVICT and
+// STATIC_BATCH reserve to completion (STATIC_BATCH's admission rule is the
+// scheduler's, vllmScheduler.staticBatch). SGLang's scheduler budgets memory
+// itself (sglang_scheduler.go); its policy only clips max_new_tokens to the
+// pool (clipToPool).
+func newClaimPolicy(t EngineType, capacity CapacityPolicy) claimPolicy {
 	switch t {
 	case EngineTRTLLM:
+		if capacity == CapacityMaxUtilization {
+			return claimPrompt{}
+		}
 		return reserveToCompletion{}
 	case EngineSGLang:
 		return clipToPool{}

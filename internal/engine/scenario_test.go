@@ -186,10 +186,16 @@ func TestScenarioS5RecomputeLastBlock(t *testing.T) {
 
 // s6 runs scenario S6 (and S7 with engine trtllm).
 func s6(t *testing.T, engine EngineType) (*harness, *Request, *Request, map[uint64]string, map[*Request]int) {
+	return s6Capacity(t, engine, "")
+}
+
+// s6Capacity runs scenario S6 with a TensorRT-LLM capacity scheduler policy.
+func s6Capacity(t *testing.T, engine EngineType, capacity CapacityPolicy) (*harness, *Request, *Request, map[uint64]string, map[*Request]int) {
 	h := newHarness(t, func(c *Config) {
 		c.Type = engine
 		c.BlockSize = 4
 		c.NumBlocks = 6
+		c.Capacity = capacity
 	})
 	a := h.submitAt(0, seqTokens(1, 8), seqTokens(2000, 8))
 	b := h.submitAt(0, seqTokens(101, 8), seqTokens(3000, 8))

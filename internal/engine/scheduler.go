@@ -20,6 +20,9 @@ type scheduler interface {
 type vllmScheduler struct {
 	core   *Core
 	victim victimPolicy
+	// staticBatch is TensorRT-LLM's STATIC_BATCH: waiting requests are
+	// admitted only into an empty batch.
+	staticBatch bool
 	// loras is scratch for the pass's distinct LoRA adapter ids.
 	loras []int
 }
@@ -28,10 +31,13 @@ type vllmScheduler struct {
 func (v *vllmScheduler) schedule(start time.Time) {
 	budget := v.core.cfg.MaxNumBatchedTokens
 	budget, preempted := v.scheduleRunning(start, budget)
-	if !preempted {
-		// vLLM admits nothing in a pass that had to preempt.
-		v.admitWaiting(start, budget)
+	if preempted {
+		return // vLLM admits nothing in a pass that had to preempt.
 	}
+	if v.staticBatch && len(v.core.running) > 0 {
+		return // no request joins a static batch in progress
+	}
+	v.admitWaiting(start, budget)
 }
 
 // scheduleRunning gives each running request its next tokens (a prefill

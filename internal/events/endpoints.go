@@ -5,13 +5,18 @@ import (
 	"net"
 	"strconv"
 	"strings"
-
-	"github.com/mocker-server/mocker-server/internal/config"
-	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
-// FPM publisher settings. (The KV publisher's queue and socket defaults are
-// config.DefaultKVEventsConfig's, for both endpoint styles.)
+// KV publisher defaults: vLLM's KVEventsConfig defaults (also
+// config.DefaultKVEventsConfig's), used by Dynamo-style ports and for
+// unset sizes of a vLLM-style configuration.
+const (
+	DefaultBufferSteps  = 10000
+	DefaultHWM          = 10000
+	DefaultMaxQueueSize = 100000
+)
+
+// FPM publisher settings.
 const (
 	// FPMTopic is the first frame of every FPM message.
 	FPMTopic = "forward-pass-metrics"
@@ -131,77 +136,63 @@ func needsIPv6(endpoint string) bool {
 	return ok && (strings.HasPrefix(rest, "[") || strings.Count(rest, ":") > 1)
 }
 
-// KVEventsPublishable reports whether KV events may actually be sent for a
-// configuration: prefix caching on and not a decode
-// worker. Sockets are created regardless.
-func KVEventsPublishable(cfg *config.Config) bool {
-	return cfg.EnablePrefixCaching && cfg.WorkerType != engine.WorkerDecode
-}
-
-// KVSettingsFor resolves DP rank's KV event publisher from the
-// configuration. ok is false when KV events are not configured (no sockets
-// at all): no kv_events_config or one that is disabled or uses the "null"
-// publisher, and no zmq_kv_events_port.
-func KVSettingsFor(cfg *config.Config, rank int, lookup LookupIP) (s KVSettings, ok bool, err error) {
-	enc, err := ParseEncoding(cfg.KVEventsEncoding)
-	if err != nil {
-		return s, false, err
-	}
+// KVSettingsFor resolves DP rank's KV event publisher from o. ok is false
+// when KV events are not configured (no sockets at all): neither o.KVPort
+// nor o.VLLM.
+func KVSettingsFor(o Options, rank int, lookup LookupIP) (s KVSettings, ok bool, err error) {
 	s = KVSettings{
 		Rank:             rank,
-		Encoding:         enc,
-		ReplayTopicFrame: cfg.KVEventsReplayTopicFrame,
-		Publish:          KVEventsPublishable(cfg),
+		Encoding:         o.Encoding,
+		ReplayTopicFrame: !o.NoReplayTopicFrame,
+		Publish:          !o.Silent,
 	}
-	if cfg.ZMQKVEventsPort > 0 {
-		// Dynamo style: always bind, fixed tuning.
-		if s.Endpoint, err = HostEndpoint(cfg.Host, cfg.ZMQKVEventsPort+rank, lookup); err != nil {
+	if o.KVPort > 0 {
+		// Dynamo style: always bind.
+		if s.Endpoint, err = HostEndpoint(o.Host, o.KVPort+rank, lookup); err != nil {
 			return s, false, fmt.Errorf("zmq_kv_events_port: %w", err)
 		}
 		s.Bind = true
-		if cfg.ZMQReplayPort > 0 {
-			if s.ReplayEndpoint, err = HostEndpoint(cfg.Host, cfg.ZMQReplayPort+rank, lookup); err != nil {
+		if o.ReplayPort > 0 {
+			if s.ReplayEndpoint, err = HostEndpoint(o.Host, o.ReplayPort+rank, lookup); err != nil {
 				return s, false, fmt.Errorf("zmq_replay_port: %w", err)
 			}
 		}
-		// Its tuning comes from a (disabled) kv_events_config when one is
-		// given beside the port, else from the defaults: buffer_steps and
-		// hwm are never silently ignored.
-		d := config.DefaultKVEventsConfig()
-		s.BufferSteps, s.HWM, s.MaxQueueSize = d.BufferSteps, d.HWM, d.MaxQueueSize
-		if k := cfg.KVEventsConfig; k != nil {
-			s.BufferSteps, s.HWM, s.MaxQueueSize = positiveOr(k.BufferSteps, d.BufferSteps),
-				positiveOr(k.HWM, d.HWM), positiveOr(k.MaxQueueSize, d.MaxQueueSize)
+		// The sizes come from PortTuning (a kv_events_config given beside
+		// the port), else the defaults: buffer_steps and hwm are never
+		// silently ignored.
+		s.BufferSteps, s.HWM, s.MaxQueueSize = DefaultBufferSteps, DefaultHWM, DefaultMaxQueueSize
+		if k := o.PortTuning; k != nil {
+			s.BufferSteps, s.HWM, s.MaxQueueSize = positiveOr(k.BufferSteps, DefaultBufferSteps),
+				positiveOr(k.HWM, DefaultHWM), positiveOr(k.MaxQueueSize, DefaultMaxQueueSize)
 		}
 		return s, true, nil
 	}
-	k := cfg.KVEventsConfig
-	if k == nil || !k.EnableKVCacheEvents || k.Publisher == "null" {
+	k := o.VLLM
+	if k == nil {
 		return KVSettings{}, false, nil
 	}
 	if s.Endpoint, err = OffsetEndpoint(k.Endpoint, rank); err != nil {
 		return s, false, fmt.Errorf("kv_events_config.endpoint: %w", err)
 	}
 	s.Bind = ShouldBind(s.Endpoint)
-	if k.ReplayEndpoint != nil && *k.ReplayEndpoint != "" {
-		if s.ReplayEndpoint, err = OffsetEndpoint(*k.ReplayEndpoint, rank); err != nil {
+	if k.ReplayEndpoint != "" {
+		if s.ReplayEndpoint, err = OffsetEndpoint(k.ReplayEndpoint, rank); err != nil {
 			return s, false, fmt.Errorf("kv_events_config.replay_endpoint: %w", err)
 		}
 	}
 	s.Topic = k.Topic
 	s.BufferSteps, s.HWM, s.MaxQueueSize = k.BufferSteps, k.HWM, k.MaxQueueSize
-	d := config.DefaultKVEventsConfig()
 	if s.BufferSteps < 1 {
-		s.BufferSteps = d.BufferSteps
+		s.BufferSteps = DefaultBufferSteps
 	}
 	if s.MaxQueueSize < 1 {
-		s.MaxQueueSize = d.MaxQueueSize
+		s.MaxQueueSize = DefaultMaxQueueSize
 	}
 	if s.HWM < 1 {
 		// libzmq reads 0 as "no limit": a subscriber that never reads would
 		// grow the publisher without bound. Validation rejects 0; this
 		// guards programmatic configurations.
-		s.HWM = d.HWM
+		s.HWM = DefaultHWM
 	}
 	return s, true, nil
 }
@@ -214,15 +205,15 @@ func positiveOr(v, def int) int {
 	return def
 }
 
-// FPMSettingsFor resolves DP rank's FPM publisher from fpm_endpoint; ok is
-// false when it is empty.
-func FPMSettingsFor(cfg *config.Config, rank int) (s FPMSettings, ok bool, err error) {
-	if cfg.FPMEndpoint == "" {
+// FPMSettingsFor resolves DP rank's FPM publisher from o.FPMEndpoint; ok
+// is false when it is empty.
+func FPMSettingsFor(o Options, rank int) (s FPMSettings, ok bool, err error) {
+	if o.FPMEndpoint == "" {
 		return s, false, nil
 	}
-	ep, err := OffsetEndpoint(cfg.FPMEndpoint, rank)
+	ep, err := OffsetEndpoint(o.FPMEndpoint, rank)
 	if err != nil {
 		return s, false, fmt.Errorf("fpm_endpoint: %w", err)
 	}
-	return FPMSettings{Rank: rank, Endpoint: ep, Bind: ShouldBind(ep), WorkerID: cfg.WorkerID}, true, nil
+	return FPMSettings{Rank: rank, Endpoint: ep, Bind: ShouldBind(ep), WorkerID: o.WorkerID}, true, nil
 }

@@ -38,7 +38,6 @@ import (
 
 	zmq "github.com/pebbe/zmq4"
 
-	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
@@ -53,29 +52,29 @@ type Publishers struct {
 	closeErr error
 }
 
-// Open creates the sockets of every DP rank configured by cfg and starts
-// their publisher goroutines. A bind or connect failure returns an error
-// naming the endpoint, after closing what was already opened. With neither
-// KV events nor FPM configured it opens nothing (and creates no context).
-func Open(cfg *config.Config, log *slog.Logger) (*Publishers, error) {
-	return open(cfg, log, nil)
+// Open creates the sockets of every DP rank o configures and starts their
+// publisher goroutines. A bind or connect failure returns an error naming
+// the endpoint, after closing what was already opened. With neither KV
+// events nor FPM configured it opens nothing (and creates no context).
+func Open(o Options, log *slog.Logger) (*Publishers, error) {
+	return open(o, log, nil)
 }
 
-func open(cfg *config.Config, log *slog.Logger, lookup LookupIP) (_ *Publishers, err error) {
+func open(o Options, log *slog.Logger, lookup LookupIP) (_ *Publishers, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := max(cfg.DPSize, 1)
+	n := max(o.DPSize, 1)
 	kvs := make([]KVSettings, n)
 	fpms := make([]FPMSettings, n)
 	kvOn, fpmOn := false, false
 	for r := range n {
 		var ok bool
-		if kvs[r], ok, err = KVSettingsFor(cfg, r, lookup); err != nil {
+		if kvs[r], ok, err = KVSettingsFor(o, r, lookup); err != nil {
 			return nil, err
 		}
 		kvOn = kvOn || ok
-		if fpms[r], ok, err = FPMSettingsFor(cfg, r); err != nil {
+		if fpms[r], ok, err = FPMSettingsFor(o, r); err != nil {
 			return nil, err
 		}
 		fpmOn = fpmOn || ok
@@ -84,7 +83,7 @@ func open(cfg *config.Config, log *slog.Logger, lookup LookupIP) (_ *Publishers,
 	if !kvOn && !fpmOn {
 		return p, nil
 	}
-	if kvOn && !KVEventsPublishable(cfg) {
+	if kvOn && o.Silent {
 		log.Warn("KV event sockets are open but nothing will be published (prefix caching disabled or decode worker)")
 	}
 	if p.zctx, err = zmq.NewContext(); err != nil {

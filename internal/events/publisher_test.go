@@ -15,7 +15,6 @@ import (
 	zmq "github.com/pebbe/zmq4"
 	"go.uber.org/goleak"
 
-	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/testutil"
@@ -47,13 +46,13 @@ func (l *testLogger) logger() *slog.Logger {
 func newKVPub(t testing.TB, zctx *zmq.Context, s KVSettings, log *slog.Logger) *KVPublisher {
 	t.Helper()
 	if s.BufferSteps == 0 {
-		s.BufferSteps = config.DefaultKVEventsConfig().BufferSteps
+		s.BufferSteps = DefaultBufferSteps
 	}
 	if s.HWM == 0 {
-		s.HWM = config.DefaultKVEventsConfig().HWM
+		s.HWM = DefaultHWM
 	}
 	if s.MaxQueueSize == 0 {
-		s.MaxQueueSize = config.DefaultKVEventsConfig().MaxQueueSize
+		s.MaxQueueSize = DefaultMaxQueueSize
 	}
 	p, err := NewKVPublisher(KVPublisherOptions{KVSettings: s, Context: zctx, Logger: log})
 	if err != nil {
@@ -357,10 +356,8 @@ func TestOpenRanks(t *testing.T) {
 	)
 	testutil.WithPortRuns(t, 1, 2, func(bases []int) error { // rank r on port+r
 		port = bases[0]
-		cfg := config.Default()
-		cfg.ZMQKVEventsPort, cfg.DPSize = port, 2
 		var err error
-		pubs, err = Open(&cfg, nil)
+		pubs, err = Open(Options{KVPort: port, DPSize: 2, Host: "127.0.0.1"}, nil)
 		return err
 	})
 	t.Cleanup(func() { _ = pubs.Close() })
@@ -416,9 +413,7 @@ func TestOpenFPMConnect(t *testing.T) {
 			t.Fatalf("no free port next to %d: %v", port, err)
 		}
 	}
-	cfg := config.Default()
-	cfg.FPMEndpoint, cfg.DPSize, cfg.WorkerID = "tcp://127.0.0.1:"+strconv.Itoa(port), 2, "w0"
-	pubs, err := Open(&cfg, nil)
+	pubs, err := Open(Options{FPMEndpoint: "tcp://127.0.0.1:" + strconv.Itoa(port), DPSize: 2, WorkerID: "w0"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,9 +444,7 @@ func TestOpenFPMConnect(t *testing.T) {
 
 func TestOpenBindFailureNamesEndpoint(t *testing.T) {
 	port := testutil.Port(testutil.Listen(t).Addr())
-	cfg := config.Default()
-	cfg.ZMQKVEventsPort = port
-	_, err := Open(&cfg, nil)
+	_, err := Open(Options{KVPort: port, Host: "127.0.0.1"}, nil)
 	want := "tcp://127.0.0.1:" + strconv.Itoa(port)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want one naming %s", err, want)
@@ -466,9 +459,7 @@ func TestOpenBindFailureNamesEndpoint(t *testing.T) {
 			return err
 		}
 		defer busy.Close()
-		cfg := config.Default()
-		cfg.ZMQKVEventsPort, cfg.ZMQReplayPort, cfg.DPSize = bases[0], q, 2
-		_, err = Open(&cfg, nil)
+		_, err = Open(Options{KVPort: bases[0], ReplayPort: q, DPSize: 2, Host: "127.0.0.1"}, nil)
 		want := "tcp://127.0.0.1:" + strconv.Itoa(q+1)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ROUTER") {
 			return fmt.Errorf("replay: err = %v, want a ROUTER error naming %s", err, want)
@@ -477,19 +468,16 @@ func TestOpenBindFailureNamesEndpoint(t *testing.T) {
 	})
 }
 
-// TestOpenNothingPublished: prefix caching disabled keeps the sockets (a
-// subscriber can connect) but sends nothing; the null publisher opens
-// nothing.
+// TestOpenNothingPublished: silent publishers (prefix caching disabled, a
+// decode worker: worker.EventsOptions) keep the sockets (a subscriber can
+// connect) but send nothing; without a vLLM-style configuration (the null
+// publisher, disabled events) nothing opens.
 func TestOpenNothingPublished(t *testing.T) {
 	zctx := newCtx(t)
 	ep := ipcEndpoint(t, "pub")
-	k := config.DefaultKVEventsConfig()
-	k.EnableKVCacheEvents, k.Publisher, k.Endpoint = true, "zmq", ep
-	cfg := config.Default()
-	cfg.KVEventsConfig = &k
-	cfg.EnablePrefixCaching = false
+	o := Options{VLLM: &VLLMKVEvents{Endpoint: ep}, Silent: true}
 	logs := &testLogger{}
-	pubs, err := Open(&cfg, logs.logger())
+	pubs, err := Open(o, logs.logger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,9 +499,7 @@ func TestOpenNothingPublished(t *testing.T) {
 		t.Errorf("startup log:\n%s", logs.String())
 	}
 
-	k.Publisher = "null"
-	cfg.EnablePrefixCaching = true
-	none, err := Open(&cfg, nil)
+	none, err := Open(Options{}, nil)
 	if err != nil || none.KVSink(0) != nil || none.FPMSink(0) != nil || none.zctx != nil {
 		t.Errorf("null publisher: %v %v", none, err)
 	}
@@ -528,13 +514,9 @@ func TestOpenNothingPublished(t *testing.T) {
 // goroutines ended and the context is terminated; it is idempotent.
 func TestCloseEndsGoroutines(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	k := config.DefaultKVEventsConfig()
-	k.EnableKVCacheEvents, k.Publisher = true, "zmq"
-	k.Endpoint = "inproc://kv"
-	k.ReplayEndpoint = ptr("inproc://replay")
-	cfg := config.Default()
-	cfg.KVEventsConfig, cfg.DPSize, cfg.FPMEndpoint = &k, 3, "inproc://fpm"
-	pubs, err := Open(&cfg, nil)
+	o := Options{VLLM: &VLLMKVEvents{Endpoint: "inproc://kv", ReplayEndpoint: "inproc://replay"},
+		DPSize: 3, FPMEndpoint: "inproc://fpm"}
+	pubs, err := Open(o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -154,7 +154,7 @@ type expectedBlocks struct {
 }
 
 func (x *expectedBlocks) add(t *testing.T, cfg *config.Config, seq []uint32, salt string) {
-	h, err := kv.NewHasher(cfg.PrefixCachingHashAlgo, cfg.HashSeed, cfg.EffectiveBlockSize())
+	h, err := kv.NewHasher(string(cfg.PrefixCachingHashAlgo), cfg.HashSeed, cfg.EffectiveBlockSize())
 	if err != nil {
 		t.Fatal(err)
 	}

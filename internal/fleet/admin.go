@@ -49,6 +49,7 @@ func (f *Fleet) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /workers", f.handleList)
 	mux.HandleFunc("GET /workers/{id}", f.handleGet)
+	mux.HandleFunc("GET /workers/{id}/engine", f.handleEngine)
 	mux.HandleFunc("POST /workers/{id}/{action}", f.handleAction)
 	// Any other method on an action route: 405 with Allow, not the 404
 	// of the catch-all below.
@@ -167,6 +168,8 @@ func (f *Fleet) handleWrongMethod(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case action == "faults":
 		allow = "GET, PUT, POST"
+	case action == "engine":
+		allow = "GET"
 	case !actions[action]:
 		adminError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("unknown action %q", action))
 		return

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/ui"
 	"github.com/mocker-server/mocker-server/internal/worker"
 )
@@ -146,6 +147,7 @@ func (f *Fleet) startWorker(i int) error {
 		StartupGate:   f.opts.StartupGate,
 		Loaders:       f.opts.Loaders,
 		UI:            f.hubs[i],
+		ID:            m.ID,
 		OnFailure: func(err error) {
 			select {
 			case f.failed <- fmt.Errorf("worker %s: %w", m.ID, err):
@@ -252,9 +254,9 @@ func (f *Fleet) startAdmin() error {
 
 // fleetLogLevel is the log level of the fleet's own lines (admin actions,
 // start): the first worker's --log-level, info for an empty fleet.
-func fleetLogLevel(members []Member) string {
+func fleetLogLevel(members []Member) config.LogLevel {
 	if len(members) == 0 {
-		return "info"
+		return config.LogInfo
 	}
 	return members[0].Config.LogLevel
 }

@@ -186,6 +186,7 @@ func TestActionRouteWrongMethodIs405(t *testing.T) {
 		{http.MethodGet, "/workers/0/kill", 405, "POST"},
 		{http.MethodPut, "/workers/0/reset_prefix_cache", 405, "POST"},
 		{http.MethodDelete, "/workers/0/faults", 405, "GET, PUT, POST"},
+		{http.MethodPut, "/workers/0/engine", 405, "GET"},
 		{http.MethodGet, "/workers/0/nonsense", 404, ""},
 		{http.MethodGet, "/workers/7/kill", 404, ""},
 	} {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/events"
+	"github.com/mocker-server/mocker-server/internal/worker"
 )
 
 // MaxWorkers is the largest fleet one process runs. Each idle worker costs
@@ -301,8 +302,12 @@ func checkCollisions(members []Member, adminPort int) error {
 	for i, m := range members {
 		cfg := m.Config
 		claim(cfg.Port, fmt.Sprintf("worker %d HTTP", i))
+		eo, err := worker.EventsOptions(cfg)
+		if err != nil {
+			return &config.Error{Problems: []string{fmt.Sprintf("fleet worker %d: %v", i, err)}}
+		}
 		for r := range max(cfg.DPSize, 1) {
-			kv, ok, err := events.KVSettingsFor(cfg, r, nil)
+			kv, ok, err := events.KVSettingsFor(eo, r, nil)
 			if err != nil {
 				return &config.Error{Problems: []string{fmt.Sprintf("fleet worker %d: %v", i, err)}}
 			}
@@ -312,7 +317,7 @@ func checkCollisions(members []Member, adminPort int) error {
 				}
 				claim(tcpPort(kv.ReplayEndpoint), fmt.Sprintf("worker %d KV replay (dp rank %d)", i, r))
 			}
-			fpm, ok, err := events.FPMSettingsFor(cfg, r)
+			fpm, ok, err := events.FPMSettingsFor(eo, r)
 			if err != nil {
 				return &config.Error{Problems: []string{fmt.Sprintf("fleet worker %d: %v", i, err)}}
 			}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/zeebo/xxh3"
@@ -38,9 +37,9 @@ type Hasher struct {
 // NewHasher returns a Hasher for algorithm algo (AlgoXXH3 or AlgoSHA256CBOR)
 // and blocks of blockSize tokens.
 //
-// The seed is used only by AlgoSHA256CBOR. An empty seed means the value of
-// the environment variable PYTHONHASHSEED when it is set and non-empty, and
-// "0" otherwise, which is what a vLLM started with that variable would use.
+// The seed is used only by AlgoSHA256CBOR; an empty seed means "0". The
+// package reads no environment: vLLM's PYTHONHASHSEED fallback is applied by
+// internal/config, which resolves hash_seed before it reaches the engine.
 func NewHasher(algo string, seed string, blockSize int) (*Hasher, error) {
 	if blockSize <= 0 {
 		return nil, fmt.Errorf("kv: block size must be positive, got %d", blockSize)
@@ -50,9 +49,6 @@ func NewHasher(algo string, seed string, blockSize int) (*Hasher, error) {
 	case AlgoXXH3:
 	case AlgoSHA256CBOR:
 		h.sha = true
-		if seed == "" {
-			seed = os.Getenv("PYTHONHASHSEED")
-		}
 		if seed == "" {
 			seed = "0"
 		}

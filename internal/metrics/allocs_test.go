@@ -12,7 +12,7 @@ import (
 func TestObservePassAllocationFree(t *testing.T) {
 	for _, tc := range observePassCases {
 		t.Run(tc.name, func(t *testing.T) {
-			reg := New(testConfig(func(c *config.Config) { c.MetricsFamily = tc.family }), "test")
+			reg := newReg(testConfig(func(c *config.Config) { c.MetricsFamily = config.MetricsFamily(tc.family) }), "test")
 			o := reg.Observer(0)
 			r := decodeReport(tc.varied)
 			if allocs := testing.AllocsPerRun(200, func() { observePass(o, r) }); allocs != 0 {

@@ -50,7 +50,7 @@ func observePass(o engine.Observer, r *engine.PassReport) {
 func BenchmarkObservePass(b *testing.B) {
 	for _, bc := range observePassCases {
 		b.Run(bc.name, func(b *testing.B) {
-			reg := New(testConfig(func(c *config.Config) { c.MetricsFamily = bc.family }), "bench")
+			reg := newReg(testConfig(func(c *config.Config) { c.MetricsFamily = config.MetricsFamily(bc.family) }), "bench")
 			o := reg.Observer(0)
 			r := decodeReport(bc.varied)
 			b.ReportAllocs()
@@ -76,7 +76,7 @@ func BenchmarkObservePass(b *testing.B) {
 }
 
 func BenchmarkPublishFPM(b *testing.B) {
-	reg := New(testConfig(nil), "bench")
+	reg := newReg(testConfig(nil), "bench")
 	sink := reg.FPMSink(0)
 	s := engine.ForwardPassSnapshot{NumDecodeRequests: 256, SumDecodeKVTokens: 300000, VarDecodeKVTokens: 1234.5,
 		WallTimeSecs: 0.012, CounterID: 1}
@@ -87,7 +87,7 @@ func BenchmarkPublishFPM(b *testing.B) {
 }
 
 func BenchmarkObserveDeliveryLag(b *testing.B) {
-	reg := New(testConfig(nil), "bench")
+	reg := newReg(testConfig(nil), "bench")
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

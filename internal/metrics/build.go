@@ -112,8 +112,8 @@ func (r *Registry) batchHistVec(name, help string, labels ...string) *batchHistV
 // buildVLLM registers the vllm:* family (docs/metrics.md) with one set of
 // children per rank.
 func (r *Registry) buildVLLM() {
-	cfg := r.cfg
-	model := cfg.ServedName()
+	cfg := &r.opts
+	model := cfg.Model
 	l := []string{labelModel, labelEngine}
 	b125 := Buckets125(cfg.MaxModelLen)
 
@@ -126,7 +126,7 @@ func (r *Registry) buildVLLM() {
 		labelModel, labelEngine, "reason")
 	kvUsage := r.gaugeVec("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", l...)
 
-	bs := cfg.EffectiveBlockSize()
+	bs := cfg.BlockSize
 	override := "None"
 	if cfg.NumGPUBlocksOverridden {
 		override = strconv.Itoa(cfg.NumGPUBlocks)
@@ -233,7 +233,7 @@ func (r *Registry) buildVLLM() {
 			tpot.add(v.itl, lv...)
 		}
 		cacheInfo.WithLabelValues(e, strconv.Itoa(bs), "auto", pyBool(cfg.EnablePrefixCaching), "0.9",
-			strconv.Itoa(cfg.NumGPUBlocks), override, cfg.PrefixCachingHashAlgo,
+			strconv.Itoa(cfg.NumGPUBlocks), override, cfg.HashAlgo,
 			strconv.Itoa(kvTokens), pyrepr.Float(concurrency)).Set(1)
 		ro.v = v
 	}
@@ -241,8 +241,8 @@ func (r *Registry) buildVLLM() {
 
 // buildSGLang registers the sglang:* family (docs/metrics.md).
 func (r *Registry) buildSGLang() {
-	cfg := r.cfg
-	model := cfg.ServedName()
+	cfg := &r.opts
+	model := cfg.Model
 	l := []string{labelModel, labelRank}
 
 	running := r.gaugeVec("sglang:num_running_reqs", "The number of running requests.", l...)
@@ -270,7 +270,7 @@ func (r *Registry) buildSGLang() {
 	r.batchHistVec("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", labelModel).
 		add(req.itl, model)
 
-	total := float64(cfg.NumGPUBlocks * cfg.EffectiveBlockSize())
+	total := float64(cfg.NumGPUBlocks * cfg.BlockSize)
 	for _, ro := range r.ranks {
 		lv := []string{model, strconv.Itoa(ro.rank)}
 		s := &sglangRank{
@@ -293,10 +293,10 @@ func (r *Registry) buildSGLang() {
 
 // buildMocker registers the mocker_* product metrics and FPM gauges.
 func (r *Registry) buildMocker(version string) {
-	cfg := r.cfg
+	cfg := &r.opts
 	r.gaugeVec("mocker_info", "mocker-server build and mode; constant 1.",
 		"version", "engine_type", "worker_type", "timing_model").
-		WithLabelValues(version, string(cfg.EngineType), string(cfg.WorkerType), string(cfg.TimingModel)).Set(1)
+		WithLabelValues(version, string(cfg.EngineType), cfg.WorkerType, string(cfg.TimingModel)).Set(1)
 
 	passes := r.counterVec("mocker_passes_total", "Engine passes executed.", labelRank)
 	passSeconds := r.counterVec("mocker_pass_seconds_total", "Sum of modeled pass durations (busy time), in seconds.", labelRank)

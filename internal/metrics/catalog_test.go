@@ -207,12 +207,12 @@ func TestCatalog(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s-%s-deprecated=%v", tc.family, tc.engine, tc.deprecated), func(t *testing.T) {
 			cfg := testConfig(func(c *config.Config) {
-				c.MetricsFamily = tc.family
+				c.MetricsFamily = config.MetricsFamily(tc.family)
 				c.DeprecatedMetrics = tc.deprecated
 				c.EngineType = tc.engine
 				c.DPSize = 2
 			})
-			f := scrape(t, New(cfg, "v1.2.3"))
+			f := scrape(t, newReg(cfg, "v1.2.3"))
 			want := mockerSpecs()
 			if tc.vllm {
 				want = append(want, vllmSpecs()...)
@@ -279,7 +279,7 @@ func TestCacheConfigInfo(t *testing.T) {
 			map[string]string{"block_size": "32", "kv_cache_max_concurrency": "16.0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := scrape(t, New(testConfig(tc.mutate), "test"))
+			f := scrape(t, newReg(testConfig(tc.mutate), "test"))
 			mf := f["vllm:cache_config_info"]
 			if mf == nil || len(mf.Metric) != 1 {
 				t.Fatalf("cache_config_info: %v", mf)
@@ -305,7 +305,7 @@ func TestCacheConfigInfo(t *testing.T) {
 }
 
 func TestBuckets(t *testing.T) {
-	f := scrape(t, New(testConfig(func(c *config.Config) { c.MetricsFamily = "both" }), "test"))
+	f := scrape(t, newReg(testConfig(func(c *config.Config) { c.MetricsFamily = "both" }), "test"))
 	b125 := []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000}
 	ttft := []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
 		10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
@@ -366,7 +366,7 @@ func TestBuckets(t *testing.T) {
 			t.Errorf("Buckets125(%d) = %v, want %v", maxLen, got, w)
 		}
 	}
-	small := scrape(t, New(testConfig(func(c *config.Config) { c.MaxModelLen = 100 }), "test"))
+	small := scrape(t, newReg(testConfig(func(c *config.Config) { c.MaxModelLen = 100 }), "test"))
 	if got := small.bounds(t, "vllm:request_prompt_tokens"); !slices.Equal(got, []float64{1, 2, 5, 10, 20, 50, 100}) {
 		t.Errorf("request_prompt_tokens buckets for max_model_len 100: %v", got)
 	}
@@ -381,7 +381,7 @@ var specNameProblems = map[string]string{
 func TestPromlint(t *testing.T) {
 	for _, family := range []string{"vllm", "sglang", "both"} {
 		t.Run(family, func(t *testing.T) {
-			reg := New(testConfig(func(c *config.Config) { c.MetricsFamily = family; c.DPSize = 2 }), "test")
+			reg := newReg(testConfig(func(c *config.Config) { c.MetricsFamily = config.MetricsFamily(family); c.DPSize = 2 }), "test")
 			// Put data in every family first so nothing lints as empty.
 			r := reg.Observer(0)
 			r.ObservePass(&engine.PassReport{IsPass: true, IterationTokens: 3, GenerationTokens: 1,
@@ -410,7 +410,7 @@ func TestPromlint(t *testing.T) {
 }
 
 func TestHandler(t *testing.T) {
-	reg := New(testConfig(nil), "test")
+	reg := newReg(testConfig(nil), "test")
 	srv := httptest.NewServer(reg.Handler())
 	defer srv.Close()
 
@@ -466,7 +466,7 @@ func TestHandler(t *testing.T) {
 }
 
 func TestRequestDeliveryAndPublisherCounters(t *testing.T) {
-	reg := New(testConfig(func(c *config.Config) { c.DPSize = 2 }), "test")
+	reg := newReg(testConfig(func(c *config.Config) { c.DPSize = 2 }), "test")
 	var sent, dropped atomic.Uint64
 	reg.RegisterKVPublisherCounters(1, sent.Load, dropped.Load)
 	sent.Store(7)
@@ -515,7 +515,7 @@ func TestRequestDeliveryAndPublisherCounters(t *testing.T) {
 	}
 
 	// sglang-only: the request histograms do not exist; ObserveRequest is a no-op.
-	sg := New(testConfig(func(c *config.Config) { c.MetricsFamily = "sglang" }), "test")
+	sg := newReg(testConfig(func(c *config.Config) { c.MetricsFamily = "sglang" }), "test")
 	sg.ObserveRequest(0, 1, 2, 3)
 
 	defer func() {
@@ -528,7 +528,7 @@ func TestRequestDeliveryAndPublisherCounters(t *testing.T) {
 
 // TestRankIsolation: each rank's observer writes only its own children.
 func TestRankIsolation(t *testing.T) {
-	reg := New(testConfig(func(c *config.Config) { c.DPSize = 3; c.MetricsFamily = "both" }), "test")
+	reg := newReg(testConfig(func(c *config.Config) { c.DPSize = 3; c.MetricsFamily = "both" }), "test")
 	reg.Observer(2).ObservePass(&engine.PassReport{IsPass: true, IterationTokens: 5, GenerationTokens: 2,
 		Preemptions: 1, PrefixQueries: 10, PrefixHits: 4, Rejected: 1, KVEvents: [4]int{0, 2, 1, 1},
 		ITL: []float64{0.02, 0.02}})
@@ -584,7 +584,7 @@ func TestRankIsolation(t *testing.T) {
 // TestSGLangEngineRetractions: with engine type sglang, preemptions reported
 // by the engine are retractions and leave vllm:num_preemptions_total at 0.
 func TestSGLangEngineRetractions(t *testing.T) {
-	reg := New(testConfig(func(c *config.Config) { c.EngineType = engine.EngineSGLang; c.MetricsFamily = "both" }), "test")
+	reg := newReg(testConfig(func(c *config.Config) { c.EngineType = engine.EngineSGLang; c.MetricsFamily = "both" }), "test")
 	reg.Observer(0).ObservePass(&engine.PassReport{IsPass: true, Preemptions: 2})
 	f := scrape(t, reg)
 	if got := f.value(t, "vllm:num_preemptions_total", rank0...); got != 0 {
@@ -626,7 +626,7 @@ func TestConcurrentScrape(t *testing.T) {
 		c.BlockSize = 16
 		c.NumGPUBlocks = 64
 	})
-	reg := New(cfg, "test")
+	reg := newReg(cfg, "test")
 	var scraper, sims sync.WaitGroup
 	stop := make(chan struct{})
 	scrapes := 0

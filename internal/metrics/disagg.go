@@ -47,7 +47,7 @@ type pdRank struct {
 // buildDisagg registers the disaggregation families when the worker serves
 // disaggregated requests.
 func (r *Registry) buildDisagg() {
-	if !r.cfg.Disaggregated() {
+	if !r.opts.Disaggregated {
 		return
 	}
 	held := r.gaugeVec("mocker_kv_held_blocks",
@@ -66,7 +66,7 @@ func (r *Registry) buildDisagg() {
 		failed = r.counterVec("vllm:nixl_num_failed_transfers_total", "Number of failed NIXL KV Cache transfers.", l...)
 		notif = r.counterVec("vllm:nixl_num_failed_notifications_total", "Number of failed NIXL KV Cache notifications.", l...)
 	}
-	model := r.cfg.ServedName()
+	model := r.opts.Model
 	for _, ro := range r.ranks {
 		rk := strconv.Itoa(ro.rank)
 		pd := &pdRank{held: held.WithLabelValues(rk), transferSeconds: secs.WithLabelValues(rk),

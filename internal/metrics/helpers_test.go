@@ -31,6 +31,43 @@ func testConfig(mutate func(c *config.Config)) *config.Config {
 	return &cfg
 }
 
+// newReg builds the registry of a configuration, with its Options derived
+// as internal/worker derives them (worker.MetricsOptions; its tests check
+// the same derivation), so the tests here can state their setups as
+// configurations, as a user would.
+func newReg(cfg *config.Config, version string) *Registry {
+	return New(optionsOf(cfg), version)
+}
+
+// optionsOf mirrors worker.MetricsOptions, which this package cannot import.
+func optionsOf(cfg *config.Config) Options {
+	ec := cfg.EngineConfig(nil)
+	o := Options{
+		Model:                  cfg.ServedName(),
+		Family:                 Family(cfg.ResolvedMetricsFamily()),
+		HideDeprecated:         !cfg.DeprecatedMetrics,
+		DPSize:                 cfg.DPSize,
+		EngineType:             cfg.EngineType,
+		WorkerType:             string(cfg.WorkerType),
+		TimingModel:            cfg.TimingModel,
+		BlockSize:              cfg.EffectiveBlockSize(),
+		NumGPUBlocks:           cfg.NumGPUBlocks,
+		NumGPUBlocksOverridden: cfg.NumGPUBlocksOverridden,
+		MaxModelLen:            cfg.MaxModelLen,
+		EnablePrefixCaching:    cfg.EnablePrefixCaching,
+		HashAlgo:               string(cfg.PrefixCachingHashAlgo),
+		Disaggregated:          cfg.Disaggregated(),
+		SpeculativeTokens:      ec.Speculative.NumSpeculativeTokens,
+	}
+	if cfg.EnableLoRA {
+		o.MaxLoRAs = cfg.MaxLoRAs
+	}
+	for _, t := range ec.Offload.Tiers {
+		o.OffloadTiers = append(o.OffloadTiers, t.Medium)
+	}
+	return o
+}
+
 // scrapeText GETs the registry's handler through a real HTTP server and
 // returns the exposition.
 func scrapeText(t testing.TB, reg *Registry) *testutil.Exposition {
@@ -157,7 +194,7 @@ type run struct {
 
 func newRun(t testing.TB, cfg *config.Config) *run {
 	t.Helper()
-	reg := New(cfg, "test")
+	reg := newReg(cfg, "test")
 	rec := &fpmRecorder{}
 	core, err := engine.NewCore(cfg.EngineConfig(nil), engine.CoreOptions{
 		Observer: reg.Observer(0),

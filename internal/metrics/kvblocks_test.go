@@ -8,7 +8,7 @@ import (
 )
 
 func TestKVCacheBlocks_SplitThePoolByState(t *testing.T) {
-	reg := New(testConfig(func(c *config.Config) { c.NumGPUBlocks = 100 }), "test")
+	reg := newReg(testConfig(func(c *config.Config) { c.NumGPUBlocks = 100 }), "test")
 	f := scrape(t, reg)
 	if got := f.value(t, "mocker_kv_cache_blocks", "dp_rank", "0", "state", "free"); got != 100 {
 		t.Errorf("fresh pool: free = %v, want 100", got)

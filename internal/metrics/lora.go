@@ -37,7 +37,7 @@ type loraInfo struct {
 // with data parallelism). The residency families follow the names vLLM's
 // maintainers proposed for loaded adapters (docs/lora.md).
 func (r *Registry) buildLoRA() {
-	if !r.cfg.EnableLoRA {
+	if r.opts.MaxLoRAs <= 0 {
 		return
 	}
 	vec := r.gaugeVec("vllm:lora_requests_info", "Running stats on lora requests.",
@@ -49,7 +49,7 @@ func (r *Registry) buildLoRA() {
 	numCPU := r.gaugeVec("vllm:num_cpu_loaded_lora_adapters", "Number of LoRA adapters loaded in the CPU cache.", labelEngine)
 	for _, ro := range r.ranks {
 		e := strconv.Itoa(ro.rank)
-		ro.lora = &loraInfo{vec: vec, maxLoRA: strconv.Itoa(r.cfg.MaxLoRAs), now: time.Now,
+		ro.lora = &loraInfo{vec: vec, maxLoRA: strconv.Itoa(r.opts.MaxLoRAs), now: time.Now,
 			loaded: loaded, numGPU: numGPU.WithLabelValues(e), numCPU: numCPU.WithLabelValues(e),
 			engine: e, resident: map[string]string{}}
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
@@ -134,8 +133,8 @@ func Buckets125(maxValue int) []float64 {
 type Registry struct {
 	*prometheus.Registry
 
-	cfg        *config.Config
-	family     string
+	opts       Options
+	family     Family
 	vllm       bool
 	sglang     bool
 	deprecated bool
@@ -144,27 +143,26 @@ type Registry struct {
 	faults     *prometheus.CounterVec
 }
 
-// New builds the registry for cfg (a loaded, validated configuration):
-// families by cfg.ResolvedMetricsFamily(), deprecated vLLM names unless
-// cfg.DeprecatedMetrics is false, one set of per-rank children for each DP
-// rank 0..dp_size-1. version is the mocker_info version label.
-func New(cfg *config.Config, version string) *Registry {
-	family := cfg.ResolvedMetricsFamily()
+// New builds the registry opts describe: its families, deprecated vLLM
+// names unless opts.HideDeprecated, one set of per-rank children for each
+// DP rank 0..DPSize-1. version is the mocker_info version label.
+func New(opts Options, version string) *Registry {
+	family := opts.resolvedFamily()
 	r := &Registry{
 		Registry:   prometheus.NewRegistry(),
-		cfg:        cfg,
+		opts:       opts,
 		family:     family,
-		vllm:       family == "vllm" || family == "both",
-		sglang:     family == "sglang" || family == "both",
-		deprecated: cfg.DeprecatedMetrics,
+		vllm:       family == FamilyVLLM || family == FamilyBoth,
+		sglang:     family == FamilySGLang || family == FamilyBoth,
+		deprecated: !opts.HideDeprecated,
 	}
 	r.MustRegister(collectors.NewGoCollector())
 	r.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	dp := max(cfg.DPSize, 1)
+	dp := max(opts.DPSize, 1)
 	r.ranks = make([]*rankObserver, dp)
 	for i := range r.ranks {
-		r.ranks[i] = &rankObserver{rank: i, sglangEngine: cfg.EngineType == engine.EngineSGLang, blockSize: cfg.EffectiveBlockSize()}
+		r.ranks[i] = &rankObserver{rank: i, sglangEngine: opts.EngineType == engine.EngineSGLang, blockSize: opts.BlockSize}
 	}
 	if r.vllm {
 		r.buildVLLM()
@@ -180,8 +178,9 @@ func New(cfg *config.Config, version string) *Registry {
 	return r
 }
 
-// Family returns the resolved metrics family: "vllm", "sglang" or "both".
-func (r *Registry) Family() string { return r.family }
+// Family returns the resolved metrics family: FamilyVLLM, FamilySGLang or
+// FamilyBoth.
+func (r *Registry) Family() Family { return r.family }
 
 // DPSize returns the number of ranks the registry has children for.
 func (r *Registry) DPSize() int { return len(r.ranks) }

@@ -373,7 +373,7 @@ func TestSGLangGaugesWhileBusy(t *testing.T) {
 
 // TestHeartbeatAndTee checks heartbeat snapshots and the FPM fan-out.
 func TestHeartbeatAndTee(t *testing.T) {
-	reg := New(testConfig(func(c *config.Config) { c.DPSize = 2 }), "test")
+	reg := newReg(testConfig(func(c *config.Config) { c.DPSize = 2 }), "test")
 	a, b := &fpmRecorder{}, &fpmRecorder{}
 	if TeeFPM() != nil || TeeFPM(nil, nil) != nil {
 		t.Errorf("TeeFPM of no sink is not nil")

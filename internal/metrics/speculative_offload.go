@@ -45,13 +45,12 @@ var BucketsOffloadSize = []float64{1e6, 5e6, 10e6, 20e6, 40e6, 60e6, 80e6, 100e6
 // speculative_config is set, and the offload families when a CPU tier is
 // configured, under the vLLM family's labels.
 func (r *Registry) buildSpecOffload() {
-	spec := r.cfg.SpeculativeConfig != nil
-	eng := r.cfg.EngineConfig(nil)
-	offload := eng.Offload.Enabled()
+	spec := r.opts.SpeculativeTokens > 0
+	offload := len(r.opts.OffloadTiers) > 0
 	if !spec && !offload {
 		return
 	}
-	model := r.cfg.ServedName()
+	model := r.opts.Model
 	l := []string{labelModel, labelEngine}
 	var drafts, draftTokens, accepted, perPos *prometheus.CounterVec
 	var fpmSpec [3]*prometheus.GaugeVec
@@ -97,7 +96,7 @@ func (r *Registry) buildSpecOffload() {
 			so.fpmDrafts = fpmSpec[0].WithLabelValues(e)
 			so.fpmDraftTokens = fpmSpec[1].WithLabelValues(e)
 			so.fpmAccepted = fpmSpec[2].WithLabelValues(e)
-			for pos := range eng.Speculative.NumSpeculativeTokens {
+			for pos := range r.opts.SpeculativeTokens {
 				so.acceptedPerPos = append(so.acceptedPerPos, perPos.WithLabelValues(model, e, strconv.Itoa(pos)))
 			}
 		}
@@ -108,9 +107,9 @@ func (r *Registry) buildSpecOffload() {
 			so.extHits = extH.WithLabelValues(model, e)
 			so.tierBlocks = tierBlocks
 			so.tierHits = append(so.tierHits, tierHits.WithLabelValues(e, "GPU"))
-			for _, t := range eng.Offload.Tiers {
-				tierBlocks.WithLabelValues(e, string(t.Medium)).Set(0)
-				so.tierHits = append(so.tierHits, tierHits.WithLabelValues(e, string(t.Medium)))
+			for _, medium := range r.opts.OffloadTiers {
+				tierBlocks.WithLabelValues(e, string(medium)).Set(0)
+				so.tierHits = append(so.tierHits, tierHits.WithLabelValues(e, string(medium)))
 			}
 			tierBlocks.WithLabelValues(e, "GPU").Set(0)
 		}

@@ -109,7 +109,7 @@ func TestS26TierMetrics(t *testing.T) {
 
 // The new families lint clean apart from vLLM's ':' names.
 func TestPromlintSpecOffload(t *testing.T) {
-	reg := New(testConfig(func(c *config.Config) {
+	reg := newReg(testConfig(func(c *config.Config) {
 		c.SpeculativeConfig = &config.SpeculativeConfig{Method: "mtp", NumSpeculativeTokens: 2}
 		c.KVOffloadingSize = 1
 		c.KVOffloadingDiskSize = 2

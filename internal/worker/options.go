@@ -70,6 +70,11 @@ type Options struct {
 	StartupGate GateScheduler
 	// Loaders read the timing profile, tokenizer and chat template.
 	Loaders
+	// ID is the identity stamped on every HTTP response as the
+	// x-mocker-worker header (HeaderWorker), so that a client behind any
+	// router can tell which worker served it; a fleet passes the worker's
+	// admin id. Empty stamps nothing.
+	ID string
 	// UI is the live view's hub (GET /ui, docs/ui.md) when cfg.UI is on;
 	// nil makes the worker create its own. A fleet passes one per worker
 	// so that its admin page can show them all.
@@ -103,8 +108,12 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 	if opts.Logger == nil {
 		opts.Logger = NewLogger(opts.Stderr, cfg.LogLevel)
 	}
-	reg := metrics.New(cfg, opts.Version)
-	pubs, err := events.Open(cfg, opts.Logger)
+	reg := metrics.New(MetricsOptions(cfg), opts.Version)
+	eopts, err := EventsOptions(cfg)
+	if err != nil {
+		return opts, err
+	}
+	pubs, err := events.Open(eopts, opts.Logger)
 	if err != nil {
 		return opts, fmt.Errorf("open ZMQ publishers: %w", err)
 	}
@@ -134,7 +143,7 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 
 // NewLogger returns the structured stderr logger at the configured level
 // (info when the level does not parse).
-func NewLogger(w io.Writer, level string) *slog.Logger {
+func NewLogger(w io.Writer, level config.LogLevel) *slog.Logger {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
