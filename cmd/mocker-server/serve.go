@@ -52,7 +52,8 @@ func atMostModel(cmd *cobra.Command, args []string) error {
 func addAdminFlags(fs *pflag.FlagSet, a *adminFlags, defaultPort int) {
 	fs.IntVar(&a.port, "admin-port", defaultPort, "admin API port (-1: no admin API, 0: a free port)")
 	fs.StringVar(&a.host, "admin-host", "127.0.0.1", "admin API host")
-	fs.StringVar(&a.key, "admin-key", "", "bearer token every admin API call must carry")
+	fs.StringVar(&a.key, "admin-key", "", "bearer token every admin API call must carry (required when --admin-host is not loopback)")
+	fs.BoolVar(&a.allowInsecure, "admin-allow-insecure", false, "allow a keyless admin API on a non-loopback --admin-host (a trusted network)")
 }
 
 // serveLoadOptions returns the configuration sources of serve: the flags

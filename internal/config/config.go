@@ -141,6 +141,21 @@ type Config struct {
 	FailureScript         string   `json:"failure_script"`
 	AllowFaultHeaders     bool     `json:"allow_fault_headers"`
 
+	// Resource budgets: what one request may make the server hold or
+	// compute (budgets.go, docs/SECURITY.md "Budgets").
+	MaxPromptsPerRequest   int `json:"max_prompts_per_request"`
+	MaxSequencesPerRequest int `json:"max_sequences_per_request"` // prompts × n
+	MaxEmbeddingInputs     int `json:"max_embedding_inputs"`
+	MaxSchemaBytes         int `json:"max_schema_bytes"`
+	MaxSchemaEnum          int `json:"max_schema_enum"`
+	MaxSchemaSteps         int `json:"max_schema_steps"`
+	MaxLoRAAdapters        int `json:"max_lora_adapters"`
+	MaxResponsesStoreBytes int `json:"max_responses_store_bytes"`
+
+	// KVTransferAllowedHosts widens the prefill hosts a decode worker may
+	// dial for a handoff (loopback and advertise_host always; docs/SECURITY.md).
+	KVTransferAllowedHosts []string `json:"kv_transfer_allowed_hosts"`
+
 	// LoRA adapters (docs/lora.md; parsing and checks in lora.go).
 	EnableLoRA bool `json:"enable_lora"`
 	// LoRAModules are the adapters served from startup, each "name=path"
@@ -338,6 +353,16 @@ func Default() Config {
 		ShutdownGrace:      10,
 		RequestBodyTimeout: 10,
 		MaxUnflushedTokens: 512,
+
+		MaxPromptsPerRequest:   DefaultMaxPromptsPerRequest,
+		MaxSequencesPerRequest: DefaultMaxSequencesPerRequest,
+		MaxEmbeddingInputs:     DefaultMaxEmbeddingInputs,
+		MaxSchemaBytes:         DefaultMaxSchemaBytes,
+		MaxSchemaEnum:          DefaultMaxSchemaEnum,
+		MaxSchemaSteps:         DefaultMaxSchemaSteps,
+		MaxLoRAAdapters:        DefaultMaxLoRAAdapters,
+		MaxResponsesStoreBytes: DefaultMaxResponsesStoreBytes,
+		KVTransferAllowedHosts: []string{},
 	}
 }
 

@@ -169,6 +169,17 @@ var flagTable = []flagSpec{
 	{name: "failure-types", key: "failure_types", kind: flagList, split: true, usage: "faults drawn by --failure-rate, e.g. rate_limit,truncate;after=5 (default all but timeout)"},
 	{name: "failure-script", key: "failure_script", kind: flagString, usage: "failure script, inline or @FILE, e.g. 'first 3: rate_limit; then ok'"},
 	{name: "allow-fault-headers", key: "allow_fault_headers", kind: flagBool, usage: "let requests pick a fault with X-Mocker-Fault"},
+
+	// Resource budgets (docs/SECURITY.md, "Budgets"): a request over one gets a 400 naming the flag.
+	{name: "max-prompts-per-request", key: "max_prompts_per_request", kind: flagInt, usage: "most prompts in one /v1/completions request (a prompt list)"},
+	{name: "max-sequences-per-request", key: "max_sequences_per_request", kind: flagInt, usage: "most sequences one request makes: prompts × n (× best_of)"},
+	{name: "max-embedding-inputs", key: "max_embedding_inputs", kind: flagInt, usage: "most inputs in one /v1/embeddings request (OpenAI: 2048)"},
+	{name: "max-schema-bytes", key: "max_schema_bytes", kind: flagInt, usage: "largest JSON schema (response_format, structured outputs, one tool's parameters), in bytes"},
+	{name: "max-schema-enum", key: "max_schema_enum", kind: flagInt, usage: "most enum and const values in one JSON schema (OpenAI: 1000)"},
+	{name: "max-schema-steps", key: "max_schema_steps", kind: flagInt, usage: "work budget of one schema's compilation, and of each generation or check against it"},
+	{name: "max-lora-adapters", key: "max_lora_adapters", kind: flagInt, usage: "most LoRA adapters registered at once (startup and /v1/load_lora_adapter)"},
+	{name: "kv-transfer-allowed-hosts", key: "kv_transfer_allowed_hosts", kind: flagList, split: true, usage: "prefill hosts a decode worker may dial besides loopback and --advertise-host: names (not resolved), IPs, CIDRs, or *"},
+	{name: "max-responses-store-bytes", key: "max_responses_store_bytes", kind: flagInt, usage: "bytes of stored /v1/responses kept for previous_response_id (oldest dropped first)"},
 }
 
 // Names of the source flags, which are not configuration keys themselves.

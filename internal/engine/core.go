@@ -52,10 +52,14 @@ type Core struct {
 
 	// Disaggregated serving (disagg.go): blocks held for handoffs, decode
 	// requests whose KV is in transit, and their link.
-	holds    []*heldHandoff
-	arriving []*sequence
-	arrived  []*transferFlow
-	link     transferLink
+	holds []*heldHandoff
+	// holdByID finds a live hold in O(1); a dropped hold stays in holds,
+	// marked, until AdvanceTimers compacts it (disagg.go).
+	holdByID   map[uint64]*heldHandoff
+	heldBlocks int
+	arriving   []*sequence
+	arrived    []*transferFlow
+	link       transferLink
 	// gaugesDirty: state the gauges show changed outside a pass (a hold
 	// released); FlushReport reports the gauges.
 	gaugesDirty bool

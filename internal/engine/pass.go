@@ -94,7 +94,7 @@ func (c *Core) planPass(start time.Time) time.Duration {
 			decodeMs *= c.draftFactor(maxDrafts)
 		}
 	}
-	d := time.Duration(math.Round((prefillMs + decodeMs) * float64(time.Millisecond)))
+	d := saturatingDuration((prefillMs + decodeMs) * float64(time.Millisecond))
 	d += c.loraLoadTime()
 	d += c.kv.takeLoadTime()
 	c.report.Transfers = c.kv.takeTransfers(c.report.Transfers)

@@ -51,6 +51,9 @@ func (f *Fleet) adminHandler() http.Handler {
 	mux.HandleFunc("GET /workers/{id}", f.handleGet)
 	mux.HandleFunc("GET /workers/{id}/engine", f.handleEngine)
 	mux.HandleFunc("POST /workers/{id}/{action}", f.handleAction)
+	// Any other method on an action route: 405 with Allow, not the 404
+	// of the catch-all below.
+	mux.HandleFunc("/workers/{id}/{action}", f.handleWrongMethod)
 	for _, m := range []string{"GET", "PUT", "POST"} {
 		mux.HandleFunc(m+" /workers/{id}/faults", f.handleFaults)
 	}
@@ -65,16 +68,22 @@ func (f *Fleet) adminHandler() http.Handler {
 	// The live view checks the admin key itself: a browser cannot send a
 	// Bearer header on its event stream (docs/ui.md).
 	uiHandler := f.uiHandler(keys)
+	guarded := guardBody(mux)
 	if f.opts.AdminKey == "" {
-		return ui.Route(mux, uiHandler)
+		return ui.Route(guarded, uiHandler)
 	}
 	key := []byte("Bearer " + f.opts.AdminKey)
 	return ui.Route(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), key) != 1 {
+			// Answered before the body is read, and the connection
+			// closed (closeUnread): net/http would otherwise read up to
+			// 256 KiB of an unread body, before or after the answer, so a
+			// slow body would hold the 401 back or the connection open.
+			closeUnread(w)
 			writeAdminJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
 			return
 		}
-		mux.ServeHTTP(w, r)
+		guarded.ServeHTTP(w, r)
 	}), uiHandler)
 }
 
@@ -196,6 +205,27 @@ func (f *Fleet) handleFaults(w http.ResponseWriter, r *http.Request) {
 	faults.NewAdminHandler(wk.Faults(), "").ServeHTTP(w, r)
 }
 
+// handleWrongMethod answers a method an action route does not take.
+func (f *Fleet) handleWrongMethod(w http.ResponseWriter, r *http.Request) {
+	if _, ok := f.lookup(w, r.PathValue("id")); !ok {
+		return
+	}
+	action := Action(r.PathValue("action"))
+	allow := "POST"
+	switch {
+	case action == "faults":
+		allow = "GET, PUT, POST"
+	case action == "engine":
+		allow = "GET"
+	case !actions[action]:
+		adminError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("unknown action %q", action))
+		return
+	}
+	w.Header().Set("Allow", allow)
+	adminError(w, http.StatusMethodNotAllowed, "MethodNotAllowedError",
+		fmt.Sprintf("%s /workers/{id}/%s: use %s", r.Method, action, allow))
+}
+
 func (f *Fleet) handleAction(w http.ResponseWriter, r *http.Request) {
 	i, ok := f.lookup(w, r.PathValue("id"))
 	if !ok {
@@ -302,8 +332,11 @@ func (f *Fleet) apply(ctx context.Context, wk *worker.Worker, action Action, b a
 			detail += fmt.Sprintf("speedup_ratio=%v ", ratio)
 		}
 		if ms := b.ExtraPassDelayMs; ms != nil {
-			if math.IsNaN(*ms) || math.IsInf(*ms, 0) {
-				return "", fmt.Errorf("%w: extra_pass_delay_ms must be finite", errBadBody)
+			// Checked as a number before it becomes a Duration: 1e300 ms
+			// would wrap to a negative Duration and be reported as such.
+			if maxMs := float64(worker.MaxExtraPassDelay.Milliseconds()); !(*ms >= 0 && *ms <= maxMs) {
+				return "", fmt.Errorf("%w: extra_pass_delay_ms must be a number between 0 and %.0f (a year), got %v",
+					errBadBody, maxMs, *ms)
 			}
 			d := time.Duration(*ms * float64(time.Millisecond))
 			s.ExtraPassDelay = &d

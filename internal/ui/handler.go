@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mocker-server/mocker-server/internal/httperr"
 )
@@ -131,9 +132,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // Route sends /ui and /ui/... to view and every other path to rest, so a
 // server can add the live view without its own router knowing of it.
+//
+// The view takes no request body: a /ui request that declares one is
+// answered 400 at once and its connection closed, before any of the body
+// is read. (net/http would otherwise read up to 256 KiB of an unread body
+// after the handler, so a client sending it slowly would hold the
+// connection as long as it liked.)
 func Route(rest, view http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; p == "/ui" || strings.HasPrefix(p, "/ui/") {
+			if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+				w.Header().Set("Connection", "close")
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+				badRequest(w, "", "the live view takes no request body")
+				return
+			}
 			view.ServeHTTP(w, r)
 			return
 		}

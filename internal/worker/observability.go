@@ -60,6 +60,9 @@ func EventsOptions(cfg *config.Config) (events.Options, error) {
 		FPMEndpoint: cfg.FPMEndpoint,
 		WorkerID:    cfg.WorkerID,
 	}
+	if k := cfg.KVEventsConfig; k != nil && cfg.ZMQKVEventsPort > 0 {
+		o.PortTuning = &events.VLLMKVEvents{BufferSteps: k.BufferSteps, HWM: k.HWM, MaxQueueSize: k.MaxQueueSize}
+	}
 	if k := cfg.KVEventsConfig; k != nil && k.EnableKVCacheEvents && k.Publisher != config.PublisherNull {
 		o.VLLM = &events.VLLMKVEvents{Endpoint: k.Endpoint, Topic: k.Topic,
 			BufferSteps: k.BufferSteps, HWM: k.HWM, MaxQueueSize: k.MaxQueueSize}

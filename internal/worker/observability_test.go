@@ -118,6 +118,14 @@ func TestEventsOptionsKVSettings(t *testing.T) {
 			c.ZMQKVEventsPort, c.Host = 20080, "mocker"
 		}, ok: true, want: events.KVSettings{Endpoint: "tcp://10.0.0.7:20080", Bind: true, BufferSteps: 10000,
 			HWM: 10000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: true}},
+		{name: "dynamo port with a disabled kv_events_config's tuning", mutate: func(c *config.Config) {
+			vllm(func(k *config.KVEventsConfig) {
+				k.EnableKVCacheEvents = false
+				k.BufferSteps, k.HWM, k.MaxQueueSize = 77, 55, 33
+			})(c)
+			c.ZMQKVEventsPort = 20080
+		}, ok: true, want: events.KVSettings{Endpoint: "tcp://127.0.0.1:20080", Bind: true, BufferSteps: 77,
+			HWM: 55, MaxQueueSize: 33, ReplayTopicFrame: true, Publish: true}},
 		{name: "dynamo ipv6 any", mutate: func(c *config.Config) {
 			c.ZMQKVEventsPort, c.Host = 20080, "::"
 		}, ok: true, want: events.KVSettings{Endpoint: "tcp://[::]:20080", Bind: true, BufferSteps: 10000,

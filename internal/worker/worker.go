@@ -290,17 +290,23 @@ func (w *Worker) Resume(ctx context.Context) error {
 type Slowdown struct {
 	// SpeedupRatio replaces the speedup ratio (> 0, or +Inf for no delay).
 	SpeedupRatio *float64
-	// ExtraPassDelay is added to every pass that does work (>= 0).
+	// ExtraPassDelay is added to every pass that does work (0 to
+	// MaxExtraPassDelay).
 	ExtraPassDelay *time.Duration
 }
+
+// MaxExtraPassDelay is the largest Slowdown.ExtraPassDelay: a pass cannot
+// be modeled longer (engine.MaxPassDuration).
+const MaxExtraPassDelay = engine.MaxPassDuration
 
 // Slow changes every rank's timing from its next pass on.
 func (w *Worker) Slow(ctx context.Context, s Slowdown) error {
 	if r := s.SpeedupRatio; r != nil && (math.IsNaN(*r) || *r <= 0) {
 		return fmt.Errorf("%w: speedup_ratio must be > 0, got %v", ErrInvalidTiming, *r)
 	}
-	if d := s.ExtraPassDelay; d != nil && *d < 0 {
-		return fmt.Errorf("%w: extra_pass_delay_ms must be >= 0, got %v", ErrInvalidTiming, *d)
+	if d := s.ExtraPassDelay; d != nil && (*d < 0 || *d > MaxExtraPassDelay) {
+		return fmt.Errorf("%w: extra_pass_delay_ms must be between 0 and %d, got %v", ErrInvalidTiming,
+			MaxExtraPassDelay.Milliseconds(), *d)
 	}
 	if s.SpeedupRatio == nil && s.ExtraPassDelay == nil {
 		return fmt.Errorf("%w: give speedup_ratio and/or extra_pass_delay_ms", ErrInvalidTiming)
