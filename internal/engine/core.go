@@ -230,6 +230,10 @@ func (c *Core) Submit(r *Request) {
 	c.waiting.PushBack(s)
 	c.noteAdapter(r.Adapter.Name)
 	c.noteSubmit(s)
+	if c.asleep() {
+		// No pass will report the queue until the wake-up.
+		c.gaugesDirty = true
+	}
 }
 
 // CheckAdmissible applies the engine's capacity rule to a request before

@@ -44,6 +44,8 @@ type Engine struct {
 
 	// sleepBits and wakeDue mirror the Core's sleep state (SleepStatus).
 	sleepBits, wakeDue atomic.Int64
+	// stopping is set by the actor when its loop ends (stop).
+	stopping bool
 }
 
 type messageKind uint8
@@ -405,6 +407,7 @@ func (e *Engine) stop() {
 			m.errc <- ErrStopped
 		}
 	}
+	e.stopping = true
 	e.core.finishWake(false)
 	e.core.CancelAll(now)
 	e.core.FlushReport()

@@ -304,9 +304,12 @@ func (e *Engine) applySleep(m message, now time.Time) {
 	case msgWake:
 		err := e.core.WakeUp(m.tags, now, func(ok bool) {
 			e.mirrorSleep()
-			if ok {
+			switch {
+			case ok:
 				m.errc <- nil
-			} else {
+			case e.stopping:
+				m.errc <- ErrStopped
+			default:
 				m.errc <- errWakeOvertaken
 			}
 		})

@@ -26,6 +26,7 @@ func MetricsOptions(cfg *config.Config) metrics.Options {
 		HashAlgo:               string(cfg.PrefixCachingHashAlgo),
 		Disaggregated:          cfg.Disaggregated(),
 		SpeculativeTokens:      ec.Speculative.NumSpeculativeTokens,
+		SleepMode:              cfg.EnableSleepMode,
 	}
 	if cfg.EnableLoRA {
 		o.MaxLoRAs = cfg.MaxLoRAs
