@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/mocker-server/mocker-server/internal/ui"
+	"github.com/mocker-server/mocker-server/internal/worker"
 )
 
 // uiHandler is the fleet page and every worker's engine page on the admin
@@ -13,7 +14,13 @@ func (f *Fleet) uiHandler(keys []string) http.Handler {
 	for i, m := range f.members {
 		workers[i] = ui.FleetWorker{ID: m.ID, Hub: f.hubs[i], State: func() string {
 			if w := f.Worker(i); w != nil {
-				return string(w.State())
+				st := w.State()
+				if st == worker.StateRunning && w.SleepStatus().Sleeping {
+					// Sleep mode: a running worker that serves nothing
+					// until woken (docs/sleep-mode.md).
+					return "sleeping"
+				}
+				return string(st)
 			}
 			return "starting"
 		}}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -127,8 +128,7 @@ func sleepStatus(engines []*engine.Engine) SleepStatus {
 
 // ParseSleepQuery reads /sleep's query as vLLM does: level (default 1)
 // and mode (default abort).
-func ParseSleepQuery(r *http.Request) (int, engine.SleepMode, error) {
-	q := r.URL.Query()
+func ParseSleepQuery(q url.Values) (int, engine.SleepMode, error) {
 	level := 1
 	if v := q.Get("level"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -145,8 +145,8 @@ func ParseSleepQuery(r *http.Request) (int, engine.SleepMode, error) {
 }
 
 // ParseWakeQuery reads /wake_up's repeated tags parameter; none means all.
-func ParseWakeQuery(r *http.Request) []string {
-	tags := r.URL.Query()["tags"]
+func ParseWakeQuery(q url.Values) []string {
+	tags := q["tags"]
 	if len(tags) == 0 {
 		return nil
 	}
@@ -198,12 +198,12 @@ func sleepRoutes(rest http.Handler, engines []*engine.Engine) http.Handler {
 		case "/sleep":
 			var level int
 			var mode engine.SleepMode
-			level, mode, err = ParseSleepQuery(r)
+			level, mode, err = ParseSleepQuery(r.URL.Query())
 			if err == nil {
 				err = sleepEngines(ctx, engines, level, mode)
 			}
 		case "/wake_up":
-			err = wakeEngines(ctx, engines, ParseWakeQuery(r))
+			err = wakeEngines(ctx, engines, ParseWakeQuery(r.URL.Query()))
 		}
 		writeSleepResult(w, r, err)
 	})
