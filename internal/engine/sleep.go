@@ -157,6 +157,7 @@ func (c *Core) Sleep(level int, mode SleepMode, now time.Time) error {
 	c.finishWake(false)
 	st.WakeDue = time.Time{}
 	c.gaugesDirty = true
+	c.insp.stale = true // the live view shows the state
 	return nil
 }
 
@@ -230,6 +231,7 @@ func (c *Core) completeWake() {
 	}
 	c.finishWake(true)
 	c.gaugesDirty = true
+	c.insp.stale = true
 }
 
 // finishWake calls the completions of a wake-up: ok when it completed,

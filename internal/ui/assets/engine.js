@@ -124,7 +124,7 @@ function renderRank(rk) {
   q(".kv-free").textContent = rk.free;
   q(".hit-rate").textContent = (100 * rk.hit_rate).toFixed(1);
   q(".n-running").textContent = rk.num_running;
-  q(".n-waiting").textContent = rk.num_waiting;
+  q(".n-waiting").textContent = rk.num_waiting + (rk.sleeping ? "; engine asleep, level " + rk.sleep_level : "");
   fillBody(q("table.running tbody"), rk.running || [], queueRow);
   fillBody(q("table.waiting tbody"), rk.waiting || [], queueRow);
   const p = rk.passes, t = p.t || [];
