@@ -158,7 +158,7 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 		inner = ui.Route(inner, ui.Handler(hub, ui.HandlerOptions{APIKeys: cfg.APIKey}))
 	}
 	if cfg.DevMode {
-		inner = sleepRoutes(inner, engines)
+		inner = sleepRoutes(inner, engines, w.log)
 	}
 	id := w.opts.ID
 	in.hs = &http.Server{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -167,7 +168,9 @@ const sleepTimeout = time.Hour
 
 // sleepRoutes serves /sleep, /wake_up and /is_sleeping for the instance's
 // engines and passes every other path to rest.
-func sleepRoutes(rest http.Handler, engines []*engine.Engine) http.Handler {
+// Each sleep and wake-up is logged at info level with how long it took, as
+// vLLM logs "It took … seconds to fall asleep / wake up tags …".
+func sleepRoutes(rest http.Handler, engines []*engine.Engine, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var method string
 		switch r.URL.Path {
@@ -187,6 +190,7 @@ func sleepRoutes(rest http.Handler, engines []*engine.Engine) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), sleepTimeout)
 		defer cancel()
 		var err error
+		start := time.Now()
 		switch r.URL.Path {
 		case "/is_sleeping":
 			body := bodyAwake
@@ -202,8 +206,15 @@ func sleepRoutes(rest http.Handler, engines []*engine.Engine) http.Handler {
 			if err == nil {
 				err = sleepEngines(ctx, engines, level, mode)
 			}
+			if err == nil {
+				log.Info("fell asleep", "level", level, "mode", mode, "took", time.Since(start))
+			}
 		case "/wake_up":
-			err = wakeEngines(ctx, engines, ParseWakeQuery(r.URL.Query()))
+			tags := ParseWakeQuery(r.URL.Query())
+			err = wakeEngines(ctx, engines, tags)
+			if err == nil {
+				log.Info("woke up", "tags", tags, "took", time.Since(start))
+			}
 		}
 		writeSleepResult(w, r, err)
 	})
