@@ -252,7 +252,6 @@ func TestE2E_SleepBadInputAndRoutes(t *testing.T) {
 	}{
 		{http.MethodPost, "/sleep?level=x", 400, `level must be an integer`},
 		{http.MethodPost, "/sleep?level=3", 400, `level must be 0, 1 or 2`},
-		{http.MethodPost, "/sleep?mode=wait", 400, `mode=wait is not supported yet`},
 		{http.MethodPost, "/sleep?mode=nap", 400, `mode must be abort, wait or keep`},
 		{http.MethodPost, "/wake_up?tags=gpu", 400, `unknown tag \"gpu\"`},
 		{http.MethodGet, "/sleep", 405, `{"detail":"Method Not Allowed"}`},
@@ -294,5 +293,37 @@ func TestE2E_SleepBadInputAndRoutes(t *testing.T) {
 		if code != tc.code || !strings.Contains(body, tc.contains) {
 			t.Errorf("%v: POST /sleep = %d %s, want %d %s", tc.overlay, code, body, tc.code, tc.contains)
 		}
+	}
+}
+
+// mode=wait: the sleep answers once the running request has finished its
+// whole output; it was not aborted.
+func TestE2E_SleepWaitLetsTheRunningRequestFinish(t *testing.T) {
+	srv, sub := sleepServer(t)
+	running := completeAsync(t, srv, completionBody(3000, 20)) // 20 × 20 ms
+	testutil.WaitFor(t, 5*time.Second, "the request running", func() bool {
+		return srv.e2eScrape(t).value("vllm:num_requests_running", nil) == 1
+	})
+	start := time.Now()
+	code, body := sleepDo(t, srv, http.MethodPost, "/sleep?level=1&mode=wait", "")
+	took := time.Since(start)
+	if code != 200 || body != "" {
+		t.Fatalf("POST /sleep?mode=wait: %d %q", code, body)
+	}
+	select {
+	case r := <-running:
+		if r.code != 200 || !strings.Contains(r.body, `"finish_reason":"length"`) || !strings.Contains(r.body, `"completion_tokens":20`) {
+			t.Errorf("the running request: %d %s", r.code, r.body)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the running request did not end")
+	}
+	// The request had most of its 400 ms to go when the sleep came.
+	if took < 100*time.Millisecond {
+		t.Errorf("the sleep answered after %v: it did not wait for the running request", took)
+	}
+	waitCleared(t, sub)
+	if _, body := sleepDo(t, srv, http.MethodGet, "/is_sleeping", ""); body != `{"is_sleeping":true}` {
+		t.Errorf("/is_sleeping after the drain: %s", body)
 	}
 }

@@ -409,6 +409,7 @@ func (e *Engine) stop() {
 	}
 	e.stopping = true
 	e.core.finishWake(false)
+	e.core.finishDrain(ErrStopped)
 	e.core.CancelAll(now)
 	e.core.FlushReport()
 	e.publishLoad()

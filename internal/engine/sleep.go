@@ -26,8 +26,10 @@ const (
 	// mock allows it only at level 0: at levels 1 and 2 vLLM discards the
 	// KV cache under requests that still hold it.
 	SleepKeep SleepMode = "keep"
-	// SleepWait lets running requests finish first. Not built: the mock
-	// refuses it (ErrSleepMode).
+	// SleepWait lets the running requests finish first while admitting no
+	// other (vLLM's PAUSED_NEW), then sleeps; queued requests stay queued.
+	// Only the vLLM and TensorRT-LLM schedulers drain so; SGLang's is
+	// refused (ErrSleepMode).
 	SleepWait SleepMode = "wait"
 )
 
@@ -100,20 +102,30 @@ type sleepState struct {
 	// its callers' completions.
 	wakeTags []string
 	wakeDone []func(ok bool)
+	// draining: a mode=wait sleep at drainLevel waits for the running
+	// requests to finish; drainDone are its callers' completions.
+	draining   bool
+	drainLevel int
+	drainDone  []func(error)
 }
 
 // SleepStatus returns the rank's sleep state.
 func (c *Core) SleepStatus() SleepStatus { return c.sleep.status }
 
-// asleep reports whether the scheduler must not run passes.
-func (c *Core) asleep() bool { return c.sleep.status.Sleeping }
+// asleep reports whether the scheduler must not run passes (a draining
+// rank still runs its running requests).
+func (c *Core) asleep() bool { return c.sleep.status.Sleeping && !c.sleep.draining }
+
+// admitPaused reports whether the scheduler must admit no waiting request.
+func (c *Core) admitPaused() bool { return c.sleep.draining }
 
 // Sleep puts the rank to sleep at level 0 (pause scheduling), 1 (weights
 // kept in host memory, KV cache discarded) or 2 (both discarded). With
 // SleepAbort every request in flight ends as aborted; from level 1 on the
 // prefix cache is cleared with one AllBlocksCleared event and KV usage
 // drops to zero. Sleeping again while asleep applies mode again and keeps
-// the deeper level, as vLLM's executor ignores a second sleep.
+// the deeper level, as vLLM's executor ignores a second sleep. SleepWait
+// starts a drain (SleepWhenDrained, with no completion callback).
 func (c *Core) Sleep(level int, mode SleepMode, now time.Time) error {
 	if !c.cfg.Sleep.Enabled {
 		return ErrSleepDisabled
@@ -129,13 +141,22 @@ func (c *Core) Sleep(level int, mode SleepMode, now time.Time) error {
 				ErrSleepMode, level, c.NumRunning()+c.NumWaiting())
 		}
 	case SleepWait:
-		return fmt.Errorf("%w: mode=wait is not supported yet (use abort or keep)", ErrSleepMode)
+		return c.sleepWhenDrained(level, now, nil)
 	default:
 		return fmt.Errorf("%w: mode must be abort, wait or keep, got %q", ErrSleepMode, mode)
 	}
 	if mode == SleepAbort {
 		c.CancelAll(now)
 	}
+	c.sleepNow(level, now)
+	// A drain in progress is overtaken: the rank is asleep now.
+	c.finishDrain(nil)
+	return nil
+}
+
+// sleepNow marks the rank asleep at level and, from level 1 on, discards
+// the KV cache.
+func (c *Core) sleepNow(level int, now time.Time) {
 	st := &c.sleep.status
 	if !st.Sleeping {
 		*st = SleepStatus{Sleeping: true, Level: level}
@@ -158,7 +179,59 @@ func (c *Core) Sleep(level int, mode SleepMode, now time.Time) error {
 	st.WakeDue = time.Time{}
 	c.gaugesDirty = true
 	c.insp.stale = true // the live view shows the state
+}
+
+// SleepWhenDrained is Sleep with SleepWait: no waiting request is admitted
+// any more, the running ones run to their end, then the rank sleeps at
+// level and done (if not nil) is called with nil — at once when nothing
+// runs. A sleep with another mode completes it early; a wake-up cancels
+// it (done gets an ErrSleepMode error).
+func (c *Core) SleepWhenDrained(level int, now time.Time, done func(error)) error {
+	if !c.cfg.Sleep.Enabled {
+		return ErrSleepDisabled
+	}
+	if level < 0 || level > 2 {
+		return fmt.Errorf("%w: level must be 0, 1 or 2, got %d", ErrSleepMode, level)
+	}
+	return c.sleepWhenDrained(level, now, done)
+}
+
+func (c *Core) sleepWhenDrained(level int, now time.Time, done func(error)) error {
+	if c.kv.radix != nil {
+		return fmt.Errorf("%w: mode=wait is not supported for --engine-type sglang (use abort or keep)", ErrSleepMode)
+	}
+	if done != nil {
+		c.sleep.drainDone = append(c.sleep.drainDone, done)
+	}
+	if !c.sleep.status.Sleeping {
+		c.sleep.status = SleepStatus{Sleeping: true, Level: level}
+	}
+	c.sleep.drainLevel = max(c.sleep.drainLevel, level)
+	c.sleep.draining = true
+	c.gaugesDirty = true
+	c.advanceDrain(now)
 	return nil
+}
+
+// advanceDrain puts a draining rank to sleep once nothing runs.
+func (c *Core) advanceDrain(now time.Time) {
+	if !c.sleep.draining || len(c.running) > 0 {
+		return
+	}
+	c.sleep.draining = false
+	c.sleepNow(c.sleep.drainLevel, now)
+	c.finishDrain(nil)
+}
+
+// finishDrain ends a drain (completed, overtaken or cancelled) and tells
+// its callers.
+func (c *Core) finishDrain(err error) {
+	c.sleep.draining, c.sleep.drainLevel = false, 0
+	for _, f := range c.sleep.drainDone {
+		f(err)
+	}
+	clear(c.sleep.drainDone)
+	c.sleep.drainDone = c.sleep.drainDone[:0]
 }
 
 // WakeUp starts waking the rank: the memory named by tags (nil: all) comes
@@ -177,6 +250,14 @@ func (c *Core) WakeUp(tags []string, now time.Time, done func(ok bool)) error {
 		case TagWeights, TagKVCache, TagScheduling:
 		default:
 			return fmt.Errorf("%w: unknown tag %q (weights, kv_cache or scheduling)", ErrSleepMode, t)
+		}
+	}
+	if c.sleep.draining {
+		// vLLM's wake-up resumes the scheduler: the pending sleep is off.
+		c.finishDrain(fmt.Errorf("%w: woken before the running requests drained", ErrSleepMode))
+		if !c.sleep.status.Weights && !c.sleep.status.KVCache {
+			c.sleep.status = SleepStatus{}
+			c.gaugesDirty = true
 		}
 	}
 	st := &c.sleep.status
@@ -245,15 +326,18 @@ func (c *Core) finishWake(ok bool) {
 	c.sleep.wakeTags = c.sleep.wakeTags[:0]
 }
 
-// advanceWake completes a wake-up that is due at now.
+// advanceWake completes a wake-up that is due at now, and a drain whose
+// running requests have finished.
 func (c *Core) advanceWake(now time.Time) {
+	c.advanceDrain(now)
 	if due := c.sleep.status.WakeDue; !due.IsZero() && !now.Before(due) {
 		c.completeWake()
 	}
 }
 
 // Sleep puts every request in flight through mode and the rank to sleep at
-// level (Core.Sleep); it returns once the actor has done it.
+// level (Core.Sleep); it returns once the rank sleeps — with SleepWait,
+// after its running requests have finished.
 func (e *Engine) Sleep(ctx context.Context, level int, mode SleepMode) error {
 	return e.askErr(ctx, message{kind: msgSleep, sleepLevel: level, sleepMode: mode})
 }
@@ -300,6 +384,20 @@ func (e *Engine) mirrorSleep() {
 func (e *Engine) applySleep(m message, now time.Time) {
 	switch m.kind {
 	case msgSleep:
+		if m.sleepMode == SleepWait {
+			err := e.core.SleepWhenDrained(m.sleepLevel, now, func(err error) {
+				e.mirrorSleep()
+				if err == nil && e.stopping {
+					err = ErrStopped
+				}
+				m.errc <- err
+			})
+			e.mirrorSleep()
+			if err != nil {
+				m.errc <- err
+			}
+			return
+		}
 		err := e.core.Sleep(m.sleepLevel, m.sleepMode, now)
 		e.mirrorSleep()
 		m.errc <- err

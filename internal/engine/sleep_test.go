@@ -87,9 +87,6 @@ func TestSleepTagsAndModes(t *testing.T) {
 	r := h.submitAt(0, seqTokens(1, 32), seqTokens(500, 20))
 	h.sim.Run(2)
 	now := h.sim.Clock.Now()
-	if err := h.core.Sleep(1, SleepWait, now); !errors.Is(err, ErrSleepMode) {
-		t.Fatalf("mode=wait: %v", err)
-	}
 	if err := h.core.Sleep(1, SleepKeep, now); !errors.Is(err, ErrSleepMode) {
 		t.Fatalf("mode=keep at level 1 with a running request: %v", err)
 	}
@@ -138,5 +135,69 @@ func TestSleepTagsAndModes(t *testing.T) {
 	off := newHarness(t, nil)
 	if err := off.core.Sleep(1, SleepAbort, VirtualEpoch); !errors.Is(err, ErrSleepDisabled) {
 		t.Fatalf("sleep without sleep mode: %v", err)
+	}
+}
+
+// mode=wait (vLLM's PAUSED_NEW): the running request runs to its end, a
+// request that arrives meanwhile is not admitted, then the rank sleeps and
+// clears its cache; the queued request runs after the wake-up.
+func TestSleepWaitDrainsTheRunningRequests(t *testing.T) {
+	h := sleepHarness(t)
+	r1 := h.submitAt(0, seqTokens(1, 32), seqTokens(500, 20))
+	h.sim.Run(3)
+	var drained error = errors.New("not yet")
+	if err := h.core.SleepWhenDrained(1, h.sim.Clock.Now(), func(err error) { drained = err }); err != nil {
+		t.Fatal(err)
+	}
+	if !h.core.SleepStatus().Sleeping || drained == nil {
+		t.Fatalf("draining: %+v, done %v", h.core.SleepStatus(), drained)
+	}
+	r2 := h.request(seqTokens(100, 32), seqTokens(600, 3))
+	h.core.Submit(r2)
+	h.pend = nil
+	h.sim.Run(0)
+	if drained != nil {
+		t.Fatalf("the drain did not complete: %v", drained)
+	}
+	if res := drain(r1); res.fin == nil || res.fin.Reason == FinishAbort || len(res.tokens) != 20 {
+		t.Fatalf("the running request did not run to its end: %+v", res)
+	}
+	if res := drain(r2); res.fin != nil || len(res.tokens) != 0 {
+		t.Fatalf("a request was admitted while draining: %+v", res)
+	}
+	// The clear is published with the pass that finished the last running
+	// request.
+	last := h.events[h.sim.Passes()]
+	if n := len(last); n == 0 || last[n-1].Kind != kv.AllCleared {
+		t.Fatalf("no AllBlocksCleared with the last pass: %+v", last)
+	}
+	if st := h.core.SleepStatus(); !st.Sleeping || st.Level != 1 || !st.Weights || h.core.NumWaiting() != 1 {
+		t.Fatalf("after the drain: %+v, %d waiting", st, h.core.NumWaiting())
+	}
+	if err := h.core.WakeUp(nil, h.sim.Clock.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	h.sim.Run(0)
+	if res := drain(r2); res.fin == nil || len(res.tokens) != 3 {
+		t.Fatalf("the queued request did not run after the wake-up: %+v", res)
+	}
+
+	// A wake-up cancels a drain in progress; SGLang refuses mode=wait.
+	r3 := h.request(seqTokens(200, 32), seqTokens(700, 20))
+	h.core.Submit(r3)
+	h.sim.Run(h.sim.Passes() + 2)
+	var cancelled error
+	if err := h.core.SleepWhenDrained(2, h.sim.Clock.Now(), func(err error) { cancelled = err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.core.WakeUp(nil, h.sim.Clock.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(cancelled, ErrSleepMode) || h.core.SleepStatus().Sleeping {
+		t.Fatalf("wake-up during a drain: %v, %+v", cancelled, h.core.SleepStatus())
+	}
+	sg := newHarness(t, func(c *Config) { c.Type = EngineSGLang; c.Sleep = SleepConfig{Enabled: true} })
+	if err := sg.core.Sleep(1, SleepWait, VirtualEpoch); !errors.Is(err, ErrSleepMode) {
+		t.Fatalf("sglang mode=wait: %v", err)
 	}
 }

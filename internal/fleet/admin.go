@@ -32,7 +32,7 @@ const (
 	ActionResume           Action = "resume"
 	ActionSlow             Action = "slow"
 	ActionResetPrefixCache Action = "reset_prefix_cache"
-	ActionSleep            Action = "sleep"   // ?level=0|1|2&mode=abort|keep (docs/sleep-mode.md)
+	ActionSleep            Action = "sleep"   // ?level=0|1|2&mode=abort|wait|keep (docs/sleep-mode.md)
 	ActionWakeUp           Action = "wake_up" // ?tags=weights&tags=kv_cache (none: all)
 )
 
@@ -45,7 +45,7 @@ var actions = map[Action]bool{ActionKill: true, ActionRestart: true, ActionDrain
 const actionTimeout = 30 * time.Second
 
 // wakeTimeout bounds a wake-up, whose modeled weight reload can outlast
-// actionTimeout.
+// actionTimeout, and a sleep that waits for the running requests.
 const wakeTimeout = time.Hour
 
 // maxActionBody bounds an action's JSON body.
@@ -180,8 +180,8 @@ func (f *Fleet) handleAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	timeout := actionTimeout
-	if action == ActionWakeUp {
-		timeout = wakeTimeout // the modeled reload may take longer
+	if action == ActionWakeUp || action == ActionSleep {
+		timeout = wakeTimeout // a modeled reload, or a mode=wait drain, may take longer
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()

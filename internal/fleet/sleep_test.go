@@ -144,7 +144,7 @@ func TestFleetSleepAndWakeAWorker(t *testing.T) {
 
 	for _, tc := range []struct{ path, want string }{
 		{"/workers/0/sleep?level=9", "level must be 0, 1 or 2"},
-		{"/workers/1/sleep?mode=wait", "mode=wait is not supported yet"},
+		{"/workers/1/sleep?mode=nap", "mode must be abort, wait or keep"},
 		{"/workers/1/wake_up?tags=gpu", `unknown tag "gpu"`},
 	} {
 		code, v := adminCall(t, client, http.MethodPost, admin+tc.path, adminKey, "")
