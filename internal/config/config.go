@@ -333,6 +333,11 @@ func Default() Config {
 	}
 }
 
+// defaultPoolTokens is the default pool's size in tokens: vllm's 16,384
+// blocks of 16. The sglang engine type's default page count is derived
+// from it.
+const defaultPoolTokens = 16384 * 16
+
 // EffectiveBlockSize returns the block size after per-engine defaulting:
 // vllm 64, sglang 1 (or sglang.page_size when set), trtllm 32.
 func (c *Config) EffectiveBlockSize() int {

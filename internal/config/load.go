@@ -217,6 +217,12 @@ func applyDerivedDefaults(cfg *Config, merged map[string]any, opts LoadOptions) 
 	set := func(key string) bool { _, ok := merged[key]; return ok }
 
 	cfg.NumGPUBlocksOverridden = set("num_gpu_blocks")
+	if !cfg.NumGPUBlocksOverridden && cfg.EngineType == engine.EngineSGLang {
+		// SGLang sizes its pool in tokens. The default pool holds as many
+		// tokens as vllm's default one (16,384 blocks of 16), so a default
+		// start fits max_model_len whatever the page size.
+		cfg.NumGPUBlocks = max(1, defaultPoolTokens/cfg.EffectiveBlockSize())
+	}
 	if len(cfg.ServedModelName) == 0 && cfg.Model != "" {
 		cfg.ServedModelName = []string{cfg.Model}
 	}

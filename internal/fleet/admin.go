@@ -87,15 +87,25 @@ func (f *Fleet) adminHandler() http.Handler {
 
 // WorkerInfo is one worker in the admin listing.
 type WorkerInfo struct {
-	ID         string       `json:"id"`
-	WorkerID   string       `json:"worker_id"`
-	URL        string       `json:"url"`
-	HTTPPort   int          `json:"http_port"`
-	State      worker.State `json:"state"`
-	Role       string       `json:"role"`
-	Model      string       `json:"model"`
-	EngineType string       `json:"engine_type"`
-	DPSize     int          `json:"dp_size"`
+	ID       string       `json:"id"`
+	WorkerID string       `json:"worker_id"`
+	URL      string       `json:"url"`
+	HTTPPort int          `json:"http_port"`
+	State    worker.State `json:"state"`
+	// Health is what GET /health answers: "ok", "failing" (paused with
+	// health "fail": 503) or "down" (not listening: starting, killed or
+	// stopped).
+	Health string `json:"health"`
+	// Draining is true while new generation requests answer 503, also
+	// when State names something more significant (paused).
+	Draining bool `json:"draining"`
+	// Slow is the slow actions' timing change since the (re)start; nil
+	// when the worker runs at its configured timing.
+	Slow       *SlowInfo `json:"slow"`
+	Role       string    `json:"role"`
+	Model      string    `json:"model"`
+	EngineType string    `json:"engine_type"`
+	DPSize     int       `json:"dp_size"`
 	// Per DP rank; empty when the stream is not configured.
 	KVEventsEndpoints []string `json:"kv_events_endpoints"`
 	ReplayEndpoints   []string `json:"replay_endpoints"`
@@ -112,11 +122,48 @@ func (f *Fleet) Info(i int) WorkerInfo {
 		Role: string(cfg.WorkerType), Model: cfg.ServedName(), EngineType: string(cfg.EngineType),
 		DPSize: max(cfg.DPSize, 1)}
 	info.KVEventsEndpoints, info.ReplayEndpoints, info.FPMEndpoints = eventEndpoints(cfg)
+	info.Health = "down"
 	if w := f.Worker(i); w != nil {
 		info.State, info.URL, info.HTTPPort = w.State(), w.URL(), w.Port()
+		c := w.Condition()
+		info.Draining = c.Draining
+		switch {
+		case c.HealthFailing:
+			info.Health = "failing"
+		case info.State == worker.StateRunning || info.State == worker.StatePaused || info.State == worker.StateDraining:
+			info.Health = "ok"
+		}
+		info.Slow = slowInfo(c)
 		info.Sleep = w.SleepStatus()
 	}
 	return info
+}
+
+// SlowInfo is a slowed worker's timing change in the admin listing.
+type SlowInfo struct {
+	// SpeedupRatio replaces the configured one: a number, "inf", or
+	// null when only the delay was set.
+	SpeedupRatio any `json:"speedup_ratio"`
+	// ExtraPassDelayMs is added to every pass that does work.
+	ExtraPassDelayMs float64 `json:"extra_pass_delay_ms"`
+}
+
+// slowInfo describes c's slowdown, nil when there is none.
+func slowInfo(c worker.Condition) *SlowInfo {
+	if !c.Slowed() {
+		return nil
+	}
+	s := &SlowInfo{}
+	if r := c.Slow.SpeedupRatio; r != nil {
+		s.SpeedupRatio = *r
+		if math.IsInf(*r, 1) { // JSON has no infinity; the action accepts "inf"
+			s.SpeedupRatio = "inf"
+		}
+	}
+	if d := c.Slow.ExtraPassDelay; d != nil {
+		s.ExtraPassDelayMs = float64(*d) / float64(time.Millisecond)
+	}
+	return s
 }
 
 func (f *Fleet) handleList(w http.ResponseWriter, _ *http.Request) {

@@ -30,7 +30,8 @@ func Handler(h *Hub, opts HandlerOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /ui/assets/", a.wrap(serveAssets, false))
 	mux.HandleFunc("GET /ui", a.wrap(func(w http.ResponseWriter, r *http.Request) {
-		renderPage(w, http.StatusOK, "engine.html", pageData{Title: h.Name(), Base: "/ui"})
+		_, snap := h.encodeEngine()
+		renderPage(w, http.StatusOK, "engine.html", pageData{Title: h.Name(), Base: "/ui", Snapshot: scriptJSON(snap)})
 	}, true))
 	mountWorker(mux, "/ui", h, a)
 	mux.HandleFunc("/ui/", a.wrap(notFoundPage, true))
@@ -90,6 +91,16 @@ type pageData struct {
 	// Fleet links back to the fleet page.
 	Fleet   bool
 	Message string
+	// Snapshot is the page's current update, embedded so that the first
+	// paint does not wait for the stream to connect (under load that can
+	// take seconds).
+	Snapshot template.JS
+}
+
+// scriptJSON makes JSON safe inside a script element: "</" becomes "<\/",
+// which JSON reads as the same text.
+func scriptJSON(b []byte) template.JS {
+	return template.JS(strings.ReplaceAll(string(b), "</", `<\/`))
 }
 
 func renderPage(w http.ResponseWriter, status int, name string, d pageData) {

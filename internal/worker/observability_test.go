@@ -216,7 +216,8 @@ func TestMetricsOptions(t *testing.T) {
 			}},
 		{[]string{"--engine-type", "trtllm"}, func(o *metrics.Options) { o.EngineType, o.BlockSize = engine.EngineTRTLLM, 32 }},
 		{[]string{"--engine-type", "sglang", "--max-model-len", "8192"}, func(o *metrics.Options) {
-			o.EngineType, o.Family, o.BlockSize, o.MaxModelLen = engine.EngineSGLang, metrics.FamilySGLang, 1, 8192
+			// sglang's default pool holds vllm's default tokens: 262,144 pages of 1.
+			o.EngineType, o.Family, o.BlockSize, o.MaxModelLen, o.NumGPUBlocks = engine.EngineSGLang, metrics.FamilySGLang, 1, 8192, 262144
 		}},
 		{[]string{"--metrics-family", "both", "--timing-model", "fixed", "--prefix-caching-hash-algo", "sha256_cbor"},
 			func(o *metrics.Options) {

@@ -54,6 +54,8 @@ type Worker struct {
 	draining   bool
 	paused     bool
 	healthFail bool
+	// slow is the last slow action's settings (zero: none since the start).
+	slow Slowdown
 }
 
 // New returns a worker for a validated configuration; Start runs it.
@@ -196,6 +198,7 @@ func (w *Worker) killLocked() {
 	w.inst.kill()
 	w.inst = nil
 	w.draining, w.paused, w.healthFail = false, false, false
+	w.slow = Slowdown{}
 	w.log.Info("killed")
 }
 
@@ -303,7 +306,45 @@ func (w *Worker) Slow(ctx context.Context, s Slowdown) error {
 		return err
 	}
 	change := engine.TimingChange{SpeedupRatio: s.SpeedupRatio, ExtraPassDelay: s.ExtraPassDelay}
-	return w.inst.eachEngine(func(e *engine.Engine) error { return e.Retime(ctx, change) })
+	if err := w.inst.eachEngine(func(e *engine.Engine) error { return e.Retime(ctx, change) }); err != nil {
+		return err
+	}
+	// Nil fields stay as they were, as in the engines.
+	if s.SpeedupRatio != nil {
+		r := *s.SpeedupRatio
+		w.slow.SpeedupRatio = &r
+	}
+	if s.ExtraPassDelay != nil {
+		d := *s.ExtraPassDelay
+		w.slow.ExtraPassDelay = &d
+	}
+	return nil
+}
+
+// Condition is what operator actions have done to a worker beyond its
+// State, which names only the most significant one: a paused worker may
+// also be draining, fail its health check and run slowed.
+type Condition struct {
+	Draining bool
+	Paused   bool
+	// HealthFailing: /health answers 503 (paused with health "fail").
+	HealthFailing bool
+	// Slow holds the slow actions' settings since the (re)start; nil
+	// fields were never set.
+	Slow Slowdown
+}
+
+// Slowed reports whether a slow action changed the worker's timing.
+func (c Condition) Slowed() bool {
+	return c.Slow.SpeedupRatio != nil || (c.Slow.ExtraPassDelay != nil && *c.Slow.ExtraPassDelay > 0)
+}
+
+// Condition returns the worker's current condition (all false when it is
+// not running).
+func (w *Worker) Condition() Condition {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return Condition{Draining: w.draining, Paused: w.paused, HealthFailing: w.healthFail, Slow: w.slow}
 }
 
 // ResetPrefixCache resets every rank's prefix cache; false when some rank
