@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -106,6 +108,30 @@ func TestFleetSleepAndWakeAWorker(t *testing.T) {
 	}
 	if s := sleepOf(1); s["is_sleeping"] != false {
 		t.Errorf("/workers: worker 1 sleep = %v", s)
+	}
+	// The fleet page's tiles read the same state.
+	req, _ := http.NewRequest(http.MethodGet, admin+"/ui/stream?view=fleet", nil)
+	req.Header.Set("Authorization", "Bearer "+adminKey)
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(res.Body).ReadString('\n')
+	res.Body.Close()
+	var tiles struct {
+		Workers []struct {
+			State string `json:"state"`
+			Sleep string `json:"sleep"`
+		} `json:"workers"`
+	}
+	if err != nil || json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &tiles) != nil || len(tiles.Workers) != 2 {
+		t.Fatalf("fleet stream: %q %v", line, err)
+	}
+	if w := tiles.Workers[0]; w.State != "running" || w.Sleep != "level 1" {
+		t.Errorf("worker 0's tile: %+v", w)
+	}
+	if w := tiles.Workers[1]; w.Sleep != "" {
+		t.Errorf("worker 1's tile: %+v", w)
 	}
 
 	// A request to the sleeping worker waits for the wake-up.
