@@ -1,0 +1,71 @@
+// Package api is mocker-server's OpenAI-compatible HTTP layer
+// (docs/http-api.md): the route table over the shared generation pipeline
+// (internal/api/pipeline) and the wire surfaces beside it (chat and
+// completions in the pipeline; Responses, Anthropic Messages, embeddings and
+// SGLang in their own packages). The configuration types are the pipeline's,
+// named here so that callers need only this package.
+package api
+
+import (
+	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/engine"
+)
+
+// NewServer builds the HTTP layer over one engine per DP rank (engines[r] is
+// rank r): the shared pipeline's state with this package's route table. The
+// engines' Run loops are the caller's business. The server starts ready
+// unless opts.HTTP.StartClosed; then the caller opens the gate with
+// SetReady(true) when the startup time has elapsed.
+func NewServer(opts Options, engines []*engine.Engine, deps Deps) *Server {
+	return pipeline.NewServer(opts, engines, deps, routes)
+}
+
+// The server, its collaborators and its settings (internal/api/pipeline).
+type (
+	Server                  = pipeline.Server
+	Deps                    = pipeline.Deps
+	Options                 = pipeline.Options
+	ModelOptions            = pipeline.ModelOptions
+	HTTPOptions             = pipeline.HTTPOptions
+	GenerationOptions       = pipeline.GenerationOptions
+	ToolOptions             = pipeline.ToolOptions
+	LimitOptions            = pipeline.LimitOptions
+	LoRAOptions             = pipeline.LoRAOptions
+	LoRAModule              = pipeline.LoRAModule
+	PDOptions               = pipeline.PDOptions
+	SGLangOptions           = pipeline.SGLangOptions
+	ReasoningField          = pipeline.ReasoningField
+	LoRAPathCheck           = pipeline.LoRAPathCheck
+	PDRole                  = pipeline.PDRole
+	DPRouting               = pipeline.DPRouting
+	ChatRenderer            = pipeline.ChatRenderer
+	KVTransfer              = pipeline.KVTransfer
+	RequestObserver         = pipeline.RequestObserver
+	DeliveryLagObserver     = pipeline.DeliveryLagObserver
+	FaultObserver           = pipeline.FaultObserver
+	TransferFailureObserver = pipeline.TransferFailureObserver
+)
+
+// The settings' values (internal/api/pipeline).
+const (
+	ReasoningFieldReasoning        = pipeline.ReasoningFieldReasoning
+	ReasoningFieldReasoningContent = pipeline.ReasoningFieldReasoningContent
+	LoRAPathNone                   = pipeline.LoRAPathNone
+	LoRAPathExists                 = pipeline.LoRAPathExists
+	PDRoleNone                     = pipeline.PDRoleNone
+	PDRolePrefill                  = pipeline.PDRolePrefill
+	PDRoleDecode                   = pipeline.PDRoleDecode
+	RouteRoundRobin                = pipeline.RouteRoundRobin
+	RouteLeastLoaded               = pipeline.RouteLeastLoaded
+)
+
+// ErrShuttingDown is what a generation request waiting for its engine gets
+// when the server stops (internal/api/pipeline).
+var ErrShuttingDown = pipeline.ErrShuttingDown
+
+// ConnContext and JSONErrorListener prepare the HTTP server's connections
+// (internal/api/pipeline: raw SSE writes, JSON answers to malformed requests).
+var (
+	ConnContext       = pipeline.ConnContext
+	JSONErrorListener = pipeline.JSONErrorListener
+)

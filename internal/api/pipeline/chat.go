@@ -1,0 +1,52 @@
+package pipeline
+
+import (
+	"encoding/json"
+
+	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
+)
+
+// ChatRenderer turns a chat request into prompt text with a model's chat
+// template. messages and tools are the request's JSON as sent (key order
+// matters to templates that iterate over objects); kwargs are the
+// request's chat_template_kwargs. An error is the template's own complaint
+// (its raise_exception message) and becomes a 400.
+type ChatRenderer interface {
+	RenderChat(messages, tools json.RawMessage, addGenerationPrompt, continueFinalMessage bool,
+		kwargs map[string]json.RawMessage) (string, error)
+}
+
+// renderChat renders a parsed chat request with the configured template,
+// or with the built-in ChatML template when none is configured.
+func (s *Server) renderChat(o wire.Object, msgs []tokenizer.Message, tools []byte, addGen, contFinal bool) (string, *wire.APIError) {
+	if o.Has("chat_template") {
+		// vLLM renders a request's own template only when the operator
+		// trusts requests (--trust-request-chat-template), which the mock
+		// does not offer; it refuses rather than silently ignore it.
+		return "", wire.ErrInvalid("chat_template", "Chat template is passed with request, but "+
+			"--trust-request-chat-template is not set. Refused request with untrusted chat template.")
+	}
+	if s.chat == nil {
+		return tokenizer.RenderChat(msgs, tools, addGen, contFinal), nil
+	}
+	messages, _ := o.Raw("messages")
+	messages, e := argumentsAsObjects(messages)
+	if e != nil {
+		return "", e
+	}
+	var kwargs map[string]json.RawMessage
+	if raw, ok := o.Kind("chat_template_kwargs", "object"); ok {
+		if err := json.Unmarshal(raw, &kwargs); err != nil {
+			return "", wire.ErrInvalid("chat_template_kwargs", "chat_template_kwargs must be an object: %v", err)
+		}
+	}
+	if e := o.Failed(); e != nil {
+		return "", e
+	}
+	text, err := s.chat.RenderChat(messages, tools, addGen, contFinal, kwargs)
+	if err != nil {
+		return "", wire.ErrInvalid("", "%s", err.Error())
+	}
+	return text, nil
+}

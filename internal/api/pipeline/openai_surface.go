@@ -1,0 +1,129 @@
+package pipeline
+
+import (
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/mocker-server/mocker-server/internal/api/wire"
+)
+
+// HandleGenerate serves POST /v1/chat/completions (chat) and
+// POST /v1/completions.
+func HandleGenerate(s *Server, chat bool) http.Handler {
+	return HandleSurface(s, openAISurface{chat: chat})
+}
+
+// openAISurface is /v1/chat/completions (chat) or /v1/completions.
+type openAISurface struct{ chat bool }
+
+func (a openAISurface) Parse(s *Server, o wire.Object, r *http.Request) (*GenRequest, *wire.APIError) {
+	return s.parseGenerate(o, r, a.chat)
+}
+
+func (a openAISurface) Respond(j *Job, w http.ResponseWriter) {
+	if a.chat {
+		wire.Encode(w, http.StatusOK, chatResponseOf(j))
+	} else {
+		wire.Encode(w, http.StatusOK, completionResponseOf(j))
+	}
+}
+
+func (openAISurface) Encoder(j *Job) EventEncoder { return newOpenAIEncoder(j) }
+
+// usage of the whole request: prompts counted once each, completions over
+// all choices.
+func usageOf(j *Job) usage {
+	p := 0
+	for i := range j.G.Prompts {
+		p += len(j.G.Prompts[i].Ids)
+	}
+	u := usage{PromptTokens: p, TotalTokens: p + j.Completion, CompletionTokens: j.Completion}
+	if j.S.Opts.HTTP.PromptTokensDetails {
+		u.PromptTokensDetails = &promptTokensDetails{CachedTokens: j.Ch[0].Fin.CachedTokens}
+	}
+	return u
+}
+
+func chatResponseOf(j *Job) *chatResponse {
+	g := j.G
+	resp := &chatResponse{
+		ID:      "chatcmpl-" + g.BaseID,
+		Object:  "chat.completion",
+		Created: g.Created,
+		Model:   g.Model,
+		Choices: make([]chatChoice, len(j.Ch)),
+		Usage:   usageOf(j),
+
+		KVTransferParams: j.kvParams,
+	}
+	if g.returnIDs {
+		resp.PromptTokenIDs = g.Prompts[0].Ids
+	}
+	lp := NewLogprobRenderer(j)
+	for i := range j.Ch {
+		ch := &j.Ch[i]
+		reasoning, content := ch.Plan.Texts(ch.N)
+		msg := chatMessage{Content: content, ReasoningKey: string(j.S.Opts.Generation.ReasoningField)}
+		if j.S.Opts.Generation.Reasoning != nil && reasoning != "" {
+			msg.Reasoning = &reasoning
+		}
+		finish, stop := ch.Reasons()
+		if ch.Calls != nil {
+			out := ch.Calls.Result(ch)
+			msg.ToolCalls, finish = out.ToolCalls, out.Finish
+			msg.Content, msg.ContentNull = "", out.Content == nil
+			if out.Content != nil {
+				msg.Content = *out.Content
+			}
+		}
+		c := chatChoice{Index: i, Message: msg, FinishReason: finish, StopReason: stop}
+		ids := ch.Plan.IDs[:min(ch.N, len(ch.Plan.IDs))]
+		if g.Logprobs {
+			c.Logprobs = lp.appendChatList(nil, ids)
+		}
+		if g.returnIDs {
+			c.TokenIDs = wire.AppendUint32s(nil, ids)
+		}
+		resp.Choices[i] = c
+	}
+	return resp
+}
+
+func completionResponseOf(j *Job) *completionResponse {
+	g := j.G
+	resp := &completionResponse{
+		ID:      "cmpl-" + g.BaseID,
+		Object:  "text_completion",
+		Created: g.Created,
+		Model:   g.Model,
+		Choices: make([]completionChoice, len(j.Ch)),
+		Usage:   usageOf(j),
+
+		KVTransferParams: j.kvParams,
+	}
+	lp := NewLogprobRenderer(j)
+	var text []byte
+	for i := range j.Ch {
+		ch := &j.Ch[i]
+		ps := &g.Prompts[ch.Prompt]
+		text = text[:0]
+		offset := 0
+		if g.echo {
+			text = append(text, ps.text...)
+			offset = utf8.RuneCountInString(ps.text)
+		}
+		text = ch.Plan.AppendText(text, ch.N)
+		finish, stop := ch.Reasons()
+		c := completionChoice{Index: i, Text: string(text), FinishReason: finish, StopReason: stop}
+		ids := ch.Plan.IDs[:min(ch.N, len(ch.Plan.IDs))]
+		if g.Logprobs {
+			c.Logprobs = lp.appendCompletionLists(nil, &ch.Plan, ids, offset)
+		}
+		if g.returnIDs {
+			c.PromptTokenIDs = ps.Ids
+			c.TokenIDs = wire.AppendUint32s(nil, ids)
+		}
+		resp.Choices[i] = c
+	}
+	return resp
+}

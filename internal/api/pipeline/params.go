@@ -1,0 +1,605 @@
+package pipeline
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/plan"
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
+)
+
+// Request limits: bounds that keep one request from costing unbounded work;
+// exceeding one is a 400 naming the field.
+const (
+	maxN             = 128
+	maxStopStrings   = 64
+	maxStopStringLen = 1024
+	maxStopTokenIDs  = 64
+	maxLogprobs      = 20
+	maxRequestIDLen  = 512
+)
+
+// GenRequest is a parsed and validated generation request of either
+// endpoint.
+type GenRequest struct {
+	Chat    bool
+	Model   string // echoed in responses
+	BaseID  string // request id without the chatcmpl-/cmpl- prefix
+	Created int64
+
+	Stream          bool
+	includeUsage    bool // final usage chunk of a stream
+	continuousUsage bool // usage on every chunk
+
+	N          int
+	maxReq     wire.Num // M_req as sent (max_completion_tokens, else max_tokens)
+	maxParam   string   // the field M_req came from
+	maxName    string   // the surface's name of max_tokens
+	minTokens  int
+	ignoreEOS  bool
+	stop       []string
+	stopIDs    []uint32
+	includeStr bool
+
+	Logprobs     bool // chat logprobs: true / completions logprobs set
+	TopLogprobs  int  // chat top_logprobs / completions logprobs k
+	seed         *int64
+	priority     int
+	Truncate     int // 0 = no truncation
+	CacheSalt    string
+	adapter      engine.Adapter  // the LoRA adapter named by model (zero: base model)
+	returnIDs    bool            // return_token_ids
+	tokensAsIDs  bool            // return_tokens_as_token_ids
+	echo         bool            // completions only
+	Rank         int             // X-data-parallel-rank, -1 = route
+	tools        *toolSpec       // chat tool calls; nil = none
+	structured   *structuredSpec // output constraint; nil = free text
+	Prompts      []PromptSpec
+	maxEffective int       // largest M over the prompts (metrics)
+	pd           pdRequest // disaggregated prefill/decode (disagg.go)
+
+	// Ext is what only one surface's requests carry: that surface's own
+	// request type (nil elsewhere), which only its package reads.
+	Ext any
+}
+
+// PromptSpec is one prompt after tokenization and the max-token and
+// context-length checks (checkPrompt).
+type PromptSpec struct {
+	Ids    []uint32 // after truncate_prompt_tokens
+	text   string   // the prompt text as given (string prompts, chat), for echo
+	IsText bool     // given as text (context-length message form)
+	M      int      // effective max tokens
+}
+
+// RawPrompt is a completions prompt as sent, before tokenization.
+type RawPrompt struct {
+	Text   string
+	Ids    []uint32
+	IsText bool
+}
+
+// Known request fields; others are logged at debug level and ignored.
+var (
+	commonFields = []string{
+		"model", "max_tokens", "min_tokens", "ignore_eos", "stop", "stop_token_ids",
+		"include_stop_str_in_output", "n", "stream", "stream_options", "logprobs", "seed",
+		"priority", "truncate_prompt_tokens", "cache_salt", "return_token_ids",
+		"return_tokens_as_token_ids", "request_id", "kv_transfer_params", "bootstrap_host",
+		"bootstrap_port", "bootstrap_room", "temperature", "top_p", "top_k", "min_p",
+		"frequency_penalty", "presence_penalty", "repetition_penalty", "response_format",
+		"user", "logit_bias", "structured_outputs", "skip_special_tokens",
+		"spaces_between_special_tokens", "echo", "prompt_logprobs", "service_tier",
+		"metadata", "store",
+	}
+	chatFields = SetOf(append(slices.Clone(commonFields),
+		"messages", "max_completion_tokens", "top_logprobs", "add_generation_prompt",
+		"continue_final_message", "tools", "tool_choice", "parallel_tool_calls",
+		"chat_template", "chat_template_kwargs", "documents", "reasoning_effort")...)
+	completionFields = SetOf(append(slices.Clone(commonFields),
+		"prompt", "suffix", "best_of", "add_special_tokens")...)
+)
+
+func SetOf(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
+
+// parseGenerate reads a chat or completions body into the typed input
+// (phase 1, field types and required fields) and runs the shared phases
+// on it (buildGenerate), in the order of docs/http-api.md: types, model,
+// values, prompt, KV capacity.
+func (s *Server) parseGenerate(o wire.Object, r *http.Request, chat bool) (*GenRequest, *wire.APIError) {
+	s.logUnknownGenFields(o, r, chat)
+	in := readGenInput(o, chat, s.Tok.VocabSize())
+	if err := o.Failed(); err != nil {
+		return nil, err
+	}
+	return s.BuildGenerate(in, r)
+}
+
+// logUnknownGenFields logs the chat or completions fields the server does
+// not know (the legacy guided_* fields are known to parseStructured).
+func (s *Server) logUnknownGenFields(o wire.Object, r *http.Request, chat bool) {
+	known := completionFields
+	if chat {
+		known = chatFields
+	}
+	unknown := slices.DeleteFunc(o.UnknownKeys(known), func(k string) bool { return strings.HasPrefix(k, "guided_") })
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		s.log.Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
+	}
+}
+
+// BuildGenerate runs the phases every generation surface shares on a
+// typed input: the model (and LoRA adapter), the request id, the value
+// checks, the output constraints and tools, routing and disaggregation,
+// then rendering and tokenization, the per-prompt max-token and
+// context-length rules, and the KV capacity check.
+func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wire.APIError) {
+	g := &GenRequest{Chat: in.Chat, Rank: -1, echo: in.echo, ignoreEOS: in.IgnoreEOS,
+		includeStr: in.IncludeStr, Stream: in.Stream, returnIDs: in.returnIDs,
+		tokensAsIDs: in.tokensAsIDs, pd: in.PD}
+	if e := s.ResolveModel(g, in.Model, in.HasModel); e != nil {
+		return nil, e
+	}
+	g.BaseID = RequestID(r.Header.Get("X-Request-Id"), in.BodyID)
+	for _, check := range [...]func(*GenRequest, *GenInput) *wire.APIError{
+		checkInputs, s.checkLengths, checkSamplingOf, checkLogprobs, s.checkStops,
+		s.checkPromptOptions, s.checkConstraints,
+	} {
+		if e := check(g, in); e != nil {
+			return nil, e
+		}
+	}
+	var e *wire.APIError
+	if g.Rank, e = s.HeaderRank(r); e != nil {
+		return nil, e
+	}
+	if e := s.checkPD(g); e != nil {
+		return nil, e
+	}
+	raw, e := s.tokenizePrompts(in)
+	if e != nil {
+		return nil, e
+	}
+	if e := s.checkPrompts(g, raw); e != nil {
+		return nil, e
+	}
+	return g, s.checkCapacity(g)
+}
+
+// tokenizePrompts renders a chat request with its template or tokenizes
+// the text prompts of a completions request (phase 9).
+func (s *Server) tokenizePrompts(in *GenInput) ([]RawPrompt, *wire.APIError) {
+	if in.Chat {
+		text, e := s.renderChat(in.Body, in.Msgs, in.ToolsJSON, in.AddGen, in.contFinal)
+		if e != nil {
+			return nil, e
+		}
+		// A rendered chat prompt already holds the template's special
+		// tokens; vLLM adds none (add_special_tokens defaults to false).
+		return []RawPrompt{{Text: text, Ids: s.Tok.Encode(text, false), IsText: true}}, nil
+	}
+	for i := range in.Prompts {
+		if in.Prompts[i].IsText {
+			in.Prompts[i].Ids = s.Tok.Encode(in.Prompts[i].Text, true)
+		}
+	}
+	return in.Prompts, nil
+}
+
+// checkPrompts truncates each prompt and applies the max-token and
+// context-length rules (checkPrompt).
+func (s *Server) checkPrompts(g *GenRequest, raw []RawPrompt) *wire.APIError {
+	g.Prompts = make([]PromptSpec, len(raw))
+	for i, rp := range raw {
+		ps, e := s.checkPrompt(g, rp)
+		if e != nil {
+			return e
+		}
+		g.Prompts[i] = ps
+		g.maxEffective = max(g.maxEffective, ps.M)
+	}
+	return nil
+}
+
+// checkCapacity is phase 10, KV capacity: the engine's own rule, so the
+// answer here and a rejection at the head of its queue can never disagree.
+// Every rank has the same configuration, so rank 0 answers for all.
+func (s *Server) checkCapacity(g *GenRequest) *wire.APIError {
+	for _, ps := range g.Prompts {
+		if rej := s.Engines[0].CheckAdmissible(len(ps.Ids), ps.M); rej != nil {
+			return wire.ErrInvalid("", "%s", rej.Message)
+		}
+	}
+	return nil
+}
+
+// ResolveModel sets the request's reported model name and LoRA adapter
+// from the model field (absent: the base model). Any served name is
+// accepted; responses carry the first one whichever was asked for, as
+// vLLM's do, or the LoRA adapter's name.
+func (s *Server) ResolveModel(g *GenRequest, model string, hasModel bool) *wire.APIError {
+	g.Model = s.Opts.Model.ServedName()
+	if !hasModel {
+		return nil
+	}
+	adapter, isAdapter := s.Adapters.lookup(model)
+	if !s.served[model] && !isAdapter {
+		return &wire.APIError{Status: http.StatusNotFound, Type: wire.TypeNotFound,
+			Message: "The model `" + model + "` does not exist.", Param: "model"}
+	}
+	if isAdapter {
+		// vLLM answers with the adapter's name for an adapter's request.
+		g.Model = model
+		g.adapter = adapter
+	}
+	return nil
+}
+
+// checkPrompt truncates one tokenized prompt and applies the max-token and
+// context-length rules: the effective max tokens is the request's limit,
+// else max_model_len − prompt (chat) or min(16, max_model_len − prompt)
+// (completions), as in vLLM.
+func (s *Server) checkPrompt(g *GenRequest, rp RawPrompt) (PromptSpec, *wire.APIError) {
+	ids := rp.Ids
+	if len(ids) == 0 {
+		return PromptSpec{}, wire.ErrInvalid("", "The prompt is empty after tokenization")
+	}
+	truncated := false
+	if g.Truncate > 0 && len(ids) > g.Truncate {
+		ids = ids[len(ids)-g.Truncate:]
+		truncated = true
+	}
+	N, p := s.Opts.Model.MaxModelLen, len(ids)
+	var m int
+	switch {
+	case g.maxReq.Set:
+		m = int(g.maxReq.I)
+		if p+m > N {
+			return PromptSpec{}, contextLengthError(N, m, p, rp.IsText)
+		}
+	case p > N:
+		return PromptSpec{}, contextLengthError(N, 0, p, rp.IsText)
+	case p == N:
+		return PromptSpec{}, wire.ErrInvalid(g.maxName, "%s must be at least 1, got 0.", g.maxName)
+	case g.Chat:
+		m = N - p
+	default:
+		m = min(16, N-p)
+	}
+	if g.minTokens > m {
+		return PromptSpec{}, wire.ErrInvalid("min_tokens", "min_tokens must be less than or equal to max_tokens=%d, got %d.", m, g.minTokens)
+	}
+	ps := PromptSpec{Ids: ids, text: rp.Text, IsText: rp.IsText, M: m}
+	if !rp.IsText || truncated {
+		ps.text = tokenizer.DecodeLiteral(ids)
+	}
+	return ps, nil
+}
+
+// contextLengthError is vLLM's context-length message:
+// text prompts report vLLM's lower bound P = N − M + 1, token prompts the
+// exact count.
+func contextLengthError(N, M, p int, isText bool) *wire.APIError {
+	const tail = "Please reduce the length of the input prompt or the number of requested output tokens."
+	if isText {
+		P := N - M + 1
+		return wire.ErrInvalid("input_tokens", "This model's maximum context length is %d tokens. However, you requested %d output tokens and your prompt contains at least %d input tokens, for a total of at least %d tokens. %s (parameter=input_tokens, value=%d)",
+			N, M, P, N+1, tail, P)
+	}
+	return wire.ErrInvalid("input_tokens", "This model's maximum context length is %d tokens. However, you requested %d output tokens and your prompt contains %d input tokens, for a total of %d tokens. %s (parameter=input_tokens, value=%d)",
+		N, M, p, p+M, tail, p)
+}
+
+// checkSampling validates the sampling parameters that have no effect
+// but are still range-checked as vLLM does, so a bad value fails here too.
+func checkSampling(temperature, topP, topK, minP, freqPen, presPen, repPen wire.Num) *wire.APIError {
+	switch {
+	case temperature.Set && temperature.F < 0:
+		return wire.ErrInvalid("temperature", "temperature must be non-negative, got %s.", temperature)
+	case topP.Set && !(topP.F > 0 && topP.F <= 1):
+		return wire.ErrInvalid("top_p", "top_p must be in (0, 1], got %s.", topP)
+	case topK.Set && topK.I < -1:
+		return wire.ErrInvalid("top_k", "top_k must be -1 (disable), or at least 1, got %s.", topK)
+	case minP.Set && !(minP.F >= 0 && minP.F <= 1):
+		return wire.ErrInvalid("min_p", "min_p must be in [0, 1], got %s.", minP)
+	case freqPen.Set && !(freqPen.F >= -2 && freqPen.F <= 2):
+		return wire.ErrInvalid("frequency_penalty", "frequency_penalty must be in [-2, 2], got %s.", freqPen)
+	case presPen.Set && !(presPen.F >= -2 && presPen.F <= 2):
+		return wire.ErrInvalid("presence_penalty", "presence_penalty must be in [-2, 2], got %s.", presPen)
+	case repPen.Set && !(repPen.F > 0):
+		return wire.ErrInvalid("repetition_penalty", "repetition_penalty must be greater than zero, got %s.", repPen)
+	}
+	return nil
+}
+
+// ParseMessages reads the chat messages (types only). It returns the path
+// of the first non-text content part, if any, for the value check.
+func ParseMessages(o wire.Object) (msgs []tokenizer.Message, badPart string) {
+	arr, ok := o.Raw("messages")
+	if !ok {
+		if o.Failed() == nil {
+			o.Fail(wire.ErrFieldRequired("messages"))
+		}
+		return nil, ""
+	}
+	elems, e := wire.ParseArray(arr, "messages")
+	if e != nil {
+		o.Fail(e)
+		return nil, ""
+	}
+	msgs = make([]tokenizer.Message, 0, len(elems))
+	var b strings.Builder
+	for i, raw := range elems {
+		path := "messages[" + Itoa(i) + "]"
+		m, ok := o.Elem(raw, path, "object")
+		if !ok {
+			return nil, ""
+		}
+		if !m.Has("role") {
+			o.Fail(wire.ErrFieldRequired(path + ".role"))
+			return nil, ""
+		}
+		role, _ := m.String("role")
+		var content string
+		if c, ok := m.Raw("content"); ok {
+			switch c[0] {
+			case '"':
+				content, _ = m.String("content")
+			case '[':
+				parts, _ := m.Array("content")
+				b.Reset()
+				for j, pr := range parts {
+					ppath := path + ".content[" + Itoa(j) + "]"
+					part, ok := o.Elem(pr, ppath, "object")
+					if !ok {
+						return nil, ""
+					}
+					typ, hasType := part.String("type")
+					if !hasType {
+						if o.Failed() == nil {
+							o.Fail(wire.ErrFieldRequired(ppath + ".type"))
+						}
+						return nil, ""
+					}
+					if typ != "text" {
+						if badPart == "" {
+							badPart = ppath + ".type"
+						}
+						continue
+					}
+					if !part.Has("text") {
+						o.Fail(wire.ErrFieldRequired(ppath + ".text"))
+						return nil, ""
+					}
+					text, _ := part.String("text")
+					if b.Len() > 0 || j > 0 {
+						b.WriteByte('\n')
+					}
+					b.WriteString(text)
+				}
+				content = b.String()
+			case 'n':
+				// null content: an assistant turn that only calls tools.
+			default:
+				o.Fail(wire.ErrFieldType(path+".content", "string"))
+				return nil, ""
+			}
+		}
+		calls := parseToolCalls(o, m, path)
+		if o.Failed() != nil {
+			return nil, ""
+		}
+		msgs = append(msgs, tokenizer.Message{Role: role, Content: content, ToolCalls: calls})
+	}
+	return msgs, badPart
+}
+
+// ParsePrompt reads the completions prompt: a string, an array of strings,
+// an array of ids or an array of id arrays. Emptiness and out-of-vocabulary
+// ids are value errors reported after the model check.
+func ParsePrompt(o wire.Object, key string, vocabSize int) (prompts []RawPrompt, empty bool, badID string) {
+	raw, ok := o.Raw(key)
+	if !ok {
+		if o.Failed() == nil {
+			o.Fail(wire.ErrFieldRequired(o.Name(key)))
+		}
+		return nil, false, ""
+	}
+	switch raw[0] {
+	case '"':
+		text, _ := o.String(key)
+		return []RawPrompt{{Text: text, IsText: true}}, text == "", ""
+	case '[':
+	default:
+		o.Fail(wire.ErrFieldType(o.Name(key), "string"))
+		return nil, false, ""
+	}
+	path := o.Name(key)
+	elems, e := wire.ParseArray(raw, path)
+	if e != nil {
+		o.Fail(e)
+		return nil, false, ""
+	}
+	if len(elems) == 0 {
+		return nil, true, ""
+	}
+	switch {
+	case elems[0][0] == '"':
+		prompts = make([]RawPrompt, len(elems))
+		for i, el := range elems {
+			s, e := wire.ParseString(el, path+"["+Itoa(i)+"]")
+			if e != nil {
+				o.Fail(e)
+				return nil, false, ""
+			}
+			empty = empty || s == ""
+			prompts[i] = RawPrompt{Text: s, IsText: true}
+		}
+		return prompts, empty, ""
+	case elems[0][0] == '[':
+		prompts = make([]RawPrompt, len(elems))
+		for i, el := range elems {
+			ipath := path + "[" + Itoa(i) + "]"
+			inner, e := wire.ParseArray(el, ipath)
+			if e != nil {
+				o.Fail(e)
+				return nil, false, ""
+			}
+			ids, bad, e := parseIDs(inner, ipath, vocabSize)
+			if e != nil {
+				o.Fail(e)
+				return nil, false, ""
+			}
+			empty = empty || len(ids) == 0
+			if badID == "" {
+				badID = bad
+			}
+			prompts[i] = RawPrompt{Ids: ids}
+		}
+		return prompts, empty, badID
+	}
+	ids, bad, e := parseIDs(elems, path, vocabSize)
+	if e != nil {
+		o.Fail(e)
+		return nil, false, ""
+	}
+	return []RawPrompt{{Ids: ids}}, false, bad
+}
+
+// parseIDs reads an array of token ids. It returns the text of the first id
+// outside the vocabulary (a value error) separately from type errors.
+func parseIDs(elems []json.RawMessage, path string, vocabSize int) (ids []uint32, badID string, err *wire.APIError) {
+	ids = make([]uint32, len(elems))
+	for i, el := range elems {
+		v, e := wire.ParseInt(el, path+"["+Itoa(i)+"]")
+		if e != nil {
+			return nil, "", e
+		}
+		if v.I < 0 || v.I >= int64(vocabSize) {
+			if badID == "" {
+				badID = v.Raw
+			}
+			continue
+		}
+		ids[i] = uint32(v.I)
+	}
+	return ids, badID, nil
+}
+
+// ParseStop reads stop: a string or an array of strings.
+func ParseStop(o wire.Object) ([]string, bool) { return ParseStopAt(o, "stop") }
+
+// ParseStopAt reads stop strings under a surface's name for them (SGLang's
+// sampling_params.stop, Anthropic's stop_sequences).
+func ParseStopAt(o wire.Object, key string) ([]string, bool) {
+	raw, ok := o.Raw(key)
+	if !ok {
+		return nil, false
+	}
+	if raw[0] == '"' {
+		s, _ := o.String(key)
+		return []string{s}, o.Failed() == nil
+	}
+	path := o.Name(key)
+	elems, e := wire.ParseArray(raw, path)
+	if e != nil {
+		o.Fail(wire.ErrFieldType(path, "array"))
+		return nil, false
+	}
+	if len(elems) > maxStopStrings {
+		return make([]string, len(elems)), true // too many: reported as a value error
+	}
+	out := make([]string, len(elems))
+	for i, el := range elems {
+		s, e := wire.ParseString(el, path+"["+Itoa(i)+"]")
+		if e != nil {
+			o.Fail(e)
+			return nil, false
+		}
+		out[i] = s
+	}
+	return out, true
+}
+
+// RequestID picks the base request id: the X-Request-Id
+// header, else the body's request_id, each only if at most 512 bytes of
+// printable ASCII; else 32 random lowercase hex characters (a UUIDv4).
+func RequestID(header, body string) string {
+	if validRequestID(header) {
+		return header
+	}
+	if validRequestID(body) {
+		return body
+	}
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return hex.EncodeToString(u[:])
+}
+
+func validRequestID(s string) bool {
+	if s == "" || len(s) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// PlanParams are the per-choice inputs of plan.Plan common to a request.
+func (s *Server) PlanParams(g *GenRequest) plan.Params {
+	p := plan.Params{
+		SetsMax:                g.maxReq.Set,
+		Chat:                   g.Chat,
+		Mode:                   s.Opts.Generation.OutputLenMode,
+		NaturalOutputLen:       s.Opts.Generation.NaturalOutputLen,
+		IgnoreEOS:              g.ignoreEOS,
+		MinTokens:              g.minTokens,
+		StopTokenIDs:           g.stopIDs,
+		Stop:                   g.stop,
+		IncludeStopStrInOutput: g.includeStr,
+		Model:                  s.Tok,
+	}
+	p.Reasoning = s.Opts.Generation.Reasoning
+	return p
+}
+
+func Itoa(i int) string { return strconv.Itoa(i) }
+
+// CompactJSON removes insignificant whitespace, keeping key order
+// (the tools JSON the chat template renders).
+func CompactJSON(raw []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+// LogUnknownFields logs, at debug level, the body fields an endpoint does
+// not know (they are ignored, as vLLM ignores extra fields).
+func (s *Server) LogUnknownFields(o wire.Object, r *http.Request, known map[string]bool) {
+	if unknown := o.UnknownKeys(known); len(unknown) > 0 {
+		slices.Sort(unknown)
+		s.log.Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
+	}
+}

@@ -1,0 +1,107 @@
+package pipeline
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// stuckScanInterval is how often streams blocked in a write are checked.
+// A stream is judged stuck only when its current write has lasted at least
+// this long, so a healthy client never is.
+const stuckScanInterval = 100 * time.Millisecond
+
+// stuckWatch aborts the engine work of streams whose client stopped
+// reading. A stuck client blocks the handler in a socket write, so the
+// handler cannot notice anything itself; one watcher goroutine (running
+// only while streams exist) checks every stuckScanInterval for streams
+// whose write has been blocked for at least an interval while at least
+// limit tokens wait undelivered in their output queue. Their sequences are
+// cancelled: the engine frees their KV blocks and running slots at its
+// next pass. What vLLM-backed servers do instead is keep decoding into an
+// unbounded buffer until the request's max_tokens; the mock refuses to let
+// one client hold capacity that way. The stream itself stays open: if the
+// client resumes reading, it gets the tokens produced so far, an error
+// event and [DONE]; if not, the write deadline closes it.
+type stuckWatch struct {
+	limit int
+	log   func(msg string, args ...any)
+
+	Mu      sync.Mutex
+	Streams map[*Streamer]struct{}
+	running bool
+}
+
+func (w *stuckWatch) add(st *Streamer) {
+	if w == nil || w.limit <= 0 {
+		return
+	}
+	w.Mu.Lock()
+	defer w.Mu.Unlock()
+	if w.Streams == nil {
+		w.Streams = make(map[*Streamer]struct{})
+	}
+	w.Streams[st] = struct{}{}
+	if !w.running {
+		w.running = true
+		go w.run()
+	}
+}
+
+func (w *stuckWatch) remove(st *Streamer) {
+	if w == nil || w.limit <= 0 {
+		return
+	}
+	w.Mu.Lock()
+	delete(w.Streams, st)
+	w.Mu.Unlock()
+}
+
+// run scans until no stream is left.
+func (w *stuckWatch) run() {
+	t := time.NewTicker(stuckScanInterval)
+	defer t.Stop()
+	var stuck []*Streamer
+	for range t.C {
+		now := time.Now().UnixNano()
+		stuck = stuck[:0]
+		w.Mu.Lock()
+		if len(w.Streams) == 0 {
+			w.running = false
+			w.Mu.Unlock()
+			return
+		}
+		for st := range w.Streams {
+			since := st.Writing.Load()
+			if since != 0 && now-since >= int64(stuckScanInterval) && !st.abandoned.Load() &&
+				st.J.Out.Len() >= w.limit {
+				stuck = append(stuck, st)
+			}
+		}
+		w.Mu.Unlock()
+		for _, st := range stuck {
+			st.abandon()
+			if w.log != nil {
+				w.log("client stopped reading; stream's engine work aborted",
+					"request_id", st.J.G.BaseID, "unflushed_tokens", st.J.Out.Len())
+			}
+		}
+	}
+}
+
+// abandon cancels every sequence of the stream's job (unknown or finished
+// ids are ignored by the engine). The handler goroutine notices the flag
+// when its write returns.
+func (st *Streamer) abandon() {
+	st.abandoned.Store(true)
+	for i := range st.J.Reqs {
+		st.J.eng.Cancel(st.J.Reqs[i].ID)
+	}
+}
+
+// streamWriteState is embedded in streamer: when the current write started
+// (0 = not writing) and whether the watcher abandoned the stream.
+type streamWriteState struct {
+	Writing   atomic.Int64
+	abandoned atomic.Bool
+}

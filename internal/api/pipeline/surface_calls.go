@@ -1,0 +1,85 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
+)
+
+// callStep is what one position of a tool-call plan contributes to a
+// Responses or Anthropic stream, which show calls as output items or
+// content blocks rather than chat deltas.
+type callStep struct {
+	Open bool   // the call's name is known from here on: start its item or block
+	Call int    // the call the position belongs to (-1: none)
+	Args string // an arguments fragment ("" = none)
+}
+
+// CallStepAt reads position pos of a choice with planned calls; opened is
+// how many calls the stream has started so far. A call starts with the
+// last token of its header (when its name is complete), or with its first
+// arguments token when there is no header (a named tool_choice).
+func CallStepAt(ch *Choice, pos, opened int) callStep {
+	part := ch.Plan.Part(pos)
+	if part < 0 {
+		return callStep{Call: -1}
+	}
+	role := ch.Calls.roles[part]
+	step := callStep{Call: role.call}
+	switch role.kind {
+	case partHeader:
+		last := pos+1 >= len(ch.Plan.IDs) || ch.Plan.Part(pos+1) != part
+		step.Open = last && role.call >= opened
+	case partArguments:
+		step.Open = role.call >= opened
+		step.Args, _ = ch.Plan.Segment(pos)
+	}
+	return step
+}
+
+// ResponsesCallID is a Responses function call's call_id: vLLM writes
+// call_<uuid>; the mock reuses the digits of the planned chat id.
+func ResponsesCallID(c PlannedCall) string {
+	return "call_" + strings.TrimPrefix(c.ID, "chatcmpl-tool-")
+}
+
+// FunctionItemID is the id of a Responses function_call item.
+func FunctionItemID(g *GenRequest, call int) string {
+	return "fc_" + g.BaseID + "_" + Itoa(call)
+}
+
+// ChatTool is a function tool in its chat completions form, what the
+// Responses and Anthropic tools translate to.
+type ChatTool struct {
+	Type     string          `json:"type"`
+	Function ChatToolFuncDef `json:"function"`
+}
+
+type ChatToolFuncDef struct {
+	Name        string          `json:"name"`
+	Description *string         `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// NamedChoiceJSON is the chat form of a tool_choice naming one function.
+func NamedChoiceJSON(name string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": name}})
+	return b
+}
+
+// ForEachToken records a run of output items (job.record) and calls token
+// for every delivered planned token of a one-choice job; terminal items and
+// tokens beyond the plan (never produced by the engine) are only recorded.
+func (j *Job) ForEachToken(items []engine.OutputItem, token func(ch *Choice, pos int)) {
+	for i := range items {
+		it := &items[i]
+		ch := j.Record(it)
+		if it.Final {
+			continue
+		}
+		if pos := ch.N - 1; pos < len(ch.Plan.IDs) {
+			token(ch, pos)
+		}
+	}
+}
