@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/metrics"
@@ -227,10 +228,10 @@ func TestEmbeddings_ArePrefillOnlyEngineWorkInMetricsAndKVEvents(t *testing.T) {
 	env.post("/v1/embeddings", `{"input":"`+text+`"}`)
 	m := env.Get("/metrics").Body
 	for _, want := range []string{
-		`vllm:prompt_tokens_total{engine="0",model_name="mocker-model"} ` + pipeline.Itoa(2*p),
+		`vllm:prompt_tokens_total{engine="0",model_name="mocker-model"} ` + wire.Itoa(2*p),
 		`vllm:generation_tokens_total{engine="0",model_name="mocker-model"} 0`,
 		`vllm:request_success_total{engine="0",finished_reason="length",model_name="mocker-model"} 2`,
-		`vllm:prefix_cache_hits_total{engine="0",model_name="mocker-model"} ` + pipeline.Itoa(p/16*16),
+		`vllm:prefix_cache_hits_total{engine="0",model_name="mocker-model"} ` + wire.Itoa(p/16*16),
 	} {
 		if !strings.Contains(m, want+"\n") {
 			t.Errorf("metrics lack %q", want)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/responses"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
@@ -80,7 +81,7 @@ func TestMessages_BadInputIsAnAnthropicShaped400AndTheServerKeepsServing(t *test
 			if e["type"] != tc.typ || !strings.Contains(e["message"].(string), tc.msg) {
 				t.Errorf("error = %v, want type %q and a message with %q", e, tc.typ, tc.msg)
 			}
-			if r.Header.Get("Content-Length") != pipeline.Itoa(len(r.Body)) {
+			if r.Header.Get("Content-Length") != wire.Itoa(len(r.Body)) {
 				t.Errorf("Content-Length %s for a %d-byte body", r.Header.Get("Content-Length"), len(r.Body))
 			}
 		})
@@ -306,10 +307,10 @@ func TestSurfaceStreams_ParallelCallsMatchTheNonStreamedAnswer(t *testing.T) {
 	tools := `[` + fn("a") + `,` + fn("b") + `,` + fn("c") + `]`
 	var seed string
 	for s := range 200 {
-		body := `{"input":"x","tools":` + tools + `,"tool_choice":"required","seed":` + pipeline.Itoa(s) + `}`
+		body := `{"input":"x","tools":` + tools + `,"tool_choice":"required","seed":` + wire.Itoa(s) + `}`
 		out := jsonOf(t, env.post("/v1/responses", body).Body)["output"].([]any)
 		if len(out) >= 2 {
-			seed = pipeline.Itoa(s)
+			seed = wire.Itoa(s)
 			break
 		}
 	}
@@ -338,7 +339,7 @@ func TestSurfaceStreams_ParallelCallsMatchTheNonStreamedAnswer(t *testing.T) {
 	var mbody string
 	var mwhole map[string]any
 	for s := range 200 {
-		mbody = `{"model":"mocker-model","max_tokens":500,"messages":[{"role":"user","content":"x` + pipeline.Itoa(s) + `"}],"tools":` +
+		mbody = `{"model":"mocker-model","max_tokens":500,"messages":[{"role":"user","content":"x` + wire.Itoa(s) + `"}],"tools":` +
 			atools + `,"tool_choice":{"type":"any"}`
 		if mwhole = jsonOf(t, env.post("/v1/messages", mbody+`}`).Body); len(mwhole["content"].([]any)) >= 2 {
 			break

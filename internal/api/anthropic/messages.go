@@ -93,7 +93,7 @@ func messagesInput(o wire.Object, maxTokens wire.Num) (*pipeline.GenInput, *wire
 	}
 	in.Msgs, in.BadPart = pipeline.ParseMessages(in.Body)
 	if a, ok := in.Body.Kind("tools", "array"); ok {
-		in.ToolsJSON = pipeline.CompactJSON(a)
+		in.ToolsJSON = wire.CompactJSON(a)
 	}
 	return in, in.Body.Failed()
 }
@@ -121,7 +121,7 @@ func anthropicMessages(o wire.Object) (json.RawMessage, *wire.APIError) {
 		return nil, wire.ErrInvalid("messages", "messages must contain at least one message")
 	}
 	for i, raw := range elems {
-		path := "messages[" + pipeline.Itoa(i) + "]"
+		path := "messages[" + wire.Itoa(i) + "]"
 		m, ok := o.Elem(raw, path, "object")
 		if !ok {
 			return nil, o.Failed()
@@ -191,7 +191,7 @@ func appendSystemText(b *strings.Builder, raw json.RawMessage, path string) *wir
 			Text string `json:"text"`
 		}
 		if json.Unmarshal(bl, &blk) != nil {
-			return wire.ErrFieldType(path+"["+pipeline.Itoa(i)+"]", "object")
+			return wire.ErrFieldType(path+"["+wire.Itoa(i)+"]", "object")
 		}
 		if blk.Type == "text" {
 			b.WriteString(blk.Text)
@@ -223,7 +223,7 @@ func translateBlocks(role string, content json.RawMessage, path string) (pipelin
 	var texts []string
 	var toolMsgs []pipeline.ChatMessageIn
 	for i, raw := range elems {
-		bpath := path + "[" + pipeline.Itoa(i) + "]"
+		bpath := path + "[" + wire.Itoa(i) + "]"
 		var blk anthropicBlock
 		if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &blk) != nil {
 			return msg, nil, wire.ErrFieldType(bpath, "object")
@@ -241,7 +241,7 @@ func translateBlocks(role string, content json.RawMessage, path string) (pipelin
 				if blk.Input[0] != '{' {
 					return msg, nil, wire.ErrFieldType(bpath+".input", "object")
 				}
-				args = pipeline.CompactJSON(blk.Input)
+				args = wire.CompactJSON(blk.Input)
 			}
 			msg.ToolCalls = append(msg.ToolCalls, pipeline.ChatToolCall{ID: blk.ID, Type: "function",
 				Function: pipeline.ChatFunction{Name: blk.Name, Arguments: string(args)}})
@@ -308,7 +308,7 @@ func anthropicTools(o wire.Object, chat map[string]json.RawMessage) *wire.APIErr
 		}
 		out := make([]pipeline.ChatTool, len(tools))
 		for i, t := range tools {
-			path := "tools[" + pipeline.Itoa(i) + "]"
+			path := "tools[" + wire.Itoa(i) + "]"
 			if t.Name == "" {
 				return wire.ErrFieldRequired(path + ".name")
 			}

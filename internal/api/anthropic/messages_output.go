@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/httperr"
@@ -21,7 +22,7 @@ func anthropicStopReason(reason engine.FinishReason) string {
 	switch reason {
 	case engine.FinishLength:
 		return "max_tokens"
-	case pipeline.FinishToolCalls:
+	case toolcall.FinishToolCalls:
 		return "tool_use"
 	}
 	return "end_turn"
@@ -42,9 +43,9 @@ func (MessagesSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 	ch := &j.Ch[0]
 	reasoning, content := ch.Plan.Texts(ch.N)
 	finish, _ := ch.Reasons()
-	var calls []pipeline.ToolCallJSON
+	var calls []toolcall.ToolCallJSON
 	if ch.Calls != nil {
-		res := ch.Calls.Result(ch)
+		res := ch.Calls.Result(&ch.Plan, ch.N, ch.Reason())
 		calls, finish, content = res.ToolCalls, res.Finish, ""
 		if res.Content != nil {
 			content = *res.Content
@@ -119,7 +120,7 @@ func appendToolInput(b []byte, args string) []byte {
 	if !json.Valid([]byte(args)) || !strings.HasPrefix(strings.TrimSpace(args), "{") {
 		return append(b, "{}"...)
 	}
-	return append(b, pipeline.CompactJSON([]byte(args))...)
+	return append(b, wire.CompactJSON([]byte(args))...)
 }
 
 // openToolUse starts the tool_use block of call k.
@@ -250,7 +251,7 @@ func (m *messagesEncoder) End(b []byte) []byte {
 	ch := &m.j.Ch[0]
 	finish, _ := ch.Reasons()
 	if ch.Calls != nil {
-		finish = ch.Calls.Finish(ch)
+		finish = ch.Calls.Finish(&ch.Plan, ch.N, ch.Reason())
 	}
 	b = pipeline.AppendEventHeader(b, "message_delta")
 	b = append(b, `{"type":"message_delta","delta":{"stop_reason":"`...)

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 
+	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
@@ -31,7 +32,7 @@ func (s *Server) renderChat(o wire.Object, msgs []tokenizer.Message, tools []byt
 		return tokenizer.RenderChat(msgs, tools, addGen, contFinal), nil
 	}
 	messages, _ := o.Raw("messages")
-	messages, e := argumentsAsObjects(messages)
+	messages, e := toolcall.ArgumentsAsObjects(messages)
 	if e != nil {
 		return "", e
 	}

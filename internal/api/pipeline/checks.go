@@ -1,7 +1,10 @@
 package pipeline
 
-import "github.com/mocker-server/mocker-server/internal/api/wire"
-import "github.com/mocker-server/mocker-server/internal/tokenizer"
+import (
+	"github.com/mocker-server/mocker-server/internal/api/toolcall"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
+)
 
 // The value checks every generation surface shares (phase 8 of
 // docs/http-api.md), in the order buildGenerate runs them. Each reads the
@@ -206,13 +209,13 @@ func CheckCacheSalt(salt string, given bool) (string, *wire.APIError) {
 // (which --exclude-tools-when-tool-choice-none may keep from the template).
 func (s *Server) checkConstraints(g *GenRequest, in *GenInput) *wire.APIError {
 	var e *wire.APIError
-	if g.structured, e = parseStructured(in.Body); e != nil {
+	if g.structured, e = toolcall.ParseStructured(in.Body); e != nil {
 		return e
 	}
 	if !in.Chat {
 		return nil
 	}
-	if g.tools, e = s.parseTools(in.Body); e != nil {
+	if g.tools, e = toolcall.ParseTools(in.Body, s.Opts.Tools.AutoToolChoice, s.Opts.Tools.Parser); e != nil {
 		return e
 	}
 	if raw, _ := in.Body.Raw("tool_choice"); s.Opts.Tools.ExcludeWhenChoiceNone && string(raw) == `"none"` {

@@ -91,7 +91,7 @@ func ParsePD(o wire.Object) pdRequest {
 		if ids, ok := kt.Array("remote_block_ids"); ok {
 			pd.remote.BlockIDs = make([]int, 0, len(ids))
 			for i, raw := range ids {
-				v, e := wire.ParseInt(raw, kt.Name("remote_block_ids")+"["+Itoa(i)+"]")
+				v, e := wire.ParseInt(raw, kt.Name("remote_block_ids")+"["+wire.Itoa(i)+"]")
 				if e != nil {
 					kt.Fail(e)
 					break

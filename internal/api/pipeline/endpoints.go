@@ -166,7 +166,7 @@ func HandleTokenize(s *Server) http.Handler {
 			msgs, badPart := ParseMessages(o)
 			var tools []byte
 			if a, ok := o.Kind("tools", "array"); ok {
-				tools = CompactJSON(a)
+				tools = wire.CompactJSON(a)
 			}
 			addGen := o.Bool("add_generation_prompt", true)
 			contFinal := o.Bool("continue_final_message", false)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/faults"
@@ -139,8 +140,8 @@ type Job struct {
 type Choice struct {
 	Prompt int // index into genRequest.prompts
 	Plan   plan.Result
-	Calls  *choiceCalls // the planned tool calls; nil = text
-	N      int          // tokens received
+	Calls  *toolcall.ChoiceCalls // the planned tool calls; nil = text
+	N      int                   // tokens received
 	Done   bool
 	Fin    engine.Finished
 
@@ -185,7 +186,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 				// A prefill computes the prompt and samples one token.
 				p.MaxTokens, p.MinTokens = 1, min(p.MinTokens, 1)
 			}
-			res, calls := s.planChoice(g, p, ps.Ids)
+			res, calls := toolcall.PlanChoice(g.tools, g.structured, p, ps.Ids, s.Opts.Tools.CallProbability, s.Opts.Tools.Parser)
 			j.Ch[idx] = Choice{Prompt: pi, Plan: res, Calls: calls}
 			j.Reqs[idx] = engine.Request{
 				ID:              engine.NewRequestID(),
@@ -305,6 +306,12 @@ func (ch *Choice) Reasons() (engine.FinishReason, plan.StopReason) {
 		return reason, ch.Plan.StopReason
 	}
 	return reason, plan.StopReason{}
+}
+
+// Reason is the choice's finish_reason (Reasons without the stop reason).
+func (ch *Choice) Reason() engine.FinishReason {
+	r, _ := ch.Reasons()
+	return r
 }
 
 // await records everything the sequences deliver until each has its

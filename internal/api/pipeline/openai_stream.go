@@ -331,7 +331,7 @@ func (e *openAIEncoder) callChunk(idx int, ch *Choice, pos int, tok uint32, fina
 	b = append(b, `,"delta":`...)
 	ok := false
 	if pos >= 0 {
-		b, ok = ch.Calls.appendCallDelta(b, ch, pos)
+		b, ok = ch.Calls.AppendCallDelta(b, &ch.Plan, pos)
 	}
 	if !ok {
 		if !final {
@@ -385,7 +385,7 @@ func (e *openAIEncoder) appendChunkTail(b []byte, ch *Choice, toks []uint32, fin
 func (e *openAIEncoder) appendFinish(b []byte, ch *Choice) []byte {
 	reason, stop := ch.Reasons()
 	if ch.Calls != nil {
-		reason = ch.Calls.Finish(ch)
+		reason = ch.Calls.Finish(&ch.Plan, ch.N, ch.Reason())
 	}
 	b = append(b, `,"finish_reason":`...)
 	b = jsonenc.AppendString(b, string(reason))

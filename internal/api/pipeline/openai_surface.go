@@ -69,7 +69,7 @@ func chatResponseOf(j *Job) *chatResponse {
 		}
 		finish, stop := ch.Reasons()
 		if ch.Calls != nil {
-			out := ch.Calls.Result(ch)
+			out := ch.Calls.Result(&ch.Plan, ch.N, ch.Reason())
 			msg.ToolCalls, finish = out.ToolCalls, out.Finish
 			msg.Content, msg.ContentNull = "", out.Content == nil
 			if out.Content != nil {

@@ -1,7 +1,10 @@
 package pipeline
 
-import "github.com/mocker-server/mocker-server/internal/api/wire"
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/mocker-server/mocker-server/internal/api/wire"
+)
 
 // Operator switches: an admin (internal/fleet) drains a worker or makes its
 // health check fail on purpose. Both are plain flags read per request.

@@ -1,15 +1,14 @@
 package pipeline
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/plan"
@@ -55,13 +54,13 @@ type GenRequest struct {
 	priority     int
 	Truncate     int // 0 = no truncation
 	CacheSalt    string
-	adapter      engine.Adapter  // the LoRA adapter named by model (zero: base model)
-	returnIDs    bool            // return_token_ids
-	tokensAsIDs  bool            // return_tokens_as_token_ids
-	echo         bool            // completions only
-	Rank         int             // X-data-parallel-rank, -1 = route
-	tools        *toolSpec       // chat tool calls; nil = none
-	structured   *structuredSpec // output constraint; nil = free text
+	adapter      engine.Adapter           // the LoRA adapter named by model (zero: base model)
+	returnIDs    bool                     // return_token_ids
+	tokensAsIDs  bool                     // return_tokens_as_token_ids
+	echo         bool                     // completions only
+	Rank         int                      // X-data-parallel-rank, -1 = route
+	tools        *toolcall.ToolSpec       // chat tool calls; nil = none
+	structured   *toolcall.StructuredSpec // output constraint; nil = free text
 	Prompts      []PromptSpec
 	maxEffective int       // largest M over the prompts (metrics)
 	pd           pdRequest // disaggregated prefill/decode (disagg.go)
@@ -345,7 +344,7 @@ func ParseMessages(o wire.Object) (msgs []tokenizer.Message, badPart string) {
 	msgs = make([]tokenizer.Message, 0, len(elems))
 	var b strings.Builder
 	for i, raw := range elems {
-		path := "messages[" + Itoa(i) + "]"
+		path := "messages[" + wire.Itoa(i) + "]"
 		m, ok := o.Elem(raw, path, "object")
 		if !ok {
 			return nil, ""
@@ -364,7 +363,7 @@ func ParseMessages(o wire.Object) (msgs []tokenizer.Message, badPart string) {
 				parts, _ := m.Array("content")
 				b.Reset()
 				for j, pr := range parts {
-					ppath := path + ".content[" + Itoa(j) + "]"
+					ppath := path + ".content[" + wire.Itoa(j) + "]"
 					part, ok := o.Elem(pr, ppath, "object")
 					if !ok {
 						return nil, ""
@@ -400,7 +399,7 @@ func ParseMessages(o wire.Object) (msgs []tokenizer.Message, badPart string) {
 				return nil, ""
 			}
 		}
-		calls := parseToolCalls(o, m, path)
+		calls := toolcall.ParseToolCalls(o, m, path)
 		if o.Failed() != nil {
 			return nil, ""
 		}
@@ -442,7 +441,7 @@ func ParsePrompt(o wire.Object, key string, vocabSize int) (prompts []RawPrompt,
 	case elems[0][0] == '"':
 		prompts = make([]RawPrompt, len(elems))
 		for i, el := range elems {
-			s, e := wire.ParseString(el, path+"["+Itoa(i)+"]")
+			s, e := wire.ParseString(el, path+"["+wire.Itoa(i)+"]")
 			if e != nil {
 				o.Fail(e)
 				return nil, false, ""
@@ -454,7 +453,7 @@ func ParsePrompt(o wire.Object, key string, vocabSize int) (prompts []RawPrompt,
 	case elems[0][0] == '[':
 		prompts = make([]RawPrompt, len(elems))
 		for i, el := range elems {
-			ipath := path + "[" + Itoa(i) + "]"
+			ipath := path + "[" + wire.Itoa(i) + "]"
 			inner, e := wire.ParseArray(el, ipath)
 			if e != nil {
 				o.Fail(e)
@@ -486,7 +485,7 @@ func ParsePrompt(o wire.Object, key string, vocabSize int) (prompts []RawPrompt,
 func parseIDs(elems []json.RawMessage, path string, vocabSize int) (ids []uint32, badID string, err *wire.APIError) {
 	ids = make([]uint32, len(elems))
 	for i, el := range elems {
-		v, e := wire.ParseInt(el, path+"["+Itoa(i)+"]")
+		v, e := wire.ParseInt(el, path+"["+wire.Itoa(i)+"]")
 		if e != nil {
 			return nil, "", e
 		}
@@ -526,7 +525,7 @@ func ParseStopAt(o wire.Object, key string) ([]string, bool) {
 	}
 	out := make([]string, len(elems))
 	for i, el := range elems {
-		s, e := wire.ParseString(el, path+"["+Itoa(i)+"]")
+		s, e := wire.ParseString(el, path+"["+wire.Itoa(i)+"]")
 		if e != nil {
 			o.Fail(e)
 			return nil, false
@@ -581,18 +580,6 @@ func (s *Server) PlanParams(g *GenRequest) plan.Params {
 	}
 	p.Reasoning = s.Opts.Generation.Reasoning
 	return p
-}
-
-func Itoa(i int) string { return strconv.Itoa(i) }
-
-// CompactJSON removes insignificant whitespace, keeping key order
-// (the tools JSON the chat template renders).
-func CompactJSON(raw []byte) []byte {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return raw
-	}
-	return buf.Bytes()
 }
 
 // LogUnknownFields logs, at debug level, the body fields an endpoint does

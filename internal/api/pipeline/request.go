@@ -89,7 +89,7 @@ func readGenInput(o wire.Object, chat bool, vocabSize int) *GenInput {
 	if chat {
 		in.Msgs, in.BadPart = ParseMessages(o)
 		if a, ok := o.Kind("tools", "array"); ok {
-			in.ToolsJSON = CompactJSON(a)
+			in.ToolsJSON = wire.CompactJSON(a)
 		}
 		in.AddGen = o.Bool("add_generation_prompt", true)
 		in.contFinal = o.Bool("continue_final_message", false)

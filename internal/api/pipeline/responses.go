@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 
+	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/jsonenc"
 	"github.com/mocker-server/mocker-server/internal/plan"
@@ -49,9 +50,9 @@ type chatChoice struct {
 // (reasoning | reasoning_content), hence the hand-written encoding.
 type chatMessage struct {
 	Content      string
-	ContentNull  bool           // content null (an auto tool call)
-	ToolCalls    []ToolCallJSON // message.tool_calls; nil = []
-	Reasoning    *string        // nil = null
+	ContentNull  bool                    // content null (an auto tool call)
+	ToolCalls    []toolcall.ToolCallJSON // message.tool_calls; nil = []
+	Reasoning    *string                 // nil = null
 	ReasoningKey string
 }
 
@@ -64,7 +65,7 @@ func (m chatMessage) MarshalJSON() ([]byte, error) {
 		b = jsonenc.AppendString(b, m.Content)
 	}
 	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":`...)
-	b = appendToolCalls(b, m.ToolCalls)
+	b = toolcall.AppendToolCalls(b, m.ToolCalls)
 	b = append(b, ',')
 	key := m.ReasoningKey
 	if key == "" {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/api/toolcall"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
@@ -25,14 +27,14 @@ func CallStepAt(ch *Choice, pos, opened int) callStep {
 	if part < 0 {
 		return callStep{Call: -1}
 	}
-	role := ch.Calls.roles[part]
-	step := callStep{Call: role.call}
-	switch role.kind {
-	case partHeader:
+	role := ch.Calls.Roles[part]
+	step := callStep{Call: role.Call}
+	switch role.Kind {
+	case toolcall.PartHeader:
 		last := pos+1 >= len(ch.Plan.IDs) || ch.Plan.Part(pos+1) != part
-		step.Open = last && role.call >= opened
-	case partArguments:
-		step.Open = role.call >= opened
+		step.Open = last && role.Call >= opened
+	case toolcall.PartArguments:
+		step.Open = role.Call >= opened
 		step.Args, _ = ch.Plan.Segment(pos)
 	}
 	return step
@@ -40,13 +42,13 @@ func CallStepAt(ch *Choice, pos, opened int) callStep {
 
 // ResponsesCallID is a Responses function call's call_id: vLLM writes
 // call_<uuid>; the mock reuses the digits of the planned chat id.
-func ResponsesCallID(c PlannedCall) string {
+func ResponsesCallID(c toolcall.PlannedCall) string {
 	return "call_" + strings.TrimPrefix(c.ID, "chatcmpl-tool-")
 }
 
 // FunctionItemID is the id of a Responses function_call item.
 func FunctionItemID(g *GenRequest, call int) string {
-	return "fc_" + g.BaseID + "_" + Itoa(call)
+	return "fc_" + g.BaseID + "_" + wire.Itoa(call)
 }
 
 // ChatTool is a function tool in its chat completions form, what the

@@ -135,7 +135,7 @@ func responsesInput(s *pipeline.Server, o, body wire.Object, req *ResponsesReque
 	}
 	in.Msgs, in.BadPart = pipeline.ParseMessages(body)
 	if a, ok := body.Kind("tools", "array"); ok {
-		in.ToolsJSON = pipeline.CompactJSON(a)
+		in.ToolsJSON = wire.CompactJSON(a)
 	}
 	return in, body.Failed()
 }
@@ -174,7 +174,7 @@ func readResponsesRequest(o wire.Object) (req *ResponsesRequest, logprobs bool, 
 	for key, dst := range map[string]*string{"metadata": &req.metadata, "reasoning": &req.reasoning,
 		"text": &req.text, "user": &req.user} {
 		if v, ok := o.Raw(key); ok {
-			*dst = string(pipeline.CompactJSON(v))
+			*dst = string(wire.CompactJSON(v))
 		}
 	}
 	req.temperature, req.topP = "1.0", "1.0"
@@ -198,7 +198,7 @@ func errResponseNotFound(id string) *wire.APIError {
 // (built-in tools, MCP) are refused.
 func responsesTools(o wire.Object, req *ResponsesRequest, chat map[string]json.RawMessage) *wire.APIError {
 	if raw, ok := o.Kind("tools", "array"); ok {
-		req.tools = string(pipeline.CompactJSON(raw))
+		req.tools = string(wire.CompactJSON(raw))
 		var tools []struct {
 			Type        string          `json:"type"`
 			Name        string          `json:"name"`
@@ -210,7 +210,7 @@ func responsesTools(o wire.Object, req *ResponsesRequest, chat map[string]json.R
 		}
 		out := make([]pipeline.ChatTool, 0, len(tools))
 		for i, t := range tools {
-			path := "tools[" + pipeline.Itoa(i) + "]"
+			path := "tools[" + wire.Itoa(i) + "]"
 			if t.Type != "function" {
 				return wire.ErrInvalid(path+".type", "tool type '%s' is not supported by mocker-server (only 'function')", t.Type)
 			}
@@ -228,7 +228,7 @@ func responsesTools(o wire.Object, req *ResponsesRequest, chat map[string]json.R
 	if !ok {
 		return o.Failed()
 	}
-	req.toolChoice = string(pipeline.CompactJSON(raw))
+	req.toolChoice = string(wire.CompactJSON(raw))
 	if raw[0] == '"' {
 		chat["tool_choice"] = raw
 		return nil
@@ -311,7 +311,7 @@ func responsesConversation(o wire.Object, instructions *string, prev *StoredResp
 		return nil, wire.ErrFieldType("input", "string or array")
 	}
 	for i, it := range items {
-		m, e := responsesInputItem(it, "input["+pipeline.Itoa(i)+"]")
+		m, e := responsesInputItem(it, "input["+wire.Itoa(i)+"]")
 		if e != nil {
 			return nil, e
 		}
@@ -401,7 +401,7 @@ func responsesContentText(raw json.RawMessage, path string) (string, *wire.APIEr
 		case "input_text", "output_text", "text":
 			texts = append(texts, p.Text)
 		default:
-			return "", wire.ErrInvalid(path+"["+pipeline.Itoa(i)+"].type", "Only text content parts are supported by mocker-server.")
+			return "", wire.ErrInvalid(path+"["+wire.Itoa(i)+"].type", "Only text content parts are supported by mocker-server.")
 		}
 	}
 	return strings.Join(texts, "\n"), nil

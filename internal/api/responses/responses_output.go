@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/httperr"
 	"github.com/mocker-server/mocker-server/internal/jsonenc"
@@ -14,7 +15,7 @@ import (
 // responseOutput is the finished output of a Responses job.
 type responseOutput struct {
 	reasoning, content string
-	calls              []pipeline.ToolCallJSON // complete function calls
+	calls              []toolcall.ToolCallJSON // complete function calls
 	reasoningTokens    int
 	status             string // completed | incomplete
 }
@@ -34,7 +35,7 @@ func outputOf(j *pipeline.Job) responseOutput {
 	}
 	finish, _ := ch.Reasons()
 	if ch.Calls != nil {
-		res := ch.Calls.Result(ch)
+		res := ch.Calls.Result(&ch.Plan, ch.N, ch.Reason())
 		out.calls, finish = res.ToolCalls, res.Finish
 		out.content = ""
 		if res.Content != nil {
@@ -49,7 +50,7 @@ func outputOf(j *pipeline.Job) responseOutput {
 
 // appendFunctionCallItem appends a function_call output item
 // (ResponseFunctionToolCall's field order).
-func appendFunctionCallItem(b []byte, g *pipeline.GenRequest, k int, call pipeline.PlannedCall, args, status string) []byte {
+func appendFunctionCallItem(b []byte, g *pipeline.GenRequest, k int, call toolcall.PlannedCall, args, status string) []byte {
 	b = append(b, `{"arguments":`...)
 	b = jsonenc.AppendString(b, args)
 	b = append(b, `,"call_id":`...)

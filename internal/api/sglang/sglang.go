@@ -246,7 +246,7 @@ func sglangResult(j *pipeline.Job, i int) *sglangOutput {
 		},
 	}
 	if len(j.Ch) > 1 {
-		out.MetaInfo.ID = j.G.BaseID + "-" + pipeline.Itoa(i)
+		out.MetaInfo.ID = j.G.BaseID + "-" + wire.Itoa(i)
 	}
 	if sg.batch || len(j.Ch) > 1 {
 		idx := i

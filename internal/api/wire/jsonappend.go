@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"strconv"
 )
@@ -53,4 +55,17 @@ func AppendByteValues(b []byte, s string) []byte {
 		b = strconv.AppendUint(b, uint64(s[i]), 10)
 	}
 	return append(b, ']')
+}
+
+// Itoa is strconv.Itoa, short for the hand-written encoders.
+func Itoa(i int) string { return strconv.Itoa(i) }
+
+// CompactJSON removes insignificant whitespace, keeping key order
+// (the tools JSON the chat template renders).
+func CompactJSON(raw []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
 }

@@ -1,4 +1,4 @@
-package pipeline
+package toolcall
 
 import (
 	"fmt"
@@ -15,15 +15,15 @@ import (
 type partKind uint8
 
 const (
-	partHeader    partKind = iota // the text before a call's arguments: its name and framing
-	partArguments                 // the arguments JSON
+	PartHeader    partKind = iota // the text before a call's arguments: its name and framing
+	PartArguments                 // the arguments JSON
 	partTrailer                   // what closes a call (and opens the next)
 )
 
 // partRole is the kind of one plan part and the call it belongs to.
 type partRole struct {
-	kind partKind
-	call int
+	Kind partKind
+	Call int
 }
 
 // PlannedCall is one tool call a choice makes.
@@ -32,12 +32,12 @@ type PlannedCall struct {
 	Name string
 }
 
-// choiceCalls is the tool-call side of a choice whose output is a call:
+// ChoiceCalls is the tool-call side of a choice whose output is a call:
 // which calls, and the role of every part of its plan (plan.Text parts).
-type choiceCalls struct {
+type ChoiceCalls struct {
 	style toolChoiceKind // toolChoiceNamed, toolChoiceRequired or toolChoiceAuto
 	Calls []PlannedCall
-	roles []partRole
+	Roles []partRole
 }
 
 // callFormat is how a model writes tool calls as text: the mock's output
@@ -106,8 +106,8 @@ func wantsCall(seed uint64, probability float64) bool {
 //
 // idSalt goes into the call ids only: a hash of the prompt, so that turns
 // of one conversation sent with the same "seed" still get distinct ids.
-func planCalls(spec *toolSpec, parser string, seed, idSalt uint64) ([]string, *choiceCalls) {
-	cc := &choiceCalls{style: spec.choice}
+func planCalls(spec *ToolSpec, parser string, seed, idSalt uint64) ([]string, *ChoiceCalls) {
+	cc := &ChoiceCalls{style: spec.choice}
 	var picks []int
 	switch {
 	case spec.choice == toolChoiceNamed:
@@ -138,7 +138,7 @@ func planCalls(spec *toolSpec, parser string, seed, idSalt uint64) ([]string, *c
 		args := string(schemagen.Spaced(def.params.Generate(callSeed)))
 		if spec.choice == toolChoiceNamed {
 			parts = append(parts, args)
-			cc.roles = append(cc.roles, partRole{kind: partArguments, call: k})
+			cc.Roles = append(cc.Roles, partRole{Kind: PartArguments, Call: k})
 			continue
 		}
 		header := format.nameStart + def.name + format.nameEnd
@@ -150,7 +150,7 @@ func planCalls(spec *toolSpec, parser string, seed, idSalt uint64) ([]string, *c
 			trailer = format.callEnd + format.close
 		}
 		parts = append(parts, header, args, trailer)
-		cc.roles = append(cc.roles, partRole{partHeader, k}, partRole{partArguments, k}, partRole{partTrailer, k})
+		cc.Roles = append(cc.Roles, partRole{PartHeader, k}, partRole{PartArguments, k}, partRole{partTrailer, k})
 	}
 	return parts, cc
 }
@@ -189,17 +189,16 @@ type callResult struct {
 // short (max_tokens, a stop string) keeps a named call with its truncated
 // arguments, and otherwise returns the raw text as content, as vLLM's
 // parsers do when the text does not parse.
-func (cc *choiceCalls) Result(ch *Choice) callResult {
-	reason, _ := ch.Reasons()
-	delivered := min(ch.N, len(ch.Plan.IDs))
-	complete := cc.complete(ch)
+func (cc *ChoiceCalls) Result(p *plan.Result, n int, reason engine.FinishReason) callResult {
+	delivered := min(n, len(p.IDs))
+	complete := cc.complete(p, n, reason)
 	args := make([]strings.Builder, len(cc.Calls))
 	var whole strings.Builder
 	for pos := range delivered {
-		text, _ := ch.Plan.Segment(pos)
+		text, _ := p.Segment(pos)
 		whole.WriteString(text)
-		if role := cc.roles[ch.Plan.Part(pos)]; role.kind == partArguments {
-			args[role.call].WriteString(text)
+		if role := cc.Roles[p.Part(pos)]; role.Kind == PartArguments {
+			args[role.Call].WriteString(text)
 		}
 	}
 	raw := whole.String()
@@ -207,7 +206,7 @@ func (cc *choiceCalls) Result(ch *Choice) callResult {
 	if !complete && cc.style != toolChoiceNamed {
 		return callResult{Content: &raw, Finish: reason}
 	}
-	out := callResult{Finish: cc.Finish(ch)}
+	out := callResult{Finish: cc.Finish(p, n, reason)}
 	for k, call := range cc.Calls {
 		out.ToolCalls = append(out.ToolCalls, ToolCallJSON{ID: call.ID, Name: call.Name, Arguments: args[k].String()})
 	}
@@ -219,19 +218,17 @@ func (cc *choiceCalls) Result(ch *Choice) callResult {
 
 // complete reports whether the whole planned text of the calls was
 // delivered and ended naturally.
-func (cc *choiceCalls) complete(ch *Choice) bool {
-	reason, _ := ch.Reasons()
-	return reason == engine.FinishStop && ch.Plan.NaturalEnd && ch.N >= len(ch.Plan.IDs)
+func (cc *ChoiceCalls) complete(p *plan.Result, n int, reason engine.FinishReason) bool {
+	return reason == engine.FinishStop && p.NaturalEnd && n >= len(p.IDs)
 }
 
 // Finish is the choice's finish_reason: "tool_calls" for complete auto and
 // required calls, the engine's reason otherwise (a named call ends with
 // "stop", as OpenAI and vLLM answer it).
-func (cc *choiceCalls) Finish(ch *Choice) engine.FinishReason {
-	if cc.style != toolChoiceNamed && cc.complete(ch) {
+func (cc *ChoiceCalls) Finish(p *plan.Result, n int, reason engine.FinishReason) engine.FinishReason {
+	if cc.style != toolChoiceNamed && cc.complete(p, n, reason) {
 		return FinishToolCalls
 	}
-	reason, _ := ch.Reasons()
 	return reason
 }
 
@@ -245,7 +242,7 @@ type ToolCallJSON struct {
 	Arguments string
 }
 
-func appendToolCalls(b []byte, calls []ToolCallJSON) []byte {
+func AppendToolCalls(b []byte, calls []ToolCallJSON) []byte {
 	b = append(b, '[')
 	for i, c := range calls {
 		if i > 0 {
@@ -262,39 +259,39 @@ func appendToolCalls(b []byte, calls []ToolCallJSON) []byte {
 	return append(b, ']')
 }
 
-// appendCallDelta appends the delta object of position pos of a call
+// AppendCallDelta appends the delta object of position pos of a call
 // plan, or returns ok false when the position sends nothing (framing text,
 // empty fragments). The sequence is vLLM's: a first delta per call with
 // its id, type, index and function name (and, for a named choice, the
 // first arguments fragment; for required, arguments ""; the auto parsers
 // send the name alone), then one {"index","function":{"arguments"}} delta
 // per token of the arguments.
-func (cc *choiceCalls) appendCallDelta(b []byte, ch *Choice, pos int) ([]byte, bool) {
-	part := ch.Plan.Part(pos)
+func (cc *ChoiceCalls) AppendCallDelta(b []byte, p *plan.Result, pos int) ([]byte, bool) {
+	part := p.Part(pos)
 	if part < 0 {
 		return b, false
 	}
-	role := cc.roles[part]
-	text, _ := ch.Plan.Segment(pos)
-	call := cc.Calls[role.call]
+	role := cc.Roles[part]
+	text, _ := p.Segment(pos)
+	call := cc.Calls[role.Call]
 	switch {
-	case role.kind == partHeader:
+	case role.Kind == PartHeader:
 		// The name is known once the header's last token is out.
-		if pos+1 >= len(ch.Plan.IDs) || ch.Plan.Part(pos+1) == part {
+		if pos+1 >= len(p.IDs) || p.Part(pos+1) == part {
 			return b, false
 		}
-		b = appendCallHeader(b, role.call, call, cc.style)
+		b = appendCallHeader(b, role.Call, call, cc.style)
 		b = append(b, "}]}"...)
 		return b, true
-	case role.kind == partArguments && cc.style == toolChoiceNamed && pos == 0:
-		b = appendCallHeader(b, role.call, call, cc.style)
+	case role.Kind == PartArguments && cc.style == toolChoiceNamed && pos == 0:
+		b = appendCallHeader(b, role.Call, call, cc.style)
 		b = append(b, `,"arguments":`...)
 		b = jsonenc.AppendString(b, text)
 		b = append(b, "}}]}"...)
 		return b, true
-	case role.kind == partArguments && text != "":
+	case role.Kind == PartArguments && text != "":
 		b = append(b, `{"tool_calls":[{"index":`...)
-		b = strconv.AppendInt(b, int64(role.call), 10)
+		b = strconv.AppendInt(b, int64(role.Call), 10)
 		b = append(b, `,"function":{"arguments":`...)
 		b = jsonenc.AppendString(b, text)
 		b = append(b, "}}]}"...)
@@ -322,17 +319,17 @@ func appendCallHeader(b []byte, index int, call PlannedCall, style toolChoiceKin
 	return b
 }
 
-// planChoice plans one choice: tool calls (always for a named or required
+// PlanChoice plans one choice: tool calls (always for a named or required
 // tool_choice, by the seeded --tool-call-probability draw for auto), else
 // the structured output, else free text.
-func (s *Server) planChoice(g *GenRequest, p plan.Params, prompt []uint32) (plan.Result, *choiceCalls) {
+func PlanChoice(tools *ToolSpec, structured *StructuredSpec, p plan.Params, prompt []uint32, callProbability float64, parser string) (plan.Result, *ChoiceCalls) {
 	seed := choiceSeed(p.Seed, p.Choice)
-	if g.tools != nil && (g.tools.choice != toolChoiceAuto || wantsCall(seed, s.Opts.Tools.CallProbability)) {
-		parts, calls := planCalls(g.tools, s.Opts.Tools.Parser, seed, plan.RequestSeed(nil, 0, prompt))
+	if tools != nil && (tools.choice != toolChoiceAuto || wantsCall(seed, callProbability)) {
+		parts, calls := planCalls(tools, parser, seed, plan.RequestSeed(nil, 0, prompt))
 		return plan.Text(p, parts), calls
 	}
-	if g.structured != nil {
-		return plan.Text(p, []string{g.structured.text(subSeed(seed, saltStructured))}), nil
+	if structured != nil {
+		return plan.Text(p, []string{structured.text(subSeed(seed, saltStructured))}), nil
 	}
 	return plan.Plan(p), nil
 }

@@ -1,4 +1,4 @@
-package pipeline
+package toolcall
 
 import (
 	"encoding/json"
@@ -18,9 +18,9 @@ const (
 	structuredChoice                           // one of a list of strings
 )
 
-// structuredSpec is a request's output constraint: response_format,
+// StructuredSpec is a request's output constraint: response_format,
 // structured_outputs or the legacy guided_* fields.
-type structuredSpec struct {
+type StructuredSpec struct {
 	kind    structuredKind
 	schema  *schemagen.Schema
 	regex   *schemagen.Regex
@@ -28,7 +28,7 @@ type structuredSpec struct {
 }
 
 // text returns the constrained output for a seed.
-func (sp *structuredSpec) text(seed uint64) string {
+func (sp *StructuredSpec) text(seed uint64) string {
 	switch sp.kind {
 	case structuredJSONSchema:
 		return string(schemagen.Spaced(sp.schema.Generate(seed)))
@@ -40,11 +40,11 @@ func (sp *structuredSpec) text(seed uint64) string {
 	return sp.choices[seed%uint64(len(sp.choices))]
 }
 
-// parseStructured reads the output constraint of a request. Sources, first
+// ParseStructured reads the output constraint of a request. Sources, first
 // found wins: structured_outputs (vLLM's current field), the legacy
 // guided_json / guided_regex / guided_choice, then response_format. nil
 // means free text.
-func parseStructured(o wire.Object) (*structuredSpec, *wire.APIError) {
+func ParseStructured(o wire.Object) (*StructuredSpec, *wire.APIError) {
 	if so, ok := o.Object("structured_outputs"); ok {
 		return structuredFrom(so, "structured_outputs.", "json", "regex", "choice", "grammar", "json_object", "structural_tag")
 	}
@@ -62,7 +62,7 @@ func parseStructured(o wire.Object) (*structuredSpec, *wire.APIError) {
 // structuredFrom reads one constraint from the keys of a structured
 // outputs object (or the guided_* fields of the request: same meanings,
 // other names). Keys given as "" do not exist in that form.
-func structuredFrom(o wire.Object, prefix, jsonKey, regexKey, choiceKey, grammarKey, objectKey, tagKey string) (*structuredSpec, *wire.APIError) {
+func structuredFrom(o wire.Object, prefix, jsonKey, regexKey, choiceKey, grammarKey, objectKey, tagKey string) (*StructuredSpec, *wire.APIError) {
 	var set []string
 	for _, key := range []string{jsonKey, regexKey, choiceKey, grammarKey, tagKey} {
 		if key != "" && o.Has(key) {
@@ -103,7 +103,7 @@ func structuredFrom(o wire.Object, prefix, jsonKey, regexKey, choiceKey, grammar
 		if err != nil {
 			return nil, wire.ErrInvalid(param, "%s", err.Error())
 		}
-		return &structuredSpec{kind: structuredRegex, regex: re}, nil
+		return &StructuredSpec{kind: structuredRegex, regex: re}, nil
 	case choiceKey:
 		items, ok := o.Array(key)
 		if !ok {
@@ -112,9 +112,9 @@ func structuredFrom(o wire.Object, prefix, jsonKey, regexKey, choiceKey, grammar
 		if len(items) == 0 {
 			return nil, wire.ErrInvalid(param, "%s must contain at least one choice", param)
 		}
-		spec := &structuredSpec{kind: structuredChoice}
+		spec := &StructuredSpec{kind: structuredChoice}
 		for i, item := range items {
-			choice, e := wire.ParseString(item, param+"["+Itoa(i)+"]")
+			choice, e := wire.ParseString(item, param+"["+wire.Itoa(i)+"]")
 			if e != nil {
 				return nil, e
 			}
@@ -122,17 +122,17 @@ func structuredFrom(o wire.Object, prefix, jsonKey, regexKey, choiceKey, grammar
 		}
 		return spec, nil
 	case objectKey:
-		return &structuredSpec{kind: structuredJSONObject}, nil
+		return &StructuredSpec{kind: structuredJSONObject}, nil
 	}
 	return nil, wire.ErrInvalid(param, "%s is not supported by mocker-server (only JSON schema, JSON object, regex and choice constraints)", param)
 }
 
-func compileSchemaSpec(raw json.RawMessage, param string) (*structuredSpec, *wire.APIError) {
+func compileSchemaSpec(raw json.RawMessage, param string) (*StructuredSpec, *wire.APIError) {
 	schema, err := schemagen.Compile(raw)
 	if err != nil {
 		return nil, wire.ErrInvalid(param, "%s", err.Error())
 	}
-	return &structuredSpec{kind: structuredJSONSchema, schema: schema}, nil
+	return &StructuredSpec{kind: structuredJSONSchema, schema: schema}, nil
 }
 
 // responseFormatTypes are the response_format.type values vLLM accepts.
@@ -143,7 +143,7 @@ var responseFormatTypes = map[string]bool{
 // parseResponseFormat reads response_format like vLLM's request model: an
 // object whose "type" is one of responseFormatTypes; json_schema carries
 // the schema under json_schema.schema.
-func parseResponseFormat(o wire.Object) (*structuredSpec, *wire.APIError) {
+func parseResponseFormat(o wire.Object) (*StructuredSpec, *wire.APIError) {
 	format, ok := o.Object("response_format")
 	if !ok {
 		return nil, o.Failed()
@@ -161,7 +161,7 @@ func parseResponseFormat(o wire.Object) (*structuredSpec, *wire.APIError) {
 	}
 	switch typ {
 	case "json_object":
-		return &structuredSpec{kind: structuredJSONObject}, nil
+		return &StructuredSpec{kind: structuredJSONObject}, nil
 	case "json_schema":
 		js, ok := format.Object("json_schema")
 		if !ok {

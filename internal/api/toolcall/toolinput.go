@@ -1,4 +1,4 @@
-package pipeline
+package toolcall
 
 import (
 	"bytes"
@@ -8,17 +8,17 @@ import (
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
-// parseToolCalls reads an input message's tool_calls (an assistant turn
+// ParseToolCalls reads an input message's tool_calls (an assistant turn
 // that called tools): each needs function.name; function.arguments is the
 // JSON text of the arguments (an object is accepted too).
-func parseToolCalls(o, m wire.Object, path string) []tokenizer.ToolCall {
+func ParseToolCalls(o, m wire.Object, path string) []tokenizer.ToolCall {
 	elems, ok := m.Array("tool_calls")
 	if !ok {
 		return nil
 	}
 	calls := make([]tokenizer.ToolCall, 0, len(elems))
 	for j, raw := range elems {
-		cpath := path + ".tool_calls[" + Itoa(j) + "]"
+		cpath := path + ".tool_calls[" + wire.Itoa(j) + "]"
 		call, ok := o.Elem(raw, cpath, "object")
 		if !ok {
 			return nil
@@ -45,7 +45,7 @@ func parseToolCalls(o, m wire.Object, path string) []tokenizer.ToolCall {
 					args = text
 				}
 			case '{':
-				args = string(CompactJSON(rawArgs))
+				args = string(wire.CompactJSON(rawArgs))
 			default:
 				o.Fail(wire.ErrFieldType(cpath+".function.arguments", "string"))
 				return nil
@@ -56,12 +56,12 @@ func parseToolCalls(o, m wire.Object, path string) []tokenizer.ToolCall {
 	return calls
 }
 
-// argumentsAsObjects rewrites the messages JSON for a real chat template
+// ArgumentsAsObjects rewrites the messages JSON for a real chat template
 // the way vLLM does before rendering: the arguments of an assistant
 // message's tool_calls become JSON objects ({} when empty), because
 // templates print them with tojson. Everything else keeps its bytes and
 // key order.
-func argumentsAsObjects(messages json.RawMessage) (json.RawMessage, *wire.APIError) {
+func ArgumentsAsObjects(messages json.RawMessage) (json.RawMessage, *wire.APIError) {
 	if !bytes.Contains(messages, []byte(`"tool_calls"`)) {
 		return messages, nil
 	}
@@ -106,7 +106,7 @@ func argumentsAsObjects(messages json.RawMessage) (json.RawMessage, *wire.APIErr
 				if !json.Valid([]byte(text)) {
 					return nil, wire.ErrInvalid("messages", "messages[%d].tool_calls[%d].function.arguments is not valid JSON", i, j)
 				}
-				replacement = CompactJSON([]byte(text))
+				replacement = wire.CompactJSON([]byte(text))
 			}
 			newFn := replaceArguments(call["function"], args, ok, replacement)
 			newCall := bytes.Replace(callRaw, call["function"], newFn, 1)

@@ -1,4 +1,9 @@
-package pipeline
+// Package toolcall is what the surfaces share about tools and constrained
+// output: tool definitions and tool_choice (ParseTools), the planned calls of
+// a choice in each parser's format (PlanChoice, ChoiceCalls: deltas, final
+// result, finish reason), tool calls of input messages, and structured
+// outputs (ParseStructured, response_format). It knows no HTTP server.
+package toolcall
 
 import (
 	"encoding/json"
@@ -24,8 +29,8 @@ type toolDef struct {
 	params *schemagen.Schema // the parameters schema; {} when absent
 }
 
-// toolSpec is what a chat request says about tool calls.
-type toolSpec struct {
+// ToolSpec is what a chat request says about tool calls.
+type ToolSpec struct {
 	tools    []toolDef
 	choice   toolChoiceKind
 	named    int  // index into tools for toolChoiceNamed
@@ -44,12 +49,12 @@ func mustCompile(schema string) *schemagen.Schema {
 	return s
 }
 
-// parseTools reads tools, tool_choice and parallel_tool_calls with the
+// ParseTools reads tools, tool_choice and parallel_tool_calls with the
 // checks of vLLM's ChatCompletionRequest (check_tool_usage and the named
 // tool lookup), and the server's --enable-auto-tool-choice rule. nil means
 // the output is not a tool call.
-func (s *Server) parseTools(o wire.Object) (*toolSpec, *wire.APIError) {
-	spec := &toolSpec{parallel: o.Bool("parallel_tool_calls", true)}
+func ParseTools(o wire.Object, autoToolChoice bool, parser string) (*ToolSpec, *wire.APIError) {
+	spec := &ToolSpec{parallel: o.Bool("parallel_tool_calls", true)}
 	toolsRaw, hasTools := o.Array("tools")
 	choiceRaw, hasChoice := o.Raw("tool_choice")
 	if e := o.Failed(); e != nil {
@@ -88,7 +93,7 @@ func (s *Server) parseTools(o wire.Object) (*toolSpec, *wire.APIError) {
 			strings.Trim(string(choiceRaw), `"`))
 	}
 	if spec.choice == toolChoiceAuto {
-		if !s.Opts.Tools.AutoToolChoice || s.Opts.Tools.Parser == "" {
+		if !autoToolChoice || parser == "" {
 			return nil, wire.ErrInvalid("tool_choice", `"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`)
 		}
 		if len(spec.tools) == 0 {
@@ -103,7 +108,7 @@ func (s *Server) parseTools(o wire.Object) (*toolSpec, *wire.APIError) {
 func parseToolDefs(o wire.Object, toolsRaw []json.RawMessage) ([]toolDef, *wire.APIError) {
 	var tools []toolDef
 	for i, raw := range toolsRaw {
-		path := "tools[" + Itoa(i) + "]"
+		path := "tools[" + wire.Itoa(i) + "]"
 		tool, ok := o.Elem(raw, path, "object")
 		if !ok {
 			return nil, o.Failed()
@@ -126,7 +131,7 @@ func parseToolDefs(o wire.Object, toolsRaw []json.RawMessage) ([]toolDef, *wire.
 			return nil, wire.ErrFieldRequired(path + ".function.name")
 		}
 		def := toolDef{name: name, params: emptyParams}
-		if params, ok := fn.Kind("parameters", "object"); ok && string(CompactJSON(params)) != "{}" {
+		if params, ok := fn.Kind("parameters", "object"); ok && string(wire.CompactJSON(params)) != "{}" {
 			compiled, err := schemagen.Compile(params)
 			if err != nil {
 				return nil, wire.ErrInvalid(path+".function.parameters", "%s", err.Error())
