@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/mocker-server/mocker-server/internal/api/openai"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/sglang"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
@@ -29,8 +30,8 @@ func routes(s *pipeline.Server) http.Handler {
 	})
 
 	gate := s.StartupGate
-	r.Method(http.MethodPost, "/v1/chat/completions", gate(s.DrainGate(pipeline.HandleGenerate(s, true))))
-	r.Method(http.MethodPost, "/v1/completions", gate(s.DrainGate(pipeline.HandleGenerate(s, false))))
+	r.Method(http.MethodPost, "/v1/chat/completions", gate(s.DrainGate(openai.HandleGenerate(s, true))))
+	r.Method(http.MethodPost, "/v1/completions", gate(s.DrainGate(openai.HandleGenerate(s, false))))
 	r.Method(http.MethodGet, "/v1/models", pipeline.HandleModels(s))
 
 	r.Method(http.MethodGet, "/health", gate(pipeline.HandleHealth(s)))

@@ -66,15 +66,15 @@ func (s *Server) checkLengths(g *GenRequest, in *GenInput) *wire.APIError {
 		}
 		g.N = int(n.I)
 	}
-	if !in.Chat && in.bestOf.Set && in.bestOf.I != int64(g.N) {
+	if !in.Chat && in.BestOf.Set && in.BestOf.I != int64(g.N) {
 		return wire.ErrInvalid("best_of", "best_of is not supported")
 	}
-	if in.suffixSet {
+	if in.SuffixSet {
 		return wire.ErrInvalid("suffix", "suffix is not currently supported")
 	}
 	switch {
-	case in.maxCompletion.Set:
-		g.maxReq, g.maxParam = in.maxCompletion, "max_completion_tokens"
+	case in.MaxCompletion.Set:
+		g.maxReq, g.maxParam = in.MaxCompletion, "max_completion_tokens"
 	case in.MaxTokens.Set:
 		g.maxReq, g.maxParam = in.MaxTokens, g.maxName
 	}
@@ -117,13 +117,13 @@ func checkLogprobs(g *GenRequest, in *GenInput) *wire.APIError {
 			g.TopLogprobs = int(tl.I)
 		}
 		g.Logprobs = in.ChatLogprobs
-	} else if k := in.logprobsK; k.Set {
+	} else if k := in.LogprobsK; k.Set {
 		if k.I < 0 || k.I > maxLogprobs {
 			return wire.ErrInvalid("logprobs", "logprobs must be between 0 and %d, got %s.", maxLogprobs, k)
 		}
 		g.Logprobs, g.TopLogprobs = true, int(k.I)
 	}
-	if in.promptLogprobs {
+	if in.PromptLogprobs {
 		return wire.ErrInvalid("prompt_logprobs", "prompt_logprobs is not supported by mocker-server")
 	}
 	return nil
@@ -180,7 +180,7 @@ func (s *Server) checkPromptOptions(g *GenRequest, in *GenInput) *wire.APIError 
 	g.includeUsage = (in.HasStreamOpts && in.IncludeUsage) || s.Opts.HTTP.ForceIncludeUsage
 	g.continuousUsage = in.HasStreamOpts && in.Continuous
 	if in.Chat {
-		return checkChatFlags(in.AddGen, in.contFinal)
+		return checkChatFlags(in.AddGen, in.ContFinal)
 	}
 	return nil
 }

@@ -207,7 +207,7 @@ func (sh *deliveryShard) prepareNext(st *Streamer) {
 			// Nothing was written: the stream renders its next chunk
 			// on the spot (where a panic ends it with an error event).
 			st.next.frame = st.next.frame[:0]
-			st.J.S.log.Error("panic while rendering a chunk ahead", "request_id", st.J.G.BaseID,
+			st.J.S.Log.Error("panic while rendering a chunk ahead", "request_id", st.J.G.BaseID,
 				"panic", v, "stack", string(debug.Stack()))
 		}
 	}()
@@ -263,7 +263,7 @@ func (sh *deliveryShard) deliver(st *Streamer) (left bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			j := st.J
-			j.S.log.Error("panic while streaming", "request_id", j.G.BaseID, "panic", v, "stack", string(debug.Stack()))
+			j.S.Log.Error("panic while streaming", "request_id", j.G.BaseID, "panic", v, "stack", string(debug.Stack()))
 			st.Buf = st.appendFailure(st.Buf[:0], wire.ErrInternal)
 			_ = st.Flush()
 			st.pending = nil
@@ -288,7 +288,7 @@ func (sh *deliveryShard) deliver(st *Streamer) (left bool) {
 	if st.pending != nil {
 		st.mode = handedOver
 		sh.d.HandedBack.Add(1)
-		j.S.log.Debug("client's socket is full; its handler delivers the rest of the stream",
+		j.S.Log.Debug("client's socket is full; its handler delivers the rest of the stream",
 			"request_id", j.G.BaseID, "pending_bytes", len(st.pending))
 	} else {
 		st.mode = deliveryOver

@@ -209,9 +209,9 @@ func (pd *pdRequest) resolveRemote() *wire.APIError {
 	return nil
 }
 
-// kvTransferParams is a prefill response's kv_transfer_params, in the
+// KVTransferParams is a prefill response's kv_transfer_params, in the
 // order vLLM's NixlConnector.request_finished builds them.
-type kvTransferParams struct {
+type KVTransferParams struct {
 	DoRemotePrefill bool    `json:"do_remote_prefill"`
 	DoRemoteDecode  bool    `json:"do_remote_decode"`
 	RemoteBlockIDs  []int   `json:"remote_block_ids"`
@@ -279,7 +279,7 @@ func (s *Server) prepareDecode(ctx context.Context, j *Job) *wire.APIError {
 		s.pdObs.ObserveFailedTransfer(j.rank)
 	}
 	if s.Opts.PD.RecomputeOnLoadFailure {
-		s.log.Warn("KV transfer failed; computing the prompt locally", "request_id", j.G.BaseID, "err", err)
+		s.Log.Warn("KV transfer failed; computing the prompt locally", "request_id", j.G.BaseID, "err", err)
 		return nil
 	}
 	msg := err.Error()
@@ -312,11 +312,11 @@ func (j *Job) noteHandoff(fin *engine.Finished) {
 		return
 	}
 	addr := s.kvt.Held(j.pdRequestID(), fin.HeldBlocks, s.noSideChannel())
-	p := &kvTransferParams{DoRemotePrefill: true, RemoteBlockIDs: fin.HeldBlocks, RemoteEngineID: addr.EngineID,
+	p := &KVTransferParams{DoRemotePrefill: true, RemoteBlockIDs: fin.HeldBlocks, RemoteEngineID: addr.EngineID,
 		RemoteRequestID: j.pdRequestID(), RemoteHost: addr.Host, RemotePort: addr.Port, TPSize: 1}
 	if s.usesBootstrap() {
 		room := j.room
 		p.BootstrapRoom = &room
 	}
-	j.kvParams = p
+	j.KVParams = p
 }

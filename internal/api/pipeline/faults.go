@@ -30,12 +30,12 @@ func (s *Server) decideFault(r *http.Request, g *GenRequest) (faults.Fault, *wir
 		return faults.Fault{}, wire.ErrInvalid("", "%v", err)
 	}
 	if d.HeaderIgnored {
-		s.log.Debug("fault header ignored (--allow-fault-headers is off)", "request_id", g.BaseID)
+		s.Log.Debug("fault header ignored (--allow-fault-headers is off)", "request_id", g.BaseID)
 	}
 	if !d.Injected() {
 		return faults.Fault{Kind: faults.None}, nil
 	}
-	s.log.Debug("injecting fault", "request_id", g.BaseID, "fault", d.Fault.String(),
+	s.Log.Debug("injecting fault", "request_id", g.BaseID, "fault", d.Fault.String(),
 		"source", d.Source, "arrival", d.Index)
 	s.countFault(string(d.Fault.Kind))
 	return d.Fault, nil

@@ -82,7 +82,7 @@ func HandleSurface(s *Server, surf Surface) http.Handler {
 		}
 		release, e, hit := s.limits.admit(w.Header(), requestCost(g))
 		if e != nil {
-			s.log.Debug("rate limit", "request_id", g.BaseID, "limit", hit)
+			s.Log.Debug("rate limit", "request_id", g.BaseID, "limit", hit)
 			s.countFault(hit)
 			fail(w, e)
 			return
@@ -133,7 +133,7 @@ type Job struct {
 	// Disaggregated prefill: the bootstrap room and, once the blocks are
 	// held, the response's kv_transfer_params.
 	room     uint64
-	kvParams *kvTransferParams
+	KVParams *KVTransferParams
 }
 
 // Choice is the state of one engine sequence.

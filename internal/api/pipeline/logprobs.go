@@ -87,8 +87,8 @@ func (l *LogprobRenderer) appendChatEntry(b []byte, id uint32) []byte {
 	return append(b, "]}"...)
 }
 
-// appendChatList appends {"content":[one entry per id]}.
-func (l *LogprobRenderer) appendChatList(b []byte, ids []uint32) []byte {
+// AppendChatList appends {"content":[one entry per id]}.
+func (l *LogprobRenderer) AppendChatList(b []byte, ids []uint32) []byte {
 	b = append(b, `{"content":[`...)
 	for i, id := range ids {
 		if i > 0 {
@@ -130,10 +130,10 @@ func (l *LogprobRenderer) appendCompletionOne(b []byte, id uint32, offset int) [
 	return append(b, "]}"...)
 }
 
-// appendCompletionLists appends the completions logprobs of a whole choice:
+// AppendCompletionLists appends the completions logprobs of a whole choice:
 // text_offset counts characters from the start of the choice's text, whose
 // first offset characters are the echoed prompt.
-func (l *LogprobRenderer) appendCompletionLists(b []byte, p *plan.Result, ids []uint32, offset int) []byte {
+func (l *LogprobRenderer) AppendCompletionLists(b []byte, p *plan.Result, ids []uint32, offset int) []byte {
 	b = append(b, `{"text_offset":[`...)
 	for pos := range ids {
 		if pos > 0 {

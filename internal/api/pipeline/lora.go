@@ -109,7 +109,7 @@ func (s *Server) loadAdapter(name, path, baseModel string) *wire.APIError {
 		// stopped engine serves nothing, so its error changes nothing.
 		_ = e.LoadAdapter(a.Adapter)
 	}
-	s.log.Info("loaded LoRA adapter", "name", name, "path", path, "id", r.lastID)
+	s.Log.Info("loaded LoRA adapter", "name", name, "path", path, "id", r.lastID)
 	return nil
 }
 
@@ -130,7 +130,7 @@ func (s *Server) unloadAdapter(name string) *wire.APIError {
 	}
 	delete(r.byName, name)
 	r.order = slices.DeleteFunc(r.order, func(n string) bool { return n == name })
-	s.log.Info("removed LoRA adapter", "name", name)
+	s.Log.Info("removed LoRA adapter", "name", name)
 	return nil
 }
 

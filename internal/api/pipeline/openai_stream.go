@@ -33,7 +33,7 @@ type openAIEncoder struct {
 	one     [1]uint32 // a single token as a slice, without allocating
 }
 
-func newOpenAIEncoder(j *Job) *openAIEncoder {
+func NewOpenAIEncoder(j *Job) *openAIEncoder {
 	g := j.G
 	e := &openAIEncoder{j: j, lp: NewLogprobRenderer(j), perPass: j.S.Opts.Generation.PerPassChunks && !g.Logprobs}
 	p := make([]byte, 0, 128+len(g.BaseID)+len(g.Model))
@@ -136,7 +136,7 @@ func (e *openAIEncoder) token(idx int, ch *Choice, pos int, tok uint32) {
 		if text != "" {
 			e.chatChunk(idx, ch, text, reasoning, e.one[:], false)
 		}
-	} else if text != "" || (e.j.G.echo && !ch.Started) {
+	} else if text != "" || (e.j.G.Echo && !ch.Started) {
 		e.completionChunk(idx, ch, text, e.one[:], false)
 	}
 }
@@ -181,7 +181,7 @@ func (e *openAIEncoder) renderPass(items []engine.OutputItem, i int, ch *Choice,
 			if text != "" {
 				e.chatChunk(it.Choice, ch, text, reasoning, toks[start:end], false)
 			}
-		} else if text != "" || (j.G.echo && !ch.Started) {
+		} else if text != "" || (j.G.Echo && !ch.Started) {
 			e.completionChunk(it.Choice, ch, text, toks[start:end], false)
 		}
 		start = end
@@ -291,7 +291,7 @@ func (e *openAIEncoder) roleChunk(idx int, ch *Choice) {
 		b = e.appendRunningUsage(b)
 		e.j.Completion++
 	}
-	if e.j.G.returnIDs {
+	if e.j.G.ReturnIDs {
 		b = append(b, `,"prompt_token_ids":`...)
 		b = wire.AppendUint32s(b, e.j.G.Prompts[ch.Prompt].Ids)
 	}
@@ -367,7 +367,7 @@ func (e *openAIEncoder) appendChunkTail(b []byte, ch *Choice, toks []uint32, fin
 	} else {
 		b = append(b, `,"finish_reason":null`...)
 	}
-	if g.returnIDs {
+	if g.ReturnIDs {
 		b = append(b, `,"token_ids":[`...)
 		if hasTok {
 			b = appendTokenIDs(b, toks)
@@ -413,8 +413,8 @@ func (e *openAIEncoder) completionChunk(idx int, ch *Choice, text string, toks [
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(idx), 10)
 	b = append(b, `,"text":"`...)
-	if first && g.echo {
-		echo := g.Prompts[ch.Prompt].text
+	if first && g.Echo {
+		echo := g.Prompts[ch.Prompt].Text
 		b = jsonenc.AppendStringContent(b, echo)
 		ch.offset += utf8.RuneCountInString(echo)
 	}
@@ -432,7 +432,7 @@ func (e *openAIEncoder) completionChunk(idx int, ch *Choice, text string, toks [
 	} else {
 		b = append(b, `,"finish_reason":null,"stop_reason":null`...)
 	}
-	if g.returnIDs {
+	if g.ReturnIDs {
 		if first {
 			b = append(b, `,"prompt_token_ids":`...)
 			b = wire.AppendUint32s(b, g.Prompts[ch.Prompt].Ids)

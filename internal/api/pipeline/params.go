@@ -55,9 +55,9 @@ type GenRequest struct {
 	Truncate     int // 0 = no truncation
 	CacheSalt    string
 	adapter      engine.Adapter           // the LoRA adapter named by model (zero: base model)
-	returnIDs    bool                     // return_token_ids
+	ReturnIDs    bool                     // return_token_ids
 	tokensAsIDs  bool                     // return_tokens_as_token_ids
-	echo         bool                     // completions only
+	Echo         bool                     // completions only
 	Rank         int                      // X-data-parallel-rank, -1 = route
 	tools        *toolcall.ToolSpec       // chat tool calls; nil = none
 	structured   *toolcall.StructuredSpec // output constraint; nil = free text
@@ -74,7 +74,7 @@ type GenRequest struct {
 // context-length checks (checkPrompt).
 type PromptSpec struct {
 	Ids    []uint32 // after truncate_prompt_tokens
-	text   string   // the prompt text as given (string prompts, chat), for echo
+	Text   string   // the prompt text as given (string prompts, chat), for echo
 	IsText bool     // given as text (context-length message form)
 	M      int      // effective max tokens
 }
@@ -86,27 +86,6 @@ type RawPrompt struct {
 	IsText bool
 }
 
-// Known request fields; others are logged at debug level and ignored.
-var (
-	commonFields = []string{
-		"model", "max_tokens", "min_tokens", "ignore_eos", "stop", "stop_token_ids",
-		"include_stop_str_in_output", "n", "stream", "stream_options", "logprobs", "seed",
-		"priority", "truncate_prompt_tokens", "cache_salt", "return_token_ids",
-		"return_tokens_as_token_ids", "request_id", "kv_transfer_params", "bootstrap_host",
-		"bootstrap_port", "bootstrap_room", "temperature", "top_p", "top_k", "min_p",
-		"frequency_penalty", "presence_penalty", "repetition_penalty", "response_format",
-		"user", "logit_bias", "structured_outputs", "skip_special_tokens",
-		"spaces_between_special_tokens", "echo", "prompt_logprobs", "service_tier",
-		"metadata", "store",
-	}
-	chatFields = SetOf(append(slices.Clone(commonFields),
-		"messages", "max_completion_tokens", "top_logprobs", "add_generation_prompt",
-		"continue_final_message", "tools", "tool_choice", "parallel_tool_calls",
-		"chat_template", "chat_template_kwargs", "documents", "reasoning_effort")...)
-	completionFields = SetOf(append(slices.Clone(commonFields),
-		"prompt", "suffix", "best_of", "add_special_tokens")...)
-)
-
 func SetOf(keys ...string) map[string]bool {
 	m := make(map[string]bool, len(keys))
 	for _, k := range keys {
@@ -115,42 +94,15 @@ func SetOf(keys ...string) map[string]bool {
 	return m
 }
 
-// parseGenerate reads a chat or completions body into the typed input
-// (phase 1, field types and required fields) and runs the shared phases
-// on it (buildGenerate), in the order of docs/http-api.md: types, model,
-// values, prompt, KV capacity.
-func (s *Server) parseGenerate(o wire.Object, r *http.Request, chat bool) (*GenRequest, *wire.APIError) {
-	s.logUnknownGenFields(o, r, chat)
-	in := readGenInput(o, chat, s.Tok.VocabSize())
-	if err := o.Failed(); err != nil {
-		return nil, err
-	}
-	return s.BuildGenerate(in, r)
-}
-
-// logUnknownGenFields logs the chat or completions fields the server does
-// not know (the legacy guided_* fields are known to parseStructured).
-func (s *Server) logUnknownGenFields(o wire.Object, r *http.Request, chat bool) {
-	known := completionFields
-	if chat {
-		known = chatFields
-	}
-	unknown := slices.DeleteFunc(o.UnknownKeys(known), func(k string) bool { return strings.HasPrefix(k, "guided_") })
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		s.log.Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
-	}
-}
-
 // BuildGenerate runs the phases every generation surface shares on a
 // typed input: the model (and LoRA adapter), the request id, the value
 // checks, the output constraints and tools, routing and disaggregation,
 // then rendering and tokenization, the per-prompt max-token and
 // context-length rules, and the KV capacity check.
 func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wire.APIError) {
-	g := &GenRequest{Chat: in.Chat, Rank: -1, echo: in.echo, ignoreEOS: in.IgnoreEOS,
-		includeStr: in.IncludeStr, Stream: in.Stream, returnIDs: in.returnIDs,
-		tokensAsIDs: in.tokensAsIDs, pd: in.PD}
+	g := &GenRequest{Chat: in.Chat, Rank: -1, Echo: in.Echo, ignoreEOS: in.IgnoreEOS,
+		includeStr: in.IncludeStr, Stream: in.Stream, ReturnIDs: in.ReturnIDs,
+		tokensAsIDs: in.TokensAsIDs, pd: in.PD}
 	if e := s.ResolveModel(g, in.Model, in.HasModel); e != nil {
 		return nil, e
 	}
@@ -184,7 +136,7 @@ func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wir
 // the text prompts of a completions request (phase 9).
 func (s *Server) tokenizePrompts(in *GenInput) ([]RawPrompt, *wire.APIError) {
 	if in.Chat {
-		text, e := s.renderChat(in.Body, in.Msgs, in.ToolsJSON, in.AddGen, in.contFinal)
+		text, e := s.renderChat(in.Body, in.Msgs, in.ToolsJSON, in.AddGen, in.ContFinal)
 		if e != nil {
 			return nil, e
 		}
@@ -283,9 +235,9 @@ func (s *Server) checkPrompt(g *GenRequest, rp RawPrompt) (PromptSpec, *wire.API
 	if g.minTokens > m {
 		return PromptSpec{}, wire.ErrInvalid("min_tokens", "min_tokens must be less than or equal to max_tokens=%d, got %d.", m, g.minTokens)
 	}
-	ps := PromptSpec{Ids: ids, text: rp.Text, IsText: rp.IsText, M: m}
+	ps := PromptSpec{Ids: ids, Text: rp.Text, IsText: rp.IsText, M: m}
 	if !rp.IsText || truncated {
-		ps.text = tokenizer.DecodeLiteral(ids)
+		ps.Text = tokenizer.DecodeLiteral(ids)
 	}
 	return ps, nil
 }
@@ -587,6 +539,6 @@ func (s *Server) PlanParams(g *GenRequest) plan.Params {
 func (s *Server) LogUnknownFields(o wire.Object, r *http.Request, known map[string]bool) {
 	if unknown := o.UnknownKeys(known); len(unknown) > 0 {
 		slices.Sort(unknown)
-		s.log.Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
+		s.Log.Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
 	}
 }

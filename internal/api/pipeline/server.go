@@ -88,7 +88,7 @@ type Server struct {
 	Adapters *adapterRegistry
 	Tok      tokenizer.Model
 	chat     ChatRenderer
-	log      *slog.Logger
+	Log      *slog.Logger
 	Metrics  http.Handler
 	reqObs   RequestObserver
 	lagObs   DeliveryLagObserver
@@ -137,7 +137,7 @@ func NewServer(opts Options, engines []*engine.Engine, deps Deps, routes func(*S
 		Engines:  engines,
 		Tok:      deps.Tokenizer,
 		chat:     deps.ChatTemplate,
-		log:      deps.Logger,
+		Log:      deps.Logger,
 		Metrics:  deps.Metrics,
 		reqObs:   deps.Requests,
 		lagObs:   deps.DeliveryLag,
@@ -153,8 +153,8 @@ func NewServer(opts Options, engines []*engine.Engine, deps Deps, routes func(*S
 
 		WriteTimeout: sseWriteTimeout,
 	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	if s.Log == nil {
+		s.Log = slog.New(slog.DiscardHandler)
 	}
 	if s.Now == nil {
 		s.Now = time.Now
@@ -178,14 +178,14 @@ func NewServer(opts Options, engines []*engine.Engine, deps Deps, routes func(*S
 		inj, err := faults.New(opts.Faults, faults.Options{Seed: opts.Seed})
 		if err != nil {
 			// Load validated the settings; only a hand-built config gets here.
-			s.log.Error("invalid failure settings; no faults will be injected", "err", err)
+			s.Log.Error("invalid failure settings; no faults will be injected", "err", err)
 		}
 		s.faults = inj
 	}
 	if l := opts.Limits; l.MaxConcurrentRequests > 0 || l.RPM > 0 || l.TPM > 0 {
 		s.limits = newLimiter(l.MaxConcurrentRequests, l.RPM, l.TPM, time.Now)
 	}
-	s.Stuck = &stuckWatch{limit: opts.HTTP.MaxUnflushedTokens, log: s.log.Warn}
+	s.Stuck = &stuckWatch{limit: opts.HTTP.MaxUnflushedTokens, log: s.Log.Warn}
 	s.Delivery = newDelivery(defaultShards(), engines, s.lagObs)
 	s.ready.Store(!opts.HTTP.StartClosed)
 	s.handler = routes(s)
@@ -203,7 +203,7 @@ func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 // /health answers 503 from then on.
 func (s *Server) MarkEngineDead(rank int) {
 	s.dead.Add(1)
-	s.log.Error("engine actor died", "engine", rank)
+	s.Log.Error("engine actor died", "engine", rank)
 }
 
 // InFlight returns the number of generation requests in flight (GET /load).

@@ -87,7 +87,7 @@ type binder interface{ bind(st *Streamer) }
 // completions chunks).
 func NewStreamer(j *Job, w http.ResponseWriter, enc EventEncoder) *Streamer {
 	if enc == nil {
-		enc = newOpenAIEncoder(j)
+		enc = NewOpenAIEncoder(j)
 	}
 	// buf starts small: streams delivered by a shard render into the
 	// shard's buffer, so this one holds only the first events.
@@ -110,7 +110,7 @@ func (j *Job) stream(w http.ResponseWriter, r *http.Request, enc EventEncoder) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			j.S.log.Error("panic while streaming", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			j.S.Log.Error("panic while streaming", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
 			st.Buf = st.appendFailure(st.Buf[:0], wire.ErrInternal)
 			_ = st.Flush()
 		}

@@ -1,26 +1,33 @@
-package pipeline
+// Package openai is the chat completions and completions surfaces
+// (POST /v1/chat/completions, /v1/completions): their body reader into the
+// pipeline's typed input (input.go) and their non-streaming bodies
+// (bodies.go). Their stream encoder stays in internal/api/pipeline
+// (openai_stream.go), because the delivery shards render its next chunk
+// ahead of the pass (prerender.go) with direct calls.
+package openai
 
 import (
 	"net/http"
 	"unicode/utf8"
 
+	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 )
 
 // HandleGenerate serves POST /v1/chat/completions (chat) and
 // POST /v1/completions.
-func HandleGenerate(s *Server, chat bool) http.Handler {
-	return HandleSurface(s, openAISurface{chat: chat})
+func HandleGenerate(s *pipeline.Server, chat bool) http.Handler {
+	return pipeline.HandleSurface(s, openAISurface{chat: chat})
 }
 
 // openAISurface is /v1/chat/completions (chat) or /v1/completions.
 type openAISurface struct{ chat bool }
 
-func (a openAISurface) Parse(s *Server, o wire.Object, r *http.Request) (*GenRequest, *wire.APIError) {
-	return s.parseGenerate(o, r, a.chat)
+func (a openAISurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
+	return parseGenerate(s, o, r, a.chat)
 }
 
-func (a openAISurface) Respond(j *Job, w http.ResponseWriter) {
+func (a openAISurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 	if a.chat {
 		wire.Encode(w, http.StatusOK, chatResponseOf(j))
 	} else {
@@ -28,11 +35,13 @@ func (a openAISurface) Respond(j *Job, w http.ResponseWriter) {
 	}
 }
 
-func (openAISurface) Encoder(j *Job) EventEncoder { return newOpenAIEncoder(j) }
+func (openAISurface) Encoder(j *pipeline.Job) pipeline.EventEncoder {
+	return pipeline.NewOpenAIEncoder(j)
+}
 
 // usage of the whole request: prompts counted once each, completions over
 // all choices.
-func usageOf(j *Job) usage {
+func usageOf(j *pipeline.Job) usage {
 	p := 0
 	for i := range j.G.Prompts {
 		p += len(j.G.Prompts[i].Ids)
@@ -44,7 +53,7 @@ func usageOf(j *Job) usage {
 	return u
 }
 
-func chatResponseOf(j *Job) *chatResponse {
+func chatResponseOf(j *pipeline.Job) *chatResponse {
 	g := j.G
 	resp := &chatResponse{
 		ID:      "chatcmpl-" + g.BaseID,
@@ -54,12 +63,12 @@ func chatResponseOf(j *Job) *chatResponse {
 		Choices: make([]chatChoice, len(j.Ch)),
 		Usage:   usageOf(j),
 
-		KVTransferParams: j.kvParams,
+		KVTransferParams: j.KVParams,
 	}
-	if g.returnIDs {
+	if g.ReturnIDs {
 		resp.PromptTokenIDs = g.Prompts[0].Ids
 	}
-	lp := NewLogprobRenderer(j)
+	lp := pipeline.NewLogprobRenderer(j)
 	for i := range j.Ch {
 		ch := &j.Ch[i]
 		reasoning, content := ch.Plan.Texts(ch.N)
@@ -79,9 +88,9 @@ func chatResponseOf(j *Job) *chatResponse {
 		c := chatChoice{Index: i, Message: msg, FinishReason: finish, StopReason: stop}
 		ids := ch.Plan.IDs[:min(ch.N, len(ch.Plan.IDs))]
 		if g.Logprobs {
-			c.Logprobs = lp.appendChatList(nil, ids)
+			c.Logprobs = lp.AppendChatList(nil, ids)
 		}
-		if g.returnIDs {
+		if g.ReturnIDs {
 			c.TokenIDs = wire.AppendUint32s(nil, ids)
 		}
 		resp.Choices[i] = c
@@ -89,7 +98,7 @@ func chatResponseOf(j *Job) *chatResponse {
 	return resp
 }
 
-func completionResponseOf(j *Job) *completionResponse {
+func completionResponseOf(j *pipeline.Job) *completionResponse {
 	g := j.G
 	resp := &completionResponse{
 		ID:      "cmpl-" + g.BaseID,
@@ -99,27 +108,27 @@ func completionResponseOf(j *Job) *completionResponse {
 		Choices: make([]completionChoice, len(j.Ch)),
 		Usage:   usageOf(j),
 
-		KVTransferParams: j.kvParams,
+		KVTransferParams: j.KVParams,
 	}
-	lp := NewLogprobRenderer(j)
+	lp := pipeline.NewLogprobRenderer(j)
 	var text []byte
 	for i := range j.Ch {
 		ch := &j.Ch[i]
 		ps := &g.Prompts[ch.Prompt]
 		text = text[:0]
 		offset := 0
-		if g.echo {
-			text = append(text, ps.text...)
-			offset = utf8.RuneCountInString(ps.text)
+		if g.Echo {
+			text = append(text, ps.Text...)
+			offset = utf8.RuneCountInString(ps.Text)
 		}
 		text = ch.Plan.AppendText(text, ch.N)
 		finish, stop := ch.Reasons()
 		c := completionChoice{Index: i, Text: string(text), FinishReason: finish, StopReason: stop}
 		ids := ch.Plan.IDs[:min(ch.N, len(ch.Plan.IDs))]
 		if g.Logprobs {
-			c.Logprobs = lp.appendCompletionLists(nil, &ch.Plan, ids, offset)
+			c.Logprobs = lp.AppendCompletionLists(nil, &ch.Plan, ids, offset)
 		}
-		if g.returnIDs {
+		if g.ReturnIDs {
 			c.PromptTokenIDs = ps.Ids
 			c.TokenIDs = wire.AppendUint32s(nil, ids)
 		}
