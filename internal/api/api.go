@@ -7,7 +7,9 @@
 package api
 
 import (
+	"github.com/mocker-server/mocker-server/internal/api/conn"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
@@ -24,20 +26,20 @@ func NewServer(opts Options, engines []*engine.Engine, deps Deps) *Server {
 type (
 	Server                  = pipeline.Server
 	Deps                    = pipeline.Deps
-	Options                 = pipeline.Options
-	ModelOptions            = pipeline.ModelOptions
-	HTTPOptions             = pipeline.HTTPOptions
-	GenerationOptions       = pipeline.GenerationOptions
-	ToolOptions             = pipeline.ToolOptions
-	LimitOptions            = pipeline.LimitOptions
-	LoRAOptions             = pipeline.LoRAOptions
-	LoRAModule              = pipeline.LoRAModule
-	PDOptions               = pipeline.PDOptions
-	SGLangOptions           = pipeline.SGLangOptions
-	ReasoningField          = pipeline.ReasoningField
-	LoRAPathCheck           = pipeline.LoRAPathCheck
-	PDRole                  = pipeline.PDRole
-	DPRouting               = pipeline.DPRouting
+	Options                 = settings.Options
+	ModelOptions            = settings.ModelOptions
+	HTTPOptions             = settings.HTTPOptions
+	GenerationOptions       = settings.GenerationOptions
+	ToolOptions             = settings.ToolOptions
+	LimitOptions            = settings.LimitOptions
+	LoRAOptions             = settings.LoRAOptions
+	LoRAModule              = settings.LoRAModule
+	PDOptions               = settings.PDOptions
+	SGLangOptions           = settings.SGLangOptions
+	ReasoningField          = settings.ReasoningField
+	LoRAPathCheck           = settings.LoRAPathCheck
+	PDRole                  = settings.PDRole
+	DPRouting               = settings.DPRouting
 	ChatRenderer            = pipeline.ChatRenderer
 	KVTransfer              = pipeline.KVTransfer
 	RequestObserver         = pipeline.RequestObserver
@@ -48,15 +50,15 @@ type (
 
 // The settings' values (internal/api/pipeline).
 const (
-	ReasoningFieldReasoning        = pipeline.ReasoningFieldReasoning
-	ReasoningFieldReasoningContent = pipeline.ReasoningFieldReasoningContent
-	LoRAPathNone                   = pipeline.LoRAPathNone
-	LoRAPathExists                 = pipeline.LoRAPathExists
-	PDRoleNone                     = pipeline.PDRoleNone
-	PDRolePrefill                  = pipeline.PDRolePrefill
-	PDRoleDecode                   = pipeline.PDRoleDecode
-	RouteRoundRobin                = pipeline.RouteRoundRobin
-	RouteLeastLoaded               = pipeline.RouteLeastLoaded
+	ReasoningFieldReasoning        = settings.ReasoningFieldReasoning
+	ReasoningFieldReasoningContent = settings.ReasoningFieldReasoningContent
+	LoRAPathNone                   = settings.LoRAPathNone
+	LoRAPathExists                 = settings.LoRAPathExists
+	PDRoleNone                     = settings.PDRoleNone
+	PDRolePrefill                  = settings.PDRolePrefill
+	PDRoleDecode                   = settings.PDRoleDecode
+	RouteRoundRobin                = settings.RouteRoundRobin
+	RouteLeastLoaded               = settings.RouteLeastLoaded
 )
 
 // ErrShuttingDown is what a generation request waiting for its engine gets
@@ -66,6 +68,6 @@ var ErrShuttingDown = pipeline.ErrShuttingDown
 // ConnContext and JSONErrorListener prepare the HTTP server's connections
 // (internal/api/pipeline: raw SSE writes, JSON answers to malformed requests).
 var (
-	ConnContext       = pipeline.ConnContext
-	JSONErrorListener = pipeline.JSONErrorListener
+	ConnContext       = conn.ConnContext
+	JSONErrorListener = conn.JSONErrorListener
 )

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/conn"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/testutil"
@@ -88,7 +89,7 @@ func TestHardening_StdlibErrorsAreJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.NotFoundHandler(), MaxHeaderBytes: 1024}
-	go func() { _ = srv.Serve(pipeline.JSONErrorListener(ln)) }()
+	go func() { _ = srv.Serve(conn.JSONErrorListener(ln)) }()
 	defer srv.Close()
 	tests := []struct {
 		name, request string

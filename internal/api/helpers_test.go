@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/conn"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
@@ -62,7 +63,7 @@ func startServer(t *testing.T, overlay map[string]any, deps ...pipeline.Deps) *t
 // startServerWith runs a server over engines built with per-rank options.
 func startServerWith(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d pipeline.Deps) *testEnv {
 	t.Helper()
-	return startServerConn(t, cfg, opts, d, pipeline.ConnContext)
+	return startServerConn(t, cfg, opts, d, conn.ConnContext)
 }
 
 // startServerConn is startServerWith with the http.Server's ConnContext

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/mocker-server/mocker-server/internal/api/endpoints"
 	"github.com/mocker-server/mocker-server/internal/api/openai"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/sglang"
@@ -32,23 +33,23 @@ func routes(s *pipeline.Server) http.Handler {
 	gate := s.StartupGate
 	r.Method(http.MethodPost, "/v1/chat/completions", gate(s.DrainGate(openai.HandleGenerate(s, true))))
 	r.Method(http.MethodPost, "/v1/completions", gate(s.DrainGate(openai.HandleGenerate(s, false))))
-	r.Method(http.MethodGet, "/v1/models", pipeline.HandleModels(s))
+	r.Method(http.MethodGet, "/v1/models", endpoints.HandleModels(s))
 
-	r.Method(http.MethodGet, "/health", gate(pipeline.HandleHealth(s)))
-	r.Method(http.MethodGet, "/ping", gate(pipeline.HandleHealth(s)))
-	r.Method(http.MethodPost, "/ping", gate(pipeline.HandleHealth(s)))
-	r.Method(http.MethodGet, "/version", pipeline.HandleVersion(s.Version))
-	r.Method(http.MethodPost, "/tokenize", pipeline.HandleTokenize(s))
-	r.Method(http.MethodPost, "/detokenize", pipeline.HandleDetokenize(s))
-	r.Method(http.MethodGet, "/load", pipeline.HandleLoad(s))
-	r.Method(http.MethodGet, "/metrics", pipeline.HandleMetrics(s.Metrics))
+	r.Method(http.MethodGet, "/health", gate(endpoints.HandleHealth(s)))
+	r.Method(http.MethodGet, "/ping", gate(endpoints.HandleHealth(s)))
+	r.Method(http.MethodPost, "/ping", gate(endpoints.HandleHealth(s)))
+	r.Method(http.MethodGet, "/version", endpoints.HandleVersion(s.Version))
+	r.Method(http.MethodPost, "/tokenize", endpoints.HandleTokenize(s))
+	r.Method(http.MethodPost, "/detokenize", endpoints.HandleDetokenize(s))
+	r.Method(http.MethodGet, "/load", endpoints.HandleLoad(s))
+	r.Method(http.MethodGet, "/metrics", endpoints.HandleMetrics(s.Metrics))
 	if s.Opts.HTTP.DevMode {
-		r.Method(http.MethodPost, "/reset_prefix_cache", pipeline.HandleResetPrefixCache(s))
+		r.Method(http.MethodPost, "/reset_prefix_cache", endpoints.HandleResetPrefixCache(s))
 	}
 	if s.Adapters != nil && s.Opts.LoRA.RuntimeUpdating {
 		// Like vLLM, the routes exist only when runtime updating is allowed.
-		r.Method(http.MethodPost, "/v1/load_lora_adapter", pipeline.HandleLoadAdapter(s))
-		r.Method(http.MethodPost, "/v1/unload_lora_adapter", pipeline.HandleUnloadAdapter(s))
+		r.Method(http.MethodPost, "/v1/load_lora_adapter", endpoints.HandleLoadAdapter(s))
+		r.Method(http.MethodPost, "/v1/unload_lora_adapter", endpoints.HandleUnloadAdapter(s))
 	}
 	if s.Side != nil {
 		r.Handle("/kv_transfer/*", s.Side) // disaggregation side channel (internal/kvtransfer)

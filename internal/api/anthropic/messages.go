@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 )
@@ -81,7 +82,7 @@ func messagesInput(o wire.Object, maxTokens wire.Num) (*pipeline.GenInput, *wire
 	in.MaxTokens = maxTokens
 	in.Sampling = pipeline.SamplingInput{Temperature: o.Float("temperature"), TopP: o.Float("top_p"), TopK: o.Int("top_k")}
 	if _, ok := o.Kind("stop_sequences", "array"); ok {
-		in.Stop, in.StopSet = pipeline.ParseStopAt(o, "stop_sequences")
+		in.Stop, in.StopSet = input.ParseStopAt(o, "stop_sequences")
 	}
 	// vLLM asks its chat stream for usage on every chunk: message_start
 	// reports the prompt tokens, message_delta the totals.
@@ -91,7 +92,7 @@ func messagesInput(o wire.Object, maxTokens wire.Num) (*pipeline.GenInput, *wire
 	if e := o.Failed(); e != nil {
 		return nil, e
 	}
-	in.Msgs, in.BadPart = pipeline.ParseMessages(in.Body)
+	in.Msgs, in.BadPart = input.ParseMessages(in.Body)
 	if a, ok := in.Body.Kind("tools", "array"); ok {
 		in.ToolsJSON = wire.CompactJSON(a)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/httperr"
@@ -57,7 +58,7 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 	bodyID, _ := o.String("request_id")
 	o.Kind("user", "string")
 	// The completions prompt forms: a string, strings, ids, id arrays.
-	inputs, empty, badID := pipeline.ParsePrompt(o, "input", s.Tok.VocabSize())
+	inputs, empty, badID := input.ParsePrompt(o, "input", s.Tok.VocabSize())
 	if e := o.Failed(); e != nil {
 		return nil, e
 	}
@@ -104,7 +105,7 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 
 // embedPrompts tokenizes the inputs of an embeddings request and applies
 // truncation, the context length and the KV capacity check.
-func embedPrompts(s *pipeline.Server, g *pipeline.GenRequest, inputs []pipeline.RawPrompt, addSpecial bool) *wire.APIError {
+func embedPrompts(s *pipeline.Server, g *pipeline.GenRequest, inputs []input.RawPrompt, addSpecial bool) *wire.APIError {
 	N := s.Opts.Model.MaxModelLen
 	g.Prompts = make([]pipeline.PromptSpec, len(inputs))
 	for i, in := range inputs {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 )
@@ -63,14 +64,14 @@ func logUnknownGenFields(s *pipeline.Server, o wire.Object, r *http.Request, cha
 func readGenInput(o wire.Object, chat bool, vocabSize int) *pipeline.GenInput {
 	in := &pipeline.GenInput{Chat: chat, Body: o}
 	if chat {
-		in.Msgs, in.BadPart = pipeline.ParseMessages(o)
+		in.Msgs, in.BadPart = input.ParseMessages(o)
 		if a, ok := o.Kind("tools", "array"); ok {
 			in.ToolsJSON = wire.CompactJSON(a)
 		}
 		in.AddGen = o.Bool("add_generation_prompt", true)
 		in.ContFinal = o.Bool("continue_final_message", false)
 	} else {
-		in.Prompts, in.EmptyPrompt, in.BadTokenID = pipeline.ParsePrompt(o, "prompt", vocabSize)
+		in.Prompts, in.EmptyPrompt, in.BadTokenID = input.ParsePrompt(o, "prompt", vocabSize)
 		in.Echo = o.Bool("echo", false)
 	}
 	in.Model, in.HasModel = o.String("model")
@@ -80,7 +81,7 @@ func readGenInput(o wire.Object, chat bool, vocabSize int) *pipeline.GenInput {
 	in.MaxTokens = o.Int("max_tokens")
 	in.MinTokens = o.Int("min_tokens")
 	in.IgnoreEOS = o.Bool("ignore_eos", false)
-	in.Stop, in.StopSet = pipeline.ParseStop(o)
+	in.Stop, in.StopSet = input.ParseStop(o)
 	in.StopIDs, in.StopIDCount = pipeline.ParseStopIDs(o)
 	in.IncludeStr = o.Bool("include_stop_str_in_output", false)
 	in.N = o.Int("n")

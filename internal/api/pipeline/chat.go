@@ -18,9 +18,9 @@ type ChatRenderer interface {
 		kwargs map[string]json.RawMessage) (string, error)
 }
 
-// renderChat renders a parsed chat request with the configured template,
+// RenderChat renders a parsed chat request with the configured template,
 // or with the built-in ChatML template when none is configured.
-func (s *Server) renderChat(o wire.Object, msgs []tokenizer.Message, tools []byte, addGen, contFinal bool) (string, *wire.APIError) {
+func (s *Server) RenderChat(o wire.Object, msgs []tokenizer.Message, tools []byte, addGen, contFinal bool) (string, *wire.APIError) {
 	if o.Has("chat_template") {
 		// vLLM renders a request's own template only when the operator
 		// trusts requests (--trust-request-chat-template), which the mock

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -13,7 +14,7 @@ import (
 // checkInputs reports the value errors of the messages or prompts.
 func checkInputs(_ *GenRequest, in *GenInput) *wire.APIError {
 	if in.Chat {
-		return checkMessages(in.Msgs, in.BadPart, in.MsgsParam)
+		return CheckMessages(in.Msgs, in.BadPart, in.MsgsParam)
 	}
 	switch {
 	case in.EmptyPrompt:
@@ -24,10 +25,10 @@ func checkInputs(_ *GenRequest, in *GenInput) *wire.APIError {
 	return nil
 }
 
-// checkMessages checks chat messages (also /tokenize's): at least one,
+// CheckMessages checks chat messages (also /tokenize's): at least one,
 // text content parts only. param names the messages field ("" =
 // messages).
-func checkMessages(msgs []tokenizer.Message, badPart, param string) *wire.APIError {
+func CheckMessages(msgs []tokenizer.Message, badPart, param string) *wire.APIError {
 	if param == "" {
 		param = "messages"
 	}
@@ -40,8 +41,8 @@ func checkMessages(msgs []tokenizer.Message, badPart, param string) *wire.APIErr
 	return nil
 }
 
-// checkChatFlags refuses continue_final_message with add_generation_prompt.
-func checkChatFlags(addGen, contFinal bool) *wire.APIError {
+// CheckChatFlags refuses continue_final_message with add_generation_prompt.
+func CheckChatFlags(addGen, contFinal bool) *wire.APIError {
 	if addGen && contFinal {
 		return wire.ErrInvalid("", "Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
 	}
@@ -132,8 +133,8 @@ func checkLogprobs(g *GenRequest, in *GenInput) *wire.APIError {
 // checkStops checks the stop strings and stop token ids.
 func (s *Server) checkStops(g *GenRequest, in *GenInput) *wire.APIError {
 	if in.StopSet {
-		if len(in.Stop) > maxStopStrings {
-			return wire.ErrInvalid("stop", "stop must contain at most %d strings", maxStopStrings)
+		if len(in.Stop) > input.MaxStopStrings {
+			return wire.ErrInvalid("stop", "stop must contain at most %d strings", input.MaxStopStrings)
 		}
 		for _, st := range in.Stop {
 			if st == "" {
@@ -180,7 +181,7 @@ func (s *Server) checkPromptOptions(g *GenRequest, in *GenInput) *wire.APIError 
 	g.includeUsage = (in.HasStreamOpts && in.IncludeUsage) || s.Opts.HTTP.ForceIncludeUsage
 	g.continuousUsage = in.HasStreamOpts && in.Continuous
 	if in.Chat {
-		return checkChatFlags(in.AddGen, in.ContFinal)
+		return CheckChatFlags(in.AddGen, in.ContFinal)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kvtransfer"
@@ -147,9 +148,9 @@ func (s *Server) checkPD(g *GenRequest) *wire.APIError {
 		pd.role = pdDecode
 	case pd.params:
 		return nil // neither flag: an ordinary request, as in vLLM
-	case s.Opts.PD.Role == PDRolePrefill:
+	case s.Opts.PD.Role == settings.PDRolePrefill:
 		pd.role = pdPrefill
-	case s.Opts.PD.Role == PDRoleDecode:
+	case s.Opts.PD.Role == settings.PDRoleDecode:
 		pd.role = pdDecode
 	default:
 		return wire.ErrInvalid("bootstrap_room",
@@ -244,7 +245,7 @@ func (s *Server) noSideChannel() bool { return !s.Opts.PD.Connector && !s.usesBo
 func (s *Server) preparePrefill(j *Job) {
 	req := &j.Reqs[0]
 	spec := kvtransfer.HandoffSpec{Rank: j.rank, EngineReq: req.ID, RequestID: j.pdRequestID(),
-		Delay: s.Opts.PD.transferDelay(len(req.Prompt)), Timeout: s.Opts.PD.HandoffTimeout, AutoRelease: s.noSideChannel()}
+		Delay: s.Opts.PD.DelayFor(len(req.Prompt)), Timeout: s.Opts.PD.HandoffTimeout, AutoRelease: s.noSideChannel()}
 	if s.usesBootstrap() {
 		spec.HasRoom = true
 		spec.Room = j.G.pd.room

@@ -2,12 +2,11 @@ package pipeline
 
 import (
 	"context"
-	"math"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/ratelimit"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/faults"
 )
@@ -53,14 +52,14 @@ func (s *Server) countFault(kind string) {
 func (s *Server) answerStatusFault(w http.ResponseWriter, g *GenRequest, f faults.Fault, fail ErrorWriter) bool {
 	switch f.Kind {
 	case faults.RateLimit:
-		setRetryAfter(w.Header(), f.Duration)
+		ratelimit.SetRetryAfter(w.Header(), f.Duration)
 		fail(w, &wire.APIError{Status: http.StatusTooManyRequests, Type: wire.TypeRateLimit,
 			Message: "Rate limit reached (injected fault). Please retry after the time in Retry-After."})
 	case faults.ServerError:
 		fail(w, &wire.APIError{Status: http.StatusInternalServerError, Type: wire.TypeInternal,
 			Message: "Internal Server Error (injected fault)"})
 	case faults.Unavailable:
-		setRetryAfter(w.Header(), f.Duration)
+		ratelimit.SetRetryAfter(w.Header(), f.Duration)
 		fail(w, &wire.APIError{Status: http.StatusServiceUnavailable, Type: wire.TypeUnavailable,
 			Message: "The server is temporarily unavailable (injected fault)."})
 	case faults.ContextLength:
@@ -93,15 +92,6 @@ func delayFault(w http.ResponseWriter, r *http.Request, f faults.Fault, fail Err
 		fail(w, e)
 	}
 	return true
-}
-
-// setRetryAfter sets Retry-After (whole seconds, rounded up, as HTTP
-// requires) and retry-after-ms (the exact value, which OpenAI's SDKs
-// prefer).
-func setRetryAfter(h http.Header, d time.Duration) {
-	secs := int64(math.Ceil(d.Seconds()))
-	h.Set("Retry-After", strconv.FormatInt(max(secs, 0), 10))
-	h.Set("Retry-After-Ms", strconv.FormatInt(d.Milliseconds(), 10))
 }
 
 // sleepCtx waits d or until ctx ends; false when ctx ended first.

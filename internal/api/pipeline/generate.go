@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/mocker-server/mocker-server/internal/api/logprob"
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
@@ -61,8 +62,8 @@ func HandleSurface(s *Server, surf Surface) http.Handler {
 			fail(w, e)
 			return
 		}
-		s.inflight.Add(1)
-		defer s.inflight.Add(-1)
+		s.Inflight.Add(1)
+		defer s.Inflight.Add(-1)
 		g, e := surf.Parse(s, o, r)
 		if e != nil {
 			fail(w, e)
@@ -80,7 +81,7 @@ func HandleSurface(s *Server, surf Surface) http.Handler {
 		if s.answerStatusFault(w, g, fault, fail) {
 			return
 		}
-		release, e, hit := s.limits.admit(w.Header(), requestCost(g))
+		release, e, hit := s.limits.Admit(w.Header(), requestCost(g))
 		if e != nil {
 			s.Log.Debug("rate limit", "request_id", g.BaseID, "limit", hit)
 			s.countFault(hit)
@@ -347,4 +348,18 @@ func (j *Job) collect(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return !j.respondFault(w, r)
+}
+
+// requestCost is a request's token cost for tpm: prompt tokens plus the
+// effective max tokens of every choice.
+func requestCost(g *GenRequest) int {
+	cost := 0
+	for i := range g.Prompts {
+		cost += len(g.Prompts[i].Ids) + g.N*g.Prompts[i].M
+	}
+	return cost
+}
+
+func NewLogprobRenderer(j *Job) *logprob.Renderer {
+	return &logprob.Renderer{K: j.G.TopLogprobs, AsIDs: j.G.tokensAsIDs, Tok: j.S.Tok}
 }

@@ -9,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
@@ -24,8 +24,8 @@ const typeInvalidUserInput = "InvalidUserInput"
 // is recorded (and checked under lora_path_check exists).
 type loraAdapter struct {
 	engine.Adapter
-	path   string
-	parent string // the served model name listed as its parent
+	Path   string
+	Parent string // the served model name listed as its parent
 }
 
 // adapterRegistry holds the served adapters of a server, shared by every
@@ -57,8 +57,8 @@ func (r *adapterRegistry) lookup(name string) (engine.Adapter, bool) {
 	return a.Adapter, true
 }
 
-// list returns the adapters in load order.
-func (r *adapterRegistry) list() []loraAdapter {
+// List returns the adapters in load order.
+func (r *adapterRegistry) List() []loraAdapter {
 	if r == nil {
 		return nil
 	}
@@ -71,9 +71,9 @@ func (r *adapterRegistry) list() []loraAdapter {
 	return out
 }
 
-// loadAdapter applies vLLM's checks for loading an adapter and registers it.
+// LoadAdapter applies vLLM's checks for loading an adapter and registers it.
 // The error carries the status, type and message vLLM answers with.
-func (s *Server) loadAdapter(name, path, baseModel string) *wire.APIError {
+func (s *Server) LoadAdapter(name, path, baseModel string) *wire.APIError {
 	r := s.Adapters
 	if name == "" || path == "" {
 		return &wire.APIError{Status: http.StatusBadRequest, Type: typeInvalidUserInput,
@@ -91,7 +91,7 @@ func (s *Server) loadAdapter(name, path, baseModel string) *wire.APIError {
 		return &wire.APIError{Status: http.StatusBadRequest, Type: typeInvalidUserInput,
 			Message: fmt.Sprintf("The lora adapter '%s' has already been loaded.", name)}
 	}
-	if s.Opts.LoRA.PathCheck == LoRAPathExists {
+	if s.Opts.LoRA.PathCheck == settings.LoRAPathExists {
 		if e := checkAdapterPath(name, path, s.Opts.LoRA.MaxRank); e != nil {
 			return e
 		}
@@ -101,7 +101,7 @@ func (s *Server) loadAdapter(name, path, baseModel string) *wire.APIError {
 		parent = baseModel
 	}
 	r.lastID++
-	a := &loraAdapter{Adapter: engine.Adapter{ID: r.lastID, Name: name}, path: path, parent: parent}
+	a := &loraAdapter{Adapter: engine.Adapter{ID: r.lastID, Name: name}, Path: path, Parent: parent}
 	r.byName[name] = a
 	r.order = append(r.order, name)
 	for _, e := range s.Engines {
@@ -113,10 +113,10 @@ func (s *Server) loadAdapter(name, path, baseModel string) *wire.APIError {
 	return nil
 }
 
-// unloadAdapter removes an adapter from the served names; its requests in
+// UnloadAdapter removes an adapter from the served names; its requests in
 // flight finish under it. As in vLLM, the engine keeps it in its slots until
 // they evict it.
-func (s *Server) unloadAdapter(name string) *wire.APIError {
+func (s *Server) UnloadAdapter(name string) *wire.APIError {
 	if name == "" {
 		return &wire.APIError{Status: http.StatusBadRequest, Type: typeInvalidUserInput,
 			Message: "'lora_name' needs to be provided to unload a LoRA adapter."}
@@ -168,75 +168,9 @@ func checkAdapterPath(name, path string, maxRank int) *wire.APIError {
 // of a runtime load; a failure stops startup, as in vLLM.
 func (s *Server) LoadStaticAdapters() error {
 	for _, m := range s.Opts.LoRA.Modules {
-		if e := s.loadAdapter(m.Name, m.Path, m.BaseModelName); e != nil {
+		if e := s.LoadAdapter(m.Name, m.Path, m.BaseModelName); e != nil {
 			return fmt.Errorf("--lora-modules %s: %s", m.Name, e.Message)
 		}
 	}
 	return nil
-}
-
-// HandleLoadAdapter is POST /v1/load_lora_adapter.
-func HandleLoadAdapter(s *Server) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := wire.DecodeBody(w, r, s.Opts.HTTP.MaxRequestBodyBytes)
-		if e == nil {
-			e = adapterRequestFields(o, "lora_name", "lora_path")
-		}
-		if e == nil {
-			name, _ := o.String("lora_name")
-			path, _ := o.String("lora_path")
-			e = s.loadAdapter(name, path, "")
-			if e == nil {
-				writePlain(w, fmt.Sprintf("Success: LoRA adapter '%s' added successfully.", name))
-				return
-			}
-		}
-		wire.WriteError(w, e)
-	})
-}
-
-// HandleUnloadAdapter is POST /v1/unload_lora_adapter.
-func HandleUnloadAdapter(s *Server) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := wire.DecodeBody(w, r, s.Opts.HTTP.MaxRequestBodyBytes)
-		if e == nil {
-			e = adapterRequestFields(o, "lora_name")
-		}
-		if e == nil {
-			o.Int("lora_int_id") // optional in vLLM's request; only its type is checked
-			e = o.Failed()
-		}
-		if e == nil {
-			name, _ := o.String("lora_name")
-			e = s.unloadAdapter(name)
-			if e == nil {
-				writePlain(w, fmt.Sprintf("Success: LoRA adapter '%s' removed successfully.", name))
-				return
-			}
-		}
-		wire.WriteError(w, e)
-	})
-}
-
-// adapterRequestFields checks that the required string fields are present
-// and strings (pydantic's checks, before vLLM's own).
-func adapterRequestFields(o wire.Object, keys ...string) *wire.APIError {
-	for _, k := range keys {
-		if _, ok := o.String(k); !ok {
-			if e := o.Failed(); e != nil {
-				return e
-			}
-			return wire.ErrFieldRequired(k)
-		}
-	}
-	return nil
-}
-
-// writePlain writes vLLM's bare success string: a body with no media type.
-func writePlain(w http.ResponseWriter, body string) {
-	h := w.Header()
-	h["Content-Type"] = nil // no sniffed text/plain: vLLM sends none
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte(body))
 }

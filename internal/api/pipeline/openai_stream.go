@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/mocker-server/mocker-server/internal/api/logprob"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/jsonenc"
@@ -22,7 +24,7 @@ type openAIEncoder struct {
 
 	prefix    []byte // `data: {"id":…,"model":…,"choices":[` (constant per request)
 	reasonKey []byte // `{"reasoning":` or `{"reasoning_content":`
-	lp        *LogprobRenderer
+	lp        *logprob.Renderer
 	promptTok int // prompt tokens over all prompts (usage)
 	usageDone bool
 	// perPass streams the tokens one pass delivers to a choice as one
@@ -56,7 +58,7 @@ func NewOpenAIEncoder(j *Job) *openAIEncoder {
 	e.prefix = p
 	key := j.S.Opts.Generation.ReasoningField
 	if key == "" {
-		key = ReasoningFieldReasoning
+		key = settings.ReasoningFieldReasoning
 	}
 	e.reasonKey = jsonenc.AppendString([]byte(`{`), string(key))
 	e.reasonKey = append(e.reasonKey, ':')
@@ -356,7 +358,7 @@ func (e *openAIEncoder) appendChunkTail(b []byte, ch *Choice, toks []uint32, fin
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = e.lp.appendChatEntry(b, tok)
+			b = e.lp.AppendChatEntry(b, tok)
 		}
 		b = append(b, "]}"...)
 	} else {
@@ -422,7 +424,7 @@ func (e *openAIEncoder) completionChunk(idx int, ch *Choice, text string, toks [
 	b = append(b, `","logprobs":`...)
 	if g.Logprobs && hasTok {
 		// Per-pass chunks are off with logprobs: one token here.
-		b = e.lp.appendCompletionOne(b, toks[0], ch.offset)
+		b = e.lp.AppendCompletionOne(b, toks[0], ch.offset)
 	} else {
 		b = append(b, "null"...)
 	}

@@ -12,7 +12,7 @@ import (
 var (
 	errDraining = &wire.APIError{Status: http.StatusServiceUnavailable, Type: wire.TypeUnavailable,
 		Message: "The server is draining and does not accept new requests."}
-	errHealthFailing = &wire.APIError{Status: http.StatusServiceUnavailable, Type: wire.TypeUnavailable,
+	ErrHealthFailing = &wire.APIError{Status: http.StatusServiceUnavailable, Type: wire.TypeUnavailable,
 		Message: "The engine is not responding."}
 )
 
@@ -23,7 +23,7 @@ func (s *Server) SetDraining(draining bool) { s.draining.Store(draining) }
 
 // SetHealthFailing makes /health and /ping answer 503 (true) or go back to
 // their normal answer (false).
-func (s *Server) SetHealthFailing(failing bool) { s.healthFailing.Store(failing) }
+func (s *Server) SetHealthFailing(failing bool) { s.HealthFailing.Store(failing) }
 
 // DrainGate refuses new generation requests while draining.
 func (s *Server) DrainGate(next http.Handler) http.Handler {

@@ -3,11 +3,10 @@ package pipeline
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"slices"
-	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
@@ -19,7 +18,6 @@ import (
 // exceeding one is a 400 naming the field.
 const (
 	maxN             = 128
-	maxStopStrings   = 64
 	maxStopStringLen = 1024
 	maxStopTokenIDs  = 64
 	maxLogprobs      = 20
@@ -79,13 +77,6 @@ type PromptSpec struct {
 	M      int      // effective max tokens
 }
 
-// RawPrompt is a completions prompt as sent, before tokenization.
-type RawPrompt struct {
-	Text   string
-	Ids    []uint32
-	IsText bool
-}
-
 func SetOf(keys ...string) map[string]bool {
 	m := make(map[string]bool, len(keys))
 	for _, k := range keys {
@@ -134,15 +125,15 @@ func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wir
 
 // tokenizePrompts renders a chat request with its template or tokenizes
 // the text prompts of a completions request (phase 9).
-func (s *Server) tokenizePrompts(in *GenInput) ([]RawPrompt, *wire.APIError) {
+func (s *Server) tokenizePrompts(in *GenInput) ([]input.RawPrompt, *wire.APIError) {
 	if in.Chat {
-		text, e := s.renderChat(in.Body, in.Msgs, in.ToolsJSON, in.AddGen, in.ContFinal)
+		text, e := s.RenderChat(in.Body, in.Msgs, in.ToolsJSON, in.AddGen, in.ContFinal)
 		if e != nil {
 			return nil, e
 		}
 		// A rendered chat prompt already holds the template's special
 		// tokens; vLLM adds none (add_special_tokens defaults to false).
-		return []RawPrompt{{Text: text, Ids: s.Tok.Encode(text, false), IsText: true}}, nil
+		return []input.RawPrompt{{Text: text, Ids: s.Tok.Encode(text, false), IsText: true}}, nil
 	}
 	for i := range in.Prompts {
 		if in.Prompts[i].IsText {
@@ -154,7 +145,7 @@ func (s *Server) tokenizePrompts(in *GenInput) ([]RawPrompt, *wire.APIError) {
 
 // checkPrompts truncates each prompt and applies the max-token and
 // context-length rules (checkPrompt).
-func (s *Server) checkPrompts(g *GenRequest, raw []RawPrompt) *wire.APIError {
+func (s *Server) checkPrompts(g *GenRequest, raw []input.RawPrompt) *wire.APIError {
 	g.Prompts = make([]PromptSpec, len(raw))
 	for i, rp := range raw {
 		ps, e := s.checkPrompt(g, rp)
@@ -205,7 +196,7 @@ func (s *Server) ResolveModel(g *GenRequest, model string, hasModel bool) *wire.
 // context-length rules: the effective max tokens is the request's limit,
 // else max_model_len − prompt (chat) or min(16, max_model_len − prompt)
 // (completions), as in vLLM.
-func (s *Server) checkPrompt(g *GenRequest, rp RawPrompt) (PromptSpec, *wire.APIError) {
+func (s *Server) checkPrompt(g *GenRequest, rp input.RawPrompt) (PromptSpec, *wire.APIError) {
 	ids := rp.Ids
 	if len(ids) == 0 {
 		return PromptSpec{}, wire.ErrInvalid("", "The prompt is empty after tokenization")
@@ -278,215 +269,6 @@ func checkSampling(temperature, topP, topK, minP, freqPen, presPen, repPen wire.
 	return nil
 }
 
-// ParseMessages reads the chat messages (types only). It returns the path
-// of the first non-text content part, if any, for the value check.
-func ParseMessages(o wire.Object) (msgs []tokenizer.Message, badPart string) {
-	arr, ok := o.Raw("messages")
-	if !ok {
-		if o.Failed() == nil {
-			o.Fail(wire.ErrFieldRequired("messages"))
-		}
-		return nil, ""
-	}
-	elems, e := wire.ParseArray(arr, "messages")
-	if e != nil {
-		o.Fail(e)
-		return nil, ""
-	}
-	msgs = make([]tokenizer.Message, 0, len(elems))
-	var b strings.Builder
-	for i, raw := range elems {
-		path := "messages[" + wire.Itoa(i) + "]"
-		m, ok := o.Elem(raw, path, "object")
-		if !ok {
-			return nil, ""
-		}
-		if !m.Has("role") {
-			o.Fail(wire.ErrFieldRequired(path + ".role"))
-			return nil, ""
-		}
-		role, _ := m.String("role")
-		var content string
-		if c, ok := m.Raw("content"); ok {
-			switch c[0] {
-			case '"':
-				content, _ = m.String("content")
-			case '[':
-				parts, _ := m.Array("content")
-				b.Reset()
-				for j, pr := range parts {
-					ppath := path + ".content[" + wire.Itoa(j) + "]"
-					part, ok := o.Elem(pr, ppath, "object")
-					if !ok {
-						return nil, ""
-					}
-					typ, hasType := part.String("type")
-					if !hasType {
-						if o.Failed() == nil {
-							o.Fail(wire.ErrFieldRequired(ppath + ".type"))
-						}
-						return nil, ""
-					}
-					if typ != "text" {
-						if badPart == "" {
-							badPart = ppath + ".type"
-						}
-						continue
-					}
-					if !part.Has("text") {
-						o.Fail(wire.ErrFieldRequired(ppath + ".text"))
-						return nil, ""
-					}
-					text, _ := part.String("text")
-					if b.Len() > 0 || j > 0 {
-						b.WriteByte('\n')
-					}
-					b.WriteString(text)
-				}
-				content = b.String()
-			case 'n':
-				// null content: an assistant turn that only calls tools.
-			default:
-				o.Fail(wire.ErrFieldType(path+".content", "string"))
-				return nil, ""
-			}
-		}
-		calls := toolcall.ParseToolCalls(o, m, path)
-		if o.Failed() != nil {
-			return nil, ""
-		}
-		msgs = append(msgs, tokenizer.Message{Role: role, Content: content, ToolCalls: calls})
-	}
-	return msgs, badPart
-}
-
-// ParsePrompt reads the completions prompt: a string, an array of strings,
-// an array of ids or an array of id arrays. Emptiness and out-of-vocabulary
-// ids are value errors reported after the model check.
-func ParsePrompt(o wire.Object, key string, vocabSize int) (prompts []RawPrompt, empty bool, badID string) {
-	raw, ok := o.Raw(key)
-	if !ok {
-		if o.Failed() == nil {
-			o.Fail(wire.ErrFieldRequired(o.Name(key)))
-		}
-		return nil, false, ""
-	}
-	switch raw[0] {
-	case '"':
-		text, _ := o.String(key)
-		return []RawPrompt{{Text: text, IsText: true}}, text == "", ""
-	case '[':
-	default:
-		o.Fail(wire.ErrFieldType(o.Name(key), "string"))
-		return nil, false, ""
-	}
-	path := o.Name(key)
-	elems, e := wire.ParseArray(raw, path)
-	if e != nil {
-		o.Fail(e)
-		return nil, false, ""
-	}
-	if len(elems) == 0 {
-		return nil, true, ""
-	}
-	switch {
-	case elems[0][0] == '"':
-		prompts = make([]RawPrompt, len(elems))
-		for i, el := range elems {
-			s, e := wire.ParseString(el, path+"["+wire.Itoa(i)+"]")
-			if e != nil {
-				o.Fail(e)
-				return nil, false, ""
-			}
-			empty = empty || s == ""
-			prompts[i] = RawPrompt{Text: s, IsText: true}
-		}
-		return prompts, empty, ""
-	case elems[0][0] == '[':
-		prompts = make([]RawPrompt, len(elems))
-		for i, el := range elems {
-			ipath := path + "[" + wire.Itoa(i) + "]"
-			inner, e := wire.ParseArray(el, ipath)
-			if e != nil {
-				o.Fail(e)
-				return nil, false, ""
-			}
-			ids, bad, e := parseIDs(inner, ipath, vocabSize)
-			if e != nil {
-				o.Fail(e)
-				return nil, false, ""
-			}
-			empty = empty || len(ids) == 0
-			if badID == "" {
-				badID = bad
-			}
-			prompts[i] = RawPrompt{Ids: ids}
-		}
-		return prompts, empty, badID
-	}
-	ids, bad, e := parseIDs(elems, path, vocabSize)
-	if e != nil {
-		o.Fail(e)
-		return nil, false, ""
-	}
-	return []RawPrompt{{Ids: ids}}, false, bad
-}
-
-// parseIDs reads an array of token ids. It returns the text of the first id
-// outside the vocabulary (a value error) separately from type errors.
-func parseIDs(elems []json.RawMessage, path string, vocabSize int) (ids []uint32, badID string, err *wire.APIError) {
-	ids = make([]uint32, len(elems))
-	for i, el := range elems {
-		v, e := wire.ParseInt(el, path+"["+wire.Itoa(i)+"]")
-		if e != nil {
-			return nil, "", e
-		}
-		if v.I < 0 || v.I >= int64(vocabSize) {
-			if badID == "" {
-				badID = v.Raw
-			}
-			continue
-		}
-		ids[i] = uint32(v.I)
-	}
-	return ids, badID, nil
-}
-
-// ParseStop reads stop: a string or an array of strings.
-func ParseStop(o wire.Object) ([]string, bool) { return ParseStopAt(o, "stop") }
-
-// ParseStopAt reads stop strings under a surface's name for them (SGLang's
-// sampling_params.stop, Anthropic's stop_sequences).
-func ParseStopAt(o wire.Object, key string) ([]string, bool) {
-	raw, ok := o.Raw(key)
-	if !ok {
-		return nil, false
-	}
-	if raw[0] == '"' {
-		s, _ := o.String(key)
-		return []string{s}, o.Failed() == nil
-	}
-	path := o.Name(key)
-	elems, e := wire.ParseArray(raw, path)
-	if e != nil {
-		o.Fail(wire.ErrFieldType(path, "array"))
-		return nil, false
-	}
-	if len(elems) > maxStopStrings {
-		return make([]string, len(elems)), true // too many: reported as a value error
-	}
-	out := make([]string, len(elems))
-	for i, el := range elems {
-		s, e := wire.ParseString(el, path+"["+wire.Itoa(i)+"]")
-		if e != nil {
-			o.Fail(e)
-			return nil, false
-		}
-		out[i] = s
-	}
-	return out, true
-}
-
 // RequestID picks the base request id: the X-Request-Id
 // header, else the body's request_id, each only if at most 512 bytes of
 // printable ASCII; else 32 random lowercase hex characters (a UUIDv4).
@@ -541,4 +323,18 @@ func (s *Server) LogUnknownFields(o wire.Object, r *http.Request, known map[stri
 		slices.Sort(unknown)
 		s.Log.Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
 	}
+}
+
+// CheckModel applies the model rule to an optional model field: absent is
+// fine, otherwise it must be a served model name (404).
+func (s *Server) CheckModel(o wire.Object) *wire.APIError {
+	model, ok := o.String("model")
+	if e := o.Failed(); e != nil {
+		return e
+	}
+	if _, isAdapter := s.Adapters.lookup(model); ok && !s.served[model] && !isAdapter {
+		return &wire.APIError{Status: http.StatusNotFound, Type: wire.TypeNotFound,
+			Message: "The model `" + model + "` does not exist.", Param: "model"}
+	}
+	return nil
 }

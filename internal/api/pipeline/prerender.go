@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 
+	"github.com/mocker-server/mocker-server/internal/api/conn"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
@@ -47,7 +48,7 @@ func (st *Streamer) prepareNext() {
 	}
 	e.one[0] = ch.Plan.IDs[pos]
 	e.chatChunk(0, ch, text, reasoning, e.one[:], false)
-	st.next.frame = appendChunk(st.next.frame, st.Buf)
+	st.next.frame = conn.AppendChunk(st.next.frame, st.Buf)
 	st.Buf = st.Buf[:0]
 	st.next.pos, st.next.tok = pos, e.one[0]
 }
@@ -66,7 +67,7 @@ func (st *Streamer) emitNext(items []engine.OutputItem) (over, ok bool) {
 	}
 	st.J.Record(it)
 	if err := st.writeFrame(next.frame); err != nil {
-		if errors.Is(err, errWouldBlock) {
+		if errors.Is(err, conn.ErrWouldBlock) {
 			st.pendingItems = append(st.pendingItems[:0], items...)
 			st.pendingOver = false
 		}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
@@ -31,7 +32,7 @@ type GenInput struct {
 	AddGen    bool
 	ContFinal bool
 	// Completions: the prompts as sent, and their value errors.
-	Prompts     []RawPrompt
+	Prompts     []input.RawPrompt
 	EmptyPrompt bool
 	BadTokenID  string
 	Echo        bool

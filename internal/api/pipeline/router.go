@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 )
 
@@ -34,7 +35,7 @@ func (s *Server) PickRank() int {
 	if n == 1 {
 		return 0
 	}
-	if s.Opts.DPRouting != RouteLeastLoaded {
+	if s.Opts.DPRouting != settings.RouteLeastLoaded {
 		return int((s.rr.Add(1) - 1) % uint64(n))
 	}
 	best, bestScore := 0, int64(-1)

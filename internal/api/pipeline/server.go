@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/ratelimit"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/faults"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -82,7 +84,7 @@ type Deps struct {
 
 // Server is the HTTP layer over dp_size engines.
 type Server struct {
-	Opts    Options
+	Opts    settings.Options
 	Engines []*engine.Engine
 	// Adapters are the served LoRA adapters; nil without --enable-lora.
 	Adapters *adapterRegistry
@@ -99,7 +101,7 @@ type Server struct {
 
 	faults   *faults.Injector
 	faultObs FaultObserver
-	limits   *limiter
+	limits   *ratelimit.Limiter
 	Stuck    *stuckWatch
 	Delivery *delivery
 	Now      func() time.Time
@@ -112,9 +114,9 @@ type Server struct {
 
 	ready         atomic.Bool  // startup gate (false = 503)
 	draining      atomic.Bool  // generation answers 503 (operator.go)
-	healthFailing atomic.Bool  // /health answers 503 (operator.go)
+	HealthFailing atomic.Bool  // /health answers 503 (operator.go)
 	dead          atomic.Int32 // engines whose actor has died
-	inflight      atomic.Int64 // generation requests in flight (GET /load)
+	Inflight      atomic.Int64 // generation requests in flight (GET /load)
 	rr            atomic.Uint64
 	ranks         []rankLoad
 }
@@ -131,7 +133,7 @@ type rankLoad struct {
 // in internal/api, above the surfaces, so that the core imports none of them). The engines' Run loops are the caller's business. The server
 // starts ready unless opts.HTTP.StartClosed; then the caller opens the gate
 // with SetReady(true) when the startup time has elapsed.
-func NewServer(opts Options, engines []*engine.Engine, deps Deps, routes func(*Server) http.Handler) *Server {
+func NewServer(opts settings.Options, engines []*engine.Engine, deps Deps, routes func(*Server) http.Handler) *Server {
 	s := &Server{
 		Opts:     opts,
 		Engines:  engines,
@@ -183,7 +185,7 @@ func NewServer(opts Options, engines []*engine.Engine, deps Deps, routes func(*S
 		s.faults = inj
 	}
 	if l := opts.Limits; l.MaxConcurrentRequests > 0 || l.RPM > 0 || l.TPM > 0 {
-		s.limits = newLimiter(l.MaxConcurrentRequests, l.RPM, l.TPM, time.Now)
+		s.limits = ratelimit.NewLimiter(l.MaxConcurrentRequests, l.RPM, l.TPM, time.Now)
 	}
 	s.Stuck = &stuckWatch{limit: opts.HTTP.MaxUnflushedTokens, log: s.Log.Warn}
 	s.Delivery = newDelivery(defaultShards(), engines, s.lagObs)
@@ -207,7 +209,7 @@ func (s *Server) MarkEngineDead(rank int) {
 }
 
 // InFlight returns the number of generation requests in flight (GET /load).
-func (s *Server) InFlight() int64 { return s.inflight.Load() }
+func (s *Server) InFlight() int64 { return s.Inflight.Load() }
 
 // authorized reports whether the request carries one of the API keys
 // (constant-time comparison): as a Bearer token, or on the Anthropic

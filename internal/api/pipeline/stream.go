@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/conn"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/faults"
@@ -131,7 +132,7 @@ func (j *Job) stream(w http.ResponseWriter, r *http.Request, enc EventEncoder) {
 		return
 	}
 	ctx := r.Context()
-	if j.fault.Kind == "" && openRawLine(&st.line, r) && !st.deliverByShard(ctx) {
+	if j.fault.Kind == "" && conn.OpenRawLine(&st.line, r) && !st.deliverByShard(ctx) {
 		return
 	}
 	// Delivered from here by this goroutine: from the start, or after
@@ -208,7 +209,7 @@ func (st *Streamer) emit(items []engine.OutputItem) bool {
 		return false
 	}
 	if err := st.Flush(); err != nil {
-		if errors.Is(err, errWouldBlock) {
+		if errors.Is(err, conn.ErrWouldBlock) {
 			st.pendingItems = append(st.pendingItems[:0], items...)
 			st.pendingOver = finished
 		}
@@ -414,7 +415,7 @@ func (st *Streamer) flushRaw() error {
 		return nil
 	}
 	sh := st.shard
-	sh.frame = appendChunk(sh.frame[:0], st.Buf)
+	sh.frame = conn.AppendChunk(sh.frame[:0], st.Buf)
 	st.Buf = st.Buf[:0]
 	return st.writeFrame(sh.frame)
 }
@@ -435,7 +436,7 @@ func (st *Streamer) writeFrame(frame []byte) error {
 	}
 	if n < len(frame) {
 		st.pending = append([]byte(nil), frame[n:]...)
-		return errWouldBlock
+		return conn.ErrWouldBlock
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/pyrepr"
@@ -115,7 +116,7 @@ func responsesInput(s *pipeline.Server, o, body wire.Object, req *ResponsesReque
 		TopK: o.Int("top_k"), RepPen: o.Float("repetition_penalty")}
 	in.Stream = o.Bool("stream", false)
 	in.Seed = o.Int("seed")
-	in.Stop, in.StopSet = pipeline.ParseStop(o)
+	in.Stop, in.StopSet = input.ParseStop(o)
 	in.IgnoreEOS = o.Bool("ignore_eos", false)
 	in.Priority = o.Int("priority")
 	in.CacheSalt, in.HasSalt = o.String("cache_salt")
@@ -133,7 +134,7 @@ func responsesInput(s *pipeline.Server, o, body wire.Object, req *ResponsesReque
 	if e := o.Failed(); e != nil {
 		return nil, e
 	}
-	in.Msgs, in.BadPart = pipeline.ParseMessages(body)
+	in.Msgs, in.BadPart = input.ParseMessages(body)
 	if a, ok := body.Kind("tools", "array"); ok {
 		in.ToolsJSON = wire.CompactJSON(a)
 	}

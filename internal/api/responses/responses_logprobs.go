@@ -3,6 +3,7 @@ package responses
 import (
 	"strconv"
 
+	"github.com/mocker-server/mocker-server/internal/api/logprob"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -17,7 +18,7 @@ import (
 
 // appendResponsesLogprob appends one token's entry; withBytes selects the
 // output_text form.
-func appendResponsesLogprob(l *pipeline.LogprobRenderer, b []byte, id uint32, withBytes bool) []byte {
+func appendResponsesLogprob(l *logprob.Renderer, b []byte, id uint32, withBytes bool) []byte {
 	text := l.Tok.TokenText(id)
 	b = append(b, `{"token":`...)
 	b = l.AppendToken(b, id, text)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
@@ -82,7 +83,7 @@ func sglangInput(o wire.Object, vocabSize int) (in *pipeline.GenInput, batch boo
 		}
 	}
 	in = &pipeline.GenInput{Body: pipeline.EmptyObject(), IncludeUsage: true}
-	in.Prompts, in.EmptyPrompt, in.BadTokenID = pipeline.ParsePrompt(o, key, vocabSize)
+	in.Prompts, in.EmptyPrompt, in.BadTokenID = input.ParsePrompt(o, key, vocabSize)
 	sp, ok := o.Object("sampling_params")
 	if !ok {
 		sp = wire.Object{Err: o.Err} // absent: every default
@@ -109,7 +110,7 @@ func mustJSON(v any) json.RawMessage {
 // readSGLangSampling reads sampling_params under SGLang's names.
 func readSGLangSampling(sp wire.Object, in *pipeline.GenInput) {
 	in.MinTokens = sp.Int("min_new_tokens")
-	in.Stop, in.StopSet = pipeline.ParseStop(sp)
+	in.Stop, in.StopSet = input.ParseStop(sp)
 	in.StopIDs, in.StopIDCount = pipeline.ParseStopIDs(sp)
 	in.IgnoreEOS = sp.Bool("ignore_eos", false)
 	in.N = sp.Int("n")

@@ -1,6 +1,10 @@
-package pipeline
+// Package ratelimit is the provider-style request limits of the HTTP layer:
+// concurrent requests, requests and tokens per minute (token buckets), the
+// x-ratelimit-* headers and Retry-After.
+package ratelimit
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -11,14 +15,14 @@ import (
 	"github.com/mocker-server/mocker-server/internal/faults"
 )
 
-// limiter enforces the provider-style limits: generation requests in
+// Limiter enforces the provider-style limits: generation requests in
 // flight (max_concurrent_requests), requests per minute (rpm) and tokens
 // per minute (tpm, counting prompt tokens plus the requested output tokens
 // the way OpenAI estimates a request). rpm and tpm are token buckets that
 // start full and refill continuously, so a burst of a minute's quota is
 // allowed and then the rate holds. Every generation response carries
 // OpenAI's x-ratelimit-* headers for the limits that are set.
-type limiter struct {
+type Limiter struct {
 	maxConcurrent int64
 	active        atomic.Int64
 	now           func() time.Time
@@ -28,8 +32,8 @@ type limiter struct {
 	tokens   *bucket // nil = no tpm limit
 }
 
-func newLimiter(maxConcurrent, rpm, tpm int, now func() time.Time) *limiter {
-	l := &limiter{maxConcurrent: int64(maxConcurrent), now: now}
+func NewLimiter(maxConcurrent, rpm, tpm int, now func() time.Time) *Limiter {
+	l := &Limiter{maxConcurrent: int64(maxConcurrent), now: now}
 	t := now()
 	if rpm > 0 {
 		l.requests = newBucket(rpm, t)
@@ -74,11 +78,11 @@ func (b *bucket) reset() time.Duration {
 	return time.Duration((b.capacity - b.level) / b.perSec * float64(time.Second))
 }
 
-// admit applies the limits to a request of the given token cost and sets
+// Admit applies the limits to a request of the given token cost and sets
 // the x-ratelimit-* headers. It returns a release function to call when the
 // request ends, or the 429 to answer (with Retry-After set) and the type of
 // limit that was hit.
-func (l *limiter) admit(h http.Header, cost int) (release func(), e *wire.APIError, hit string) {
+func (l *Limiter) Admit(h http.Header, cost int) (release func(), e *wire.APIError, hit string) {
 	if l == nil {
 		return func() {}, nil, ""
 	}
@@ -95,7 +99,7 @@ func (l *limiter) admit(h http.Header, cost int) (release func(), e *wire.APIErr
 			setLimitHeaders(h, "requests", l.requests)
 			setLimitHeaders(h, "tokens", l.tokens)
 			l.mu.Unlock()
-			setRetryAfter(h, time.Second)
+			SetRetryAfter(h, time.Second)
 			return nil, &wire.APIError{Status: http.StatusTooManyRequests, Type: wire.TypeRateLimit,
 				Message: "Too many concurrent requests: limit " + strconv.FormatInt(l.maxConcurrent, 10) + "."}, faults.LimitConcurrency
 		}
@@ -135,11 +139,11 @@ func (l *limiter) admit(h http.Header, cost int) (release func(), e *wire.APIErr
 	}
 	release()
 	if waitReq >= waitTok {
-		setRetryAfter(h, waitReq)
+		SetRetryAfter(h, waitReq)
 		return nil, &wire.APIError{Status: http.StatusTooManyRequests, Type: wire.TypeRateLimit,
 			Message: "Rate limit reached for requests: limit " + strconv.Itoa(int(l.requests.capacity)) + " per minute."}, faults.LimitRPM
 	}
-	setRetryAfter(h, waitTok)
+	SetRetryAfter(h, waitTok)
 	msg := "Rate limit reached for tokens: limit " + strconv.Itoa(int(l.tokens.capacity)) +
 		" per minute, requested " + strconv.Itoa(cost) + "."
 	if float64(cost) > l.tokens.capacity {
@@ -160,12 +164,11 @@ func setLimitHeaders(h http.Header, what string, b *bucket) {
 	h.Set("X-Ratelimit-Reset-"+what, b.reset().Round(time.Millisecond).String())
 }
 
-// requestCost is a request's token cost for tpm: prompt tokens plus the
-// effective max tokens of every choice.
-func requestCost(g *GenRequest) int {
-	cost := 0
-	for i := range g.Prompts {
-		cost += len(g.Prompts[i].Ids) + g.N*g.Prompts[i].M
-	}
-	return cost
+// SetRetryAfter sets Retry-After (whole seconds, rounded up, as HTTP
+// requires) and retry-after-ms (the exact value, which OpenAI's SDKs
+// prefer).
+func SetRetryAfter(h http.Header, d time.Duration) {
+	secs := int64(math.Ceil(d.Seconds()))
+	h.Set("Retry-After", strconv.FormatInt(max(secs, 0), 10))
+	h.Set("Retry-After-Ms", strconv.FormatInt(d.Milliseconds(), 10))
 }

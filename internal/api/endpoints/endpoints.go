@@ -1,4 +1,7 @@
-package pipeline
+// Package endpoints is the auxiliary endpoints beside generation: /health,
+// /ping, /version, /load, /metrics, /v1/models, /tokenize, /detokenize and
+// /reset_prefix_cache, each a handler over the pipeline's Server.
+package endpoints
 
 import (
 	"crypto/rand"
@@ -8,20 +11,22 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/api/input"
+	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 // HandleHealth serves /health and /ping: 200 with an empty body, or 503
 // when an engine actor died (the startup gate answers 503 before it).
-func HandleHealth(s *Server) http.Handler {
+func HandleHealth(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if !s.Healthy() {
 			wire.WriteError(w, wire.ErrEngineDead)
 			return
 		}
-		if s.healthFailing.Load() {
-			wire.WriteError(w, errHealthFailing)
+		if s.HealthFailing.Load() {
+			wire.WriteError(w, pipeline.ErrHealthFailing)
 			return
 		}
 		w.Header().Set("Content-Length", "0")
@@ -39,9 +44,9 @@ func HandleVersion(version string) http.Handler {
 }
 
 // HandleLoad serves GET /load: generation requests in flight.
-func HandleLoad(s *Server) http.Handler {
+func HandleLoad(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		b := strconv.AppendInt([]byte(`{"server_load":`), s.inflight.Load(), 10)
+		b := strconv.AppendInt([]byte(`{"server_load":`), s.Inflight.Load(), 10)
 		httperr.Write(w, http.StatusOK, append(b, '}'))
 	})
 }
@@ -91,14 +96,14 @@ type modelList struct {
 	Data   []modelCard `json:"data"`
 }
 
-func HandleModels(s *Server) http.Handler {
+func HandleModels(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		now := s.Now().Unix()
 		names := s.Opts.Model.ServedNames
 		if len(names) == 0 {
 			names = []string{s.Opts.Model.ServedName()}
 		}
-		adapters := s.Adapters.list()
+		adapters := s.Adapters.List()
 		list := modelList{Object: "list", Data: make([]modelCard, 0, len(names)+len(adapters))}
 		card := func(id, root string, parent *string, maxLen *int) modelCard {
 			var permID [16]byte
@@ -116,24 +121,10 @@ func HandleModels(s *Server) http.Handler {
 			list.Data = append(list.Data, card(name, s.Opts.Model.Path, nil, &s.Opts.Model.MaxModelLen))
 		}
 		for _, a := range adapters {
-			list.Data = append(list.Data, card(a.Name, a.path, &a.parent, nil))
+			list.Data = append(list.Data, card(a.Name, a.Path, &a.Parent, nil))
 		}
 		wire.Encode(w, http.StatusOK, list)
 	})
-}
-
-// checkModel applies the model rule to an optional model field: absent is
-// fine, otherwise it must be a served model name (404).
-func (s *Server) checkModel(o wire.Object) *wire.APIError {
-	model, ok := o.String("model")
-	if e := o.Failed(); e != nil {
-		return e
-	}
-	if _, isAdapter := s.Adapters.lookup(model); ok && !s.served[model] && !isAdapter {
-		return &wire.APIError{Status: http.StatusNotFound, Type: wire.TypeNotFound,
-			Message: "The model `" + model + "` does not exist.", Param: "model"}
-	}
-	return nil
 }
 
 type tokenizeResponse struct {
@@ -145,7 +136,7 @@ type tokenizeResponse struct {
 
 // HandleTokenize serves POST /tokenize: the completion
 // form {prompt} or the chat form {messages}.
-func HandleTokenize(s *Server) http.Handler {
+func HandleTokenize(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o, e := wire.DecodeBody(w, r, s.Opts.HTTP.MaxRequestBodyBytes)
 		if e != nil {
@@ -163,7 +154,7 @@ func HandleTokenize(s *Server) http.Handler {
 			text, _ = o.String("prompt")
 			addSpecial = o.Bool("add_special_tokens", true)
 		case hasMessages:
-			msgs, badPart := ParseMessages(o)
+			msgs, badPart := input.ParseMessages(o)
 			var tools []byte
 			if a, ok := o.Kind("tools", "array"); ok {
 				tools = wire.CompactJSON(a)
@@ -172,16 +163,16 @@ func HandleTokenize(s *Server) http.Handler {
 			contFinal := o.Bool("continue_final_message", false)
 			addSpecial = o.Bool("add_special_tokens", false)
 			if e := o.Failed(); e == nil {
-				if e := checkMessages(msgs, badPart, ""); e != nil {
+				if e := pipeline.CheckMessages(msgs, badPart, ""); e != nil {
 					o.Fail(e)
 				}
-				if e := checkChatFlags(addGen, contFinal); e != nil {
+				if e := pipeline.CheckChatFlags(addGen, contFinal); e != nil {
 					o.Fail(e)
 				}
 			}
 			if e := o.Failed(); e == nil {
 				var re *wire.APIError
-				if text, re = s.renderChat(o, msgs, tools, addGen, contFinal); re != nil {
+				if text, re = s.RenderChat(o, msgs, tools, addGen, contFinal); re != nil {
 					o.Fail(re)
 				}
 			}
@@ -194,7 +185,7 @@ func HandleTokenize(s *Server) http.Handler {
 			wire.WriteError(w, e)
 			return
 		}
-		if e := s.checkModel(o); e != nil {
+		if e := s.CheckModel(o); e != nil {
 			wire.WriteError(w, e)
 			return
 		}
@@ -208,7 +199,7 @@ func HandleTokenize(s *Server) http.Handler {
 }
 
 // HandleDetokenize serves POST /detokenize.
-func HandleDetokenize(s *Server) http.Handler {
+func HandleDetokenize(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o, e := wire.DecodeBody(w, r, s.Opts.HTTP.MaxRequestBodyBytes)
 		if e != nil {
@@ -223,7 +214,7 @@ func HandleDetokenize(s *Server) http.Handler {
 		var ids []uint32
 		var bad string
 		if e := o.Failed(); e == nil {
-			ids, bad, e = parseIDs(elems, "tokens", s.Tok.VocabSize())
+			ids, bad, e = input.ParseIDs(elems, "tokens", s.Tok.VocabSize())
 			if e != nil {
 				o.Fail(e)
 			}
@@ -232,7 +223,7 @@ func HandleDetokenize(s *Server) http.Handler {
 			wire.WriteError(w, e)
 			return
 		}
-		if e := s.checkModel(o); e != nil {
+		if e := s.CheckModel(o); e != nil {
 			wire.WriteError(w, e)
 			return
 		}
@@ -248,7 +239,7 @@ func HandleDetokenize(s *Server) http.Handler {
 
 // HandleResetPrefixCache serves POST /reset_prefix_cache:
 // every rank is asked; 409 lists the ranks whose blocks are in use.
-func HandleResetPrefixCache(s *Server) http.Handler {
+func HandleResetPrefixCache(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var busy []string
 		for rank, e := range s.Engines {

@@ -1,4 +1,7 @@
-package pipeline
+// Package logprob renders a token's logprobs in the chat and completions
+// forms (and their pieces for the Responses form), from the tokenizer and
+// the synthetic logprob model of internal/plan.
+package logprob
 
 import (
 	"strconv"
@@ -10,26 +13,22 @@ import (
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
-// LogprobRenderer appends the synthetic logprobs (tokenizer.Logprob,
+// Renderer appends the synthetic logprobs (tokenizer.Logprob,
 // tokenizer.TopCandidates) as JSON.
 // It reuses its candidate buffer, so rendering allocates nothing once warm.
-type LogprobRenderer struct {
+type Renderer struct {
 	K     int  // chat top_logprobs / completions logprobs
-	asIDs bool // return_tokens_as_token_ids
+	AsIDs bool // return_tokens_as_token_ids
 	Tok   tokenizer.Model
 	Cands []tokenizer.Candidate
-}
-
-func NewLogprobRenderer(j *Job) *LogprobRenderer {
-	return &LogprobRenderer{K: j.G.TopLogprobs, asIDs: j.G.tokensAsIDs, Tok: j.S.Tok}
 }
 
 const tokenIDPrefix = "token_id:"
 
 // AppendToken appends the token string of id as a JSON string: its literal
 // text, or token_id:<id>.
-func (l *LogprobRenderer) AppendToken(b []byte, id uint32, text string) []byte {
-	if l.asIDs {
+func (l *Renderer) AppendToken(b []byte, id uint32, text string) []byte {
+	if l.AsIDs {
 		b = append(b, '"')
 		b = append(b, tokenIDPrefix...)
 		b = strconv.AppendUint(b, uint64(id), 10)
@@ -39,8 +38,8 @@ func (l *LogprobRenderer) AppendToken(b []byte, id uint32, text string) []byte {
 }
 
 // AppendTokenBytes appends the UTF-8 bytes of the token string.
-func (l *LogprobRenderer) AppendTokenBytes(b []byte, id uint32, text string) []byte {
-	if !l.asIDs {
+func (l *Renderer) AppendTokenBytes(b []byte, id uint32, text string) []byte {
+	if !l.AsIDs {
 		return wire.AppendByteValues(b, text)
 	}
 	var digits [10]byte
@@ -59,9 +58,9 @@ func (l *LogprobRenderer) AppendTokenBytes(b []byte, id uint32, text string) []b
 	return append(b, ']')
 }
 
-// appendChatEntry appends one chat logprobs content entry:
+// AppendChatEntry appends one chat logprobs content entry:
 // {"token","logprob","bytes","top_logprobs":[k entries]}.
-func (l *LogprobRenderer) appendChatEntry(b []byte, id uint32) []byte {
+func (l *Renderer) AppendChatEntry(b []byte, id uint32) []byte {
 	text := l.Tok.TokenText(id)
 	b = append(b, `{"token":`...)
 	b = l.AppendToken(b, id, text)
@@ -88,20 +87,20 @@ func (l *LogprobRenderer) appendChatEntry(b []byte, id uint32) []byte {
 }
 
 // AppendChatList appends {"content":[one entry per id]}.
-func (l *LogprobRenderer) AppendChatList(b []byte, ids []uint32) []byte {
+func (l *Renderer) AppendChatList(b []byte, ids []uint32) []byte {
 	b = append(b, `{"content":[`...)
 	for i, id := range ids {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = l.appendChatEntry(b, id)
+		b = l.AppendChatEntry(b, id)
 	}
 	return append(b, "]}"...)
 }
 
 // appendTopMap appends one completions top_logprobs object with max(k, 1)
 // entries, sampled token first.
-func (l *LogprobRenderer) appendTopMap(b []byte, id uint32) []byte {
+func (l *Renderer) appendTopMap(b []byte, id uint32) []byte {
 	l.Cands = tokenizer.TopCandidates(l.Tok, id, max(l.K, 1), l.Cands)
 	b = append(b, '{')
 	for i := range l.Cands {
@@ -116,9 +115,9 @@ func (l *LogprobRenderer) appendTopMap(b []byte, id uint32) []byte {
 	return append(b, '}')
 }
 
-// appendCompletionOne appends the completions logprobs of one streamed token
+// AppendCompletionOne appends the completions logprobs of one streamed token
 // at text offset offset.
-func (l *LogprobRenderer) appendCompletionOne(b []byte, id uint32, offset int) []byte {
+func (l *Renderer) AppendCompletionOne(b []byte, id uint32, offset int) []byte {
 	b = append(b, `{"text_offset":[`...)
 	b = strconv.AppendInt(b, int64(offset), 10)
 	b = append(b, `],"token_logprobs":[`...)
@@ -133,7 +132,7 @@ func (l *LogprobRenderer) appendCompletionOne(b []byte, id uint32, offset int) [
 // AppendCompletionLists appends the completions logprobs of a whole choice:
 // text_offset counts characters from the start of the choice's text, whose
 // first offset characters are the echoed prompt.
-func (l *LogprobRenderer) AppendCompletionLists(b []byte, p *plan.Result, ids []uint32, offset int) []byte {
+func (l *Renderer) AppendCompletionLists(b []byte, p *plan.Result, ids []uint32, offset int) []byte {
 	b = append(b, `{"text_offset":[`...)
 	for pos := range ids {
 		if pos > 0 {

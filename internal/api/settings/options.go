@@ -1,4 +1,8 @@
-package pipeline
+// Package settings is the HTTP layer's typed options (Options and its groups,
+// the typed enums of their closed sets): built once by internal/worker from
+// the configuration, read by the pipeline and the surfaces, never the
+// configuration itself. internal/api names them for its callers.
+package settings
 
 import (
 	"time"
@@ -181,8 +185,8 @@ type PDOptions struct {
 	RecomputeOnLoadFailure bool
 }
 
-// transferDelay is PD.TransferDelay, 0 without one.
-func (p *PDOptions) transferDelay(tokens int) time.Duration {
+// DelayFor is the TransferDelay of a prompt of tokens, 0 without one.
+func (p *PDOptions) DelayFor(tokens int) time.Duration {
 	if p.TransferDelay == nil {
 		return 0
 	}

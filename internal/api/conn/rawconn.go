@@ -1,4 +1,8 @@
-package pipeline
+// Package conn is what the HTTP layer does at the connection level: the
+// ConnContext hook that lets a stream write its chunks straight to the socket
+// (non-blocking, through internal/sockwrite) and the listener that answers a
+// malformed request with a JSON body instead of net/http's text.
+package conn
 
 import (
 	"context"
@@ -22,11 +26,11 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
 
-// openRawLine opens l for the request's connection. False means the
+// OpenRawLine opens l for the request's connection. False means the
 // response cannot be written raw: no ConnContext, not TCP, or not a
 // chunked HTTP/1.1 response (net/http frames only those as chunks, and the
 // raw writes carry the chunk framing themselves).
-func openRawLine(l *sockwrite.Conn, r *http.Request) bool {
+func OpenRawLine(l *sockwrite.Conn, r *http.Request) bool {
 	if !r.ProtoAtLeast(1, 1) || r.Method == http.MethodHead {
 		return false
 	}
@@ -34,14 +38,14 @@ func openRawLine(l *sockwrite.Conn, r *http.Request) bool {
 	return l.Open(c)
 }
 
-// errWouldBlock reports that the client's socket buffer is full: the
+// ErrWouldBlock reports that the client's socket buffer is full: the
 // stream's delivery goroutine hands the unwritten bytes to the stream's
 // own handler goroutine, which waits for the client.
-var errWouldBlock = errors.New("client socket buffer full")
+var ErrWouldBlock = errors.New("client socket buffer full")
 
-// appendChunk appends data framed as one HTTP/1.1 chunk, as net/http's
+// AppendChunk appends data framed as one HTTP/1.1 chunk, as net/http's
 // chunked writer frames each flush: hex size, CRLF, data, CRLF.
-func appendChunk(dst, data []byte) []byte {
+func AppendChunk(dst, data []byte) []byte {
 	dst = strconv.AppendUint(dst, uint64(len(data)), 16)
 	dst = append(dst, '\r', '\n')
 	dst = append(dst, data...)
