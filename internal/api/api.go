@@ -8,6 +8,7 @@ package api
 
 import (
 	"github.com/mocker-server/mocker-server/internal/api/conn"
+	"github.com/mocker-server/mocker-server/internal/api/disagg"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/engine"
@@ -25,7 +26,7 @@ func NewServer(opts Options, engines []*engine.Engine, deps Deps) *Server {
 // The server, its collaborators and its settings (internal/api/pipeline).
 type (
 	Server                  = pipeline.Server
-	Deps                    = pipeline.Deps
+	Deps                    = settings.Deps
 	Options                 = settings.Options
 	ModelOptions            = settings.ModelOptions
 	HTTPOptions             = settings.HTTPOptions
@@ -40,12 +41,12 @@ type (
 	LoRAPathCheck           = settings.LoRAPathCheck
 	PDRole                  = settings.PDRole
 	DPRouting               = settings.DPRouting
-	ChatRenderer            = pipeline.ChatRenderer
-	KVTransfer              = pipeline.KVTransfer
-	RequestObserver         = pipeline.RequestObserver
-	DeliveryLagObserver     = pipeline.DeliveryLagObserver
-	FaultObserver           = pipeline.FaultObserver
-	TransferFailureObserver = pipeline.TransferFailureObserver
+	ChatRenderer            = settings.ChatRenderer
+	KVTransfer              = disagg.KVTransfer
+	RequestObserver         = settings.RequestObserver
+	DeliveryLagObserver     = settings.DeliveryLagObserver
+	FaultObserver           = settings.FaultObserver
+	TransferFailureObserver = disagg.TransferFailureObserver
 )
 
 // The settings' values (internal/api/pipeline).

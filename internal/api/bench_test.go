@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -36,7 +37,7 @@ func (w *discardWriter) SetWriteDeadline(time.Time) error { return nil }
 func benchJob(tb testing.TB, model tokenizer.Model, chat bool, choices, tokens int, logprobs bool) (*pipeline.Job, *pipeline.Streamer, *discardWriter) {
 	tb.Helper()
 	cfg := testConfig(tb, nil)
-	s := NewServer(testOptions(cfg), make([]*engine.Engine, 1), pipeline.Deps{Tokenizer: model})
+	s := NewServer(testOptions(cfg), make([]*engine.Engine, 1), settings.Deps{Tokenizer: model})
 	g := &pipeline.GenRequest{Chat: chat, Model: "mocker-model", BaseID: "0123456789abcdef0123456789abcdef",
 		Created: 1760000000, Stream: true, N: choices, Rank: 0, Logprobs: logprobs, TopLogprobs: 2,
 		Prompts: []pipeline.PromptSpec{{Ids: []uint32{1, 94002, 18, 38422, 35354, 2, 18, 1, 120736, 33288, 18}, M: tokens}}}

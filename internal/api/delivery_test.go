@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
@@ -75,7 +76,7 @@ func TestDelivery_RawStreamsAreValidChunkedHTTPAndKeepTheConnection(t *testing.T
 		"fixed_prefill_ms": 1.0, "fixed_decode_ms": 1.0, "reasoning": map[string]any{"thinking_ratio": 0.5}}
 	raw := startServer(t, overlay)
 	plain := startServerConn(t, testConfig(t, overlay), func(r int) engine.Options { return engine.Options{Rank: r} },
-		pipeline.Deps{Now: fixedNow}, nil) // no ConnContext: net/http writes every stream
+		settings.Deps{Now: fixedNow}, nil) // no ConnContext: net/http writes every stream
 
 	chat := func(extra string) string {
 		return `{"messages":[{"role":"user","content":"Tell me a story."}],"stream":true` + extra + `}`

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mocker-server/mocker-server/internal/api/embeddings"
-	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
@@ -35,7 +35,7 @@ func BenchmarkEmbedTokens(b *testing.B) {
 func BenchmarkEmbeddingsServer(b *testing.B) {
 	for _, format := range []string{"float", "base64"} {
 		b.Run(format, func(b *testing.B) {
-			env := startServerWith(b, testConfig(b, nil), func(r int) engine.Options { return engine.Options{Rank: r} }, pipeline.Deps{Now: fixedNow})
+			env := startServerWith(b, testConfig(b, nil), func(r int) engine.Options { return engine.Options{Rank: r} }, settings.Deps{Now: fixedNow})
 			inputs := make([]string, 8)
 			for i := range inputs {
 				inputs[i] = `"` + strings.Repeat("word"+strconv.Itoa(i)+" ", 64) + `"`

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
@@ -217,7 +217,7 @@ func TestEmbeddings_ArePrefillOnlyEngineWorkInMetricsAndKVEvents(t *testing.T) {
 	rec := &kvRecorder{}
 	env := startServerWith(t, cfg, func(r int) engine.Options {
 		return engine.Options{Rank: r, Observer: reg.Observer(r), KVSink: rec}
-	}, pipeline.Deps{Metrics: reg.Handler()})
+	}, settings.Deps{Metrics: reg.Handler()})
 	text := strings.Repeat("tokens for the prefill ", 20)
 	r := env.post("/v1/embeddings", `{"input":"`+text+`"}`)
 	if r.Status != 200 {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
@@ -199,7 +199,7 @@ type panicHandler struct{}
 func (panicHandler) ServeHTTP(http.ResponseWriter, *http.Request) { panic("boom") }
 
 func TestPanicRecovery(t *testing.T) {
-	env := startServer(t, nil, pipeline.Deps{Metrics: panicHandler{}})
+	env := startServer(t, nil, settings.Deps{Metrics: panicHandler{}})
 	r := env.Get("/metrics")
 	msg, typ, _, _ := errorOf(t, r)
 	if r.Status != 500 || typ != "InternalServerError" || msg != "Internal Server Error" {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/openai/openai-go/v3"
@@ -319,7 +319,7 @@ func TestFaults_SeededRateFailsTheSameRequestsOnTwoRuns(t *testing.T) {
 	run := func() (failed []int, counted int) {
 		obs := &faultCounter{n: map[string]int{}}
 		env := startServer(t, map[string]any{"failure_rate": 0.3, "failure_types": []any{"server_error", "unavailable"},
-			"seed": 42}, pipeline.Deps{FaultObserver: obs})
+			"seed": 42}, settings.Deps{FaultObserver: obs})
 		for i := range 60 {
 			if r := env.post("/v1/completions", `{"prompt":"a","max_tokens":1}`); r.Status != 200 {
 				failed = append(failed, i)

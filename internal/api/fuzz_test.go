@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
@@ -30,7 +30,7 @@ func startFuzzServer(f *testing.F) http.Handler {
 		cancel()
 		wg.Wait()
 	})
-	return NewServer(testOptions(cfg), []*engine.Engine{eng}, pipeline.Deps{Now: fixedNow}).Handler()
+	return NewServer(testOptions(cfg), []*engine.Engine{eng}, settings.Deps{Now: fixedNow}).Handler()
 }
 
 // FuzzGenerateHandler sends arbitrary bodies through the whole HTTP stack

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/api/conn"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
@@ -51,9 +52,9 @@ func testConfig(t testing.TB, overlay map[string]any) *config.Config {
 }
 
 // startServer runs the engines and the HTTP server of a configuration.
-func startServer(t *testing.T, overlay map[string]any, deps ...pipeline.Deps) *testEnv {
+func startServer(t *testing.T, overlay map[string]any, deps ...settings.Deps) *testEnv {
 	t.Helper()
-	d := pipeline.Deps{Now: fixedNow, Version: "test-version"}
+	d := settings.Deps{Now: fixedNow, Version: "test-version"}
 	if len(deps) > 0 {
 		d = deps[0]
 	}
@@ -61,14 +62,14 @@ func startServer(t *testing.T, overlay map[string]any, deps ...pipeline.Deps) *t
 }
 
 // startServerWith runs a server over engines built with per-rank options.
-func startServerWith(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d pipeline.Deps) *testEnv {
+func startServerWith(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d settings.Deps) *testEnv {
 	t.Helper()
 	return startServerConn(t, cfg, opts, d, conn.ConnContext)
 }
 
 // startServerConn is startServerWith with the http.Server's ConnContext
 // hook given: nil serves every stream through net/http from its handler.
-func startServerConn(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d pipeline.Deps,
+func startServerConn(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d settings.Deps,
 	connContext func(context.Context, net.Conn) context.Context) *testEnv {
 	t.Helper()
 	engines := make([]*engine.Engine, cfg.DPSize)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/responses"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
@@ -223,7 +223,7 @@ func TestSurfaceStreams_DeltasArriveAtTokenTimes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			lags := &lagRecorder{}
 			env := startServer(t, map[string]any{"timing_model": "fixed", "fixed_prefill_ms": 5.0,
-				"fixed_decode_ms": float64(decodeMS), "speedup_ratio": 1.0}, pipeline.Deps{DeliveryLag: lags})
+				"fixed_decode_ms": float64(decodeMS), "speedup_ratio": 1.0}, settings.Deps{DeliveryLag: lags})
 			req, _ := http.NewRequest(http.MethodPost, env.URL+tc.path, strings.NewReader(tc.body))
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := env.client.Do(req)

@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/api/disagg"
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 )
 
@@ -88,7 +90,7 @@ func messagesInput(o wire.Object, maxTokens wire.Num) (*pipeline.GenInput, *wire
 	// reports the prompt tokens, message_delta the totals.
 	in.Stream = o.Bool("stream", false)
 	in.HasStreamOpts, in.Continuous = in.Stream, in.Stream
-	in.PD = pipeline.ParsePD(o)
+	in.PD = disagg.ParsePD(o)
 	if e := o.Failed(); e != nil {
 		return nil, e
 	}
@@ -104,7 +106,7 @@ func messagesInput(o wire.Object, maxTokens wire.Num) (*pipeline.GenInput, *wire
 // messages, text blocks joined, tool_use blocks as tool_calls, a user's
 // tool_result blocks as tool messages.
 func anthropicMessages(o wire.Object) (json.RawMessage, *wire.APIError) {
-	var out []pipeline.ChatMessageIn
+	var out []input.ChatMessageIn
 	var system strings.Builder
 	if raw, ok := o.Raw("system"); ok {
 		if e := appendSystemText(&system, raw, "system"); e != nil {
@@ -149,7 +151,7 @@ func anthropicMessages(o wire.Object) (json.RawMessage, *wire.APIError) {
 			return nil, wire.ErrFieldRequired(path + ".content")
 		}
 		if content[0] == '"' {
-			out = append(out, pipeline.ChatMessageIn{Role: role, Content: content})
+			out = append(out, input.ChatMessageIn{Role: role, Content: content})
 			continue
 		}
 		msg, tools, e := translateBlocks(role, content, path+".content")
@@ -163,7 +165,7 @@ func anthropicMessages(o wire.Object) (json.RawMessage, *wire.APIError) {
 	}
 	if system.Len() > 0 {
 		sys, _ := json.Marshal(system.String())
-		out = append([]pipeline.ChatMessageIn{{Role: "system", Content: sys}}, out...)
+		out = append([]input.ChatMessageIn{{Role: "system", Content: sys}}, out...)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -215,14 +217,14 @@ type anthropicBlock struct {
 
 // translateBlocks turns one message's content blocks into a chat message
 // and the tool messages its tool_result blocks become (they precede it).
-func translateBlocks(role string, content json.RawMessage, path string) (pipeline.ChatMessageIn, []pipeline.ChatMessageIn, *wire.APIError) {
-	msg := pipeline.ChatMessageIn{Role: role}
+func translateBlocks(role string, content json.RawMessage, path string) (input.ChatMessageIn, []input.ChatMessageIn, *wire.APIError) {
+	msg := input.ChatMessageIn{Role: role}
 	elems, e := wire.ParseArray(content, path)
 	if e != nil {
 		return msg, nil, wire.ErrFieldType(path, "string or array")
 	}
 	var texts []string
-	var toolMsgs []pipeline.ChatMessageIn
+	var toolMsgs []input.ChatMessageIn
 	for i, raw := range elems {
 		bpath := path + "[" + wire.Itoa(i) + "]"
 		var blk anthropicBlock
@@ -244,8 +246,8 @@ func translateBlocks(role string, content json.RawMessage, path string) (pipelin
 				}
 				args = wire.CompactJSON(blk.Input)
 			}
-			msg.ToolCalls = append(msg.ToolCalls, pipeline.ChatToolCall{ID: blk.ID, Type: "function",
-				Function: pipeline.ChatFunction{Name: blk.Name, Arguments: string(args)}})
+			msg.ToolCalls = append(msg.ToolCalls, input.ChatToolCall{ID: blk.ID, Type: "function",
+				Function: input.ChatFunction{Name: blk.Name, Arguments: string(args)}})
 		case "tool_result":
 			text, e := toolResultText(blk.Content, bpath+".content")
 			if e != nil {
@@ -254,7 +256,7 @@ func translateBlocks(role string, content json.RawMessage, path string) (pipelin
 			if role == "user" {
 				id := blk.ToolUseID
 				c, _ := json.Marshal(text)
-				toolMsgs = append(toolMsgs, pipeline.ChatMessageIn{Role: "tool", ToolCallID: &id, Content: c})
+				toolMsgs = append(toolMsgs, input.ChatMessageIn{Role: "tool", ToolCallID: &id, Content: c})
 			} else {
 				texts = append(texts, "Tool result: "+text)
 			}
@@ -307,7 +309,7 @@ func anthropicTools(o wire.Object, chat map[string]json.RawMessage) *wire.APIErr
 		if json.Unmarshal(raw, &tools) != nil {
 			return wire.ErrFieldType("tools", "array of objects")
 		}
-		out := make([]pipeline.ChatTool, len(tools))
+		out := make([]toolcall.ChatTool, len(tools))
 		for i, t := range tools {
 			path := "tools[" + wire.Itoa(i) + "]"
 			if t.Name == "" {
@@ -316,7 +318,7 @@ func anthropicTools(o wire.Object, chat map[string]json.RawMessage) *wire.APIErr
 			if len(t.InputSchema) == 0 || t.InputSchema[0] != '{' {
 				return wire.ErrFieldType(path+".input_schema", "object")
 			}
-			out[i] = pipeline.ChatTool{Type: "function", Function: pipeline.ChatToolFuncDef{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}}
+			out[i] = toolcall.ChatTool{Type: "function", Function: toolcall.ChatToolFuncDef{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}}
 		}
 		b, _ := json.Marshal(out)
 		chat["tools"] = b
@@ -340,7 +342,7 @@ func anthropicTools(o wire.Object, chat map[string]json.RawMessage) *wire.APIErr
 		if !hasName || name == "" {
 			return wire.ErrInvalid("tool_choice.name", "tool_choice.name is required when type is 'tool'")
 		}
-		chat["tool_choice"] = pipeline.NamedChoiceJSON(name)
+		chat["tool_choice"] = toolcall.NamedChoiceJSON(name)
 	default:
 		return wire.ErrInvalid("tool_choice.type", "Input should be 'auto', 'any', 'tool' or 'none', got '%s'", typ)
 	}

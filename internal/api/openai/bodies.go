@@ -3,7 +3,7 @@ package openai
 import (
 	"encoding/json"
 
-	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/disagg"
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/jsonenc"
@@ -25,17 +25,17 @@ type promptTokensDetails struct {
 }
 
 type chatResponse struct {
-	ID                string                     `json:"id"`
-	Object            string                     `json:"object"`
-	Created           int64                      `json:"created"`
-	Model             string                     `json:"model"`
-	Choices           []chatChoice               `json:"choices"`
-	ServiceTier       *string                    `json:"service_tier"`
-	SystemFingerprint *string                    `json:"system_fingerprint"`
-	Usage             usage                      `json:"usage"`
-	PromptLogprobs    *struct{}                  `json:"prompt_logprobs"`
-	PromptTokenIDs    []uint32                   `json:"prompt_token_ids,omitempty"`
-	KVTransferParams  *pipeline.KVTransferParams `json:"kv_transfer_params"`
+	ID                string                   `json:"id"`
+	Object            string                   `json:"object"`
+	Created           int64                    `json:"created"`
+	Model             string                   `json:"model"`
+	Choices           []chatChoice             `json:"choices"`
+	ServiceTier       *string                  `json:"service_tier"`
+	SystemFingerprint *string                  `json:"system_fingerprint"`
+	Usage             usage                    `json:"usage"`
+	PromptLogprobs    *struct{}                `json:"prompt_logprobs"`
+	PromptTokenIDs    []uint32                 `json:"prompt_token_ids,omitempty"`
+	KVTransferParams  *disagg.KVTransferParams `json:"kv_transfer_params"`
 }
 
 type chatChoice struct {
@@ -83,15 +83,15 @@ func (m chatMessage) MarshalJSON() ([]byte, error) {
 }
 
 type completionResponse struct {
-	ID                string                     `json:"id"`
-	Object            string                     `json:"object"`
-	Created           int64                      `json:"created"`
-	Model             string                     `json:"model"`
-	Choices           []completionChoice         `json:"choices"`
-	ServiceTier       *string                    `json:"service_tier"`
-	SystemFingerprint *string                    `json:"system_fingerprint"`
-	Usage             usage                      `json:"usage"`
-	KVTransferParams  *pipeline.KVTransferParams `json:"kv_transfer_params"`
+	ID                string                   `json:"id"`
+	Object            string                   `json:"object"`
+	Created           int64                    `json:"created"`
+	Model             string                   `json:"model"`
+	Choices           []completionChoice       `json:"choices"`
+	ServiceTier       *string                  `json:"service_tier"`
+	SystemFingerprint *string                  `json:"system_fingerprint"`
+	Usage             usage                    `json:"usage"`
+	KVTransferParams  *disagg.KVTransferParams `json:"kv_transfer_params"`
 }
 
 type completionChoice struct {

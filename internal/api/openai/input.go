@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/api/disagg"
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
@@ -100,7 +101,7 @@ func readGenInput(o wire.Object, chat bool, vocabSize int) *pipeline.GenInput {
 	in.ReturnIDs = o.Bool("return_token_ids", false)
 	in.TokensAsIDs = o.Bool("return_tokens_as_token_ids", false)
 	in.BodyID, _ = o.String("request_id")
-	in.PD = pipeline.ParsePD(o) // disaggregation (disagg.go)
+	in.PD = disagg.ParsePD(o) // disaggregation (disagg.go)
 	in.Sampling = pipeline.ReadSampling(o)
 	if !chat {
 		_, in.SuffixSet = o.String("suffix")

@@ -8,16 +8,6 @@ import (
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
-// ChatRenderer turns a chat request into prompt text with a model's chat
-// template. messages and tools are the request's JSON as sent (key order
-// matters to templates that iterate over objects); kwargs are the
-// request's chat_template_kwargs. An error is the template's own complaint
-// (its raise_exception message) and becomes a 400.
-type ChatRenderer interface {
-	RenderChat(messages, tools json.RawMessage, addGenerationPrompt, continueFinalMessage bool,
-		kwargs map[string]json.RawMessage) (string, error)
-}
-
 // RenderChat renders a parsed chat request with the configured template,
 // or with the built-in ChatML template when none is configured.
 func (s *Server) RenderChat(o wire.Object, msgs []tokenizer.Message, tools []byte, addGen, contFinal bool) (string, *wire.APIError) {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
@@ -32,10 +33,10 @@ type delivery struct {
 	// HandedBack counts the streams a shard gave back to their handler
 	// because the client's socket was full.
 	HandedBack atomic.Int64
-	lagObs     DeliveryLagObserver // may be nil
+	lagObs     settings.DeliveryLagObserver // may be nil
 }
 
-func newDelivery(shards int, engines []*engine.Engine, lagObs DeliveryLagObserver) *delivery {
+func newDelivery(shards int, engines []*engine.Engine, lagObs settings.DeliveryLagObserver) *delivery {
 	d := &delivery{shards: make([]*deliveryShard, max(shards, 1)), lagObs: lagObs}
 	for i := range d.shards {
 		d.shards[i] = &deliveryShard{d: d, engines: engines, group: engine.NewOutputGroup(),

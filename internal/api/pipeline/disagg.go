@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/api/disagg"
 	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
@@ -18,123 +18,14 @@ import (
 // bootstrap_host / bootstrap_port / bootstrap_room fields decide whether a
 // request is the prefill or the decode half of a handoff.
 
-// KVTransfer is the side channel the HTTP layer uses for handoffs;
-// *kvtransfer.Service implements it.
-type KVTransfer interface {
-	// NewHandoff registers a prefill request and returns its engine
-	// settings.
-	NewHandoff(spec kvtransfer.HandoffSpec) *engine.Handoff
-	// Held records that it finished holding blocks and returns the
-	// address a decode worker pulls them from.
-	Held(requestID string, blocks []int, noSideChannel bool) kvtransfer.Address
-	// Abandon forgets a prefill request that finished holding nothing.
-	Abandon(requestID string)
-	// Prepare readies a decode request's pull (errors wrap
-	// kvtransfer.ErrTransfer).
-	Prepare(ctx context.Context, r kvtransfer.Remote) (*engine.RemoteKV, error)
-}
-
-// TransferFailureObserver counts decode requests whose KV could not be
-// pulled (vllm:nixl_num_failed_transfers). It must be safe for concurrent
-// use and must not block.
-type TransferFailureObserver interface {
-	ObserveFailedTransfer(rank int)
-}
-
-// pdRole is a request's half of a handoff.
-type pdRole uint8
-
-const (
-	pdNone    pdRole = iota // an ordinary request
-	pdPrefill               // compute the prompt, one token, hold the blocks
-	pdDecode                // pull the prompt's KV, then decode
-)
-
-// pdRequest is what a request says about disaggregation.
-type pdRequest struct {
-	given           bool // kv_transfer_params or a bootstrap_* field is present
-	params          bool // kv_transfer_params is present
-	doRemoteDecode  bool
-	doRemotePrefill bool
-	remote          kvtransfer.Remote
-	present         map[string]bool // kv_transfer_params keys given (not null)
-
-	bootstrapHost string
-	bootstrapPort int
-	room          uint64
-	hasRoom       bool
-
-	role pdRole // decided by checkPD
-}
-
-// remoteKeys are the kv_transfer_params a decode request needs to pull over
-// the side channel, in vLLM's order.
-var remoteKeys = []string{"remote_block_ids", "remote_engine_id", "remote_request_id", "remote_host", "remote_port"}
-
-// ParsePD reads kv_transfer_params and the bootstrap fields with their
-// JSON types (wrong types are recorded on o).
-func ParsePD(o wire.Object) pdRequest {
-	var pd pdRequest
-	if kt, ok := o.Object("kv_transfer_params"); ok {
-		pd.given, pd.params = true, true
-		pd.present = map[string]bool{}
-		for k := range kt.M {
-			if kt.Has(k) {
-				pd.present[k] = true
-			}
-		}
-		pd.doRemoteDecode = kt.Bool("do_remote_decode", false)
-		pd.doRemotePrefill = kt.Bool("do_remote_prefill", false)
-		pd.remote.Host, _ = kt.String("remote_host")
-		pd.remote.Port = int(kt.Int("remote_port").I)
-		pd.remote.EngineID, _ = kt.String("remote_engine_id")
-		pd.remote.RequestID, _ = kt.String("remote_request_id")
-		if ids, ok := kt.Array("remote_block_ids"); ok {
-			pd.remote.BlockIDs = make([]int, 0, len(ids))
-			for i, raw := range ids {
-				v, e := wire.ParseInt(raw, kt.Name("remote_block_ids")+"["+wire.Itoa(i)+"]")
-				if e != nil {
-					kt.Fail(e)
-					break
-				}
-				pd.remote.BlockIDs = append(pd.remote.BlockIDs, int(v.I))
-			}
-		}
-		if raw, ok := kt.Raw("bootstrap_room"); ok {
-			room, e := wire.ParseUint64(raw, kt.Name("bootstrap_room"))
-			if e != nil {
-				kt.Fail(e)
-			}
-			pd.room, pd.hasRoom = room, true
-		}
-	}
-	if h, ok := o.String("bootstrap_host"); ok {
-		pd.given, pd.bootstrapHost = true, h
-	}
-	if p := o.Int("bootstrap_port"); p.Set {
-		pd.given, pd.bootstrapPort = true, int(p.I)
-	}
-	if raw, ok := o.Raw("bootstrap_room"); ok {
-		room, e := wire.ParseUint64(raw, "bootstrap_room")
-		if e != nil {
-			o.Fail(e)
-		}
-		pd.given = true
-		if !pd.hasRoom {
-			pd.room, pd.hasRoom = room, true
-		}
-	}
-	return pd
-}
-
 // checkPD validates a request's disaggregation fields against the worker's
 // roles and decides the request's role.
 func (s *Server) checkPD(g *GenRequest) *wire.APIError {
 	pd := &g.pd
-	if !pd.given {
+	if !pd.Given {
 		return nil
 	}
-	if pd.doRemoteDecode && pd.doRemotePrefill {
+	if pd.DoRemoteDecode && pd.DoRemotePrefill {
 		return wire.ErrInvalid("kv_transfer_params", "kv_transfer_params: do_remote_decode and do_remote_prefill cannot both be true.")
 	}
 	if !s.Opts.PD.Disaggregated || s.kvt == nil {
@@ -142,31 +33,31 @@ func (s *Server) checkPD(g *GenRequest) *wire.APIError {
 			"This server does not serve disaggregated prefill/decode: kv_transfer_params and bootstrap_* fields need a worker started with --kv-transfer-config or --disaggregation-mode prefill|decode.")
 	}
 	switch {
-	case pd.doRemoteDecode:
-		pd.role = pdPrefill
-	case pd.doRemotePrefill:
-		pd.role = pdDecode
-	case pd.params:
+	case pd.DoRemoteDecode:
+		pd.Role = disagg.PDPrefill
+	case pd.DoRemotePrefill:
+		pd.Role = disagg.PDDecode
+	case pd.Params:
 		return nil // neither flag: an ordinary request, as in vLLM
 	case s.Opts.PD.Role == settings.PDRolePrefill:
-		pd.role = pdPrefill
+		pd.Role = disagg.PDPrefill
 	case s.Opts.PD.Role == settings.PDRoleDecode:
-		pd.role = pdDecode
+		pd.Role = disagg.PDDecode
 	default:
 		return wire.ErrInvalid("bootstrap_room",
 			"bootstrap_* fields alone do not say whether this is a prefill or a decode on a kv_both worker: set kv_transfer_params.do_remote_decode or do_remote_prefill.")
 	}
-	if pd.role == pdPrefill && !s.Opts.PD.ServesPrefill {
+	if pd.Role == disagg.PDPrefill && !s.Opts.PD.ServesPrefill {
 		return wire.ErrInvalid("kv_transfer_params", "This worker does not serve the prefill side of disaggregated requests (%s).", s.roleName())
 	}
-	if pd.role == pdDecode && !s.Opts.PD.ServesDecode {
+	if pd.Role == disagg.PDDecode && !s.Opts.PD.ServesDecode {
 		return wire.ErrInvalid("kv_transfer_params", "This worker does not serve the decode side of disaggregated requests (%s).", s.roleName())
 	}
 	if g.N != 1 {
 		return wire.ErrInvalid("n", "n must be 1 for a disaggregated prefill/decode request, got %d.", g.N)
 	}
-	if pd.role == pdDecode {
-		return pd.resolveRemote()
+	if pd.Role == disagg.PDDecode {
+		return pd.ResolveRemote()
 	}
 	return nil
 }
@@ -174,54 +65,6 @@ func (s *Server) checkPD(g *GenRequest) *wire.APIError {
 // roleName describes the worker's disaggregation role for messages.
 func (s *Server) roleName() string {
 	return s.Opts.PD.RoleName
-}
-
-// resolveRemote fills a decode request's prefill address: kv_transfer_params'
-// remote_host/remote_port, else bootstrap_host/bootstrap_port. A pull over
-// the side channel (no bootstrap room) needs every remote_* key.
-func (pd *pdRequest) resolveRemote() *wire.APIError {
-	if pd.present == nil {
-		pd.present = map[string]bool{} // bootstrap_* fields only
-	}
-	if !pd.present["remote_host"] && pd.bootstrapHost != "" {
-		pd.remote.Host = pd.bootstrapHost
-		pd.present["remote_host"] = true
-	}
-	if !pd.present["remote_port"] && pd.bootstrapPort != 0 {
-		pd.remote.Port = pd.bootstrapPort
-		pd.present["remote_port"] = true
-	}
-	required := remoteKeys[3:]
-	if !pd.hasRoom && pd.remote.Port != 0 {
-		required = remoteKeys
-	}
-	var missing []string
-	for _, k := range required {
-		if !pd.present[k] {
-			missing = append(missing, k)
-		}
-	}
-	if len(missing) > 0 {
-		return wire.ErrInvalid("kv_transfer_params."+missing[0],
-			"kv_transfer_params is missing %s: a request with do_remote_prefill needs %s.",
-			strings.Join(missing, ", "), strings.Join(required, ", "))
-	}
-	pd.remote.Room, pd.remote.HasRoom = pd.room, pd.hasRoom
-	return nil
-}
-
-// KVTransferParams is a prefill response's kv_transfer_params, in the
-// order vLLM's NixlConnector.request_finished builds them.
-type KVTransferParams struct {
-	DoRemotePrefill bool    `json:"do_remote_prefill"`
-	DoRemoteDecode  bool    `json:"do_remote_decode"`
-	RemoteBlockIDs  []int   `json:"remote_block_ids"`
-	RemoteEngineID  string  `json:"remote_engine_id"`
-	RemoteRequestID string  `json:"remote_request_id"`
-	RemoteHost      string  `json:"remote_host"`
-	RemotePort      int     `json:"remote_port"`
-	TPSize          int     `json:"tp_size"`
-	BootstrapRoom   *uint64 `json:"bootstrap_room,omitempty"` // Dynamo's rendezvous, with a bootstrap port
 }
 
 // pdRequestID is the remote_request_id of a job: its response id.
@@ -248,8 +91,8 @@ func (s *Server) preparePrefill(j *Job) {
 		Delay: s.Opts.PD.DelayFor(len(req.Prompt)), Timeout: s.Opts.PD.HandoffTimeout, AutoRelease: s.noSideChannel()}
 	if s.usesBootstrap() {
 		spec.HasRoom = true
-		spec.Room = j.G.pd.room
-		if !j.G.pd.hasRoom {
+		spec.Room = j.G.pd.Room
+		if !j.G.pd.HasRoom {
 			spec.Room = xxh3.HashString(spec.RequestID)
 		}
 		j.room = spec.Room
@@ -261,7 +104,7 @@ func (s *Server) preparePrefill(j *Job) {
 // submitted. On failure the request fails as vLLM's kv_load_failure_policy
 // "fail" does, or is computed locally under "recompute".
 func (s *Server) prepareDecode(ctx context.Context, j *Job) *wire.APIError {
-	remote := j.G.pd.remote
+	remote := j.G.pd.Remote
 	remote.Rank = j.rank
 	rk, err := s.kvt.Prepare(ctx, remote)
 	if err == nil {
@@ -294,10 +137,10 @@ func (s *Server) prepareDecode(ctx context.Context, j *Job) *wire.APIError {
 // submitted: the prefill's registration, the decode's claim on the prefill
 // worker's blocks.
 func (s *Server) abandonPD(j *Job) {
-	switch j.G.pd.role {
-	case pdPrefill:
+	switch j.G.pd.Role {
+	case disagg.PDPrefill:
 		s.kvt.Abandon(j.pdRequestID())
-	case pdDecode:
+	case disagg.PDDecode:
 		if rk := j.Reqs[0].Remote; rk != nil && rk.OnPulled != nil {
 			rk.OnPulled(false)
 		}
@@ -313,7 +156,7 @@ func (j *Job) noteHandoff(fin *engine.Finished) {
 		return
 	}
 	addr := s.kvt.Held(j.pdRequestID(), fin.HeldBlocks, s.noSideChannel())
-	p := &KVTransferParams{DoRemotePrefill: true, RemoteBlockIDs: fin.HeldBlocks, RemoteEngineID: addr.EngineID,
+	p := &disagg.KVTransferParams{DoRemotePrefill: true, RemoteBlockIDs: fin.HeldBlocks, RemoteEngineID: addr.EngineID,
 		RemoteRequestID: j.pdRequestID(), RemoteHost: addr.Host, RemotePort: addr.Port, TPSize: 1}
 	if s.usesBootstrap() {
 		room := j.room

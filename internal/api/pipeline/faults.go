@@ -11,12 +11,6 @@ import (
 	"github.com/mocker-server/mocker-server/internal/faults"
 )
 
-// FaultObserver counts injected faults and rate-limit rejections by type
-// (mocker_injected_faults_total{type}). It must be safe for concurrent use.
-type FaultObserver interface {
-	ObserveInjectedFault(kind string)
-}
-
 // decideFault asks the injector for the request's fault (in arrival order)
 // and logs and counts it. A malformed fault header that the server allows
 // is a 400.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/mocker-server/mocker-server/internal/api/disagg"
 	"github.com/mocker-server/mocker-server/internal/api/logprob"
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
@@ -134,7 +135,7 @@ type Job struct {
 	// Disaggregated prefill: the bootstrap room and, once the blocks are
 	// held, the response's kv_transfer_params.
 	room     uint64
-	KVParams *KVTransferParams
+	KVParams *disagg.KVTransferParams
 }
 
 // Choice is the state of one engine sequence.
@@ -183,7 +184,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 			idx := pi*g.N + c
 			p := base
 			p.Seed, p.Choice, p.MaxTokens = seed, c, ps.M
-			if g.pd.role == pdPrefill {
+			if g.pd.Role == disagg.PDPrefill {
 				// A prefill computes the prompt and samples one token.
 				p.MaxTokens, p.MinTokens = 1, min(p.MinTokens, 1)
 			}
@@ -205,10 +206,10 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 			}
 		}
 	}
-	switch g.pd.role {
-	case pdPrefill:
+	switch g.pd.Role {
+	case disagg.PDPrefill:
 		s.preparePrefill(j)
-	case pdDecode:
+	case disagg.PDDecode:
 		if e := s.prepareDecode(ctx, j); e != nil {
 			return nil, e
 		}
@@ -234,7 +235,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 // release cancels every sequence still running (client gone, write failed,
 // shutdown, error) and reports the request to the observer.
 func (j *Job) release() {
-	if j.G.pd.role == pdPrefill && j.Remaining > 0 {
+	if j.G.pd.Role == disagg.PDPrefill && j.Remaining > 0 {
 		j.S.kvt.Abandon(j.pdRequestID())
 	}
 	if j.Remaining > 0 {
@@ -264,7 +265,7 @@ func (j *Job) Record(it *engine.OutputItem) *Choice {
 		if !ch.Done {
 			ch.Done = true
 			ch.Fin = it.Finished
-			if j.G.pd.role == pdPrefill {
+			if j.G.pd.Role == disagg.PDPrefill {
 				j.noteHandoff(&ch.Fin)
 			}
 			j.Remaining--

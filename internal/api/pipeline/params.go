@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/mocker-server/mocker-server/internal/api/disagg"
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
@@ -60,8 +61,8 @@ type GenRequest struct {
 	tools        *toolcall.ToolSpec       // chat tool calls; nil = none
 	structured   *toolcall.StructuredSpec // output constraint; nil = free text
 	Prompts      []PromptSpec
-	maxEffective int       // largest M over the prompts (metrics)
-	pd           pdRequest // disaggregated prefill/decode (disagg.go)
+	maxEffective int              // largest M over the prompts (metrics)
+	pd           disagg.PDRequest // disaggregated prefill/decode (disagg.go)
 
 	// Ext is what only one surface's requests carry: that surface's own
 	// request type (nil elsewhere), which only its package reads.

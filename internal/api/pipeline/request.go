@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"github.com/mocker-server/mocker-server/internal/api/disagg"
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -66,7 +67,7 @@ type GenInput struct {
 	HasSalt     bool
 	ReturnIDs   bool
 	TokensAsIDs bool
-	PD          pdRequest
+	PD          disagg.PDRequest
 	Sampling    SamplingInput
 	SuffixSet   bool
 	BestOf      wire.Num

@@ -17,70 +17,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/disagg"
 	"github.com/mocker-server/mocker-server/internal/api/ratelimit"
 	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/faults"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
-
-// RequestObserver receives the per-HTTP-request size observations
-// (vllm:request_params_n, vllm:request_params_max_tokens,
-// vllm:request_max_num_generation_tokens). It is called once per generation
-// request that reached the engine, when the request ends, with the DP rank
-// that served it (the histograms carry the engine label), n, the effective
-// max tokens M (the largest over the prompts of a multi-prompt completions
-// request) and the largest number of tokens any choice generated. It must be
-// safe for concurrent use and must not block.
-type RequestObserver interface {
-	ObserveRequest(rank, n, maxTokens, maxGenerated int)
-}
-
-// DeliveryLagObserver receives, per streamed token, how late (seconds) its
-// bytes were flushed to the client after the token's modeled delivery time
-// (engine.OutputItem.Time, the deadline of the pass that produced it):
-// mocker_token_delivery_lag_seconds{dp_rank}. It is called from handler
-// goroutines once per token right after each flush; it must be safe for
-// concurrent use, cheap and non-blocking. metrics.Registry implements it.
-type DeliveryLagObserver interface {
-	ObserveDeliveryLag(rank int, seconds float64)
-}
-
-// Deps are the Server's collaborators. Every field is optional.
-type Deps struct {
-	// Logger receives request logs (unknown fields at debug, recovered
-	// panics at error). Default: discard.
-	Logger *slog.Logger
-	// Metrics serves GET /metrics. Default: an empty 200 text/plain body.
-	Metrics http.Handler
-	// Requests observes per-HTTP-request histograms (may be nil).
-	Requests RequestObserver
-	// DeliveryLag observes the per-token SSE delivery lag (may be nil).
-	DeliveryLag DeliveryLagObserver
-	// Faults decides injected faults; nil builds one from the
-	// options' failure settings (seeded by Options.Seed).
-	Faults *faults.Injector
-	// FaultObserver counts injected faults (may be nil).
-	FaultObserver FaultObserver
-	// Version is reported by GET /version.
-	Version string
-	// Now is the wall clock for "created" timestamps. Default time.Now.
-	Now func() time.Time
-	// Tokenizer tokenizes prompts and renders generated tokens. Default:
-	// the built-in pseudo-word tokenizer.
-	Tokenizer tokenizer.Model
-	// ChatTemplate renders chat requests. Default: the built-in ChatML
-	// template.
-	ChatTemplate ChatRenderer
-	// KVTransfer is the side channel of disaggregated prefill/decode;
-	// required when the configuration serves disaggregated requests.
-	KVTransfer KVTransfer
-	// SideChannel serves the prefill side of KV pulls under /kv_transfer/
-	// (may be nil).
-	SideChannel http.Handler
-	// TransferFailures counts failed KV pulls (may be nil).
-	TransferFailures TransferFailureObserver
-}
 
 // Server is the HTTP layer over dp_size engines.
 type Server struct {
@@ -89,18 +32,18 @@ type Server struct {
 	// Adapters are the served LoRA adapters; nil without --enable-lora.
 	Adapters *adapterRegistry
 	Tok      tokenizer.Model
-	chat     ChatRenderer
+	chat     settings.ChatRenderer
 	Log      *slog.Logger
 	Metrics  http.Handler
-	reqObs   RequestObserver
-	lagObs   DeliveryLagObserver
+	reqObs   settings.RequestObserver
+	lagObs   settings.DeliveryLagObserver
 	Version  string
-	kvt      KVTransfer
+	kvt      disagg.KVTransfer
 	Side     http.Handler
-	pdObs    TransferFailureObserver
+	pdObs    disagg.TransferFailureObserver
 
 	faults   *faults.Injector
-	faultObs FaultObserver
+	faultObs settings.FaultObserver
 	limits   *ratelimit.Limiter
 	Stuck    *stuckWatch
 	Delivery *delivery
@@ -133,7 +76,7 @@ type rankLoad struct {
 // in internal/api, above the surfaces, so that the core imports none of them). The engines' Run loops are the caller's business. The server
 // starts ready unless opts.HTTP.StartClosed; then the caller opens the gate
 // with SetReady(true) when the startup time has elapsed.
-func NewServer(opts settings.Options, engines []*engine.Engine, deps Deps, routes func(*Server) http.Handler) *Server {
+func NewServer(opts settings.Options, engines []*engine.Engine, deps settings.Deps, routes func(*Server) http.Handler) *Server {
 	s := &Server{
 		Opts:     opts,
 		Engines:  engines,

@@ -1,9 +1,6 @@
 package pipeline
 
 import (
-	"encoding/json"
-	"strings"
-
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
@@ -40,34 +37,9 @@ func CallStepAt(ch *Choice, pos, opened int) callStep {
 	return step
 }
 
-// ResponsesCallID is a Responses function call's call_id: vLLM writes
-// call_<uuid>; the mock reuses the digits of the planned chat id.
-func ResponsesCallID(c toolcall.PlannedCall) string {
-	return "call_" + strings.TrimPrefix(c.ID, "chatcmpl-tool-")
-}
-
 // FunctionItemID is the id of a Responses function_call item.
 func FunctionItemID(g *GenRequest, call int) string {
 	return "fc_" + g.BaseID + "_" + wire.Itoa(call)
-}
-
-// ChatTool is a function tool in its chat completions form, what the
-// Responses and Anthropic tools translate to.
-type ChatTool struct {
-	Type     string          `json:"type"`
-	Function ChatToolFuncDef `json:"function"`
-}
-
-type ChatToolFuncDef struct {
-	Name        string          `json:"name"`
-	Description *string         `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-}
-
-// NamedChoiceJSON is the chat form of a tool_choice naming one function.
-func NamedChoiceJSON(name string) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": name}})
-	return b
 }
 
 // ForEachToken records a run of output items (job.record) and calls token

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/pyrepr"
 )
@@ -44,7 +45,7 @@ type ResponsesRequest struct {
 	metadata, reasoning, text, tools, toolChoice, user string
 	// conversation is the chat form of the input (stored for a later
 	// previous_response_id).
-	conversation []pipeline.ChatMessageIn
+	conversation []input.ChatMessageIn
 }
 
 var responsesFields = pipeline.SetOf("background", "include", "input", "instructions", "max_output_tokens",
@@ -209,7 +210,7 @@ func responsesTools(o wire.Object, req *ResponsesRequest, chat map[string]json.R
 		if json.Unmarshal(raw, &tools) != nil {
 			return wire.ErrFieldType("tools", "array of objects")
 		}
-		out := make([]pipeline.ChatTool, 0, len(tools))
+		out := make([]toolcall.ChatTool, 0, len(tools))
 		for i, t := range tools {
 			path := "tools[" + wire.Itoa(i) + "]"
 			if t.Type != "function" {
@@ -218,7 +219,7 @@ func responsesTools(o wire.Object, req *ResponsesRequest, chat map[string]json.R
 			if t.Name == "" {
 				return wire.ErrFieldRequired(path + ".name")
 			}
-			out = append(out, pipeline.ChatTool{Type: "function", Function: pipeline.ChatToolFuncDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+			out = append(out, toolcall.ChatTool{Type: "function", Function: toolcall.ChatToolFuncDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
 		}
 		if len(out) > 0 {
 			b, _ := json.Marshal(out)
@@ -244,7 +245,7 @@ func responsesTools(o wire.Object, req *ResponsesRequest, chat map[string]json.R
 	if named.Type != "function" || named.Name == "" {
 		return wire.ErrInvalid("tool_choice", "tool_choice must be 'none', 'auto', 'required' or {\"type\": \"function\", \"name\": ...}")
 	}
-	chat["tool_choice"] = pipeline.NamedChoiceJSON(named.Name)
+	chat["tool_choice"] = toolcall.NamedChoiceJSON(named.Name)
 	return nil
 }
 
@@ -284,11 +285,11 @@ func responsesTextFormat(o wire.Object, chat map[string]json.RawMessage) *wire.A
 // responsesConversation builds the chat messages of a request: the
 // instructions as a system message, the previous response's conversation
 // and output (its own instructions are not carried over), then the input.
-func responsesConversation(o wire.Object, instructions *string, prev *StoredResponse) ([]pipeline.ChatMessageIn, *wire.APIError) {
-	var conv []pipeline.ChatMessageIn
+func responsesConversation(o wire.Object, instructions *string, prev *StoredResponse) ([]input.ChatMessageIn, *wire.APIError) {
+	var conv []input.ChatMessageIn
 	if instructions != nil {
 		c, _ := json.Marshal(*instructions)
-		conv = append(conv, pipeline.ChatMessageIn{Role: "system", Content: c})
+		conv = append(conv, input.ChatMessageIn{Role: "system", Content: c})
 	}
 	if prev != nil {
 		conv = append(conv, prev.conversation...)
@@ -305,7 +306,7 @@ func responsesConversation(o wire.Object, instructions *string, prev *StoredResp
 		if _, e := wire.ParseString(raw, "input"); e != nil {
 			return nil, e
 		}
-		return append(conv, pipeline.ChatMessageIn{Role: "user", Content: raw}), nil
+		return append(conv, input.ChatMessageIn{Role: "user", Content: raw}), nil
 	}
 	items, e := wire.ParseArray(raw, "input")
 	if e != nil {
@@ -329,7 +330,7 @@ func responsesConversation(o wire.Object, instructions *string, prev *StoredResp
 // responsesInputItem translates one input item: a message (typed or the
 // short {role, content} form), a function_call, a function_call_output or
 // a reasoning item (accepted, not rendered). Other types are a 400.
-func responsesInputItem(raw json.RawMessage, path string) (*pipeline.ChatMessageIn, *wire.APIError) {
+func responsesInputItem(raw json.RawMessage, path string) (*input.ChatMessageIn, *wire.APIError) {
 	var it struct {
 		Type      string          `json:"type"`
 		Role      string          `json:"role"`
@@ -356,13 +357,13 @@ func responsesInputItem(raw json.RawMessage, path string) (*pipeline.ChatMessage
 			return nil, e
 		}
 		c, _ := json.Marshal(text)
-		return &pipeline.ChatMessageIn{Role: it.Role, Content: c}, nil
+		return &input.ChatMessageIn{Role: it.Role, Content: c}, nil
 	case "function_call":
 		if it.CallID == "" || it.Name == "" {
 			return nil, wire.ErrFieldRequired(path + ".call_id, name")
 		}
-		return &pipeline.ChatMessageIn{Role: "assistant", ToolCalls: []pipeline.ChatToolCall{{ID: it.CallID, Type: "function",
-			Function: pipeline.ChatFunction{Name: it.Name, Arguments: it.Arguments}}}}, nil
+		return &input.ChatMessageIn{Role: "assistant", ToolCalls: []input.ChatToolCall{{ID: it.CallID, Type: "function",
+			Function: input.ChatFunction{Name: it.Name, Arguments: it.Arguments}}}}, nil
 	case "function_call_output":
 		if it.CallID == "" {
 			return nil, wire.ErrFieldRequired(path + ".call_id")
@@ -373,7 +374,7 @@ func responsesInputItem(raw json.RawMessage, path string) (*pipeline.ChatMessage
 		}
 		c, _ := json.Marshal(out)
 		id := it.CallID
-		return &pipeline.ChatMessageIn{Role: "tool", ToolCallID: &id, Content: c}, nil
+		return &input.ChatMessageIn{Role: "tool", ToolCallID: &id, Content: c}, nil
 	case "reasoning":
 		return nil, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/engine"
@@ -54,7 +55,7 @@ func appendFunctionCallItem(b []byte, g *pipeline.GenRequest, k int, call toolca
 	b = append(b, `{"arguments":`...)
 	b = jsonenc.AppendString(b, args)
 	b = append(b, `,"call_id":`...)
-	b = jsonenc.AppendString(b, pipeline.ResponsesCallID(call))
+	b = jsonenc.AppendString(b, toolcall.ResponsesCallID(call))
 	b = append(b, `,"name":`...)
 	b = jsonenc.AppendString(b, call.Name)
 	b = append(b, `,"type":"function_call","id":`...)
@@ -260,15 +261,15 @@ func finishResponse(j *pipeline.Job, store *responseStore) []byte {
 	body := appendResponseObject(j, nil, &out)
 	req := responsesReq(j.G)
 	if req.store {
-		var output []pipeline.ChatMessageIn
+		var output []input.ChatMessageIn
 		if out.content != "" || len(out.calls) > 0 {
-			msg := pipeline.ChatMessageIn{Role: "assistant"}
+			msg := input.ChatMessageIn{Role: "assistant"}
 			if out.content != "" {
 				msg.Content, _ = json.Marshal(out.content)
 			}
 			for k, c := range out.calls {
-				msg.ToolCalls = append(msg.ToolCalls, pipeline.ChatToolCall{ID: pipeline.ResponsesCallID(j.Ch[0].Calls.Calls[k]),
-					Type: "function", Function: pipeline.ChatFunction{Name: c.Name, Arguments: c.Arguments}})
+				msg.ToolCalls = append(msg.ToolCalls, input.ChatToolCall{ID: toolcall.ResponsesCallID(j.Ch[0].Calls.Calls[k]),
+					Type: "function", Function: input.ChatFunction{Name: c.Name, Arguments: c.Arguments}})
 			}
 			output = append(output, msg)
 		}

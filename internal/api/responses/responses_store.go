@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/httperr"
 )
@@ -20,9 +20,9 @@ const ResponseStoreSize = 1024
 // StoredResponse is what previous_response_id and GET /v1/responses/{id}
 // need of a finished response.
 type StoredResponse struct {
-	Body         []byte                   // the response object as answered
-	conversation []pipeline.ChatMessageIn // the chat messages it was generated from
-	output       []pipeline.ChatMessageIn // its output as assistant messages
+	Body         []byte                // the response object as answered
+	conversation []input.ChatMessageIn // the chat messages it was generated from
+	output       []input.ChatMessageIn // its output as assistant messages
 }
 
 // responseStore is a bounded FIFO map of stored responses, safe for

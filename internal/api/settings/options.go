@@ -1,7 +1,8 @@
-// Package settings is the HTTP layer's typed options (Options and its groups,
-// the typed enums of their closed sets): built once by internal/worker from
-// the configuration, read by the pipeline and the surfaces, never the
-// configuration itself. internal/api names them for its callers.
+// Package settings is what the HTTP layer is given: its typed options
+// (Options and its groups, typed enums of their closed sets), built once by
+// internal/worker from the configuration, never the configuration itself;
+// and its collaborators (Deps, the observer and renderer interfaces).
+// internal/api names them for its callers.
 package settings
 
 import (

@@ -1,4 +1,4 @@
-package pipeline
+package input
 
 import "encoding/json"
 
