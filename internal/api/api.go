@@ -1,12 +1,15 @@
 // Package api is mocker-server's OpenAI-compatible HTTP layer
-// (docs/http-api.md): the route table over the shared generation pipeline
-// (internal/api/pipeline) and the wire surfaces beside it (chat and
-// completions in the pipeline; Responses, Anthropic Messages, embeddings and
-// SGLang in their own packages). The configuration types are the pipeline's,
-// named here so that callers need only this package.
+// (docs/http-api.md): the route table that composes the shared generation
+// pipeline (internal/api/pipeline) with the surfaces in their own packages
+// (openai, responses, anthropic, embeddings, sglang) and the auxiliary
+// endpoints. The settings, collaborators and server types live in the
+// subpackages and are named here so that callers need only this package.
 package api
 
 import (
+	"context"
+	"net"
+
 	"github.com/mocker-server/mocker-server/internal/api/conn"
 	"github.com/mocker-server/mocker-server/internal/api/disagg"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
@@ -23,7 +26,9 @@ func NewServer(opts Options, engines []*engine.Engine, deps Deps) *Server {
 	return pipeline.NewServer(opts, engines, deps, routes)
 }
 
-// The server, its collaborators and its settings (internal/api/pipeline).
+// The server (internal/api/pipeline), its collaborators and settings
+// (internal/api/settings) and the side channel's interfaces
+// (internal/api/disagg).
 type (
 	Server                  = pipeline.Server
 	Deps                    = settings.Deps
@@ -49,7 +54,7 @@ type (
 	TransferFailureObserver = disagg.TransferFailureObserver
 )
 
-// The settings' values (internal/api/pipeline).
+// The settings' values (internal/api/settings).
 const (
 	ReasoningFieldReasoning        = settings.ReasoningFieldReasoning
 	ReasoningFieldReasoningContent = settings.ReasoningFieldReasoningContent
@@ -66,9 +71,10 @@ const (
 // when the server stops (internal/api/pipeline).
 var ErrShuttingDown = pipeline.ErrShuttingDown
 
-// ConnContext and JSONErrorListener prepare the HTTP server's connections
-// (internal/api/pipeline: raw SSE writes, JSON answers to malformed requests).
-var (
-	ConnContext       = conn.ConnContext
-	JSONErrorListener = conn.JSONErrorListener
-)
+// ConnContext is the http.Server's ConnContext hook that lets a stream
+// write its chunks straight to the socket (internal/api/conn).
+func ConnContext(ctx context.Context, c net.Conn) context.Context { return conn.ConnContext(ctx, c) }
+
+// JSONErrorListener wraps ln so that net/http's answers to malformed
+// requests are JSON bodies (internal/api/conn).
+func JSONErrorListener(ln net.Listener) net.Listener { return conn.JSONErrorListener(ln) }

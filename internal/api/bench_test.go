@@ -40,7 +40,7 @@ func benchJob(tb testing.TB, model tokenizer.Model, chat bool, choices, tokens i
 	s := NewServer(testOptions(cfg), make([]*engine.Engine, 1), settings.Deps{Tokenizer: model})
 	g := &pipeline.GenRequest{Chat: chat, Model: "mocker-model", BaseID: "0123456789abcdef0123456789abcdef",
 		Created: 1760000000, Stream: true, N: choices, Rank: 0, Logprobs: logprobs, TopLogprobs: 2,
-		Prompts: []pipeline.PromptSpec{{Ids: []uint32{1, 94002, 18, 38422, 35354, 2, 18, 1, 120736, 33288, 18}, M: tokens}}}
+		Prompts: []pipeline.PromptSpec{{IDs: []uint32{1, 94002, 18, 38422, 35354, 2, 18, 1, 120736, 33288, 18}, M: tokens}}}
 	j := &pipeline.Job{S: s, G: g, Ch: make([]pipeline.Choice, choices), Reqs: make([]engine.Request, choices), Remaining: choices}
 	p := s.PlanParams(g)
 	p.MaxTokens, p.SetsMax = tokens, true

@@ -58,7 +58,7 @@ func (MessagesSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request)
 	if e != nil {
 		return nil, e
 	}
-	g.Ext = &MessagesRequest{promptTokens: len(g.Prompts[0].Ids)}
+	g.Ext = &MessagesRequest{promptTokens: len(g.Prompts[0].IDs)}
 	return g, nil
 }
 

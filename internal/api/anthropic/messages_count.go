@@ -31,7 +31,7 @@ func HandleCountTokens(s *pipeline.Server) http.Handler {
 			WriteAnthropicError(w, e)
 			return
 		}
-		n := strconv.Itoa(len(g.Prompts[0].Ids))
+		n := strconv.Itoa(len(g.Prompts[0].IDs))
 		httperr.Write(w, http.StatusOK, []byte(`{"input_tokens":`+n+`,"context_management":{"original_input_tokens":`+n+`}}`))
 	})
 }

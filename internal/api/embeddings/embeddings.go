@@ -109,7 +109,7 @@ func embedPrompts(s *pipeline.Server, g *pipeline.GenRequest, inputs []input.Raw
 	N := s.Opts.Model.MaxModelLen
 	g.Prompts = make([]pipeline.PromptSpec, len(inputs))
 	for i, in := range inputs {
-		ids := in.Ids
+		ids := in.IDs
 		if in.IsText {
 			ids = s.Tok.Encode(in.Text, addSpecial)
 		}
@@ -127,7 +127,7 @@ func embedPrompts(s *pipeline.Server, g *pipeline.GenRequest, inputs []input.Raw
 		}
 		// m = 0: the engine prefills the prompt and finishes the sequence
 		// without a token.
-		g.Prompts[i] = pipeline.PromptSpec{Ids: ids, IsText: in.IsText}
+		g.Prompts[i] = pipeline.PromptSpec{IDs: ids, IsText: in.IsText}
 	}
 	return nil
 }
@@ -138,7 +138,7 @@ func (es EmbeddingsSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 	g := j.G
 	p := 0
 	for i := range g.Prompts {
-		p += len(g.Prompts[i].Ids)
+		p += len(g.Prompts[i].IDs)
 	}
 	vec := make([]float32, j.S.Opts.EmbeddingDim)
 	b := make([]byte, 0, 256+len(g.Prompts)*(embedReq(g).dims*22+64))
@@ -153,7 +153,7 @@ func (es EmbeddingsSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		v := es.Basis.Embed(vec, g.Prompts[i].Ids, embedReq(g).dims)
+		v := es.Basis.Embed(vec, g.Prompts[i].IDs, embedReq(g).dims)
 		b = append(b, `{"index":`...)
 		b = strconv.AppendInt(b, int64(i), 10)
 		b = append(b, `,"object":"embedding","embedding":`...)

@@ -19,7 +19,7 @@ const MaxStopStrings = 64
 // RawPrompt is a completions prompt as sent, before tokenization.
 type RawPrompt struct {
 	Text   string
-	Ids    []uint32
+	IDs    []uint32
 	IsText bool
 }
 
@@ -165,7 +165,7 @@ func ParsePrompt(o wire.Object, key string, vocabSize int) (prompts []RawPrompt,
 			if badID == "" {
 				badID = bad
 			}
-			prompts[i] = RawPrompt{Ids: ids}
+			prompts[i] = RawPrompt{IDs: ids}
 		}
 		return prompts, empty, badID
 	}
@@ -174,7 +174,7 @@ func ParsePrompt(o wire.Object, key string, vocabSize int) (prompts []RawPrompt,
 		o.Fail(e)
 		return nil, false, ""
 	}
-	return []RawPrompt{{Ids: ids}}, false, bad
+	return []RawPrompt{{IDs: ids}}, false, bad
 }
 
 // ParseIDs reads an array of token ids. It returns the text of the first id

@@ -44,7 +44,7 @@ func (openAISurface) Encoder(j *pipeline.Job) pipeline.EventEncoder {
 func usageOf(j *pipeline.Job) usage {
 	p := 0
 	for i := range j.G.Prompts {
-		p += len(j.G.Prompts[i].Ids)
+		p += len(j.G.Prompts[i].IDs)
 	}
 	u := usage{PromptTokens: p, TotalTokens: p + j.Completion, CompletionTokens: j.Completion}
 	if j.S.Opts.HTTP.PromptTokensDetails {
@@ -66,7 +66,7 @@ func chatResponseOf(j *pipeline.Job) *chatResponse {
 		KVTransferParams: j.KVParams,
 	}
 	if g.ReturnIDs {
-		resp.PromptTokenIDs = g.Prompts[0].Ids
+		resp.PromptTokenIDs = g.Prompts[0].IDs
 	}
 	lp := pipeline.NewLogprobRenderer(j)
 	for i := range j.Ch {
@@ -129,7 +129,7 @@ func completionResponseOf(j *pipeline.Job) *completionResponse {
 			c.Logprobs = lp.AppendCompletionLists(nil, &ch.Plan, ids, offset)
 		}
 		if g.ReturnIDs {
-			c.PromptTokenIDs = ps.Ids
+			c.PromptTokenIDs = ps.IDs
 			c.TokenIDs = wire.AppendUint32s(nil, ids)
 		}
 		resp.Choices[i] = c

@@ -58,7 +58,7 @@ func (s *Server) answerStatusFault(w http.ResponseWriter, g *GenRequest, f fault
 			Message: "The server is temporarily unavailable (injected fault)."})
 	case faults.ContextLength:
 		ps := &g.Prompts[0]
-		fail(w, contextLengthError(s.Opts.Model.MaxModelLen, ps.M, len(ps.Ids), true))
+		fail(w, contextLengthError(s.Opts.Model.MaxModelLen, ps.M, len(ps.IDs), true))
 	default:
 		return false
 	}

@@ -179,7 +179,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 	}
 	for pi := range g.Prompts {
 		ps := &g.Prompts[pi]
-		seed := plan.RequestSeed(g.seed, s.Opts.Seed, ps.Ids)
+		seed := plan.RequestSeed(g.seed, s.Opts.Seed, ps.IDs)
 		for c := range g.N {
 			idx := pi*g.N + c
 			p := base
@@ -188,11 +188,11 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 				// A prefill computes the prompt and samples one token.
 				p.MaxTokens, p.MinTokens = 1, min(p.MinTokens, 1)
 			}
-			res, calls := toolcall.PlanChoice(g.tools, g.structured, p, ps.Ids, s.Opts.Tools.CallProbability, s.Opts.Tools.Parser)
+			res, calls := toolcall.PlanChoice(g.tools, g.structured, p, ps.IDs, s.Opts.Tools.CallProbability, s.Opts.Tools.Parser)
 			j.Ch[idx] = Choice{Prompt: pi, Plan: res, Calls: calls}
 			j.Reqs[idx] = engine.Request{
 				ID:              engine.NewRequestID(),
-				Prompt:          ps.Ids,
+				Prompt:          ps.IDs,
 				PlannedOutput:   res.IDs,
 				FinishReason:    res.FinishReason,
 				MaxOutputTokens: ps.M,
@@ -356,7 +356,7 @@ func (j *Job) collect(w http.ResponseWriter, r *http.Request) bool {
 func requestCost(g *GenRequest) int {
 	cost := 0
 	for i := range g.Prompts {
-		cost += len(g.Prompts[i].Ids) + g.N*g.Prompts[i].M
+		cost += len(g.Prompts[i].IDs) + g.N*g.Prompts[i].M
 	}
 	return cost
 }

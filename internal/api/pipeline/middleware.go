@@ -9,10 +9,10 @@ import (
 	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
-// Cors puts Access-Control-Allow-Origin on every response and answers every
+// CORS puts Access-Control-Allow-Origin on every response and answers every
 // OPTIONS request as a CORS preflight (200, empty body), before
 // authentication and routing.
-func Cors(next http.Handler) http.Handler {
+func CORS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", "*")

@@ -63,7 +63,7 @@ func NewOpenAIEncoder(j *Job) *openAIEncoder {
 	e.reasonKey = jsonenc.AppendString([]byte(`{`), string(key))
 	e.reasonKey = append(e.reasonKey, ':')
 	for i := range g.Prompts {
-		e.promptTok += len(g.Prompts[i].Ids)
+		e.promptTok += len(g.Prompts[i].IDs)
 	}
 	return e
 }
@@ -295,7 +295,7 @@ func (e *openAIEncoder) roleChunk(idx int, ch *Choice) {
 	}
 	if e.j.G.ReturnIDs {
 		b = append(b, `,"prompt_token_ids":`...)
-		b = wire.AppendUint32s(b, e.j.G.Prompts[ch.Prompt].Ids)
+		b = wire.AppendUint32s(b, e.j.G.Prompts[ch.Prompt].IDs)
 	}
 	e.st.Buf = append(b, "}\n\n"...)
 }
@@ -437,7 +437,7 @@ func (e *openAIEncoder) completionChunk(idx int, ch *Choice, text string, toks [
 	if g.ReturnIDs {
 		if first {
 			b = append(b, `,"prompt_token_ids":`...)
-			b = wire.AppendUint32s(b, g.Prompts[ch.Prompt].Ids)
+			b = wire.AppendUint32s(b, g.Prompts[ch.Prompt].IDs)
 		}
 		b = append(b, `,"token_ids":[`...)
 		if hasTok {

@@ -72,7 +72,7 @@ type GenRequest struct {
 // PromptSpec is one prompt after tokenization and the max-token and
 // context-length checks (checkPrompt).
 type PromptSpec struct {
-	Ids    []uint32 // after truncate_prompt_tokens
+	IDs    []uint32 // after truncate_prompt_tokens
 	Text   string   // the prompt text as given (string prompts, chat), for echo
 	IsText bool     // given as text (context-length message form)
 	M      int      // effective max tokens
@@ -134,11 +134,11 @@ func (s *Server) tokenizePrompts(in *GenInput) ([]input.RawPrompt, *wire.APIErro
 		}
 		// A rendered chat prompt already holds the template's special
 		// tokens; vLLM adds none (add_special_tokens defaults to false).
-		return []input.RawPrompt{{Text: text, Ids: s.Tok.Encode(text, false), IsText: true}}, nil
+		return []input.RawPrompt{{Text: text, IDs: s.Tok.Encode(text, false), IsText: true}}, nil
 	}
 	for i := range in.Prompts {
 		if in.Prompts[i].IsText {
-			in.Prompts[i].Ids = s.Tok.Encode(in.Prompts[i].Text, true)
+			in.Prompts[i].IDs = s.Tok.Encode(in.Prompts[i].Text, true)
 		}
 	}
 	return in.Prompts, nil
@@ -164,7 +164,7 @@ func (s *Server) checkPrompts(g *GenRequest, raw []input.RawPrompt) *wire.APIErr
 // Every rank has the same configuration, so rank 0 answers for all.
 func (s *Server) checkCapacity(g *GenRequest) *wire.APIError {
 	for _, ps := range g.Prompts {
-		if rej := s.Engines[0].CheckAdmissible(len(ps.Ids), ps.M); rej != nil {
+		if rej := s.Engines[0].CheckAdmissible(len(ps.IDs), ps.M); rej != nil {
 			return wire.ErrInvalid("", "%s", rej.Message)
 		}
 	}
@@ -198,7 +198,7 @@ func (s *Server) ResolveModel(g *GenRequest, model string, hasModel bool) *wire.
 // else max_model_len − prompt (chat) or min(16, max_model_len − prompt)
 // (completions), as in vLLM.
 func (s *Server) checkPrompt(g *GenRequest, rp input.RawPrompt) (PromptSpec, *wire.APIError) {
-	ids := rp.Ids
+	ids := rp.IDs
 	if len(ids) == 0 {
 		return PromptSpec{}, wire.ErrInvalid("", "The prompt is empty after tokenization")
 	}
@@ -227,7 +227,7 @@ func (s *Server) checkPrompt(g *GenRequest, rp input.RawPrompt) (PromptSpec, *wi
 	if g.minTokens > m {
 		return PromptSpec{}, wire.ErrInvalid("min_tokens", "min_tokens must be less than or equal to max_tokens=%d, got %d.", m, g.minTokens)
 	}
-	ps := PromptSpec{Ids: ids, Text: rp.Text, IsText: rp.IsText, M: m}
+	ps := PromptSpec{IDs: ids, Text: rp.Text, IsText: rp.IsText, M: m}
 	if !rp.IsText || truncated {
 		ps.Text = tokenizer.DecodeLiteral(ids)
 	}

@@ -232,7 +232,7 @@ func appendOutputItems(j *pipeline.Job, b []byte, out *responseOutput) []byte {
 
 // appendResponseUsage appends vLLM's Responses usage (one turn).
 func appendResponseUsage(j *pipeline.Job, b []byte, out *responseOutput) []byte {
-	p := int64(len(j.G.Prompts[0].Ids))
+	p := int64(len(j.G.Prompts[0].IDs))
 	cached := int64(j.Ch[0].Fin.CachedTokens)
 	o := int64(j.Completion)
 	b = append(b, `{"input_tokens":`...)

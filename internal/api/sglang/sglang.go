@@ -240,7 +240,7 @@ func sglangResult(j *pipeline.Job, i int) *sglangOutput {
 		OutputIDs: append([]uint32{}, ids...),
 		MetaInfo: sglangMeta{
 			ID:               j.G.BaseID,
-			PromptTokens:     len(j.G.Prompts[ch.Prompt].Ids),
+			PromptTokens:     len(j.G.Prompts[ch.Prompt].IDs),
 			CompletionTokens: ch.N,
 			CachedTokens:     ch.Fin.CachedTokens,
 			E2ELatency:       j.S.Now().Sub(sg.start).Seconds(),

@@ -1,12 +1,10 @@
-package api
+package wire
 
 import (
 	"bytes"
 	"encoding/json"
 	"math"
 	"testing"
-
-	"github.com/mocker-server/mocker-server/internal/api/wire"
 )
 
 // FuzzAppendFloat: finite floats are written byte for byte as encoding/json
@@ -17,7 +15,7 @@ func FuzzAppendFloat(f *testing.F) {
 		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, v float64) {
-		got := wire.AppendFloat(nil, v)
+		got := AppendFloat(nil, v)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			if string(got) != "null" {
 				t.Errorf("appendFloat(%v) = %s, want null", v, got)
@@ -51,7 +49,7 @@ func FuzzAppendIntegers(f *testing.F) {
 			ids = append(ids, uint32(raw[i])|uint32(raw[i+1])<<8|uint32(raw[i+2])<<16|uint32(raw[i+3])<<24)
 		}
 		want, _ := json.Marshal(ids)
-		if got := wire.AppendUint32s(nil, ids); !bytes.Equal(got, want) {
+		if got := AppendUint32s(nil, ids); !bytes.Equal(got, want) {
 			t.Errorf("appendUint32s(%v) = %s, encoding/json writes %s", ids, got, want)
 		}
 		values := make([]int, len(raw))
@@ -59,7 +57,7 @@ func FuzzAppendIntegers(f *testing.F) {
 			values[i] = int(c)
 		}
 		want, _ = json.Marshal(values)
-		if got := wire.AppendByteValues(nil, string(raw)); !bytes.Equal(got, want) {
+		if got := AppendByteValues(nil, string(raw)); !bytes.Equal(got, want) {
 			t.Errorf("appendByteValues(%q) = %s, encoding/json writes %s", raw, got, want)
 		}
 	})
