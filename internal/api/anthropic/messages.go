@@ -19,7 +19,7 @@ import (
 // serves it (vllm/entrypoints/anthropic): the request is translated into a
 // chat completions request and runs through the chat path; the output is
 // written as Anthropic content blocks or stream events. Errors use
-// Anthropic's shape (writeAnthropicError).
+// Anthropic's shape (WriteAnthropicError).
 type MessagesSurface struct{}
 
 // MessagesRequest holds what the Anthropic rendering needs.

@@ -2,7 +2,7 @@ package input
 
 import "encoding/json"
 
-// ChatToolCall and chatMessageIn are the chat completions message forms the
+// ChatToolCall and ChatMessageIn are the chat completions message forms the
 // Anthropic blocks and the Responses input items translate to (field order as vLLM's translation builds
 // them, since templates may iterate over them).
 type ChatToolCall struct {

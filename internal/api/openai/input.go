@@ -34,7 +34,7 @@ var (
 
 // parseGenerate reads a chat or completions body into the typed input
 // (phase 1, field types and required fields) and runs the shared phases
-// on it (buildGenerate), in the order of docs/http-api.md: types, model,
+// on it (BuildGenerate), in the order of docs/http-api.md: types, model,
 // values, prompt, KV capacity.
 func parseGenerate(s *pipeline.Server, o wire.Object, r *http.Request, chat bool) (*pipeline.GenRequest, *wire.APIError) {
 	logUnknownGenFields(s, o, r, chat)
@@ -46,7 +46,7 @@ func parseGenerate(s *pipeline.Server, o wire.Object, r *http.Request, chat bool
 }
 
 // logUnknownGenFields logs the chat or completions fields the server does
-// not know (the legacy guided_* fields are known to parseStructured).
+// not know (the legacy guided_* fields are known to ParseStructured).
 func logUnknownGenFields(s *pipeline.Server, o wire.Object, r *http.Request, chat bool) {
 	known := completionFields
 	if chat {

@@ -8,7 +8,7 @@ import (
 )
 
 // The value checks every generation surface shares (phase 8 of
-// docs/http-api.md), in the order buildGenerate runs them. Each reads the
+// docs/http-api.md), in the order BuildGenerate runs them. Each reads the
 // typed input and sets the parsed request's fields.
 
 // checkInputs reports the value errors of the messages or prompts.

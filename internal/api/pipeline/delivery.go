@@ -86,7 +86,7 @@ type deliveryShard struct {
 	// it.
 	lags []rankLag
 	// first is where the last pass's writes started in its ready list
-	// (nextFirst).
+	// (NextFirst).
 	first int
 	// renderedAhead counts the shard's chunks written as rendered ahead
 	// (per shard, so shards on different cores share no counter).

@@ -21,7 +21,7 @@ import (
 var ErrShuttingDown = errors.New("server shutting down")
 
 // Surface is one HTTP API served by the shared generation path: how a
-// decoded body becomes a genRequest, and how the finished or streaming job
+// decoded body becomes a GenRequest, and how the finished or streaming job
 // is written. Everything between (faults, limits, engine submission,
 // cancellation) is common to all of them.
 type Surface interface {
@@ -37,13 +37,13 @@ type Surface interface {
 type ErrorWriter func(w http.ResponseWriter, e *wire.APIError)
 
 // ErrorShaper is implemented by the surfaces whose errors do not use the
-// OpenAI shape of writeError (SGLang's {"error":{"message"}}).
+// OpenAI shape of WriteError (SGLang's {"error":{"message"}}).
 type ErrorShaper interface {
 	WriteError(w http.ResponseWriter, e *wire.APIError)
 }
 
 // errorWriterOf returns the surface's error writer: its own, else
-// writeError.
+// WriteError.
 func errorWriterOf(surf Surface) ErrorWriter {
 	if es, ok := surf.(ErrorShaper); ok {
 		return es.WriteError
@@ -56,7 +56,7 @@ func HandleSurface(s *Server, surf Surface) http.Handler {
 	fail := errorWriterOf(surf)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		created := s.Now().Unix()
-		// The body has been read (readBodies): only now does the request
+		// The body has been read (ReadBodies): only now does the request
 		// count as load.
 		o, e := wire.DecodeBody(w, r, s.Opts.HTTP.MaxRequestBodyBytes)
 		if e != nil {
@@ -140,7 +140,7 @@ type Job struct {
 
 // Choice is the state of one engine sequence.
 type Choice struct {
-	Prompt int // index into genRequest.prompts
+	Prompt int // index into GenRequest.prompts
 	Plan   plan.Result
 	Calls  *toolcall.ChoiceCalls // the planned tool calls; nil = text
 	N      int                   // tokens received

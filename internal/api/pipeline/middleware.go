@@ -83,7 +83,7 @@ func (s *Server) StartupGate(next http.Handler) http.Handler {
 	return s.StartupGateIn(next, wire.WriteError)
 }
 
-// StartupGateIn is startupGate answering in a surface's error shape.
+// StartupGateIn is StartupGate answering in a surface's error shape.
 func (s *Server) StartupGateIn(next http.Handler, fail ErrorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.ready.Load() {

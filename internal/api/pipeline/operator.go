@@ -30,7 +30,7 @@ func (s *Server) DrainGate(next http.Handler) http.Handler {
 	return s.DrainGateIn(next, wire.WriteError)
 }
 
-// DrainGateIn is drainGate answering in a surface's error shape.
+// DrainGateIn is DrainGate answering in a surface's error shape.
 func (s *Server) DrainGateIn(next http.Handler, fail ErrorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.draining.Load() {

@@ -18,7 +18,7 @@ type GenInput struct {
 	Chat bool
 	// Body holds the fields the constraint, tool and chat-template phases
 	// read (response_format, tools, chat_template_kwargs, …); a surface
-	// without them gives an empty object (emptyObject).
+	// without them gives an empty object (EmptyObject).
 	Body wire.Object
 
 	Model    string

@@ -408,7 +408,7 @@ func (st *Streamer) Flush() error {
 }
 
 // flushRaw writes the buffered events as one HTTP chunk straight to the
-// connection, without waiting (delivery.go). errWouldBlock means the
+// connection, without waiting (delivery.go). ErrWouldBlock means the
 // client's socket is full and st.pending holds the rest.
 func (st *Streamer) flushRaw() error {
 	if len(st.Buf) == 0 {
@@ -427,7 +427,7 @@ func (st *Streamer) Render(items []engine.OutputItem) { st.enc.Render(st, items)
 // finished.
 func (st *Streamer) Finish() { st.Buf = st.enc.End(st.Buf) }
 
-// writeFrame writes one framed chunk without waiting; errWouldBlock means
+// writeFrame writes one framed chunk without waiting; ErrWouldBlock means
 // st.pending holds the part the socket did not take.
 func (st *Streamer) writeFrame(frame []byte) error {
 	n, err := st.line.TryWrite(frame)

@@ -119,7 +119,7 @@ func readSGLangSampling(sp wire.Object, in *pipeline.GenInput) {
 }
 
 // sglangSurface is POST /generate, SGLang's native generation endpoint,
-// served by the shared generation path (handleSurface): the same parsing,
+// served by the shared generation path (HandleSurface): the same parsing,
 // planning, faults, limits, request ids, engine and stream delivery as
 // /v1/completions, with SGLang's result objects, stream and error shape.
 type sglangSurface struct{}

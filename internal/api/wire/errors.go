@@ -63,7 +63,7 @@ var (
 	ErrInternal   = &APIError{Status: http.StatusInternalServerError, Type: TypeInternal, Message: "Internal Server Error"}
 )
 
-// ErrorBody is the JSON form of an apiError.
+// ErrorBody is the JSON form of an APIError.
 type ErrorBody struct {
 	Error errorDetail `json:"error"`
 }
