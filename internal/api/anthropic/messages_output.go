@@ -141,7 +141,7 @@ func (m *messagesEncoder) openToolUse(b []byte, k int) []byte {
 // renderCall appends the events of position pos of a tool-call plan:
 // input_json_delta per arguments token.
 func (m *messagesEncoder) renderCall(b []byte, ch *pipeline.Choice, pos int) []byte {
-	step := pipeline.CallStepAt(ch, pos, m.calls)
+	step := ch.Calls.StepAt(&ch.Plan, pos, m.calls)
 	if step.Open {
 		b = m.openToolUse(b, step.Call)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/httperr"
 	"github.com/mocker-server/mocker-server/internal/jsonenc"
@@ -59,7 +60,7 @@ func appendFunctionCallItem(b []byte, g *pipeline.GenRequest, k int, call toolca
 	b = append(b, `,"name":`...)
 	b = jsonenc.AppendString(b, call.Name)
 	b = append(b, `,"type":"function_call","id":`...)
-	b = jsonenc.AppendString(b, pipeline.FunctionItemID(g, k))
+	b = jsonenc.AppendString(b, functionItemID(g, k))
 	b = append(b, `,"status":`...)
 	b = jsonenc.AppendString(b, status)
 	return append(b, '}')
@@ -284,4 +285,9 @@ func (rs ResponsesSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 
 func (rs ResponsesSurface) Encoder(j *pipeline.Job) pipeline.EventEncoder {
 	return &responsesEncoder{j: j, store: rs.Store}
+}
+
+// functionItemID is the id of a Responses function_call item.
+func functionItemID(g *pipeline.GenRequest, call int) string {
+	return "fc_" + g.BaseID + "_" + wire.Itoa(call)
 }

@@ -64,7 +64,7 @@ func (e *responsesEncoder) itemID() string {
 	case itemReasoning:
 		return reasoningItemID(e.j.G)
 	case itemFunction:
-		return pipeline.FunctionItemID(e.j.G, e.calls-1)
+		return functionItemID(e.j.G, e.calls-1)
 	}
 	return messageItemID(e.j.G)
 }
@@ -89,7 +89,7 @@ func (e *responsesEncoder) closeCall(b []byte) []byte {
 	b = append(b, `{"arguments":`...)
 	b = jsonenc.AppendString(b, string(e.text))
 	b = append(b, `,"item_id":`...)
-	b = jsonenc.AppendString(b, pipeline.FunctionItemID(e.j.G, k))
+	b = jsonenc.AppendString(b, functionItemID(e.j.G, k))
 	b = append(b, `,"name":`...)
 	b = jsonenc.AppendString(b, call.Name)
 	b = e.endWithIndex(b, "response.function_call_arguments.done")
@@ -242,7 +242,7 @@ func (e *responsesEncoder) token(b []byte, ch *pipeline.Choice, pos int) []byte 
 
 // renderCall appends the events of position pos of a tool-call plan.
 func (e *responsesEncoder) renderCall(b []byte, ch *pipeline.Choice, pos int) []byte {
-	step := pipeline.CallStepAt(ch, pos, e.calls)
+	step := ch.Calls.StepAt(&ch.Plan, pos, e.calls)
 	if step.Open {
 		b = e.openCall(b, step.Call)
 	}
@@ -254,7 +254,7 @@ func (e *responsesEncoder) renderCall(b []byte, ch *pipeline.Choice, pos int) []
 	b = append(b, `{"delta":`...)
 	b = jsonenc.AppendString(b, step.Args)
 	b = append(b, `,"item_id":`...)
-	b = jsonenc.AppendString(b, pipeline.FunctionItemID(e.j.G, e.calls-1))
+	b = jsonenc.AppendString(b, functionItemID(e.j.G, e.calls-1))
 	return e.endWithIndex(b, "response.function_call_arguments.delta")
 }
 

@@ -15,15 +15,15 @@ import (
 type partKind uint8
 
 const (
-	PartHeader    partKind = iota // the text before a call's arguments: its name and framing
-	PartArguments                 // the arguments JSON
+	partHeader    partKind = iota // the text before a call's arguments: its name and framing
+	partArguments                 // the arguments JSON
 	partTrailer                   // what closes a call (and opens the next)
 )
 
 // partRole is the kind of one plan part and the call it belongs to.
 type partRole struct {
-	Kind partKind
-	Call int
+	kind partKind
+	call int
 }
 
 // PlannedCall is one tool call a choice makes.
@@ -37,7 +37,7 @@ type PlannedCall struct {
 type ChoiceCalls struct {
 	style toolChoiceKind // toolChoiceNamed, toolChoiceRequired or toolChoiceAuto
 	Calls []PlannedCall
-	Roles []partRole
+	roles []partRole
 }
 
 // callFormat is how a model writes tool calls as text: the mock's output
@@ -138,7 +138,7 @@ func planCalls(spec *ToolSpec, parser string, seed, idSalt uint64) ([]string, *C
 		args := string(schemagen.Spaced(def.params.Generate(callSeed)))
 		if spec.choice == toolChoiceNamed {
 			parts = append(parts, args)
-			cc.Roles = append(cc.Roles, partRole{Kind: PartArguments, Call: k})
+			cc.roles = append(cc.roles, partRole{kind: partArguments, call: k})
 			continue
 		}
 		header := format.nameStart + def.name + format.nameEnd
@@ -150,7 +150,7 @@ func planCalls(spec *ToolSpec, parser string, seed, idSalt uint64) ([]string, *C
 			trailer = format.callEnd + format.close
 		}
 		parts = append(parts, header, args, trailer)
-		cc.Roles = append(cc.Roles, partRole{PartHeader, k}, partRole{PartArguments, k}, partRole{partTrailer, k})
+		cc.roles = append(cc.roles, partRole{partHeader, k}, partRole{partArguments, k}, partRole{partTrailer, k})
 	}
 	return parts, cc
 }
@@ -197,8 +197,8 @@ func (cc *ChoiceCalls) Result(p *plan.Result, n int, reason engine.FinishReason)
 	for pos := range delivered {
 		text, _ := p.Segment(pos)
 		whole.WriteString(text)
-		if role := cc.Roles[p.Part(pos)]; role.Kind == PartArguments {
-			args[role.Call].WriteString(text)
+		if role := cc.roles[p.Part(pos)]; role.kind == partArguments {
+			args[role.call].WriteString(text)
 		}
 	}
 	raw := whole.String()
@@ -271,27 +271,27 @@ func (cc *ChoiceCalls) AppendCallDelta(b []byte, p *plan.Result, pos int) ([]byt
 	if part < 0 {
 		return b, false
 	}
-	role := cc.Roles[part]
+	role := cc.roles[part]
 	text, _ := p.Segment(pos)
-	call := cc.Calls[role.Call]
+	call := cc.Calls[role.call]
 	switch {
-	case role.Kind == PartHeader:
+	case role.kind == partHeader:
 		// The name is known once the header's last token is out.
 		if pos+1 >= len(p.IDs) || p.Part(pos+1) == part {
 			return b, false
 		}
-		b = appendCallHeader(b, role.Call, call, cc.style)
+		b = appendCallHeader(b, role.call, call, cc.style)
 		b = append(b, "}]}"...)
 		return b, true
-	case role.Kind == PartArguments && cc.style == toolChoiceNamed && pos == 0:
-		b = appendCallHeader(b, role.Call, call, cc.style)
+	case role.kind == partArguments && cc.style == toolChoiceNamed && pos == 0:
+		b = appendCallHeader(b, role.call, call, cc.style)
 		b = append(b, `,"arguments":`...)
 		b = jsonenc.AppendString(b, text)
 		b = append(b, "}}]}"...)
 		return b, true
-	case role.Kind == PartArguments && text != "":
+	case role.kind == partArguments && text != "":
 		b = append(b, `{"tool_calls":[{"index":`...)
-		b = strconv.AppendInt(b, int64(role.Call), 10)
+		b = strconv.AppendInt(b, int64(role.call), 10)
 		b = append(b, `,"function":{"arguments":`...)
 		b = jsonenc.AppendString(b, text)
 		b = append(b, "}}]}"...)
@@ -332,4 +332,35 @@ func PlanChoice(tools *ToolSpec, structured *StructuredSpec, p plan.Params, prom
 		return plan.Text(p, []string{structured.text(subSeed(seed, saltStructured))}), nil
 	}
 	return plan.Plan(p), nil
+}
+
+// CallStep is what one position of a tool-call plan contributes to a
+// Responses or Anthropic stream, which show calls as output items or
+// content blocks rather than chat deltas.
+type CallStep struct {
+	Open bool   // the call's name is known from here on: start its item or block
+	Call int    // the call the position belongs to (-1: none)
+	Args string // an arguments fragment ("" = none)
+}
+
+// StepAt reads position pos of the choice's plan p; opened is how many
+// calls the stream has started so far. A call starts with the last token of
+// its header (when its name is complete), or with its first arguments token
+// when there is no header (a named tool_choice).
+func (cc *ChoiceCalls) StepAt(p *plan.Result, pos, opened int) CallStep {
+	part := p.Part(pos)
+	if part < 0 {
+		return CallStep{Call: -1}
+	}
+	role := cc.roles[part]
+	step := CallStep{Call: role.call}
+	switch role.kind {
+	case partHeader:
+		last := pos+1 >= len(p.IDs) || p.Part(pos+1) != part
+		step.Open = last && role.call >= opened
+	case partArguments:
+		step.Open = role.call >= opened
+		step.Args, _ = p.Segment(pos)
+	}
+	return step
 }
