@@ -26,7 +26,7 @@ func TestDelivery_SlowClientIsHandedBackAndOthersKeepTheirPace(t *testing.T) {
 		"fixed_prefill_ms": 0.0, "fixed_decode_ms": 1.0, "max_unflushed_tokens": 100000})
 	slow := env.startNonReader()
 	testutil.WaitFor(t, 10*time.Second, "the slow stream to be handed back", func() bool {
-		return env.srv.Delivery.HandedBack.Load() >= 1
+		return env.srv.HandedBack() >= 1
 	})
 
 	// Every shard gets some of these streams (round robin), so a shard
@@ -58,8 +58,8 @@ func TestDelivery_SlowClientIsHandedBackAndOthersKeepTheirPace(t *testing.T) {
 			t.Errorf("stream %d took %v, want about %d ms", i, took[i], tokens)
 		}
 	}
-	if env.srv.Delivery.HandedBack.Load() != 1 {
-		t.Errorf("%d streams handed back, want only the slow one", env.srv.Delivery.HandedBack.Load())
+	if env.srv.HandedBack() != 1 {
+		t.Errorf("%d streams handed back, want only the slow one", env.srv.HandedBack())
 	}
 	_ = slow.Close() // the handler's pending write fails; its KV is freed
 	testutil.WaitFor(t, 5*time.Second, "the server to be idle", env.idle)
@@ -141,7 +141,7 @@ func TestDelivery_RawStreamsAreValidChunkedHTTPAndKeepTheConnection(t *testing.T
 	}
 	// At a 1 ms pace most passes bring one token per stream, so the
 	// plain chat streams give dozens; a loaded machine batches some.
-	if n := raw.srv.Delivery.RenderedAhead(); n < 10 {
+	if n := raw.srv.RenderedAhead(); n < 10 {
 		t.Errorf("%d chunks were rendered ahead; the plain chat streams alone should give dozens", n)
 	}
 }

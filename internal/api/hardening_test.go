@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/api/conn"
-	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
@@ -171,7 +170,7 @@ func TestHardening_StuckReaderIsAbortedAndItsKVFreed(t *testing.T) {
 	// then on the documented bound (two 100 ms scans plus one pass) runs.
 	var stuckAt time.Time
 	testutil.WaitFor(t, 5*time.Second, "the stuck stream's KV to be freed", func() bool {
-		if stuckAt.IsZero() && stuckStreams(env.srv, 64) > 0 {
+		if stuckAt.IsZero() && env.srv.StuckStreams(64) > 0 {
 			stuckAt = time.Now()
 		}
 		l := env.engines[0].Load()
@@ -205,18 +204,4 @@ func TestHardening_StuckReaderIsAbortedAndItsKVFreed(t *testing.T) {
 		t.Errorf("stream end: %q", s[max(0, len(s)-400):])
 	}
 	testutil.WaitFor(t, 2*time.Second, "the request to end", env.idle)
-}
-
-// stuckStreams counts the streams whose write is blocked right now while
-// at least limit tokens wait unread (what the watcher looks for).
-func stuckStreams(s *pipeline.Server, limit int) int {
-	s.Stuck.Mu.Lock()
-	defer s.Stuck.Mu.Unlock()
-	n := 0
-	for st := range s.Stuck.Streams {
-		if st.Writing.Load() != 0 && st.J.Out.Len() >= limit {
-			n++
-		}
-	}
-	return n
 }

@@ -38,21 +38,21 @@ func routes(s *pipeline.Server) http.Handler {
 	r.Method(http.MethodGet, "/health", gate(endpoints.HandleHealth(s)))
 	r.Method(http.MethodGet, "/ping", gate(endpoints.HandleHealth(s)))
 	r.Method(http.MethodPost, "/ping", gate(endpoints.HandleHealth(s)))
-	r.Method(http.MethodGet, "/version", endpoints.HandleVersion(s.Version))
+	r.Method(http.MethodGet, "/version", endpoints.HandleVersion(s.Version()))
 	r.Method(http.MethodPost, "/tokenize", endpoints.HandleTokenize(s))
 	r.Method(http.MethodPost, "/detokenize", endpoints.HandleDetokenize(s))
 	r.Method(http.MethodGet, "/load", endpoints.HandleLoad(s))
-	r.Method(http.MethodGet, "/metrics", endpoints.HandleMetrics(s.Metrics))
-	if s.Opts.HTTP.DevMode {
+	r.Method(http.MethodGet, "/metrics", endpoints.HandleMetrics(s.MetricsHandler()))
+	if s.Opts().HTTP.DevMode {
 		r.Method(http.MethodPost, "/reset_prefix_cache", endpoints.HandleResetPrefixCache(s))
 	}
-	if s.Adapters != nil && s.Opts.LoRA.RuntimeUpdating {
+	if s.Adapters() != nil && s.Opts().LoRA.RuntimeUpdating {
 		// Like vLLM, the routes exist only when runtime updating is allowed.
 		r.Method(http.MethodPost, "/v1/load_lora_adapter", endpoints.HandleLoadAdapter(s))
 		r.Method(http.MethodPost, "/v1/unload_lora_adapter", endpoints.HandleUnloadAdapter(s))
 	}
-	if s.Side != nil {
-		r.Handle("/kv_transfer/*", s.Side) // disaggregation side channel (internal/kvtransfer)
+	if s.SideChannel() != nil {
+		r.Handle("/kv_transfer/*", s.SideChannel()) // disaggregation side channel (internal/kvtransfer)
 	}
 	s.MountAdmin(r)
 	sglang.MountSGLang(s, r)

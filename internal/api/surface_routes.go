@@ -28,6 +28,6 @@ func mountSurfaces(s *pipeline.Server, r interface {
 	r.Method(http.MethodPost, "/v1/responses/{id}/cancel", responses.HandleCancelResponse(rs.Store))
 	r.Method(http.MethodPost, "/v1/messages", anthropicGate(pipeline.HandleSurface(s, anthropic.MessagesSurface{})))
 	r.Method(http.MethodPost, "/v1/messages/count_tokens", anthropic.HandleCountTokens(s))
-	es := embeddings.EmbeddingsSurface{Basis: embeddings.NewEmbedBasis(s.Opts.Seed, s.Opts.EmbeddingDim)}
+	es := embeddings.EmbeddingsSurface{Basis: embeddings.NewEmbedBasis(s.Opts().Seed, s.Opts().EmbeddingDim)}
 	r.Method(http.MethodPost, "/v1/embeddings", gate(pipeline.HandleSurface(s, es)))
 }

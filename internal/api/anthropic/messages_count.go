@@ -16,7 +16,7 @@ import (
 // the answer is the prompt's token count. Errors have Anthropic's shape.
 func HandleCountTokens(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := wire.DecodeBody(w, r, s.Opts.HTTP.MaxRequestBodyBytes)
+		o, e := wire.DecodeBody(w, r, s.Opts().HTTP.MaxRequestBodyBytes)
 		if e != nil {
 			WriteAnthropicError(w, e)
 			return

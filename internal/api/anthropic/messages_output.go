@@ -56,7 +56,7 @@ func (MessagesSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 	b = jsonenc.AppendStringContent(b, g.BaseID)
 	b = append(b, `","type":"message","role":"assistant","content":[`...)
 	n := 0
-	if j.S.Opts.Generation.Reasoning != nil && reasoning != "" {
+	if j.S.Opts().Generation.Reasoning != nil && reasoning != "" {
 		b = append(b, `{"type":"thinking","thinking":`...)
 		b = jsonenc.AppendString(b, reasoning)
 		b = append(b, `,"signature":"`...)

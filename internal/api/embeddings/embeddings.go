@@ -46,7 +46,7 @@ var embeddingFields = pipeline.SetOf("model", "input", "encoding_format", "dimen
 	"truncate_prompt_tokens", "request_id", "priority", "add_special_tokens", "cache_salt")
 
 func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
-	g := &pipeline.GenRequest{Chat: false, Rank: -1, N: 1, Ext: &EmbedRequest{dims: s.Opts.EmbeddingDim}}
+	g := &pipeline.GenRequest{Chat: false, Rank: -1, N: 1, Ext: &EmbedRequest{dims: s.Opts().EmbeddingDim}}
 	s.LogUnknownFields(o, r, embeddingFields)
 	model, hasModel := o.String("model")
 	format, hasFormat := o.String("encoding_format")
@@ -58,7 +58,7 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 	bodyID, _ := o.String("request_id")
 	o.Kind("user", "string")
 	// The completions prompt forms: a string, strings, ids, id arrays.
-	inputs, empty, badID := input.ParsePrompt(o, "input", s.Tok.VocabSize())
+	inputs, empty, badID := input.ParsePrompt(o, "input", s.Tokenizer().VocabSize())
 	if e := o.Failed(); e != nil {
 		return nil, e
 	}
@@ -82,8 +82,8 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 		}
 	}
 	if dims.Set {
-		if dims.I < 1 || dims.I > int64(s.Opts.EmbeddingDim) {
-			return nil, wire.ErrInvalid("dimensions", "dimensions must be between 1 and %d, got %s.", s.Opts.EmbeddingDim, dims)
+		if dims.I < 1 || dims.I > int64(s.Opts().EmbeddingDim) {
+			return nil, wire.ErrInvalid("dimensions", "dimensions must be between 1 and %d, got %s.", s.Opts().EmbeddingDim, dims)
 		}
 		embedReq(g).dims = int(dims.I)
 	}
@@ -106,12 +106,12 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 // embedPrompts tokenizes the inputs of an embeddings request and applies
 // truncation, the context length and the KV capacity check.
 func embedPrompts(s *pipeline.Server, g *pipeline.GenRequest, inputs []input.RawPrompt, addSpecial bool) *wire.APIError {
-	N := s.Opts.Model.MaxModelLen
+	N := s.Opts().Model.MaxModelLen
 	g.Prompts = make([]pipeline.PromptSpec, len(inputs))
 	for i, in := range inputs {
 		ids := in.IDs
 		if in.IsText {
-			ids = s.Tok.Encode(in.Text, addSpecial)
+			ids = s.Tokenizer().Encode(in.Text, addSpecial)
 		}
 		if len(ids) == 0 {
 			return wire.ErrInvalid("input", "input must not be empty")
@@ -122,7 +122,7 @@ func embedPrompts(s *pipeline.Server, g *pipeline.GenRequest, inputs []input.Raw
 		if len(ids) > N {
 			return wire.ErrInvalid("input", "This model's maximum context length is %d tokens. However, you requested %d tokens in the input for embedding generation. Please reduce the length of the input.", N, len(ids))
 		}
-		if rej := s.Engines[0].CheckAdmissible(len(ids), 0); rej != nil {
+		if rej := s.Engines()[0].CheckAdmissible(len(ids), 0); rej != nil {
 			return wire.ErrInvalid("", "%s", rej.Message)
 		}
 		// m = 0: the engine prefills the prompt and finishes the sequence
@@ -140,7 +140,7 @@ func (es EmbeddingsSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 	for i := range g.Prompts {
 		p += len(g.Prompts[i].IDs)
 	}
-	vec := make([]float32, j.S.Opts.EmbeddingDim)
+	vec := make([]float32, j.S.Opts().EmbeddingDim)
 	b := make([]byte, 0, 256+len(g.Prompts)*(embedReq(g).dims*22+64))
 	b = append(b, `{"id":"embd-`...)
 	b = jsonenc.AppendStringContent(b, g.BaseID)

@@ -25,7 +25,7 @@ func HandleHealth(s *pipeline.Server) http.Handler {
 			wire.WriteError(w, wire.ErrEngineDead)
 			return
 		}
-		if s.HealthFailing.Load() {
+		if s.HealthFailing() {
 			wire.WriteError(w, pipeline.ErrHealthFailing)
 			return
 		}
@@ -46,7 +46,7 @@ func HandleVersion(version string) http.Handler {
 // HandleLoad serves GET /load: generation requests in flight.
 func HandleLoad(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		b := strconv.AppendInt([]byte(`{"server_load":`), s.Inflight.Load(), 10)
+		b := strconv.AppendInt([]byte(`{"server_load":`), s.InFlight(), 10)
 		httperr.Write(w, http.StatusOK, append(b, '}'))
 	})
 }
@@ -99,11 +99,11 @@ type modelList struct {
 func HandleModels(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		now := s.Now().Unix()
-		names := s.Opts.Model.ServedNames
+		names := s.Opts().Model.ServedNames
 		if len(names) == 0 {
-			names = []string{s.Opts.Model.ServedName()}
+			names = []string{s.Opts().Model.ServedName()}
 		}
-		adapters := s.Adapters.List()
+		adapters := s.Adapters().List()
 		list := modelList{Object: "list", Data: make([]modelCard, 0, len(names)+len(adapters))}
 		card := func(id, root string, parent *string, maxLen *int) modelCard {
 			var permID [16]byte
@@ -118,7 +118,7 @@ func HandleModels(s *pipeline.Server) http.Handler {
 			}
 		}
 		for _, name := range names {
-			list.Data = append(list.Data, card(name, s.Opts.Model.Path, nil, &s.Opts.Model.MaxModelLen))
+			list.Data = append(list.Data, card(name, s.Opts().Model.Path, nil, &s.Opts().Model.MaxModelLen))
 		}
 		for _, a := range adapters {
 			list.Data = append(list.Data, card(a.Name, a.Path, &a.Parent, nil))
@@ -138,7 +138,7 @@ type tokenizeResponse struct {
 // form {prompt} or the chat form {messages}.
 func HandleTokenize(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := wire.DecodeBody(w, r, s.Opts.HTTP.MaxRequestBodyBytes)
+		o, e := wire.DecodeBody(w, r, s.Opts().HTTP.MaxRequestBodyBytes)
 		if e != nil {
 			wire.WriteError(w, e)
 			return
@@ -189,10 +189,10 @@ func HandleTokenize(s *pipeline.Server) http.Handler {
 			wire.WriteError(w, e)
 			return
 		}
-		resp := tokenizeResponse{Tokens: s.Tok.Encode(text, addSpecial), MaxModelLen: s.Opts.Model.MaxModelLen}
+		resp := tokenizeResponse{Tokens: s.Tokenizer().Encode(text, addSpecial), MaxModelLen: s.Opts().Model.MaxModelLen}
 		resp.Count = len(resp.Tokens)
 		if strs {
-			resp.TokenStrs = s.Tok.TokenStrings(text, resp.Tokens)
+			resp.TokenStrs = s.Tokenizer().TokenStrings(text, resp.Tokens)
 		}
 		wire.Encode(w, http.StatusOK, resp)
 	})
@@ -201,7 +201,7 @@ func HandleTokenize(s *pipeline.Server) http.Handler {
 // HandleDetokenize serves POST /detokenize.
 func HandleDetokenize(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := wire.DecodeBody(w, r, s.Opts.HTTP.MaxRequestBodyBytes)
+		o, e := wire.DecodeBody(w, r, s.Opts().HTTP.MaxRequestBodyBytes)
 		if e != nil {
 			wire.WriteError(w, e)
 			return
@@ -214,7 +214,7 @@ func HandleDetokenize(s *pipeline.Server) http.Handler {
 		var ids []uint32
 		var bad string
 		if e := o.Failed(); e == nil {
-			ids, bad, e = input.ParseIDs(elems, "tokens", s.Tok.VocabSize())
+			ids, bad, e = input.ParseIDs(elems, "tokens", s.Tokenizer().VocabSize())
 			if e != nil {
 				o.Fail(e)
 			}
@@ -233,7 +233,7 @@ func HandleDetokenize(s *pipeline.Server) http.Handler {
 		}
 		wire.Encode(w, http.StatusOK, struct {
 			Prompt string `json:"prompt"`
-		}{s.Tok.DecodeLiteral(ids)})
+		}{s.Tokenizer().DecodeLiteral(ids)})
 	})
 }
 
@@ -242,7 +242,7 @@ func HandleDetokenize(s *pipeline.Server) http.Handler {
 func HandleResetPrefixCache(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var busy []string
-		for rank, e := range s.Engines {
+		for rank, e := range s.Engines() {
 			ok, err := e.ResetPrefixCache(r.Context())
 			if err != nil {
 				if r.Context().Err() != nil {

@@ -12,7 +12,7 @@ import (
 // HandleLoadAdapter is POST /v1/load_lora_adapter.
 func HandleLoadAdapter(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := wire.DecodeBody(w, r, s.Opts.HTTP.MaxRequestBodyBytes)
+		o, e := wire.DecodeBody(w, r, s.Opts().HTTP.MaxRequestBodyBytes)
 		if e == nil {
 			e = adapterRequestFields(o, "lora_name", "lora_path")
 		}
@@ -32,7 +32,7 @@ func HandleLoadAdapter(s *pipeline.Server) http.Handler {
 // HandleUnloadAdapter is POST /v1/unload_lora_adapter.
 func HandleUnloadAdapter(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := wire.DecodeBody(w, r, s.Opts.HTTP.MaxRequestBodyBytes)
+		o, e := wire.DecodeBody(w, r, s.Opts().HTTP.MaxRequestBodyBytes)
 		if e == nil {
 			e = adapterRequestFields(o, "lora_name")
 		}

@@ -38,7 +38,7 @@ var (
 // values, prompt, KV capacity.
 func parseGenerate(s *pipeline.Server, o wire.Object, r *http.Request, chat bool) (*pipeline.GenRequest, *wire.APIError) {
 	logUnknownGenFields(s, o, r, chat)
-	in := readGenInput(o, chat, s.Tok.VocabSize())
+	in := readGenInput(o, chat, s.Tokenizer().VocabSize())
 	if err := o.Failed(); err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func logUnknownGenFields(s *pipeline.Server, o wire.Object, r *http.Request, cha
 	unknown := slices.DeleteFunc(o.UnknownKeys(known), func(k string) bool { return strings.HasPrefix(k, "guided_") })
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		s.Log.Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
+		s.Logger().Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
 	}
 }
 

@@ -47,7 +47,7 @@ func usageOf(j *pipeline.Job) usage {
 		p += len(j.G.Prompts[i].IDs)
 	}
 	u := usage{PromptTokens: p, TotalTokens: p + j.Completion, CompletionTokens: j.Completion}
-	if j.S.Opts.HTTP.PromptTokensDetails {
+	if j.S.Opts().HTTP.PromptTokensDetails {
 		u.PromptTokensDetails = &promptTokensDetails{CachedTokens: j.Ch[0].Fin.CachedTokens}
 	}
 	return u
@@ -72,8 +72,8 @@ func chatResponseOf(j *pipeline.Job) *chatResponse {
 	for i := range j.Ch {
 		ch := &j.Ch[i]
 		reasoning, content := ch.Plan.Texts(ch.N)
-		msg := chatMessage{Content: content, ReasoningKey: string(j.S.Opts.Generation.ReasoningField)}
-		if j.S.Opts.Generation.Reasoning != nil && reasoning != "" {
+		msg := chatMessage{Content: content, ReasoningKey: string(j.S.Opts().Generation.ReasoningField)}
+		if j.S.Opts().Generation.Reasoning != nil && reasoning != "" {
 			msg.Reasoning = &reasoning
 		}
 		finish, stop := ch.Reasons()

@@ -52,7 +52,7 @@ func CheckChatFlags(addGen, contFinal bool) *wire.APIError {
 // checkLengths checks n, best_of, suffix, the requested max tokens and
 // min_tokens.
 func (s *Server) checkLengths(g *GenRequest, in *GenInput) *wire.APIError {
-	N := s.Opts.Model.MaxModelLen
+	N := s.opts.Model.MaxModelLen
 	g.maxName = "max_tokens"
 	if in.MaxTokensName != "" {
 		g.maxName = in.MaxTokensName
@@ -150,7 +150,7 @@ func (s *Server) checkStops(g *GenRequest, in *GenInput) *wire.APIError {
 		return wire.ErrInvalid("stop_token_ids", "stop_token_ids must contain at most %d ids", maxStopTokenIDs)
 	}
 	for _, v := range in.StopIDs {
-		if v.I < 0 || v.I >= int64(s.Tok.VocabSize()) {
+		if v.I < 0 || v.I >= int64(s.tok.VocabSize()) {
 			return wire.ErrInvalid("stop_token_ids", "Token id %s is out of vocabulary", v)
 		}
 		g.stopIDs = append(g.stopIDs, uint32(v.I))
@@ -178,7 +178,7 @@ func (s *Server) checkPromptOptions(g *GenRequest, in *GenInput) *wire.APIError 
 	if in.HasStreamOpts && !g.Stream {
 		return wire.ErrInvalid("stream_options", "Stream options can only be defined when `stream=True`.")
 	}
-	g.includeUsage = (in.HasStreamOpts && in.IncludeUsage) || s.Opts.HTTP.ForceIncludeUsage
+	g.includeUsage = (in.HasStreamOpts && in.IncludeUsage) || s.opts.HTTP.ForceIncludeUsage
 	g.continuousUsage = in.HasStreamOpts && in.Continuous
 	if in.Chat {
 		return CheckChatFlags(in.AddGen, in.ContFinal)
@@ -191,7 +191,7 @@ func (s *Server) CheckTruncate(truncate wire.Num) (int, *wire.APIError) {
 	if !truncate.Set {
 		return 0, nil
 	}
-	N := s.Opts.Model.MaxModelLen
+	N := s.opts.Model.MaxModelLen
 	if truncate.I < 1 || truncate.I > int64(N) {
 		return 0, wire.ErrInvalid("truncate_prompt_tokens", "truncate_prompt_tokens must be between 1 and %d, got %s.", N, truncate)
 	}
@@ -216,10 +216,10 @@ func (s *Server) checkConstraints(g *GenRequest, in *GenInput) *wire.APIError {
 	if !in.Chat {
 		return nil
 	}
-	if g.tools, e = toolcall.ParseTools(in.Body, s.Opts.Tools.AutoToolChoice, s.Opts.Tools.Parser); e != nil {
+	if g.tools, e = toolcall.ParseTools(in.Body, s.opts.Tools.AutoToolChoice, s.opts.Tools.Parser); e != nil {
 		return e
 	}
-	if raw, _ := in.Body.Raw("tool_choice"); s.Opts.Tools.ExcludeWhenChoiceNone && string(raw) == `"none"` {
+	if raw, _ := in.Body.Raw("tool_choice"); s.opts.Tools.ExcludeWhenChoiceNone && string(raw) == `"none"` {
 		in.ToolsJSON = nil // vLLM renders no tools then
 	}
 	return nil
@@ -231,7 +231,7 @@ func (s *Server) SetPriority(g *GenRequest, priority wire.Num) *wire.APIError {
 	if !priority.Set || priority.I == 0 {
 		return nil
 	}
-	if !s.Opts.Generation.PriorityScheduling {
+	if !s.opts.Generation.PriorityScheduling {
 		return wire.ErrInvalid("priority", "Got priority %s but Priority scheduling is not enabled.", priority)
 	}
 	g.priority = int(max(min(priority.I, 1<<31-1), -(1 << 31)))

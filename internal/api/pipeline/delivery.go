@@ -30,9 +30,9 @@ import (
 type delivery struct {
 	shards []*deliveryShard
 	next   atomic.Uint32
-	// HandedBack counts the streams a shard gave back to their handler
+	// handedBack counts the streams a shard gave back to their handler
 	// because the client's socket was full.
-	HandedBack atomic.Int64
+	handedBack atomic.Int64
 	lagObs     settings.DeliveryLagObserver // may be nil
 }
 
@@ -208,7 +208,7 @@ func (sh *deliveryShard) prepareNext(st *Streamer) {
 			// Nothing was written: the stream renders its next chunk
 			// on the spot (where a panic ends it with an error event).
 			st.next.frame = st.next.frame[:0]
-			st.J.S.Log.Error("panic while rendering a chunk ahead", "request_id", st.J.G.BaseID,
+			st.J.S.log.Error("panic while rendering a chunk ahead", "request_id", st.J.G.BaseID,
 				"panic", v, "stack", string(debug.Stack()))
 		}
 	}()
@@ -264,7 +264,7 @@ func (sh *deliveryShard) deliver(st *Streamer) (left bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			j := st.J
-			j.S.Log.Error("panic while streaming", "request_id", j.G.BaseID, "panic", v, "stack", string(debug.Stack()))
+			j.S.log.Error("panic while streaming", "request_id", j.G.BaseID, "panic", v, "stack", string(debug.Stack()))
 			st.Buf = st.appendFailure(st.Buf[:0], wire.ErrInternal)
 			_ = st.Flush()
 			st.pending = nil
@@ -288,8 +288,8 @@ func (sh *deliveryShard) deliver(st *Streamer) (left bool) {
 	}
 	if st.pending != nil {
 		st.mode = handedOver
-		sh.d.HandedBack.Add(1)
-		j.S.Log.Debug("client's socket is full; its handler delivers the rest of the stream",
+		sh.d.handedBack.Add(1)
+		j.S.log.Debug("client's socket is full; its handler delivers the rest of the stream",
 			"request_id", j.G.BaseID, "pending_bytes", len(st.pending))
 	} else {
 		st.mode = deliveryOver

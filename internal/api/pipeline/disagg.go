@@ -28,7 +28,7 @@ func (s *Server) checkPD(g *GenRequest) *wire.APIError {
 	if pd.DoRemoteDecode && pd.DoRemotePrefill {
 		return wire.ErrInvalid("kv_transfer_params", "kv_transfer_params: do_remote_decode and do_remote_prefill cannot both be true.")
 	}
-	if !s.Opts.PD.Disaggregated || s.kvt == nil {
+	if !s.opts.PD.Disaggregated || s.kvt == nil {
 		return wire.ErrInvalid("kv_transfer_params",
 			"This server does not serve disaggregated prefill/decode: kv_transfer_params and bootstrap_* fields need a worker started with --kv-transfer-config or --disaggregation-mode prefill|decode.")
 	}
@@ -39,18 +39,18 @@ func (s *Server) checkPD(g *GenRequest) *wire.APIError {
 		pd.Role = disagg.PDDecode
 	case pd.Params:
 		return nil // neither flag: an ordinary request, as in vLLM
-	case s.Opts.PD.Role == settings.PDRolePrefill:
+	case s.opts.PD.Role == settings.PDRolePrefill:
 		pd.Role = disagg.PDPrefill
-	case s.Opts.PD.Role == settings.PDRoleDecode:
+	case s.opts.PD.Role == settings.PDRoleDecode:
 		pd.Role = disagg.PDDecode
 	default:
 		return wire.ErrInvalid("bootstrap_room",
 			"bootstrap_* fields alone do not say whether this is a prefill or a decode on a kv_both worker: set kv_transfer_params.do_remote_decode or do_remote_prefill.")
 	}
-	if pd.Role == disagg.PDPrefill && !s.Opts.PD.ServesPrefill {
+	if pd.Role == disagg.PDPrefill && !s.opts.PD.ServesPrefill {
 		return wire.ErrInvalid("kv_transfer_params", "This worker does not serve the prefill side of disaggregated requests (%s).", s.roleName())
 	}
-	if pd.Role == disagg.PDDecode && !s.Opts.PD.ServesDecode {
+	if pd.Role == disagg.PDDecode && !s.opts.PD.ServesDecode {
 		return wire.ErrInvalid("kv_transfer_params", "This worker does not serve the decode side of disaggregated requests (%s).", s.roleName())
 	}
 	if g.N != 1 {
@@ -64,7 +64,7 @@ func (s *Server) checkPD(g *GenRequest) *wire.APIError {
 
 // roleName describes the worker's disaggregation role for messages.
 func (s *Server) roleName() string {
-	return s.Opts.PD.RoleName
+	return s.opts.PD.RoleName
 }
 
 // pdRequestID is the remote_request_id of a job: its response id.
@@ -77,18 +77,18 @@ func (j *Job) pdRequestID() string {
 
 // usesBootstrap reports whether this worker's prefills rendezvous over the
 // Dynamo bootstrap port.
-func (s *Server) usesBootstrap() bool { return s.Opts.PD.BootstrapPort > 0 }
+func (s *Server) usesBootstrap() bool { return s.opts.PD.BootstrapPort > 0 }
 
 // noSideChannel reports whether this worker's prefills have no side channel
 // at all (a Dynamo prefill worker without a bootstrap port): their blocks
 // are freed after the modeled transfer time.
-func (s *Server) noSideChannel() bool { return !s.Opts.PD.Connector && !s.usesBootstrap() }
+func (s *Server) noSideChannel() bool { return !s.opts.PD.Connector && !s.usesBootstrap() }
 
 // preparePrefill makes a prefill job's engine request hold its blocks.
 func (s *Server) preparePrefill(j *Job) {
 	req := &j.Reqs[0]
 	spec := kvtransfer.HandoffSpec{Rank: j.rank, EngineReq: req.ID, RequestID: j.pdRequestID(),
-		Delay: s.Opts.PD.DelayFor(len(req.Prompt)), Timeout: s.Opts.PD.HandoffTimeout, AutoRelease: s.noSideChannel()}
+		Delay: s.opts.PD.DelayFor(len(req.Prompt)), Timeout: s.opts.PD.HandoffTimeout, AutoRelease: s.noSideChannel()}
 	if s.usesBootstrap() {
 		spec.HasRoom = true
 		spec.Room = j.G.pd.Room
@@ -122,8 +122,8 @@ func (s *Server) prepareDecode(ctx context.Context, j *Job) *wire.APIError {
 	if s.pdObs != nil {
 		s.pdObs.ObserveFailedTransfer(j.rank)
 	}
-	if s.Opts.PD.RecomputeOnLoadFailure {
-		s.Log.Warn("KV transfer failed; computing the prompt locally", "request_id", j.G.BaseID, "err", err)
+	if s.opts.PD.RecomputeOnLoadFailure {
+		s.log.Warn("KV transfer failed; computing the prompt locally", "request_id", j.G.BaseID, "err", err)
 		return nil
 	}
 	msg := err.Error()

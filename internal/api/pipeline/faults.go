@@ -23,12 +23,12 @@ func (s *Server) decideFault(r *http.Request, g *GenRequest) (faults.Fault, *wir
 		return faults.Fault{}, wire.ErrInvalid("", "%v", err)
 	}
 	if d.HeaderIgnored {
-		s.Log.Debug("fault header ignored (--allow-fault-headers is off)", "request_id", g.BaseID)
+		s.log.Debug("fault header ignored (--allow-fault-headers is off)", "request_id", g.BaseID)
 	}
 	if !d.Injected() {
 		return faults.Fault{Kind: faults.None}, nil
 	}
-	s.Log.Debug("injecting fault", "request_id", g.BaseID, "fault", d.Fault.String(),
+	s.log.Debug("injecting fault", "request_id", g.BaseID, "fault", d.Fault.String(),
 		"source", d.Source, "arrival", d.Index)
 	s.countFault(string(d.Fault.Kind))
 	return d.Fault, nil
@@ -58,7 +58,7 @@ func (s *Server) answerStatusFault(w http.ResponseWriter, g *GenRequest, f fault
 			Message: "The server is temporarily unavailable (injected fault)."})
 	case faults.ContextLength:
 		ps := &g.Prompts[0]
-		fail(w, contextLengthError(s.Opts.Model.MaxModelLen, ps.M, len(ps.IDs), true))
+		fail(w, contextLengthError(s.opts.Model.MaxModelLen, ps.M, len(ps.IDs), true))
 	default:
 		return false
 	}
@@ -152,10 +152,10 @@ func (j *Job) respondFault(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) MountAdmin(r interface {
 	Method(method, pattern string, h http.Handler)
 }) {
-	if s.Opts.HTTP.AdminKey == "" || s.faults == nil {
+	if s.opts.HTTP.AdminKey == "" || s.faults == nil {
 		return
 	}
-	h := faults.NewAdminHandler(s.faults, s.Opts.HTTP.AdminKey)
+	h := faults.NewAdminHandler(s.faults, s.opts.HTTP.AdminKey)
 	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost} {
 		r.Method(m, "/admin/faults", h)
 	}

@@ -55,23 +55,23 @@ func errorWriterOf(surf Surface) ErrorWriter {
 func HandleSurface(s *Server, surf Surface) http.Handler {
 	fail := errorWriterOf(surf)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		created := s.Now().Unix()
+		created := s.now().Unix()
 		// The body has been read (ReadBodies): only now does the request
 		// count as load.
-		o, e := wire.DecodeBody(w, r, s.Opts.HTTP.MaxRequestBodyBytes)
+		o, e := wire.DecodeBody(w, r, s.opts.HTTP.MaxRequestBodyBytes)
 		if e != nil {
 			fail(w, e)
 			return
 		}
-		s.Inflight.Add(1)
-		defer s.Inflight.Add(-1)
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
 		g, e := surf.Parse(s, o, r)
 		if e != nil {
 			fail(w, e)
 			return
 		}
 		g.Created = created
-		if s.Opts.HTTP.RequestIDHeaders {
+		if s.opts.HTTP.RequestIDHeaders {
 			w.Header().Set("X-Request-Id", g.BaseID)
 		}
 		fault, e := s.decideFault(r, g)
@@ -84,7 +84,7 @@ func HandleSurface(s *Server, surf Surface) http.Handler {
 		}
 		release, e, hit := s.limits.Admit(w.Header(), requestCost(g))
 		if e != nil {
-			s.Log.Debug("rate limit", "request_id", g.BaseID, "limit", hit)
+			s.log.Debug("rate limit", "request_id", g.BaseID, "limit", hit)
 			s.countFault(hit)
 			fail(w, e)
 			return
@@ -167,7 +167,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 	if rank < 0 {
 		rank = s.PickRank()
 	}
-	eng := s.Engines[rank]
+	eng := s.engines[rank]
 	total := len(g.Prompts) * g.N
 	j := &Job{S: s, G: g, rank: rank, eng: eng, Out: engine.NewOutput(), fail: wire.WriteError,
 		Reqs: make([]engine.Request, total), Ch: make([]Choice, total)}
@@ -179,7 +179,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 	}
 	for pi := range g.Prompts {
 		ps := &g.Prompts[pi]
-		seed := plan.RequestSeed(g.seed, s.Opts.Seed, ps.IDs)
+		seed := plan.RequestSeed(g.seed, s.opts.Seed, ps.IDs)
 		for c := range g.N {
 			idx := pi*g.N + c
 			p := base
@@ -188,7 +188,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 				// A prefill computes the prompt and samples one token.
 				p.MaxTokens, p.MinTokens = 1, min(p.MinTokens, 1)
 			}
-			res, calls := toolcall.PlanChoice(g.tools, g.structured, p, ps.IDs, s.Opts.Tools.CallProbability, s.Opts.Tools.Parser)
+			res, calls := toolcall.PlanChoice(g.tools, g.structured, p, ps.IDs, s.opts.Tools.CallProbability, s.opts.Tools.Parser)
 			j.Ch[idx] = Choice{Prompt: pi, Plan: res, Calls: calls}
 			j.Reqs[idx] = engine.Request{
 				ID:              engine.NewRequestID(),
@@ -362,5 +362,5 @@ func requestCost(g *GenRequest) int {
 }
 
 func NewLogprobRenderer(j *Job) *logprob.Renderer {
-	return &logprob.Renderer{K: j.G.TopLogprobs, AsIDs: j.G.tokensAsIDs, Tok: j.S.Tok}
+	return &logprob.Renderer{K: j.G.TopLogprobs, AsIDs: j.G.tokensAsIDs, Tok: j.S.tok}
 }

@@ -74,7 +74,7 @@ func (r *adapterRegistry) List() []loraAdapter {
 // LoadAdapter applies vLLM's checks for loading an adapter and registers it.
 // The error carries the status, type and message vLLM answers with.
 func (s *Server) LoadAdapter(name, path, baseModel string) *wire.APIError {
-	r := s.Adapters
+	r := s.adapters
 	if name == "" || path == "" {
 		return &wire.APIError{Status: http.StatusBadRequest, Type: typeInvalidUserInput,
 			Message: "Both 'lora_name' and 'lora_path' must be provided."}
@@ -91,12 +91,12 @@ func (s *Server) LoadAdapter(name, path, baseModel string) *wire.APIError {
 		return &wire.APIError{Status: http.StatusBadRequest, Type: typeInvalidUserInput,
 			Message: fmt.Sprintf("The lora adapter '%s' has already been loaded.", name)}
 	}
-	if s.Opts.LoRA.PathCheck == settings.LoRAPathExists {
-		if e := checkAdapterPath(name, path, s.Opts.LoRA.MaxRank); e != nil {
+	if s.opts.LoRA.PathCheck == settings.LoRAPathExists {
+		if e := checkAdapterPath(name, path, s.opts.LoRA.MaxRank); e != nil {
 			return e
 		}
 	}
-	parent := s.Opts.Model.ServedName()
+	parent := s.opts.Model.ServedName()
 	if baseModel != "" && s.served[baseModel] {
 		parent = baseModel
 	}
@@ -104,12 +104,12 @@ func (s *Server) LoadAdapter(name, path, baseModel string) *wire.APIError {
 	a := &loraAdapter{Adapter: engine.Adapter{ID: r.lastID, Name: name}, Path: path, Parent: parent}
 	r.byName[name] = a
 	r.order = append(r.order, name)
-	for _, e := range s.Engines {
+	for _, e := range s.engines {
 		// vLLM's add_lora: the engine loads it into its slots now. A
 		// stopped engine serves nothing, so its error changes nothing.
 		_ = e.LoadAdapter(a.Adapter)
 	}
-	s.Log.Info("loaded LoRA adapter", "name", name, "path", path, "id", r.lastID)
+	s.log.Info("loaded LoRA adapter", "name", name, "path", path, "id", r.lastID)
 	return nil
 }
 
@@ -121,7 +121,7 @@ func (s *Server) UnloadAdapter(name string) *wire.APIError {
 		return &wire.APIError{Status: http.StatusBadRequest, Type: typeInvalidUserInput,
 			Message: "'lora_name' needs to be provided to unload a LoRA adapter."}
 	}
-	r := s.Adapters
+	r := s.adapters
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.byName[name]; !ok {
@@ -130,7 +130,7 @@ func (s *Server) UnloadAdapter(name string) *wire.APIError {
 	}
 	delete(r.byName, name)
 	r.order = slices.DeleteFunc(r.order, func(n string) bool { return n == name })
-	s.Log.Info("removed LoRA adapter", "name", name)
+	s.log.Info("removed LoRA adapter", "name", name)
 	return nil
 }
 
@@ -167,7 +167,7 @@ func checkAdapterPath(name, path string, maxRank int) *wire.APIError {
 // LoadStaticAdapters loads the adapters of --lora-modules, with the checks
 // of a runtime load; a failure stops startup, as in vLLM.
 func (s *Server) LoadStaticAdapters() error {
-	for _, m := range s.Opts.LoRA.Modules {
+	for _, m := range s.opts.LoRA.Modules {
 		if e := s.LoadAdapter(m.Name, m.Path, m.BaseModelName); e != nil {
 			return fmt.Errorf("--lora-modules %s: %s", m.Name, e.Message)
 		}

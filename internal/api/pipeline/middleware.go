@@ -41,7 +41,7 @@ func (s *Server) RecoverPanics(next http.Handler) http.Handler {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.Log.Error("panic serving request", "method", r.Method, "path", r.URL.Path,
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path,
 				"panic", v, "stack", string(debug.Stack()))
 			wire.WriteError(w, wire.ErrInternal)
 		}()

@@ -37,7 +37,7 @@ type openAIEncoder struct {
 
 func NewOpenAIEncoder(j *Job) *openAIEncoder {
 	g := j.G
-	e := &openAIEncoder{j: j, lp: NewLogprobRenderer(j), perPass: j.S.Opts.Generation.PerPassChunks && !g.Logprobs}
+	e := &openAIEncoder{j: j, lp: NewLogprobRenderer(j), perPass: j.S.opts.Generation.PerPassChunks && !g.Logprobs}
 	p := make([]byte, 0, 128+len(g.BaseID)+len(g.Model))
 	p = append(p, `data: {"id":"`...)
 	if g.Chat {
@@ -56,7 +56,7 @@ func NewOpenAIEncoder(j *Job) *openAIEncoder {
 	p = jsonenc.AppendString(p, g.Model)
 	p = append(p, `,"choices":[`...)
 	e.prefix = p
-	key := j.S.Opts.Generation.ReasoningField
+	key := j.S.opts.Generation.ReasoningField
 	if key == "" {
 		key = settings.ReasoningFieldReasoning
 	}
@@ -86,7 +86,7 @@ func (e *openAIEncoder) End(b []byte) []byte {
 		e.usageDone = true
 		b = append(b, e.prefix...)
 		b = append(b, `],"usage":`...)
-		b = e.appendUsage(b, e.j.S.Opts.HTTP.PromptTokensDetails)
+		b = e.appendUsage(b, e.j.S.opts.HTTP.PromptTokensDetails)
 		b = append(b, "}\n\n"...)
 	}
 	return append(b, SSEDone...)

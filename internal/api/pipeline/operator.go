@@ -23,7 +23,7 @@ func (s *Server) SetDraining(draining bool) { s.draining.Store(draining) }
 
 // SetHealthFailing makes /health and /ping answer 503 (true) or go back to
 // their normal answer (false).
-func (s *Server) SetHealthFailing(failing bool) { s.HealthFailing.Store(failing) }
+func (s *Server) SetHealthFailing(failing bool) { s.healthFailing.Store(failing) }
 
 // DrainGate refuses new generation requests while draining.
 func (s *Server) DrainGate(next http.Handler) http.Handler {

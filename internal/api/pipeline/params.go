@@ -134,11 +134,11 @@ func (s *Server) tokenizePrompts(in *GenInput) ([]input.RawPrompt, *wire.APIErro
 		}
 		// A rendered chat prompt already holds the template's special
 		// tokens; vLLM adds none (add_special_tokens defaults to false).
-		return []input.RawPrompt{{Text: text, IDs: s.Tok.Encode(text, false), IsText: true}}, nil
+		return []input.RawPrompt{{Text: text, IDs: s.tok.Encode(text, false), IsText: true}}, nil
 	}
 	for i := range in.Prompts {
 		if in.Prompts[i].IsText {
-			in.Prompts[i].IDs = s.Tok.Encode(in.Prompts[i].Text, true)
+			in.Prompts[i].IDs = s.tok.Encode(in.Prompts[i].Text, true)
 		}
 	}
 	return in.Prompts, nil
@@ -164,7 +164,7 @@ func (s *Server) checkPrompts(g *GenRequest, raw []input.RawPrompt) *wire.APIErr
 // Every rank has the same configuration, so rank 0 answers for all.
 func (s *Server) checkCapacity(g *GenRequest) *wire.APIError {
 	for _, ps := range g.Prompts {
-		if rej := s.Engines[0].CheckAdmissible(len(ps.IDs), ps.M); rej != nil {
+		if rej := s.engines[0].CheckAdmissible(len(ps.IDs), ps.M); rej != nil {
 			return wire.ErrInvalid("", "%s", rej.Message)
 		}
 	}
@@ -176,11 +176,11 @@ func (s *Server) checkCapacity(g *GenRequest) *wire.APIError {
 // accepted; responses carry the first one whichever was asked for, as
 // vLLM's do, or the LoRA adapter's name.
 func (s *Server) ResolveModel(g *GenRequest, model string, hasModel bool) *wire.APIError {
-	g.Model = s.Opts.Model.ServedName()
+	g.Model = s.opts.Model.ServedName()
 	if !hasModel {
 		return nil
 	}
-	adapter, isAdapter := s.Adapters.lookup(model)
+	adapter, isAdapter := s.adapters.lookup(model)
 	if !s.served[model] && !isAdapter {
 		return &wire.APIError{Status: http.StatusNotFound, Type: wire.TypeNotFound,
 			Message: "The model `" + model + "` does not exist.", Param: "model"}
@@ -207,7 +207,7 @@ func (s *Server) checkPrompt(g *GenRequest, rp input.RawPrompt) (PromptSpec, *wi
 		ids = ids[len(ids)-g.Truncate:]
 		truncated = true
 	}
-	N, p := s.Opts.Model.MaxModelLen, len(ids)
+	N, p := s.opts.Model.MaxModelLen, len(ids)
 	var m int
 	switch {
 	case g.maxReq.Set:
@@ -304,16 +304,16 @@ func (s *Server) PlanParams(g *GenRequest) plan.Params {
 	p := plan.Params{
 		SetsMax:                g.maxReq.Set,
 		Chat:                   g.Chat,
-		Mode:                   s.Opts.Generation.OutputLenMode,
-		NaturalOutputLen:       s.Opts.Generation.NaturalOutputLen,
+		Mode:                   s.opts.Generation.OutputLenMode,
+		NaturalOutputLen:       s.opts.Generation.NaturalOutputLen,
 		IgnoreEOS:              g.ignoreEOS,
 		MinTokens:              g.minTokens,
 		StopTokenIDs:           g.stopIDs,
 		Stop:                   g.stop,
 		IncludeStopStrInOutput: g.includeStr,
-		Model:                  s.Tok,
+		Model:                  s.tok,
 	}
-	p.Reasoning = s.Opts.Generation.Reasoning
+	p.Reasoning = s.opts.Generation.Reasoning
 	return p
 }
 
@@ -322,7 +322,7 @@ func (s *Server) PlanParams(g *GenRequest) plan.Params {
 func (s *Server) LogUnknownFields(o wire.Object, r *http.Request, known map[string]bool) {
 	if unknown := o.UnknownKeys(known); len(unknown) > 0 {
 		slices.Sort(unknown)
-		s.Log.Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
+		s.log.Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
 	}
 }
 
@@ -333,7 +333,7 @@ func (s *Server) CheckModel(o wire.Object) *wire.APIError {
 	if e := o.Failed(); e != nil {
 		return e
 	}
-	if _, isAdapter := s.Adapters.lookup(model); ok && !s.served[model] && !isAdapter {
+	if _, isAdapter := s.adapters.lookup(model); ok && !s.served[model] && !isAdapter {
 		return &wire.APIError{Status: http.StatusNotFound, Type: wire.TypeNotFound,
 			Message: "The model `" + model + "` does not exist.", Param: "model"}
 	}

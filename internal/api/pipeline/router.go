@@ -21,8 +21,8 @@ func (s *Server) HeaderRank(r *http.Request) (int, *wire.APIError) {
 	}
 	v := strings.TrimSpace(vals[0])
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n >= len(s.Engines) {
-		return -1, wire.ErrInvalid("", "data_parallel_rank %s is out of range [0, %d)", vals[0], len(s.Engines))
+	if err != nil || n < 0 || n >= len(s.engines) {
+		return -1, wire.ErrInvalid("", "data_parallel_rank %s is out of range [0, %d)", vals[0], len(s.engines))
 	}
 	return n, nil
 }
@@ -31,11 +31,11 @@ func (s *Server) HeaderRank(r *http.Request) (int, *wire.APIError) {
 // counter mod dp_size; least_loaded = smallest 4×waiting + running, ties to
 // the lowest rank.
 func (s *Server) PickRank() int {
-	n := len(s.Engines)
+	n := len(s.engines)
 	if n == 1 {
 		return 0
 	}
-	if s.Opts.DPRouting != settings.RouteLeastLoaded {
+	if s.opts.DPRouting != settings.RouteLeastLoaded {
 		return int((s.rr.Add(1) - 1) % uint64(n))
 	}
 	best, bestScore := 0, int64(-1)
@@ -54,7 +54,7 @@ func (s *Server) PickRank() int {
 // running gauge says how many of them are running, the rest wait.
 func (s *Server) rankScore(r int) int64 {
 	total := s.ranks[r].seqs.Load()
-	running := min(int64(s.Engines[r].Load().Running), total)
+	running := min(int64(s.engines[r].Load().Running), total)
 	return 4*(total-running) + running
 }
 

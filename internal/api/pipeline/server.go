@@ -27,29 +27,29 @@ import (
 
 // Server is the HTTP layer over dp_size engines.
 type Server struct {
-	Opts    settings.Options
-	Engines []*engine.Engine
-	// Adapters are the served LoRA adapters; nil without --enable-lora.
-	Adapters *adapterRegistry
-	Tok      tokenizer.Model
+	opts    settings.Options
+	engines []*engine.Engine
+	// adapters are the served LoRA adapters; nil without --enable-lora.
+	adapters *adapterRegistry
+	tok      tokenizer.Model
 	chat     settings.ChatRenderer
-	Log      *slog.Logger
-	Metrics  http.Handler
+	log      *slog.Logger
+	metrics  http.Handler
 	reqObs   settings.RequestObserver
 	lagObs   settings.DeliveryLagObserver
-	Version  string
+	version  string
 	kvt      disagg.KVTransfer
-	Side     http.Handler
+	side     http.Handler
 	pdObs    disagg.TransferFailureObserver
 
 	faults   *faults.Injector
 	faultObs settings.FaultObserver
 	limits   *ratelimit.Limiter
-	Stuck    *stuckWatch
-	Delivery *delivery
-	Now      func() time.Time
-	// WriteTimeout bounds every SSE write (sseWriteTimeout).
-	WriteTimeout time.Duration
+	stuck    *stuckWatch
+	delivery *delivery
+	now      func() time.Time
+	// writeTimeout bounds every SSE write (sseWriteTimeout).
+	writeTimeout time.Duration
 
 	served  map[string]bool
 	apiKeys [][]byte
@@ -57,9 +57,9 @@ type Server struct {
 
 	ready         atomic.Bool  // startup gate (false = 503)
 	draining      atomic.Bool  // generation answers 503 (operator.go)
-	HealthFailing atomic.Bool  // /health answers 503 (operator.go)
+	healthFailing atomic.Bool  // /health answers 503 (operator.go)
 	dead          atomic.Int32 // engines whose actor has died
-	Inflight      atomic.Int64 // generation requests in flight (GET /load)
+	inflight      atomic.Int64 // generation requests in flight (GET /load)
 	rr            atomic.Uint64
 	ranks         []rankLoad
 }
@@ -78,34 +78,34 @@ type rankLoad struct {
 // with SetReady(true) when the startup time has elapsed.
 func NewServer(opts settings.Options, engines []*engine.Engine, deps settings.Deps, routes func(*Server) http.Handler) *Server {
 	s := &Server{
-		Opts:     opts,
-		Engines:  engines,
-		Tok:      deps.Tokenizer,
+		opts:     opts,
+		engines:  engines,
+		tok:      deps.Tokenizer,
 		chat:     deps.ChatTemplate,
-		Log:      deps.Logger,
-		Metrics:  deps.Metrics,
+		log:      deps.Logger,
+		metrics:  deps.Metrics,
 		reqObs:   deps.Requests,
 		lagObs:   deps.DeliveryLag,
 		kvt:      deps.KVTransfer,
-		Side:     deps.SideChannel,
+		side:     deps.SideChannel,
 		pdObs:    deps.TransferFailures,
-		Version:  deps.Version,
-		Now:      deps.Now,
+		version:  deps.Version,
+		now:      deps.Now,
 		faults:   deps.Faults,
 		faultObs: deps.FaultObserver,
 		served:   make(map[string]bool, len(opts.Model.ServedNames)),
 		ranks:    make([]rankLoad, len(engines)),
 
-		WriteTimeout: sseWriteTimeout,
+		writeTimeout: sseWriteTimeout,
 	}
-	if s.Log == nil {
-		s.Log = slog.New(slog.DiscardHandler)
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
 	}
-	if s.Now == nil {
-		s.Now = time.Now
+	if s.now == nil {
+		s.now = time.Now
 	}
-	if s.Tok == nil {
-		s.Tok = tokenizer.Builtin()
+	if s.tok == nil {
+		s.tok = tokenizer.Builtin()
 	}
 	for _, name := range opts.Model.ServedNames {
 		s.served[name] = true
@@ -117,21 +117,21 @@ func NewServer(opts settings.Options, engines []*engine.Engine, deps settings.De
 		s.apiKeys = append(s.apiKeys, []byte(k))
 	}
 	if opts.LoRA.Enabled {
-		s.Adapters = newAdapterRegistry()
+		s.adapters = newAdapterRegistry()
 	}
 	if s.faults == nil {
 		inj, err := faults.New(opts.Faults, faults.Options{Seed: opts.Seed})
 		if err != nil {
 			// Load validated the settings; only a hand-built config gets here.
-			s.Log.Error("invalid failure settings; no faults will be injected", "err", err)
+			s.log.Error("invalid failure settings; no faults will be injected", "err", err)
 		}
 		s.faults = inj
 	}
 	if l := opts.Limits; l.MaxConcurrentRequests > 0 || l.RPM > 0 || l.TPM > 0 {
 		s.limits = ratelimit.NewLimiter(l.MaxConcurrentRequests, l.RPM, l.TPM, time.Now)
 	}
-	s.Stuck = &stuckWatch{limit: opts.HTTP.MaxUnflushedTokens, log: s.Log.Warn}
-	s.Delivery = newDelivery(defaultShards(), engines, s.lagObs)
+	s.stuck = &stuckWatch{limit: opts.HTTP.MaxUnflushedTokens, log: s.log.Warn}
+	s.delivery = newDelivery(defaultShards(), engines, s.lagObs)
 	s.ready.Store(!opts.HTTP.StartClosed)
 	s.handler = routes(s)
 	return s
@@ -148,11 +148,11 @@ func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 // /health answers 503 from then on.
 func (s *Server) MarkEngineDead(rank int) {
 	s.dead.Add(1)
-	s.Log.Error("engine actor died", "engine", rank)
+	s.log.Error("engine actor died", "engine", rank)
 }
 
 // InFlight returns the number of generation requests in flight (GET /load).
-func (s *Server) InFlight() int64 { return s.Inflight.Load() }
+func (s *Server) InFlight() int64 { return s.inflight.Load() }
 
 // authorized reports whether the request carries one of the API keys
 // (constant-time comparison): as a Bearer token, or on the Anthropic
@@ -181,3 +181,59 @@ func (s *Server) knownKey(tok []byte) bool {
 
 // Healthy reports whether /health answers 200.
 func (s *Server) Healthy() bool { return s.ready.Load() && s.dead.Load() == 0 }
+
+// Opts returns the settings the server was built with (read only).
+func (s *Server) Opts() *settings.Options { return &s.opts }
+
+// Engines returns the engine of each DP rank.
+func (s *Server) Engines() []*engine.Engine { return s.engines }
+
+// Adapters returns the served LoRA adapters (nil without --enable-lora).
+func (s *Server) Adapters() *adapterRegistry { return s.adapters }
+
+// Tokenizer returns the model's tokenizer.
+func (s *Server) Tokenizer() tokenizer.Model { return s.tok }
+
+// Logger returns the request logger.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// MetricsHandler serves GET /metrics.
+func (s *Server) MetricsHandler() http.Handler { return s.metrics }
+
+// Version is what GET /version reports.
+func (s *Server) Version() string { return s.version }
+
+// SideChannel serves the prefill side of KV pulls (nil: none).
+func (s *Server) SideChannel() http.Handler { return s.side }
+
+// Now is the wall clock of "created" timestamps.
+func (s *Server) Now() time.Time { return s.now() }
+
+// HealthFailing reports whether the operator made /health answer 503.
+func (s *Server) HealthFailing() bool { return s.healthFailing.Load() }
+
+// SetWriteTimeout changes the deadline of every SSE write that waits for
+// its client (sseWriteTimeout by default); tests shorten it.
+func (s *Server) SetWriteTimeout(d time.Duration) { s.writeTimeout = d }
+
+// HandedBack counts the streams a delivery shard gave back to their handler
+// because the client's socket was full.
+func (s *Server) HandedBack() int64 { return s.delivery.handedBack.Load() }
+
+// RenderedAhead counts the chunks the delivery shards rendered ahead of
+// their pass (prerender.go).
+func (s *Server) RenderedAhead() int64 { return s.delivery.RenderedAhead() }
+
+// StuckStreams counts the streams blocked in a write with at least limit
+// undelivered output items (what the stuck-reader watch aborts).
+func (s *Server) StuckStreams(limit int) int {
+	s.stuck.mu.Lock()
+	defer s.stuck.mu.Unlock()
+	n := 0
+	for st := range s.stuck.streams {
+		if st.Writing.Load() != 0 && st.J.Out.Len() >= limit {
+			n++
+		}
+	}
+	return n
+}

@@ -111,7 +111,7 @@ func (j *Job) stream(w http.ResponseWriter, r *http.Request, enc EventEncoder) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			j.S.Log.Error("panic while streaming", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			j.S.log.Error("panic while streaming", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
 			st.Buf = st.appendFailure(st.Buf[:0], wire.ErrInternal)
 			_ = st.Flush()
 		}
@@ -137,8 +137,8 @@ func (j *Job) stream(w http.ResponseWriter, r *http.Request, enc EventEncoder) {
 	}
 	// Delivered from here by this goroutine: from the start, or after
 	// the shard handed back a slow client's stream.
-	j.S.Stuck.add(st)
-	defer j.S.Stuck.remove(st)
+	j.S.stuck.add(st)
+	defer j.S.stuck.remove(st)
 	if st.pending != nil {
 		if !st.writePending() {
 			return
@@ -231,7 +231,7 @@ func (st *Streamer) deliverByShard(ctx context.Context) bool {
 	}
 	st.armed = time.Time{}
 	st.Buf = nil // the shard renders into its own buffer
-	st.shard = st.J.S.Delivery.pick()
+	st.shard = st.J.S.delivery.pick()
 	st.done = make(chan struct{})
 	st.mode = deliveredByShard
 	st.shard.add(st)
@@ -259,7 +259,7 @@ func (st *Streamer) deliverByShard(ctx context.Context) bool {
 // True means the stream goes on.
 func (st *Streamer) writePending() bool {
 	now := time.Now()
-	if err := st.rc.SetWriteDeadline(now.Add(st.J.S.WriteTimeout)); err != nil {
+	if err := st.rc.SetWriteDeadline(now.Add(st.J.S.writeTimeout)); err != nil {
 		return false
 	}
 	st.armed = now
@@ -343,7 +343,7 @@ func (st *Streamer) endAbandoned() {
 	j.items = j.Out.Drain(j.items)
 	st.Render(j.items)
 	e := &wire.APIError{Status: http.StatusRequestTimeout, Type: wire.TypeRequestTimeout,
-		Message: "The client stopped reading: " + strconv.Itoa(j.S.Opts.HTTP.MaxUnflushedTokens) +
+		Message: "The client stopped reading: " + strconv.Itoa(j.S.opts.HTTP.MaxUnflushedTokens) +
 			" or more generated tokens were left unread, so the request was aborted."}
 	st.Buf = st.appendFailure(st.Buf, e)
 	_ = st.Flush()
@@ -386,7 +386,7 @@ func (st *Streamer) Flush() error {
 	}
 	now := time.Now()
 	if now.Sub(st.armed) >= deadlineRefresh {
-		if err := st.rc.SetWriteDeadline(now.Add(st.J.S.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		if err := st.rc.SetWriteDeadline(now.Add(st.J.S.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return err
 		}
 		st.armed = now

@@ -27,8 +27,8 @@ type stuckWatch struct {
 	limit int
 	log   func(msg string, args ...any)
 
-	Mu      sync.Mutex
-	Streams map[*Streamer]struct{}
+	mu      sync.Mutex
+	streams map[*Streamer]struct{}
 	running bool
 }
 
@@ -36,12 +36,12 @@ func (w *stuckWatch) add(st *Streamer) {
 	if w == nil || w.limit <= 0 {
 		return
 	}
-	w.Mu.Lock()
-	defer w.Mu.Unlock()
-	if w.Streams == nil {
-		w.Streams = make(map[*Streamer]struct{})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.streams == nil {
+		w.streams = make(map[*Streamer]struct{})
 	}
-	w.Streams[st] = struct{}{}
+	w.streams[st] = struct{}{}
 	if !w.running {
 		w.running = true
 		go w.run()
@@ -52,9 +52,9 @@ func (w *stuckWatch) remove(st *Streamer) {
 	if w == nil || w.limit <= 0 {
 		return
 	}
-	w.Mu.Lock()
-	delete(w.Streams, st)
-	w.Mu.Unlock()
+	w.mu.Lock()
+	delete(w.streams, st)
+	w.mu.Unlock()
 }
 
 // run scans until no stream is left.
@@ -65,20 +65,20 @@ func (w *stuckWatch) run() {
 	for range t.C {
 		now := time.Now().UnixNano()
 		stuck = stuck[:0]
-		w.Mu.Lock()
-		if len(w.Streams) == 0 {
+		w.mu.Lock()
+		if len(w.streams) == 0 {
 			w.running = false
-			w.Mu.Unlock()
+			w.mu.Unlock()
 			return
 		}
-		for st := range w.Streams {
+		for st := range w.streams {
 			since := st.Writing.Load()
 			if since != 0 && now-since >= int64(stuckScanInterval) && !st.abandoned.Load() &&
 				st.J.Out.Len() >= w.limit {
 				stuck = append(stuck, st)
 			}
 		}
-		w.Mu.Unlock()
+		w.mu.Unlock()
 		for _, st := range stuck {
 			st.abandon()
 			if w.log != nil {

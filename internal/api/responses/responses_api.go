@@ -129,7 +129,7 @@ func responsesInput(s *pipeline.Server, o, body wire.Object, req *ResponsesReque
 		in.ChatLogprobs, in.TopLogprobs = true, o.Int("top_logprobs")
 	}
 	if req.truncation == "auto" {
-		n := s.Opts.Model.MaxModelLen - 1
+		n := s.Opts().Model.MaxModelLen - 1
 		in.Truncate = wire.Num{I: int64(n), F: float64(n), Raw: strconv.Itoa(n), Set: true}
 	}
 	if e := o.Failed(); e != nil {

@@ -26,7 +26,7 @@ func outputOf(j *pipeline.Job) responseOutput {
 	ch := &j.Ch[0]
 	out := responseOutput{status: "completed"}
 	out.reasoning, out.content = ch.Plan.Texts(ch.N)
-	if j.S.Opts.Generation.Reasoning == nil {
+	if j.S.Opts().Generation.Reasoning == nil {
 		out.content = out.reasoning + out.content
 		out.reasoning = ""
 	}

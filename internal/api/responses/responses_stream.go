@@ -220,7 +220,7 @@ func (e *responsesEncoder) token(b []byte, ch *pipeline.Choice, pos int) []byte 
 		return b
 	}
 	kind, typ, id := itemMessage, "response.output_text.delta", messageItemID(e.j.G)
-	if reasoning && e.j.S.Opts.Generation.Reasoning != nil {
+	if reasoning && e.j.S.Opts().Generation.Reasoning != nil {
 		kind, typ, id = itemReasoning, "response.reasoning_text.delta", reasoningItemID(e.j.G)
 	}
 	if e.open != kind {

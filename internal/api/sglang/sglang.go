@@ -23,7 +23,7 @@ import (
 // POST /generate, GET /get_server_info (and /server_info), GET
 // /get_model_info, GET|POST /flush_cache and GET /health_generate.
 func MountSGLang(s *pipeline.Server, r chi.Router) {
-	if s.Opts.SGLang == nil {
+	if s.Opts().SGLang == nil {
 		return
 	}
 	gate := s.StartupGate
@@ -133,7 +133,7 @@ type SGLangRequest struct {
 func (sglangSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
 	start := s.Now()
 	s.LogUnknownFields(o, r, sglangFields)
-	in, batch, e := sglangInput(o, s.Tok.VocabSize())
+	in, batch, e := sglangInput(o, s.Tokenizer().VocabSize())
 	if e != nil {
 		return nil, e
 	}
@@ -275,12 +275,12 @@ func sglangResult(j *pipeline.Job, i int) *sglangOutput {
 
 // handleSGLangModelInfo serves GET /get_model_info.
 func handleSGLangModelInfo(s *pipeline.Server) http.Handler {
-	tokenizer := s.Opts.Model.Tokenizer
+	tokenizer := s.Opts().Model.Tokenizer
 	if tokenizer == "" {
-		tokenizer = s.Opts.Model.Path
+		tokenizer = s.Opts().Model.Path
 	}
 	body := map[string]any{
-		"model_path":                s.Opts.Model.Path,
+		"model_path":                s.Opts().Model.Path,
 		"tokenizer_path":            tokenizer,
 		"is_generation":             true,
 		"preferred_sampling_params": nil,
@@ -297,14 +297,14 @@ func handleSGLangModelInfo(s *pipeline.Server) http.Handler {
 // scheduler's server arguments as SGLang names them, and each DP rank's
 // internal state (running and queued requests, used pages).
 func handleSGLangServerInfo(s *pipeline.Server) http.Handler {
-	c := s.Opts.SGLang
+	c := s.Opts().SGLang
 	policy := c.SchedulePolicy
 	if policy == "dfs_weight" {
 		policy = "dfs-weight"
 	}
 	args := map[string]any{
-		"model_path":                s.Opts.Model.Path,
-		"served_model_name":         s.Opts.Model.ServedName(),
+		"model_path":                s.Opts().Model.Path,
+		"served_model_name":         s.Opts().Model.ServedName(),
 		"page_size":                 c.PageSize,
 		"max_running_requests":      c.MaxRunningRequests,
 		"max_total_num_tokens":      c.MaxTotalTokens,
@@ -312,15 +312,15 @@ func handleSGLangServerInfo(s *pipeline.Server) http.Handler {
 		"chunked_prefill_size":      c.ChunkedPrefillSize,
 		"schedule_policy":           policy,
 		"schedule_conservativeness": c.ScheduleConservativeness,
-		"context_length":            s.Opts.Model.MaxModelLen,
+		"context_length":            s.Opts().Model.MaxModelLen,
 		"disable_radix_cache":       c.DisableRadixCache,
 		"dp_size":                   c.DPSize,
-		"random_seed":               s.Opts.Seed,
-		"version":                   s.Version,
+		"random_seed":               s.Opts().Seed,
+		"version":                   s.Version(),
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		states := make([]map[string]any, len(s.Engines))
-		for i, e := range s.Engines {
+		states := make([]map[string]any, len(s.Engines()))
+		for i, e := range s.Engines() {
 			l := e.Load()
 			states[i] = map[string]any{
 				"dp_rank":          i,
@@ -344,7 +344,7 @@ func handleSGLangServerInfo(s *pipeline.Server) http.Handler {
 func handleSGLangFlushCache(s *pipeline.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ok := true
-		for _, e := range s.Engines {
+		for _, e := range s.Engines() {
 			done, err := e.ResetPrefixCache(r.Context())
 			if err != nil {
 				if r.Context().Err() != nil {
@@ -377,7 +377,7 @@ func handleSGLangHealthGenerate(s *pipeline.Server) http.Handler {
 			return
 		}
 		rank := s.PickRank()
-		eng := s.Engines[rank]
+		eng := s.Engines()[rank]
 		out := engine.NewOutput()
 		req := &engine.Request{ID: engine.NewRequestID(), Prompt: []uint32{0}, PlannedOutput: []uint32{0},
 			MaxOutputTokens: 1, ArrivalTime: eng.Clock().Now(), Out: out}
