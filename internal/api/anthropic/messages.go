@@ -27,7 +27,7 @@ type MessagesRequest struct {
 	promptTokens int
 }
 
-var messagesFields = pipeline.SetOf("model", "messages", "max_tokens", "metadata", "output_config",
+var messagesFields = wire.SetOf("model", "messages", "max_tokens", "metadata", "output_config",
 	"stop_sequences", "stream", "system", "temperature", "tool_choice", "tools", "top_k", "top_p",
 	"kv_transfer_params", "chat_template_kwargs", "thinking", "service_tier", "container",
 	"mcp_servers", "context_management")

@@ -42,7 +42,7 @@ type EmbedRequest struct {
 	dims   int // vector length (≤ --embedding-dim)
 }
 
-var embeddingFields = pipeline.SetOf("model", "input", "encoding_format", "dimensions", "user",
+var embeddingFields = wire.SetOf("model", "input", "encoding_format", "dimensions", "user",
 	"truncate_prompt_tokens", "request_id", "priority", "add_special_tokens", "cache_salt")
 
 func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
@@ -65,7 +65,7 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 	if e := s.ResolveModel(g, model, hasModel); e != nil {
 		return nil, e
 	}
-	g.BaseID = pipeline.RequestID(r.Header.Get("X-Request-Id"), bodyID)
+	g.BaseID = input.RequestID(r.Header.Get("X-Request-Id"), bodyID)
 	switch {
 	case len(inputs) == 0 || empty:
 		return nil, wire.ErrInvalid("input", "input must not be empty")

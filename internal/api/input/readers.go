@@ -5,6 +5,8 @@
 package input
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 
@@ -230,4 +232,36 @@ func ParseStopAt(o wire.Object, key string) ([]string, bool) {
 		out[i] = s
 	}
 	return out, true
+}
+
+// maxRequestIDLen bounds an X-Request-Id or request_id taken as given.
+const maxRequestIDLen = 512
+
+// RequestID picks the base request id: the X-Request-Id
+// header, else the body's request_id, each only if at most 512 bytes of
+// printable ASCII; else 32 random lowercase hex characters (a UUIDv4).
+func RequestID(header, body string) string {
+	if validRequestID(header) {
+		return header
+	}
+	if validRequestID(body) {
+		return body
+	}
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return hex.EncodeToString(u[:])
+}
+
+func validRequestID(s string) bool {
+	if s == "" || len(s) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

@@ -24,11 +24,11 @@ var (
 		"spaces_between_special_tokens", "echo", "prompt_logprobs", "service_tier",
 		"metadata", "store",
 	}
-	chatFields = pipeline.SetOf(append(slices.Clone(commonFields),
+	chatFields = wire.SetOf(append(slices.Clone(commonFields),
 		"messages", "max_completion_tokens", "top_logprobs", "add_generation_prompt",
 		"continue_final_message", "tools", "tool_choice", "parallel_tool_calls",
 		"chat_template", "chat_template_kwargs", "documents", "reasoning_effort")...)
-	completionFields = pipeline.SetOf(append(slices.Clone(commonFields),
+	completionFields = wire.SetOf(append(slices.Clone(commonFields),
 		"prompt", "suffix", "best_of", "add_special_tokens")...)
 )
 

@@ -9,24 +9,6 @@ import (
 	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
-// CORS puts Access-Control-Allow-Origin on every response and answers every
-// OPTIONS request as a CORS preflight (200, empty body), before
-// authentication and routing.
-func CORS(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Access-Control-Allow-Origin", "*")
-		if r.Method == http.MethodOptions {
-			h.Set("Access-Control-Allow-Methods", "*")
-			h.Set("Access-Control-Allow-Headers", "*")
-			h.Set("Content-Length", "0")
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // RecoverPanics turns a handler panic into a logged 500
 // InternalServerError rather than a dropped connection. Streaming handlers
 // recover mid-stream panics themselves (they know the headers are gone) and answer with an SSE error

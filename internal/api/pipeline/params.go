@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"slices"
 
@@ -22,7 +20,6 @@ const (
 	maxStopStringLen = 1024
 	maxStopTokenIDs  = 64
 	maxLogprobs      = 20
-	maxRequestIDLen  = 512
 )
 
 // GenRequest is a parsed and validated generation request of either
@@ -78,14 +75,6 @@ type PromptSpec struct {
 	M      int      // effective max tokens
 }
 
-func SetOf(keys ...string) map[string]bool {
-	m := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		m[k] = true
-	}
-	return m
-}
-
 // BuildGenerate runs the phases every generation surface shares on a
 // typed input: the model (and LoRA adapter), the request id, the value
 // checks, the output constraints and tools, routing and disaggregation,
@@ -98,7 +87,7 @@ func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wir
 	if e := s.ResolveModel(g, in.Model, in.HasModel); e != nil {
 		return nil, e
 	}
-	g.BaseID = RequestID(r.Header.Get("X-Request-Id"), in.BodyID)
+	g.BaseID = input.RequestID(r.Header.Get("X-Request-Id"), in.BodyID)
 	for _, check := range [...]func(*GenRequest, *GenInput) *wire.APIError{
 		checkInputs, s.checkLengths, checkSamplingOf, checkLogprobs, s.checkStops,
 		s.checkPromptOptions, s.checkConstraints,
@@ -268,35 +257,6 @@ func checkSampling(temperature, topP, topK, minP, freqPen, presPen, repPen wire.
 		return wire.ErrInvalid("repetition_penalty", "repetition_penalty must be greater than zero, got %s.", repPen)
 	}
 	return nil
-}
-
-// RequestID picks the base request id: the X-Request-Id
-// header, else the body's request_id, each only if at most 512 bytes of
-// printable ASCII; else 32 random lowercase hex characters (a UUIDv4).
-func RequestID(header, body string) string {
-	if validRequestID(header) {
-		return header
-	}
-	if validRequestID(body) {
-		return body
-	}
-	var u [16]byte
-	_, _ = rand.Read(u[:])
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	return hex.EncodeToString(u[:])
-}
-
-func validRequestID(s string) bool {
-	if s == "" || len(s) > maxRequestIDLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // PlanParams are the per-choice inputs of plan.Plan common to a request.

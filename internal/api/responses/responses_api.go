@@ -48,7 +48,7 @@ type ResponsesRequest struct {
 	conversation []input.ChatMessageIn
 }
 
-var responsesFields = pipeline.SetOf("background", "include", "input", "instructions", "max_output_tokens",
+var responsesFields = wire.SetOf("background", "include", "input", "instructions", "max_output_tokens",
 	"max_tool_calls", "metadata", "model", "logit_bias", "parallel_tool_calls", "previous_response_id",
 	"prompt", "reasoning", "service_tier", "store", "stream", "temperature", "text", "tool_choice",
 	"tools", "top_logprobs", "top_p", "top_k", "truncation", "user", "skip_special_tokens",

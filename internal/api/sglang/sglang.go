@@ -53,7 +53,7 @@ func writeSGLangError(w http.ResponseWriter, e *wire.APIError) {
 
 // sglangFields are the /generate fields the server reads; others are
 // logged at debug level and ignored.
-var sglangFields = pipeline.SetOf("text", "input_ids", "sampling_params", "stream", "rid")
+var sglangFields = wire.SetOf("text", "input_ids", "sampling_params", "stream", "rid")
 
 // sglangInput reads a /generate body straight into the typed generation
 // input: text or input_ids are the prompts (a string, strings, ids or id

@@ -351,3 +351,11 @@ func (o Object) UnknownKeys(known map[string]bool) []string {
 
 // String formats a validated number for a message: the JSON text as sent.
 func (n Num) String() string { return n.Raw }
+
+func SetOf(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
