@@ -22,8 +22,8 @@ import (
 // Anthropic's shape (WriteAnthropicError).
 type MessagesSurface struct{}
 
-// MessagesRequest holds what the Anthropic rendering needs.
-type MessagesRequest struct {
+// messagesRequest holds what the Anthropic rendering needs.
+type messagesRequest struct {
 	promptTokens int
 }
 
@@ -58,7 +58,7 @@ func (MessagesSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request)
 	if e != nil {
 		return nil, e
 	}
-	g.Ext = &MessagesRequest{promptTokens: len(g.Prompts[0].IDs)}
+	g.Ext = &messagesRequest{promptTokens: len(g.Prompts[0].IDs)}
 	return g, nil
 }
 
@@ -350,4 +350,4 @@ func anthropicTools(o wire.Object, chat map[string]json.RawMessage) *wire.APIErr
 }
 
 // messagesReq is the Messages request a generation request carries.
-func messagesReq(g *pipeline.GenRequest) *MessagesRequest { return g.Ext.(*MessagesRequest) }
+func messagesReq(g *pipeline.GenRequest) *messagesRequest { return g.Ext.(*messagesRequest) }

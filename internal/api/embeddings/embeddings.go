@@ -36,8 +36,8 @@ const (
 	embedBase64                    // base64 of little-endian float32s
 )
 
-// EmbedRequest holds what only embeddings requests carry.
-type EmbedRequest struct {
+// embedRequest holds what only embeddings requests carry.
+type embedRequest struct {
 	format embedFormat
 	dims   int // vector length (≤ --embedding-dim)
 }
@@ -46,7 +46,7 @@ var embeddingFields = wire.SetOf("model", "input", "encoding_format", "dimension
 	"truncate_prompt_tokens", "request_id", "priority", "add_special_tokens", "cache_salt")
 
 func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
-	g := &pipeline.GenRequest{Chat: false, Rank: -1, N: 1, Ext: &EmbedRequest{dims: s.Opts().EmbeddingDim}}
+	g := &pipeline.GenRequest{Chat: false, Rank: -1, N: 1, Ext: &embedRequest{dims: s.Opts().EmbeddingDim}}
 	s.LogUnknownFields(o, r, embeddingFields)
 	model, hasModel := o.String("model")
 	format, hasFormat := o.String("encoding_format")
@@ -292,4 +292,4 @@ func appendEmbeddingBase64(b []byte, v []float32) []byte {
 }
 
 // embedReq is the embeddings request a generation request carries.
-func embedReq(g *pipeline.GenRequest) *EmbedRequest { return g.Ext.(*EmbedRequest) }
+func embedReq(g *pipeline.GenRequest) *embedRequest { return g.Ext.(*embedRequest) }

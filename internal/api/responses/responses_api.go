@@ -28,9 +28,9 @@ type ResponsesSurface struct {
 	Store *responseStore
 }
 
-// ResponsesRequest holds what the response object echoes and what the
+// responsesRequest holds what the response object echoes and what the
 // store keeps.
-type ResponsesRequest struct {
+type responsesRequest struct {
 	id                 string // resp_<request id>
 	instructions       *string
 	previousResponseID *string
@@ -108,7 +108,7 @@ func (rs ResponsesSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Requ
 // responsesInput reads a Responses body's generation fields straight into
 // the typed input, under the Responses names the shared checks report
 // (max_output_tokens, input); body holds the chat forms.
-func responsesInput(s *pipeline.Server, o, body wire.Object, req *ResponsesRequest, logprobs bool) (*pipeline.GenInput, *wire.APIError) {
+func responsesInput(s *pipeline.Server, o, body wire.Object, req *responsesRequest, logprobs bool) (*pipeline.GenInput, *wire.APIError) {
 	in := &pipeline.GenInput{Chat: true, Body: body, AddGen: true, IncludeUsage: true,
 		MaxTokensName: "max_output_tokens", MsgsParam: "input"}
 	in.Model, in.HasModel = o.String("model")
@@ -144,8 +144,8 @@ func responsesInput(s *pipeline.Server, o, body wire.Object, req *ResponsesReque
 
 // readResponsesRequest reads what the response object echoes, and whether
 // the output text's logprobs are included.
-func readResponsesRequest(o wire.Object) (req *ResponsesRequest, logprobs bool, e *wire.APIError) {
-	req = &ResponsesRequest{store: o.Bool("store", true), parallelToolCalls: o.Bool("parallel_tool_calls", true),
+func readResponsesRequest(o wire.Object) (req *responsesRequest, logprobs bool, e *wire.APIError) {
+	req = &responsesRequest{store: o.Bool("store", true), parallelToolCalls: o.Bool("parallel_tool_calls", true),
 		serviceTier: "auto", truncation: "disabled", tools: "[]", toolChoice: `"auto"`}
 	if o.Bool("background", false) {
 		return nil, false, wire.ErrInvalid("background", "background mode is not supported by mocker-server")
@@ -198,7 +198,7 @@ func errResponseNotFound(id string) *wire.APIError {
 // responsesTools translates function tools ({"type":"function","name",
 // "parameters",…}) and tool_choice into their chat forms; other tool types
 // (built-in tools, MCP) are refused.
-func responsesTools(o wire.Object, req *ResponsesRequest, chat map[string]json.RawMessage) *wire.APIError {
+func responsesTools(o wire.Object, req *responsesRequest, chat map[string]json.RawMessage) *wire.APIError {
 	if raw, ok := o.Kind("tools", "array"); ok {
 		req.tools = string(wire.CompactJSON(raw))
 		var tools []struct {
@@ -410,4 +410,4 @@ func responsesContentText(raw json.RawMessage, path string) (string, *wire.APIEr
 }
 
 // responsesReq is the Responses request a generation request carries.
-func responsesReq(g *pipeline.GenRequest) *ResponsesRequest { return g.Ext.(*ResponsesRequest) }
+func responsesReq(g *pipeline.GenRequest) *responsesRequest { return g.Ext.(*responsesRequest) }

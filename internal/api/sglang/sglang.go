@@ -124,8 +124,8 @@ func readSGLangSampling(sp wire.Object, in *pipeline.GenInput) {
 // /v1/completions, with SGLang's result objects, stream and error shape.
 type sglangSurface struct{}
 
-// SGLangRequest holds what the SGLang rendering needs.
-type SGLangRequest struct {
+// sglangRequest holds what the SGLang rendering needs.
+type sglangRequest struct {
 	batch bool      // the input was a list: the answer is a list too
 	start time.Time // arrival, for meta_info.e2e_latency
 }
@@ -141,7 +141,7 @@ func (sglangSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (
 	if e != nil {
 		return nil, e
 	}
-	g.Ext = &SGLangRequest{batch: batch, start: start}
+	g.Ext = &sglangRequest{batch: batch, start: start}
 	return g, nil
 }
 
@@ -416,4 +416,4 @@ func handleSGLangHealthGenerate(s *pipeline.Server) http.Handler {
 }
 
 // sglangReq is the /generate request a generation request carries.
-func sglangReq(g *pipeline.GenRequest) *SGLangRequest { return g.Ext.(*SGLangRequest) }
+func sglangReq(g *pipeline.GenRequest) *sglangRequest { return g.Ext.(*sglangRequest) }
