@@ -50,23 +50,23 @@ type chatChoice struct {
 // chatMessage is the assistant message; its reasoning key is configurable
 // (reasoning | reasoning_content), hence the hand-written encoding.
 type chatMessage struct {
-	Content      string
+	content      string
 	ContentNull  bool                    // content null (an auto tool call)
-	ToolCalls    []toolcall.ToolCallJSON // message.tool_calls; nil = []
-	Reasoning    *string                 // nil = null
+	toolCalls    []toolcall.ToolCallJSON // message.tool_calls; nil = []
+	reasoning    *string                 // nil = null
 	ReasoningKey string
 }
 
 func (m chatMessage) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 160+len(m.Content))
+	b := make([]byte, 0, 160+len(m.content))
 	b = append(b, `{"role":"assistant","content":`...)
 	if m.ContentNull {
 		b = append(b, "null"...)
 	} else {
-		b = jsonenc.AppendString(b, m.Content)
+		b = jsonenc.AppendString(b, m.content)
 	}
 	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":`...)
-	b = toolcall.AppendToolCalls(b, m.ToolCalls)
+	b = toolcall.AppendToolCalls(b, m.toolCalls)
 	b = append(b, ',')
 	key := m.ReasoningKey
 	if key == "" {
@@ -74,10 +74,10 @@ func (m chatMessage) MarshalJSON() ([]byte, error) {
 	}
 	b = jsonenc.AppendString(b, key)
 	b = append(b, ':')
-	if m.Reasoning == nil {
+	if m.reasoning == nil {
 		b = append(b, "null"...)
 	} else {
-		b = jsonenc.AppendString(b, *m.Reasoning)
+		b = jsonenc.AppendString(b, *m.reasoning)
 	}
 	return append(b, '}'), nil
 }

@@ -72,17 +72,17 @@ func chatResponseOf(j *pipeline.Job) *chatResponse {
 	for i := range j.Ch {
 		ch := &j.Ch[i]
 		reasoning, content := ch.Plan.Texts(ch.N)
-		msg := chatMessage{Content: content, ReasoningKey: string(j.S.Opts().Generation.ReasoningField)}
+		msg := chatMessage{content: content, ReasoningKey: string(j.S.Opts().Generation.ReasoningField)}
 		if j.S.Opts().Generation.Reasoning != nil && reasoning != "" {
-			msg.Reasoning = &reasoning
+			msg.reasoning = &reasoning
 		}
 		finish, stop := ch.Reasons()
 		if ch.Calls != nil {
 			out := ch.Calls.Result(&ch.Plan, ch.N, ch.Reason())
-			msg.ToolCalls, finish = out.ToolCalls, out.Finish
-			msg.Content, msg.ContentNull = "", out.Content == nil
+			msg.toolCalls, finish = out.ToolCalls, out.Finish
+			msg.content, msg.ContentNull = "", out.Content == nil
 			if out.Content != nil {
-				msg.Content = *out.Content
+				msg.content = *out.Content
 			}
 		}
 		c := chatChoice{Index: i, Message: msg, FinishReason: finish, StopReason: stop}

@@ -45,9 +45,9 @@ func newDelivery(shards int, engines []*engine.Engine, lagObs settings.DeliveryL
 	return d
 }
 
-// RenderedAhead counts the chunks written as rendered ahead
+// renderedAhead counts the chunks written as rendered ahead
 // (prerender.go), over all shards.
-func (d *delivery) RenderedAhead() int64 {
+func (d *delivery) renderedAhead() int64 {
 	var n int64
 	for _, sh := range d.shards {
 		n += sh.renderedAhead.Load()
@@ -113,13 +113,13 @@ func (sh *deliveryShard) add(st *Streamer) {
 		go sh.run()
 	}
 	sh.mu.Unlock()
-	st.J.Out.JoinGroup(sh.group, st)
+	st.j.out.JoinGroup(sh.group, st)
 }
 
 // remove takes a stream from the shard; its output signals its own reader
 // again from then on.
 func (sh *deliveryShard) remove(st *Streamer) {
-	st.J.Out.LeaveGroup()
+	st.j.out.LeaveGroup()
 	sh.mu.Lock()
 	sh.streams--
 	empty := sh.streams == 0
@@ -208,7 +208,7 @@ func (sh *deliveryShard) prepareNext(st *Streamer) {
 			// Nothing was written: the stream renders its next chunk
 			// on the spot (where a panic ends it with an error event).
 			st.next.frame = st.next.frame[:0]
-			st.J.S.log.Error("panic while rendering a chunk ahead", "request_id", st.J.G.BaseID,
+			st.j.S.log.Error("panic while rendering a chunk ahead", "request_id", st.j.G.BaseID,
 				"panic", v, "stack", string(debug.Stack()))
 		}
 	}()
@@ -263,7 +263,7 @@ func (sh *deliveryShard) deliver(st *Streamer) (left bool) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			j := st.J
+			j := st.j
 			j.S.log.Error("panic while streaming", "request_id", j.G.BaseID, "panic", v, "stack", string(debug.Stack()))
 			st.Buf = st.appendFailure(st.Buf[:0], wire.ErrInternal)
 			_ = st.Flush()
@@ -271,12 +271,12 @@ func (sh *deliveryShard) deliver(st *Streamer) (left bool) {
 			st.mode, left = deliveryOver, true
 		}
 	}()
-	j := st.J
+	j := st.j
 	own := st.Buf
 	st.Buf = sh.buf[:0]
 	defer func() { sh.buf, st.Buf = st.Buf[:0], own[:0] }()
 	// No st.cut here: only streams without a mid-stream fault get a shard.
-	j.items = j.Out.Drain(j.items)
+	j.items = j.out.Drain(j.items)
 	if over, ok := st.emitNext(j.items); ok {
 		if !over {
 			st.next.due = true

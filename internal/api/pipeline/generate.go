@@ -120,7 +120,7 @@ type Job struct {
 	G    *GenRequest
 	rank int
 	eng  *engine.Engine
-	Out  *engine.Output
+	out  *engine.Output
 	Reqs []engine.Request
 	Ch   []Choice
 
@@ -169,7 +169,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 	}
 	eng := s.engines[rank]
 	total := len(g.Prompts) * g.N
-	j := &Job{S: s, G: g, rank: rank, eng: eng, Out: engine.NewOutput(), fail: wire.WriteError,
+	j := &Job{S: s, G: g, rank: rank, eng: eng, out: engine.NewOutput(), fail: wire.WriteError,
 		Reqs: make([]engine.Request, total), Ch: make([]Choice, total)}
 	arrival := eng.Clock().Now()
 	base := s.PlanParams(g)
@@ -202,7 +202,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 				Adapter:         g.adapter,
 				Choice:          idx,
 				Label:           label,
-				Out:             j.Out,
+				Out:             j.out,
 			}
 		}
 	}
@@ -322,8 +322,8 @@ func (ch *Choice) Reason() engine.FinishReason {
 func (j *Job) await(ctx context.Context) (bool, *wire.APIError) {
 	for j.Remaining > 0 {
 		select {
-		case <-j.Out.Ready():
-			j.items = j.Out.Drain(j.items)
+		case <-j.out.Ready():
+			j.items = j.out.Drain(j.items)
 			for i := range j.items {
 				j.Record(&j.items[i])
 			}

@@ -31,7 +31,7 @@ type nextChunk struct {
 // empty scratch: rendering then delays no other stream's write.
 func (st *Streamer) prepareNext() {
 	st.next.frame = st.next.frame[:0]
-	j := st.J
+	j := st.j
 	g := j.G
 	e, ok := st.enc.(*openAIEncoder)
 	if !ok || !g.Chat || e.perPass || g.Logprobs || g.continuousUsage || len(j.Ch) != 1 {
@@ -62,10 +62,10 @@ func (st *Streamer) emitNext(items []engine.OutputItem) (over, ok bool) {
 		return false, false
 	}
 	it := &items[0]
-	if it.Final || it.Choice != 0 || it.Token != next.tok || st.J.Ch[0].N != next.pos {
+	if it.Final || it.Choice != 0 || it.Token != next.tok || st.j.Ch[0].N != next.pos {
 		return false, false
 	}
-	st.J.Record(it)
+	st.j.Record(it)
 	if err := st.writeFrame(next.frame); err != nil {
 		if errors.Is(err, conn.ErrWouldBlock) {
 			st.pendingItems = append(st.pendingItems[:0], items...)

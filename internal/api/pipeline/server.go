@@ -222,7 +222,7 @@ func (s *Server) HandedBack() int64 { return s.delivery.handedBack.Load() }
 
 // RenderedAhead counts the chunks the delivery shards rendered ahead of
 // their pass (prerender.go).
-func (s *Server) RenderedAhead() int64 { return s.delivery.RenderedAhead() }
+func (s *Server) RenderedAhead() int64 { return s.delivery.renderedAhead() }
 
 // StuckStreams counts the streams blocked in a write with at least limit
 // undelivered output items (what the stuck-reader watch aborts).
@@ -231,7 +231,7 @@ func (s *Server) StuckStreams(limit int) int {
 	defer s.stuck.mu.Unlock()
 	n := 0
 	for st := range s.stuck.streams {
-		if st.Writing.Load() != 0 && st.J.Out.Len() >= limit {
+		if st.writing.Load() != 0 && st.j.out.Len() >= limit {
 			n++
 		}
 	}

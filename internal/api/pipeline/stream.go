@@ -31,7 +31,7 @@ const SSEDone = "data: [DONE]\n\n"
 // buffer and written with one Write and one Flush; the hot path allocates
 // nothing per token.
 type Streamer struct {
-	J   *Job
+	j   *Job
 	w   http.ResponseWriter
 	rc  *http.ResponseController
 	Buf []byte
@@ -92,7 +92,7 @@ func NewStreamer(j *Job, w http.ResponseWriter, enc EventEncoder) *Streamer {
 	}
 	// buf starts small: streams delivered by a shard render into the
 	// shard's buffer, so this one holds only the first events.
-	st := &Streamer{J: j, w: w, rc: http.NewResponseController(w), enc: enc, Buf: make([]byte, 0, 512)}
+	st := &Streamer{j: j, w: w, rc: http.NewResponseController(w), enc: enc, Buf: make([]byte, 0, 512)}
 	if b, ok := enc.(binder); ok {
 		b.bind(st)
 	}
@@ -150,12 +150,12 @@ func (j *Job) stream(w http.ResponseWriter, r *http.Request, enc EventEncoder) {
 	}
 	for {
 		select {
-		case <-j.Out.Ready():
+		case <-j.out.Ready():
 		case <-ctx.Done():
 			st.endByContext(ctx)
 			return // release cancels the engine work
 		}
-		j.items = j.Out.Drain(j.items)
+		j.items = j.out.Drain(j.items)
 		for batch := j.items; len(batch) > 0; {
 			part := batch[:st.cut(batch)]
 			batch = batch[len(part):]
@@ -185,7 +185,7 @@ func (st *Streamer) endByContext(ctx context.Context) {
 // emit renders and writes one run of output items; true means the stream
 // is over (finished, rejected, or the write failed).
 func (st *Streamer) emit(items []engine.OutputItem) bool {
-	j := st.J
+	j := st.j
 	st.Render(items)
 	finished := j.Remaining == 0 || j.rejected > 0
 	switch {
@@ -200,7 +200,7 @@ func (st *Streamer) emit(items []engine.OutputItem) bool {
 		st.delivered = max(st.delivered, j.fault.After)
 		return false
 	case finished:
-		st.Finish()
+		st.finish()
 	}
 	if len(st.Buf) == 0 && !finished {
 		// Only tokens without visible text: nothing to send, so they
@@ -231,7 +231,7 @@ func (st *Streamer) deliverByShard(ctx context.Context) bool {
 	}
 	st.armed = time.Time{}
 	st.Buf = nil // the shard renders into its own buffer
-	st.shard = st.J.S.delivery.pick()
+	st.shard = st.j.S.delivery.pick()
 	st.done = make(chan struct{})
 	st.mode = deliveredByShard
 	st.shard.add(st)
@@ -259,13 +259,13 @@ func (st *Streamer) deliverByShard(ctx context.Context) bool {
 // True means the stream goes on.
 func (st *Streamer) writePending() bool {
 	now := time.Now()
-	if err := st.rc.SetWriteDeadline(now.Add(st.J.S.writeTimeout)); err != nil {
+	if err := st.rc.SetWriteDeadline(now.Add(st.j.S.writeTimeout)); err != nil {
 		return false
 	}
 	st.armed = now
-	st.Writing.Store(now.UnixNano())
+	st.writing.Store(now.UnixNano())
 	_, err := st.line.TCP().Write(st.pending)
-	st.Writing.Store(0)
+	st.writing.Store(0)
 	st.pending = nil
 	if err != nil {
 		return false
@@ -278,7 +278,7 @@ func (st *Streamer) writePending() bool {
 // cut returns how many of items to emit before the pending fault strikes:
 // all of them, or up to the token that completes fault.After.
 func (st *Streamer) cut(items []engine.OutputItem) int {
-	f := st.J.fault
+	f := st.j.fault
 	if f.Kind == "" {
 		st.delivered += countTokens(items)
 		return len(items)
@@ -309,7 +309,7 @@ func countTokens(items []engine.OutputItem) int {
 // strike carries out the pending mid-stream fault; true means the stream
 // is over. A stall pauses and then lets the stream resume.
 func (st *Streamer) strike(r *http.Request) bool {
-	j := st.J
+	j := st.j
 	f := j.fault
 	j.fault = faults.Fault{}
 	switch f.Kind {
@@ -339,8 +339,8 @@ var errInjectedStream = &wire.APIError{Status: http.StatusInternalServerError, T
 // endAbandoned finishes a stream the stuck-reader watcher gave up on: the
 // tokens produced until then, an error event and [DONE].
 func (st *Streamer) endAbandoned() {
-	j := st.J
-	j.items = j.Out.Drain(j.items)
+	j := st.j
+	j.items = j.out.Drain(j.items)
 	st.Render(j.items)
 	e := &wire.APIError{Status: http.StatusRequestTimeout, Type: wire.TypeRequestTimeout,
 		Message: "The client stopped reading: " + strconv.Itoa(j.S.opts.HTTP.MaxUnflushedTokens) +
@@ -352,12 +352,12 @@ func (st *Streamer) endAbandoned() {
 // observeLag reports, once per token of a flushed drain, how late the
 // flush was against the token's modeled delivery time.
 func (st *Streamer) observeLag(items []engine.OutputItem) {
-	obs := st.J.S.lagObs
+	obs := st.j.S.lagObs
 	if obs == nil {
 		return
 	}
 	now := time.Now()
-	rank := st.J.rank
+	rank := st.j.rank
 	for i := range items {
 		if !items[i].Final {
 			lag := now.Sub(items[i].Time).Seconds()
@@ -386,14 +386,14 @@ func (st *Streamer) Flush() error {
 	}
 	now := time.Now()
 	if now.Sub(st.armed) >= deadlineRefresh {
-		if err := st.rc.SetWriteDeadline(now.Add(st.J.S.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		if err := st.rc.SetWriteDeadline(now.Add(st.j.S.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return err
 		}
 		st.armed = now
 	}
 	// The stuck-reader watcher looks at how long a write has been blocked.
-	st.Writing.Store(now.UnixNano())
-	defer st.Writing.Store(0)
+	st.writing.Store(now.UnixNano())
+	defer st.writing.Store(0)
 	if len(st.Buf) > 0 {
 		_, err := st.w.Write(st.Buf)
 		st.Buf = st.Buf[:0]
@@ -423,9 +423,9 @@ func (st *Streamer) flushRaw() error {
 // Render appends the events of a batch of output items.
 func (st *Streamer) Render(items []engine.OutputItem) { st.enc.Render(st, items) }
 
-// Finish appends the closing events of a stream whose sequences have all
+// finish appends the closing events of a stream whose sequences have all
 // finished.
-func (st *Streamer) Finish() { st.Buf = st.enc.End(st.Buf) }
+func (st *Streamer) finish() { st.Buf = st.enc.End(st.Buf) }
 
 // writeFrame writes one framed chunk without waiting; ErrWouldBlock means
 // st.pending holds the part the socket did not take.

@@ -72,9 +72,9 @@ func (w *stuckWatch) run() {
 			return
 		}
 		for st := range w.streams {
-			since := st.Writing.Load()
+			since := st.writing.Load()
 			if since != 0 && now-since >= int64(stuckScanInterval) && !st.abandoned.Load() &&
-				st.J.Out.Len() >= w.limit {
+				st.j.out.Len() >= w.limit {
 				stuck = append(stuck, st)
 			}
 		}
@@ -83,7 +83,7 @@ func (w *stuckWatch) run() {
 			st.abandon()
 			if w.log != nil {
 				w.log("client stopped reading; stream's engine work aborted",
-					"request_id", st.J.G.BaseID, "unflushed_tokens", st.J.Out.Len())
+					"request_id", st.j.G.BaseID, "unflushed_tokens", st.j.out.Len())
 			}
 		}
 	}
@@ -94,14 +94,14 @@ func (w *stuckWatch) run() {
 // when its write returns.
 func (st *Streamer) abandon() {
 	st.abandoned.Store(true)
-	for i := range st.J.Reqs {
-		st.J.eng.Cancel(st.J.Reqs[i].ID)
+	for i := range st.j.Reqs {
+		st.j.eng.Cancel(st.j.Reqs[i].ID)
 	}
 }
 
 // streamWriteState is embedded in streamer: when the current write started
 // (0 = not writing) and whether the watcher abandoned the stream.
 type streamWriteState struct {
-	Writing   atomic.Int64
+	writing   atomic.Int64
 	abandoned atomic.Bool
 }
