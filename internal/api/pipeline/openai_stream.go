@@ -35,7 +35,7 @@ type openAIEncoder struct {
 	one     [1]uint32 // a single token as a slice, without allocating
 }
 
-func NewOpenAIEncoder(j *Job) *openAIEncoder {
+func NewOpenAIEncoder(j *Job) EventEncoder {
 	g := j.G
 	e := &openAIEncoder{j: j, lp: NewLogprobRenderer(j), perPass: j.S.opts.Generation.PerPassChunks && !g.Logprobs}
 	p := make([]byte, 0, 128+len(g.BaseID)+len(g.Model))
