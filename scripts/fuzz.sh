@@ -21,8 +21,8 @@ targets=(
 	"./internal/loadgen FuzzSSEParser"                   # the load generator's chunked SSE reader
 	"./internal/config FuzzRewriteAndParse"              # vLLM-style command lines
 	"./internal/jsonenc FuzzAppendString"                # the one JSON string escaper against encoding/json
-	"./internal/api FuzzAppendFloat"                     # the number appenders against encoding/json
-	"./internal/api FuzzAppendIntegers"
+	"./internal/api/wire FuzzAppendFloat"                # the number appenders against encoding/json
+	"./internal/api/wire FuzzAppendIntegers"
 	"./internal/tokenizer FuzzPieces"
 	"./internal/hftokenizer FuzzEncodeDecode"
 	"./internal/chattemplate FuzzParseAndRenderNeverPanic"

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -32,29 +34,29 @@ func (w *discardWriter) SetWriteDeadline(time.Time) error { return nil }
 
 // benchJob builds a streaming job of `choices` sequences with `tokens`
 // planned tokens each, detached from any engine.
-func benchJob(tb testing.TB, model tokenizer.Model, chat bool, choices, tokens int, logprobs bool) (*job, *streamer, *discardWriter) {
+func benchJob(tb testing.TB, model tokenizer.Model, chat bool, choices, tokens int, logprobs bool) (*pipeline.Job, *pipeline.Streamer, *discardWriter) {
 	tb.Helper()
 	cfg := testConfig(tb, nil)
-	s := NewServer(testOptions(cfg), make([]*engine.Engine, 1), Deps{Tokenizer: model})
-	g := &genRequest{chat: chat, model: "mocker-model", baseID: "0123456789abcdef0123456789abcdef",
-		created: 1760000000, stream: true, n: choices, rank: 0, logprobs: logprobs, topLogprobs: 2,
-		prompts: []promptSpec{{ids: []uint32{1, 94002, 18, 38422, 35354, 2, 18, 1, 120736, 33288, 18}, m: tokens}}}
-	j := &job{s: s, g: g, ch: make([]choice, choices), reqs: make([]engine.Request, choices), remaining: choices}
-	p := s.planParams(g)
+	s := NewServer(testOptions(cfg), make([]*engine.Engine, 1), settings.Deps{Tokenizer: model})
+	g := &pipeline.GenRequest{Chat: chat, Model: "mocker-model", BaseID: "0123456789abcdef0123456789abcdef",
+		Created: 1760000000, Stream: true, N: choices, Rank: 0, Logprobs: logprobs, TopLogprobs: 2,
+		Prompts: []pipeline.PromptSpec{{IDs: []uint32{1, 94002, 18, 38422, 35354, 2, 18, 1, 120736, 33288, 18}, M: tokens}}}
+	j := &pipeline.Job{S: s, G: g, Ch: make([]pipeline.Choice, choices), Reqs: make([]engine.Request, choices), Remaining: choices}
+	p := s.PlanParams(g)
 	p.MaxTokens, p.SetsMax = tokens, true
 	for c := range choices {
 		p.Choice = c
-		j.ch[c] = choice{plan: plan.Plan(p)}
+		j.Ch[c] = pipeline.Choice{Plan: plan.Plan(p)}
 	}
 	w := &discardWriter{h: http.Header{}}
-	return j, newStreamer(j, w, nil), w
+	return j, pipeline.NewStreamer(j, w, nil), w
 }
 
 // sseDriver feeds a detached streaming job its planned tokens, round-robin
 // over its choices, as the engine's drains would.
 type sseDriver struct {
-	job      *job
-	streamer *streamer
+	job      *pipeline.Job
+	streamer *pipeline.Streamer
 	writer   *discardWriter
 	items    []engine.OutputItem
 	pos      []int // next planned token per choice
@@ -82,13 +84,13 @@ func (d *sseDriver) drain(tb testing.TB, n int) {
 		c := (d.fed + i) % choices
 		if d.pos[c] == d.tokens-1 { // keep clear of the final token
 			d.pos[c] = 0
-			d.job.ch[c].n, d.job.ch[c].started = 0, false
+			d.job.Ch[c].N, d.job.Ch[c].Started = 0, false
 		}
-		d.items[i] = engine.OutputItem{Choice: c, Token: d.job.ch[c].plan.IDs[d.pos[c]]}
+		d.items[i] = engine.OutputItem{Choice: c, Token: d.job.Ch[c].Plan.IDs[d.pos[c]]}
 		d.pos[c]++
 	}
-	d.streamer.render(d.items[:n])
-	if err := d.streamer.flush(); err != nil {
+	d.streamer.Render(d.items[:n])
+	if err := d.streamer.Flush(); err != nil {
 		tb.Fatal(err)
 	}
 	d.fed += n

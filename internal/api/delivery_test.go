@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
@@ -24,7 +26,7 @@ func TestDelivery_SlowClientIsHandedBackAndOthersKeepTheirPace(t *testing.T) {
 		"fixed_prefill_ms": 0.0, "fixed_decode_ms": 1.0, "max_unflushed_tokens": 100000})
 	slow := env.startNonReader()
 	testutil.WaitFor(t, 10*time.Second, "the slow stream to be handed back", func() bool {
-		return env.srv.delivery.handedBack.Load() >= 1
+		return env.srv.HandedBack() >= 1
 	})
 
 	// Every shard gets some of these streams (round robin), so a shard
@@ -56,8 +58,8 @@ func TestDelivery_SlowClientIsHandedBackAndOthersKeepTheirPace(t *testing.T) {
 			t.Errorf("stream %d took %v, want about %d ms", i, took[i], tokens)
 		}
 	}
-	if env.srv.delivery.handedBack.Load() != 1 {
-		t.Errorf("%d streams handed back, want only the slow one", env.srv.delivery.handedBack.Load())
+	if env.srv.HandedBack() != 1 {
+		t.Errorf("%d streams handed back, want only the slow one", env.srv.HandedBack())
 	}
 	_ = slow.Close() // the handler's pending write fails; its KV is freed
 	testutil.WaitFor(t, 5*time.Second, "the server to be idle", env.idle)
@@ -74,7 +76,7 @@ func TestDelivery_RawStreamsAreValidChunkedHTTPAndKeepTheConnection(t *testing.T
 		"fixed_prefill_ms": 1.0, "fixed_decode_ms": 1.0, "reasoning": map[string]any{"thinking_ratio": 0.5}}
 	raw := startServer(t, overlay)
 	plain := startServerConn(t, testConfig(t, overlay), func(r int) engine.Options { return engine.Options{Rank: r} },
-		Deps{Now: fixedNow}, nil) // no ConnContext: net/http writes every stream
+		settings.Deps{Now: fixedNow}, nil) // no ConnContext: net/http writes every stream
 
 	chat := func(extra string) string {
 		return `{"messages":[{"role":"user","content":"Tell me a story."}],"stream":true` + extra + `}`
@@ -139,7 +141,7 @@ func TestDelivery_RawStreamsAreValidChunkedHTTPAndKeepTheConnection(t *testing.T
 	}
 	// At a 1 ms pace most passes bring one token per stream, so the
 	// plain chat streams give dozens; a loaded machine batches some.
-	if n := raw.srv.delivery.renderedAhead(); n < 10 {
+	if n := raw.srv.RenderedAhead(); n < 10 {
 		t.Errorf("%d chunks were rendered ahead; the plain chat streams alone should give dozens", n)
 	}
 }
@@ -153,7 +155,7 @@ func TestNextFirst_WriteOrderRotatesOverEveryStream(t *testing.T) {
 		sum := make([]float64, n) // position of stream k summed over passes
 		first, lastWritten := 0, -1
 		for range passes {
-			first = nextFirst(first, n)
+			first = pipeline.NextFirst(first, n)
 			last := (first + n - 1) % n
 			if n > 1 && last == lastWritten {
 				t.Fatalf("n=%d: stream %d written last in two passes in a row", n, last)

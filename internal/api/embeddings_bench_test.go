@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mocker-server/mocker-server/internal/api/embeddings"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
@@ -18,11 +20,11 @@ func BenchmarkEmbedTokens(b *testing.B) {
 		ids[i] = uint32(1000 + 37*i)
 	}
 	dst := make([]float32, 1024)
-	eb := newEmbedBasis(0, 1024)
-	eb.table()
+	eb := embeddings.NewEmbedBasis(0, 1024)
+	eb.Table()
 	b.ReportAllocs()
 	for b.Loop() {
-		eb.embed(dst, ids, 1024)
+		eb.Embed(dst, ids, 1024)
 	}
 	b.ReportMetric(float64(b.N*len(ids))/b.Elapsed().Seconds(), "tokens/s")
 }
@@ -33,7 +35,7 @@ func BenchmarkEmbedTokens(b *testing.B) {
 func BenchmarkEmbeddingsServer(b *testing.B) {
 	for _, format := range []string{"float", "base64"} {
 		b.Run(format, func(b *testing.B) {
-			env := startServerWith(b, testConfig(b, nil), func(r int) engine.Options { return engine.Options{Rank: r} }, Deps{Now: fixedNow})
+			env := startServerWith(b, testConfig(b, nil), func(r int) engine.Options { return engine.Options{Rank: r} }, settings.Deps{Now: fixedNow})
 			inputs := make([]string, 8)
 			for i := range inputs {
 				inputs[i] = `"` + strings.Repeat("word"+strconv.Itoa(i)+" ", 64) + `"`

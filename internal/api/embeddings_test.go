@@ -10,11 +10,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/openai/openai-go/v3"
-
+	"github.com/mocker-server/mocker-server/internal/api/settings"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/metrics"
+	"github.com/openai/openai-go/v3"
 )
 
 func cosine(a, b []float64) float64 {
@@ -216,7 +217,7 @@ func TestEmbeddings_ArePrefillOnlyEngineWorkInMetricsAndKVEvents(t *testing.T) {
 	rec := &kvRecorder{}
 	env := startServerWith(t, cfg, func(r int) engine.Options {
 		return engine.Options{Rank: r, Observer: reg.Observer(r), KVSink: rec}
-	}, Deps{Metrics: reg.Handler()})
+	}, settings.Deps{Metrics: reg.Handler()})
 	text := strings.Repeat("tokens for the prefill ", 20)
 	r := env.post("/v1/embeddings", `{"input":"`+text+`"}`)
 	if r.Status != 200 {
@@ -225,12 +226,12 @@ func TestEmbeddings_ArePrefillOnlyEngineWorkInMetricsAndKVEvents(t *testing.T) {
 	p := int(jsonOf(t, r.Body)["usage"].(map[string]any)["prompt_tokens"].(float64))
 	// The same input again: its full blocks come from the prefix cache.
 	env.post("/v1/embeddings", `{"input":"`+text+`"}`)
-	m := env.get("/metrics").Body
+	m := env.Get("/metrics").Body
 	for _, want := range []string{
-		`vllm:prompt_tokens_total{engine="0",model_name="mocker-model"} ` + itoa(2*p),
+		`vllm:prompt_tokens_total{engine="0",model_name="mocker-model"} ` + wire.Itoa(2*p),
 		`vllm:generation_tokens_total{engine="0",model_name="mocker-model"} 0`,
 		`vllm:request_success_total{engine="0",finished_reason="length",model_name="mocker-model"} 2`,
-		`vllm:prefix_cache_hits_total{engine="0",model_name="mocker-model"} ` + itoa(p/16*16),
+		`vllm:prefix_cache_hits_total{engine="0",model_name="mocker-model"} ` + wire.Itoa(p/16*16),
 	} {
 		if !strings.Contains(m, want+"\n") {
 			t.Errorf("metrics lack %q", want)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
@@ -47,7 +48,7 @@ func TestTokenizeDetokenize(t *testing.T) {
 
 func TestModelsAndMisc(t *testing.T) {
 	env := startServer(t, map[string]any{"served_model_name": []any{"a", "b"}, "model": "root"})
-	r := env.get("/v1/models")
+	r := env.Get("/v1/models")
 	re := regexp.MustCompile(`^\{"object":"list","data":\[\{"id":"a","object":"model","created":1760000000,"owned_by":"vllm","root":"root","parent":null,"max_model_len":32768,"permission":\[\{"id":"modelperm-[0-9a-f]{32}","object":"model_permission","created":1760000000,"allow_create_engine":false,"allow_sampling":true,"allow_logprobs":true,"allow_search_indices":false,"allow_view":true,"allow_fine_tuning":false,"organization":"\*","group":null,"is_blocking":false\}\]\},\{"id":"b",.*\]\}$`)
 	if r.Status != 200 || !re.MatchString(r.Body) {
 		t.Errorf("/v1/models = %s", r.Body)
@@ -66,19 +67,19 @@ func TestModelsAndMisc(t *testing.T) {
 			t.Errorf("%s %s = %d %q", c.method, c.path, r.Status, r.Body)
 		}
 	}
-	if r := env.get("/version"); r.Body != `{"version":"test-version"}` {
+	if r := env.Get("/version"); r.Body != `{"version":"test-version"}` {
 		t.Errorf("/version = %s", r.Body)
 	}
-	if r := env.get("/load"); r.Body != `{"server_load":0}` || r.Header.Get("Content-Type") != "application/json" {
+	if r := env.Get("/load"); r.Body != `{"server_load":0}` || r.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("/load = %s", r.Body)
 	}
-	if r := env.get("/metrics"); r.Status != 200 || r.Body != "" || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") {
+	if r := env.Get("/metrics"); r.Status != 200 || r.Body != "" || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") {
 		t.Errorf("/metrics = %d %q", r.Status, r.Body)
 	}
-	if r := env.get("/nope"); r.Status != 404 || r.Body != `{"detail":"Not Found"}` {
+	if r := env.Get("/nope"); r.Status != 404 || r.Body != `{"detail":"Not Found"}` {
 		t.Errorf("404: %d %s", r.Status, r.Body)
 	}
-	if r := env.get("/v1/chat/completions"); r.Status != 405 || r.Body != `{"detail":"Method Not Allowed"}` {
+	if r := env.Get("/v1/chat/completions"); r.Status != 405 || r.Body != `{"detail":"Method Not Allowed"}` {
 		t.Errorf("405: %d %s", r.Status, r.Body)
 	}
 	r = env.do("OPTIONS", "/v1/chat/completions", "", "", "Origin", "http://x", "Access-Control-Request-Method", "POST")
@@ -87,7 +88,7 @@ func TestModelsAndMisc(t *testing.T) {
 		t.Errorf("preflight: %d %v", r.Status, r.Header)
 	}
 	for _, p := range []string{"/health", "/nope", "/v1/models", "/load"} {
-		if env.get(p).Header.Get("Access-Control-Allow-Origin") != "*" {
+		if env.Get(p).Header.Get("Access-Control-Allow-Origin") != "*" {
 			t.Errorf("%s lacks CORS header", p)
 		}
 	}
@@ -113,7 +114,7 @@ func TestAuth(t *testing.T) {
 		if c.auth != "" {
 			h = []string{"Authorization", c.auth}
 		}
-		r := env.get(c.path, h...)
+		r := env.Get(c.path, h...)
 		if r.Status != c.status {
 			t.Errorf("%s %q = %d, want %d", c.path, c.auth, r.Status, c.status)
 		}
@@ -154,19 +155,19 @@ func TestStartupGateAndHealth(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/metrics", "/v1/models", "/load", "/version"} {
-		if r := env.get(p); r.Status != 200 {
+		if r := env.Get(p); r.Status != 200 {
 			t.Errorf("%s during startup = %d", p, r.Status)
 		}
 	}
 	env.srv.SetReady(true)
-	if r := env.get("/health"); r.Status != 200 {
+	if r := env.Get("/health"); r.Status != 200 {
 		t.Errorf("/health after startup = %d", r.Status)
 	}
 	if r := env.post("/v1/chat/completions", helloChat+`,"max_tokens":1}`); r.Status != 200 {
 		t.Errorf("chat after startup = %d", r.Status)
 	}
 	env.srv.MarkEngineDead(0)
-	if r := env.get("/health"); r.Status != 503 {
+	if r := env.Get("/health"); r.Status != 503 {
 		t.Errorf("/health with a dead engine = %d", r.Status)
 	}
 }
@@ -198,13 +199,13 @@ type panicHandler struct{}
 func (panicHandler) ServeHTTP(http.ResponseWriter, *http.Request) { panic("boom") }
 
 func TestPanicRecovery(t *testing.T) {
-	env := startServer(t, nil, Deps{Metrics: panicHandler{}})
-	r := env.get("/metrics")
+	env := startServer(t, nil, settings.Deps{Metrics: panicHandler{}})
+	r := env.Get("/metrics")
 	msg, typ, _, _ := errorOf(t, r)
 	if r.Status != 500 || typ != "InternalServerError" || msg != "Internal Server Error" {
 		t.Errorf("panic: %d %s", r.Status, r.Body)
 	}
-	if r := env.get("/health"); r.Status != 200 {
+	if r := env.Get("/health"); r.Status != 200 {
 		t.Errorf("after panic: %d", r.Status)
 	}
 }

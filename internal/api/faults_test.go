@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/settings"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -191,7 +193,7 @@ func TestFaults_StreamErrorSendsAnErrorEventThenDone(t *testing.T) {
 	if n < 2 || evs[n-1].data != "[DONE]" {
 		t.Fatalf("events %v", evs)
 	}
-	var e errorBody
+	var e wire.ErrorBody
 	if err := json.Unmarshal([]byte(evs[n-2].data), &e); err != nil || e.Error.Code != 500 || e.Error.Type != "InternalServerError" {
 		t.Errorf("error event %s", evs[n-2].data)
 	}
@@ -317,7 +319,7 @@ func TestFaults_SeededRateFailsTheSameRequestsOnTwoRuns(t *testing.T) {
 	run := func() (failed []int, counted int) {
 		obs := &faultCounter{n: map[string]int{}}
 		env := startServer(t, map[string]any{"failure_rate": 0.3, "failure_types": []any{"server_error", "unavailable"},
-			"seed": 42}, Deps{FaultObserver: obs})
+			"seed": 42}, settings.Deps{FaultObserver: obs})
 		for i := range 60 {
 			if r := env.post("/v1/completions", `{"prompt":"a","max_tokens":1}`); r.Status != 200 {
 				failed = append(failed, i)
@@ -333,11 +335,11 @@ func TestFaults_SeededRateFailsTheSameRequestsOnTwoRuns(t *testing.T) {
 }
 
 func TestFaults_AdminChangeAppliesToTheNextRequest(t *testing.T) {
-	if r := startServer(t, nil).get("/admin/faults"); r.Status != 404 {
+	if r := startServer(t, nil).Get("/admin/faults"); r.Status != 404 {
 		t.Errorf("without an admin key: %d", r.Status)
 	}
 	env := startServer(t, map[string]any{"admin_key": "adm", "api_key": []any{"user"}})
-	if r := env.get("/admin/faults", "Authorization", "Bearer user"); r.Status != 401 {
+	if r := env.Get("/admin/faults", "Authorization", "Bearer user"); r.Status != 401 {
 		t.Errorf("API key on the admin route: %d %s", r.Status, r.Body)
 	}
 	auth := []string{"Authorization", "Bearer user"}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/config"
-
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
@@ -131,7 +131,7 @@ func TestStream_EngineRejectionMidStream(t *testing.T) {
 	for _, eng := range engines {
 		wg.Go(func() { _ = eng.Run(ctx) })
 	}
-	srv := NewServer(testOptions(large), engines, Deps{Now: fixedNow})
+	srv := NewServer(testOptions(large), engines, settings.Deps{Now: fixedNow})
 	ts := httptest.NewServer(srv.Handler())
 	defer func() { ts.Close(); cancel(); wg.Wait() }()
 	env := &testEnv{t: t, cfg: large, srv: srv, engines: engines, ts: ts, URL: ts.URL, client: ts.Client()}

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 )
 
 // postFuzz sends one fuzzed JSON body through the handler.
@@ -70,7 +72,7 @@ func FuzzSurfaceHandlers(f *testing.F) {
 				}
 				return
 			}
-			var e errorBody
+			var e wire.ErrorBody
 			if err := json.Unmarshal(out, &e); err != nil || e.Error.Code != rec.Code || e.Error.Message == "" || e.Error.Type == "" {
 				t.Fatalf("%d without vLLM's error shape: %q", rec.Code, out)
 			}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mocker-server/mocker-server/internal/api/settings"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
@@ -28,7 +30,7 @@ func startFuzzServer(f *testing.F) http.Handler {
 		cancel()
 		wg.Wait()
 	})
-	return NewServer(testOptions(cfg), []*engine.Engine{eng}, Deps{Now: fixedNow}).Handler()
+	return NewServer(testOptions(cfg), []*engine.Engine{eng}, settings.Deps{Now: fixedNow}).Handler()
 }
 
 // FuzzGenerateHandler sends arbitrary bodies through the whole HTTP stack
@@ -74,7 +76,7 @@ func FuzzGenerateHandler(f *testing.F) {
 				t.Fatalf("200 with invalid JSON: %q", tail(out))
 			}
 		case 400, 404, 413:
-			var e errorBody
+			var e wire.ErrorBody
 			if err := json.Unmarshal(out, &e); err != nil || e.Error.Code != rec.Code || e.Error.Message == "" || e.Error.Type == "" {
 				t.Fatalf("%d without vLLM's error shape: %q", rec.Code, out)
 			}

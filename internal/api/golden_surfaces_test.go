@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 )
 
 // The golden transcripts are byte-level SSE bodies for a fixed request id,
@@ -162,7 +164,7 @@ func checkVLLMFieldOrder(t *testing.T, body string) {
 			t.Errorf("event %q carries type %q", typ, typed)
 		}
 		if sn, ok := m["sequence_number"]; ok {
-			if string(sn) != itoa(seq) {
+			if string(sn) != wire.Itoa(seq) {
 				t.Errorf("%s sequence_number %s, want %d", typ, sn, seq)
 			}
 			seq++

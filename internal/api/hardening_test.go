@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/conn"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
@@ -54,7 +56,7 @@ func TestHardening_SlowBodiesAreDroppedAndNeverCountAsLoad(t *testing.T) {
 	}
 	// While they trickle, the load signal stays at zero.
 	for time.Since(start) < 800*time.Millisecond {
-		if r := env.get("/load"); r.Body != `{"server_load":0}` {
+		if r := env.Get("/load"); r.Body != `{"server_load":0}` {
 			t.Fatalf("/load = %s while slow bodies are pending", r.Body)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -74,7 +76,7 @@ func TestHardening_SlowBodiesAreDroppedAndNeverCountAsLoad(t *testing.T) {
 	if n != clients || elapsed > 3*time.Second {
 		t.Errorf("%d of %d clients answered 408 within %v", n, clients, elapsed)
 	}
-	if r := env.get("/load"); r.Body != `{"server_load":0}` {
+	if r := env.Get("/load"); r.Body != `{"server_load":0}` {
 		t.Errorf("/load after = %s", r.Body)
 	}
 }
@@ -86,7 +88,7 @@ func TestHardening_StdlibErrorsAreJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.NotFoundHandler(), MaxHeaderBytes: 1024}
-	go func() { _ = srv.Serve(JSONErrorListener(ln)) }()
+	go func() { _ = srv.Serve(conn.JSONErrorListener(ln)) }()
 	defer srv.Close()
 	tests := []struct {
 		name, request string
@@ -113,7 +115,7 @@ func TestHardening_StdlibErrorsAreJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			body, _ := io.ReadAll(resp.Body)
-			var e errorBody
+			var e wire.ErrorBody
 			if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != tt.status ||
 				resp.Header.Get("Content-Type") != "application/json" || e.Error.Code != tt.status ||
 				e.Error.Type != tt.typ || !strings.HasPrefix(e.Error.Message, tt.message) {
@@ -168,7 +170,7 @@ func TestHardening_StuckReaderIsAbortedAndItsKVFreed(t *testing.T) {
 	// then on the documented bound (two 100 ms scans plus one pass) runs.
 	var stuckAt time.Time
 	testutil.WaitFor(t, 5*time.Second, "the stuck stream's KV to be freed", func() bool {
-		if stuckAt.IsZero() && env.srv.stuckStreams(64) > 0 {
+		if stuckAt.IsZero() && env.srv.StuckStreams(64) > 0 {
 			stuckAt = time.Now()
 		}
 		l := env.engines[0].Load()
@@ -202,18 +204,4 @@ func TestHardening_StuckReaderIsAbortedAndItsKVFreed(t *testing.T) {
 		t.Errorf("stream end: %q", s[max(0, len(s)-400):])
 	}
 	testutil.WaitFor(t, 2*time.Second, "the request to end", env.idle)
-}
-
-// stuckStreams counts the streams whose write is blocked right now while
-// at least limit tokens wait unread (what the watcher looks for).
-func (s *Server) stuckStreams(limit int) int {
-	s.stuck.mu.Lock()
-	defer s.stuck.mu.Unlock()
-	n := 0
-	for st := range s.stuck.streams {
-		if st.writing.Load() != 0 && st.j.out.Len() >= limit {
-			n++
-		}
-	}
-	return n
 }

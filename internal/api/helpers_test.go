@@ -16,11 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/mocker-server/mocker-server/internal/api/conn"
+	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
+	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 type testEnv struct {
 	t       testing.TB
 	cfg     *config.Config
-	srv     *Server
+	srv     *pipeline.Server
 	engines []*engine.Engine
 	ts      *httptest.Server
 	URL     string
@@ -50,9 +52,9 @@ func testConfig(t testing.TB, overlay map[string]any) *config.Config {
 }
 
 // startServer runs the engines and the HTTP server of a configuration.
-func startServer(t *testing.T, overlay map[string]any, deps ...Deps) *testEnv {
+func startServer(t *testing.T, overlay map[string]any, deps ...settings.Deps) *testEnv {
 	t.Helper()
-	d := Deps{Now: fixedNow, Version: "test-version"}
+	d := settings.Deps{Now: fixedNow, Version: "test-version"}
 	if len(deps) > 0 {
 		d = deps[0]
 	}
@@ -60,14 +62,14 @@ func startServer(t *testing.T, overlay map[string]any, deps ...Deps) *testEnv {
 }
 
 // startServerWith runs a server over engines built with per-rank options.
-func startServerWith(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d Deps) *testEnv {
+func startServerWith(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d settings.Deps) *testEnv {
 	t.Helper()
-	return startServerConn(t, cfg, opts, d, ConnContext)
+	return startServerConn(t, cfg, opts, d, conn.ConnContext)
 }
 
 // startServerConn is startServerWith with the http.Server's ConnContext
 // hook given: nil serves every stream through net/http from its handler.
-func startServerConn(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d Deps,
+func startServerConn(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d settings.Deps,
 	connContext func(context.Context, net.Conn) context.Context) *testEnv {
 	t.Helper()
 	engines := make([]*engine.Engine, cfg.DPSize)
@@ -136,7 +138,7 @@ func (e *testEnv) post(path, body string, headers ...string) response {
 	return e.do(http.MethodPost, path, "application/json", body, headers...)
 }
 
-func (e *testEnv) get(path string, headers ...string) response {
+func (e *testEnv) Get(path string, headers ...string) response {
 	e.t.Helper()
 	return e.do(http.MethodGet, path, "", "", headers...)
 }

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openai/openai-go/v3"
-
 	"github.com/mocker-server/mocker-server/internal/testutil"
+	"github.com/openai/openai-go/v3"
 )
 
 // loraOverlay enables LoRA with runtime updating, plus extra keys.
@@ -38,7 +37,7 @@ func startLoRAServer(t *testing.T, extra map[string]any) *testEnv {
 // modelCards returns /v1/models as id → card.
 func (e *testEnv) modelCards() map[string]map[string]any {
 	e.t.Helper()
-	r := e.get("/v1/models")
+	r := e.Get("/v1/models")
 	if r.Status != http.StatusOK {
 		e.t.Fatalf("/v1/models: %d %s", r.Status, r.Body)
 	}

@@ -8,10 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
-
-	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // The openai npm client (v6, scripts/npm-ref) against a real server:

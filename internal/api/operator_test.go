@@ -22,10 +22,10 @@ func TestDrainingRefusesGenerationButNotOtherEndpoints(t *testing.T) {
 			t.Errorf("%s error = %q %q %v %v", path, msg, typ, param, code)
 		}
 	}
-	if r := env.get("/health"); r.Status != http.StatusOK {
+	if r := env.Get("/health"); r.Status != http.StatusOK {
 		t.Errorf("/health while draining = %d", r.Status)
 	}
-	if r := env.get("/v1/models"); r.Status != http.StatusOK {
+	if r := env.Get("/v1/models"); r.Status != http.StatusOK {
 		t.Errorf("/v1/models while draining = %d", r.Status)
 	}
 	env.srv.SetDraining(false)
@@ -38,7 +38,7 @@ func TestHealthFailingAnswers503UntilCleared(t *testing.T) {
 	env := startServer(t, nil)
 	env.srv.SetHealthFailing(true)
 	for _, path := range []string{"/health", "/ping"} {
-		r := env.get(path)
+		r := env.Get(path)
 		if r.Status != http.StatusServiceUnavailable {
 			t.Fatalf("%s while failing = %d", path, r.Status)
 		}
@@ -47,7 +47,7 @@ func TestHealthFailingAnswers503UntilCleared(t *testing.T) {
 		}
 	}
 	env.srv.SetHealthFailing(false)
-	if r := env.get("/health"); r.Status != http.StatusOK {
+	if r := env.Get("/health"); r.Status != http.StatusOK {
 		t.Errorf("/health after clearing = %d", r.Status)
 	}
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/plan"
@@ -11,11 +12,11 @@ import (
 // testOptions builds the server's options from a test configuration as
 // internal/worker's apiOptions does in production (the worker imports
 // api, so api's tests cannot call it).
-func testOptions(cfg *config.Config) Options {
-	o := Options{
-		Model: ModelOptions{ServedNames: cfg.ServedModelName, Path: cfg.Model,
+func testOptions(cfg *config.Config) settings.Options {
+	o := settings.Options{
+		Model: settings.ModelOptions{ServedNames: cfg.ServedModelName, Path: cfg.Model,
 			Tokenizer: cfg.Tokenizer, MaxModelLen: cfg.MaxModelLen},
-		HTTP: HTTPOptions{
+		HTTP: settings.HTTPOptions{
 			APIKeys:             cfg.APIKey,
 			AdminKey:            cfg.AdminKey,
 			MaxRequestBodyBytes: cfg.MaxRequestBodyBytes,
@@ -27,22 +28,22 @@ func testOptions(cfg *config.Config) Options {
 			DevMode:             cfg.DevMode,
 			MaxUnflushedTokens:  cfg.MaxUnflushedTokens,
 		},
-		Generation: GenerationOptions{
+		Generation: settings.GenerationOptions{
 			OutputLenMode:      cfg.OutputLenMode,
 			NaturalOutputLen:   cfg.NaturalOutputLen,
-			ReasoningField:     ReasoningField(cfg.ReasoningField),
+			ReasoningField:     settings.ReasoningField(cfg.ReasoningField),
 			PerPassChunks:      cfg.SpeculativeConfig != nil,
 			PriorityScheduling: cfg.SchedulingPolicy == engine.SchedulePriority,
 		},
-		Tools: ToolOptions{AutoToolChoice: cfg.EnableAutoToolChoice, Parser: cfg.ToolCallParser,
+		Tools: settings.ToolOptions{AutoToolChoice: cfg.EnableAutoToolChoice, Parser: cfg.ToolCallParser,
 			CallProbability: cfg.ToolCallProbability, ExcludeWhenChoiceNone: cfg.ExcludeToolsWhenToolChoiceNone},
-		Limits: LimitOptions{MaxConcurrentRequests: cfg.MaxConcurrentRequests, RPM: cfg.RPM, TPM: cfg.TPM},
-		LoRA: LoRAOptions{Enabled: cfg.EnableLoRA, RuntimeUpdating: cfg.AllowRuntimeLoRAUpdating,
-			PathCheck: LoRAPathCheck(cfg.LoRAPathCheck), MaxRank: cfg.MaxLoRARank},
+		Limits: settings.LimitOptions{MaxConcurrentRequests: cfg.MaxConcurrentRequests, RPM: cfg.RPM, TPM: cfg.TPM},
+		LoRA: settings.LoRAOptions{Enabled: cfg.EnableLoRA, RuntimeUpdating: cfg.AllowRuntimeLoRAUpdating,
+			PathCheck: settings.LoRAPathCheck(cfg.LoRAPathCheck), MaxRank: cfg.MaxLoRARank},
 		PD:           testPDOptions(cfg),
 		Faults:       cfg.FaultSettings(),
 		Seed:         cfg.Seed,
-		DPRouting:    DPRouting(cfg.DPRouting),
+		DPRouting:    settings.DPRouting(cfg.DPRouting),
 		EmbeddingDim: cfg.EmbeddingDim,
 	}
 	if rc := cfg.Reasoning; rc != nil {
@@ -50,7 +51,7 @@ func testOptions(cfg *config.Config) Options {
 			EndID: rc.EndThinkingTokenID, Ratio: rc.ThinkingRatio}
 	}
 	for _, m := range cfg.LoRAModuleList() {
-		o.LoRA.Modules = append(o.LoRA.Modules, LoRAModule{Name: m.Name, Path: m.Path, BaseModelName: m.BaseModelName})
+		o.LoRA.Modules = append(o.LoRA.Modules, settings.LoRAModule{Name: m.Name, Path: m.Path, BaseModelName: m.BaseModelName})
 	}
 	if cfg.EngineType == engine.EngineSGLang {
 		o.SGLang = testSGLangOptions(cfg)
@@ -59,8 +60,8 @@ func testOptions(cfg *config.Config) Options {
 }
 
 // testPDOptions are the disaggregation settings of the HTTP layer.
-func testPDOptions(cfg *config.Config) PDOptions {
-	p := PDOptions{
+func testPDOptions(cfg *config.Config) settings.PDOptions {
+	p := settings.PDOptions{
 		Disaggregated:          cfg.Disaggregated(),
 		ServesPrefill:          cfg.ServesPrefill(),
 		ServesDecode:           cfg.ServesDecode(),
@@ -72,9 +73,9 @@ func testPDOptions(cfg *config.Config) PDOptions {
 	}
 	switch cfg.WorkerType {
 	case config.WorkerPrefill:
-		p.Role = PDRolePrefill
+		p.Role = settings.PDRolePrefill
 	case config.WorkerDecode:
-		p.Role = PDRoleDecode
+		p.Role = settings.PDRoleDecode
 	}
 	if t := cfg.PDConnector(); t != nil {
 		p.Connector = true
@@ -85,13 +86,13 @@ func testPDOptions(cfg *config.Config) PDOptions {
 
 // testSGLangOptions are SGLang's server arguments as /get_server_info reports
 // them.
-func testSGLangOptions(cfg *config.Config) *SGLangOptions {
+func testSGLangOptions(cfg *config.Config) *settings.SGLangOptions {
 	page := cfg.EffectiveBlockSize()
 	maxRunning := cfg.SGLang.MaxRunningRequests
 	if maxRunning == 0 {
 		maxRunning = cfg.MaxNumSeqs
 	}
-	return &SGLangOptions{
+	return &settings.SGLangOptions{
 		PageSize:                 page,
 		MaxRunningRequests:       maxRunning,
 		MaxTotalTokens:           cfg.NumGPUBlocks * page,

@@ -4,12 +4,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 func TestRateLimits_RPMAnswers429WithOpenAIHeaders(t *testing.T) {
 	obs := &faultCounter{n: map[string]int{}}
-	env := startServer(t, map[string]any{"rpm": 3}, Deps{FaultObserver: obs})
+	env := startServer(t, map[string]any{"rpm": 3}, settings.Deps{FaultObserver: obs})
 	for i := 1; i <= 4; i++ {
 		r := env.post("/v1/completions", `{"prompt":"a","max_tokens":1}`)
 		h := r.Header

@@ -4,6 +4,11 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/mocker-server/mocker-server/internal/api/endpoints"
+	"github.com/mocker-server/mocker-server/internal/api/openai"
+	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/api/sglang"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
@@ -15,42 +20,42 @@ import (
 // /health, /ping and the generation endpoints. /reset_prefix_cache exists
 // only in dev mode (vLLM's VLLM_SERVER_DEV_MODE rule), /admin/faults only
 // with an admin key.
-func (s *Server) routes() http.Handler {
+func routes(s *pipeline.Server) http.Handler {
 	r := chi.NewRouter()
-	r.Use(cors, s.recoverPanics, s.authenticate, s.readBodies)
+	r.Use(cors, s.RecoverPanics, s.Authenticate, s.ReadBodies)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		httperr.Write(w, http.StatusNotFound, bodyNotFound)
+		httperr.Write(w, http.StatusNotFound, wire.BodyNotFound)
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-		httperr.Write(w, http.StatusMethodNotAllowed, bodyMethodNotAllowed)
+		httperr.Write(w, http.StatusMethodNotAllowed, wire.BodyMethodNotAllowed)
 	})
 
-	gate := s.startupGate
-	r.Method(http.MethodPost, "/v1/chat/completions", gate(s.drainGate(handleGenerate(s, true))))
-	r.Method(http.MethodPost, "/v1/completions", gate(s.drainGate(handleGenerate(s, false))))
-	r.Method(http.MethodGet, "/v1/models", handleModels(s))
+	gate := s.StartupGate
+	r.Method(http.MethodPost, "/v1/chat/completions", gate(s.DrainGate(openai.HandleGenerate(s, true))))
+	r.Method(http.MethodPost, "/v1/completions", gate(s.DrainGate(openai.HandleGenerate(s, false))))
+	r.Method(http.MethodGet, "/v1/models", endpoints.HandleModels(s))
 
-	r.Method(http.MethodGet, "/health", gate(handleHealth(s)))
-	r.Method(http.MethodGet, "/ping", gate(handleHealth(s)))
-	r.Method(http.MethodPost, "/ping", gate(handleHealth(s)))
-	r.Method(http.MethodGet, "/version", handleVersion(s.version))
-	r.Method(http.MethodPost, "/tokenize", handleTokenize(s))
-	r.Method(http.MethodPost, "/detokenize", handleDetokenize(s))
-	r.Method(http.MethodGet, "/load", handleLoad(s))
-	r.Method(http.MethodGet, "/metrics", handleMetrics(s.metrics))
-	if s.opts.HTTP.DevMode {
-		r.Method(http.MethodPost, "/reset_prefix_cache", handleResetPrefixCache(s))
+	r.Method(http.MethodGet, "/health", gate(endpoints.HandleHealth(s)))
+	r.Method(http.MethodGet, "/ping", gate(endpoints.HandleHealth(s)))
+	r.Method(http.MethodPost, "/ping", gate(endpoints.HandleHealth(s)))
+	r.Method(http.MethodGet, "/version", endpoints.HandleVersion(s.Version()))
+	r.Method(http.MethodPost, "/tokenize", endpoints.HandleTokenize(s))
+	r.Method(http.MethodPost, "/detokenize", endpoints.HandleDetokenize(s))
+	r.Method(http.MethodGet, "/load", endpoints.HandleLoad(s))
+	r.Method(http.MethodGet, "/metrics", endpoints.HandleMetrics(s.MetricsHandler()))
+	if s.Opts().HTTP.DevMode {
+		r.Method(http.MethodPost, "/reset_prefix_cache", endpoints.HandleResetPrefixCache(s))
 	}
-	if s.adapters != nil && s.opts.LoRA.RuntimeUpdating {
+	if s.Adapters() != nil && s.Opts().LoRA.RuntimeUpdating {
 		// Like vLLM, the routes exist only when runtime updating is allowed.
-		r.Method(http.MethodPost, "/v1/load_lora_adapter", handleLoadAdapter(s))
-		r.Method(http.MethodPost, "/v1/unload_lora_adapter", handleUnloadAdapter(s))
+		r.Method(http.MethodPost, "/v1/load_lora_adapter", endpoints.HandleLoadAdapter(s))
+		r.Method(http.MethodPost, "/v1/unload_lora_adapter", endpoints.HandleUnloadAdapter(s))
 	}
-	if s.side != nil {
-		r.Handle("/kv_transfer/*", s.side) // disaggregation side channel (internal/kvtransfer)
+	if s.SideChannel() != nil {
+		r.Handle("/kv_transfer/*", s.SideChannel()) // disaggregation side channel (internal/kvtransfer)
 	}
-	s.mountAdmin(r)
-	s.mountSGLang(r)
-	s.mountSurfaces(r)
+	s.MountAdmin(r)
+	sglang.MountSGLang(s, r)
+	mountSurfaces(s, r)
 	return r
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 )
 
 // choiceText returns choice i's text (completions) or message content (chat).
@@ -124,7 +126,7 @@ func (r *rankRecorder) ObserveRequest(rank, n, maxTokens, maxGenerated int) {
 // S16: DP round robin, then the rank header.
 func TestScenario_S16(t *testing.T) {
 	rec := &rankRecorder{}
-	env := startServer(t, map[string]any{"dp_size": 2}, Deps{Requests: rec})
+	env := startServer(t, map[string]any{"dp_size": 2}, settings.Deps{Requests: rec})
 	for range 4 {
 		if r := env.post("/v1/chat/completions", helloChat+`,"max_tokens":2}`); r.Status != 200 {
 			t.Fatalf("status %d %s", r.Status, r.Body)
@@ -151,14 +153,14 @@ func TestScenario_S16(t *testing.T) {
 // least_loaded sends work to the rank with the least queued work.
 func TestRouting_LeastLoaded(t *testing.T) {
 	rec := &rankRecorder{}
-	env := startServer(t, map[string]any{"dp_size": 3, "dp_routing": "least_loaded"}, Deps{Requests: rec})
-	env.srv.dispatched(0, 2)
-	env.srv.dispatched(2, 1)
+	env := startServer(t, map[string]any{"dp_size": 3, "dp_routing": "least_loaded"}, settings.Deps{Requests: rec})
+	env.srv.Dispatched(0, 2)
+	env.srv.Dispatched(2, 1)
 	if r := env.post("/v1/chat/completions", helloChat+`,"max_tokens":1}`); r.Status != 200 {
 		t.Fatal(r.Body)
 	}
-	env.srv.finished(0, 2)
-	env.srv.finished(2, 1)
+	env.srv.Finished(0, 2)
+	env.srv.Finished(2, 1)
 	if r := env.post("/v1/chat/completions", helloChat+`,"max_tokens":1}`); r.Status != 200 {
 		t.Fatal(r.Body)
 	}

@@ -161,7 +161,7 @@ func TestSGLangGenerate_StuckReaderIsAbortedAndItsKVFreed(t *testing.T) {
 	testutil.WaitFor(t, 2*time.Second, "the sequence to run", func() bool { return e.engines[0].Load().Running == 1 })
 	var stuckAt time.Time
 	testutil.WaitFor(t, 5*time.Second, "the stuck stream's KV to be freed", func() bool {
-		if stuckAt.IsZero() && e.srv.stuckStreams(64) > 0 {
+		if stuckAt.IsZero() && e.srv.StuckStreams(64) > 0 {
 			stuckAt = time.Now()
 		}
 		l := e.engines[0].Load()
@@ -197,7 +197,7 @@ func TestSGLangGenerate_StuckReaderIsAbortedAndItsKVFreed(t *testing.T) {
 func TestSGLangGenerate_WriteDeadlineEndsAStalledStream(t *testing.T) {
 	e := startSGLang(t, map[string]any{"max_unflushed_tokens": 0, "speedup_ratio": 1.0,
 		"timing_model": "fixed", "fixed_prefill_ms": 1.0, "fixed_decode_ms": 5.0})
-	e.srv.writeTimeout = 300 * time.Millisecond
+	e.srv.SetWriteTimeout(300 * time.Millisecond)
 	start := time.Now()
 	// 8000 tokens at 5 ms: 40 s of engine work without the deadline.
 	e.startNonReaderOf("/generate", `{"text":"hello","stream":true,"sampling_params":{"max_new_tokens":8000}}`)

@@ -201,12 +201,12 @@ func TestSGLangGenerate_BadInput(t *testing.T) {
 
 func TestSGLangInfoEndpoints(t *testing.T) {
 	e := startSGLang(t, map[string]any{"sglang": map[string]any{"schedule_policy": "lpm", "max_running_requests": 7}})
-	info := jsonOf(t, e.get("/get_model_info").Body)
+	info := jsonOf(t, e.Get("/get_model_info").Body)
 	if info["model_path"] != "sg-model" || info["is_generation"] != true {
 		t.Errorf("model info %v", info)
 	}
 	for _, path := range []string{"/get_server_info", "/server_info"} {
-		res := e.get(path)
+		res := e.Get(path)
 		s := jsonOf(t, res.Body)
 		if res.Status != 200 || s["page_size"] != 1.0 || s["schedule_policy"] != "lpm" || s["max_running_requests"] != 7.0 {
 			t.Errorf("%s: %d %v", path, res.Status, s)
@@ -221,7 +221,7 @@ func TestSGLangInfoEndpoints(t *testing.T) {
 func TestSGLangFlushCacheAndHealthGenerate(t *testing.T) {
 	e := startSGLang(t, map[string]any{"speedup_ratio": 1.0, "timing_model": "fixed",
 		"fixed_prefill_ms": 1.0, "fixed_decode_ms": 20.0})
-	if res := e.get("/health_generate"); res.Status != http.StatusOK {
+	if res := e.Get("/health_generate"); res.Status != http.StatusOK {
 		t.Errorf("/health_generate %d %s", res.Status, res.Body)
 	}
 	e.post("/generate", `{"text":"warm the cache","sampling_params":{"max_new_tokens":2}}`)
@@ -250,7 +250,7 @@ func TestSGLangFlushCacheAndHealthGenerate(t *testing.T) {
 func TestSGLangEndpointsOnlyInSGLangMode(t *testing.T) {
 	e := startServer(t, nil)
 	for _, path := range []string{"/get_server_info", "/get_model_info", "/health_generate", "/flush_cache"} {
-		if res := e.get(path); res.Status != http.StatusNotFound {
+		if res := e.Get(path); res.Status != http.StatusNotFound {
 			t.Errorf("vllm mode %s: %d", path, res.Status)
 		}
 	}

@@ -207,7 +207,7 @@ func TestStream_DisconnectCancels(t *testing.T) {
 	cancel() // closes the connection
 	resp.Body.Close()
 	testutil.WaitFor(t, 2*time.Second, "engine work released", env.idle)
-	if r := env.get("/load"); r.Body != `{"server_load":0}` {
+	if r := env.Get("/load"); r.Body != `{"server_load":0}` {
 		t.Errorf("/load = %s", r.Body)
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/responses"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
@@ -78,7 +81,7 @@ func TestMessages_BadInputIsAnAnthropicShaped400AndTheServerKeepsServing(t *test
 			if e["type"] != tc.typ || !strings.Contains(e["message"].(string), tc.msg) {
 				t.Errorf("error = %v, want type %q and a message with %q", e, tc.typ, tc.msg)
 			}
-			if r.Header.Get("Content-Length") != itoa(len(r.Body)) {
+			if r.Header.Get("Content-Length") != wire.Itoa(len(r.Body)) {
 				t.Errorf("Content-Length %s for a %d-byte body", r.Header.Get("Content-Length"), len(r.Body))
 			}
 		})
@@ -134,7 +137,7 @@ func TestResponses_PreviousResponseIDContinuesTheStoredConversation(t *testing.T
 		t.Errorf("input tokens: first %v, continued %v, alone %v; previous_response_id %v", p1, p2, pa, next["previous_response_id"])
 	}
 	// The stored response is retrievable as answered.
-	if r := env.get("/v1/responses/resp_one"); r.Status != 200 || jsonOf(t, r.Body)["id"] != "resp_one" {
+	if r := env.Get("/v1/responses/resp_one"); r.Status != 200 || jsonOf(t, r.Body)["id"] != "resp_one" {
 		t.Errorf("GET stored: %d %.200s", r.Status, r.Body)
 	}
 	// Only background responses can be cancelled, and the mock runs none.
@@ -146,22 +149,22 @@ func TestResponses_PreviousResponseIDContinuesTheStoredConversation(t *testing.T
 	}
 	// store: false keeps nothing.
 	env.post("/v1/responses", `{"input":"x","store":false,"max_output_tokens":1}`, "X-Request-Id", "nostore")
-	if r := env.get("/v1/responses/resp_nostore"); r.Status != 404 {
+	if r := env.Get("/v1/responses/resp_nostore"); r.Status != 404 {
 		t.Errorf("store false: GET = %d", r.Status)
 	}
 }
 
 func TestResponseStore_IsBoundedOldestFirst(t *testing.T) {
-	st := newResponseStore(3)
+	st := responses.NewResponseStore(3)
 	for _, id := range []string{"a", "b", "c", "d"} {
-		st.put(id, &storedResponse{body: []byte(id)})
+		st.Put(id, &responses.StoredResponse{Body: []byte(id)})
 	}
-	if st.get("a") != nil || st.get("b") == nil || st.get("d") == nil {
-		t.Errorf("after 4 puts into 3 slots: a=%v b=%v d=%v", st.get("a"), st.get("b"), st.get("d"))
+	if st.Get("a") != nil || st.Get("b") == nil || st.Get("d") == nil {
+		t.Errorf("after 4 puts into 3 slots: a=%v b=%v d=%v", st.Get("a"), st.Get("b"), st.Get("d"))
 	}
-	st.put("b", &storedResponse{body: []byte("b2")}) // re-storing moves it to the back
-	st.put("e", &storedResponse{})
-	if st.get("c") != nil || string(st.get("b").body) != "b2" {
+	st.Put("b", &responses.StoredResponse{Body: []byte("b2")}) // re-storing moves it to the back
+	st.Put("e", &responses.StoredResponse{})
+	if st.Get("c") != nil || string(st.Get("b").Body) != "b2" {
 		t.Errorf("re-stored b should outlive c")
 	}
 }
@@ -220,7 +223,7 @@ func TestSurfaceStreams_DeltasArriveAtTokenTimes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			lags := &lagRecorder{}
 			env := startServer(t, map[string]any{"timing_model": "fixed", "fixed_prefill_ms": 5.0,
-				"fixed_decode_ms": float64(decodeMS), "speedup_ratio": 1.0}, Deps{DeliveryLag: lags})
+				"fixed_decode_ms": float64(decodeMS), "speedup_ratio": 1.0}, settings.Deps{DeliveryLag: lags})
 			req, _ := http.NewRequest(http.MethodPost, env.URL+tc.path, strings.NewReader(tc.body))
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := env.client.Do(req)
@@ -304,10 +307,10 @@ func TestSurfaceStreams_ParallelCallsMatchTheNonStreamedAnswer(t *testing.T) {
 	tools := `[` + fn("a") + `,` + fn("b") + `,` + fn("c") + `]`
 	var seed string
 	for s := range 200 {
-		body := `{"input":"x","tools":` + tools + `,"tool_choice":"required","seed":` + itoa(s) + `}`
+		body := `{"input":"x","tools":` + tools + `,"tool_choice":"required","seed":` + wire.Itoa(s) + `}`
 		out := jsonOf(t, env.post("/v1/responses", body).Body)["output"].([]any)
 		if len(out) >= 2 {
-			seed = itoa(s)
+			seed = wire.Itoa(s)
 			break
 		}
 	}
@@ -336,7 +339,7 @@ func TestSurfaceStreams_ParallelCallsMatchTheNonStreamedAnswer(t *testing.T) {
 	var mbody string
 	var mwhole map[string]any
 	for s := range 200 {
-		mbody = `{"model":"mocker-model","max_tokens":500,"messages":[{"role":"user","content":"x` + itoa(s) + `"}],"tools":` +
+		mbody = `{"model":"mocker-model","max_tokens":500,"messages":[{"role":"user","content":"x` + wire.Itoa(s) + `"}],"tools":` +
 			atools + `,"tool_choice":{"type":"any"}`
 		if mwhole = jsonOf(t, env.post("/v1/messages", mbody+`}`).Body); len(mwhole["content"].([]any)) >= 2 {
 			break

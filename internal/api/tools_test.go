@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/chattemplate"
 	"github.com/mocker-server/mocker-server/internal/schemagen/schemagentest"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // weatherTools are two functions with typed, nested, enum, $ref and format
@@ -421,7 +421,7 @@ func TestToolCalls_InputMessagesRendered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	real := startServer(t, nil, Deps{ChatTemplate: chattemplate.NewRenderer(parsed, "", "")})
+	real := startServer(t, nil, settings.Deps{ChatTemplate: chattemplate.NewRenderer(parsed, "", "")})
 	msg, _, _, _ := errorOf(t, real.post("/v1/chat/completions", history(withCall)))
 	if msg != "city=Paris" {
 		t.Fatalf("template saw %q", msg)

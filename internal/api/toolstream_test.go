@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 )
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite the golden SSE transcripts in testdata")
@@ -70,7 +72,7 @@ func TestToolCallStream_FragmentsArriveAtTokenTimes(t *testing.T) {
 	const decodeMS = 12
 	lags := &lagRecorder{}
 	env := startServer(t, map[string]any{"timing_model": "fixed", "fixed_prefill_ms": 5.0,
-		"fixed_decode_ms": float64(decodeMS), "speedup_ratio": 1.0}, Deps{DeliveryLag: lags})
+		"fixed_decode_ms": float64(decodeMS), "speedup_ratio": 1.0}, settings.Deps{DeliveryLag: lags})
 	body := chatBody(`,"tool_choice":{"type":"function","function":{"name":"get_weather"}},"seed":3,"stream":true`)
 	req, _ := http.NewRequest("POST", env.URL+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")

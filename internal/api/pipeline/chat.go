@@ -1,0 +1,43 @@
+package pipeline
+
+import (
+	"encoding/json"
+
+	"github.com/mocker-server/mocker-server/internal/api/toolcall"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
+)
+
+// RenderChat renders a parsed chat request with the configured template,
+// or with the built-in ChatML template when none is configured.
+func (s *Server) RenderChat(o wire.Object, msgs []tokenizer.Message, tools []byte, addGen, contFinal bool) (string, *wire.APIError) {
+	if o.Has("chat_template") {
+		// vLLM renders a request's own template only when the operator
+		// trusts requests (--trust-request-chat-template), which the mock
+		// does not offer; it refuses rather than silently ignore it.
+		return "", wire.ErrInvalid("chat_template", "Chat template is passed with request, but "+
+			"--trust-request-chat-template is not set. Refused request with untrusted chat template.")
+	}
+	if s.chat == nil {
+		return tokenizer.RenderChat(msgs, tools, addGen, contFinal), nil
+	}
+	messages, _ := o.Raw("messages")
+	messages, e := toolcall.ArgumentsAsObjects(messages)
+	if e != nil {
+		return "", e
+	}
+	var kwargs map[string]json.RawMessage
+	if raw, ok := o.Kind("chat_template_kwargs", "object"); ok {
+		if err := json.Unmarshal(raw, &kwargs); err != nil {
+			return "", wire.ErrInvalid("chat_template_kwargs", "chat_template_kwargs must be an object: %v", err)
+		}
+	}
+	if e := o.Failed(); e != nil {
+		return "", e
+	}
+	text, err := s.chat.RenderChat(messages, tools, addGen, contFinal, kwargs)
+	if err != nil {
+		return "", wire.ErrInvalid("", "%s", err.Error())
+	}
+	return text, nil
+}

@@ -1,0 +1,77 @@
+package pipeline
+
+import (
+	"net/http"
+	"runtime/debug"
+	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/httperr"
+)
+
+// RecoverPanics turns a handler panic into a logged 500
+// InternalServerError rather than a dropped connection. Streaming handlers
+// recover mid-stream panics themselves (they know the headers are gone) and answer with an SSE error
+// event instead. http.ErrAbortHandler keeps its meaning.
+func (s *Server) RecoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path,
+				"panic", v, "stack", string(debug.Stack()))
+			wire.WriteError(w, wire.ErrInternal)
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Authenticate requires a configured API key on paths starting with /v1
+// and on the other endpoints that use the model or change state
+// (guardedPath; vLLM itself authenticates only its OpenAI routes). OPTIONS
+// never reaches it (cors answers it).
+func (s *Server) Authenticate(next http.Handler) http.Handler {
+	if len(s.apiKeys) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if guardedPath(r.URL.Path) && !s.authorized(r) {
+			httperr.Write(w, http.StatusUnauthorized, wire.BodyUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// guardedPath reports whether --api-key protects a path: /v1/*, /tokenize,
+// /detokenize and /reset_prefix_cache. Probes (/health, /ping, /load,
+// /metrics, /version) stay open; /admin/faults has its own key.
+func guardedPath(p string) bool {
+	switch p {
+	case "/tokenize", "/detokenize", "/reset_prefix_cache":
+		return true
+	}
+	return strings.HasPrefix(p, "/v1")
+}
+
+// StartupGate answers 503 while the startup time runs, as a real server does
+// while it loads the model.
+func (s *Server) StartupGate(next http.Handler) http.Handler {
+	return s.StartupGateIn(next, wire.WriteError)
+}
+
+// StartupGateIn is StartupGate answering in a surface's error shape.
+func (s *Server) StartupGateIn(next http.Handler, fail ErrorWriter) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.ready.Load() {
+			fail(w, wire.ErrStartingUp)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

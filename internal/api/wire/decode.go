@@ -1,0 +1,361 @@
+// Package wire is what every HTTP surface reads and writes bodies with: the
+// lazily decoded JSON object (Object, Num) and its typed accessors, the
+// OpenAI-shaped error (APIError, its constructors and WriteError) and the
+// hand-written JSON number appenders. It imports nothing of internal/api.
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// DecodeBody runs the body checks that come before any field is read
+// (docs/http-api.md): content type, size (413), and "one JSON object". The fields come back as raw JSON
+// for the typed getters of object, so that every type error names its field.
+func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64) (Object, *APIError) {
+	if !isJSONContentType(r.Header.Get("Content-Type")) {
+		return Object{}, ErrBadRequest("", "Unsupported Media Type: Only 'application/json' is allowed")
+	}
+	tooLarge := &APIError{Status: http.StatusRequestEntityTooLarge, Type: typeTooLarge,
+		Message: "Request body exceeds " + strconv.FormatInt(limit, 10) + " bytes"}
+	if r.ContentLength > limit {
+		return Object{}, tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return Object{}, tooLarge
+		}
+		return Object{}, ErrBadRequest("", "Invalid JSON body: %v", err)
+	}
+	return parseObject(body)
+}
+
+// parseObject parses body as exactly one JSON object.
+func parseObject(body []byte) (Object, *APIError) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var m map[string]json.RawMessage
+	if err := dec.Decode(&m); err != nil {
+		var ute *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &ute):
+			return Object{}, ErrBadRequest("", "Request body must be a JSON object")
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return Object{}, ErrBadRequest("", "Invalid JSON body: unexpected end of JSON input")
+		}
+		return Object{}, ErrBadRequest("", "Invalid JSON body: %v", err)
+	}
+	if m == nil { // the body was `null`
+		return Object{}, ErrBadRequest("", "Request body must be a JSON object")
+	}
+	rest := bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n")
+	if len(rest) > 0 {
+		return Object{}, ErrBadRequest("", "Invalid JSON body: invalid character %s after top-level value", quoteChar(rest[0]))
+	}
+	var e *APIError
+	return Object{M: m, Err: &e}, nil
+}
+
+// quoteChar formats a byte like encoding/json's syntax errors do.
+func quoteChar(c byte) string {
+	if c == '\'' {
+		return `'\''`
+	}
+	if c == '"' {
+		return `'"'`
+	}
+	s := strconv.Quote(string(c))
+	return "'" + s[1:len(s)-1] + "'"
+}
+
+func isJSONContentType(ct string) bool {
+	if ct == "" {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		// Be lenient with malformed parameters: compare the part before ';'.
+		mt, _, _ = strings.Cut(ct, ";")
+		mt = strings.ToLower(strings.TrimSpace(mt))
+	}
+	return mt == "application/json"
+}
+
+// Object reads the fields of one JSON object with typed getters. The first
+// error is kept (sticky) in a slot shared with nested objects; getters do
+// nothing once an error is recorded. A null field counts as absent.
+type Object struct {
+	M    map[string]json.RawMessage
+	path string // "" at top level, else e.g. "messages[0]"
+	Err  **APIError
+}
+
+// Failed returns the first recorded error.
+func (o Object) Failed() *APIError { return *o.Err }
+
+func (o Object) Fail(e *APIError) {
+	if *o.Err == nil {
+		*o.Err = e
+	}
+}
+
+// Name is the dotted path of key.
+func (o Object) Name(key string) string {
+	if o.path == "" {
+		return key
+	}
+	return o.path + "." + key
+}
+
+// Raw returns the field's JSON unless it is absent, null, or an error was
+// already recorded.
+func (o Object) Raw(key string) (json.RawMessage, bool) {
+	if *o.Err != nil {
+		return nil, false
+	}
+	r, ok := o.M[key]
+	if !ok || IsNull(r) {
+		return nil, false
+	}
+	return r, true
+}
+
+// Has reports whether the field is present and not null.
+func (o Object) Has(key string) bool {
+	r, ok := o.M[key]
+	return ok && !IsNull(r)
+}
+
+func IsNull(r json.RawMessage) bool { return len(r) == 4 && string(r) == "null" }
+
+// Num is an integer or number field with its JSON text (for messages that
+// echo the value as sent).
+type Num struct {
+	I   int64
+	F   float64
+	Raw string
+	Set bool
+}
+
+// Int reads an integer field (floats with a fraction and values outside
+// int64 are type errors).
+func (o Object) Int(key string) Num {
+	r, ok := o.Raw(key)
+	if !ok {
+		return Num{}
+	}
+	v, e := ParseInt(r, o.Name(key))
+	if e != nil {
+		o.Fail(e)
+	}
+	return v
+}
+
+// Float reads a number field.
+func (o Object) Float(key string) Num {
+	r, ok := o.Raw(key)
+	if !ok {
+		return Num{}
+	}
+	v, e := parseFloat(r, o.Name(key))
+	if e != nil {
+		o.Fail(e)
+	}
+	return v
+}
+
+// Bool reads a boolean field; def is returned when it is absent.
+func (o Object) Bool(key string, def bool) bool {
+	r, ok := o.Raw(key)
+	if !ok {
+		return def
+	}
+	switch string(r) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	o.Fail(ErrFieldType(o.Name(key), "boolean"))
+	return def
+}
+
+// String reads a string field.
+func (o Object) String(key string) (string, bool) {
+	r, ok := o.Raw(key)
+	if !ok {
+		return "", false
+	}
+	s, e := ParseString(r, o.Name(key))
+	if e != nil {
+		o.Fail(e)
+		return "", false
+	}
+	return s, true
+}
+
+// Array reads an array field as its raw elements.
+func (o Object) Array(key string) ([]json.RawMessage, bool) {
+	r, ok := o.Raw(key)
+	if !ok {
+		return nil, false
+	}
+	a, e := ParseArray(r, o.Name(key))
+	if e != nil {
+		o.Fail(e)
+		return nil, false
+	}
+	return a, true
+}
+
+// Object reads a nested object field.
+func (o Object) Object(key string) (Object, bool) {
+	r, ok := o.Raw(key)
+	if !ok {
+		return Object{}, false
+	}
+	return o.Elem(r, o.Name(key), "object")
+}
+
+// Elem parses raw as an object at path, sharing o's error slot.
+func (o Object) Elem(raw json.RawMessage, path, want string) (Object, bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		o.Fail(ErrFieldType(path, want))
+		return Object{}, false
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		o.Fail(ErrFieldType(path, want))
+		return Object{}, false
+	}
+	return Object{M: m, path: path, Err: o.Err}, true
+}
+
+// Kind checks that a present field has the given JSON kind without
+// decoding it ("object", "array", "string", "integer", "number", "boolean").
+func (o Object) Kind(key, want string) (json.RawMessage, bool) {
+	r, ok := o.Raw(key)
+	if !ok {
+		return nil, false
+	}
+	var good bool
+	switch want {
+	case "object":
+		good = r[0] == '{'
+	case "array":
+		good = r[0] == '['
+	case "string":
+		good = r[0] == '"'
+	case "boolean":
+		good = r[0] == 't' || r[0] == 'f'
+	case "integer":
+		_, e := ParseInt(r, "")
+		good = e == nil
+	case "number":
+		_, e := parseFloat(r, "")
+		good = e == nil
+	}
+	if !good {
+		o.Fail(ErrFieldType(o.Name(key), want))
+		return nil, false
+	}
+	return r, true
+}
+
+func isNumberStart(c byte) bool { return c == '-' || (c >= '0' && c <= '9') }
+
+// ParseInt parses an integer JSON value: a number without fraction (5.0 is
+// accepted as 5) inside int64.
+func ParseInt(r json.RawMessage, path string) (Num, *APIError) {
+	if len(r) == 0 || !isNumberStart(r[0]) {
+		return Num{}, ErrFieldType(path, "integer")
+	}
+	s := string(r)
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return Num{I: i, F: float64(i), Raw: s, Set: true}, nil
+	}
+	if !strings.ContainsAny(s, ".eE") {
+		return Num{}, ErrFieldType(path, "integer") // out of int64
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
+		return Num{}, ErrFieldType(path, "integer")
+	}
+	return Num{I: int64(f), F: f, Raw: s, Set: true}, nil
+}
+
+// ParseUint64 parses an integer JSON value inside [0, 2^64).
+func ParseUint64(r json.RawMessage, path string) (uint64, *APIError) {
+	if len(r) == 0 || !isNumberStart(r[0]) {
+		return 0, ErrFieldType(path, "integer")
+	}
+	v, err := strconv.ParseUint(string(r), 10, 64)
+	if err != nil {
+		return 0, ErrFieldType(path, "integer")
+	}
+	return v, nil
+}
+
+func parseFloat(r json.RawMessage, path string) (Num, *APIError) {
+	if len(r) == 0 || !isNumberStart(r[0]) {
+		return Num{}, ErrFieldType(path, "number")
+	}
+	s := string(r)
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return Num{}, ErrFieldType(path, "number")
+	}
+	return Num{F: f, I: int64(f), Raw: s, Set: true}, nil
+}
+
+func ParseString(r json.RawMessage, path string) (string, *APIError) {
+	if len(r) == 0 || r[0] != '"' {
+		return "", ErrFieldType(path, "string")
+	}
+	var s string
+	if err := json.Unmarshal(r, &s); err != nil {
+		return "", ErrFieldType(path, "string")
+	}
+	return s, nil
+}
+
+func ParseArray(r json.RawMessage, path string) ([]json.RawMessage, *APIError) {
+	if len(r) == 0 || r[0] != '[' {
+		return nil, ErrFieldType(path, "array")
+	}
+	var a []json.RawMessage
+	if err := json.Unmarshal(r, &a); err != nil {
+		return nil, ErrFieldType(path, "array")
+	}
+	return a, nil
+}
+
+// UnknownKeys returns the keys of o that are not in known.
+func (o Object) UnknownKeys(known map[string]bool) []string {
+	var out []string
+	for k := range o.M {
+		if !known[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// String formats a validated number for a message: the JSON text as sent.
+func (n Num) String() string { return n.Raw }
+
+func SetOf(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
