@@ -38,6 +38,12 @@ func testOptions(cfg *config.Config) settings.Options {
 		Tools: settings.ToolOptions{AutoToolChoice: cfg.EnableAutoToolChoice, Parser: cfg.ToolCallParser,
 			CallProbability: cfg.ToolCallProbability, ExcludeWhenChoiceNone: cfg.ExcludeToolsWhenToolChoiceNone},
 		Limits: settings.LimitOptions{MaxConcurrentRequests: cfg.MaxConcurrentRequests, RPM: cfg.RPM, TPM: cfg.TPM},
+		Budgets: settings.BudgetOptions{
+			MaxPromptsPerRequest: cfg.MaxPromptsPerRequest, MaxSequencesPerRequest: cfg.MaxSequencesPerRequest,
+			MaxEmbeddingInputs: cfg.MaxEmbeddingInputs, MaxSchemaBytes: cfg.MaxSchemaBytes,
+			MaxSchemaEnum: cfg.MaxSchemaEnum, MaxSchemaSteps: cfg.MaxSchemaSteps,
+			MaxLoRAAdapters: cfg.MaxLoRAAdapters, MaxResponsesStoreBytes: int64(cfg.MaxResponsesStoreBytes),
+		},
 		LoRA: settings.LoRAOptions{Enabled: cfg.EnableLoRA, RuntimeUpdating: cfg.AllowRuntimeLoRAUpdating,
 			PathCheck: settings.LoRAPathCheck(cfg.LoRAPathCheck), MaxRank: cfg.MaxLoRARank},
 		PD:           testPDOptions(cfg),

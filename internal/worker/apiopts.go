@@ -37,6 +37,12 @@ func apiOptions(cfg *config.Config) api.Options {
 		Tools: api.ToolOptions{AutoToolChoice: cfg.EnableAutoToolChoice, Parser: cfg.ToolCallParser,
 			CallProbability: cfg.ToolCallProbability, ExcludeWhenChoiceNone: cfg.ExcludeToolsWhenToolChoiceNone},
 		Limits: api.LimitOptions{MaxConcurrentRequests: cfg.MaxConcurrentRequests, RPM: cfg.RPM, TPM: cfg.TPM},
+		Budgets: api.BudgetOptions{
+			MaxPromptsPerRequest: cfg.MaxPromptsPerRequest, MaxSequencesPerRequest: cfg.MaxSequencesPerRequest,
+			MaxEmbeddingInputs: cfg.MaxEmbeddingInputs, MaxSchemaBytes: cfg.MaxSchemaBytes,
+			MaxSchemaEnum: cfg.MaxSchemaEnum, MaxSchemaSteps: cfg.MaxSchemaSteps,
+			MaxLoRAAdapters: cfg.MaxLoRAAdapters, MaxResponsesStoreBytes: int64(cfg.MaxResponsesStoreBytes),
+		},
 		LoRA: api.LoRAOptions{Enabled: cfg.EnableLoRA, RuntimeUpdating: cfg.AllowRuntimeLoRAUpdating,
 			PathCheck: api.LoRAPathCheck(cfg.LoRAPathCheck), MaxRank: cfg.MaxLoRARank},
 		PD:           pdOptions(cfg),

@@ -69,6 +69,11 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 	switch {
 	case len(inputs) == 0 || empty:
 		return nil, wire.ErrInvalid("input", "input must not be empty")
+	case s.Opts().Budgets.MaxEmbeddingInputs > 0 && len(inputs) > s.Opts().Budgets.MaxEmbeddingInputs:
+		// OpenAI caps the list at 2,048: each input is an engine sequence
+		// and a vector in the answer.
+		return nil, wire.ErrInvalid("input", "input has %d items, more than the limit of %d (--max-embedding-inputs).",
+			len(inputs), s.Opts().Budgets.MaxEmbeddingInputs)
 	case badID != "":
 		return nil, wire.ErrInvalid("input", "Token id %s is out of vocabulary", badID)
 	}

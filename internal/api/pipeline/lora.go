@@ -91,6 +91,12 @@ func (s *Server) LoadAdapter(name, path, baseModel string) *wire.APIError {
 		return &wire.APIError{Status: http.StatusBadRequest, Type: typeInvalidUserInput,
 			Message: fmt.Sprintf("The lora adapter '%s' has already been loaded.", name)}
 	}
+	if max := s.opts.Budgets.MaxLoRAAdapters; max > 0 && len(r.byName) >= max {
+		// Each adapter costs the registry and every engine a slot table
+		// entry: unbounded, a client could load tens of thousands.
+		return &wire.APIError{Status: http.StatusBadRequest, Type: typeInvalidUserInput,
+			Message: fmt.Sprintf("Cannot load the lora adapter '%s': %d adapters are loaded, the limit (--max-lora-adapters).", name, len(r.byName))}
+	}
 	if s.opts.LoRA.PathCheck == settings.LoRAPathExists {
 		if e := checkAdapterPath(name, path, s.opts.LoRA.MaxRank); e != nil {
 			return e
