@@ -40,7 +40,7 @@ func (s *Server) Authenticate(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if guardedPath(r.URL.Path) && !s.authorized(r) {
+		if s.guardedPath(r.URL.Path) && !s.authorized(r) {
 			httperr.Write(w, http.StatusUnauthorized, wire.BodyUnauthorized)
 			return
 		}
@@ -49,14 +49,27 @@ func (s *Server) Authenticate(next http.Handler) http.Handler {
 }
 
 // guardedPath reports whether --api-key protects a path: /v1/*, /tokenize,
-// /detokenize and /reset_prefix_cache. Probes (/health, /ping, /load,
-// /metrics, /version) stay open; /admin/faults has its own key.
-func guardedPath(p string) bool {
+// /detokenize and /reset_prefix_cache, and in SGLang mode SGLang's native
+// routes (sglangGuarded). Probes (/health, /ping, /load, /metrics,
+// /version) stay open; /admin/faults has its own key.
+func (s *Server) guardedPath(p string) bool {
 	switch p {
 	case "/tokenize", "/detokenize", "/reset_prefix_cache":
 		return true
 	}
+	if s.opts.SGLang != nil && sglangGuarded[p] {
+		return true
+	}
 	return strings.HasPrefix(p, "/v1")
+}
+
+// sglangGuarded are the SGLang-mode routes behind --api-key. SGLang's
+// add_api_key_middleware lets through only OPTIONS and paths starting with
+// /health or /metrics, so /generate, the cache flush and the info routes
+// need the key; /health_generate stays open as a probe.
+var sglangGuarded = map[string]bool{
+	"/generate": true, "/flush_cache": true, "/get_server_info": true,
+	"/server_info": true, "/get_model_info": true,
 }
 
 // StartupGate answers 503 while the startup time runs, as a real server does
