@@ -41,6 +41,11 @@ func (s *Server) Authenticate(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.guardedPath(r.URL.Path) && !s.authorized(r) {
+			if r.ContentLength != 0 {
+				// The body is never read: closing keeps net/http from
+				// waiting for (and discarding) what the client sends.
+				w.Header().Set("Connection", "close")
+			}
 			httperr.Write(w, http.StatusUnauthorized, wire.BodyUnauthorized)
 			return
 		}
@@ -49,12 +54,19 @@ func (s *Server) Authenticate(next http.Handler) http.Handler {
 }
 
 // guardedPath reports whether --api-key protects a path: /v1/*, /tokenize,
-// /detokenize and /reset_prefix_cache, and in SGLang mode SGLang's native
+// /detokenize and /reset_prefix_cache, the disaggregation side channel
+// (/kv_transfer/*) when mounted, and in SGLang mode SGLang's native
 // routes (sglangGuarded). Probes (/health, /ping, /load, /metrics,
 // /version) stay open; /admin/faults has its own key.
 func (s *Server) guardedPath(p string) bool {
 	switch p {
 	case "/tokenize", "/detokenize", "/reset_prefix_cache":
+		return true
+	}
+	if s.side != nil && strings.HasPrefix(p, "/kv_transfer/") {
+		// The side channel guards itself too (kvtransfer.GuardedHandler),
+		// but only after ReadBodies has read the body; refusing here
+		// answers from the headers.
 		return true
 	}
 	if s.opts.SGLang != nil && sglangGuarded[p] {
