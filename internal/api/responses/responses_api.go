@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
@@ -189,8 +190,21 @@ func readResponsesRequest(o wire.Object) (req *responsesRequest, logprobs bool, 
 	return req, logprobs, o.Failed()
 }
 
-// errResponseNotFound is vLLM's answer to an unknown response id.
+// maxEchoedIDBytes bounds the id echoed in errResponseNotFound: ids the
+// server makes are far shorter, and a 1 MB id must not come back in the
+// answer.
+const maxEchoedIDBytes = 128
+
+// errResponseNotFound is vLLM's answer to an unknown response id; an id
+// longer than maxEchoedIDBytes is echoed cut, marked with "…".
 func errResponseNotFound(id string) *wire.APIError {
+	if len(id) > maxEchoedIDBytes {
+		cut := maxEchoedIDBytes
+		for cut > 0 && !utf8.RuneStart(id[cut]) {
+			cut--
+		}
+		id = strings.ToValidUTF8(id[:cut], "") + "…"
+	}
 	return &wire.APIError{Status: http.StatusNotFound, Type: "invalid_request_error",
 		Message: "Response with id '" + id + "' not found.", Param: "response_id"}
 }
