@@ -113,6 +113,22 @@ func (l *Limiter) Admit(h http.Header, cost int) (release func(), e *wire.APIErr
 	}
 	now := l.now()
 	l.mu.Lock()
+	if l.tokens != nil && float64(cost) > l.tokens.capacity {
+		// No wait makes this request fit: no Retry-After, which would
+		// have a client retry for ever (OpenAI answers it the same way).
+		l.tokens.refill(now)
+		if l.requests != nil {
+			l.requests.refill(now)
+		}
+		setLimitHeaders(h, "requests", l.requests)
+		setLimitHeaders(h, "tokens", l.tokens)
+		l.mu.Unlock()
+		release()
+		return nil, &wire.APIError{Status: http.StatusTooManyRequests, Type: wire.TypeRateLimit,
+			Message: "Request too large for tokens per minute: limit " + strconv.Itoa(int(l.tokens.capacity)) +
+				", requested " + strconv.Itoa(cost) + ". It can never succeed under this limit: " +
+				"reduce the input or the output tokens (max_tokens)."}, faults.LimitTPM
+	}
 	var waitReq, waitTok time.Duration
 	if l.requests != nil {
 		l.requests.refill(now)
@@ -146,10 +162,6 @@ func (l *Limiter) Admit(h http.Header, cost int) (release func(), e *wire.APIErr
 	SetRetryAfter(h, waitTok)
 	msg := "Rate limit reached for tokens: limit " + strconv.Itoa(int(l.tokens.capacity)) +
 		" per minute, requested " + strconv.Itoa(cost) + "."
-	if float64(cost) > l.tokens.capacity {
-		msg = "Request too large for tokens per minute: limit " + strconv.Itoa(int(l.tokens.capacity)) +
-			", requested " + strconv.Itoa(cost) + "."
-	}
 	return nil, &wire.APIError{Status: http.StatusTooManyRequests, Type: wire.TypeRateLimit, Message: msg}, faults.LimitTPM
 }
 
