@@ -80,3 +80,19 @@ func TestLoRAPathCheckRevealsNothing(t *testing.T) {
 		t.Errorf("a real adapter: %d %s", r.Status, r.Body)
 	}
 }
+
+// chat_template on /v1/messages and /v1/responses is refused as on chat
+// completions (no --trust-request-chat-template), never silently ignored.
+func TestChatTemplateOnEverySurfaceIsRefusedUntrusted(t *testing.T) {
+	env := startServer(t, nil)
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"chat_template":"{{ 'x' }}"}`},
+		{"/v1/messages", `{"model":"mocker-model","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"chat_template":"{{ 'x' }}"}`},
+		{"/v1/responses", `{"input":"hi","max_output_tokens":2,"chat_template":"{{ 'x' }}"}`},
+	} {
+		r := env.post(c.path, c.body)
+		if r.Status != http.StatusBadRequest || !strings.Contains(r.Body, "--trust-request-chat-template") {
+			t.Errorf("%s: %d %.300s", c.path, r.Status, r.Body)
+		}
+	}
+}

@@ -56,7 +56,7 @@ var responsesFields = wire.SetOf("background", "include", "input", "instructions
 	"include_stop_str_in_output", "prompt_cache_key", "request_id", "mm_processor_kwargs", "priority",
 	"cache_salt", "enable_response_messages", "previous_input_messages", "structured_outputs",
 	"repetition_penalty", "seed", "stop", "ignore_eos", "vllm_xargs", "stream_options", "conversation",
-	"safety_identifier")
+	"safety_identifier", "chat_template", "chat_template_kwargs")
 
 func (rs ResponsesSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
 	s.LogUnknownFields(o, r, responsesFields)
@@ -68,7 +68,9 @@ func (rs ResponsesSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Requ
 	// as vLLM translates them: the chat template renders them and the
 	// tool and constraint checks read them (the input's body).
 	chat := map[string]json.RawMessage{}
-	for _, k := range []string{"structured_outputs", "parallel_tool_calls"} {
+	// chat_template (refused unless --trust-request-chat-template) and its
+	// kwargs reach the chat renderer as on /v1/chat/completions.
+	for _, k := range []string{"structured_outputs", "parallel_tool_calls", "chat_template", "chat_template_kwargs"} {
 		if v, ok := o.Raw(k); ok {
 			chat[k] = v
 		}
