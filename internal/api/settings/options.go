@@ -73,6 +73,10 @@ type HTTPOptions struct {
 	PromptTokensDetails bool
 	// ForceIncludeUsage sends the usage chunk on every stream.
 	ForceIncludeUsage bool
+	// TrustRequestChatTemplate renders a request's own chat_template
+	// (--trust-request-chat-template); without it such a request is
+	// refused, as vLLM does.
+	TrustRequestChatTemplate bool
 	// DevMode serves POST /reset_prefix_cache.
 	DevMode bool
 	// MaxUnflushedTokens aborts a stream whose client leaves this many
