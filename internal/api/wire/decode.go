@@ -20,8 +20,14 @@ import (
 // (docs/http-api.md): content type, size (413), and "one JSON object". The fields come back as raw JSON
 // for the typed getters of object, so that every type error names its field.
 func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64) (Object, *APIError) {
-	if !isJSONContentType(r.Header.Get("Content-Type")) {
+	ct := r.Header.Get("Content-Type")
+	if !isJSONContentType(ct) {
 		return Object{}, ErrBadRequest("", "Unsupported Media Type: Only 'application/json' is allowed")
+	}
+	if cs, ok := nonUTF8Charset(ct); ok {
+		// The body would be read as UTF-8 whatever it is: refuse rather
+		// than parse UTF-16 (or Latin-1) bytes into other text.
+		return Object{}, ErrBadRequest("", "Unsupported Media Type: charset %q is not supported; the body must be UTF-8 JSON", cs)
 	}
 	tooLarge := &APIError{Status: http.StatusRequestEntityTooLarge, Type: typeTooLarge,
 		Message: "Request body exceeds " + strconv.FormatInt(limit, 10) + " bytes"}
@@ -74,6 +80,24 @@ func quoteChar(c byte) string {
 	}
 	s := strconv.Quote(string(c))
 	return "'" + s[1:len(s)-1] + "'"
+}
+
+// nonUTF8Charset returns the charset parameter of a Content-Type when it
+// names an encoding other than UTF-8 (or its subset ASCII).
+func nonUTF8Charset(ct string) (string, bool) {
+	_, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", false
+	}
+	cs, ok := params["charset"]
+	if !ok {
+		return "", false
+	}
+	switch strings.ToLower(strings.TrimSpace(cs)) {
+	case "utf-8", "utf8", "us-ascii", "ascii":
+		return "", false
+	}
+	return cs, true
 }
 
 func isJSONContentType(ct string) bool {
