@@ -81,7 +81,7 @@ func TestBudgets_PromptsAndSequencesPerRequest(t *testing.T) {
 func TestBudgets_EmbeddingInputs(t *testing.T) {
 	env := startServer(t, nil) // default: OpenAI's 2,048
 	// H2: 100,000 inputs once pushed the server past 4 GB.
-	refusedFast(t, env, "/v1/embeddings", `{"input":`+promptList(100_000)+`}`, "--max-embedding-inputs", 500*time.Millisecond)
+	refusedFast(t, env, "/v1/embeddings", `{"input":`+promptList(100_000)+`}`, "--max-embedding-inputs", 100*time.Millisecond)
 	if r := env.post("/v1/embeddings", `{"input":`+promptList(2048)+`}`); r.Status != http.StatusOK {
 		t.Errorf("2,048 inputs: %d %.200s", r.Status, r.Body)
 	}

@@ -362,6 +362,50 @@ func ParseArray(r json.RawMessage, path string) ([]json.RawMessage, *APIError) {
 	return a, nil
 }
 
+// CountArray returns the number of elements of r, a JSON array already
+// checked as part of a valid body, without decoding them; -1 when r is not
+// an array.
+func CountArray(r json.RawMessage) int {
+	if len(r) == 0 || r[0] != '[' {
+		return -1
+	}
+	n, depth, inString, escaped, empty := 0, 0, false, false, true
+	for _, c := range r {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			if depth == 1 {
+				continue
+			}
+		case c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 1:
+			n++
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		}
+		if depth >= 1 {
+			empty = false
+		}
+	}
+	if empty {
+		return 0
+	}
+	return n + 1
+}
+
 // UnknownKeys returns the keys of o that are not in known.
 func (o Object) UnknownKeys(known map[string]bool) []string {
 	var out []string
