@@ -26,6 +26,7 @@ targets=(
 	"./internal/jsonenc FuzzAppendString"                # the one JSON string escaper against encoding/json
 	"./internal/api/wire FuzzAppendFloat"                # the number appenders against encoding/json
 	"./internal/api/wire FuzzAppendIntegers"
+	"./internal/api/wire FuzzCountArrayAgreesWithEncodingJSON"  # the embeddings budget's element count against encoding/json
 	"./internal/tokenizer FuzzPieces"
 	"./internal/hftokenizer FuzzEncodeDecode"
 	"./internal/chattemplate FuzzParseAndRenderNeverPanic"
