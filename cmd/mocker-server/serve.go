@@ -22,6 +22,9 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 			"Every `vllm serve` flag is accepted too: the ones the mock implements are listed\n" +
 			"below; the others (--tensor-parallel-size, --dtype, ...) have their values checked,\n" +
 			"have no effect and are named once at startup (docs/vllm-flags.md).",
+		Example: "  mocker-server serve Qwen/Qwen3-8B --port 8000\n" +
+			"  mocker-server serve --config configs/demo.yaml          # KV events on :5557, FPM\n" +
+			"  mocker-server serve m --engine-type sglang --speedup-ratio 10",
 		Args: atMostModel,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadServeConfig(cmd, args, stderr)
@@ -37,6 +40,7 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	config.RegisterFlags(cmd.Flags())
 	addAdminFlags(cmd.Flags(), &admin, -1)
+	setGroupedHelp(cmd, adminSection)
 	return cmd
 }
 
@@ -48,11 +52,15 @@ func atMostModel(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
+// adminSection is the --help section of the admin API flags.
+const adminSection = "Admin API"
+
 // addAdminFlags registers the admin API flags shared by serve and fleet.
 func addAdminFlags(fs *pflag.FlagSet, a *adminFlags, defaultPort int) {
 	fs.IntVar(&a.port, "admin-port", defaultPort, "admin API port (-1: no admin API, 0: a free port)")
 	fs.StringVar(&a.host, "admin-host", "127.0.0.1", "admin API host")
 	fs.StringVar(&a.key, "admin-key", "", "bearer token every admin API call must carry")
+	setGroup(fs, adminSection, "admin-port", "admin-host", "admin-key")
 }
 
 // serveLoadOptions returns the configuration sources of serve: the flags

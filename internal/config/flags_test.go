@@ -253,3 +253,16 @@ func wantBool(t *testing.T, key string, got, want bool) {
 		t.Errorf("%s = %t, want %t", key, got, want)
 	}
 }
+
+// TestFlagTableGroups: every configuration flag has a --help section and a
+// scope, so a flag added to the table must say where it belongs.
+func TestFlagTableGroups(t *testing.T) {
+	for _, s := range flagTable {
+		if _, ok := groupTitles[s.group]; !ok {
+			t.Errorf("--%s has no group: set flagSpec.group", s.name)
+		}
+		if s.scope == 0 || s.scope&^ScopeAll != 0 {
+			t.Errorf("--%s has scope %b: set flagSpec.scope (ScopeServer or ScopeAll)", s.name, s.scope)
+		}
+	}
+}
