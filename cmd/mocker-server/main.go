@@ -55,8 +55,9 @@ func exitCode(err error) int {
 func reportError(w io.Writer, err error) {
 	var cfgErr *config.Error
 	if errors.As(err, &cfgErr) {
+		// One style for every error line: the program's name first.
 		for _, p := range cfgErr.Problems {
-			fmt.Fprintln(w, p)
+			fmt.Fprintf(w, "mocker-server: %s\n", p)
 		}
 		return
 	}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/config"
@@ -46,7 +48,13 @@ func runServerGated(ctx context.Context, cfg *config.Config, admin adminFlags, s
 	}
 	opts := admin.fleetOptions(stderr)
 	opts.StartupGate = gate
-	return fleet.Run(ctx, []fleet.Member{{ID: "0", Config: cfg}}, opts)
+	err := fleet.Run(ctx, []fleet.Member{{ID: "0", Config: cfg}}, opts)
+	// serve runs one server: "worker 0: listen on ..." would name a fleet
+	// the user never asked for.
+	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "worker 0: ") {
+		return inner
+	}
+	return err
 }
 
 // productionOptions builds the metrics registry and the ZMQ KV-event and

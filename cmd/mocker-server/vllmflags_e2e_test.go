@@ -116,7 +116,7 @@ func TestRun_VLLMFlagErrorsExitWithStatus2(t *testing.T) {
 			[]string{"not supported yet: --ssl-keyfile key.pem (needs TLS (HTTPS serving))",
 				`not supported yet: --ssl-certfile cert.pem (needs TLS (HTTPS serving))`}},
 		{"auto tool choice without a parser", []string{"--enable-auto-tool-choice"},
-			[]string{"Error: --enable-auto-tool-choice requires --tool-call-parser"}},
+			[]string{"--enable-auto-tool-choice requires --tool-call-parser"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,8 +125,12 @@ func TestRun_VLLMFlagErrorsExitWithStatus2(t *testing.T) {
 			if code := exitCode(err); code != 2 {
 				t.Errorf("exit status = %d (err %v), want 2", code, err)
 			}
-			if got := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); !slices.Equal(got, tt.want) {
-				t.Errorf("stderr lines:\n got  %q\n want %q", got, tt.want)
+			want := make([]string, len(tt.want))
+			for i, w := range tt.want {
+				want[i] = "mocker-server: " + w
+			}
+			if got := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); !slices.Equal(got, want) {
+				t.Errorf("stderr lines:\n got  %q\n want %q", got, want)
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("stdout = %q", stdout.String())

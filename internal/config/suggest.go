@@ -81,3 +81,17 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// Suggest returns the name of known nearest to typed, or "" when none is
+// close (at most one edit per four characters, between one and three), so
+// that every "did you mean" of the program follows one rule.
+func Suggest(typed string, known []string) string {
+	limit := min(max(len(typed)/4, 1), 3)
+	best, bestDist := "", limit+1
+	for _, k := range known {
+		if d := editDistance(typed, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
