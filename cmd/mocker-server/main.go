@@ -28,8 +28,11 @@ func main() {
 // main can pick the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root := newRootCmd(stdout, stderr)
-	root.SetArgs(withDefaultCommand(root, config.RewriteArgs(args)))
-	err := root.ExecuteContext(ctx)
+	err := commandTypo(root, args)
+	if err == nil {
+		root.SetArgs(withDefaultCommand(root, config.RewriteArgs(args)))
+		err = root.ExecuteContext(ctx)
+	}
 	if err != nil {
 		reportError(stderr, err)
 	}

@@ -208,7 +208,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 		}
 	}
 	var setups []setup
-	files := loaders().Shared()
+	files := loaders(stderr).Shared()
 	for i, fl := range fleets {
 		workers, seed, err := buildWorkers(cmd, fl, files, stderr)
 		if err != nil {

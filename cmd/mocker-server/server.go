@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/fleet"
 	"github.com/mocker-server/mocker-server/internal/profile"
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
 	"github.com/mocker-server/mocker-server/internal/worker"
 )
 
@@ -29,9 +31,12 @@ var loadProfile = profile.Load
 
 // loaders are the production file loaders: the timing profile and the
 // model's tokenizer and chat template (textmodel.go).
-func loaders() worker.Loaders {
+// stderr gets the progress line of a large tokenizer's load.
+func loaders(stderr io.Writer) worker.Loaders {
 	return worker.Loaders{Profile: func(path string) (*engine.Profile, error) { return loadProfile(path) },
-		TextModel: loadTextModel}
+		TextModel: func(cfg *config.Config) (tokenizer.Model, api.ChatRenderer, error) {
+			return loadTextModel(cfg, stderr)
+		}}
 }
 
 // runServer is serve's production entry point: a fleet of one worker
@@ -76,7 +81,7 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 		opts.Version = version
 	}
 	if opts.Profile == nil && opts.TextModel == nil {
-		opts.Loaders = loaders()
+		opts.Loaders = loaders(opts.Stderr)
 	}
 	return worker.Serve(ctx, cfg, opts)
 }
@@ -98,5 +103,5 @@ func (a adminFlags) addr() string {
 
 func (a adminFlags) fleetOptions(stderr io.Writer) fleet.Options {
 	return fleet.Options{Stderr: stderr, Version: version, AdminAddr: a.addr(), AdminKey: a.key,
-		StaggerDelay: a.staggerDelay, Loaders: loaders()}
+		StaggerDelay: a.staggerDelay, Loaders: loaders(stderr)}
 }
