@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,5 +84,75 @@ func TestLoadTextModel_AnnouncesALargeTokenizer(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "loading tokenizer "+dir+" (") ||
 		!strings.HasPrefix(lines[1], "loaded tokenizer "+dir+" in ") {
 		t.Errorf("stderr %q: want a loading line and a loaded line", stderr.String())
+	}
+}
+
+// TestRun_VLLMConfigFileIsAccepted: vLLM's --config (keys are vllm serve
+// argument names, with dashes or underscores) configures the mock as the
+// same flags would; the project's own format keeps working; a problem in
+// either names the file, the line and the key as written.
+func TestRun_VLLMConfigFileIsAccepted(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	vllm := write("vllm.yaml", "# vllm serve --config\nmodel: Qwen/Qwen3-8B\ngpu_memory_utilization: 0.9\n"+
+		"tensor-parallel-size: 2\nmax-model-len: 16384\nenable-prefix-caching: false\nenforce_eager: true\n"+
+		"num_gpu_blocks_override: 2048\nserved-model-name: [a, b]\n")
+	stdout, stderr, err := runCLI(t, "serve", "--config", vllm, "--max-num-seqs", "8")
+	if err != nil {
+		t.Fatalf("serve --config %s: %v\n%s", vllm, err, stderr)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(stdout), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]any{"model": "Qwen/Qwen3-8B", "max_model_len": 16384.0, "enable_prefix_caching": false,
+		"num_gpu_blocks": 2048.0, "max_num_seqs": 8.0} {
+		if cfg[key] != want {
+			t.Errorf("%s = %v, want %v", key, cfg[key], want)
+		}
+	}
+	if names, _ := cfg["served_model_name"].([]any); len(names) != 2 || names[0] != "a" {
+		t.Errorf("served_model_name = %v", cfg["served_model_name"])
+	}
+	wantWarn := "warning: --config " + vllm + ": accepted, no effect: --enforce-eager, --gpu-memory-utilization 0.9, --tensor-parallel-size 2"
+	if !strings.Contains(stderr, wantWarn) {
+		t.Errorf("stderr %q lacks %q", stderr, wantWarn)
+	}
+
+	// The project's format: its keys, unknown ones suggested.
+	own := write("own.yaml", "num_gpu_blocks: 512\nblock_size: 16\n")
+	if cfg := servedConfig(t, "serve", "--config", own); cfg["num_gpu_blocks"] != 512.0 || cfg["block_size"] != 16.0 {
+		t.Errorf("project format: num_gpu_blocks %v block_size %v", cfg["num_gpu_blocks"], cfg["block_size"])
+	}
+	for _, tc := range []struct{ file, text, want string }{
+		{"typo.yaml", "num_gpu_blocks: 512\nmax_modle_len: 5\n",
+			`:2: unknown field "max_modle_len" (did you mean "max_model_len"?)`},
+		{"vtypo.yaml", "tensor_parallel_size: 2\nmax-modl-len: 5\n",
+			`:2: unknown vllm serve argument "max-modl-len" (did you mean "max-model-len"?)`},
+		{"vbad.yaml", "tensor_parallel_size: 2\n\nmax-num-seqs: 0\n",
+			`:3: max-num-seqs must be between 1 and 65536, got 0`},
+	} {
+		path := write(tc.file, tc.text)
+		_, stderr, err := runCLI(t, "serve", "--config", path)
+		if want := "mocker-server: --config " + path + tc.want; exitCode(err) != 2 || strings.TrimSpace(stderr) != want {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tc.file, exitCode(err), stderr, want)
+		}
+	}
+}
+
+// TestRun_PrefixAbbreviationIsSuggested: argparse expands a unique prefix
+// (--tensor-parallel); the mock refuses it and names the full flag, as
+// docs/vllm-flags.md says.
+func TestRun_PrefixAbbreviationIsSuggested(t *testing.T) {
+	_, stderr, err := runCLI(t, "serve", "--tensor-parallel", "2")
+	want := "mocker-server: unknown flag: --tensor-parallel (did you mean --tensor-parallel-size?)\n"
+	if exitCode(err) != 2 || stderr != want {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", exitCode(err), stderr, want)
 	}
 }

@@ -63,29 +63,33 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 		label string // prefix of error lines; empty for flags
 		path  string // the file read, for the line of a key; "" = none
 		read  func() (map[string]any, error)
+		// vllm: the file may be a vLLM config (keys are vllm serve
+		// argument names; vllmconfig.go).
+		vllm bool
 	}
 	var layers []layer
 	if opts.ConfigPath != "" {
 		layers = append(layers, layer{"--config " + opts.ConfigPath, opts.ConfigPath, func() (map[string]any, error) {
 			return readConfigFile(opts.ConfigPath)
-		}})
+		}, true})
 	}
 	if v := strings.TrimSpace(opts.ExtraEngineArgs); v != "" {
 		if strings.HasPrefix(v, "{") {
 			layers = append(layers, layer{"--extra-engine-args", "", func() (map[string]any, error) {
 				return parseJSONObject([]byte(v))
-			}})
+			}, false})
 		} else {
 			layers = append(layers, layer{"--extra-engine-args " + v, v, func() (map[string]any, error) {
 				return readConfigFile(v)
-			}})
+			}, false})
 		}
 	}
 	if opts.Overlay != nil {
-		layers = append(layers, layer{"", "", func() (map[string]any, error) { return opts.Overlay, nil }})
+		layers = append(layers, layer{"", "", func() (map[string]any, error) { return opts.Overlay, nil }, false})
 	}
 
 	merged := map[string]any{}
+	var sourceWarns []string
 	// origins says, per key, which source set it last and how it was spelled.
 	origins := map[string]origin{}
 	for _, l := range layers {
@@ -95,7 +99,13 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 			continue
 		}
 		var layerOrigins map[string]origin
-		if l.label == "" {
+		if l.vllm && isVLLMConfig(raw) {
+			var ps []problem
+			var ws []string
+			raw, layerOrigins, ps, ws = vllmConfigLayer(raw, l.label, l.path)
+			probs = append(probs, ps...)
+			sourceWarns = append(sourceWarns, ws...)
+		} else if l.label == "" {
 			layerOrigins = map[string]origin{}
 			for k := range spellings(raw, "", "", nil) {
 				layerOrigins[k] = origin{flag: true}
@@ -127,7 +137,7 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	for p := range d.bad {
 		bad[p] = true
 	}
-	warns := d.warns
+	warns := append(sourceWarns, d.warns...)
 
 	probs = append(probs, checkMerged(&cfg, merged, bad)...)
 	if !opts.parseNotYet {

@@ -53,7 +53,21 @@ func suggestFlag(fs *pflag.FlagSet, typed string) string {
 	for short := range vllmShortNames {
 		consider("-"+short, short)
 	}
-	return best
+	if best != "" || len(typed) < 3 {
+		return best
+	}
+	// A prefix abbreviation (--tensor-parallel), which Python's argparse
+	// expands when it is unique, is not accepted but suggested.
+	var expansions []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, typed) && !strings.HasPrefix(f.Name, "no-") {
+			expansions = append(expansions, "--"+f.Name)
+		}
+	})
+	if len(expansions) == 1 {
+		return expansions[0]
+	}
+	return ""
 }
 
 // editDistance is the optimal string alignment distance: insertions,
