@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +158,89 @@ func TestRun_PrefixAbbreviationIsSuggested(t *testing.T) {
 	want := "mocker-server: unknown flag: --tensor-parallel (did you mean --tensor-parallel-size?)\n"
 	if exitCode(err) != 2 || stderr != want {
 		t.Errorf("exit %d, stderr %q; want 2 and %q", exitCode(err), stderr, want)
+	}
+}
+
+// freeLoopbackPort returns a port the kernel just handed out and released.
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestServe_BannerNamesEveryEndpoint: serve's startup banner is one block
+// on stderr naming every endpoint it listens on and what it loaded; every
+// HTTP address in it answers and every ZMQ port in it accepts a
+// connection; the same facts are one structured log line.
+func TestServe_BannerNamesEveryEndpoint(t *testing.T) {
+	serveFunc = runServer
+	defer func() { serveFunc = printConfig }()
+	kvPort, replayPort := freeLoopbackPort(t), freeLoopbackPort(t)
+	stop, stderr, _ := runInBackground(t, regexp.MustCompile(`(?m)^  (engine) +`),
+		"serve", "Qwen/Qwen3-8B", "--port", "0", "--admin-port", "0", "--speedup-ratio", "inf",
+		"--zmq-kv-events-port", strconv.Itoa(kvPort), "--zmq-replay-port", strconv.Itoa(replayPort),
+		"--num-gpu-blocks-override", "1000", "--block-size", "16")
+	defer stop()
+	text := stderr.String()
+	start := strings.Index(text, "listening on ")
+	if start < 0 {
+		t.Fatalf("no banner:\n%s", text)
+	}
+	banner := map[string]string{}
+	lines := strings.Split(text[start:], "\n")
+	for _, line := range lines[1:] {
+		if !strings.HasPrefix(line, "  ") {
+			break
+		}
+		label, value := strings.TrimSpace(line[:16]), strings.TrimSpace(line[16:])
+		banner[label] = value
+	}
+	for _, label := range []string{"API", "live view", "metrics", "KV events", "KV replay", "admin API",
+		"tokenizer", "chat template", "KV pool", "timing", "engine"} {
+		if banner[label] == "" {
+			t.Errorf("banner has no %q line:\n%s", label, text[start:])
+		}
+	}
+	if want := "1,000 blocks × 16 tokens = 16,000 tokens per DP rank"; banner["KV pool"] != want {
+		t.Errorf("KV pool = %q, want %q", banner["KV pool"], want)
+	}
+	if !strings.HasPrefix(banner["tokenizer"], "built-in") || banner["chat template"] != "ChatML (built-in)" {
+		t.Errorf("tokenizer %q, template %q", banner["tokenizer"], banner["chat template"])
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	for _, label := range []string{"live view", "metrics", "admin API"} {
+		url := strings.Fields(banner[label])[0]
+		if label == "admin API" {
+			url += "/workers"
+		}
+		resp, err := client.Get(url)
+		if err != nil {
+			t.Errorf("%s %s: %v", label, url, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s %s: %d", label, url, resp.StatusCode)
+		}
+	}
+	for _, label := range []string{"KV events", "KV replay"} {
+		endpoint := strings.TrimPrefix(strings.Fields(banner[label])[0], "tcp://")
+		conn, err := net.DialTimeout("tcp", endpoint, 2*time.Second)
+		if err != nil {
+			t.Errorf("%s %s: %v", label, endpoint, err)
+			continue
+		}
+		conn.Close()
+	}
+	logLine := regexp.MustCompile(`(?m)^time=.* msg=listening .*$`).FindString(text)
+	for _, attr := range []string{"ui=", "metrics=", "kv_events=", "kv_replay=", "admin=", "tokenizer=", "kv_pool=", "timing_model=", "engine="} {
+		if !strings.Contains(logLine, " "+attr) {
+			t.Errorf("log line lacks %s: %s", attr, logLine)
+		}
 	}
 }

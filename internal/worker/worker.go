@@ -44,6 +44,9 @@ type Worker struct {
 	publishing atomic.Bool
 	// files were read at the first start (loaders.go).
 	files files
+	// bannerShown: the startup banner is printed once; a restart says
+	// only "listening on".
+	bannerShown bool
 
 	mu         sync.Mutex
 	started    bool
@@ -144,9 +147,13 @@ func (w *Worker) startLocked(beforeServe func(*instance) error) error {
 	w.inst = in
 	w.port = in.ln.Addr().(*net.TCPAddr).Port
 	w.url = in.url
-	w.log.Info("listening", "addr", in.ln.Addr().String(), "port", w.port,
-		"model", w.cfg.ServedName(), "engine_type", w.cfg.EngineType, "dp_size", w.cfg.DPSize)
-	fmt.Fprintf(w.opts.Stderr, "listening on %s\n", in.url)
+	if !w.bannerShown {
+		w.bannerShown = true
+		w.printBanner(in.ln.Addr().String(), in.url)
+	} else {
+		w.log.Info("listening", "addr", in.ln.Addr().String(), "port", w.port)
+		fmt.Fprintf(w.opts.Stderr, "listening on %s\n", in.url)
+	}
 	if w.opts.Ready != nil {
 		w.opts.Ready(in.url)
 	}
