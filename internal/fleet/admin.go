@@ -70,7 +70,7 @@ func (f *Fleet) adminHandler() http.Handler {
 	key := []byte("Bearer " + f.opts.AdminKey)
 	return ui.Route(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), key) != 1 {
-			writeAdminJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
+			httperr.Write(w, http.StatusUnauthorized, httperr.Flat("Unauthorized"))
 			return
 		}
 		mux.ServeHTTP(w, r)
