@@ -244,3 +244,20 @@ func TestServe_BannerNamesEveryEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestServe_PortInUseNamesNoWorker: serve is one server, so a port in use
+// is said without the fleet's "worker 0".
+func TestServe_PortInUseNamesNoWorker(t *testing.T) {
+	serveFunc = runServer
+	defer func() { serveFunc = printConfig }()
+	ln := testutil.Listen(t)
+	port := strconv.Itoa(testutil.Port(ln.Addr()))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	err := run(ctx, []string{"serve", "--port", port, "--log-level", "error"}, &out, &errb)
+	want := "mocker-server: listen on 127.0.0.1:" + port + ": "
+	if err == nil || !strings.HasPrefix(errb.String(), want) || strings.Contains(errb.String(), "worker 0") {
+		t.Errorf("run = %v, stderr %q; want a line starting %q without worker 0", err, errb.String(), want)
+	}
+}

@@ -78,7 +78,7 @@ func newFleetCmd(stderr io.Writer) *cobra.Command {
 	config.RegisterFlags(fs)
 	addAdminFlags(fs, &admin, 9000)
 	setGroup(fs, fleetSection, "workers", "fleet-file", "base-port", "stagger-delay")
-	setGroupedHelp(cmd, fleetSection, adminSection)
+	setGroupedHelp(cmd, fleetSection)
 	return cmd
 }
 

@@ -19,6 +19,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: "mocker-server speaks the OpenAI-compatible HTTP API the way `vllm serve` does and\n" +
 			"simulates a vLLM-, SGLang- or TensorRT-LLM-style engine behind it.\n" +
 			"Without a subcommand it runs `serve`.",
+		Example: "  mocker-server serve Qwen/Qwen3-8B --port 8000       # one server (also: mocker-server Qwen/Qwen3-8B)\n" +
+			"  mocker-server fleet --workers 4 --admin-port 9000   # four servers and an admin API\n" +
+			"  mocker-server replay --requests 500 --workers 2     # a workload in virtual time, a report",
 		Version:       version,
 		SilenceErrors: true, // run reports errors
 		SilenceUsage:  true,

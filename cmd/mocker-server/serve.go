@@ -18,8 +18,7 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [MODEL]",
 		Short: "Run the mock inference server (default command)",
-		Long: "Run the mock inference server (default command).\n\n" +
-			"Every `vllm serve` flag is accepted too: the ones the mock implements are listed\n" +
+		Long: "Every `vllm serve` flag is accepted too: the ones the mock implements are listed\n" +
 			"below; the others (--tensor-parallel-size, --dtype, ...) have their values checked,\n" +
 			"have no effect and are named once at startup (docs/vllm-flags.md).",
 		Example: "  mocker-server serve Qwen/Qwen3-8B --port 8000\n" +
@@ -40,7 +39,7 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	config.RegisterFlags(cmd.Flags())
 	addAdminFlags(cmd.Flags(), &admin, -1)
-	setGroupedHelp(cmd, adminSection)
+	setGroupedHelp(cmd)
 	return cmd
 }
 
@@ -52,15 +51,13 @@ func atMostModel(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// adminSection is the --help section of the admin API flags.
-const adminSection = "Admin API"
-
 // addAdminFlags registers the admin API flags shared by serve and fleet.
 func addAdminFlags(fs *pflag.FlagSet, a *adminFlags, defaultPort int) {
 	fs.IntVar(&a.port, "admin-port", defaultPort, "admin API port (-1: no admin API, 0: a free port)")
 	fs.StringVar(&a.host, "admin-host", "127.0.0.1", "admin API host")
 	fs.StringVar(&a.key, "admin-key", "", "bearer token every admin API call must carry")
-	setGroup(fs, adminSection, "admin-port", "admin-host", "admin-key")
+	// The admin API is part of the server (serve and fleet).
+	setGroup(fs, config.GroupServer.String(), "admin-port", "admin-host", "admin-key")
 }
 
 // serveLoadOptions returns the configuration sources of serve: the flags
