@@ -42,7 +42,7 @@ func TestFleet_BadInputExitsWithStatus2AndOneLine(t *testing.T) {
 		{"port and base port disagree", []string{"fleet", "--workers", "2", "--port", "7000", "--base-port", "7100"},
 			"--port and --base-port disagree: give one of them (worker i listens on the base + i)"},
 		{"a worker's configuration", []string{"fleet", "--workers", "2", "--max-num-seqs", "0"},
-			"fleet worker 0 (group 1): --max-num-seqs must be between 1 and 65536, got 0"},
+			"--max-num-seqs must be between 1 and 65536, got 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
