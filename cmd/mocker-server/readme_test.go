@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,7 +21,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
-// The README's command lines run here, so that they cannot rot. A fenced
+// The command lines of README.md and docs/*.md run here, so that they
+// cannot rot. A fenced
 // block right after "<!-- readme-test: run ... -->" holds commands: each
 // line starting with "mocker-server " (with "\" continuations, without
 // "# comments") is run against the built binary, with every port flag
@@ -38,10 +40,10 @@ var (
 	portFlags = []string{"--port", "--base-port", "--admin-port", "--zmq-kv-events-port", "--zmq-replay-port", "--bootstrap-port"}
 )
 
-// readmeBlocks returns the marked commands and files of README.md.
-func readmeBlocks(t *testing.T) (commands [][]string, files map[string]string) {
+// readmeBlocks returns the marked commands and files of a Markdown file.
+func readmeBlocks(t *testing.T, path string) (commands [][]string, files map[string]string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(testutil.RepoRoot(), "README.md"))
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,26 +80,78 @@ func readmeBlocks(t *testing.T) (commands [][]string, files map[string]string) {
 // readmeCommands splits a block into the mocker-server commands it holds.
 func readmeCommands(t *testing.T, lines []string) [][]string {
 	var out [][]string
-	var cur string
+	cur := ""
 	for _, line := range lines {
-		if i := strings.Index(line, " #"); i >= 0 {
-			line = line[:i]
-		}
-		line = strings.TrimSpace(line)
-		if cont, ok := strings.CutSuffix(line, "\\"); ok {
-			cur += cont + " "
-			continue
-		}
-		cur += line
-		if strings.HasPrefix(cur, "mocker-server ") {
-			if strings.ContainsAny(cur, `'"<>|$;&`) {
-				t.Errorf("README command %q uses the shell; the test runs commands without one", cur)
-			}
-			out = append(out, strings.Fields(cur)[1:])
+		cur += line + "\n"
+		words, open, cont := shellWords(cur)
+		if open || cont {
+			continue // a quoted argument or a "\" continuation goes on
 		}
 		cur = ""
+		if len(words) == 0 || words[0].text != "mocker-server" {
+			continue
+		}
+		var args []string
+		for _, w := range words[1:] {
+			if w.bare && strings.ContainsAny(w.text, "<>|$;&*") {
+				t.Errorf("doc command %q uses the shell (%q); the test runs commands without one", line, w.text)
+			}
+			args = append(args, w.text)
+		}
+		out = append(out, args)
 	}
 	return out
+}
+
+// word is one shell word; bare when no part of it was quoted.
+type word struct {
+	text string
+	bare bool
+}
+
+// shellWords splits s into words as a POSIX shell does for what the docs
+// use: '…' and "…" without escapes, "\" before a newline, "# comments".
+// open reports an unclosed quote, cont a final "\" continuation.
+func shellWords(s string) (words []word, open, cont bool) {
+	var cur strings.Builder
+	var quote rune
+	in, bare, comment := false, true, false
+	flush := func() {
+		if in {
+			words = append(words, word{cur.String(), bare})
+			cur.Reset()
+			in, bare = false, true
+		}
+	}
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case comment:
+			if r == '\n' {
+				comment = false
+			}
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\\' && i+1 < len(rs) && rs[i+1] == '\n':
+			flush()
+			i++
+			cont = i == len(rs)-1
+		case r == '\'' || r == '"':
+			quote, in, bare = r, true, false
+		case r == '#' && !in:
+			comment = true
+		case r == ' ' || r == '\t' || r == '\n':
+			flush()
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	flush()
+	return words, quote != 0, cont
 }
 
 // withFreePorts moves every port flag of args to a free run of ports and
@@ -124,14 +178,38 @@ func withFreePorts(args []string, bases []int) []string {
 			out = append(out, flag, strconv.Itoa(bases[i]))
 		}
 	}
+	// vLLM's KV events default to tcp://*:5557: give them a free loopback
+	// port instead.
+	if j := slices.Index(out, "--kv-events-config"); j >= 0 && j+1 < len(out) {
+		var kv map[string]any
+		if json.Unmarshal([]byte(out[j+1]), &kv) == nil && kv["enable_kv_cache_events"] == true && kv["endpoint"] == nil {
+			kv["endpoint"] = "tcp://127.0.0.1:" + strconv.Itoa(bases[len(portFlags)])
+			text, _ := json.Marshal(kv)
+			out[j+1] = string(text)
+		}
+	}
 	return out
 }
 
 func TestREADME_CommandLinesRun(t *testing.T) {
-	commands, files := readmeBlocks(t)
-	if len(commands) < 7 {
-		t.Fatalf("found %d marked README commands, want the fleet and replay examples (7 or more)", len(commands))
+	docs, _ := filepath.Glob(filepath.Join(testutil.RepoRoot(), "docs", "*.md"))
+	docs = append([]string{filepath.Join(testutil.RepoRoot(), "README.md")}, docs...)
+	total := 0
+	for _, doc := range docs {
+		commands, files := readmeBlocks(t, doc)
+		if len(commands) == 0 {
+			continue
+		}
+		total += len(commands)
+		t.Run(filepath.Base(doc), func(t *testing.T) { runDocCommands(t, commands, files) })
 	}
+	if total < 14 {
+		t.Fatalf("found %d marked doc commands, want the README's fleet and replay examples and the docs' (14 or more)", total)
+	}
+}
+
+// runDocCommands runs one document's commands in a directory of its own.
+func runDocCommands(t *testing.T, commands [][]string, files map[string]string) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	for _, sub := range []string{"configs", "testdata"} {
@@ -150,7 +228,7 @@ func TestREADME_CommandLinesRun(t *testing.T) {
 			if sub != "fleet" && sub != "replay" {
 				sub = "serve"
 			}
-			testutil.WithPortRuns(t, len(portFlags), 32, func(bases []int) error {
+			testutil.WithPortRuns(t, len(portFlags)+1, 32, func(bases []int) error {
 				ported := withFreePorts(args, bases)
 				if sub == "replay" {
 					return runReadmeBatch(t, bin, dir, ported)
@@ -199,7 +277,7 @@ func runReadmeServer(t *testing.T, bin, dir, sub string, args []string) error {
 	for !ready.MatchString(stderr.String()) {
 		select {
 		case err := <-exited:
-			if strings.Contains(stderr.String(), "address already in use") {
+			if strings.Contains(stderr.String(), "address already in use") || strings.Contains(stderr.String(), "Address already in use") {
 				return errPortTaken
 			}
 			t.Fatalf("mocker-server %s exited before serving: %v\n%s", strings.Join(args, " "), err, stderr.String())
