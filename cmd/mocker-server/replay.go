@@ -116,7 +116,13 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 		"input-len", "output-len", "prefix-groups", "prefix-len", "turns", "turn-gap", "concurrency", "client-delay")
 	setGroup(fs, "Fleet and routing", config.FlagConfig, "compare", "fleet-file", "workers", "router", "kv-overlap-score-weight",
 		"prefix-hash-blocks")
-	setGroup(fs, "Report", "json", "csv", "html", "no-progress")
+	// vLLM's --tensor-parallel-size, hidden for serve (no effect there),
+	// sets the GPUs per rank of replay's per-GPU throughput.
+	if tp := fs.Lookup("tensor-parallel-size"); tp != nil {
+		tp.Hidden = false
+		tp.Usage = "GPUs per DP rank, for the report's output tokens/s per GPU (vLLM's flag; default 1)"
+	}
+	setGroup(fs, "Report", "json", "csv", "html", "no-progress", "tensor-parallel-size")
 	setGroupedHelp(cmd, "Workload", "Fleet and routing", "Report")
 	return cmd
 }
