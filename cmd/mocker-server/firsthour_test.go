@@ -129,6 +129,13 @@ func TestRun_VLLMConfigFileIsAccepted(t *testing.T) {
 		t.Errorf("stderr %q lacks %q", stderr, wantWarn)
 	}
 
+	// A vLLM file may carry the project's keys that no flag spells.
+	mixed := write("mixed.yaml", "engine-type: sglang\ntensor_parallel_size: 2\nsglang:\n  page_size: 4\n")
+	if cfg := servedConfig(t, "serve", "--config", mixed); cfg["engine_type"] != "sglang" ||
+		cfg["sglang"].(map[string]any)["page_size"] != 4.0 {
+		t.Errorf("mixed vLLM file: engine_type %v, sglang %v", cfg["engine_type"], cfg["sglang"])
+	}
+
 	// The project's format: its keys, unknown ones suggested.
 	own := write("own.yaml", "num_gpu_blocks: 512\nblock_size: 16\n")
 	if cfg := servedConfig(t, "serve", "--config", own); cfg["num_gpu_blocks"] != 512.0 || cfg["block_size"] != 16.0 {

@@ -71,10 +71,17 @@ func vllmConfigLayer(raw map[string]any, label, path string) (map[string]any, ma
 	fs := pflag.NewFlagSet("vllm-config", pflag.ContinueOnError)
 	RegisterFlags(fs)
 	origins := map[string]origin{}
+	// own holds the keys of the project's format that no flag spells
+	// (sglang:, kv_model_shape:, admin_key): a vLLM file may carry them.
+	own := map[string]any{}
 	var probs []problem
 	for _, k := range sortedKeys(raw) {
 		o := origin{label: label, spelled: k, line: keyLine(lines, k)}
 		f := fs.Lookup(k)
+		if f == nil && projectKeys[strings.ReplaceAll(k, "-", "_")] {
+			own[k] = raw[k]
+			continue
+		}
 		if f == nil {
 			msg := fmt.Sprintf("unknown vllm serve argument %q", k)
 			if s := suggestFlag(fs, k); s != "" {
@@ -97,7 +104,14 @@ func vllmConfigLayer(raw map[string]any, label, path string) (map[string]any, ma
 	if ignored := NoEffectFlags(fs); len(ignored) > 0 {
 		warns = append(warns, fmt.Sprintf("%s: accepted, no effect: %s", label, strings.Join(ignored, ", ")))
 	}
-	return FlagOverlay(fs), origins, probs, warns
+	overlay := FlagOverlay(fs)
+	if len(own) > 0 {
+		for norm, o := range fileOrigins(own, label, path) {
+			origins[norm] = o
+		}
+		mergeMaps(overlay, own)
+	}
+	return overlay, origins, probs, warns
 }
 
 // setFromYAML sets flag f as `--name value` would, from a YAML value: a
