@@ -21,8 +21,7 @@ targets=(
 	"./internal/loadgen FuzzSSEParser"                   # the load generator's chunked SSE reader
 	"./internal/config FuzzRewriteAndParse"              # vLLM-style command lines
 	"./internal/jsonenc FuzzAppendString"                # the one JSON string escaper against encoding/json
-	"./internal/api FuzzAppendString"                    # the hand-written JSON appenders against encoding/json
-	"./internal/api FuzzAppendFloat"
+	"./internal/api FuzzAppendFloat"                     # the number appenders against encoding/json
 	"./internal/api FuzzAppendIntegers"
 	"./internal/tokenizer FuzzPieces"
 	"./internal/hftokenizer FuzzEncodeDecode"

@@ -4,6 +4,12 @@
 //	mocker-bench --url http://127.0.0.1:8000 --concurrency 100 --duration 30s --max-tokens 128
 //	mocker-bench --rate 50 --requests 2000 --completions --json result.json
 //
+// `mocker-bench trace` drives a trace or a synthetic workload through a
+// router in front of a fleet and scores the router against offline replays
+// of the same requests (internal/routerlab, docs/router-lab.md):
+//
+//	mocker-bench trace --url http://127.0.0.1:8080 --fleet-admin http://127.0.0.1:9000 --html lab.html trace.jsonl
+//
 // Two subcommands measure the write floor, the bare cost of the server's
 // per-token write path: floor-write listens, accepts --conns connections
 // and every --interval writes one --chunk-bytes SSE chunk to each of them
@@ -40,6 +46,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && (args[0] == "floor-write" || args[0] == "floor-read") {
 		return runFloor(args[0], args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "trace" {
+		return runTrace(args[1:], stdout, stderr)
 	}
 	cfg := loadgen.Defaults()
 	fs := flag.NewFlagSet("mocker-bench", flag.ContinueOnError)

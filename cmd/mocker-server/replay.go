@@ -26,7 +26,7 @@ type replayFlags struct {
 	compare       []string
 	fleets        []string
 	workers       int
-	router        string
+	routers       []string
 	overlapWeight float64
 	prefixBlocks  int
 
@@ -90,7 +90,10 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs.StringSliceVar(&f.compare, "compare", nil, "compare setups: --compare A.yaml B.yaml TRACE (same as --config A.yaml --config B.yaml)")
 	fs.StringArrayVar(&f.fleets, "fleet-file", nil, "fleet file, as for mocker-server fleet (workers: [{count, config, args}]); repeat it to compare fleets")
 	fs.IntVar(&f.workers, "workers", 1, "number of workers, each with the configured engine (× its data-parallel ranks)")
-	fs.StringVar(&f.router, "router", string(replay.RoundRobin), fmt.Sprintf("routing policy: %v", replay.RouterKinds))
+	// A slice, not a string: a repeated --router adds a policy instead of
+	// silently replacing the last one.
+	fs.StringSliceVar(&f.routers, "router", []string{string(replay.RoundRobin)},
+		fmt.Sprintf("routing policy: %v; several (a,b or repeated) replay the workload with each and compare them", replay.RouterKinds))
 	fs.Float64Var(&f.overlapWeight, "kv-overlap-score-weight", 1, "kv_aware: weight of the prefill blocks against the decode blocks (Dynamo's overlap_score_weight)")
 	fs.IntVar(&f.prefixBlocks, "prefix-hash-blocks", 4, "prefix_hash: number of leading blocks whose hash picks the worker")
 	fs.IntVar(&f.traceBlockSize, "trace-block-size", replay.DefaultTraceBlockSize, "tokens per hash id in the trace")
@@ -156,9 +159,16 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 	if f.workers < 1 {
 		return usageErr("--workers must be ≥ 1, got %d", f.workers)
 	}
-	router, err := replay.ParseRouterKind(f.router)
-	if err != nil {
-		return usageErr("--router: %v", err)
+	var routers []replay.RouterKind
+	for _, name := range f.routers {
+		router, err := replay.ParseRouterKind(strings.TrimSpace(name))
+		if err != nil {
+			return usageErr("--router: %v", err)
+		}
+		if slices.Contains(routers, router) {
+			return usageErr("--router: %s is given twice", router)
+		}
+		routers = append(routers, router)
 	}
 	if f.overlapWeight < 0 {
 		return usageErr("--kv-overlap-score-weight must be ≥ 0, got %g", f.overlapWeight)
@@ -224,9 +234,20 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 		if slices.ContainsFunc(setups, func(s setup) bool { return s.label == label }) {
 			label = fmt.Sprintf("%s#%d", label, i+1)
 		}
-		setups = append(setups, setup{label: label, opts: replay.Options{
-			Workers: workers, Router: router, OverlapWeight: weight, PrefixHashBlocks: f.prefixBlocks, Seed: seed,
-		}})
+		// Every fleet replays the workload once per policy; with several
+		// policies each setup is named after its policy too.
+		for _, router := range routers {
+			name := label
+			if len(routers) > 1 {
+				name = label + "/" + string(router)
+				if len(fleets) == 1 {
+					name = string(router)
+				}
+			}
+			setups = append(setups, setup{label: name, opts: replay.Options{
+				Workers: workers, Router: router, OverlapWeight: weight, PrefixHashBlocks: f.prefixBlocks, Seed: seed,
+			}})
+		}
 	}
 
 	var csvw *replay.CSVWriter

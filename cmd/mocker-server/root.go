@@ -11,7 +11,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 )
 
-// newRootCmd builds the command tree: serve (the default), fleet, replay and version.
+// newRootCmd builds the command tree: serve (the default), fleet, replay, calibrate and version.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mocker-server",
@@ -36,7 +36,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &config.Error{Problems: []string{config.ExplainFlagError(cmd.Flags(), err)}}
 	})
-	root.AddCommand(newServeCmd(stdout, stderr), newFleetCmd(stderr), newReplayCmd(stdout, stderr), newVersionCmd(stdout))
+	root.AddCommand(newServeCmd(stdout, stderr), newFleetCmd(stderr), newReplayCmd(stdout, stderr),
+		newCalibrateCmd(stdout, stderr), newVersionCmd(stdout))
 	return root
 }
 

@@ -35,7 +35,7 @@ func (w *discardWriter) SetWriteDeadline(time.Time) error { return nil }
 func benchJob(tb testing.TB, model tokenizer.Model, chat bool, choices, tokens int, logprobs bool) (*job, *streamer, *discardWriter) {
 	tb.Helper()
 	cfg := testConfig(tb, nil)
-	s := NewServer(cfg, make([]*engine.Engine, 1), Deps{Tokenizer: model})
+	s := NewServer(testOptions(cfg), make([]*engine.Engine, 1), Deps{Tokenizer: model})
 	g := &genRequest{chat: chat, model: "mocker-model", baseID: "0123456789abcdef0123456789abcdef",
 		created: 1760000000, stream: true, n: choices, rank: 0, logprobs: logprobs, topLogprobs: 2,
 		prompts: []promptSpec{{ids: []uint32{1, 94002, 18, 38422, 35354, 2, 18, 1, 120736, 33288, 18}, m: tokens}}}
@@ -47,7 +47,7 @@ func benchJob(tb testing.TB, model tokenizer.Model, chat bool, choices, tokens i
 		j.ch[c] = choice{plan: plan.Plan(p)}
 	}
 	w := &discardWriter{h: http.Header{}}
-	return j, newStreamer(j, w), w
+	return j, newStreamer(j, w, nil), w
 }
 
 // sseDriver feeds a detached streaming job its planned tokens, round-robin

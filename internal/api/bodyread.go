@@ -17,11 +17,11 @@ import (
 // has arrived. At most max_request_body_bytes+1 bytes are read; the
 // handlers' own size check then answers 413.
 func (s *Server) readBodies(next http.Handler) http.Handler {
-	timeout := time.Duration(s.cfg.RequestBodyTimeout * float64(time.Second))
+	timeout := s.opts.HTTP.RequestBodyTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	limit := s.cfg.MaxRequestBodyBytes
+	limit := s.opts.HTTP.MaxRequestBodyBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength > limit {
 			// No body, or one the handler refuses (413) from its declared

@@ -136,7 +136,7 @@ func (s *Server) checkPD(g *genRequest) *apiError {
 	if pd.doRemoteDecode && pd.doRemotePrefill {
 		return errInvalid("kv_transfer_params", "kv_transfer_params: do_remote_decode and do_remote_prefill cannot both be true.")
 	}
-	if !s.cfg.Disaggregated() || s.kvt == nil {
+	if !s.opts.PD.Disaggregated || s.kvt == nil {
 		return errInvalid("kv_transfer_params",
 			"This server does not serve disaggregated prefill/decode: kv_transfer_params and bootstrap_* fields need a worker started with --kv-transfer-config or --disaggregation-mode prefill|decode.")
 	}
@@ -147,18 +147,18 @@ func (s *Server) checkPD(g *genRequest) *apiError {
 		pd.role = pdDecode
 	case pd.params:
 		return nil // neither flag: an ordinary request, as in vLLM
-	case s.cfg.WorkerType == engine.WorkerPrefill:
+	case s.opts.PD.Role == PDRolePrefill:
 		pd.role = pdPrefill
-	case s.cfg.WorkerType == engine.WorkerDecode:
+	case s.opts.PD.Role == PDRoleDecode:
 		pd.role = pdDecode
 	default:
 		return errInvalid("bootstrap_room",
 			"bootstrap_* fields alone do not say whether this is a prefill or a decode on a kv_both worker: set kv_transfer_params.do_remote_decode or do_remote_prefill.")
 	}
-	if pd.role == pdPrefill && !s.cfg.ServesPrefill() {
+	if pd.role == pdPrefill && !s.opts.PD.ServesPrefill {
 		return errInvalid("kv_transfer_params", "This worker does not serve the prefill side of disaggregated requests (%s).", s.roleName())
 	}
-	if pd.role == pdDecode && !s.cfg.ServesDecode() {
+	if pd.role == pdDecode && !s.opts.PD.ServesDecode {
 		return errInvalid("kv_transfer_params", "This worker does not serve the decode side of disaggregated requests (%s).", s.roleName())
 	}
 	if g.n != 1 {
@@ -172,10 +172,7 @@ func (s *Server) checkPD(g *genRequest) *apiError {
 
 // roleName describes the worker's disaggregation role for messages.
 func (s *Server) roleName() string {
-	if t := s.cfg.PDConnector(); t != nil {
-		return "kv_role " + t.KVRole
-	}
-	return "--disaggregation-mode " + string(s.cfg.WorkerType)
+	return s.opts.PD.RoleName
 }
 
 // resolveRemote fills a decode request's prefill address: kv_transfer_params'
@@ -236,18 +233,18 @@ func (j *job) pdRequestID() string {
 
 // usesBootstrap reports whether this worker's prefills rendezvous over the
 // Dynamo bootstrap port.
-func (s *Server) usesBootstrap() bool { return s.cfg.BootstrapPort > 0 }
+func (s *Server) usesBootstrap() bool { return s.opts.PD.BootstrapPort > 0 }
 
 // noSideChannel reports whether this worker's prefills have no side channel
 // at all (a Dynamo prefill worker without a bootstrap port): their blocks
 // are freed after the modeled transfer time.
-func (s *Server) noSideChannel() bool { return s.cfg.PDConnector() == nil && !s.usesBootstrap() }
+func (s *Server) noSideChannel() bool { return !s.opts.PD.Connector && !s.usesBootstrap() }
 
 // preparePrefill makes a prefill job's engine request hold its blocks.
 func (s *Server) preparePrefill(j *job) {
 	req := &j.reqs[0]
 	spec := kvtransfer.HandoffSpec{Rank: j.rank, EngineReq: req.ID, RequestID: j.pdRequestID(),
-		Delay: s.cfg.TransferDelay(len(req.Prompt)), Timeout: s.cfg.HandoffTimeout(), AutoRelease: s.noSideChannel()}
+		Delay: s.opts.PD.transferDelay(len(req.Prompt)), Timeout: s.opts.PD.HandoffTimeout, AutoRelease: s.noSideChannel()}
 	if s.usesBootstrap() {
 		spec.HasRoom = true
 		spec.Room = j.g.pd.room
@@ -281,7 +278,7 @@ func (s *Server) prepareDecode(ctx context.Context, j *job) *apiError {
 	if s.pdObs != nil {
 		s.pdObs.ObserveFailedTransfer(j.rank)
 	}
-	if s.cfg.RecomputeOnKVLoadFailure() {
+	if s.opts.PD.RecomputeOnLoadFailure {
 		s.log.Warn("KV transfer failed; computing the prompt locally", "request_id", j.g.baseID, "err", err)
 		return nil
 	}

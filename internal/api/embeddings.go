@@ -3,14 +3,14 @@ package api
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
+	"github.com/mocker-server/mocker-server/internal/httperr"
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/pyrepr"
 )
@@ -42,9 +42,8 @@ var embeddingFields = setOf("model", "input", "encoding_format", "dimensions", "
 	"truncate_prompt_tokens", "request_id", "priority", "add_special_tokens", "cache_salt")
 
 func (embeddingsSurface) parse(s *Server, o object, r *http.Request) (*genRequest, *apiError) {
-	g := &genRequest{chat: false, rank: -1, n: 1, embed: &embedRequest{dims: s.cfg.EmbeddingDim}}
+	g := &genRequest{chat: false, rank: -1, n: 1, embed: &embedRequest{dims: s.opts.EmbeddingDim}}
 	s.logUnknownFields(o, r, embeddingFields)
-	raw, hasInput := o.raw("input")
 	model, hasModel := o.String("model")
 	format, hasFormat := o.String("encoding_format")
 	dims := o.Int("dimensions")
@@ -54,17 +53,10 @@ func (embeddingsSurface) parse(s *Server, o object, r *http.Request) (*genReques
 	cacheSalt, hasSalt := o.String("cache_salt")
 	bodyID, _ := o.String("request_id")
 	o.Kind("user", "string")
-	var inputs []rawPrompt
-	var empty bool
-	var badID string
-	if hasInput {
-		// The completions prompt forms: a string, strings, ids, id arrays.
-		inputs, empty, badID = parsePrompt(object{m: map[string]json.RawMessage{"prompt": raw}, err: o.err}, s.tok.VocabSize())
-	} else if o.failed() == nil {
-		o.fail(errFieldRequired("input"))
-	}
+	// The completions prompt forms: a string, strings, ids, id arrays.
+	inputs, empty, badID := parsePrompt(o, "input", s.tok.VocabSize())
 	if e := o.failed(); e != nil {
-		return nil, renamePromptField(e)
+		return nil, e
 	}
 	if e := s.resolveModel(g, model, hasModel); e != nil {
 		return nil, e
@@ -86,32 +78,31 @@ func (embeddingsSurface) parse(s *Server, o object, r *http.Request) (*genReques
 		}
 	}
 	if dims.Set {
-		if dims.I < 1 || dims.I > int64(s.cfg.EmbeddingDim) {
-			return nil, errInvalid("dimensions", "dimensions must be between 1 and %d, got %s.", s.cfg.EmbeddingDim, dims)
+		if dims.I < 1 || dims.I > int64(s.opts.EmbeddingDim) {
+			return nil, errInvalid("dimensions", "dimensions must be between 1 and %d, got %s.", s.opts.EmbeddingDim, dims)
 		}
 		g.embed.dims = int(dims.I)
 	}
-	N := s.cfg.MaxModelLen
-	if truncate.Set {
-		if truncate.I < 1 || truncate.I > int64(N) {
-			return nil, errInvalid("truncate_prompt_tokens", "truncate_prompt_tokens must be between 1 and %d, got %s.", N, truncate)
-		}
-		g.truncate = int(truncate.I)
+	var e *apiError
+	if g.truncate, e = s.checkTruncate(truncate); e != nil {
+		return nil, e
 	}
 	if e := s.setPriority(g, priority); e != nil {
 		return nil, e
 	}
-	if hasSalt {
-		if cacheSalt == "" {
-			return nil, errInvalid("cache_salt", "cache_salt must be a non-empty string")
-		}
-		g.cacheSalt = cacheSalt
-	}
-	rank, e := s.headerRank(r)
-	if e != nil {
+	if g.cacheSalt, e = checkCacheSalt(cacheSalt, hasSalt); e != nil {
 		return nil, e
 	}
-	g.rank = rank
+	if g.rank, e = s.headerRank(r); e != nil {
+		return nil, e
+	}
+	return g, s.embedPrompts(g, inputs, addSpecial)
+}
+
+// embedPrompts tokenizes the inputs of an embeddings request and applies
+// truncation, the context length and the KV capacity check.
+func (s *Server) embedPrompts(g *genRequest, inputs []rawPrompt, addSpecial bool) *apiError {
+	N := s.opts.Model.MaxModelLen
 	g.prompts = make([]promptSpec, len(inputs))
 	for i, in := range inputs {
 		ids := in.ids
@@ -119,22 +110,22 @@ func (embeddingsSurface) parse(s *Server, o object, r *http.Request) (*genReques
 			ids = s.tok.Encode(in.text, addSpecial)
 		}
 		if len(ids) == 0 {
-			return nil, errInvalid("input", "input must not be empty")
+			return errInvalid("input", "input must not be empty")
 		}
 		if g.truncate > 0 && len(ids) > g.truncate {
 			ids = ids[len(ids)-g.truncate:]
 		}
 		if len(ids) > N {
-			return nil, errInvalid("input", "This model's maximum context length is %d tokens. However, you requested %d tokens in the input for embedding generation. Please reduce the length of the input.", N, len(ids))
+			return errInvalid("input", "This model's maximum context length is %d tokens. However, you requested %d tokens in the input for embedding generation. Please reduce the length of the input.", N, len(ids))
 		}
 		if rej := s.engines[0].CheckAdmissible(len(ids), 0); rej != nil {
-			return nil, errInvalid("", "%s", rej.Message)
+			return errInvalid("", "%s", rej.Message)
 		}
 		// m = 0: the engine prefills the prompt and finishes the sequence
 		// without a token.
 		g.prompts[i] = promptSpec{ids: ids, isText: in.isText}
 	}
-	return g, nil
+	return nil
 }
 
 // logUnknownFields logs, at debug level, the body fields an endpoint does
@@ -146,19 +137,6 @@ func (s *Server) logUnknownFields(o object, r *http.Request, known map[string]bo
 	}
 }
 
-// renamePromptField reports the completions prompt parser's errors under
-// the embeddings field name.
-func renamePromptField(e *apiError) *apiError {
-	if e.Param != "prompt" && !strings.HasPrefix(e.Param, "prompt[") {
-		return e
-	}
-	out := *e
-	out.Param = "input" + e.Param[len("prompt"):]
-	out.Message = strings.ReplaceAll(e.Message, "'"+e.Param+"'", "'"+out.Param+"'")
-	out.Message = strings.ReplaceAll(out.Message, "Field required: prompt", "Field required: input")
-	return &out
-}
-
 func (embeddingsSurface) encoder(*job) eventEncoder { return nil }
 
 func (es embeddingsSurface) respond(j *job, w http.ResponseWriter) {
@@ -167,14 +145,14 @@ func (es embeddingsSurface) respond(j *job, w http.ResponseWriter) {
 	for i := range g.prompts {
 		p += len(g.prompts[i].ids)
 	}
-	vec := make([]float32, j.s.cfg.EmbeddingDim)
+	vec := make([]float32, j.s.opts.EmbeddingDim)
 	b := make([]byte, 0, 256+len(g.prompts)*(g.embed.dims*22+64))
 	b = append(b, `{"id":"embd-`...)
-	b = appendStringContent(b, g.baseID)
+	b = jsonenc.AppendStringContent(b, g.baseID)
 	b = append(b, `","object":"list","created":`...)
 	b = strconv.AppendInt(b, g.created, 10)
 	b = append(b, `,"model":`...)
-	b = appendString(b, g.model)
+	b = jsonenc.AppendString(b, g.model)
 	b = append(b, `,"data":[`...)
 	for i := range g.prompts {
 		if i > 0 {
@@ -196,7 +174,7 @@ func (es embeddingsSurface) respond(j *job, w http.ResponseWriter) {
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(p), 10)
 	b = append(b, `,"completion_tokens":0,"prompt_tokens_details":null}}`...)
-	writeJSON(w, http.StatusOK, b)
+	httperr.Write(w, http.StatusOK, b)
 }
 
 // embedBasis is a table of pseudo-random dense vectors that token

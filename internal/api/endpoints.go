@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 // handleHealth serves /health and /ping: 200 with an empty body, or 503
@@ -39,7 +41,7 @@ func handleVersion(version string) http.Handler {
 func handleLoad(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		b := strconv.AppendInt([]byte(`{"server_load":`), s.inflight.Load(), 10)
-		writeJSON(w, http.StatusOK, append(b, '}'))
+		httperr.Write(w, http.StatusOK, append(b, '}'))
 	})
 }
 
@@ -91,9 +93,9 @@ type modelList struct {
 func handleModels(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		now := s.now().Unix()
-		names := s.cfg.ServedModelName
+		names := s.opts.Model.ServedNames
 		if len(names) == 0 {
-			names = []string{s.cfg.ServedName()}
+			names = []string{s.opts.Model.ServedName()}
 		}
 		adapters := s.adapters.list()
 		list := modelList{Object: "list", Data: make([]modelCard, 0, len(names)+len(adapters))}
@@ -110,7 +112,7 @@ func handleModels(s *Server) http.Handler {
 			}
 		}
 		for _, name := range names {
-			list.Data = append(list.Data, card(name, s.cfg.Model, nil, &s.cfg.MaxModelLen))
+			list.Data = append(list.Data, card(name, s.opts.Model.Path, nil, &s.opts.Model.MaxModelLen))
 		}
 		for _, a := range adapters {
 			list.Data = append(list.Data, card(a.Name, a.path, &a.parent, nil))
@@ -144,7 +146,7 @@ type tokenizeResponse struct {
 // form {prompt} or the chat form {messages}.
 func handleTokenize(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		o, e := decodeBody(w, r, s.opts.HTTP.MaxRequestBodyBytes)
 		if e != nil {
 			writeError(w, e)
 			return
@@ -169,13 +171,11 @@ func handleTokenize(s *Server) http.Handler {
 			contFinal := o.Bool("continue_final_message", false)
 			addSpecial = o.Bool("add_special_tokens", false)
 			if e := o.failed(); e == nil {
-				switch {
-				case len(msgs) == 0:
-					o.fail(errInvalid("messages", "messages must contain at least one message"))
-				case badPart != "":
-					o.fail(errInvalid(badPart, "Only text content parts are supported by mocker-server."))
-				case addGen && contFinal:
-					o.fail(errInvalid("", "Cannot set both `continue_final_message` and `add_generation_prompt` to True."))
+				if e := checkMessages(msgs, badPart, ""); e != nil {
+					o.fail(e)
+				}
+				if e := checkChatFlags(addGen, contFinal); e != nil {
+					o.fail(e)
 				}
 			}
 			if e := o.failed(); e == nil {
@@ -197,7 +197,7 @@ func handleTokenize(s *Server) http.Handler {
 			writeError(w, e)
 			return
 		}
-		resp := tokenizeResponse{Tokens: s.tok.Encode(text, addSpecial), MaxModelLen: s.cfg.MaxModelLen}
+		resp := tokenizeResponse{Tokens: s.tok.Encode(text, addSpecial), MaxModelLen: s.opts.Model.MaxModelLen}
 		resp.Count = len(resp.Tokens)
 		if strs {
 			resp.TokenStrs = s.tok.TokenStrings(text, resp.Tokens)
@@ -209,7 +209,7 @@ func handleTokenize(s *Server) http.Handler {
 // handleDetokenize serves POST /detokenize.
 func handleDetokenize(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		o, e := decodeBody(w, r, s.opts.HTTP.MaxRequestBodyBytes)
 		if e != nil {
 			writeError(w, e)
 			return

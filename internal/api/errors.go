@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/mocker-server/mocker-server/internal/httperr"
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 )
 
 // Error types, the strings vLLM's server puts in error.type (clients match
@@ -85,9 +88,9 @@ func (e *apiError) body() errorBody {
 // the 200 status is out: param is always null there.
 func (e *apiError) appendSSE(b []byte) []byte {
 	b = append(b, `data: {"error":{"message":`...)
-	b = appendString(b, e.Message)
+	b = jsonenc.AppendString(b, e.Message)
 	b = append(b, `,"type":`...)
-	b = appendString(b, e.Type)
+	b = jsonenc.AppendString(b, e.Type)
 	b = append(b, `,"param":null,"code":`...)
 	b = strconv.AppendInt(b, int64(e.Status), 10)
 	return append(b, "}}\n\n"...)
@@ -109,16 +112,7 @@ func encode(w http.ResponseWriter, status int, v any) {
 		panic(fmt.Sprintf("api: encoding response: %v", err))
 	}
 	body := bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
-	writeJSON(w, status, body)
-}
-
-// writeJSON writes an already encoded JSON body.
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	httperr.Write(w, status, body)
 }
 
 // Flat bodies that do not use the nested error shape, as vLLM's server

@@ -49,22 +49,22 @@ func (s *Server) countFault(kind string) {
 // answerStatusFault answers the faults that replace the whole response
 // with an error status (before the provider-style limits, which they do
 // not use up). It returns true when the request has been answered.
-func (s *Server) answerStatusFault(w http.ResponseWriter, g *genRequest, f faults.Fault) bool {
+func (s *Server) answerStatusFault(w http.ResponseWriter, g *genRequest, f faults.Fault, fail errorWriter) bool {
 	switch f.Kind {
 	case faults.RateLimit:
 		setRetryAfter(w.Header(), f.Duration)
-		writeError(w, &apiError{Status: http.StatusTooManyRequests, Type: typeRateLimit,
+		fail(w, &apiError{Status: http.StatusTooManyRequests, Type: typeRateLimit,
 			Message: "Rate limit reached (injected fault). Please retry after the time in Retry-After."})
 	case faults.ServerError:
-		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: typeInternal,
+		fail(w, &apiError{Status: http.StatusInternalServerError, Type: typeInternal,
 			Message: "Internal Server Error (injected fault)"})
 	case faults.Unavailable:
 		setRetryAfter(w.Header(), f.Duration)
-		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Type: typeUnavailable,
+		fail(w, &apiError{Status: http.StatusServiceUnavailable, Type: typeUnavailable,
 			Message: "The server is temporarily unavailable (injected fault)."})
 	case faults.ContextLength:
 		ps := &g.prompts[0]
-		writeError(w, contextLengthError(s.cfg.MaxModelLen, ps.m, len(ps.ids), true))
+		fail(w, contextLengthError(s.opts.Model.MaxModelLen, ps.m, len(ps.ids), true))
 	default:
 		return false
 	}
@@ -75,7 +75,7 @@ func (s *Server) answerStatusFault(w http.ResponseWriter, g *genRequest, f fault
 // it reaches the engine: timeout (never answered until the client leaves
 // or the server shuts down) and slow_first_token (an extra delay). It
 // returns true when the request is over.
-func delayFault(w http.ResponseWriter, r *http.Request, f faults.Fault) bool {
+func delayFault(w http.ResponseWriter, r *http.Request, f faults.Fault, fail errorWriter) bool {
 	var waited bool
 	switch f.Kind {
 	case faults.Timeout:
@@ -89,7 +89,7 @@ func delayFault(w http.ResponseWriter, r *http.Request, f faults.Fault) bool {
 		return false
 	}
 	if e := ctxError(r.Context()); e != nil {
-		writeError(w, e)
+		fail(w, e)
 	}
 	return true
 }
@@ -150,7 +150,7 @@ func (j *job) respondFault(w http.ResponseWriter, r *http.Request) bool {
 		sleepCtx(r.Context(), f.Duration)
 		return false
 	case faults.StreamError:
-		writeError(w, errInternal)
+		j.fail(w, errInternal)
 	case faults.Truncate:
 		panic(http.ErrAbortHandler)
 	case faults.Reset:
@@ -167,10 +167,10 @@ func (j *job) respondFault(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) mountAdmin(r interface {
 	Method(method, pattern string, h http.Handler)
 }) {
-	if s.cfg.AdminKey == "" || s.faults == nil {
+	if s.opts.HTTP.AdminKey == "" || s.faults == nil {
 		return
 	}
-	h := faults.NewAdminHandler(s.faults, s.cfg.AdminKey)
+	h := faults.NewAdminHandler(s.faults, s.opts.HTTP.AdminKey)
 	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost} {
 		r.Method(m, "/admin/faults", h)
 	}

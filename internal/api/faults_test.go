@@ -94,7 +94,13 @@ type timedEvent struct {
 
 func streamRaw(t *testing.T, env *testEnv, body string, headers ...string) (*http.Response, []timedEvent, error) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", env.URL+"/v1/chat/completions", strings.NewReader(body))
+	return streamRawAt(t, env, "/v1/chat/completions", body, headers...)
+}
+
+// streamRawAt is streamRaw on another endpoint.
+func streamRawAt(t *testing.T, env *testEnv, path, body string, headers ...string) (*http.Response, []timedEvent, error) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", env.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])

@@ -131,7 +131,7 @@ func TestStream_EngineRejectionMidStream(t *testing.T) {
 	for _, eng := range engines {
 		wg.Go(func() { _ = eng.Run(ctx) })
 	}
-	srv := NewServer(large, engines, Deps{Now: fixedNow})
+	srv := NewServer(testOptions(large), engines, Deps{Now: fixedNow})
 	ts := httptest.NewServer(srv.Handler())
 	defer func() { ts.Close(); cancel(); wg.Wait() }()
 	env := &testEnv{t: t, cfg: large, srv: srv, engines: engines, ts: ts, URL: ts.URL, client: ts.Client()}

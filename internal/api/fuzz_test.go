@@ -28,7 +28,7 @@ func startFuzzServer(f *testing.F) http.Handler {
 		cancel()
 		wg.Wait()
 	})
-	return NewServer(cfg, []*engine.Engine{eng}, Deps{Now: fixedNow}).Handler()
+	return NewServer(testOptions(cfg), []*engine.Engine{eng}, Deps{Now: fixedNow}).Handler()
 }
 
 // FuzzGenerateHandler sends arbitrary bodies through the whole HTTP stack

@@ -36,6 +36,24 @@ type surface interface {
 	encoder(j *job) eventEncoder
 }
 
+// errorWriter answers an error in a surface's own error shape.
+type errorWriter func(w http.ResponseWriter, e *apiError)
+
+// errorShaper is implemented by the surfaces whose errors do not use the
+// OpenAI shape of writeError (SGLang's {"error":{"message"}}).
+type errorShaper interface {
+	writeError(w http.ResponseWriter, e *apiError)
+}
+
+// errorWriterOf returns the surface's error writer: its own, else
+// writeError.
+func errorWriterOf(surf surface) errorWriter {
+	if es, ok := surf.(errorShaper); ok {
+		return es.writeError
+	}
+	return writeError
+}
+
 // openAISurface is /v1/chat/completions (chat) or /v1/completions.
 type openAISurface struct{ chat bool }
 
@@ -51,55 +69,57 @@ func (a openAISurface) respond(j *job, w http.ResponseWriter) {
 	}
 }
 
-func (openAISurface) encoder(*job) eventEncoder { return nil }
+func (openAISurface) encoder(j *job) eventEncoder { return newOpenAIEncoder(j) }
 
 // handleSurface serves one generation endpoint.
 func handleSurface(s *Server, surf surface) http.Handler {
+	fail := errorWriterOf(surf)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		created := s.now().Unix()
 		// The body has been read (readBodies): only now does the request
 		// count as load.
-		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		o, e := decodeBody(w, r, s.opts.HTTP.MaxRequestBodyBytes)
 		if e != nil {
-			writeError(w, e)
+			fail(w, e)
 			return
 		}
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 		g, e := surf.parse(s, o, r)
 		if e != nil {
-			writeError(w, e)
+			fail(w, e)
 			return
 		}
 		g.created = created
-		if s.cfg.EnableRequestIDHeaders {
+		if s.opts.HTTP.RequestIDHeaders {
 			w.Header().Set("X-Request-Id", g.baseID)
 		}
 		fault, e := s.decideFault(r, g)
 		if e != nil {
-			writeError(w, e)
+			fail(w, e)
 			return
 		}
-		if s.answerStatusFault(w, g, fault) {
+		if s.answerStatusFault(w, g, fault, fail) {
 			return
 		}
 		release, e, hit := s.limits.admit(w.Header(), requestCost(g))
 		if e != nil {
 			s.log.Debug("rate limit", "request_id", g.baseID, "limit", hit)
 			s.countFault(hit)
-			writeError(w, e)
+			fail(w, e)
 			return
 		}
 		defer release()
-		if delayFault(w, r, fault) {
+		if delayFault(w, r, fault, fail) {
 			return
 		}
 		j, e := s.submit(r.Context(), g)
 		if e != nil {
-			writeError(w, e)
+			fail(w, e)
 			return
 		}
 		defer j.release()
+		j.fail = fail
 		if fault.MidStream() {
 			j.fault = fault
 		}
@@ -130,6 +150,7 @@ type job struct {
 	rejected   int // index+1 of a choice the engine rejected
 
 	fault faults.Fault // a mid-stream fault to carry out (Kind "" = none)
+	fail  errorWriter  // answers errors in the surface's shape
 
 	// Disaggregated prefill: the bootstrap room and, once the blocks are
 	// held, the response's kv_transfer_params.
@@ -168,7 +189,7 @@ func (s *Server) submit(ctx context.Context, g *genRequest) (*job, *apiError) {
 	}
 	eng := s.engines[rank]
 	total := len(g.prompts) * g.n
-	j := &job{s: s, g: g, rank: rank, eng: eng, out: engine.NewOutput(),
+	j := &job{s: s, g: g, rank: rank, eng: eng, out: engine.NewOutput(), fail: writeError,
 		reqs: make([]engine.Request, total), ch: make([]choice, total)}
 	arrival := eng.Clock().Now()
 	base := s.planParams(g)
@@ -178,7 +199,7 @@ func (s *Server) submit(ctx context.Context, g *genRequest) (*job, *apiError) {
 	}
 	for pi := range g.prompts {
 		ps := &g.prompts[pi]
-		seed := plan.RequestSeed(g.seed, s.cfg.Seed, ps.ids)
+		seed := plan.RequestSeed(g.seed, s.opts.Seed, ps.ids)
 		for c := range g.n {
 			idx := pi*g.n + c
 			p := base
@@ -282,7 +303,7 @@ func (j *job) record(it *engine.OutputItem) *choice {
 
 // rejectionError is the answer to an engine-level rejection (normally
 // caught before submission by the same rule, Engine.CheckAdmissible, in
-// parseGenerate).
+// checkCapacity).
 func (j *job) rejectionError() *apiError {
 	return errInvalid("", "%s", j.ch[j.rejected-1].fin.Rejection.Message)
 }
@@ -333,12 +354,12 @@ func (j *job) await(ctx context.Context) (bool, *apiError) {
 func (j *job) collect(w http.ResponseWriter, r *http.Request) bool {
 	if ok, e := j.await(r.Context()); !ok {
 		if e != nil {
-			writeError(w, e)
+			j.fail(w, e)
 		}
 		return false
 	}
 	if j.rejected > 0 {
-		writeError(w, j.rejectionError())
+		j.fail(w, j.rejectionError())
 		return false
 	}
 	return !j.respondFault(w, r)
@@ -352,7 +373,7 @@ func (j *job) usage() usage {
 		p += len(j.g.prompts[i].ids)
 	}
 	u := usage{PromptTokens: p, TotalTokens: p + j.completion, CompletionTokens: j.completion}
-	if j.s.cfg.EnablePromptTokensDetails {
+	if j.s.opts.HTTP.PromptTokensDetails {
 		u.PromptTokensDetails = &promptTokensDetails{CachedTokens: j.ch[0].fin.CachedTokens}
 	}
 	return u
@@ -377,8 +398,8 @@ func (j *job) chatResponse() *chatResponse {
 	for i := range j.ch {
 		ch := &j.ch[i]
 		reasoning, content := ch.plan.Texts(ch.n)
-		msg := chatMessage{Content: content, ReasoningKey: j.s.cfg.ReasoningField}
-		if j.s.cfg.Reasoning != nil && reasoning != "" {
+		msg := chatMessage{Content: content, ReasoningKey: string(j.s.opts.Generation.ReasoningField)}
+		if j.s.opts.Generation.Reasoning != nil && reasoning != "" {
 			msg.Reasoning = &reasoning
 		}
 		finish, stop := ch.reasons()

@@ -2,13 +2,11 @@ package api
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
 )
 
 func TestMain(m *testing.M) {
@@ -47,28 +46,7 @@ var fixedNow = func() time.Time { return time.Unix(1760000000, 0) }
 // the test defaults (no simulated delay).
 func testConfig(t testing.TB, overlay map[string]any) *config.Config {
 	t.Helper()
-	o := map[string]any{"speedup_ratio": "inf"}
-	maps.Copy(o, overlay)
-	// The loader takes JSON-decoded values (numbers as json.Number).
-	b, err := json.Marshal(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	o = nil
-	if err := dec.Decode(&o); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, err := config.Load(config.LoadOptions{
-		Overlay:   o,
-		LookupEnv: func(string) (string, bool) { return "", false },
-		Hostname:  func() (string, error) { return "test", nil },
-	})
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	return cfg
+	return testcfg.Load(t, overlay)
 }
 
 // startServer runs the engines and the HTTP server of a configuration.
@@ -108,7 +86,7 @@ func startServerConn(t testing.TB, cfg *config.Config, opts func(rank int) engin
 	if d.Now == nil {
 		d.Now = fixedNow
 	}
-	srv := NewServer(cfg, engines, d)
+	srv := NewServer(testOptions(cfg), engines, d)
 	ts := httptest.NewUnstartedServer(srv.Handler())
 	ts.Config.ConnContext = connContext // ConnContext: streams are delivered as in production
 	ts.Start()
@@ -264,6 +242,12 @@ const helloChat = `{"messages":[{"role":"user","content":"Hello!"}]`
 // The connection is closed when the test ends.
 func (e *testEnv) startNonReader() net.Conn {
 	e.t.Helper()
+	return e.startNonReaderOf("/v1/chat/completions", helloChat+`,"max_tokens":20000,"stream":true,"logprobs":true,"top_logprobs":20}`)
+}
+
+// startNonReaderOf is startNonReader with another streamed request.
+func (e *testEnv) startNonReaderOf(path, body string) net.Conn {
+	e.t.Helper()
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
@@ -276,7 +260,6 @@ func (e *testEnv) startNonReader() net.Conn {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { c.Close() })
-	body := helloChat + `,"max_tokens":20000,"stream":true,"logprobs":true,"top_logprobs":20}`
-	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
 	return c
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
@@ -33,7 +34,7 @@ func (l *logprobRenderer) appendToken(b []byte, id uint32, text string) []byte {
 		b = strconv.AppendUint(b, uint64(id), 10)
 		return append(b, '"')
 	}
-	return appendString(b, text)
+	return jsonenc.AppendString(b, text)
 }
 
 // appendTokenBytes appends the UTF-8 bytes of the token string.

@@ -90,12 +90,12 @@ func (s *Server) loadAdapter(name, path, baseModel string) *apiError {
 		return &apiError{Status: http.StatusBadRequest, Type: typeInvalidUserInput,
 			Message: fmt.Sprintf("The lora adapter '%s' has already been loaded.", name)}
 	}
-	if s.cfg.LoRAPathCheck == "exists" {
-		if e := checkAdapterPath(name, path, s.cfg.MaxLoRARank); e != nil {
+	if s.opts.LoRA.PathCheck == LoRAPathExists {
+		if e := checkAdapterPath(name, path, s.opts.LoRA.MaxRank); e != nil {
 			return e
 		}
 	}
-	parent := s.cfg.ServedName()
+	parent := s.opts.Model.ServedName()
 	if baseModel != "" && s.served[baseModel] {
 		parent = baseModel
 	}
@@ -166,7 +166,7 @@ func checkAdapterPath(name, path string, maxRank int) *apiError {
 // LoadStaticAdapters loads the adapters of --lora-modules, with the checks
 // of a runtime load; a failure stops startup, as in vLLM.
 func (s *Server) LoadStaticAdapters() error {
-	for _, m := range s.cfg.LoRAModuleList() {
+	for _, m := range s.opts.LoRA.Modules {
 		if e := s.loadAdapter(m.Name, m.Path, m.BaseModelName); e != nil {
 			return fmt.Errorf("--lora-modules %s: %s", m.Name, e.Message)
 		}
@@ -177,7 +177,7 @@ func (s *Server) LoadStaticAdapters() error {
 // handleLoadAdapter is POST /v1/load_lora_adapter.
 func handleLoadAdapter(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		o, e := decodeBody(w, r, s.opts.HTTP.MaxRequestBodyBytes)
 		if e == nil {
 			e = adapterRequestFields(o, "lora_name", "lora_path")
 		}
@@ -197,7 +197,7 @@ func handleLoadAdapter(s *Server) http.Handler {
 // handleUnloadAdapter is POST /v1/unload_lora_adapter.
 func handleUnloadAdapter(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
+		o, e := decodeBody(w, r, s.opts.HTTP.MaxRequestBodyBytes)
 		if e == nil {
 			e = adapterRequestFields(o, "lora_name")
 		}

@@ -10,7 +10,7 @@ import (
 // serves it (vllm/entrypoints/anthropic): the request is translated into a
 // chat completions request and runs through the chat path; the output is
 // written as Anthropic content blocks or stream events. Errors use
-// Anthropic's shape (anthropicErrors).
+// Anthropic's shape (writeAnthropicError).
 type messagesSurface struct{}
 
 // messagesRequest holds what the Anthropic rendering needs.
@@ -59,18 +59,29 @@ func (messagesSurface) parse(s *Server, o object, r *http.Request) (*genRequest,
 	if maxTokens.I <= 0 {
 		return nil, errInvalid("max_tokens", "max_tokens must be positive, got %s", maxTokens)
 	}
-	chat := map[string]json.RawMessage{}
-	for _, k := range []string{"model", "temperature", "top_p", "top_k", "stream", "kv_transfer_params", "chat_template_kwargs"} {
-		if v, ok := o.raw(k); ok {
-			chat[k] = v
-		}
-	}
 	if name, _ := o.String("model"); name == "" && o.failed() == nil {
 		return nil, errInvalid("model", "Model is required")
 	}
-	chat["max_tokens"] = json.RawMessage(maxTokens.Raw)
-	if v, ok := o.Kind("stop_sequences", "array"); ok {
-		chat["stop"] = v
+	in, e := messagesInput(o, maxTokens)
+	if e != nil {
+		return nil, e
+	}
+	g, e := s.buildGenerate(in, r)
+	if e != nil {
+		return nil, e
+	}
+	g.messages = &messagesRequest{promptTokens: len(g.prompts[0].ids)}
+	return g, nil
+}
+
+// messagesInput reads a Messages body into the typed generation input.
+// The conversation and the tools are translated into their chat forms, as
+// vLLM translates them: the chat template renders those, and the tool
+// checks read them (the input's body); the scalar fields go straight in.
+func messagesInput(o object, maxTokens num) (*genInput, *apiError) {
+	chat := map[string]json.RawMessage{}
+	if v, ok := o.raw("chat_template_kwargs"); ok {
+		chat["chat_template_kwargs"] = v
 	}
 	msgs, e := anthropicMessages(o)
 	if e != nil {
@@ -80,20 +91,26 @@ func (messagesSurface) parse(s *Server, o object, r *http.Request) (*genRequest,
 	if e := anthropicTools(o, chat); e != nil {
 		return nil, e
 	}
-	if o.Bool("stream", false) {
-		// vLLM asks its chat stream for usage on every chunk: message_start
-		// reports the prompt tokens, message_delta the totals.
-		chat["stream_options"] = json.RawMessage(`{"include_usage":true,"continuous_usage_stats":true}`)
+	in := &genInput{chat: true, body: object{m: chat, err: new(*apiError)}, addGen: true, includeUsage: true}
+	in.model, in.hasModel = o.String("model")
+	in.maxTokens = maxTokens
+	in.sampling = samplingInput{temperature: o.Float("temperature"), topP: o.Float("top_p"), topK: o.Int("top_k")}
+	if _, ok := o.Kind("stop_sequences", "array"); ok {
+		in.stop, in.stopSet = parseStopAt(o, "stop_sequences")
 	}
+	// vLLM asks its chat stream for usage on every chunk: message_start
+	// reports the prompt tokens, message_delta the totals.
+	in.stream = o.Bool("stream", false)
+	in.hasStreamOpts, in.continuous = in.stream, in.stream
+	in.pd = parsePD(o)
 	if e := o.failed(); e != nil {
 		return nil, e
 	}
-	g, e := s.parseGenerate(object{m: chat, err: new(*apiError)}, r, true)
-	if e != nil {
-		return nil, e
+	in.msgs, in.badPart = parseMessages(in.body)
+	if a, ok := in.body.Kind("tools", "array"); ok {
+		in.toolsJSON = compactJSON(a)
 	}
-	g.messages = &messagesRequest{promptTokens: len(g.prompts[0].ids)}
-	return g, nil
+	return in, in.body.failed()
 }
 
 // anthropicMessages translates system and messages into chat messages as

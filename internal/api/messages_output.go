@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/httperr"
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 	"github.com/zeebo/xxh3"
 )
 
@@ -48,12 +50,12 @@ func (messagesSurface) respond(j *job, w http.ResponseWriter) {
 	}
 	b := make([]byte, 0, 256+len(reasoning)+len(content))
 	b = append(b, `{"id":"chatcmpl-`...)
-	b = appendStringContent(b, g.baseID)
+	b = jsonenc.AppendStringContent(b, g.baseID)
 	b = append(b, `","type":"message","role":"assistant","content":[`...)
 	n := 0
-	if j.s.cfg.Reasoning != nil && reasoning != "" {
+	if j.s.opts.Generation.Reasoning != nil && reasoning != "" {
 		b = append(b, `{"type":"thinking","thinking":`...)
-		b = appendString(b, reasoning)
+		b = jsonenc.AppendString(b, reasoning)
 		b = append(b, `,"signature":"`...)
 		b = append(b, anthropicSignature(g.baseID)...)
 		b = append(b, `"}`...)
@@ -64,7 +66,7 @@ func (messagesSurface) respond(j *job, w http.ResponseWriter) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":"text","text":`...)
-		b = appendString(b, content)
+		b = jsonenc.AppendString(b, content)
 		b = append(b, '}')
 		n++
 	}
@@ -73,16 +75,16 @@ func (messagesSurface) respond(j *job, w http.ResponseWriter) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = appendString(b, c.ID)
+		b = jsonenc.AppendString(b, c.ID)
 		b = append(b, `,"name":`...)
-		b = appendString(b, c.Name)
+		b = jsonenc.AppendString(b, c.Name)
 		b = append(b, `,"input":`...)
 		b = appendToolInput(b, c.Arguments)
 		b = append(b, '}')
 		n++
 	}
 	b = append(b, `],"model":`...)
-	b = appendString(b, g.model)
+	b = jsonenc.AppendString(b, g.model)
 	b = append(b, `,"stop_reason":"`...)
 	b = append(b, anthropicStopReason(finish)...)
 	b = append(b, `","usage":{"input_tokens":`...)
@@ -90,7 +92,7 @@ func (messagesSurface) respond(j *job, w http.ResponseWriter) {
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(j.completion), 10)
 	b = append(b, "}}"...)
-	writeJSON(w, http.StatusOK, b)
+	httperr.Write(w, http.StatusOK, b)
 }
 
 func (messagesSurface) encoder(j *job) eventEncoder { return &messagesEncoder{j: j} }
@@ -125,9 +127,9 @@ func (m *messagesEncoder) openToolUse(b []byte, k int) []byte {
 	call := m.j.ch[0].calls.calls[k]
 	b = appendEventHeader(b, "content_block_start")
 	b = append(b, `{"type":"content_block_start","content_block":{"type":"tool_use","id":`...)
-	b = appendString(b, call.id)
+	b = jsonenc.AppendString(b, call.id)
 	b = append(b, `,"name":`...)
-	b = appendString(b, call.name)
+	b = jsonenc.AppendString(b, call.name)
 	b = append(b, `,"input":{}},"index":`...)
 	b = strconv.AppendInt(b, int64(m.index), 10)
 	return append(b, "}\n\n"...)
@@ -145,7 +147,7 @@ func (m *messagesEncoder) renderCall(b []byte, ch *choice, pos int) []byte {
 	}
 	b = appendEventHeader(b, "content_block_delta")
 	b = append(b, `{"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":`...)
-	b = appendString(b, step.args)
+	b = jsonenc.AppendString(b, step.args)
 	b = append(b, `},"index":`...)
 	b = strconv.AppendInt(b, int64(m.index), 10)
 	return append(b, "}\n\n"...)
@@ -164,9 +166,9 @@ func (m *messagesEncoder) messageStart(b []byte) []byte {
 	g := m.j.g
 	b = appendEventHeader(b, "message_start")
 	b = append(b, `{"type":"message_start","message":{"id":"chatcmpl-`...)
-	b = appendStringContent(b, g.baseID)
+	b = jsonenc.AppendStringContent(b, g.baseID)
 	b = append(b, `","content":[],"model":`...)
-	b = appendString(b, g.model)
+	b = jsonenc.AppendString(b, g.model)
 	b = append(b, `,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(g.messages.promptTokens), 10)
 	return append(b, `,"output_tokens":0}}}`+"\n\n"...)
@@ -238,7 +240,7 @@ func (m *messagesEncoder) token(b []byte, ch *choice, pos int) []byte {
 	b = append(b, `_delta","`...)
 	b = append(b, typ...) // the field is named like the block: text, thinking
 	b = append(b, `":`...)
-	b = appendString(b, text)
+	b = jsonenc.AppendString(b, text)
 	b = append(b, `},"index":`...)
 	b = strconv.AppendInt(b, int64(m.index), 10)
 	return append(b, "}\n\n"...)
@@ -271,6 +273,6 @@ func (m *messagesEncoder) fail(b []byte, e *apiError) []byte {
 	b = append(b, `{"type":"error","error":{"type":"`...)
 	b = append(b, anthropicErrorType(e.Status)...)
 	b = append(b, `","message":`...)
-	b = appendString(b, e.Message)
+	b = jsonenc.AppendString(b, e.Message)
 	return append(b, "}}\n\n"...)
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 // cors puts Access-Control-Allow-Origin on every response and answers every
@@ -56,7 +58,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if guardedPath(r.URL.Path) && !s.authorized(r) {
-			writeJSON(w, http.StatusUnauthorized, bodyUnauthorized)
+			httperr.Write(w, http.StatusUnauthorized, bodyUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -77,9 +79,14 @@ func guardedPath(p string) bool {
 // startupGate answers 503 while the startup time runs, as a real server does
 // while it loads the model.
 func (s *Server) startupGate(next http.Handler) http.Handler {
+	return s.startupGateIn(next, writeError)
+}
+
+// startupGateIn is startupGate answering in a surface's error shape.
+func (s *Server) startupGateIn(next http.Handler, fail errorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.ready.Load() {
-			writeError(w, errStartingUp)
+			fail(w, errStartingUp)
 			return
 		}
 		next.ServeHTTP(w, r)

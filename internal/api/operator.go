@@ -22,10 +22,13 @@ func (s *Server) SetDraining(draining bool) { s.draining.Store(draining) }
 func (s *Server) SetHealthFailing(failing bool) { s.healthFailing.Store(failing) }
 
 // drainGate refuses new generation requests while draining.
-func (s *Server) drainGate(next http.Handler) http.Handler {
+func (s *Server) drainGate(next http.Handler) http.Handler { return s.drainGateIn(next, writeError) }
+
+// drainGateIn is drainGate answering in a surface's error shape.
+func (s *Server) drainGateIn(next http.Handler, fail errorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.draining.Load() {
-			writeError(w, errDraining)
+			fail(w, errDraining)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -41,6 +41,7 @@ type genRequest struct {
 	n          int
 	maxReq     num    // M_req as sent (max_completion_tokens, else max_tokens)
 	maxParam   string // the field M_req came from
+	maxName    string // the surface's name of max_tokens
 	minTokens  int
 	ignoreEOS  bool
 	stop       []string
@@ -68,6 +69,7 @@ type genRequest struct {
 	embed     *embedRequest     // /v1/embeddings
 	responses *responsesRequest // /v1/responses
 	messages  *messagesRequest  // /v1/messages
+	sglang    *sglangRequest    // SGLang's /generate
 }
 
 // promptSpec is one prompt after tokenization and the max-token and
@@ -115,309 +117,115 @@ func setOf(keys ...string) map[string]bool {
 	return m
 }
 
-// parseGenerate runs the field checks on a decoded body, in the order of
-// docs/http-api.md: types, model, values, prompt, KV capacity.
+// parseGenerate reads a chat or completions body into the typed input
+// (phase 1, field types and required fields) and runs the shared phases
+// on it (buildGenerate), in the order of docs/http-api.md: types, model,
+// values, prompt, KV capacity.
 func (s *Server) parseGenerate(o object, r *http.Request, chat bool) (*genRequest, *apiError) {
-	g := &genRequest{chat: chat, rank: -1}
+	s.logUnknownGenFields(o, r, chat)
+	in := readGenInput(o, chat, s.tok.VocabSize())
+	if err := o.failed(); err != nil {
+		return nil, err
+	}
+	return s.buildGenerate(in, r)
+}
+
+// logUnknownGenFields logs the chat or completions fields the server does
+// not know (the legacy guided_* fields are known to parseStructured).
+func (s *Server) logUnknownGenFields(o object, r *http.Request, chat bool) {
 	known := completionFields
 	if chat {
 		known = chatFields
 	}
-	if unknown := o.unknownKeys(known); len(unknown) > 0 {
-		for i := 0; i < len(unknown); i++ {
-			if strings.HasPrefix(unknown[i], "guided_") {
-				unknown = slices.Delete(unknown, i, i+1)
-				i--
-			}
-		}
-		if len(unknown) > 0 {
-			slices.Sort(unknown)
-			s.log.Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
-		}
+	unknown := slices.DeleteFunc(o.unknownKeys(known), func(k string) bool { return strings.HasPrefix(k, "guided_") })
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		s.log.Debug("ignoring unknown request fields", "path", r.URL.Path, "fields", unknown)
 	}
+}
 
-	// 6. Field types and required fields.
-	var (
-		msgs        []tokenizer.Message
-		badPart     string // path of a non-text content part
-		tools       []byte
-		addGen      bool
-		contFinal   bool
-		rawPrompts  []rawPrompt
-		emptyPrompt bool
-		badTokenID  string
-	)
-	if chat {
-		msgs, badPart = parseMessages(o)
-		if a, ok := o.Kind("tools", "array"); ok {
-			tools = compactJSON(a)
-		}
-		addGen = o.Bool("add_generation_prompt", true)
-		contFinal = o.Bool("continue_final_message", false)
-	} else {
-		rawPrompts, emptyPrompt, badTokenID = parsePrompt(o, s.tok.VocabSize())
-		g.echo = o.Bool("echo", false)
-	}
-	model, hasModel := o.String("model")
-	maxCompletion := num{}
-	if chat {
-		maxCompletion = o.Int("max_completion_tokens")
-	}
-	maxTokens := o.Int("max_tokens")
-	minTokens := o.Int("min_tokens")
-	g.ignoreEOS = o.Bool("ignore_eos", false)
-	stop, stopSet := parseStop(o)
-	stopIDs, _ := o.Array("stop_token_ids")
-	stopIDNums := make([]num, 0, min(len(stopIDs), maxStopTokenIDs+1))
-	for i, raw := range stopIDs {
-		if i > maxStopTokenIDs {
-			break // already too many; no need to look further
-		}
-		v, e := parseInt(raw, "stop_token_ids")
-		if e != nil {
-			o.fail(e)
-			break
-		}
-		stopIDNums = append(stopIDNums, v)
-	}
-	g.includeStr = o.Bool("include_stop_str_in_output", false)
-	n := o.Int("n")
-	g.stream = o.Bool("stream", false)
-	streamOpts, hasStreamOpts := o.Object("stream_options")
-	includeUsage, continuous := true, false
-	if hasStreamOpts {
-		includeUsage = streamOpts.Bool("include_usage", true)
-		continuous = streamOpts.Bool("continuous_usage_stats", false)
-	}
-	var chatLogprobs bool
-	var logprobsK, topLogprobs num
-	if chat {
-		chatLogprobs = o.Bool("logprobs", false)
-		topLogprobs = o.Int("top_logprobs")
-	} else {
-		logprobsK = o.Int("logprobs")
-	}
-	seed := o.Int("seed")
-	priority := o.Int("priority")
-	truncate := o.Int("truncate_prompt_tokens")
-	cacheSalt, hasSalt := o.String("cache_salt")
-	g.returnIDs = o.Bool("return_token_ids", false)
-	g.tokensAsIDs = o.Bool("return_tokens_as_token_ids", false)
-	bodyID, _ := o.String("request_id")
-	g.pd = parsePD(o) // disaggregation (disagg.go)
-	temperature := o.Float("temperature")
-	topP := o.Float("top_p")
-	topK := o.Int("top_k")
-	minP := o.Float("min_p")
-	freqPen := o.Float("frequency_penalty")
-	presPen := o.Float("presence_penalty")
-	repPen := o.Float("repetition_penalty")
-	var suffixSet bool
-	var bestOf num
-	if !chat {
-		_, suffixSet = o.String("suffix")
-		bestOf = o.Int("best_of")
-		o.Bool("add_special_tokens", true)
-	}
-	if err := o.failed(); err != nil {
-		return nil, err
-	}
-
-	// 7. Model name.
-	if e := s.resolveModel(g, model, hasModel); e != nil {
+// buildGenerate runs the phases every generation surface shares on a
+// typed input: the model (and LoRA adapter), the request id, the value
+// checks, the output constraints and tools, routing and disaggregation,
+// then rendering and tokenization, the per-prompt max-token and
+// context-length rules, and the KV capacity check.
+func (s *Server) buildGenerate(in *genInput, r *http.Request) (*genRequest, *apiError) {
+	g := &genRequest{chat: in.chat, rank: -1, echo: in.echo, ignoreEOS: in.ignoreEOS,
+		includeStr: in.includeStr, stream: in.stream, returnIDs: in.returnIDs,
+		tokensAsIDs: in.tokensAsIDs, pd: in.pd}
+	if e := s.resolveModel(g, in.model, in.hasModel); e != nil {
 		return nil, e
 	}
-	g.baseID = requestID(r.Header.Get("X-Request-Id"), bodyID)
-
-	// 8. Field values.
-	N := s.cfg.MaxModelLen
-	switch {
-	case chat && len(msgs) == 0:
-		return nil, errInvalid("messages", "messages must contain at least one message")
-	case badPart != "":
-		return nil, errInvalid(badPart, "Only text content parts are supported by mocker-server.")
-	case !chat && emptyPrompt:
-		return nil, errInvalid("prompt", "prompt must not be empty")
-	case badTokenID != "":
-		return nil, errInvalid("prompt", "Token id %s is out of vocabulary", badTokenID)
-	}
-	g.n = 1
-	if n.Set {
-		switch {
-		case n.I < 1:
-			return nil, errInvalid("n", "n must be at least 1, got %s.", n)
-		case n.I > maxN:
-			return nil, errInvalid("n", "n must be at most %d, got %s.", maxN, n)
-		}
-		g.n = int(n.I)
-	}
-	if !chat && bestOf.Set && bestOf.I != int64(g.n) {
-		return nil, errInvalid("best_of", "best_of is not supported")
-	}
-	if suffixSet {
-		return nil, errInvalid("suffix", "suffix is not currently supported")
-	}
-	switch {
-	case maxCompletion.Set:
-		g.maxReq, g.maxParam = maxCompletion, "max_completion_tokens"
-	case maxTokens.Set:
-		g.maxReq, g.maxParam = maxTokens, "max_tokens"
-	}
-	if g.maxReq.Set {
-		if g.maxReq.I < 1 {
-			return nil, errInvalid(g.maxParam, "%s must be at least 1, got %s.", g.maxParam, g.maxReq)
-		}
-		if g.maxReq.I > int64(N) {
-			return nil, errInvalid(g.maxParam, "%s=%s cannot be greater than max_model_len=max_total_tokens=%d. Please request fewer output tokens. (parameter=%s, value=%s)",
-				g.maxParam, g.maxReq, N, g.maxParam, g.maxReq)
-		}
-	}
-	if minTokens.Set {
-		if minTokens.I < 0 {
-			return nil, errInvalid("min_tokens", "min_tokens must be greater than or equal to 0, got %s.", minTokens)
-		}
-		// Values above max_model_len fail the "≤ effective max" check below.
-		g.minTokens = int(min(minTokens.I, int64(N)+1))
-	}
-	if e := checkSampling(temperature, topP, topK, minP, freqPen, presPen, repPen); e != nil {
-		return nil, e
-	}
-	if chat {
-		if topLogprobs.Set {
-			if topLogprobs.I < 0 || topLogprobs.I > maxLogprobs {
-				return nil, errInvalid("top_logprobs", "top_logprobs must be between 0 and %d, got %s.", maxLogprobs, topLogprobs)
-			}
-			if topLogprobs.I > 0 && !chatLogprobs {
-				return nil, errInvalid("top_logprobs", "when using `top_logprobs`, `logprobs` must be set to true.")
-			}
-			g.topLogprobs = int(topLogprobs.I)
-		}
-		g.logprobs = chatLogprobs
-	} else if logprobsK.Set {
-		if logprobsK.I < 0 || logprobsK.I > maxLogprobs {
-			return nil, errInvalid("logprobs", "logprobs must be between 0 and %d, got %s.", maxLogprobs, logprobsK)
-		}
-		g.logprobs, g.topLogprobs = true, int(logprobsK.I)
-	}
-	if o.has("prompt_logprobs") {
-		return nil, errInvalid("prompt_logprobs", "prompt_logprobs is not supported by mocker-server")
-	}
-	if stopSet {
-		if len(stop) > maxStopStrings {
-			return nil, errInvalid("stop", "stop must contain at most %d strings", maxStopStrings)
-		}
-		for _, st := range stop {
-			if st == "" {
-				return nil, errInvalid("stop", "stop strings must not be empty")
-			}
-			if len(st) > maxStopStringLen {
-				return nil, errInvalid("stop", "stop strings must be at most %d bytes, got %d", maxStopStringLen, len(st))
-			}
-		}
-		g.stop = stop
-	}
-	if len(stopIDs) > maxStopTokenIDs {
-		return nil, errInvalid("stop_token_ids", "stop_token_ids must contain at most %d ids", maxStopTokenIDs)
-	}
-	for _, v := range stopIDNums {
-		if v.I < 0 || v.I >= int64(s.tok.VocabSize()) {
-			return nil, errInvalid("stop_token_ids", "Token id %s is out of vocabulary", v)
-		}
-		g.stopIDs = append(g.stopIDs, uint32(v.I))
-	}
-	if truncate.Set {
-		if truncate.I < 1 || truncate.I > int64(N) {
-			return nil, errInvalid("truncate_prompt_tokens", "truncate_prompt_tokens must be between 1 and %d, got %s.", N, truncate)
-		}
-		g.truncate = int(truncate.I)
-	}
-	if hasSalt {
-		if cacheSalt == "" {
-			return nil, errInvalid("cache_salt", "cache_salt must be a non-empty string")
-		}
-		g.cacheSalt = cacheSalt
-	}
-	if e := s.setPriority(g, priority); e != nil {
-		return nil, e
-	}
-	if seed.Set {
-		v := seed.I
-		g.seed = &v
-	}
-	if hasStreamOpts && !g.stream {
-		return nil, errInvalid("stream_options", "Stream options can only be defined when `stream=True`.")
-	}
-	g.includeUsage = (hasStreamOpts && includeUsage) || s.cfg.EnableForceIncludeUsage
-	g.continuousUsage = hasStreamOpts && continuous
-	if chat && contFinal && addGen {
-		return nil, errInvalid("", "Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
-	}
-	var e *apiError
-	if g.structured, e = parseStructured(o); e != nil {
-		return nil, e
-	}
-	if chat {
-		if g.tools, e = s.parseTools(o); e != nil {
+	g.baseID = requestID(r.Header.Get("X-Request-Id"), in.bodyID)
+	for _, check := range [...]func(*genRequest, *genInput) *apiError{
+		checkInputs, s.checkLengths, checkSamplingOf, checkLogprobs, s.checkStops,
+		s.checkPromptOptions, s.checkConstraints,
+	} {
+		if e := check(g, in); e != nil {
 			return nil, e
 		}
-		if raw, _ := o.raw("tool_choice"); s.cfg.ExcludeToolsWhenToolChoiceNone && string(raw) == `"none"` {
-			tools = nil // vLLM renders no tools then
-		}
 	}
+	var e *apiError
 	if g.rank, e = s.headerRank(r); e != nil {
 		return nil, e
 	}
 	if e := s.checkPD(g); e != nil {
 		return nil, e
 	}
+	raw, e := s.tokenizePrompts(in)
+	if e != nil {
+		return nil, e
+	}
+	if e := s.checkPrompts(g, raw); e != nil {
+		return nil, e
+	}
+	return g, s.checkCapacity(g)
+}
 
-	// 9. Rendering, tokenization, max tokens, context length.
-	if chat {
-		text, e := s.renderChat(o, msgs, tools, addGen, contFinal)
+// tokenizePrompts renders a chat request with its template or tokenizes
+// the text prompts of a completions request (phase 9).
+func (s *Server) tokenizePrompts(in *genInput) ([]rawPrompt, *apiError) {
+	if in.chat {
+		text, e := s.renderChat(in.body, in.msgs, in.toolsJSON, in.addGen, in.contFinal)
 		if e != nil {
 			return nil, e
 		}
 		// A rendered chat prompt already holds the template's special
 		// tokens; vLLM adds none (add_special_tokens defaults to false).
-		rawPrompts = []rawPrompt{{text: text, ids: s.tok.Encode(text, false), isText: true}}
-	} else {
-		for i := range rawPrompts {
-			if rawPrompts[i].isText {
-				rawPrompts[i].ids = s.tok.Encode(rawPrompts[i].text, true)
-			}
+		return []rawPrompt{{text: text, ids: s.tok.Encode(text, false), isText: true}}, nil
+	}
+	for i := range in.prompts {
+		if in.prompts[i].isText {
+			in.prompts[i].ids = s.tok.Encode(in.prompts[i].text, true)
 		}
 	}
-	g.prompts = make([]promptSpec, len(rawPrompts))
-	for i, rp := range rawPrompts {
+	return in.prompts, nil
+}
+
+// checkPrompts truncates each prompt and applies the max-token and
+// context-length rules (checkPrompt).
+func (s *Server) checkPrompts(g *genRequest, raw []rawPrompt) *apiError {
+	g.prompts = make([]promptSpec, len(raw))
+	for i, rp := range raw {
 		ps, e := s.checkPrompt(g, rp)
 		if e != nil {
-			return nil, e
+			return e
 		}
 		g.prompts[i] = ps
 		g.maxEffective = max(g.maxEffective, ps.m)
 	}
-
-	// 10. KV capacity: the engine's own rule, so the answer here and a
-	// rejection at the head of its queue can never disagree. Every rank
-	// has the same configuration, so rank 0 answers for all.
-	for _, ps := range g.prompts {
-		if rej := s.engines[0].CheckAdmissible(len(ps.ids), ps.m); rej != nil {
-			return nil, errInvalid("", "%s", rej.Message)
-		}
-	}
-	return g, nil
+	return nil
 }
 
-// setPriority applies a request's priority field: any value but 0 needs
-// the priority scheduling policy.
-func (s *Server) setPriority(g *genRequest, priority num) *apiError {
-	if !priority.Set || priority.I == 0 {
-		return nil
+// checkCapacity is phase 10, KV capacity: the engine's own rule, so the
+// answer here and a rejection at the head of its queue can never disagree.
+// Every rank has the same configuration, so rank 0 answers for all.
+func (s *Server) checkCapacity(g *genRequest) *apiError {
+	for _, ps := range g.prompts {
+		if rej := s.engines[0].CheckAdmissible(len(ps.ids), ps.m); rej != nil {
+			return errInvalid("", "%s", rej.Message)
+		}
 	}
-	if s.cfg.SchedulingPolicy != engine.SchedulePriority {
-		return errInvalid("priority", "Got priority %s but Priority scheduling is not enabled.", priority)
-	}
-	g.priority = int(max(min(priority.I, 1<<31-1), -(1 << 31)))
 	return nil
 }
 
@@ -426,7 +234,7 @@ func (s *Server) setPriority(g *genRequest, priority num) *apiError {
 // accepted; responses carry the first one whichever was asked for, as
 // vLLM's do, or the LoRA adapter's name.
 func (s *Server) resolveModel(g *genRequest, model string, hasModel bool) *apiError {
-	g.model = s.cfg.ServedName()
+	g.model = s.opts.Model.ServedName()
 	if !hasModel {
 		return nil
 	}
@@ -457,7 +265,7 @@ func (s *Server) checkPrompt(g *genRequest, rp rawPrompt) (promptSpec, *apiError
 		ids = ids[len(ids)-g.truncate:]
 		truncated = true
 	}
-	N, p := s.cfg.MaxModelLen, len(ids)
+	N, p := s.opts.Model.MaxModelLen, len(ids)
 	var m int
 	switch {
 	case g.maxReq.Set:
@@ -468,7 +276,7 @@ func (s *Server) checkPrompt(g *genRequest, rp rawPrompt) (promptSpec, *apiError
 	case p > N:
 		return promptSpec{}, contextLengthError(N, 0, p, rp.isText)
 	case p == N:
-		return promptSpec{}, errInvalid("max_tokens", "max_tokens must be at least 1, got 0.")
+		return promptSpec{}, errInvalid(g.maxName, "%s must be at least 1, got 0.", g.maxName)
 	case g.chat:
 		m = N - p
 	default:
@@ -605,24 +413,25 @@ func parseMessages(o object) (msgs []tokenizer.Message, badPart string) {
 // parsePrompt reads the completions prompt: a string, an array of strings,
 // an array of ids or an array of id arrays. Emptiness and out-of-vocabulary
 // ids are value errors reported after the model check.
-func parsePrompt(o object, vocabSize int) (prompts []rawPrompt, empty bool, badID string) {
-	raw, ok := o.raw("prompt")
+func parsePrompt(o object, key string, vocabSize int) (prompts []rawPrompt, empty bool, badID string) {
+	raw, ok := o.raw(key)
 	if !ok {
 		if o.failed() == nil {
-			o.fail(errFieldRequired("prompt"))
+			o.fail(errFieldRequired(o.name(key)))
 		}
 		return nil, false, ""
 	}
 	switch raw[0] {
 	case '"':
-		text, _ := o.String("prompt")
+		text, _ := o.String(key)
 		return []rawPrompt{{text: text, isText: true}}, text == "", ""
 	case '[':
 	default:
-		o.fail(errFieldType("prompt", "string"))
+		o.fail(errFieldType(o.name(key), "string"))
 		return nil, false, ""
 	}
-	elems, e := parseArray(raw, "prompt")
+	path := o.name(key)
+	elems, e := parseArray(raw, path)
 	if e != nil {
 		o.fail(e)
 		return nil, false, ""
@@ -634,7 +443,7 @@ func parsePrompt(o object, vocabSize int) (prompts []rawPrompt, empty bool, badI
 	case elems[0][0] == '"':
 		prompts = make([]rawPrompt, len(elems))
 		for i, el := range elems {
-			s, e := parseString(el, "prompt["+itoa(i)+"]")
+			s, e := parseString(el, path+"["+itoa(i)+"]")
 			if e != nil {
 				o.fail(e)
 				return nil, false, ""
@@ -646,13 +455,13 @@ func parsePrompt(o object, vocabSize int) (prompts []rawPrompt, empty bool, badI
 	case elems[0][0] == '[':
 		prompts = make([]rawPrompt, len(elems))
 		for i, el := range elems {
-			path := "prompt[" + itoa(i) + "]"
-			inner, e := parseArray(el, path)
+			ipath := path + "[" + itoa(i) + "]"
+			inner, e := parseArray(el, ipath)
 			if e != nil {
 				o.fail(e)
 				return nil, false, ""
 			}
-			ids, bad, e := parseIDs(inner, path, vocabSize)
+			ids, bad, e := parseIDs(inner, ipath, vocabSize)
 			if e != nil {
 				o.fail(e)
 				return nil, false, ""
@@ -665,7 +474,7 @@ func parsePrompt(o object, vocabSize int) (prompts []rawPrompt, empty bool, badI
 		}
 		return prompts, empty, badID
 	}
-	ids, bad, e := parseIDs(elems, "prompt", vocabSize)
+	ids, bad, e := parseIDs(elems, path, vocabSize)
 	if e != nil {
 		o.fail(e)
 		return nil, false, ""
@@ -694,18 +503,23 @@ func parseIDs(elems []json.RawMessage, path string, vocabSize int) (ids []uint32
 }
 
 // parseStop reads stop: a string or an array of strings.
-func parseStop(o object) ([]string, bool) {
-	raw, ok := o.raw("stop")
+func parseStop(o object) ([]string, bool) { return parseStopAt(o, "stop") }
+
+// parseStopAt reads stop strings under a surface's name for them (SGLang's
+// sampling_params.stop, Anthropic's stop_sequences).
+func parseStopAt(o object, key string) ([]string, bool) {
+	raw, ok := o.raw(key)
 	if !ok {
 		return nil, false
 	}
 	if raw[0] == '"' {
-		s, _ := o.String("stop")
+		s, _ := o.String(key)
 		return []string{s}, o.failed() == nil
 	}
-	elems, e := parseArray(raw, "stop")
+	path := o.name(key)
+	elems, e := parseArray(raw, path)
 	if e != nil {
-		o.fail(errFieldType("stop", "array"))
+		o.fail(errFieldType(path, "array"))
 		return nil, false
 	}
 	if len(elems) > maxStopStrings {
@@ -713,7 +527,7 @@ func parseStop(o object) ([]string, bool) {
 	}
 	out := make([]string, len(elems))
 	for i, el := range elems {
-		s, e := parseString(el, "stop["+itoa(i)+"]")
+		s, e := parseString(el, path+"["+itoa(i)+"]")
 		if e != nil {
 			o.fail(e)
 			return nil, false
@@ -757,8 +571,8 @@ func (s *Server) planParams(g *genRequest) plan.Params {
 	p := plan.Params{
 		SetsMax:                g.maxReq.Set,
 		Chat:                   g.chat,
-		Mode:                   s.cfg.OutputLenMode,
-		NaturalOutputLen:       s.cfg.NaturalOutputLen,
+		Mode:                   s.opts.Generation.OutputLenMode,
+		NaturalOutputLen:       s.opts.Generation.NaturalOutputLen,
 		IgnoreEOS:              g.ignoreEOS,
 		MinTokens:              g.minTokens,
 		StopTokenIDs:           g.stopIDs,
@@ -766,9 +580,7 @@ func (s *Server) planParams(g *genRequest) plan.Params {
 		IncludeStopStrInOutput: g.includeStr,
 		Model:                  s.tok,
 	}
-	if rc := s.cfg.Reasoning; rc != nil {
-		p.Reasoning = &plan.Reasoning{StartID: rc.StartThinkingTokenID, EndID: rc.EndThinkingTokenID, Ratio: rc.ThinkingRatio}
-	}
+	p.Reasoning = s.opts.Generation.Reasoning
 	return p
 }
 

@@ -32,7 +32,8 @@ func (st *streamer) prepareNext() {
 	st.next.frame = st.next.frame[:0]
 	j := st.j
 	g := j.g
-	if !g.chat || st.enc != nil || st.perPass || g.logprobs || g.continuousUsage || len(j.ch) != 1 {
+	e, ok := st.enc.(*openAIEncoder)
+	if !ok || !g.chat || e.perPass || g.logprobs || g.continuousUsage || len(j.ch) != 1 {
 		return
 	}
 	ch := &j.ch[0]
@@ -44,11 +45,11 @@ func (st *streamer) prepareNext() {
 	if text == "" {
 		return
 	}
-	st.one[0] = ch.plan.IDs[pos]
-	st.chatChunk(0, ch, text, reasoning, st.one[:], false)
+	e.one[0] = ch.plan.IDs[pos]
+	e.chatChunk(0, ch, text, reasoning, e.one[:], false)
 	st.next.frame = appendChunk(st.next.frame, st.buf)
 	st.buf = st.buf[:0]
-	st.next.pos, st.next.tok = pos, st.one[0]
+	st.next.pos, st.next.tok = pos, e.one[0]
 }
 
 // emitNext delivers items with the chunk rendered ahead when they are

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 
 	"github.com/mocker-server/mocker-server/internal/plan"
 )
@@ -61,7 +62,7 @@ func (m chatMessage) MarshalJSON() ([]byte, error) {
 	if m.ContentNull {
 		b = append(b, "null"...)
 	} else {
-		b = appendString(b, m.Content)
+		b = jsonenc.AppendString(b, m.Content)
 	}
 	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":`...)
 	b = appendToolCalls(b, m.ToolCalls)
@@ -70,12 +71,12 @@ func (m chatMessage) MarshalJSON() ([]byte, error) {
 	if key == "" {
 		key = "reasoning"
 	}
-	b = appendString(b, key)
+	b = jsonenc.AppendString(b, key)
 	b = append(b, ':')
 	if m.Reasoning == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendString(b, *m.Reasoning)
+		b = jsonenc.AppendString(b, *m.Reasoning)
 	}
 	return append(b, '}'), nil
 }

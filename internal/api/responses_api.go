@@ -51,15 +51,100 @@ var responsesFields = setOf("background", "include", "input", "instructions", "m
 
 func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequest, *apiError) {
 	s.logUnknownFields(o, r, responsesFields)
-	req := &responsesRequest{store: o.Bool("store", true), parallelToolCalls: o.Bool("parallel_tool_calls", true),
+	req, logprobs, e := readResponsesRequest(o)
+	if e != nil {
+		return nil, e
+	}
+	// The chat forms of the tools, the text format and the conversation,
+	// as vLLM translates them: the chat template renders them and the
+	// tool and constraint checks read them (the input's body).
+	chat := map[string]json.RawMessage{}
+	for _, k := range []string{"structured_outputs", "parallel_tool_calls"} {
+		if v, ok := o.raw(k); ok {
+			chat[k] = v
+		}
+	}
+	if e := responsesTools(o, req, chat); e != nil {
+		return nil, e
+	}
+	if e := responsesTextFormat(o, chat); e != nil {
+		return nil, e
+	}
+	var prev *storedResponse
+	if req.previousResponseID != nil {
+		if prev = rs.store.get(*req.previousResponseID); prev == nil {
+			return nil, errResponseNotFound(*req.previousResponseID)
+		}
+	}
+	if req.conversation, e = responsesConversation(o, req.instructions, prev); e != nil {
+		return nil, e
+	}
+	msgs, err := json.Marshal(req.conversation)
+	if err != nil {
+		return nil, errInvalid("input", "%v", err)
+	}
+	chat["messages"] = msgs
+	in, e := s.responsesInput(o, object{m: chat, err: new(*apiError)}, req, logprobs)
+	if e != nil {
+		return nil, e
+	}
+	g, e := s.buildGenerate(in, r)
+	if e != nil {
+		return nil, e
+	}
+	req.id = "resp_" + g.baseID
+	g.responses = req
+	return g, nil
+}
+
+// responsesInput reads a Responses body's generation fields straight into
+// the typed input, under the Responses names the shared checks report
+// (max_output_tokens, input); body holds the chat forms.
+func (s *Server) responsesInput(o, body object, req *responsesRequest, logprobs bool) (*genInput, *apiError) {
+	in := &genInput{chat: true, body: body, addGen: true, includeUsage: true,
+		maxTokensName: "max_output_tokens", msgsParam: "input"}
+	in.model, in.hasModel = o.String("model")
+	in.maxTokens = o.Int("max_output_tokens")
+	in.sampling = samplingInput{temperature: o.Float("temperature"), topP: o.Float("top_p"),
+		topK: o.Int("top_k"), repPen: o.Float("repetition_penalty")}
+	in.stream = o.Bool("stream", false)
+	in.seed = o.Int("seed")
+	in.stop, in.stopSet = parseStop(o)
+	in.ignoreEOS = o.Bool("ignore_eos", false)
+	in.priority = o.Int("priority")
+	in.cacheSalt, in.hasSalt = o.String("cache_salt")
+	in.bodyID, _ = o.String("request_id")
+	in.includeStr = o.Bool("include_stop_str_in_output", false)
+	if logprobs {
+		// vLLM samples logprobs only when the output text's are included;
+		// top_logprobs (default 0) is then the number of alternatives.
+		in.chatLogprobs, in.topLogprobs = true, o.Int("top_logprobs")
+	}
+	if req.truncation == "auto" {
+		n := s.opts.Model.MaxModelLen - 1
+		in.truncate = num{I: int64(n), F: float64(n), Raw: strconv.Itoa(n), Set: true}
+	}
+	if e := o.failed(); e != nil {
+		return nil, e
+	}
+	in.msgs, in.badPart = parseMessages(body)
+	if a, ok := body.Kind("tools", "array"); ok {
+		in.toolsJSON = compactJSON(a)
+	}
+	return in, body.failed()
+}
+
+// readResponsesRequest reads what the response object echoes, and whether
+// the output text's logprobs are included.
+func readResponsesRequest(o object) (req *responsesRequest, logprobs bool, e *apiError) {
+	req = &responsesRequest{store: o.Bool("store", true), parallelToolCalls: o.Bool("parallel_tool_calls", true),
 		serviceTier: "auto", truncation: "disabled", tools: "[]", toolChoice: `"auto"`}
 	if o.Bool("background", false) {
-		return nil, errInvalid("background", "background mode is not supported by mocker-server")
+		return nil, false, errInvalid("background", "background mode is not supported by mocker-server")
 	}
 	if o.has("prompt") {
-		return nil, errInvalid("prompt", "prompt template is not supported")
+		return nil, false, errInvalid("prompt", "prompt template is not supported")
 	}
-	logprobs := false
 	if inc, ok := o.Array("include"); ok {
 		for _, v := range inc {
 			logprobs = logprobs || string(v) == `"message.output_text.logprobs"`
@@ -76,7 +161,7 @@ func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequ
 	}
 	if v, ok := o.String("truncation"); ok {
 		if v != "auto" && v != "disabled" {
-			return nil, errInvalid("truncation", "truncation must be 'auto' or 'disabled', got '%s'", v)
+			return nil, false, errInvalid("truncation", "truncation must be 'auto' or 'disabled', got '%s'", v)
 		}
 		req.truncation = v
 	}
@@ -86,80 +171,14 @@ func (rs responsesSurface) parse(s *Server, o object, r *http.Request) (*genRequ
 			*dst = string(compactJSON(v))
 		}
 	}
-	temperature := o.Float("temperature")
-	topP := o.Float("top_p")
 	req.temperature, req.topP = "1.0", "1.0"
-	if temperature.Set {
-		req.temperature = pyrepr.Float(temperature.F)
+	if t := o.Float("temperature"); t.Set {
+		req.temperature = pyrepr.Float(t.F)
 	}
-	if topP.Set {
-		req.topP = pyrepr.Float(topP.F)
+	if p := o.Float("top_p"); p.Set {
+		req.topP = pyrepr.Float(p.F)
 	}
-	if e := o.failed(); e != nil {
-		return nil, e
-	}
-
-	chat := map[string]json.RawMessage{}
-	for _, k := range []string{"model", "temperature", "top_p", "top_k", "stream", "seed", "stop",
-		"ignore_eos", "priority", "cache_salt", "request_id", "repetition_penalty",
-		"include_stop_str_in_output", "structured_outputs", "skip_special_tokens", "parallel_tool_calls"} {
-		if v, ok := o.raw(k); ok {
-			chat[k] = v
-		}
-	}
-	if v, ok := o.raw("max_output_tokens"); ok {
-		chat["max_tokens"] = v
-	}
-	if logprobs {
-		// vLLM samples logprobs only when the output text's are included;
-		// top_logprobs (default 0) is then the number of alternatives.
-		chat["logprobs"] = json.RawMessage("true")
-		if v, ok := o.raw("top_logprobs"); ok {
-			chat["top_logprobs"] = v
-		}
-	}
-	if req.truncation == "auto" {
-		chat["truncate_prompt_tokens"] = json.RawMessage(strconv.Itoa(s.cfg.MaxModelLen - 1))
-	}
-	if e := responsesTools(o, req, chat); e != nil {
-		return nil, e
-	}
-	if e := responsesTextFormat(o, chat); e != nil {
-		return nil, e
-	}
-
-	var prev *storedResponse
-	if req.previousResponseID != nil {
-		prev = rs.store.get(*req.previousResponseID)
-		if prev == nil {
-			return nil, errResponseNotFound(*req.previousResponseID)
-		}
-	}
-	conv, e := responsesConversation(o, req.instructions, prev)
-	if e != nil {
-		return nil, e
-	}
-	req.conversation = conv
-	msgs, err := json.Marshal(conv)
-	if err != nil {
-		return nil, errInvalid("input", "%v", err)
-	}
-	chat["messages"] = msgs
-	g, e := s.parseGenerate(object{m: chat, err: new(*apiError)}, r, true)
-	if e != nil {
-		// Name the Responses fields the chat checks complained about.
-		switch e.Param {
-		case "messages":
-			e.Param = "input"
-		case "max_tokens":
-			e.Param = "max_output_tokens"
-			e.Message = strings.ReplaceAll(e.Message, "max_tokens", "max_output_tokens")
-		}
-		return nil, e
-	}
-	req.id = "resp_" + g.baseID
-	g.responses = req
-	return g, nil
+	return req, logprobs, o.failed()
 }
 
 // errResponseNotFound is vLLM's answer to an unknown response id.

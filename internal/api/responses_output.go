@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/httperr"
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 )
 
 // responseOutput is the finished output of a Responses job.
@@ -20,7 +22,7 @@ func (j *job) responseOutput() responseOutput {
 	ch := &j.ch[0]
 	out := responseOutput{status: "completed"}
 	out.reasoning, out.content = ch.plan.Texts(ch.n)
-	if j.s.cfg.Reasoning == nil {
+	if j.s.opts.Generation.Reasoning == nil {
 		out.content = out.reasoning + out.content
 		out.reasoning = ""
 	}
@@ -48,15 +50,15 @@ func (j *job) responseOutput() responseOutput {
 // (ResponseFunctionToolCall's field order).
 func appendFunctionCallItem(b []byte, g *genRequest, k int, call plannedCall, args, status string) []byte {
 	b = append(b, `{"arguments":`...)
-	b = appendString(b, args)
+	b = jsonenc.AppendString(b, args)
 	b = append(b, `,"call_id":`...)
-	b = appendString(b, responsesCallID(call))
+	b = jsonenc.AppendString(b, responsesCallID(call))
 	b = append(b, `,"name":`...)
-	b = appendString(b, call.name)
+	b = jsonenc.AppendString(b, call.name)
 	b = append(b, `,"type":"function_call","id":`...)
-	b = appendString(b, functionItemID(g, k))
+	b = jsonenc.AppendString(b, functionItemID(g, k))
 	b = append(b, `,"status":`...)
-	b = appendString(b, status)
+	b = jsonenc.AppendString(b, status)
 	return append(b, '}')
 }
 
@@ -69,13 +71,13 @@ func messageItemID(g *genRequest) string   { return "msg_" + g.baseID }
 // in progress).
 func appendReasoningItem(b []byte, g *genRequest, text *string, status string) []byte {
 	b = append(b, `{"id":`...)
-	b = appendString(b, reasoningItemID(g))
+	b = jsonenc.AppendString(b, reasoningItemID(g))
 	b = append(b, `,"summary":[],"type":"reasoning","content":`...)
 	if text == nil {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, `[{"text":`...)
-		b = appendString(b, *text)
+		b = jsonenc.AppendString(b, *text)
 		b = append(b, `,"type":"reasoning_text"}]`...)
 	}
 	b = append(b, `,"encrypted_content":null,"status":`...)
@@ -87,7 +89,7 @@ func appendReasoningItem(b []byte, g *genRequest, text *string, status string) [
 // raw JSON value ("[]", "null" or a list, as vLLM sends it in each event).
 func appendOutputText(b []byte, text string, logprobs []byte) []byte {
 	b = append(b, `{"annotations":[],"text":`...)
-	b = appendString(b, text)
+	b = jsonenc.AppendString(b, text)
 	b = append(b, `,"type":"output_text","logprobs":`...)
 	b = append(b, logprobs...)
 	return append(b, '}')
@@ -97,13 +99,13 @@ func appendOutputText(b []byte, text string, logprobs []byte) []byte {
 // yet) whose output_text part carries the raw logprobs value.
 func appendMessageItem(b []byte, g *genRequest, text *string, logprobs []byte, status string) []byte {
 	b = append(b, `{"id":`...)
-	b = appendString(b, messageItemID(g))
+	b = jsonenc.AppendString(b, messageItemID(g))
 	b = append(b, `,"content":[`...)
 	if text != nil {
 		b = appendOutputText(b, *text, logprobs)
 	}
 	b = append(b, `],"role":"assistant","status":`...)
-	b = appendString(b, status)
+	b = jsonenc.AppendString(b, status)
 	return append(b, `,"type":"message"}`...)
 }
 
@@ -111,7 +113,7 @@ func appendNullable(b []byte, s string) []byte {
 	if s == "" {
 		return append(b, "null"...)
 	}
-	return appendString(b, s)
+	return jsonenc.AppendString(b, s)
 }
 
 func appendRaw(b []byte, raw, def string) []byte {
@@ -132,7 +134,7 @@ func (j *job) appendResponseObject(b []byte, out *responseOutput) []byte {
 		status = out.status
 	}
 	b = append(b, `{"id":`...)
-	b = appendString(b, req.id)
+	b = jsonenc.AppendString(b, req.id)
 	b = append(b, `,"created_at":`...)
 	b = strconv.AppendInt(b, g.created, 10)
 	b = append(b, `,"incomplete_details":`...)
@@ -143,14 +145,14 @@ func (j *job) appendResponseObject(b []byte, out *responseOutput) []byte {
 	}
 	b = append(b, `,"instructions":`...)
 	if req.instructions != nil {
-		b = appendString(b, *req.instructions)
+		b = jsonenc.AppendString(b, *req.instructions)
 	} else {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"metadata":`...)
 	b = appendRaw(b, req.metadata, "null")
 	b = append(b, `,"model":`...)
-	b = appendString(b, g.model)
+	b = jsonenc.AppendString(b, g.model)
 	b = append(b, `,"object":"response","output":[`...)
 	if out != nil {
 		b = j.appendOutputItems(b, out)
@@ -169,22 +171,22 @@ func (j *job) appendResponseObject(b []byte, out *responseOutput) []byte {
 	b = strconv.AppendInt(b, int64(g.prompts[0].m), 10)
 	b = append(b, `,"max_tool_calls":null,"previous_response_id":`...)
 	if req.previousResponseID != nil {
-		b = appendString(b, *req.previousResponseID)
+		b = jsonenc.AppendString(b, *req.previousResponseID)
 	} else {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"prompt":null,"reasoning":`...)
 	b = appendRaw(b, req.reasoning, "null")
 	b = append(b, `,"service_tier":`...)
-	b = appendString(b, req.serviceTier)
+	b = jsonenc.AppendString(b, req.serviceTier)
 	b = append(b, `,"status":`...)
-	b = appendString(b, status)
+	b = jsonenc.AppendString(b, status)
 	b = append(b, `,"text":`...)
 	b = appendRaw(b, req.text, "null")
 	b = append(b, `,"top_logprobs":`...)
 	b = j.appendTopLogprobs(b)
 	b = append(b, `,"truncation":`...)
-	b = appendString(b, req.truncation)
+	b = jsonenc.AppendString(b, req.truncation)
 	b = append(b, `,"usage":`...)
 	if out != nil {
 		b = j.appendResponseUsage(b, out)
@@ -274,7 +276,7 @@ func (j *job) finishResponse(store *responseStore) []byte {
 }
 
 func (rs responsesSurface) respond(j *job, w http.ResponseWriter) {
-	writeJSON(w, http.StatusOK, j.finishResponse(rs.store))
+	httperr.Write(w, http.StatusOK, j.finishResponse(rs.store))
 }
 
 func (rs responsesSurface) encoder(j *job) eventEncoder {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 // responseStoreSize bounds the in-memory store of responses: the oldest
@@ -64,7 +65,7 @@ func handleRetrieveResponse(store *responseStore) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "id")
 		if sr := store.get(id); sr != nil {
-			writeJSON(w, http.StatusOK, sr.body)
+			httperr.Write(w, http.StatusOK, sr.body)
 			return
 		}
 		writeError(w, errResponseNotFound(id))

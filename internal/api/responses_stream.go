@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 )
 
 // responseItem is the kind of the output item a Responses stream has open.
@@ -84,11 +85,11 @@ func (e *responsesEncoder) closeCall(b []byte) []byte {
 	call := e.j.ch[0].calls.calls[k]
 	b = appendEventHeader(b, "response.function_call_arguments.done")
 	b = append(b, `{"arguments":`...)
-	b = appendString(b, string(e.text))
+	b = jsonenc.AppendString(b, string(e.text))
 	b = append(b, `,"item_id":`...)
-	b = appendString(b, functionItemID(e.j.g, k))
+	b = jsonenc.AppendString(b, functionItemID(e.j.g, k))
 	b = append(b, `,"name":`...)
-	b = appendString(b, call.name)
+	b = jsonenc.AppendString(b, call.name)
 	b = e.endWithIndex(b, "response.function_call_arguments.done")
 	b = appendEventHeader(b, "response.output_item.done")
 	b = append(b, `{"item":`...)
@@ -114,7 +115,7 @@ func (e *responsesEncoder) openItem(b []byte, kind responseItem) []byte {
 
 	b = appendEventHeader(b, "response.content_part.added")
 	b = append(b, `{"content_index":0,"item_id":`...)
-	b = appendString(b, e.itemID())
+	b = jsonenc.AppendString(b, e.itemID())
 	b = append(b, `,"output_index":`...)
 	b = strconv.AppendInt(b, int64(e.index), 10)
 	b = append(b, `,"part":`...)
@@ -142,7 +143,7 @@ func (e *responsesEncoder) closeItem(b []byte) []byte {
 	}
 	b = appendEventHeader(b, doneType)
 	b = append(b, `{"content_index":0,"item_id":`...)
-	b = appendString(b, e.itemID())
+	b = jsonenc.AppendString(b, e.itemID())
 	if e.open == itemMessage {
 		b = append(b, `,"logprobs":`...)
 		b = e.appendEventLogprobs(b, e.j.ch[0].contentTokens())
@@ -154,13 +155,13 @@ func (e *responsesEncoder) closeItem(b []byte) []byte {
 
 	b = appendEventHeader(b, "response.content_part.done")
 	b = append(b, `{"content_index":0,"item_id":`...)
-	b = appendString(b, e.itemID())
+	b = jsonenc.AppendString(b, e.itemID())
 	b = append(b, `,"output_index":`...)
 	b = strconv.AppendInt(b, int64(e.index), 10)
 	b = append(b, `,"part":`...)
 	if e.open == itemReasoning {
 		b = append(b, `{"text":`...)
-		b = appendString(b, text)
+		b = jsonenc.AppendString(b, text)
 		b = append(b, `,"type":"reasoning_text"}`...)
 	} else {
 		b = appendOutputText(b, text, []byte("null"))
@@ -197,7 +198,7 @@ func (e *responsesEncoder) closeEventWithText(b []byte, typ, text string) []byte
 	b = strconv.AppendInt(b, int64(e.seq), 10)
 	e.seq++
 	b = append(b, `,"text":`...)
-	b = appendString(b, text)
+	b = jsonenc.AppendString(b, text)
 	b = append(b, `,"type":"`...)
 	b = append(b, typ...)
 	return append(b, "\"}\n\n"...)
@@ -217,7 +218,7 @@ func (e *responsesEncoder) token(b []byte, ch *choice, pos int) []byte {
 		return b
 	}
 	kind, typ, id := itemMessage, "response.output_text.delta", messageItemID(e.j.g)
-	if reasoning && e.j.s.cfg.Reasoning != nil {
+	if reasoning && e.j.s.opts.Generation.Reasoning != nil {
 		kind, typ, id = itemReasoning, "response.reasoning_text.delta", reasoningItemID(e.j.g)
 	}
 	if e.open != kind {
@@ -227,9 +228,9 @@ func (e *responsesEncoder) token(b []byte, ch *choice, pos int) []byte {
 	e.text = append(e.text, text...)
 	b = appendEventHeader(b, typ)
 	b = append(b, `{"content_index":0,"delta":`...)
-	b = appendString(b, text)
+	b = jsonenc.AppendString(b, text)
 	b = append(b, `,"item_id":`...)
-	b = appendString(b, id)
+	b = jsonenc.AppendString(b, id)
 	if kind == itemMessage {
 		b = append(b, `,"logprobs":`...)
 		b = e.appendEventLogprobs(b, ch.plan.IDs[pos:pos+1])
@@ -249,9 +250,9 @@ func (e *responsesEncoder) renderCall(b []byte, ch *choice, pos int) []byte {
 	e.text = append(e.text, step.args...)
 	b = appendEventHeader(b, "response.function_call_arguments.delta")
 	b = append(b, `{"delta":`...)
-	b = appendString(b, step.args)
+	b = jsonenc.AppendString(b, step.args)
 	b = append(b, `,"item_id":`...)
-	b = appendString(b, functionItemID(e.j.g, e.calls-1))
+	b = jsonenc.AppendString(b, functionItemID(e.j.g, e.calls-1))
 	return e.endWithIndex(b, "response.function_call_arguments.delta")
 }
 
@@ -268,9 +269,9 @@ func (e *responsesEncoder) end(b []byte) []byte {
 func (e *responsesEncoder) fail(b []byte, err *apiError) []byte {
 	b = appendEventHeader(b, "error")
 	b = append(b, `{"code":`...)
-	b = appendString(b, err.Type)
+	b = jsonenc.AppendString(b, err.Type)
 	b = append(b, `,"message":`...)
-	b = appendString(b, err.Message)
+	b = jsonenc.AppendString(b, err.Message)
 	b = append(b, `,"param":null,`...)
 	return e.closeEvent(b, "error")
 }

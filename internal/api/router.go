@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-
-	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
 // DP rank selection: a request names its rank with X-data-parallel-rank, or
@@ -34,7 +32,7 @@ func (s *Server) pickRank() int {
 	if n == 1 {
 		return 0
 	}
-	if s.cfg.DPRouting != engine.RouteLeastLoaded {
+	if s.opts.DPRouting != RouteLeastLoaded {
 		return int((s.rr.Add(1) - 1) % uint64(n))
 	}
 	best, bestScore := 0, int64(-1)

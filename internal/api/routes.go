@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/mocker-server/mocker-server/internal/httperr"
 )
 
 // routes lists every route (docs/http-api.md) and the middleware around
@@ -18,10 +19,10 @@ func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(cors, s.recoverPanics, s.authenticate, s.readBodies)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusNotFound, bodyNotFound)
+		httperr.Write(w, http.StatusNotFound, bodyNotFound)
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, bodyMethodNotAllowed)
+		httperr.Write(w, http.StatusMethodNotAllowed, bodyMethodNotAllowed)
 	})
 
 	gate := s.startupGate
@@ -37,10 +38,10 @@ func (s *Server) routes() http.Handler {
 	r.Method(http.MethodPost, "/detokenize", handleDetokenize(s))
 	r.Method(http.MethodGet, "/load", handleLoad(s))
 	r.Method(http.MethodGet, "/metrics", handleMetrics(s.metrics))
-	if s.cfg.DevMode {
+	if s.opts.HTTP.DevMode {
 		r.Method(http.MethodPost, "/reset_prefix_cache", handleResetPrefixCache(s))
 	}
-	if s.adapters != nil && s.cfg.AllowRuntimeLoRAUpdating {
+	if s.adapters != nil && s.opts.LoRA.RuntimeUpdating {
 		// Like vLLM, the routes exist only when runtime updating is allowed.
 		r.Method(http.MethodPost, "/v1/load_lora_adapter", handleLoadAdapter(s))
 		r.Method(http.MethodPost, "/v1/unload_lora_adapter", handleUnloadAdapter(s))

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/faults"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -53,7 +52,7 @@ type Deps struct {
 	// DeliveryLag observes the per-token SSE delivery lag (may be nil).
 	DeliveryLag DeliveryLagObserver
 	// Faults decides injected faults; nil builds one from the
-	// configuration's failure settings (seeded by cfg.Seed).
+	// options' failure settings (seeded by Options.Seed).
 	Faults *faults.Injector
 	// FaultObserver counts injected faults (may be nil).
 	FaultObserver FaultObserver
@@ -79,7 +78,7 @@ type Deps struct {
 
 // Server is the HTTP layer over dp_size engines.
 type Server struct {
-	cfg     *config.Config
+	opts    Options
 	engines []*engine.Engine
 	// adapters are the served LoRA adapters; nil without --enable-lora.
 	adapters *adapterRegistry
@@ -100,6 +99,8 @@ type Server struct {
 	stuck    *stuckWatch
 	delivery *delivery
 	now      func() time.Time
+	// writeTimeout bounds every SSE write (sseWriteTimeout).
+	writeTimeout time.Duration
 
 	served  map[string]bool
 	apiKeys [][]byte
@@ -123,11 +124,11 @@ type rankLoad struct {
 
 // NewServer builds the HTTP layer over one engine per DP rank (engines[r] is
 // rank r). The engines' Run loops are the caller's business. The server
-// starts ready unless cfg.StartupTime > 0; then the caller opens the gate
+// starts ready unless opts.HTTP.StartClosed; then the caller opens the gate
 // with SetReady(true) when the startup time has elapsed.
-func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server {
+func NewServer(opts Options, engines []*engine.Engine, deps Deps) *Server {
 	s := &Server{
-		cfg:      cfg,
+		opts:     opts,
 		engines:  engines,
 		tok:      deps.Tokenizer,
 		chat:     deps.ChatTemplate,
@@ -142,8 +143,10 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 		now:      deps.Now,
 		faults:   deps.Faults,
 		faultObs: deps.FaultObserver,
-		served:   make(map[string]bool, len(cfg.ServedModelName)),
+		served:   make(map[string]bool, len(opts.Model.ServedNames)),
 		ranks:    make([]rankLoad, len(engines)),
+
+		writeTimeout: sseWriteTimeout,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -154,32 +157,32 @@ func NewServer(cfg *config.Config, engines []*engine.Engine, deps Deps) *Server 
 	if s.tok == nil {
 		s.tok = tokenizer.Builtin()
 	}
-	for _, name := range cfg.ServedModelName {
+	for _, name := range opts.Model.ServedNames {
 		s.served[name] = true
 	}
 	if len(s.served) == 0 {
-		s.served[cfg.ServedName()] = true
+		s.served[opts.Model.ServedName()] = true
 	}
-	for _, k := range cfg.APIKey {
+	for _, k := range opts.HTTP.APIKeys {
 		s.apiKeys = append(s.apiKeys, []byte(k))
 	}
-	if cfg.EnableLoRA {
+	if opts.LoRA.Enabled {
 		s.adapters = newAdapterRegistry()
 	}
 	if s.faults == nil {
-		inj, err := faults.New(cfg.FaultSettings(), faults.Options{Seed: cfg.Seed})
+		inj, err := faults.New(opts.Faults, faults.Options{Seed: opts.Seed})
 		if err != nil {
 			// Load validated the settings; only a hand-built config gets here.
 			s.log.Error("invalid failure settings; no faults will be injected", "err", err)
 		}
 		s.faults = inj
 	}
-	if cfg.MaxConcurrentRequests > 0 || cfg.RPM > 0 || cfg.TPM > 0 {
-		s.limits = newLimiter(cfg.MaxConcurrentRequests, cfg.RPM, cfg.TPM, time.Now)
+	if l := opts.Limits; l.MaxConcurrentRequests > 0 || l.RPM > 0 || l.TPM > 0 {
+		s.limits = newLimiter(l.MaxConcurrentRequests, l.RPM, l.TPM, time.Now)
 	}
-	s.stuck = &stuckWatch{limit: cfg.MaxUnflushedTokens, log: s.log.Warn}
+	s.stuck = &stuckWatch{limit: opts.HTTP.MaxUnflushedTokens, log: s.log.Warn}
 	s.delivery = newDelivery(defaultShards(), engines, s.lagObs)
-	s.ready.Store(cfg.StartupTime <= 0)
+	s.ready.Store(!opts.HTTP.StartClosed)
 	s.handler = s.routes()
 	return s
 }

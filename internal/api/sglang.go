@@ -3,11 +3,13 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 	"github.com/mocker-server/mocker-server/internal/plan"
 )
 
@@ -15,11 +17,11 @@ import (
 // POST /generate, GET /get_server_info (and /server_info), GET
 // /get_model_info, GET|POST /flush_cache and GET /health_generate.
 func (s *Server) mountSGLang(r chi.Router) {
-	if s.cfg.EngineType != engine.EngineSGLang {
+	if s.opts.SGLang == nil {
 		return
 	}
 	gate := s.startupGate
-	r.Method(http.MethodPost, "/generate", gate(s.drainGate(handleSGLangGenerate(s))))
+	r.Method(http.MethodPost, "/generate", gate(s.drainGate(handleSurface(s, sglangSurface{}))))
 	r.Method(http.MethodGet, "/get_server_info", handleSGLangServerInfo(s))
 	r.Method(http.MethodGet, "/server_info", handleSGLangServerInfo(s))
 	r.Method(http.MethodGet, "/get_model_info", handleSGLangModelInfo(s))
@@ -43,80 +45,52 @@ func writeSGLangError(w http.ResponseWriter, e *apiError) {
 	}{msg{e.Message}})
 }
 
-// sglangSampling maps SGLang's sampling_params to the completions fields
-// the request parser already checks.
-var sglangSampling = map[string]string{
-	"max_new_tokens":     "max_tokens",
-	"min_new_tokens":     "min_tokens",
-	"stop":               "stop",
-	"stop_token_ids":     "stop_token_ids",
-	"ignore_eos":         "ignore_eos",
-	"n":                  "n",
-	"temperature":        "temperature",
-	"top_p":              "top_p",
-	"top_k":              "top_k",
-	"min_p":              "min_p",
-	"frequency_penalty":  "frequency_penalty",
-	"presence_penalty":   "presence_penalty",
-	"repetition_penalty": "repetition_penalty",
-	"sampling_seed":      "seed",
-}
+// sglangFields are the /generate fields the server reads; others are
+// logged at debug level and ignored.
+var sglangFields = setOf("text", "input_ids", "sampling_params", "stream", "rid")
 
-// translateGenerate turns a /generate body into the equivalent
-// /v1/completions body: text or input_ids become prompt, sampling_params
-// become the sampling fields. batch says whether the input was a list (the
-// answer is then a list too).
-func translateGenerate(o object, model string) ([]byte, bool, *apiError) {
+// sglangInput reads a /generate body straight into the typed generation
+// input: text or input_ids are the prompts (a string, strings, ids or id
+// lists, as completions' prompt), sampling_params the sampling fields under
+// SGLang's names. batch says whether the input was a list (the answer is
+// then a list too).
+func sglangInput(o object, vocabSize int) (in *genInput, batch bool, e *apiError) {
 	text, hasText := o.raw("text")
 	ids, hasIDs := o.raw("input_ids")
-	if hasText && isNull(text) {
-		hasText = false
-	}
-	if hasIDs && isNull(ids) {
-		hasIDs = false
-	}
+	hasText = hasText && !isNull(text)
+	hasIDs = hasIDs && !isNull(ids)
 	switch {
 	case !hasText && !hasIDs:
 		return nil, false, errBadRequest("", "Either text, input_ids or input_embeds should be provided.")
 	case hasText && hasIDs:
 		return nil, false, errBadRequest("", "Only one of text, input_ids or input_embeds should be provided.")
 	}
-	out := map[string]json.RawMessage{"model": mustJSON(model)}
-	prompt := text
+	key, prompt := "text", text
 	if hasIDs {
-		prompt = ids
+		key, prompt = "input_ids", ids
 	}
-	out["prompt"] = prompt
-	batch := false
-	if len(prompt) > 0 && prompt[0] == '[' {
+	if prompt[0] == '[' {
 		// A list of texts, or a list of id lists; a flat id list is one prompt.
 		var list []json.RawMessage
 		if json.Unmarshal(prompt, &list) == nil && len(list) > 0 {
 			batch = hasText || (len(list[0]) > 0 && list[0][0] == '[')
 		}
 	}
-	out["max_tokens"] = mustJSON(sglangDefaultMaxNewTokens)
-	if sp, ok := o.Object("sampling_params"); ok {
-		for from, to := range sglangSampling {
-			if v, ok := sp.raw(from); ok && !isNull(v) {
-				out[to] = v
-			}
-		}
+	in = &genInput{body: emptyObject(), includeUsage: true}
+	in.prompts, in.emptyPrompt, in.badTokenID = parsePrompt(o, key, vocabSize)
+	sp, ok := o.Object("sampling_params")
+	if !ok {
+		sp = object{err: o.err} // absent: every default
 	}
-	if e := o.failed(); e != nil {
-		return nil, false, e
+	readSGLangSampling(sp, in)
+	in.maxTokens, in.maxTokensName = sp.Int("max_new_tokens"), "max_new_tokens"
+	if !in.maxTokens.Set {
+		in.maxTokens = num{I: sglangDefaultMaxNewTokens, F: sglangDefaultMaxNewTokens,
+			Raw: strconv.Itoa(sglangDefaultMaxNewTokens), Set: true}
 	}
-	if v, ok := o.raw("stream"); ok {
-		out["stream"] = v
-	}
-	if v, ok := o.raw("rid"); ok && !isNull(v) {
-		out["request_id"] = v
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, false, errBadRequest("", "Invalid request: %v", err)
-	}
-	return b, batch, nil
+	in.stream = o.Bool("stream", false)
+	in.bodyID, _ = o.String("rid")
+	return in, batch, o.failed()
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -127,54 +101,101 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// handleSGLangGenerate serves POST /generate: SGLang's native generation
-// endpoint over the same parsing, planning, limits and engine as
-// /v1/completions.
-func handleSGLangGenerate(s *Server) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		created := s.now()
-		o, e := decodeBody(w, r, s.cfg.MaxRequestBodyBytes)
-		if e != nil {
-			writeSGLangError(w, e)
-			return
+// readSGLangSampling reads sampling_params under SGLang's names.
+func readSGLangSampling(sp object, in *genInput) {
+	in.minTokens = sp.Int("min_new_tokens")
+	in.stop, in.stopSet = parseStop(sp)
+	in.stopIDs, in.stopIDCount = parseStopIDs(sp)
+	in.ignoreEOS = sp.Bool("ignore_eos", false)
+	in.n = sp.Int("n")
+	in.sampling = readSampling(sp)
+	in.seed = sp.Int("sampling_seed")
+}
+
+// sglangSurface is POST /generate, SGLang's native generation endpoint,
+// served by the shared generation path (handleSurface): the same parsing,
+// planning, faults, limits, request ids, engine and stream delivery as
+// /v1/completions, with SGLang's result objects, stream and error shape.
+type sglangSurface struct{}
+
+// sglangRequest holds what the SGLang rendering needs.
+type sglangRequest struct {
+	batch bool      // the input was a list: the answer is a list too
+	start time.Time // arrival, for meta_info.e2e_latency
+}
+
+func (sglangSurface) parse(s *Server, o object, r *http.Request) (*genRequest, *apiError) {
+	start := s.now()
+	s.logUnknownFields(o, r, sglangFields)
+	in, batch, e := sglangInput(o, s.tok.VocabSize())
+	if e != nil {
+		return nil, e
+	}
+	g, e := s.buildGenerate(in, r)
+	if e != nil {
+		return nil, e
+	}
+	g.sglang = &sglangRequest{batch: batch, start: start}
+	return g, nil
+}
+
+func (sglangSurface) writeError(w http.ResponseWriter, e *apiError) { writeSGLangError(w, e) }
+
+// respond writes one result, or a list for a batch or n > 1.
+func (sglangSurface) respond(j *job, w http.ResponseWriter) {
+	if !j.g.sglang.batch && len(j.ch) == 1 {
+		encode(w, http.StatusOK, j.sglangResult(0))
+		return
+	}
+	list := make([]*sglangOutput, len(j.ch))
+	for i := range j.ch {
+		list[i] = j.sglangResult(i)
+	}
+	encode(w, http.StatusOK, list)
+}
+
+func (sglangSurface) encoder(j *job) eventEncoder {
+	return &sglangEncoder{j: j, changed: make([]bool, len(j.ch))}
+}
+
+// sglangEncoder writes SGLang's /generate stream: one SSE event per choice
+// whenever it has new tokens, each carrying the whole text so far (SGLang's
+// default, non-incremental streaming), the last one with its
+// finish_reason, then data: [DONE].
+type sglangEncoder struct {
+	j       *job
+	changed []bool // choices with news since the last event
+}
+
+func (e *sglangEncoder) begin(b []byte) []byte { return b }
+
+func (e *sglangEncoder) render(st *streamer, items []engine.OutputItem) {
+	for i := range items {
+		e.changed[items[i].Choice] = true
+		e.j.record(&items[i])
+	}
+	for i, c := range e.changed {
+		if !c {
+			continue
 		}
-		body, batch, e := translateGenerate(o, s.cfg.ServedName())
-		if e != nil {
-			writeSGLangError(w, e)
-			return
+		e.changed[i] = false
+		if e.j.ch[i].fin.Rejection != nil {
+			continue // the stream ends with fail's error event
 		}
-		s.inflight.Add(1)
-		defer s.inflight.Add(-1)
-		co, e := parseObject(body)
-		if e != nil {
-			writeSGLangError(w, e)
-			return
-		}
-		g, e := s.parseGenerate(co, r, false)
-		if e != nil {
-			writeSGLangError(w, e)
-			return
-		}
-		g.created = created.Unix()
-		release, e, hit := s.limits.admit(w.Header(), requestCost(g))
-		if e != nil {
-			s.countFault(hit)
-			writeSGLangError(w, e)
-			return
-		}
-		defer release()
-		j, e := s.submit(r.Context(), g)
-		if e != nil {
-			writeSGLangError(w, e)
-			return
-		}
-		defer j.release()
-		if g.stream {
-			j.streamSGLang(w, r, batch, created)
-			return
-		}
-		j.respondSGLang(w, r, batch, created)
-	})
+		st.buf = append(st.buf, "data: "...)
+		st.buf = append(st.buf, mustJSON(e.j.sglangResult(i))...)
+		st.buf = append(st.buf, "\n\n"...)
+	}
+}
+
+func (e *sglangEncoder) end(b []byte) []byte { return append(b, sseDone...) }
+
+// fail appends SGLang's error event, {"error":{"message":…}}, and [DONE].
+func (e *sglangEncoder) fail(b []byte, err *apiError) []byte {
+	b = append(b, `data: {"error":{"message":`...)
+	b = jsonenc.AppendString(b, err.Message)
+	b = append(b, "}}\n\n"...)
+	return append(b, sseDone...)
 }
 
 // sglangOutput is one /generate result (SGLang's GenerateReqOutput as JSON).
@@ -204,7 +225,8 @@ type finishShape struct {
 }
 
 // sglangResult renders choice i as far as it has arrived.
-func (j *job) sglangResult(i int, batch bool, created time.Time) *sglangOutput {
+func (j *job) sglangResult(i int) *sglangOutput {
+	sg := j.g.sglang
 	ch := &j.ch[i]
 	ids := ch.plan.IDs[:min(ch.n, len(ch.plan.IDs))]
 	out := &sglangOutput{
@@ -215,13 +237,13 @@ func (j *job) sglangResult(i int, batch bool, created time.Time) *sglangOutput {
 			PromptTokens:     len(j.g.prompts[ch.prompt].ids),
 			CompletionTokens: ch.n,
 			CachedTokens:     ch.fin.CachedTokens,
-			E2ELatency:       j.s.now().Sub(created).Seconds(),
+			E2ELatency:       j.s.now().Sub(sg.start).Seconds(),
 		},
 	}
 	if len(j.ch) > 1 {
 		out.MetaInfo.ID = j.g.baseID + "-" + itoa(i)
 	}
-	if batch || len(j.ch) > 1 {
+	if sg.batch || len(j.ch) > 1 {
 		idx := i
 		out.Index = &idx
 	}
@@ -245,91 +267,14 @@ func (j *job) sglangResult(i int, batch bool, created time.Time) *sglangOutput {
 	return out
 }
 
-// respondSGLang waits for every sequence and writes one result, or a list
-// for a batch or n > 1.
-func (j *job) respondSGLang(w http.ResponseWriter, r *http.Request, batch bool, created time.Time) {
-	if ok, e := j.await(r.Context()); !ok {
-		if e != nil {
-			writeSGLangError(w, e)
-		}
-		return
-	}
-	if j.rejected > 0 {
-		writeSGLangError(w, j.rejectionError())
-		return
-	}
-	if !batch && len(j.ch) == 1 {
-		encode(w, http.StatusOK, j.sglangResult(0, false, created))
-		return
-	}
-	list := make([]*sglangOutput, len(j.ch))
-	for i := range j.ch {
-		list[i] = j.sglangResult(i, batch, created)
-	}
-	encode(w, http.StatusOK, list)
-}
-
-// streamSGLang writes SGLang's /generate stream: one SSE event per choice
-// whenever it has new tokens, each carrying the whole text so far (SGLang's
-// default, non-incremental streaming), the last one with its finish_reason,
-// then data: [DONE].
-func (j *job) streamSGLang(w http.ResponseWriter, r *http.Request, batch bool, created time.Time) {
-	ctx := r.Context()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	changed := make([]bool, len(j.ch))
-	var buf []byte
-	for j.remaining > 0 {
-		select {
-		case <-j.out.Ready():
-		case <-ctx.Done():
-			return
-		}
-		j.items = j.out.Drain(j.items)
-		for i := range j.items {
-			changed[j.items[i].Choice] = true
-			j.record(&j.items[i])
-		}
-		buf = buf[:0]
-		for i, c := range changed {
-			if !c {
-				continue
-			}
-			changed[i] = false
-			if j.ch[i].fin.Rejection != nil {
-				buf = append(buf, "data: "...)
-				buf = append(buf, mustJSON(map[string]any{"error": map[string]string{"message": j.ch[i].fin.Rejection.Message}})...)
-				buf = append(buf, "\n\n"...)
-				continue
-			}
-			buf = append(buf, "data: "...)
-			buf = append(buf, mustJSON(j.sglangResult(i, batch, created))...)
-			buf = append(buf, "\n\n"...)
-		}
-		if _, err := w.Write(buf); err != nil {
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	_, _ = w.Write([]byte("data: [DONE]\n\n"))
-	if flusher != nil {
-		flusher.Flush()
-	}
-}
-
 // handleSGLangModelInfo serves GET /get_model_info.
 func handleSGLangModelInfo(s *Server) http.Handler {
-	tokenizer := s.cfg.Tokenizer
+	tokenizer := s.opts.Model.Tokenizer
 	if tokenizer == "" {
-		tokenizer = s.cfg.Model
+		tokenizer = s.opts.Model.Path
 	}
 	body := map[string]any{
-		"model_path":                s.cfg.Model,
+		"model_path":                s.opts.Model.Path,
 		"tokenizer_path":            tokenizer,
 		"is_generation":             true,
 		"preferred_sampling_params": nil,
@@ -346,29 +291,25 @@ func handleSGLangModelInfo(s *Server) http.Handler {
 // scheduler's server arguments as SGLang names them, and each DP rank's
 // internal state (running and queued requests, used pages).
 func handleSGLangServerInfo(s *Server) http.Handler {
-	c := s.cfg
-	maxRunning := c.SGLang.MaxRunningRequests
-	if maxRunning == 0 {
-		maxRunning = c.MaxNumSeqs
-	}
-	policy := c.SGLang.SchedulePolicy
+	c := s.opts.SGLang
+	policy := c.SchedulePolicy
 	if policy == "dfs_weight" {
 		policy = "dfs-weight"
 	}
 	args := map[string]any{
-		"model_path":                c.Model,
-		"served_model_name":         c.ServedName(),
-		"page_size":                 c.EffectiveBlockSize(),
-		"max_running_requests":      maxRunning,
-		"max_total_num_tokens":      c.NumGPUBlocks * c.EffectiveBlockSize(),
-		"max_prefill_tokens":        c.SGLang.MaxPrefillTokens,
-		"chunked_prefill_size":      c.SGLang.ChunkedPrefillSize,
+		"model_path":                s.opts.Model.Path,
+		"served_model_name":         s.opts.Model.ServedName(),
+		"page_size":                 c.PageSize,
+		"max_running_requests":      c.MaxRunningRequests,
+		"max_total_num_tokens":      c.MaxTotalTokens,
+		"max_prefill_tokens":        c.MaxPrefillTokens,
+		"chunked_prefill_size":      c.ChunkedPrefillSize,
 		"schedule_policy":           policy,
-		"schedule_conservativeness": c.SGLang.ScheduleConservativeness,
-		"context_length":            c.MaxModelLen,
-		"disable_radix_cache":       !c.EnablePrefixCaching,
+		"schedule_conservativeness": c.ScheduleConservativeness,
+		"context_length":            s.opts.Model.MaxModelLen,
+		"disable_radix_cache":       c.DisableRadixCache,
 		"dp_size":                   c.DPSize,
-		"random_seed":               c.Seed,
+		"random_seed":               s.opts.Seed,
 		"version":                   s.version,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -379,7 +320,7 @@ func handleSGLangServerInfo(s *Server) http.Handler {
 				"dp_rank":          i,
 				"num_running_reqs": l.Running,
 				"num_queue_reqs":   l.Waiting,
-				"num_used_tokens":  l.ActiveBlocks * c.EffectiveBlockSize(),
+				"num_used_tokens":  l.ActiveBlocks * c.PageSize,
 			}
 		}
 		body := make(map[string]any, len(args)+1)

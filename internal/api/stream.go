@@ -8,46 +8,37 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/faults"
-	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/sockwrite"
 )
 
 // sseWriteTimeout bounds every SSE write, so a client that stops reading
-// cannot hold a handler (and its engine work) forever.
+// cannot hold a handler (and its engine work) forever (Server.writeTimeout;
+// tests shorten it).
 const sseWriteTimeout = 60 * time.Second
 
 const sseDone = "data: [DONE]\n\n"
 
-// streamer renders a job's output items as SSE events (docs/http-api.md). All
-// events of one drain of the output queue are appended to one reused buffer
-// and written with one Write and one Flush; the hot path uses hand-written
-// JSON and allocates nothing per token.
+// streamer is the transport of a job's SSE stream (docs/http-api.md): it
+// writes what its surface's encoder renders — through a delivery shard or
+// from the handler, under the write deadline, watched for a stuck reader —
+// and carries out mid-stream faults and the end by disconnect or shutdown.
+// All events of one drain of the output queue are appended to one reused
+// buffer and written with one Write and one Flush; the hot path allocates
+// nothing per token.
 type streamer struct {
 	j   *job
 	w   http.ResponseWriter
 	rc  *http.ResponseController
 	buf []byte
 
-	prefix    []byte // `data: {"id":…,"model":…,"choices":[` (constant per request)
-	reasonKey []byte // `{"reasoning":` or `{"reasoning_content":`
-	lp        *logprobRenderer
-	promptTok int // prompt tokens over all prompts (usage)
-	usageDone bool
 	armed     time.Time // when the write deadline was last set
 	delivered int       // tokens rendered so far (mid-stream faults)
 	streamWriteState
-	// perPass streams the tokens one pass delivers to a choice as one
-	// chunk, as vLLM does with speculative decoding (several tokens per
-	// engine step). Off without speculative decoding, where a pass
-	// delivers one token per choice anyway, and with logprobs.
-	perPass bool
-	one     [1]uint32 // a single token as a slice, without allocating
 
-	enc eventEncoder // another surface's events; nil = chat/completions chunks
+	enc eventEncoder // the surface's events
 
 	// Delivery by a shard (delivery.go) through line, the request's
 	// connection opened for non-blocking writes (held by value, so the
@@ -69,8 +60,9 @@ type streamer struct {
 	next nextChunk
 }
 
-// eventEncoder renders a streamed job in another API's SSE format
-// (Responses, Anthropic Messages) over the same streaming loop as chat.
+// eventEncoder renders a streamed job in its surface's SSE format: chat and
+// completions chunks (openAIEncoder), Responses and Anthropic Messages
+// events, SGLang's cumulative results. The streamer writes what it renders.
 type eventEncoder interface {
 	// begin appends the events sent with the headers, before any token.
 	begin(b []byte) []byte
@@ -84,47 +76,23 @@ type eventEncoder interface {
 }
 
 // appendFailure appends the events that end a stream with an error.
-func (st *streamer) appendFailure(b []byte, e *apiError) []byte {
-	if st.enc != nil {
-		return st.enc.fail(b, e)
-	}
-	b = e.appendSSE(b)
-	return append(b, sseDone...)
-}
+func (st *streamer) appendFailure(b []byte, e *apiError) []byte { return st.enc.fail(b, e) }
 
-func newStreamer(j *job, w http.ResponseWriter) *streamer {
-	g := j.g
+// binder is an encoder that appends to the streamer's buffer itself
+// (openAIEncoder) rather than returning what it appends.
+type binder interface{ bind(st *streamer) }
+
+// newStreamer starts the stream of j with enc's events (nil: chat or
+// completions chunks).
+func newStreamer(j *job, w http.ResponseWriter, enc eventEncoder) *streamer {
+	if enc == nil {
+		enc = newOpenAIEncoder(j)
+	}
 	// buf starts small: streams delivered by a shard render into the
 	// shard's buffer, so this one holds only the first events.
-	st := &streamer{j: j, w: w, rc: http.NewResponseController(w), lp: j.logprobRenderer(),
-		buf: make([]byte, 0, 512)}
-	st.perPass = j.s.cfg.SpeculativeConfig != nil && !g.logprobs
-	p := make([]byte, 0, 128+len(g.baseID)+len(g.model))
-	p = append(p, `data: {"id":"`...)
-	if g.chat {
-		p = append(p, "chatcmpl-"...)
-	} else {
-		p = append(p, "cmpl-"...)
-	}
-	p = appendStringContent(p, g.baseID)
-	if g.chat {
-		p = append(p, `","object":"chat.completion.chunk","created":`...)
-	} else {
-		p = append(p, `","object":"text_completion","created":`...)
-	}
-	p = strconv.AppendInt(p, g.created, 10)
-	p = append(p, `,"model":`...)
-	p = appendString(p, g.model)
-	p = append(p, `,"choices":[`...)
-	st.prefix = p
-	key := j.s.cfg.ReasoningField
-	if key == "" {
-		key = "reasoning"
-	}
-	st.reasonKey = appendString([]byte(`{`), key)
-	st.reasonKey = append(st.reasonKey, ':')
-	for i := range g.prompts {
-		st.promptTok += len(g.prompts[i].ids)
+	st := &streamer{j: j, w: w, rc: http.NewResponseController(w), enc: enc, buf: make([]byte, 0, 512)}
+	if b, ok := enc.(binder); ok {
+		b.bind(st)
 	}
 	return st
 }
@@ -132,10 +100,9 @@ func newStreamer(j *job, w http.ResponseWriter) *streamer {
 // stream sends the SSE response of a submitted job: headers at once, then
 // events as the engine delivers tokens, then the usage chunk and [DONE]. A
 // mid-stream fault (j.fault) strikes once After tokens have been written.
-// enc renders another surface's events (nil: chat/completions chunks).
+// enc renders the surface's events (nil: chat/completions chunks).
 func (j *job) stream(w http.ResponseWriter, r *http.Request, enc eventEncoder) {
-	st := newStreamer(j, w)
-	st.enc = enc
+	st := newStreamer(j, w, enc)
 	defer st.rc.SetWriteDeadline(time.Time{}) // the connection may serve more requests
 	defer func() {
 		if v := recover(); v != nil {
@@ -155,9 +122,7 @@ func (j *job) stream(w http.ResponseWriter, r *http.Request, enc eventEncoder) {
 		h.Set("Connection", "close") // the stream ends with its connection
 	}
 	w.WriteHeader(http.StatusOK)
-	if enc != nil {
-		st.buf = enc.begin(st.buf)
-	}
+	st.buf = st.enc.begin(st.buf)
 	if st.flush() != nil {
 		return
 	}
@@ -292,7 +257,7 @@ func (st *streamer) deliverByShard(ctx context.Context) bool {
 // True means the stream goes on.
 func (st *streamer) writePending() bool {
 	now := time.Now()
-	if err := st.rc.SetWriteDeadline(now.Add(sseWriteTimeout)); err != nil {
+	if err := st.rc.SetWriteDeadline(now.Add(st.j.s.writeTimeout)); err != nil {
 		return false
 	}
 	st.armed = now
@@ -376,7 +341,7 @@ func (st *streamer) endAbandoned() {
 	j.items = j.out.Drain(j.items)
 	st.render(j.items)
 	e := &apiError{Status: http.StatusRequestTimeout, Type: typeRequestTimeout,
-		Message: "The client stopped reading: " + strconv.Itoa(j.s.cfg.MaxUnflushedTokens) +
+		Message: "The client stopped reading: " + strconv.Itoa(j.s.opts.HTTP.MaxUnflushedTokens) +
 			" or more generated tokens were left unread, so the request was aborted."}
 	st.buf = st.appendFailure(st.buf, e)
 	_ = st.flush()
@@ -419,7 +384,7 @@ func (st *streamer) flush() error {
 	}
 	now := time.Now()
 	if now.Sub(st.armed) >= deadlineRefresh {
-		if err := st.rc.SetWriteDeadline(now.Add(sseWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		if err := st.rc.SetWriteDeadline(now.Add(st.j.s.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return err
 		}
 		st.armed = now
@@ -453,6 +418,13 @@ func (st *streamer) flushRaw() error {
 	return st.writeFrame(sh.frame)
 }
 
+// render appends the events of a batch of output items.
+func (st *streamer) render(items []engine.OutputItem) { st.enc.render(st, items) }
+
+// finish appends the closing events of a stream whose sequences have all
+// finished.
+func (st *streamer) finish() { st.buf = st.enc.end(st.buf) }
+
 // writeFrame writes one framed chunk without waiting; errWouldBlock means
 // st.pending holds the part the socket did not take.
 func (st *streamer) writeFrame(frame []byte) error {
@@ -465,393 +437,4 @@ func (st *streamer) writeFrame(frame []byte) error {
 		return errWouldBlock
 	}
 	return nil
-}
-
-// render appends the events of a batch of output items.
-func (st *streamer) render(items []engine.OutputItem) {
-	if st.enc != nil {
-		st.enc.render(st, items)
-		return
-	}
-	j := st.j
-	for i := 0; i < len(items); i++ {
-		it := &items[i]
-		ch := j.record(it)
-		if it.Final {
-			st.final(it.Choice, ch)
-			continue
-		}
-		pos := ch.n - 1
-		if j.g.chat && !ch.started {
-			ch.started = true
-			st.roleChunk(it.Choice, ch)
-		}
-		if st.perPass && ch.calls == nil {
-			// A tool call's deltas stay one per token: each is a fragment
-			// of the arguments string.
-			i = st.renderPass(items, i, ch, pos)
-			continue
-		}
-		if pos == len(ch.plan.IDs)-1 {
-			// The planned-last token travels in the final chunk, which
-			// follows in the same pass.
-			ch.held, ch.heldTok = true, it.Token
-			continue
-		}
-		if pos >= len(ch.plan.IDs) {
-			continue // beyond the plan: never produced by the engine
-		}
-		if ch.calls != nil {
-			st.callChunk(it.Choice, ch, pos, it.Token, false)
-			continue
-		}
-		text, reasoning := ch.plan.Segment(pos)
-		st.one[0] = it.Token
-		if j.g.chat {
-			if text != "" {
-				st.chatChunk(it.Choice, ch, text, reasoning, st.one[:], false)
-			}
-		} else if text != "" || (j.g.echo && !ch.started) {
-			st.completionChunk(it.Choice, ch, text, st.one[:], false)
-		}
-	}
-}
-
-// renderPass renders the tokens one pass delivered to a choice, starting
-// at items[i] (already recorded, at plan position pos), as one chunk: the
-// following items of the same choice with the same delivery time are
-// recorded and joined to it. A run that holds the planned-last token waits
-// whole for the final chunk. A run whose tokens change between reasoning
-// and content is split where it changes, since a delta has one of them. It
-// returns the index of the run's last item.
-func (st *streamer) renderPass(items []engine.OutputItem, i int, ch *choice, pos int) int {
-	j := st.j
-	it := &items[i]
-	toks := []uint32{it.Token}
-	for i+1 < len(items) && !items[i+1].Final && items[i+1].Choice == it.Choice && items[i+1].Time.Equal(it.Time) {
-		i++
-		j.record(&items[i])
-		toks = append(toks, items[i].Token)
-	}
-	last := len(ch.plan.IDs) - 1
-	if pos+len(toks)-1 >= last && pos <= last {
-		toks = toks[:last-pos+1] // tokens beyond the plan are never produced
-		ch.held, ch.heldRun, ch.heldFrom = true, toks, pos
-		ch.heldTok = toks[len(toks)-1]
-		return i
-	}
-	if pos > last {
-		return i
-	}
-	for start := 0; start < len(toks); {
-		text, reasoning := ch.plan.Segment(pos + start)
-		end := start + 1
-		for ; end < len(toks); end++ {
-			t, r := ch.plan.Segment(pos + end)
-			if r != reasoning {
-				break
-			}
-			text += t
-		}
-		if j.g.chat {
-			if text != "" {
-				st.chatChunk(it.Choice, ch, text, reasoning, toks[start:end], false)
-			}
-		} else if text != "" || (j.g.echo && !ch.started) {
-			st.completionChunk(it.Choice, ch, text, toks[start:end], false)
-		}
-		start = end
-	}
-	return i
-}
-
-// heldRunText returns the text and tokens of a held last pass for the
-// final chunk. In chat, tokens before the last change between reasoning
-// and content go first in chunks of their own (a delta has one of them),
-// so the final chunk carries the tokens of the last token's kind.
-func (st *streamer) heldRunText(idx int, ch *choice) (string, []uint32) {
-	last := len(ch.plan.IDs) - 1
-	from := ch.heldFrom
-	if st.j.g.chat {
-		for start := from; start <= last; {
-			text, reasoning := ch.plan.Segment(start)
-			end := start + 1
-			for ; end <= last; end++ {
-				t, r := ch.plan.Segment(end)
-				if r != reasoning {
-					break
-				}
-				text += t
-			}
-			if end > last {
-				break // the last run goes in the final chunk
-			}
-			if text != "" {
-				st.chatChunk(idx, ch, text, reasoning, ch.heldRun[start-ch.heldFrom:end-ch.heldFrom], false)
-			}
-			from = end
-			start = end
-		}
-	}
-	text := ""
-	for p := from; p <= last; p++ {
-		t, _ := ch.plan.Segment(p)
-		text += t
-	}
-	return text, ch.heldRun[from-ch.heldFrom:]
-}
-
-// final appends a choice's final chunk, carrying its held last token.
-func (st *streamer) final(idx int, ch *choice) {
-	if ch.fin.Rejection != nil {
-		return // answered with an error event
-	}
-	if ch.calls != nil {
-		pos := -1
-		if ch.held {
-			pos = len(ch.plan.IDs) - 1
-		}
-		st.callChunk(idx, ch, pos, ch.heldTok, true)
-		return
-	}
-	var text string
-	var reasoning bool
-	toks := st.one[:]
-	st.one[0] = ch.heldTok
-	if ch.held {
-		text, reasoning = ch.plan.Segment(len(ch.plan.IDs) - 1)
-		if len(ch.heldRun) > 1 {
-			text, toks = st.heldRunText(idx, ch)
-		}
-	}
-	if st.j.g.chat {
-		st.chatChunk(idx, ch, text, reasoning, toks, true)
-	} else {
-		st.completionChunk(idx, ch, text, toks, true)
-	}
-}
-
-// appendRunningUsage appends `,"usage":{…}` with the tokens generated so far.
-func (st *streamer) appendRunningUsage(b []byte) []byte {
-	b = append(b, `,"usage":`...)
-	return st.appendUsage(b, false)
-}
-
-func (st *streamer) appendUsage(b []byte, details bool) []byte {
-	c := st.j.completion
-	b = append(b, `{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, int64(st.promptTok), 10)
-	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(st.promptTok+c), 10)
-	b = append(b, `,"completion_tokens":`...)
-	b = strconv.AppendInt(b, int64(c), 10)
-	if details {
-		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
-		b = strconv.AppendInt(b, int64(st.j.ch[0].fin.CachedTokens), 10)
-		b = append(b, '}')
-	}
-	return append(b, '}')
-}
-
-// roleChunk appends the chat role chunk of a choice, sent when its first
-// token arrives.
-func (st *streamer) roleChunk(idx int, ch *choice) {
-	b := append(st.buf, st.prefix...)
-	b = append(b, `{"index":`...)
-	b = strconv.AppendInt(b, int64(idx), 10)
-	b = append(b, `,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
-	if st.j.g.continuousUsage {
-		// The token that triggers the role chunk is already counted; the
-		// role chunk reports the tokens before it.
-		st.j.completion--
-		b = st.appendRunningUsage(b)
-		st.j.completion++
-	}
-	if st.j.g.returnIDs {
-		b = append(b, `,"prompt_token_ids":`...)
-		b = appendUint32s(b, st.j.g.prompts[ch.prompt].ids)
-	}
-	st.buf = append(b, "}\n\n"...)
-}
-
-// chatChunk appends a content chunk (final false) or the final chunk of a
-// chat choice. text "" on a final chunk gives the empty delta {}.
-func (st *streamer) chatChunk(idx int, ch *choice, text string, reasoning bool, toks []uint32, final bool) {
-	b := append(st.buf, st.prefix...)
-	b = append(b, `{"index":`...)
-	b = strconv.AppendInt(b, int64(idx), 10)
-	b = append(b, `,"delta":`...)
-	switch {
-	case text == "":
-		b = append(b, "{}"...)
-	case reasoning:
-		b = append(b, st.reasonKey...)
-		b = appendString(b, text)
-		b = append(b, '}')
-	default:
-		b = append(b, `{"content":`...)
-		b = appendString(b, text)
-		b = append(b, '}')
-	}
-	st.buf = st.appendChunkTail(b, ch, toks, final)
-}
-
-// callChunk appends the chunk of position pos of a tool-call choice (pos
-// -1: a final chunk without a token), or nothing when the position sends
-// no delta and is not the final one.
-func (st *streamer) callChunk(idx int, ch *choice, pos int, tok uint32, final bool) {
-	start := len(st.buf)
-	b := append(st.buf, st.prefix...)
-	b = append(b, `{"index":`...)
-	b = strconv.AppendInt(b, int64(idx), 10)
-	b = append(b, `,"delta":`...)
-	ok := false
-	if pos >= 0 {
-		b, ok = ch.calls.appendCallDelta(b, ch, pos)
-	}
-	if !ok {
-		if !final {
-			st.buf = b[:start]
-			return
-		}
-		b = append(b, "{}"...)
-	}
-	st.one[0] = tok
-	st.buf = st.appendChunkTail(b, ch, st.one[:], final)
-}
-
-// appendChunkTail appends what follows a chat chunk's delta: logprobs,
-// finish_reason (and stop_reason), token ids, usage, and the event's end.
-func (st *streamer) appendChunkTail(b []byte, ch *choice, toks []uint32, final bool) []byte {
-	g := st.j.g
-	hasTok := !final || ch.held
-	b = append(b, `,"logprobs":`...)
-	if g.logprobs && hasTok {
-		b = append(b, `{"content":[`...)
-		for i, tok := range toks {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = st.lp.appendChatEntry(b, tok)
-		}
-		b = append(b, "]}"...)
-	} else {
-		b = append(b, "null"...)
-	}
-	if final {
-		b = st.appendFinish(b, ch)
-	} else {
-		b = append(b, `,"finish_reason":null`...)
-	}
-	if g.returnIDs {
-		b = append(b, `,"token_ids":[`...)
-		if hasTok {
-			b = appendTokenIDs(b, toks)
-		}
-		b = append(b, ']')
-	}
-	b = append(b, "}]"...)
-	if g.continuousUsage {
-		b = st.appendRunningUsage(b)
-	}
-	return append(b, "}\n\n"...)
-}
-
-// appendFinish appends `,"finish_reason":…,"stop_reason":…`.
-func (st *streamer) appendFinish(b []byte, ch *choice) []byte {
-	reason, stop := ch.reasons()
-	if ch.calls != nil {
-		reason = ch.calls.finish(ch)
-	}
-	b = append(b, `,"finish_reason":`...)
-	b = appendString(b, string(reason))
-	b = append(b, `,"stop_reason":`...)
-	switch stop.Kind {
-	case plan.StopString:
-		b = appendString(b, stop.String)
-	case plan.StopTokenID:
-		b = strconv.AppendUint(b, uint64(stop.TokenID), 10)
-	default:
-		b = append(b, "null"...)
-	}
-	return b
-}
-
-// completionChunk appends a completions chunk: one per
-// token with visible text, the first one prefixed with the echoed prompt,
-// the final one with finish_reason and stop_reason.
-func (st *streamer) completionChunk(idx int, ch *choice, text string, toks []uint32, final bool) {
-	g := st.j.g
-	hasTok := !final || ch.held
-	first := !ch.started
-	ch.started = true
-	b := append(st.buf, st.prefix...)
-	b = append(b, `{"index":`...)
-	b = strconv.AppendInt(b, int64(idx), 10)
-	b = append(b, `,"text":"`...)
-	if first && g.echo {
-		echo := g.prompts[ch.prompt].text
-		b = appendStringContent(b, echo)
-		ch.offset += utf8.RuneCountInString(echo)
-	}
-	b = appendStringContent(b, text)
-	b = append(b, `","logprobs":`...)
-	if g.logprobs && hasTok {
-		// Per-pass chunks are off with logprobs: one token here.
-		b = st.lp.appendCompletionOne(b, toks[0], ch.offset)
-	} else {
-		b = append(b, "null"...)
-	}
-	ch.offset += utf8.RuneCountInString(text)
-	if final {
-		b = st.appendFinish(b, ch)
-	} else {
-		b = append(b, `,"finish_reason":null,"stop_reason":null`...)
-	}
-	if g.returnIDs {
-		if first {
-			b = append(b, `,"prompt_token_ids":`...)
-			b = appendUint32s(b, g.prompts[ch.prompt].ids)
-		}
-		b = append(b, `,"token_ids":[`...)
-		if hasTok {
-			b = appendTokenIDs(b, toks)
-		}
-		b = append(b, ']')
-	}
-	b = append(b, "}]"...)
-	if g.continuousUsage {
-		b = st.appendRunningUsage(b)
-	} else {
-		b = append(b, `,"usage":null`...)
-	}
-	st.buf = append(b, "}\n\n"...)
-}
-
-// appendTokenIDs appends ids separated by commas.
-func appendTokenIDs(b []byte, ids []uint32) []byte {
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendUint(b, uint64(id), 10)
-	}
-	return b
-}
-
-// finish appends the usage chunk (when asked for) and [DONE], or another
-// surface's closing events.
-func (st *streamer) finish() {
-	if st.enc != nil {
-		st.buf = st.enc.end(st.buf)
-		return
-	}
-	if st.j.g.includeUsage && !st.usageDone {
-		st.usageDone = true
-		b := append(st.buf, st.prefix...)
-		b = append(b, `],"usage":`...)
-		b = st.appendUsage(b, st.j.s.cfg.EnablePromptTokensDetails)
-		st.buf = append(b, "}\n\n"...)
-	}
-	st.buf = append(st.buf, sseDone...)
 }

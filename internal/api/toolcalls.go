@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/jsonenc"
 	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/schemagen"
 )
@@ -251,11 +252,11 @@ func appendToolCalls(b []byte, calls []toolCallJSON) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":`...)
-		b = appendString(b, c.ID)
+		b = jsonenc.AppendString(b, c.ID)
 		b = append(b, `,"type":"function","function":{"name":`...)
-		b = appendString(b, c.Name)
+		b = jsonenc.AppendString(b, c.Name)
 		b = append(b, `,"arguments":`...)
-		b = appendString(b, c.Arguments)
+		b = jsonenc.AppendString(b, c.Arguments)
 		b = append(b, "}}"...)
 	}
 	return append(b, ']')
@@ -288,14 +289,14 @@ func (cc *choiceCalls) appendCallDelta(b []byte, ch *choice, pos int) ([]byte, b
 	case role.kind == partArguments && cc.style == toolChoiceNamed && pos == 0:
 		b = appendCallHeader(b, role.call, call, cc.style)
 		b = append(b, `,"arguments":`...)
-		b = appendString(b, text)
+		b = jsonenc.AppendString(b, text)
 		b = append(b, "}}]}"...)
 		return b, true
 	case role.kind == partArguments && text != "":
 		b = append(b, `{"tool_calls":[{"index":`...)
 		b = strconv.AppendInt(b, int64(role.call), 10)
 		b = append(b, `,"function":{"arguments":`...)
-		b = appendString(b, text)
+		b = jsonenc.AppendString(b, text)
 		b = append(b, "}}]}"...)
 		return b, true
 	}
@@ -307,11 +308,11 @@ func (cc *choiceCalls) appendCallDelta(b []byte, ch *choice, pos int) ([]byte, b
 // required.
 func appendCallHeader(b []byte, index int, call plannedCall, style toolChoiceKind) []byte {
 	b = append(b, `{"tool_calls":[{"id":`...)
-	b = appendString(b, call.id)
+	b = jsonenc.AppendString(b, call.id)
 	b = append(b, `,"type":"function","index":`...)
 	b = strconv.AppendInt(b, int64(index), 10)
 	b = append(b, `,"function":{"name":`...)
-	b = appendString(b, call.name)
+	b = jsonenc.AppendString(b, call.name)
 	if style == toolChoiceRequired {
 		b = append(b, `,"arguments":""`...)
 	}
@@ -326,8 +327,8 @@ func appendCallHeader(b []byte, index int, call plannedCall, style toolChoiceKin
 // the structured output, else free text.
 func (s *Server) planChoice(g *genRequest, p plan.Params, prompt []uint32) (plan.Result, *choiceCalls) {
 	seed := choiceSeed(p.Seed, p.Choice)
-	if g.tools != nil && (g.tools.choice != toolChoiceAuto || wantsCall(seed, s.cfg.ToolCallProbability)) {
-		parts, calls := planCalls(g.tools, s.cfg.ToolCallParser, seed, plan.RequestSeed(nil, 0, prompt))
+	if g.tools != nil && (g.tools.choice != toolChoiceAuto || wantsCall(seed, s.opts.Tools.CallProbability)) {
+		parts, calls := planCalls(g.tools, s.opts.Tools.Parser, seed, plan.RequestSeed(nil, 0, prompt))
 		return plan.Text(p, parts), calls
 	}
 	if g.structured != nil {

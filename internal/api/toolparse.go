@@ -54,6 +54,53 @@ func (s *Server) parseTools(o object) (*toolSpec, *apiError) {
 	if e := o.failed(); e != nil {
 		return nil, e
 	}
+	var e *apiError
+	if spec.tools, e = parseToolDefs(o, toolsRaw); e != nil {
+		return nil, e
+	}
+
+	// tool_choice, as vLLM's check_tool_usage reads it.
+	switch {
+	case !hasChoice && len(spec.tools) > 0:
+		spec.choice = toolChoiceAuto
+	case !hasChoice:
+		return nil, nil
+	case string(choiceRaw) == `"none"`:
+		return nil, nil
+	case !hasTools:
+		return nil, errInvalid("tool_choice", "When using `tool_choice`, `tools` must be set.")
+	case string(choiceRaw) == `"auto"`:
+		spec.choice = toolChoiceAuto
+	case string(choiceRaw) == `"required"`:
+		if len(spec.tools) == 0 {
+			return nil, errInvalid("tool_choice", "When using `tool_choice`, `tools` must be set.")
+		}
+		spec.choice = toolChoiceRequired
+	case choiceRaw[0] == '{':
+		named, e := namedToolChoice(o, choiceRaw, spec.tools)
+		if e != nil {
+			return nil, e
+		}
+		spec.choice, spec.named = toolChoiceNamed, named
+	default:
+		return nil, errInvalid("tool_choice", "Invalid value for `tool_choice`: %s! Only named tools, \"none\", \"auto\" or \"required\" are supported.",
+			strings.Trim(string(choiceRaw), `"`))
+	}
+	if spec.choice == toolChoiceAuto {
+		if !s.opts.Tools.AutoToolChoice || s.opts.Tools.Parser == "" {
+			return nil, errInvalid("tool_choice", `"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`)
+		}
+		if len(spec.tools) == 0 {
+			return nil, nil // "auto" over an empty list: nothing to call
+		}
+	}
+	return spec, nil
+}
+
+// parseToolDefs reads the function definitions of tools, compiling their
+// parameter schemas.
+func parseToolDefs(o object, toolsRaw []json.RawMessage) ([]toolDef, *apiError) {
+	var tools []toolDef
 	for i, raw := range toolsRaw {
 		path := "tools[" + itoa(i) + "]"
 		tool, ok := o.elem(raw, path, "object")
@@ -88,45 +135,9 @@ func (s *Server) parseTools(o object) (*toolSpec, *apiError) {
 		if e := o.failed(); e != nil {
 			return nil, e
 		}
-		spec.tools = append(spec.tools, def)
+		tools = append(tools, def)
 	}
-
-	// tool_choice, as vLLM's check_tool_usage reads it.
-	switch {
-	case !hasChoice && len(spec.tools) > 0:
-		spec.choice = toolChoiceAuto
-	case !hasChoice:
-		return nil, nil
-	case string(choiceRaw) == `"none"`:
-		return nil, nil
-	case !hasTools:
-		return nil, errInvalid("tool_choice", "When using `tool_choice`, `tools` must be set.")
-	case string(choiceRaw) == `"auto"`:
-		spec.choice = toolChoiceAuto
-	case string(choiceRaw) == `"required"`:
-		if len(spec.tools) == 0 {
-			return nil, errInvalid("tool_choice", "When using `tool_choice`, `tools` must be set.")
-		}
-		spec.choice = toolChoiceRequired
-	case choiceRaw[0] == '{':
-		named, e := namedToolChoice(o, choiceRaw, spec.tools)
-		if e != nil {
-			return nil, e
-		}
-		spec.choice, spec.named = toolChoiceNamed, named
-	default:
-		return nil, errInvalid("tool_choice", "Invalid value for `tool_choice`: %s! Only named tools, \"none\", \"auto\" or \"required\" are supported.",
-			strings.Trim(string(choiceRaw), `"`))
-	}
-	if spec.choice == toolChoiceAuto {
-		if !s.cfg.EnableAutoToolChoice || s.cfg.ToolCallParser == "" {
-			return nil, errInvalid("tool_choice", `"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`)
-		}
-		if len(spec.tools) == 0 {
-			return nil, nil // "auto" over an empty list: nothing to call
-		}
-	}
-	return spec, nil
+	return tools, nil
 }
 
 // correctToolChoice ends vLLM's messages about a malformed named choice.

@@ -81,8 +81,8 @@ type Config struct {
 	Reasoning *ReasoningConfig `json:"reasoning"`
 
 	// Data parallelism.
-	DPSize    int              `json:"dp_size"`
-	DPRouting engine.DPRouting `json:"dp_routing"`
+	DPSize    int       `json:"dp_size"`
+	DPRouting DPRouting `json:"dp_routing"`
 
 	// Disaggregated prefill/decode (docs/disaggregation.md).
 	WorkerType              WorkerType                `json:"worker_type"`
@@ -299,7 +299,7 @@ func Default() Config {
 		DecodeSpeedupRatio: 1.0,
 
 		DPSize:    1,
-		DPRouting: engine.RouteRoundRobin,
+		DPRouting: RouteRoundRobin,
 
 		MaxLoRAs:      1,
 		MaxLoRARank:   16,

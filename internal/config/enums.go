@@ -17,6 +17,17 @@ const (
 	WorkerDecode     WorkerType = "decode"
 )
 
+// DPRouting chooses the data-parallel rank of a request that names none
+// (--dp-routing); the HTTP layer's enum is api.DPRouting (the worker
+// converts).
+type DPRouting string
+
+// DP routing policies.
+const (
+	RouteRoundRobin  DPRouting = "round_robin"
+	RouteLeastLoaded DPRouting = "least_loaded"
+)
+
 // MetricsFamily selects the metric families (--metrics-family).
 type MetricsFamily string
 

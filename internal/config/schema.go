@@ -69,7 +69,7 @@ var fieldOpts = map[string]fieldOpt{
 	"trtllm.capacity_scheduler_policy":          {enum: typedEnum(engine.CapacityGuaranteedNoEvict, engine.CapacityMaxUtilization, engine.CapacityStaticBatch)},
 	"eviction_backend":                          {enum: typedEnum(kv.EvictLRU, kv.EvictLineage, kv.EvictMultiLRU)},
 	"timing_model":                              {enum: typedEnum(engine.TimingPolynomial, engine.TimingFixed, engine.TimingInterpolated)},
-	"dp_routing":                                {enum: typedEnum(engine.RouteRoundRobin, engine.RouteLeastLoaded)},
+	"dp_routing":                                {enum: typedEnum(RouteRoundRobin, RouteLeastLoaded)},
 	"worker_type":                               {enum: typedEnum(WorkerAggregated, WorkerPrefill, WorkerDecode)},
 	"kv_transfer_timing_mode":                   {enum: typedEnum(engine.TransferFullPrompt, engine.TransferDestinationMissing)},
 	"kv_transfer_config.kv_role":                {enum: enum("kv_producer", "kv_consumer", "kv_both")},

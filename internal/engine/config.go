@@ -87,26 +87,6 @@ const (
 	TimingInterpolated TimingModelKind = "interpolated"
 )
 
-// DPRouting chooses the data-parallel rank of a request that names none.
-type DPRouting string
-
-// DP routing policies.
-const (
-	RouteRoundRobin  DPRouting = "round_robin"
-	RouteLeastLoaded DPRouting = "least_loaded"
-)
-
-// WorkerPrefill and WorkerDecode are the old names of config.WorkerPrefill
-// and config.WorkerDecode (a worker's role is configuration; the engine
-// never uses it).
-//
-// Deprecated: use config's; kept untyped only while internal/api still
-// names them (issue 26 moves api onto its own options), then removed.
-const (
-	WorkerPrefill = "prefill"
-	WorkerDecode  = "decode"
-)
-
 // FinishReason says why a sequence ended; the values are the OpenAI
 // finish_reason strings.
 type FinishReason string

@@ -143,6 +143,25 @@ func (e *Engine) Submit(r *Request) error {
 	return e.post(message{kind: msgSubmit, req: r})
 }
 
+// SubmitAll queues several requests in one mailbox step, so the actor
+// applies them together and no pass starts between them: the choices of an
+// n > 1 request (or the prompts of a batched completion) enter the engine in
+// the same pass, as vLLM's engine core adds a request's sequences at once.
+// Either all are queued or, when the engine has stopped, none.
+func (e *Engine) SubmitAll(rs []Request) error {
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return ErrStopped
+	}
+	for i := range rs {
+		e.pending = append(e.pending, message{kind: msgSubmit, req: &rs[i]})
+	}
+	e.mu.Unlock()
+	e.wake()
+	return nil
+}
+
 // LoadAdapter asks the actor to load a LoRA adapter into its CPU cache and
 // a GPU slot, as vLLM's add_lora does when an adapter is registered.
 func (e *Engine) LoadAdapter(a Adapter) error {
@@ -182,11 +201,16 @@ func (e *Engine) post(m message) error {
 	}
 	e.pending = append(e.pending, m)
 	e.mu.Unlock()
+	e.wake()
+	return nil
+}
+
+// wake pokes the actor's 1-slot notify channel without blocking.
+func (e *Engine) wake() {
 	select {
 	case e.notify <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // applyMailbox applies every pending message in arrival order.

@@ -49,6 +49,7 @@ func (f *Fleet) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /workers", f.handleList)
 	mux.HandleFunc("GET /workers/{id}", f.handleGet)
+	mux.HandleFunc("GET /workers/{id}/engine", f.handleEngine)
 	mux.HandleFunc("POST /workers/{id}/{action}", f.handleAction)
 	for _, m := range []string{"GET", "PUT", "POST"} {
 		mux.HandleFunc(m+" /workers/{id}/faults", f.handleFaults)

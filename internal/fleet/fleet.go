@@ -142,6 +142,7 @@ func (f *Fleet) startWorker(i int) error {
 		Loaders:       f.opts.Loaders,
 		UI:            f.hubs[i],
 		AdminURL:      f.adminURL,
+		ID:            m.ID,
 		OnFailure: func(err error) {
 			select {
 			case f.failed <- fmt.Errorf("worker %s: %w", m.ID, err):

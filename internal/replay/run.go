@@ -384,10 +384,14 @@ func (r *runner) arrive(req Request) {
 	r.load.blocks[ti] += f.blocks
 	t.stats.routed++
 
+	planned := req.Output
+	if planned == nil {
+		planned = outputTokens(req.OutputTokens)
+	}
 	t.pending = append(t.pending, &engine.Request{
 		ID:            uint64(slot) + 1,
 		Prompt:        req.Prompt,
-		PlannedOutput: outputTokens(req.OutputTokens),
+		PlannedOutput: planned,
 		FinishReason:  engine.FinishLength,
 		ArrivalTime:   engine.VirtualEpoch.Add(req.Arrival),
 		Choice:        slot,

@@ -71,6 +71,7 @@ const promptSlabTokens = 1 << 16
 type session struct {
 	prompt    []uint32 // the last turn's prompt
 	lastOut   int      // the last turn's output length
+	lastIndex int      // the last turn's request index + 1 (0: none yet)
 	turnsLeft int
 }
 
@@ -145,6 +146,7 @@ func (g *Synthetic) emit(at time.Duration, s *session) Request {
 	out := g.opts.Output.Sample(g.rng)
 	prompt := g.carve(len(s.prompt) + s.lastOut + in)
 	prompt = append(prompt, s.prompt...)
+	outAt := len(prompt)
 	prompt = append(prompt, outputTokens(s.lastOut)...)
 	g.unique++
 	prompt = blockTokens(prompt, 1<<62|g.unique, in)
@@ -153,7 +155,11 @@ func (g *Synthetic) emit(at time.Duration, s *session) Request {
 	if s.turnsLeft > 0 {
 		g.pending.push(at+g.opts.TurnGap, g.emitted, s)
 	}
-	r := Request{Index: g.emitted, Arrival: at, Prompt: prompt, OutputTokens: out}
+	r := Request{Index: g.emitted, Arrival: at, Prompt: prompt, OutputTokens: out, Follows: s.lastIndex}
+	if s.lastIndex > 0 {
+		r.FollowsOutputAt = outAt
+	}
+	s.lastIndex = g.emitted + 1
 	g.emitted++
 	return r
 }

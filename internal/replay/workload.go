@@ -16,6 +16,17 @@ type Request struct {
 	Prompt []uint32
 	// OutputTokens is the number of tokens to generate (at least one).
 	OutputTokens int
+	// Output, when set, is the planned output itself (OutputTokens long);
+	// nil plans the workload's shared output sequence. A replay of what a
+	// live server answered sets it, so that a later turn's prompt holds
+	// the very tokens the earlier turn produced.
+	Output []uint32
+	// Follows is 1 + the index of the session turn this request continues
+	// (0 for a first turn): its Prompt holds that turn's output at
+	// FollowsOutputAt. An online driver waits for that answer and puts the
+	// answered tokens there.
+	Follows         int
+	FollowsOutputAt int
 }
 
 // Source yields a workload's requests in arrival order. Next returns io.EOF

@@ -89,7 +89,7 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 	if err != nil {
 		return nil, err
 	}
-	in.srv = api.NewServer(cfg, engines, api.Deps{
+	in.srv = api.NewServer(apiOptions(cfg), engines, api.Deps{
 		Logger:        w.log,
 		Metrics:       w.opts.Metrics,
 		Requests:      w.opts.Requests,
@@ -157,10 +157,16 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 	if hub := w.opts.UI; hub != nil {
 		inner = ui.Route(inner, ui.Handler(hub, ui.HandlerOptions{APIKeys: cfg.APIKey}))
 	}
+	id := w.opts.ID
 	in.hs = &http.Server{
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			in.active.Add(1)
 			defer in.active.Add(-1)
+			if id != "" {
+				// Set before the API writes anything, so every answer
+				// (stream, error, health) carries it.
+				rw.Header()[HeaderWorker] = []string{id}
+			}
 			inner.ServeHTTP(rw, r)
 		}),
 		ReadHeaderTimeout: readHeaderTimeout,

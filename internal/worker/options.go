@@ -76,6 +76,11 @@ type Options struct {
 	StartupGate GateScheduler
 	// Loaders read the timing profile, tokenizer and chat template.
 	Loaders
+	// ID is the identity stamped on every HTTP response as the
+	// x-mocker-worker header (HeaderWorker), so that a client behind any
+	// router can tell which worker served it; a fleet passes the worker's
+	// admin id. Empty stamps nothing.
+	ID string
 	// UI is the live view's hub (GET /ui, docs/ui.md) when cfg.UI is on;
 	// nil makes the worker create its own. A fleet passes one per worker
 	// so that its admin page can show them all.

@@ -1,0 +1,213 @@
+package api
+
+import (
+	"time"
+
+	"github.com/mocker-server/mocker-server/internal/faults"
+	"github.com/mocker-server/mocker-server/internal/plan"
+)
+
+// Options are the settings the HTTP layer reads. The server's owner
+// (internal/worker) builds them once from the configuration; a zero group
+// turns its feature off.
+type Options struct {
+	Model      ModelOptions
+	HTTP       HTTPOptions
+	Generation GenerationOptions
+	Tools      ToolOptions
+	Limits     LimitOptions
+	LoRA       LoRAOptions
+	PD         PDOptions
+	// SGLang mounts SGLang's native endpoints (docs/sglang.md) and holds
+	// what /get_server_info reports; nil in the other engine modes.
+	SGLang *SGLangOptions
+	// Faults are the failure settings of the injector NewServer builds
+	// when Deps.Faults is nil.
+	Faults faults.Settings
+	// Seed seeds planning (per-request seeds), injected faults and the
+	// embedding basis.
+	Seed int64
+	// DPRouting chooses the rank of a request that names none.
+	DPRouting DPRouting
+	// EmbeddingDim is the length of /v1/embeddings vectors.
+	EmbeddingDim int
+}
+
+// ModelOptions name the served model.
+type ModelOptions struct {
+	// ServedNames are the names requests may use; responses report the
+	// first. Empty: Path is the one name.
+	ServedNames []string
+	Path        string // the model path (--model)
+	Tokenizer   string // the tokenizer path; "" = Path
+	MaxModelLen int    // context length (prompt + output tokens)
+}
+
+// ServedName is the model name responses report.
+func (m *ModelOptions) ServedName() string {
+	if len(m.ServedNames) > 0 {
+		return m.ServedNames[0]
+	}
+	return m.Path
+}
+
+// HTTPOptions are the request handling and protocol settings.
+type HTTPOptions struct {
+	APIKeys  []string // accepted bearer tokens; none = no authentication
+	AdminKey string   // guards /admin/faults; "" = no such route
+	// MaxRequestBodyBytes bounds a request body (413 beyond).
+	MaxRequestBodyBytes int64
+	// RequestBodyTimeout bounds reading a body (408 after); 0 = 10 s.
+	RequestBodyTimeout time.Duration
+	// StartClosed keeps the startup gate closed until SetReady(true).
+	StartClosed bool
+	// RequestIDHeaders echoes the request id in X-Request-Id.
+	RequestIDHeaders bool
+	// PromptTokensDetails reports usage.prompt_tokens_details.
+	PromptTokensDetails bool
+	// ForceIncludeUsage sends the usage chunk on every stream.
+	ForceIncludeUsage bool
+	// DevMode serves POST /reset_prefix_cache.
+	DevMode bool
+	// MaxUnflushedTokens aborts a stream whose client leaves this many
+	// tokens unread (0 = never).
+	MaxUnflushedTokens int
+}
+
+// GenerationOptions shape every generated output.
+type GenerationOptions struct {
+	// OutputLenMode is plan's length mode (plan.ModeMax or plan.ModeRandom).
+	OutputLenMode    string
+	NaturalOutputLen int
+	// Reasoning makes outputs open with thinking tokens; nil = none.
+	Reasoning *plan.Reasoning
+	// ReasoningField names the reasoning text of chat messages and deltas.
+	ReasoningField ReasoningField
+	// PerPassChunks streams the tokens one engine pass delivers to a
+	// choice as one chunk (speculative decoding).
+	PerPassChunks bool
+	// PriorityScheduling accepts a non-zero priority field.
+	PriorityScheduling bool
+}
+
+// ReasoningField is the JSON name of reasoning text.
+type ReasoningField string
+
+// Reasoning fields.
+const (
+	ReasoningFieldReasoning        ReasoningField = "reasoning"
+	ReasoningFieldReasoningContent ReasoningField = "reasoning_content"
+)
+
+// ToolOptions are the tool-calling settings.
+type ToolOptions struct {
+	// AutoToolChoice allows tool_choice "auto" (with a Parser).
+	AutoToolChoice bool
+	// Parser is vLLM's tool call parser name: the text format of the
+	// generated calls.
+	Parser string
+	// CallProbability is the chance that an "auto" request calls a tool.
+	CallProbability float64
+	// ExcludeWhenChoiceNone renders no tools when tool_choice is "none".
+	ExcludeWhenChoiceNone bool
+}
+
+// LimitOptions are the provider-style limits (0 = none).
+type LimitOptions struct {
+	MaxConcurrentRequests int
+	RPM                   int // requests per minute
+	TPM                   int // tokens per minute
+}
+
+// LoRAOptions are the LoRA adapter settings; Enabled false serves none.
+type LoRAOptions struct {
+	Enabled         bool
+	RuntimeUpdating bool // serves /v1/load_lora_adapter and unload
+	PathCheck       LoRAPathCheck
+	MaxRank         int
+	// Modules are the adapters loaded at startup (LoadStaticAdapters).
+	Modules []LoRAModule
+}
+
+// LoRAPathCheck says what a load checks of an adapter's path.
+type LoRAPathCheck string
+
+// LoRA path checks.
+const (
+	// LoRAPathNone records any path.
+	LoRAPathNone LoRAPathCheck = "none"
+	// LoRAPathExists needs a directory whose adapter_config.json rank is
+	// within MaxRank.
+	LoRAPathExists LoRAPathCheck = "exists"
+)
+
+// LoRAModule is one adapter of --lora-modules.
+type LoRAModule struct {
+	Name, Path, BaseModelName string
+}
+
+// PDRole is a worker's fixed role in disaggregated prefill/decode
+// (Dynamo's --disaggregation-mode); PDRoleNone for a KV connector's
+// workers, whose requests say their side.
+type PDRole uint8
+
+// Worker roles.
+const (
+	PDRoleNone PDRole = iota
+	PDRolePrefill
+	PDRoleDecode
+)
+
+// PDOptions are the disaggregated prefill/decode settings.
+type PDOptions struct {
+	// Disaggregated serves kv_transfer_params and bootstrap_* requests.
+	Disaggregated bool
+	// ServesPrefill and ServesDecode are the halves of a handoff the
+	// worker accepts.
+	ServesPrefill, ServesDecode bool
+	// Role is what a request with only bootstrap_* fields is.
+	Role PDRole
+	// RoleName describes the worker's role in error messages.
+	RoleName string
+	// Connector: a KV connector's side channel serves prefills' blocks.
+	Connector bool
+	// BootstrapPort is the Dynamo bootstrap port (0 = none).
+	BootstrapPort int
+	// HandoffTimeout is the longest a prefill holds its blocks.
+	HandoffTimeout time.Duration
+	// TransferDelay is the modeled time to move a prompt's KV (nil = 0).
+	TransferDelay func(tokens int) time.Duration
+	// RecomputeOnLoadFailure computes a failed pull's prompt locally.
+	RecomputeOnLoadFailure bool
+}
+
+// transferDelay is PD.TransferDelay, 0 without one.
+func (p *PDOptions) transferDelay(tokens int) time.Duration {
+	if p.TransferDelay == nil {
+		return 0
+	}
+	return p.TransferDelay(tokens)
+}
+
+// SGLangOptions are SGLang's server arguments as /get_server_info reports
+// them.
+type SGLangOptions struct {
+	PageSize                 int
+	MaxRunningRequests       int
+	MaxTotalTokens           int
+	MaxPrefillTokens         int
+	ChunkedPrefillSize       int
+	SchedulePolicy           string
+	ScheduleConservativeness float64
+	DisableRadixCache        bool
+	DPSize                   int
+}
+
+// DPRouting chooses the data-parallel rank of a request that names none.
+type DPRouting string
+
+// DP routing policies.
+const (
+	RouteRoundRobin  DPRouting = "round_robin"
+	RouteLeastLoaded DPRouting = "least_loaded"
+)

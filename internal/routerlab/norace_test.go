@@ -1,0 +1,5 @@
+//go:build !race
+
+package routerlab
+
+const raceEnabled = false

@@ -1,0 +1,57 @@
+package worker
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/mocker-server/mocker-server/internal/api"
+	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
+)
+
+// The HTTP layer's options carry the configuration's settings under their
+// typed names.
+func TestAPIOptions_FromTheConfiguration(t *testing.T) {
+	cfg := testcfg.Load(t, overlayOf(t, `{"engine_type":"sglang","model":"m","served_model_name":["a","b"],
+		"max_model_len":4096,"dp_size":2,"dp_routing":"least_loaded","reasoning_field":"reasoning_content",
+		"scheduling_policy":"priority","startup_time":3,"request_body_timeout":2.5,"max_unflushed_tokens":7,
+		"sglang":{"max_running_requests":9,"schedule_policy":"dfs_weight"},"seed":11,
+		"reasoning":{"start_thinking_token_id":5,"end_thinking_token_id":6,"thinking_ratio":0.5}}`))
+	o := apiOptions(cfg)
+	if o.Model.ServedName() != "a" || o.Model.Path != "m" || o.Model.MaxModelLen != 4096 {
+		t.Errorf("model %+v", o.Model)
+	}
+	if o.DPRouting != api.RouteLeastLoaded || o.Generation.ReasoningField != api.ReasoningFieldReasoningContent ||
+		!o.Generation.PriorityScheduling || o.Seed != 11 {
+		t.Errorf("routing %q, reasoning field %q, priority %v, seed %d", o.DPRouting, o.Generation.ReasoningField,
+			o.Generation.PriorityScheduling, o.Seed)
+	}
+	if r := o.Generation.Reasoning; r == nil || r.StartID != 5 || r.EndID != 6 || r.Ratio != 0.5 {
+		t.Errorf("reasoning %+v", r)
+	}
+	if h := o.HTTP; !h.StartClosed || h.RequestBodyTimeout != 2500*time.Millisecond || h.MaxUnflushedTokens != 7 {
+		t.Errorf("http %+v", h)
+	}
+	if s := o.SGLang; s == nil || s.MaxRunningRequests != 9 || s.SchedulePolicy != "dfs_weight" || s.DPSize != 2 ||
+		s.PageSize != cfg.EffectiveBlockSize() || s.MaxTotalTokens != cfg.NumGPUBlocks*cfg.EffectiveBlockSize() {
+		t.Errorf("sglang %+v", s)
+	}
+
+	// vLLM mode: no SGLang endpoints; the defaults.
+	o = apiOptions(testConfig(t))
+	if o.SGLang != nil || o.DPRouting != api.RouteRoundRobin || o.LoRA.PathCheck != api.LoRAPathNone ||
+		o.HTTP.StartClosed || o.PD.Disaggregated || o.PD.Role != api.PDRoleNone {
+		t.Errorf("defaults: sglang %v, routing %q, lora path check %q, closed %v, pd %+v",
+			o.SGLang, o.DPRouting, o.LoRA.PathCheck, o.HTTP.StartClosed, o.PD)
+	}
+}
+
+// overlayOf decodes a JSON overlay.
+func overlayOf(t *testing.T, overlay string) map[string]any {
+	t.Helper()
+	var o map[string]any
+	if err := json.Unmarshal([]byte(overlay), &o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
