@@ -38,13 +38,6 @@ func loadTextModel(cfg *config.Config, stderr io.Writer) (tokenizer.Model, api.C
 			return nil, nil, configError("model %s: no such directory (a local path must exist, as for vllm serve; a name that is no path, such as Qwen/Qwen3-8B, is served with the built-in tokenizer)", cfg.Model)
 		}
 	}
-	if dir != "" && stderr != nil {
-		if st, err := os.Stat(filepath.Join(dir, hftokenizer.TokenizerFile)); err == nil && st.Size() > largeTokenizer {
-			fmt.Fprintf(stderr, "loading tokenizer %s (%.0f MB) …\n", dir, float64(st.Size())/1e6)
-			start := time.Now()
-			defer func() { fmt.Fprintf(stderr, "loaded tokenizer %s in %.1f s\n", dir, time.Since(start).Seconds()) }()
-		}
-	}
 	var (
 		model      tokenizer.Model
 		source     = cfg.ChatTemplate
@@ -52,9 +45,18 @@ func loadTextModel(cfg *config.Config, stderr io.Writer) (tokenizer.Model, api.C
 		sourceFlag = "--chat-template"
 	)
 	if dir != "" {
+		announce := false
+		if st, err := os.Stat(filepath.Join(dir, hftokenizer.TokenizerFile)); err == nil && st.Size() > largeTokenizer && stderr != nil {
+			announce = true
+			fmt.Fprintf(stderr, "loading tokenizer %s (%.0f MB) …\n", dir, float64(st.Size())/1e6)
+		}
+		start := time.Now()
 		tok, err := hftokenizer.Load(dir)
 		if err != nil {
 			return nil, nil, configError("--tokenizer %s: %v", dir, err)
+		}
+		if announce {
+			fmt.Fprintf(stderr, "loaded tokenizer %s in %.1f s\n", dir, time.Since(start).Seconds())
 		}
 		model = tok.Model()
 		bos, _, _ = tok.BOSToken()
