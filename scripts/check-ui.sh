@@ -23,7 +23,7 @@ wait_for() {
   echo "check-ui: no '$2' in $1:" >&2; cat "$1" >&2; return 1
 }
 
-"$bin" serve --port 0 --admin-port 0 --api-key ui-test-key --block-size 16 --num-gpu-blocks-override 512 \
+"$bin" serve --port 0 --admin-port 0 --api-key ui-test-key --block-size 16 --num-gpu-blocks-override 4096 \
   --log-level warn 2>"$logs/serve.log" & pids+=($!)
 "$bin" fleet --workers 64 --base-port 0 --admin-port 0 --num-gpu-blocks-override 256 \
   --log-level warn 2>"$logs/fleet.log" & pids+=($!)

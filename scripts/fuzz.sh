@@ -28,6 +28,8 @@ targets=(
 	"./internal/chattemplate FuzzParseAndRenderNeverPanic"
 	"./internal/chattemplate FuzzDecodeJSONAgreesWithEncodingJSON"
 	"./internal/schemagen FuzzCompileGenerate"          # JSON Schemas: refused, or every instance valid
+	"./internal/replay FuzzTraceLine"                    # Mooncake trace lines: refused, or within the per-line token bound
+	"./internal/kvtransfer FuzzSideChannelBody"          # side-channel bodies: a 4xx JSON error naming no engine id, or the exact handoff
 )
 wanted=" $* "
 for t in "${targets[@]}"; do

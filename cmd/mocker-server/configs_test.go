@@ -484,7 +484,8 @@ func TestGrafanaProvisioning_IsConsistent(t *testing.T) {
 	if !ok || !slices.Contains(ms.Ports, "8000:8000") || !slices.Contains(ms.Command, "configs/demo.yaml") {
 		t.Errorf("compose mocker-server = %+v", ms)
 	}
-	for _, p := range []string{"5557:5557", "5558:5558", "5560:5560"} {
+	// The ZMQ streams have no authentication: published on loopback only.
+	for _, p := range []string{"127.0.0.1:5557:5557", "127.0.0.1:5558:5558", "127.0.0.1:5560:5560"} {
 		if !slices.Contains(ms.Ports, p) {
 			t.Errorf("compose mocker-server does not publish %s", p)
 		}

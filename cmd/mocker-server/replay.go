@@ -119,13 +119,7 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 		"input-len", "output-len", "prefix-groups", "prefix-len", "turns", "turn-gap", "concurrency", "client-delay")
 	setGroup(fs, "Fleet and routing", config.FlagConfig, "compare", "fleet-file", "workers", "router", "kv-overlap-score-weight",
 		"prefix-hash-blocks")
-	// vLLM's --tensor-parallel-size, hidden for serve (no effect there),
-	// sets the GPUs per rank of replay's per-GPU throughput.
-	if tp := fs.Lookup("tensor-parallel-size"); tp != nil {
-		tp.Hidden = false
-		tp.Usage = "GPUs per DP rank, for the report's output tokens/s per GPU (vLLM's flag; default 1)"
-	}
-	setGroup(fs, "Report", "json", "csv", "html", "no-progress", "tensor-parallel-size")
+	setGroup(fs, "Report", "json", "csv", "html", "no-progress")
 	setGroupedHelp(cmd, "Workload", "Fleet and routing", "Report")
 	return cmd
 }
@@ -199,6 +193,10 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 
 	for _, name := range config.ChangedOutOfScope(cmd.Flags(), config.ScopeReplay) {
 		fmt.Fprintf(stderr, "warning: %s has no effect in replay (no HTTP, ZMQ, text or faults offline)\n", name)
+	}
+	if cmd.Flags().Changed("model") && !cmd.Flags().Changed("hardware") {
+		// --model is the hardware timing model's shape (docs/hardware.md).
+		fmt.Fprintln(stderr, "warning: replay reads --model only with --hardware")
 	}
 	// Each setup is a fleet: --fleet files, else one group of --workers
 	// workers per --config (or the defaults).

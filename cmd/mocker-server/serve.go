@@ -55,9 +55,10 @@ func atMostModel(cmd *cobra.Command, args []string) error {
 func addAdminFlags(fs *pflag.FlagSet, a *adminFlags, defaultPort int) {
 	fs.IntVar(&a.port, "admin-port", defaultPort, "admin API port (-1: no admin API, 0: a free port)")
 	fs.StringVar(&a.host, "admin-host", "127.0.0.1", "admin API host")
-	fs.StringVar(&a.key, "admin-key", "", "bearer token every admin API call must carry")
+	fs.StringVar(&a.key, "admin-key", "", "bearer token every admin API call must carry (required when --admin-host is not loopback)")
+	fs.BoolVar(&a.allowInsecure, "admin-allow-insecure", false, "allow a keyless admin API on a non-loopback --admin-host (a trusted network)")
 	// The admin API is part of the server (serve and fleet).
-	setGroup(fs, config.GroupServer.String(), "admin-port", "admin-host", "admin-key")
+	setGroup(fs, config.GroupServer.String(), "admin-port", "admin-host", "admin-key", "admin-allow-insecure")
 }
 
 // serveLoadOptions returns the configuration sources of serve: the flags

@@ -88,10 +88,12 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 
 // adminFlags are the admin API settings of serve and fleet.
 type adminFlags struct {
-	host         string
-	port         int // -1 = no admin API; 0 = a port the OS picks
-	key          string
-	staggerDelay time.Duration
+	host string
+	port int // -1 = no admin API; 0 = a port the OS picks
+	key  string
+	// allowInsecure: --admin-allow-insecure (fleet.Options.AdminAllowInsecure).
+	allowInsecure bool
+	staggerDelay  time.Duration
 }
 
 func (a adminFlags) addr() string {
@@ -102,6 +104,6 @@ func (a adminFlags) addr() string {
 }
 
 func (a adminFlags) fleetOptions(stderr io.Writer) fleet.Options {
-	return fleet.Options{Stderr: stderr, Version: version, AdminAddr: a.addr(), AdminKey: a.key,
+	return fleet.Options{Stderr: stderr, Version: version, AdminAddr: a.addr(), AdminKey: a.key, AdminAllowInsecure: a.allowInsecure,
 		StaggerDelay: a.staggerDelay, Loaders: loaders(stderr)}
 }

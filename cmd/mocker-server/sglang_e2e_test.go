@@ -78,8 +78,8 @@ func TestE2E_SGLangMode(t *testing.T) {
 	if got := exp.value("sglang:generation_tokens_total", nil); got != 5 {
 		t.Errorf("sglang:generation_tokens_total = %v, want 5", got)
 	}
-	if got := exp.value("sglang:max_total_num_tokens", map[string]string{"dp_rank": "0"}); got != 16384 {
-		t.Errorf("sglang:max_total_num_tokens = %v, want 16384 pages of 1 token", got)
+	if got := exp.value("sglang:max_total_num_tokens", map[string]string{"dp_rank": "0"}); got != 262144 {
+		t.Errorf("sglang:max_total_num_tokens = %v, want 262144 pages of 1 token (vllm's default pool in tokens)", got)
 	}
 }
 

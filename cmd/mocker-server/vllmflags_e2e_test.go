@@ -89,8 +89,14 @@ func TestRun_VLLMServeCommandLineStartsAndServes(t *testing.T) {
 		resp.Usage.CompletionTokens != 4 {
 		t.Errorf("chat completion = %+v", resp)
 	}
-	want := []string{"accepted, no effect: --tensor-parallel-size 2, --gpu-memory-utilization 0.9, --dtype bfloat16, --trust-remote-code"}
+	want := []string{"accepted, no effect: --trust-remote-code"}
 	if got := linesWithPrefix(stderr.String(), "accepted, no effect"); !slices.Equal(got, want) {
+		t.Errorf("startup lines:\n got  %q\n want %q\nstderr:\n%s", got, want, stderr.String())
+	}
+	// The settings the hardware timing model uses are named too: without
+	// --hardware they change nothing (docs/hardware.md).
+	want = []string{"warning: accepted, no effect without --hardware: --tensor-parallel-size, --dtype, --gpu-memory-utilization (docs/hardware.md)"}
+	if got := linesWithPrefix(stderr.String(), "warning: accepted, no effect"); !slices.Equal(got, want) {
 		t.Errorf("startup lines:\n got  %q\n want %q\nstderr:\n%s", got, want, stderr.String())
 	}
 }
@@ -105,9 +111,9 @@ func TestRun_VLLMFlagErrorsExitWithStatus2(t *testing.T) {
 			[]string{"unknown flag: --tensor-parallel-sise (did you mean --tensor-parallel-size?)"}},
 		{"misspelled short name", []string{"-tq", "2"}, []string{"unknown shorthand flag: 't' in -tq (did you mean -tp?)"}},
 		{"int flag with a word", []string{"--tensor-parallel-size", "two"},
-			[]string{`invalid argument "two" for "--tensor-parallel-size" flag: invalid int value "two"`}},
+			[]string{`tensor_parallel_size must be an integer, got string "two"`}},
 		{"choice flag with another value", []string{"--dtype", "bf16"},
-			[]string{`invalid argument "bf16" for "--dtype" flag: invalid choice "bf16" (choose from auto, bfloat16, float, float16, float32, half)`}},
+			[]string{`Invalid dtype 'bf16'. Must be 'auto', 'bfloat16', 'float', 'float16', 'float32', or 'half'.`}},
 		{"store_true flag with a value", []string{"--trust-remote-code=true"},
 			[]string{`invalid argument "true" for "--trust-remote-code" flag: takes no value`}},
 		{"JSON flag with broken JSON", []string{"-cc", "{level: 3}"},

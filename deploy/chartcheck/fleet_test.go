@@ -46,7 +46,7 @@ type prometheusConfig struct {
 // own flags, and the serve flags every worker gets.
 type fleetCommand struct {
 	workers, basePort, adminPort int
-	adminHost                    string
+	adminHost, adminKey          string
 	serveArgs                    []string
 }
 
@@ -56,7 +56,7 @@ type fleetCommand struct {
 func parseFleetCommand(command []string) (fleetCommand, error) {
 	fc := fleetCommand{basePort: 8000, adminPort: 9000, adminHost: "127.0.0.1"}
 	// The fleet's own flags that take a string value; the rest are serve flags.
-	strs := map[string]*string{"--admin-host": &fc.adminHost, "--admin-key": new(string),
+	strs := map[string]*string{"--admin-host": &fc.adminHost, "--admin-key": &fc.adminKey,
 		"--stagger-delay": new(string), "--fleet-file": new(string)}
 	if len(command) == 0 || command[0] != "fleet" {
 		return fc, fmt.Errorf("command %q does not start with the fleet subcommand", command)
@@ -144,6 +144,11 @@ func TestFleetCompose_PrometheusScrapesEveryWorker(t *testing.T) {
 	if fc.adminHost != "0.0.0.0" {
 		t.Errorf("the admin API listens on %q; in a container it must listen on 0.0.0.0 to be published", fc.adminHost)
 	}
+	// Published beyond loopback, the admin API needs its key (the fleet
+	// refuses to start without one), taken from the environment.
+	if !strings.HasPrefix(fc.adminKey, "${MOCKER_ADMIN_KEY:?") {
+		t.Errorf("the admin key is %q, want one from ${MOCKER_ADMIN_KEY:?…}", fc.adminKey)
+	}
 	if fc.adminPort >= fc.basePort && fc.adminPort <= last {
 		t.Errorf("admin port %d is inside the workers' ports %d-%d", fc.adminPort, fc.basePort, last)
 	}
@@ -205,7 +210,7 @@ func TestParseFleetCommand_ReadsTheFleetFlags(t *testing.T) {
 		{"equals form and serve flags", []string{"fleet", "--workers=3", "--base-port=7000", "--fleet-file", "f.yaml", "--host", "0.0.0.0"},
 			fleetCommand{workers: 3, basePort: 7000, adminPort: 9000, adminHost: "127.0.0.1", serveArgs: []string{"--host", "0.0.0.0"}}, ""},
 		{"admin flags are the fleet's", []string{"fleet", "--workers", "1", "--admin-host", "0.0.0.0", "--admin-key=k", "--stagger-delay", "1s"},
-			fleetCommand{workers: 1, basePort: 8000, adminPort: 9000, adminHost: "0.0.0.0"}, ""},
+			fleetCommand{workers: 1, basePort: 8000, adminPort: 9000, adminHost: "0.0.0.0", adminKey: "k"}, ""},
 		{"not the fleet command", []string{"serve"}, fleetCommand{}, "fleet subcommand"},
 		{"no workers", []string{"fleet"}, fleetCommand{}, "--workers 0"},
 		{"missing value", []string{"fleet", "--workers"}, fleetCommand{}, "needs a value"},

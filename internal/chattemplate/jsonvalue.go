@@ -3,6 +3,7 @@ package chattemplate
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -378,9 +379,12 @@ func (p *jsonParser) number() (jinja.Value, error) {
 		return jinja.NewInt(n), nil
 	}
 	f, err := strconv.ParseFloat(text, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return jinja.Value{}, p.errorf("number %s: %v", text, err)
+	if err != nil && (!errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0)) {
+		// Too large for a float64 (1E700): encoding/json, which read the
+		// request before this reader sees it, refuses such a number too,
+		// so the two readers agree on what a document is. (Python would
+		// read inf.) Underflow (1e-400) reads as 0, as in both.
+		return jinja.Value{}, p.errorf("number %s is out of range", text)
 	}
-	// Out-of-range floats become ±inf, as in Python.
 	return jinja.NewFloat(f), nil
 }

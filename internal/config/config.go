@@ -6,6 +6,7 @@ package config
 
 import (
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/hardware"
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
@@ -77,6 +78,18 @@ type Config struct {
 	SpeedupRatio       float64                `json:"speedup_ratio"`
 	DecodeSpeedupRatio float64                `json:"decode_speedup_ratio"`
 
+	// Hardware timing model (docs/hardware.md; hardware.go). The vLLM
+	// settings below it take effect only with Hardware set.
+	Hardware             string  `json:"hardware"`
+	TensorParallelSize   int     `json:"tensor_parallel_size"`
+	Dtype                string  `json:"dtype"`
+	Quantization         string  `json:"quantization"` // "" = none
+	KVCacheDtype         string  `json:"kv_cache_dtype"`
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+	// HardwareTiming is the model Load built from the keys above; nil
+	// without Hardware. Not a JSON key.
+	HardwareTiming *hardware.Model `json:"-"`
+
 	// Reasoning framing; nil means no framing.
 	Reasoning *ReasoningConfig `json:"reasoning"`
 
@@ -127,6 +140,21 @@ type Config struct {
 	FailureTypes          []string `json:"failure_types"`
 	FailureScript         string   `json:"failure_script"`
 	AllowFaultHeaders     bool     `json:"allow_fault_headers"`
+
+	// Resource budgets: what one request may make the server hold or
+	// compute (budgets.go, docs/SECURITY.md "Budgets").
+	MaxPromptsPerRequest   int `json:"max_prompts_per_request"`
+	MaxSequencesPerRequest int `json:"max_sequences_per_request"` // prompts × n
+	MaxEmbeddingInputs     int `json:"max_embedding_inputs"`
+	MaxSchemaBytes         int `json:"max_schema_bytes"`
+	MaxSchemaEnum          int `json:"max_schema_enum"`
+	MaxSchemaSteps         int `json:"max_schema_steps"`
+	MaxLoRAAdapters        int `json:"max_lora_adapters"`
+	MaxResponsesStoreBytes int `json:"max_responses_store_bytes"`
+
+	// KVTransferAllowedHosts widens the prefill hosts a decode worker may
+	// dial for a handoff (loopback and advertise_host always; docs/SECURITY.md).
+	KVTransferAllowedHosts []string `json:"kv_transfer_allowed_hosts"`
 
 	// LoRA adapters (docs/lora.md; parsing and checks in lora.go).
 	EnableLoRA bool `json:"enable_lora"`
@@ -298,6 +326,11 @@ func Default() Config {
 		SpeedupRatio:       1.0,
 		DecodeSpeedupRatio: 1.0,
 
+		TensorParallelSize:   1,
+		Dtype:                "auto",
+		KVCacheDtype:         "auto",
+		GPUMemoryUtilization: 0.9,
+
 		DPSize:    1,
 		DPRouting: RouteRoundRobin,
 
@@ -320,8 +353,23 @@ func Default() Config {
 		ShutdownGrace:      10,
 		RequestBodyTimeout: 10,
 		MaxUnflushedTokens: 512,
+
+		MaxPromptsPerRequest:   DefaultMaxPromptsPerRequest,
+		MaxSequencesPerRequest: DefaultMaxSequencesPerRequest,
+		MaxEmbeddingInputs:     DefaultMaxEmbeddingInputs,
+		MaxSchemaBytes:         DefaultMaxSchemaBytes,
+		MaxSchemaEnum:          DefaultMaxSchemaEnum,
+		MaxSchemaSteps:         DefaultMaxSchemaSteps,
+		MaxLoRAAdapters:        DefaultMaxLoRAAdapters,
+		MaxResponsesStoreBytes: DefaultMaxResponsesStoreBytes,
+		KVTransferAllowedHosts: []string{},
 	}
 }
+
+// defaultPoolTokens is the default pool's size in tokens: vllm's 16,384
+// blocks of 16. The sglang engine type's default page count is derived
+// from it.
+const defaultPoolTokens = 16384 * 16
 
 // EffectiveBlockSize returns the block size after per-engine defaulting:
 // vllm 64, sglang 1 (or sglang.page_size when set), trtllm 32.

@@ -35,6 +35,7 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		Speculative:        c.engineSpeculative(),
 		Offload:            c.engineOffload(),
 		Transfer:           c.engineTransfer(),
+		TimingModel:        c.hardwareTimingModel(),
 	}
 }
 

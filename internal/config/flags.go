@@ -51,7 +51,7 @@ type flagSpec struct {
 // The README's flag table is generated from it (TestREADME_FlagTable).
 var flagTable = []flagSpec{
 	// Server and API.
-	{name: "model", key: "model", kind: flagString, usage: "model name reported as root in /v1/models (also: positional serve [MODEL])", group: GroupServer, scope: ScopeServer},
+	{name: "model", key: "model", kind: flagString, usage: "model name reported as root in /v1/models (also: positional serve [MODEL])", group: GroupServer, scope: ScopeAll},
 	{name: "served-model-name", key: "served_model_name", kind: flagList, split: true, usage: "served model names: several after the flag, repeated, or comma-separated; responses and metrics use the first (default [model])", group: GroupServer, scope: ScopeServer},
 	{name: "tokenizer", key: "tokenizer", kind: flagString, usage: "Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json); default --model when it is one, else the built-in tokenizer", group: GroupTokenizer, scope: ScopeServer},
 	{name: "chat-template", key: "chat_template", kind: flagString, usage: "chat template file or inline Jinja text (default: the tokenizer's own; ChatML with the built-in tokenizer)", group: GroupTokenizer, scope: ScopeServer},
@@ -109,6 +109,12 @@ var flagTable = []flagSpec{
 	{name: "fixed-decode-ms", key: "fixed_decode_ms", kind: flagFloat, usage: "fixed timing model: decode pass ms", group: GroupTiming, scope: ScopeAll},
 	{name: "speedup-ratio", key: "speedup_ratio", kind: flagFloat, usage: "divisor of modeled durations (0 or inf = no delay)", group: GroupTiming, scope: ScopeAll},
 	{name: "decode-speedup-ratio", key: "decode_speedup_ratio", kind: flagFloat, usage: "extra divisor of decode durations (0 or inf = no delay)", group: GroupTiming, scope: ScopeAll},
+	{name: "hardware", key: "hardware", kind: flagString, usage: "GPU of the hardware timing model (docs/hardware.md): h100_sxm | h200_sxm | b200_sxm | gb200 | a100_sxm | l40s | gh200 | h100_pcie | a100_pcie | b300_sxm | gb300 | l4; --model gives the shape; sizes the KV pool", group: GroupTiming, scope: ScopeAll},
+	{name: "tensor-parallel-size", key: "tensor_parallel_size", kind: flagInt, usage: "with --hardware: GPUs the model is split over (default 1; -tp)", group: GroupTiming, scope: ScopeAll},
+	{name: "dtype", key: "dtype", kind: flagString, usage: "with --hardware: weight dtype: auto | bfloat16 | float16 | half", group: GroupTiming, scope: ScopeAll},
+	{name: "quantization", key: "quantization", kind: flagString, usage: "with --hardware: weight quantization: fp8 (default none, or the checkpoint's; -q)", group: GroupTiming, scope: ScopeAll},
+	{name: "kv-cache-dtype", key: "kv_cache_dtype", kind: flagString, usage: "with --hardware: KV cache dtype: auto | bfloat16 | fp8 | fp8_e4m3 | fp8_e5m2", group: GroupTiming, scope: ScopeAll},
+	{name: "gpu-memory-utilization", key: "gpu_memory_utilization", kind: flagFloat, usage: "with --hardware: fraction of GPU memory for weights, activations and KV cache (default 0.9)", group: GroupTiming, scope: ScopeAll},
 
 	// Reasoning.
 	{name: "reasoning", key: "reasoning", kind: flagJSON, usage: `reasoning framing as JSON: {"thinking_ratio":0.5,"start_thinking_token_id":3,"end_thinking_token_id":4}`, group: GroupServer, scope: ScopeServer},
@@ -169,6 +175,17 @@ var flagTable = []flagSpec{
 	{name: "failure-types", key: "failure_types", kind: flagList, split: true, usage: "faults drawn by --failure-rate, e.g. rate_limit,truncate;after=5 (default all but timeout)", group: GroupFaults, scope: ScopeServer},
 	{name: "failure-script", key: "failure_script", kind: flagString, usage: "failure script, inline or @FILE, e.g. 'first 3: rate_limit; then ok'", group: GroupFaults, scope: ScopeServer},
 	{name: "allow-fault-headers", key: "allow_fault_headers", kind: flagBool, usage: "let requests pick a fault with X-Mocker-Fault", group: GroupFaults, scope: ScopeServer},
+
+	// Resource budgets (docs/SECURITY.md, "Budgets"): a request over one gets a 400 naming the flag.
+	{name: "max-prompts-per-request", key: "max_prompts_per_request", kind: flagInt, usage: "most prompts in one /v1/completions request (a prompt list)", group: GroupServer, scope: ScopeServer},
+	{name: "max-sequences-per-request", key: "max_sequences_per_request", kind: flagInt, usage: "most sequences one request makes: prompts × n (× best_of)", group: GroupServer, scope: ScopeServer},
+	{name: "max-embedding-inputs", key: "max_embedding_inputs", kind: flagInt, usage: "most inputs in one /v1/embeddings request (OpenAI: 2048)", group: GroupServer, scope: ScopeServer},
+	{name: "max-schema-bytes", key: "max_schema_bytes", kind: flagInt, usage: "largest JSON schema (response_format, structured outputs, one tool's parameters), in bytes", group: GroupServer, scope: ScopeServer},
+	{name: "max-schema-enum", key: "max_schema_enum", kind: flagInt, usage: "most enum and const values in one JSON schema (OpenAI: 1000)", group: GroupServer, scope: ScopeServer},
+	{name: "max-schema-steps", key: "max_schema_steps", kind: flagInt, usage: "work budget of one schema's compilation, and of each generation or check against it", group: GroupServer, scope: ScopeServer},
+	{name: "max-lora-adapters", key: "max_lora_adapters", kind: flagInt, usage: "most LoRA adapters registered at once (startup and /v1/load_lora_adapter)", group: GroupLoRA, scope: ScopeServer},
+	{name: "kv-transfer-allowed-hosts", key: "kv_transfer_allowed_hosts", kind: flagList, split: true, usage: "prefill hosts a decode worker may dial besides loopback and --advertise-host: names (not resolved), IPs, CIDRs, or *", group: GroupDisaggregation, scope: ScopeServer},
+	{name: "max-responses-store-bytes", key: "max_responses_store_bytes", kind: flagInt, usage: "bytes of stored /v1/responses kept for previous_response_id (oldest dropped first)", group: GroupServer, scope: ScopeServer},
 }
 
 // Names of the source flags, which are not configuration keys themselves.

@@ -168,6 +168,13 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	if len(probs) > 0 {
 		return nil, warns, &Error{Problems: messages(probs)}
 	}
+	// The hardware model reads the model's config.json and sizes the KV
+	// pool from the validated settings, so it comes last (hardware.go).
+	hprobs, hwarns := resolveHardware(&cfg, merged)
+	warns = append(warns, hwarns...)
+	if len(hprobs) > 0 {
+		return nil, warns, &Error{Problems: messages(hprobs)}
+	}
 	cfg.BlockSize = cfg.EffectiveBlockSize()
 	if cfg.SGLang.PageSize == 0 {
 		cfg.SGLang.PageSize = cfg.BlockSize
@@ -253,6 +260,12 @@ func applyDerivedDefaults(cfg *Config, merged map[string]any, opts LoadOptions) 
 	set := func(key string) bool { _, ok := merged[key]; return ok }
 
 	cfg.NumGPUBlocksOverridden = set("num_gpu_blocks")
+	if !cfg.NumGPUBlocksOverridden && cfg.EngineType == engine.EngineSGLang {
+		// SGLang sizes its pool in tokens. The default pool holds as many
+		// tokens as vllm's default one (16,384 blocks of 16), so a default
+		// start fits max_model_len whatever the page size.
+		cfg.NumGPUBlocks = max(1, defaultPoolTokens/cfg.EffectiveBlockSize())
+	}
 	if len(cfg.ServedModelName) == 0 && cfg.Model != "" {
 		cfg.ServedModelName = []string{cfg.Model}
 	}

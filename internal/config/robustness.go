@@ -20,6 +20,7 @@ func (v *validator) validateRobustness(c *Config) {
 	v.intMin("max_concurrent_requests", int64(c.MaxConcurrentRequests), 0)
 	v.intMin("rpm", int64(c.RPM), 0)
 	v.intMin("tpm", int64(c.TPM), 0)
+	v.validateBudgets(c)
 	if err := faults.Check(c.FaultSettings()); err != nil {
 		keys := []string{"failure_rate", "failure_types", "failure_script"}
 		for _, line := range strings.Split(err.Error(), "\n") {

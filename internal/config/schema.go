@@ -79,6 +79,10 @@ var fieldOpts = map[string]fieldOpt{
 	"kv_events_encoding":                        {enum: typedEnum(KVEventsMap, KVEventsArray)},
 	"kv_events_config.publisher":                {enum: typedEnum(PublisherZMQ, PublisherNull)},
 	"kv_offloading_backend":                     {enum: typedEnum(OffloadNative, OffloadLMCache)},
+	// vLLM 0.17.1's choices (vllmflags.go); the hardware model refuses,
+	// with the reason, those it has no tables for (hardware.go).
+	"dtype":          {enum: enum("auto", "bfloat16", "float", "float16", "float32", "half")},
+	"kv_cache_dtype": {enum: enum("auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc")},
 }
 
 // legacyKeys are top-level JSON keys accepted in sources but not stored in

@@ -78,3 +78,30 @@ func TestLoad_WarnsAboutKeysTheEngineDoesNotUse(t *testing.T) {
 		})
 	}
 }
+
+// A default sglang start does not warn that max_model_len exceeds the pool:
+// the default pool holds vllm's default number of tokens whatever the page
+// size, and a pool size the user gave is kept.
+func TestLoad_SGLangDefaultPoolFitsMaxModelLen(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		wantBlocks int
+	}{
+		{[]string{"--engine-type", "sglang"}, 262144},
+		{[]string{"--engine-type", "sglang", "--sglang-page-size", "64"}, 4096},
+		{[]string{"--engine-type", "sglang", "--num-gpu-blocks-override", "100000"}, 100000},
+		{[]string{"--engine-type", "vllm"}, 16384},
+	} {
+		cfg, warns := mustLoad(t, flagOptions(t, tc.args...))
+		if len(warns) != 0 {
+			t.Errorf("%q: warnings %q", tc.args, warns)
+		}
+		if cfg.NumGPUBlocks != tc.wantBlocks {
+			t.Errorf("%q: num_gpu_blocks = %d, want %d", tc.args, cfg.NumGPUBlocks, tc.wantBlocks)
+		}
+	}
+	cfg, warns := mustLoad(t, flagOptions(t, "--engine-type", "sglang", "--num-gpu-blocks-override", "1000"))
+	if len(warns) != 1 || cfg.NumGPUBlocks != 1000 {
+		t.Errorf("a small pool the user gave: %d blocks, warnings %q", cfg.NumGPUBlocks, warns)
+	}
+}

@@ -324,7 +324,10 @@ func (c *Config) validate() ([]problem, []string) {
 	v.validateRobustness(c)
 
 	// Warnings: configurations that run, but not as the user probably means.
-	if capTokens := int64(c.NumGPUBlocks) * int64(bs); c.NumGPUBlocks > 0 && bs > 0 && int64(c.MaxModelLen) > capTokens {
+	// With hardware the pool is sized later and a too-small one refused
+	// (hardware.go), unless num_gpu_blocks is set.
+	sized := c.Hardware == "" || c.NumGPUBlocksOverridden
+	if capTokens := int64(c.NumGPUBlocks) * int64(bs); sized && c.NumGPUBlocks > 0 && bs > 0 && int64(c.MaxModelLen) > capTokens {
 		v.warns = append(v.warns, fmt.Sprintf(
 			"max_model_len (%d) is larger than the KV cache (num_gpu_blocks %d x block_size %d = %d tokens); longer requests will be rejected",
 			c.MaxModelLen, c.NumGPUBlocks, bs, capTokens))

@@ -206,12 +206,12 @@ func TestVLLMFlags_MockFlagsReadVLLMForms(t *testing.T) {
 // flag, with the value that counts (argparse: the last one), quoted for a
 // shell where needed, and never a credential.
 func TestNoEffectFlags_OrderAndRepeats(t *testing.T) {
-	fs, err := parseVLLMArgs("--tensor-parallel-size", "2", "--gpu-memory-utilization", "0.9", "--dtype", "bfloat16",
-		"--trust-remote-code", "--enable-prefix-caching", "-tp", "4", "--download-dir", "/my models", "--hf-token", "hf_x")
+	fs, err := parseVLLMArgs("--pipeline-parallel-size", "2", "--swap-space", "0.9", "--load-format", "safetensors",
+		"--trust-remote-code", "--enable-prefix-caching", "-pp", "4", "--download-dir", "/my models", "--hf-token", "hf_x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"--tensor-parallel-size 4", "--gpu-memory-utilization 0.9", "--dtype bfloat16",
+	want := []string{"--pipeline-parallel-size 4", "--swap-space 0.9", "--load-format safetensors",
 		"--trust-remote-code", `--download-dir '/my models'`, "--hf-token <redacted>"}
 	if got := NoEffectFlags(fs); !slices.Equal(got, want) {
 		t.Errorf("no-effect flags:\n got  %q\n want %q", got, want)

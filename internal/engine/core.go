@@ -21,6 +21,12 @@ type Core struct {
 	kv        *kvManager
 	scheduler scheduler
 	timing    TimingModel
+	// passTimer is timing when it prices passes by their contents
+	// (PassTimer), else nil; pc is its reused pass description.
+	passTimer  PassTimer
+	pc         PassContents
+	pcDraft    PassContents // the decodes alone, to price a drafter
+	pcAdapters []int        // the pass's distinct adapter ids so far (scratch)
 
 	prefillDiv float64 // divisor of the prefill term; +Inf = no delay
 	decodeDiv  float64 // divisor of the decode term; +Inf = no delay
@@ -46,10 +52,14 @@ type Core struct {
 
 	// Disaggregated serving (disagg.go): blocks held for handoffs, decode
 	// requests whose KV is in transit, and their link.
-	holds    []*heldHandoff
-	arriving []*sequence
-	arrived  []*transferFlow
-	link     transferLink
+	holds []*heldHandoff
+	// holdByID finds a live hold in O(1); a dropped hold stays in holds,
+	// marked, until AdvanceTimers compacts it (disagg.go).
+	holdByID   map[uint64]*heldHandoff
+	heldBlocks int
+	arriving   []*sequence
+	arrived    []*transferFlow
+	link       transferLink
 	// gaugesDirty: state the gauges show changed outside a pass (a hold
 	// released); FlushReport reports the gauges.
 	gaugesDirty bool
@@ -136,6 +146,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 
 		inspector: opts.Inspector,
 	}
+	c.passTimer, _ = timing.(PassTimer)
 	if opts.KVSink == nil && opts.Inspector == nil {
 		// Nobody reads the events: count them for the metrics, and skip
 		// copying every stored block's token ids into records.

@@ -61,6 +61,7 @@ type heldHandoff struct {
 	deadline time.Time // released at the latest then
 	pulledAt time.Time // zero, or the automatic release time (ReleaseAfter)
 	handoff  *Handoff
+	dropped  bool // released; removed from Core.holds at the next compaction
 }
 
 // statusArriving is a decode request whose blocks are allocated and whose
@@ -82,6 +83,11 @@ func (c *Core) holdOnFinish(s *sequence, reason FinishReason, now time.Time) []i
 		held.pulledAt = now.Add(h.ReleaseAfter)
 	}
 	c.holds = append(c.holds, held)
+	if c.holdByID == nil {
+		c.holdByID = make(map[uint64]*heldHandoff)
+	}
+	c.holdByID[held.id] = held
+	c.heldBlocks += len(blocks)
 	ids := make([]int, len(blocks))
 	for i, b := range blocks {
 		ids[i] = int(b)
@@ -92,30 +98,26 @@ func (c *Core) holdOnFinish(s *sequence, reason FinishReason, now time.Time) []i
 // HoldsHandoff reports whether the blocks of finished prefill request id
 // are still held.
 func (c *Core) HoldsHandoff(id uint64) bool {
-	for _, h := range c.holds {
-		if h.id == id {
-			return true
-		}
-	}
-	return false
+	_, ok := c.holdByID[id]
+	return ok
 }
 
 // ReleaseHeld frees the held blocks of prefill request id because the
 // decode side has pulled them. It reports whether they were still held.
 func (c *Core) ReleaseHeld(id uint64) bool {
-	for i, h := range c.holds {
-		if h.id == id {
-			c.dropHold(i, true)
-			return true
-		}
+	h, ok := c.holdByID[id]
+	if ok {
+		c.dropHold(h, true)
 	}
-	return false
+	return ok
 }
 
-// dropHold frees hold i and tells its owner.
-func (c *Core) dropHold(i int, pulled bool) {
-	h := c.holds[i]
-	c.holds = append(c.holds[:i], c.holds[i+1:]...)
+// dropHold frees hold h and tells its owner. It is O(1): h stays in
+// c.holds, marked, until compactHolds, so a storm of releases is linear.
+func (c *Core) dropHold(h *heldHandoff, pulled bool) {
+	h.dropped = true
+	delete(c.holdByID, h.id)
+	c.heldBlocks -= len(h.blocks)
 	c.kv.releaseHeld(h.blocks)
 	c.gaugesDirty = true
 	if h.handoff.OnReleased != nil {
@@ -123,15 +125,21 @@ func (c *Core) dropHold(i int, pulled bool) {
 	}
 }
 
+// compactHolds removes dropped holds from c.holds, keeping the order.
+func (c *Core) compactHolds() {
+	kept := c.holds[:0]
+	for _, h := range c.holds {
+		if !h.dropped {
+			kept = append(kept, h)
+		}
+	}
+	clear(c.holds[len(kept):])
+	c.holds = kept
+}
+
 // NumHeldBlocks returns the blocks held for handoffs (a block shared by two
 // holds counts twice).
-func (c *Core) NumHeldBlocks() int {
-	n := 0
-	for _, h := range c.holds {
-		n += len(h.blocks)
-	}
-	return n
-}
+func (c *Core) NumHeldBlocks() int { return c.heldBlocks }
 
 // NumArriving returns the decode requests whose KV is in transit.
 func (c *Core) NumArriving() int { return len(c.arriving) }
@@ -141,6 +149,9 @@ func (c *Core) NumArriving() int { return len(c.arriving) }
 func (c *Core) NextTimer() (time.Time, bool) {
 	next, ok := c.link.next()
 	for _, h := range c.holds {
+		if h.dropped {
+			continue
+		}
 		t := h.deadline
 		if !h.pulledAt.IsZero() && h.pulledAt.Before(t) {
 			t = h.pulledAt
@@ -156,16 +167,17 @@ func (c *Core) NextTimer() (time.Time, bool) {
 // release or timeout has come are freed, and decode requests whose KV has
 // arrived join the waiting queue's front, ready to sample their first token.
 func (c *Core) AdvanceTimers(now time.Time) {
-	for i := 0; i < len(c.holds); i++ {
-		h := c.holds[i]
+	for _, h := range c.holds {
+		if h.dropped {
+			continue
+		}
 		if !h.pulledAt.IsZero() && !now.Before(h.pulledAt) {
-			c.dropHold(i, true)
-			i--
+			c.dropHold(h, true)
 		} else if !now.Before(h.deadline) {
-			c.dropHold(i, false)
-			i--
+			c.dropHold(h, false)
 		}
 	}
+	c.compactHolds()
 	if len(c.link.flows) == 0 {
 		return
 	}
@@ -260,9 +272,12 @@ func (c *Core) admitRemote(s *sequence, start time.Time, budget, claimed int) re
 
 // abortDisaggregated ends every hold and transfer (shutdown).
 func (c *Core) abortDisaggregated(now time.Time) {
-	for len(c.holds) > 0 {
-		c.dropHold(0, false)
+	for _, h := range c.holds {
+		if !h.dropped {
+			c.dropHold(h, false)
+		}
 	}
+	c.compactHolds()
 	for len(c.arriving) > 0 {
 		s := c.arriving[0]
 		c.cancelArriving(s, now)
@@ -272,7 +287,7 @@ func (c *Core) abortDisaggregated(now time.Time) {
 
 // cancelArriving removes a decode request whose KV is in transit.
 func (c *Core) cancelArriving(s *sequence, now time.Time) bool {
-	if !c.removeArriving(s) {
+	if s.status != statusArriving || !c.removeArriving(s) {
 		return false
 	}
 	c.link.remove(s, now)

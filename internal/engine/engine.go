@@ -322,6 +322,14 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		d := e.core.BeginPass(start)
 		if !e.core.PassActive() {
+			if busy && start.Before(now) {
+				// Paced from the previous deadline, the pass may have had
+				// nothing to do but requests that arrived after that
+				// deadline: try again from the clock before calling the
+				// rank blocked.
+				busy = false
+				continue
+			}
 			blocked = true
 			continue
 		}

@@ -88,7 +88,7 @@ func (c *Core) loraLoadTime() time.Duration {
 	if cost == 0 || NoDelay(c.prefillDiv) {
 		return 0
 	}
-	return time.Duration(float64(cost) / c.prefillDiv)
+	return saturatingDuration(float64(cost) / c.prefillDiv)
 }
 
 // LoadAdapter registers an adapter as vLLM's add_lora does: it is read into

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -14,9 +15,17 @@ func (c *Core) planPass(start time.Time) time.Duration {
 	emitting := 0
 	drafted, maxDrafts := 0, 0
 	var spec FPMSpecDecode
+	pt := c.passTimer
+	if pt != nil {
+		c.pc.reset()
+		c.pcAdapters = c.pcAdapters[:0]
+	}
 	for _, s := range c.running {
 		if !s.scheduled {
 			continue
+		}
+		if pt != nil {
+			c.describe(s)
 		}
 		if s.passPrefill {
 			c.prefills = append(c.prefills, s)
@@ -47,7 +56,28 @@ func (c *Core) planPass(start time.Time) time.Duration {
 	decodeTokens := decode.Count()
 
 	var prefillMs, decodeMs float64
-	if prefillN > 0 {
+	if pt != nil {
+		// One price for the whole pass: prefill and decode tokens share
+		// its GEMMs. decode_speedup_ratio applies to passes without prompt
+		// tokens, speedup_ratio to all.
+		div := c.prefillDiv
+		if prefillN == 0 {
+			div = c.decodeDiv
+		}
+		if computed+decodeTokens > 0 && !math.IsInf(div, 1) {
+			ms := pt.PassMs(&c.pc)
+			if maxDrafts > 0 && c.pc.Decodes > 0 {
+				// The drafter: draft_cost_ratio × the longest draft × the
+				// price of the pass's decodes alone (the verified draft
+				// tokens are already in the pass's own price).
+				d := &c.pcDraft
+				*d = PassContents{Prefills: d.Prefills[:0], Decodes: c.pc.Decodes,
+					DecodeCtxSum: c.pc.DecodeCtxSum, DecodeCtxMax: c.pc.DecodeCtxMax}
+				ms += c.cfg.Speculative.DraftCostRatio * float64(maxDrafts) * pt.PassMs(d)
+			}
+			prefillMs = ms / div
+		}
+	} else if prefillN > 0 {
 		// The prefill term is charged for prefillN × (mean prompt length −
 		// mean cached prefix), each mean truncated by integer division
 		// before subtracting. That is Dynamo's mocker arithmetic, kept on
@@ -58,13 +88,13 @@ func (c *Core) planPass(start time.Time) time.Duration {
 			prefillMs = c.timing.PrefillMs(T) / c.prefillDiv
 		}
 	}
-	if emitting > 0 && !math.IsInf(c.decodeDiv, 1) {
+	if pt == nil && emitting > 0 && !math.IsInf(c.decodeDiv, 1) {
 		decodeMs = c.timing.DecodeMs(c.kv.activeTokens(), c.kv.capacityTokens(), sumReadyCtx/emitting) / c.decodeDiv
 		if maxDrafts > 0 {
 			decodeMs *= c.draftFactor(maxDrafts)
 		}
 	}
-	d := time.Duration(math.Round((prefillMs + decodeMs) * float64(time.Millisecond)))
+	d := saturatingDuration((prefillMs + decodeMs) * float64(time.Millisecond))
 	d += c.loraLoadTime()
 	d += c.kv.takeLoadTime()
 	c.report.Transfers = c.kv.takeTransfers(c.report.Transfers)
@@ -298,4 +328,27 @@ func (c *Core) SettlePass(now time.Time) {
 		c.observer.ObserveGauges(c.gauges())
 	}
 	c.resetReport()
+}
+
+// describe adds a scheduled sequence's work to the pass description of a
+// PassTimer.
+func (c *Core) describe(s *sequence) {
+	pc := &c.pc
+	tokens := s.passTokens
+	if s.passPrefill {
+		pc.Prefills = append(pc.Prefills, PrefillChunk{NewTokens: s.passTokens, CachedTokens: s.passPrefix})
+	} else {
+		pc.Decodes++
+		pc.DecodeCtxSum += s.passCtx
+		pc.DecodeCtxMax = max(pc.DecodeCtxMax, s.passCtx)
+		pc.DraftTokens += s.passDrafts
+		tokens = 1 + s.passDrafts
+	}
+	if s.req.Adapter.ID != 0 {
+		pc.LoRATokens += tokens
+		if !slices.Contains(c.pcAdapters, s.req.Adapter.ID) {
+			c.pcAdapters = append(c.pcAdapters, s.req.Adapter.ID)
+			pc.LoRAs++
+		}
+	}
 }

@@ -89,8 +89,12 @@ type sequence struct {
 
 	numPreemptions int
 	firstAdmitted  bool
-	remoteArrived  bool // a decode request's pulled KV is here (disagg.go)
-	cachedFirst    int  // prefix-cache hit tokens of the first admission
+	// inQueue: in the waiting queue; queueDead: removed from it but still
+	// in its slice until the queue compacts (queue.go).
+	inQueue       bool
+	queueDead     bool
+	remoteArrived bool // a decode request's pulled KV is here (disagg.go)
+	cachedFirst   int  // prefix-cache hit tokens of the first admission
 
 	arrival        time.Time
 	firstScheduled time.Time

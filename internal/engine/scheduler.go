@@ -138,6 +138,13 @@ func (v *vllmScheduler) admitWaiting(start time.Time, budget int) {
 			break // every request left belongs to an adapter that cannot join
 		}
 		s := c.waiting.At(next)
+		if s.arrival.After(start) {
+			// It arrived after this pass began (the live actor starts a
+			// back-to-back pass at the previous deadline): the next pass
+			// takes it, so no request is scheduled before it arrived.
+			next++
+			continue
+		}
 		adapter := s.req.Adapter.ID
 		if adapter != 0 && full && !slices.Contains(loras, adapter) {
 			next++ // would exceed max_loras: wait, in place

@@ -203,6 +203,10 @@ func (g *sglangScheduler) prefill(start time.Time) bool {
 			break
 		}
 		s := c.waiting.At(i)
+		if s.arrival.After(start) {
+			i++ // arrived after this pass began: the next pass takes it
+			continue
+		}
 		if s.status == statusWaiting {
 			if r := c.kv.rejection(s.numPromptTokens, s.maxOutput); r != nil {
 				c.waiting.RemoveAt(i)

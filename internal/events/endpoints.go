@@ -147,7 +147,7 @@ func KVSettingsFor(o Options, rank int, lookup LookupIP) (s KVSettings, ok bool,
 		Publish:          !o.Silent,
 	}
 	if o.KVPort > 0 {
-		// Dynamo style: always bind, fixed tuning.
+		// Dynamo style: always bind.
 		if s.Endpoint, err = HostEndpoint(o.Host, o.KVPort+rank, lookup); err != nil {
 			return s, false, fmt.Errorf("zmq_kv_events_port: %w", err)
 		}
@@ -157,7 +157,14 @@ func KVSettingsFor(o Options, rank int, lookup LookupIP) (s KVSettings, ok bool,
 				return s, false, fmt.Errorf("zmq_replay_port: %w", err)
 			}
 		}
+		// The sizes come from PortTuning (a kv_events_config given beside
+		// the port), else the defaults: buffer_steps and hwm are never
+		// silently ignored.
 		s.BufferSteps, s.HWM, s.MaxQueueSize = DefaultBufferSteps, DefaultHWM, DefaultMaxQueueSize
+		if k := o.PortTuning; k != nil {
+			s.BufferSteps, s.HWM, s.MaxQueueSize = positiveOr(k.BufferSteps, DefaultBufferSteps),
+				positiveOr(k.HWM, DefaultHWM), positiveOr(k.MaxQueueSize, DefaultMaxQueueSize)
+		}
 		return s, true, nil
 	}
 	k := o.VLLM
@@ -188,6 +195,14 @@ func KVSettingsFor(o Options, rank int, lookup LookupIP) (s KVSettings, ok bool,
 		s.HWM = DefaultHWM
 	}
 	return s, true, nil
+}
+
+// positiveOr returns v when it is positive, else def.
+func positiveOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // FPMSettingsFor resolves DP rank's FPM publisher from o.FPMEndpoint; ok

@@ -80,6 +80,7 @@ func NewFPMPublisher(o FPMPublisherOptions) (*FPMPublisher, error) {
 		}
 		return nil, err
 	}
+	p.lifecycle.bound(o.Endpoint, o.Bind)
 	mode := "connect"
 	if o.Bind {
 		mode = "bind"

@@ -94,6 +94,7 @@ func NewKVPublisher(o KVPublisherOptions) (*KVPublisher, error) {
 	if p.pub, err = newSocket(zctx, zmq.PUB, o.Endpoint, o.Bind, o.HWM); err != nil {
 		return p.abort(err)
 	}
+	p.lifecycle.bound(o.Endpoint, o.Bind)
 	p.endpoint = o.Endpoint
 	if o.Bind {
 		// A "*" port is chosen by the kernel: report the one it chose.
@@ -107,6 +108,7 @@ func NewKVPublisher(o KVPublisherOptions) (*KVPublisher, error) {
 		if p.router, err = newSocket(zctx, zmq.ROUTER, o.ReplayEndpoint, true, max(o.BufferSteps, 1)+16); err != nil {
 			return p.abort(err)
 		}
+		p.lifecycle.bound(o.ReplayEndpoint, true)
 		p.ring = newReplayRing(max(o.BufferSteps, 1))
 	}
 	mode := "connect"
@@ -289,6 +291,7 @@ func (p *KVPublisher) closeSockets() {
 // abort undoes a failed construction.
 func (p *KVPublisher) abort(err error) (*KVPublisher, error) {
 	p.closeSockets()
+	p.removeIPCFiles()
 	if p.ownCtx != nil {
 		_ = p.ownCtx.Term()
 	}

@@ -19,6 +19,11 @@ type Options struct {
 	// VLLM is vLLM's kv_events_config when it enables the zmq publisher;
 	// nil means no vLLM-style sockets.
 	VLLM *VLLMKVEvents
+	// PortTuning, when set with KVPort, gives the Dynamo-style sockets the
+	// BufferSteps, HWM and MaxQueueSize of a (disabled) kv_events_config
+	// given beside the port; its endpoints and topic are not used, and
+	// zero sizes take the defaults.
+	PortTuning *VLLMKVEvents
 
 	// Encoding is how events are written; the zero value is EncodingMap.
 	Encoding Encoding

@@ -3,6 +3,8 @@ package events
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -32,15 +34,13 @@ func newSocket(zctx *zmq.Context, t zmq.Type, endpoint string, bind bool, sndhwm
 		if err := s.SetSndhwm(sndhwm); err != nil {
 			return err
 		}
-		if t == zmq.PUB {
-			// Make a full subscriber pipe visible as EAGAIN, so that a batch
-			// dropped at the high-water mark is counted instead of being
-			// discarded silently by libzmq; the sequence number still shows
-			// consumers the gap, and replay can fill it.
-			if err := s.SetXpubNodrop(true); err != nil {
-				return err
-			}
-		}
+		// A plain PUB, as vLLM's ZmqEventPublisher (vllm/distributed/
+		// kv_events.py) has: at the high-water mark libzmq drops the
+		// message for that one subscriber only. ZMQ_XPUB_NODROP would
+		// refuse the message for every subscriber as long as any one pipe
+		// is full, so a subscriber that connects and never reads would
+		// freeze delivery to all the others. The slow one sees a gap in
+		// the sequence numbers and can fill it from the replay socket.
 		if needsIPv6(endpoint) {
 			if err := s.SetIpv6(true); err != nil {
 				return err
@@ -63,10 +63,10 @@ func isAgain(err error) bool {
 	return zmq.AsErrno(err) == zmq.Errno(syscall.EAGAIN)
 }
 
-// sendFrames sends a multipart message without blocking. With
-// ZMQ_XPUB_NODROP the high-water mark check happens on the first frame (and
-// pipes only become fuller between whole messages), so a message is sent
-// completely or not at all.
+// sendFrames sends a multipart message without blocking. On a PUB socket
+// a full subscriber pipe drops the whole message for that subscriber (libzmq
+// checks the high-water mark at a message's first frame), so the send
+// itself does not fail for it; an error here is the socket's own.
 func sendFrames(s *zmq.Socket, frames ...[]byte) error {
 	last := len(frames) - 1
 	for i, f := range frames {
@@ -108,6 +108,26 @@ type lifecycle struct {
 	done   chan struct{}
 	once   sync.Once
 	ownCtx *zmq.Context // terminated by stop when the publisher created it
+	// ipcFiles are the socket files of bound ipc:// endpoints: libzmq
+	// leaves them behind, so stop removes them once the sockets are closed.
+	ipcFiles []string
+}
+
+// bound notes a socket's endpoint; a bound ipc:// path (not an abstract
+// "@name") is removed at stop.
+func (l *lifecycle) bound(endpoint string, bind bool) {
+	if path, ok := strings.CutPrefix(endpoint, "ipc://"); ok && bind && path != "" && !strings.HasPrefix(path, "@") {
+		l.ipcFiles = append(l.ipcFiles, path)
+	}
+}
+
+// removeIPCFiles deletes the noted socket files; call it after the sockets
+// are closed.
+func (l *lifecycle) removeIPCFiles() {
+	for _, path := range l.ipcFiles {
+		_ = os.Remove(path)
+	}
+	l.ipcFiles = nil
 }
 
 // start prepares the channels; call it before the goroutine starts.
@@ -136,6 +156,7 @@ func (l *lifecycle) stop() error {
 	l.once.Do(func() {
 		close(l.quit)
 		<-l.done
+		l.removeIPCFiles()
 		if l.ownCtx != nil {
 			err = l.ownCtx.Term()
 		}

@@ -51,6 +51,9 @@ func (f *Fleet) adminHandler() http.Handler {
 	mux.HandleFunc("GET /workers/{id}", f.handleGet)
 	mux.HandleFunc("GET /workers/{id}/engine", f.handleEngine)
 	mux.HandleFunc("POST /workers/{id}/{action}", f.handleAction)
+	// Any other method on an action route: 405 with Allow, not the 404
+	// of the catch-all below.
+	mux.HandleFunc("/workers/{id}/{action}", f.handleWrongMethod)
 	for _, m := range []string{"GET", "PUT", "POST"} {
 		mux.HandleFunc(m+" /workers/{id}/faults", f.handleFaults)
 	}
@@ -65,30 +68,46 @@ func (f *Fleet) adminHandler() http.Handler {
 	// The live view checks the admin key itself: a browser cannot send a
 	// Bearer header on its event stream (docs/ui.md).
 	uiHandler := f.uiHandler(keys)
+	guarded := guardBody(mux)
 	if f.opts.AdminKey == "" {
-		return ui.Route(mux, uiHandler)
+		return ui.Route(guarded, uiHandler)
 	}
 	key := []byte("Bearer " + f.opts.AdminKey)
 	return ui.Route(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), key) != 1 {
+			// Answered before the body is read, and the connection
+			// closed (closeUnread): net/http would otherwise read up to
+			// 256 KiB of an unread body, before or after the answer, so a
+			// slow body would hold the 401 back or the connection open.
+			closeUnread(w)
 			httperr.Write(w, http.StatusUnauthorized, httperr.Flat("Unauthorized"))
 			return
 		}
-		mux.ServeHTTP(w, r)
+		guarded.ServeHTTP(w, r)
 	}), uiHandler)
 }
 
 // WorkerInfo is one worker in the admin listing.
 type WorkerInfo struct {
-	ID         string       `json:"id"`
-	WorkerID   string       `json:"worker_id"`
-	URL        string       `json:"url"`
-	HTTPPort   int          `json:"http_port"`
-	State      worker.State `json:"state"`
-	Role       string       `json:"role"`
-	Model      string       `json:"model"`
-	EngineType string       `json:"engine_type"`
-	DPSize     int          `json:"dp_size"`
+	ID       string       `json:"id"`
+	WorkerID string       `json:"worker_id"`
+	URL      string       `json:"url"`
+	HTTPPort int          `json:"http_port"`
+	State    worker.State `json:"state"`
+	// Health is what GET /health answers: "ok", "failing" (paused with
+	// health "fail": 503) or "down" (not listening: starting, killed or
+	// stopped).
+	Health string `json:"health"`
+	// Draining is true while new generation requests answer 503, also
+	// when State names something more significant (paused).
+	Draining bool `json:"draining"`
+	// Slow is the slow actions' timing change since the (re)start; nil
+	// when the worker runs at its configured timing.
+	Slow       *SlowInfo `json:"slow"`
+	Role       string    `json:"role"`
+	Model      string    `json:"model"`
+	EngineType string    `json:"engine_type"`
+	DPSize     int       `json:"dp_size"`
 	// Per DP rank; empty when the stream is not configured.
 	KVEventsEndpoints []string `json:"kv_events_endpoints"`
 	ReplayEndpoints   []string `json:"replay_endpoints"`
@@ -103,10 +122,47 @@ func (f *Fleet) Info(i int) WorkerInfo {
 		Role: string(cfg.WorkerType), Model: cfg.ServedName(), EngineType: string(cfg.EngineType),
 		DPSize: max(cfg.DPSize, 1)}
 	info.KVEventsEndpoints, info.ReplayEndpoints, info.FPMEndpoints = eventEndpoints(cfg)
+	info.Health = "down"
 	if w := f.Worker(i); w != nil {
 		info.State, info.URL, info.HTTPPort = w.State(), w.URL(), w.Port()
+		c := w.Condition()
+		info.Draining = c.Draining
+		switch {
+		case c.HealthFailing:
+			info.Health = "failing"
+		case info.State == worker.StateRunning || info.State == worker.StatePaused || info.State == worker.StateDraining:
+			info.Health = "ok"
+		}
+		info.Slow = slowInfo(c)
 	}
 	return info
+}
+
+// SlowInfo is a slowed worker's timing change in the admin listing.
+type SlowInfo struct {
+	// SpeedupRatio replaces the configured one: a number, "inf", or
+	// null when only the delay was set.
+	SpeedupRatio any `json:"speedup_ratio"`
+	// ExtraPassDelayMs is added to every pass that does work.
+	ExtraPassDelayMs float64 `json:"extra_pass_delay_ms"`
+}
+
+// slowInfo describes c's slowdown, nil when there is none.
+func slowInfo(c worker.Condition) *SlowInfo {
+	if !c.Slowed() {
+		return nil
+	}
+	s := &SlowInfo{}
+	if r := c.Slow.SpeedupRatio; r != nil {
+		s.SpeedupRatio = *r
+		if math.IsInf(*r, 1) { // JSON has no infinity; the action accepts "inf"
+			s.SpeedupRatio = "inf"
+		}
+	}
+	if d := c.Slow.ExtraPassDelay; d != nil {
+		s.ExtraPassDelayMs = float64(*d) / float64(time.Millisecond)
+	}
+	return s
 }
 
 func (f *Fleet) handleList(w http.ResponseWriter, _ *http.Request) {
@@ -147,6 +203,27 @@ func (f *Fleet) handleFaults(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	faults.NewAdminHandler(wk.Faults(), "").ServeHTTP(w, r)
+}
+
+// handleWrongMethod answers a method an action route does not take.
+func (f *Fleet) handleWrongMethod(w http.ResponseWriter, r *http.Request) {
+	if _, ok := f.lookup(w, r.PathValue("id")); !ok {
+		return
+	}
+	action := Action(r.PathValue("action"))
+	allow := "POST"
+	switch {
+	case action == "faults":
+		allow = "GET, PUT, POST"
+	case action == "engine":
+		allow = "GET"
+	case !actions[action]:
+		adminError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("unknown action %q", action))
+		return
+	}
+	w.Header().Set("Allow", allow)
+	adminError(w, http.StatusMethodNotAllowed, "MethodNotAllowedError",
+		fmt.Sprintf("%s /workers/{id}/%s: use %s", r.Method, action, allow))
 }
 
 func (f *Fleet) handleAction(w http.ResponseWriter, r *http.Request) {
@@ -255,8 +332,11 @@ func (f *Fleet) apply(ctx context.Context, wk *worker.Worker, action Action, b a
 			detail += fmt.Sprintf("speedup_ratio=%v ", ratio)
 		}
 		if ms := b.ExtraPassDelayMs; ms != nil {
-			if math.IsNaN(*ms) || math.IsInf(*ms, 0) {
-				return "", fmt.Errorf("%w: extra_pass_delay_ms must be finite", errBadBody)
+			// Checked as a number before it becomes a Duration: 1e300 ms
+			// would wrap to a negative Duration and be reported as such.
+			if maxMs := float64(worker.MaxExtraPassDelay.Milliseconds()); !(*ms >= 0 && *ms <= maxMs) {
+				return "", fmt.Errorf("%w: extra_pass_delay_ms must be a number between 0 and %.0f (a year), got %v",
+					errBadBody, maxMs, *ms)
 			}
 			d := time.Duration(*ms * float64(time.Millisecond))
 			s.ExtraPassDelay = &d

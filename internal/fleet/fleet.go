@@ -31,7 +31,11 @@ type Options struct {
 	// AdminAddr is the admin API's host:port; "" runs no admin API.
 	AdminAddr string
 	// AdminKey, when set, is the bearer token every admin call needs.
+	// Without it an AdminAddr that is not loopback is refused at Start.
 	AdminKey string
+	// AdminAllowInsecure allows a keyless admin API on a non-loopback
+	// address (--admin-allow-insecure: a network the operator trusts).
+	AdminAllowInsecure bool
 	// StaggerDelay starts worker i after i·StaggerDelay.
 	StaggerDelay time.Duration
 	// ShutdownGrace is each worker's graceful-stop grace (default 10 s).
@@ -77,6 +81,9 @@ type Fleet struct {
 func Start(ctx context.Context, members []Member, opts Options) (*Fleet, error) {
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
+	}
+	if err := checkAdminExposure(opts.AdminAddr, opts.AdminKey, opts.AdminAllowInsecure); err != nil {
+		return nil, err
 	}
 	if opts.WorkerOptions == nil {
 		opts.WorkerOptions = func(m Member, base worker.Options) (worker.Options, error) {
@@ -240,7 +247,8 @@ func (f *Fleet) startAdmin() error {
 	f.adminURL = "http://" + ln.Addr().String()
 	f.adminSrv = &http.Server{
 		Handler:           f.adminHandler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: adminHeaderTimeout,
+		IdleTimeout:       adminIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(f.log.Handler(), slog.LevelWarn),
 	}
 	go func() { _ = f.adminSrv.Serve(ln) }()

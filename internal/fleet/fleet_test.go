@@ -93,6 +93,12 @@ func (e *fleetEnv) action(t *testing.T, id, action, body string) (int, any) {
 	return adminCall(t, e.client, http.MethodPost, e.admin+"/workers/"+id+"/"+action, adminKey, body)
 }
 
+// get reads an admin route.
+func (e *fleetEnv) get(t *testing.T, path string) (int, any) {
+	t.Helper()
+	return adminCall(t, e.client, http.MethodGet, e.admin+path, adminKey, "")
+}
+
 func (e *fleetEnv) sdk(i int) *openai.Client {
 	c := openai.NewClient(option.WithBaseURL(e.urls[i]+"/v1/"), option.WithAPIKey("unused"),
 		option.WithHTTPClient(e.client), option.WithMaxRetries(0),
@@ -334,13 +340,24 @@ func TestFleetOfEightHeterogeneousWorkers(t *testing.T) {
 		}
 
 		// pause with a failing health check
+		env.action(t, "5", "drain", "")
 		env.action(t, "5", "pause", `{"health":"fail"}`)
 		if status, _ := adminCall(t, env.client, http.MethodGet, env.urls[5]+"/health", "", ""); status != 503 {
 			t.Errorf("/health while paused with health=fail = %d, want 503", status)
 		}
+		// GET /workers/{id} says what /health answers and that the paused
+		// worker is also draining.
+		if status, body := env.get(t, "/workers/5"); status != 200 || body.(map[string]any)["state"] != "paused" ||
+			body.(map[string]any)["health"] != "failing" || body.(map[string]any)["draining"] != true {
+			t.Errorf("GET /workers/5 while paused, draining, health=fail = %d %v", status, body)
+		}
 		env.action(t, "5", "resume", "")
+		env.action(t, "5", "undrain", "")
 		if status, _ := adminCall(t, env.client, http.MethodGet, env.urls[5]+"/health", "", ""); status != 200 {
 			t.Errorf("/health after resume = %d", status)
+		}
+		if _, body := env.get(t, "/workers/5"); body.(map[string]any)["health"] != "ok" || body.(map[string]any)["draining"] != false {
+			t.Errorf("GET /workers/5 after resume and undrain = %v", body)
 		}
 	})
 
@@ -359,6 +376,26 @@ func TestFleetOfEightHeterogeneousWorkers(t *testing.T) {
 		if status, _ := env.action(t, "6", "slow", `{"speedup_ratio": -1}`); status != 400 {
 			t.Errorf("negative speedup = %d, want 400", status)
 		}
+		// The refused action changed nothing: the listing shows the delay
+		// of the applied one, and no ratio.
+		_, body := env.get(t, "/workers/6")
+		slow, _ := body.(map[string]any)["slow"].(map[string]any)
+		if slow == nil || slow["extra_pass_delay_ms"] != float64(60) || slow["speedup_ratio"] != nil || body.(map[string]any)["state"] != "running" {
+			t.Errorf("GET /workers/6 after slow = %v", body)
+		}
+		env.action(t, "6", "slow", `{"extra_pass_delay_ms": 0}`)
+		if _, body := env.get(t, "/workers/6"); body.(map[string]any)["slow"] != nil {
+			t.Errorf("GET /workers/6 after the delay was removed: slow = %v", body.(map[string]any)["slow"])
+		}
+		// A speedup ratio is shown as given; a restart drops it.
+		env.action(t, "6", "slow", `{"speedup_ratio": "inf"}`)
+		if _, body := env.get(t, "/workers/6"); fmt.Sprint(body.(map[string]any)["slow"]) != "map[extra_pass_delay_ms:0 speedup_ratio:inf]" {
+			t.Errorf("GET /workers/6 after speedup_ratio inf: slow = %v", body.(map[string]any)["slow"])
+		}
+		env.action(t, "6", "restart", "")
+		if _, body := env.get(t, "/workers/6"); body.(map[string]any)["slow"] != nil || body.(map[string]any)["health"] != "ok" {
+			t.Errorf("GET /workers/6 after a restart: %v", body)
+		}
 	})
 
 	t.Run("reset_prefix_cache publishes AllBlocksCleared", func(t *testing.T) {
@@ -375,9 +412,12 @@ func TestFleetOfEightHeterogeneousWorkers(t *testing.T) {
 
 	t.Run("admin metrics count the actions and export states", func(t *testing.T) {
 		fams := scrape(t, env.client, env.admin, adminKey)
-		for _, c := range []struct{ worker, action string }{{"0", "kill"}, {"0", "restart"}, {"3", "drain"},
-			{"3", "undrain"}, {"4", "pause"}, {"4", "resume"}, {"6", "slow"}, {"7", "reset_prefix_cache"}} {
-			if got := sum(fams, "mocker_admin_actions_total", map[string]string{"worker": c.worker, "action": c.action}); got != 1 {
+		for _, c := range []struct {
+			worker, action string
+			n              float64
+		}{{"0", "kill", 1}, {"0", "restart", 1}, {"3", "drain", 1}, {"3", "undrain", 1}, {"4", "pause", 1},
+			{"4", "resume", 1}, {"6", "slow", 3}, {"6", "restart", 1}, {"7", "reset_prefix_cache", 1}} {
+			if got := sum(fams, "mocker_admin_actions_total", map[string]string{"worker": c.worker, "action": c.action}); got != c.n {
 				t.Errorf("mocker_admin_actions_total{worker=%s,action=%s} = %v", c.worker, c.action, got)
 			}
 		}

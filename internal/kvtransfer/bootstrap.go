@@ -76,8 +76,18 @@ func (s *Service) serveBootstrap(ln net.Listener) {
 		if err != nil {
 			return
 		}
+		select {
+		case s.conns <- struct{}{}:
+		default:
+			_ = conn.Close()
+			s.connLog.warn(s.log, "bootstrap: connections over the limit closed", "limit", cap(s.conns))
+			continue
+		}
 		s.wg.Add(1)
-		go s.handleRendezvous(conn)
+		go func() {
+			defer func() { <-s.conns }()
+			s.handleRendezvous(conn)
+		}()
 	}
 }
 
@@ -88,7 +98,7 @@ func (s *Service) handleRendezvous(conn net.Conn) {
 	defer conn.Close()
 	stop := context.AfterFunc(s.ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
-	_ = conn.SetReadDeadline(time.Now().Add(s.timeout))
+	_ = conn.SetReadDeadline(time.Now().Add(min(s.timeout, bootstrapRoomTimeout)))
 	var msg [roomIDSize]byte
 	if _, err := io.ReadFull(conn, msg[:]); err != nil {
 		s.log.Debug("bootstrap: no room id", "remote", conn.RemoteAddr().String(), "err", err)
@@ -97,15 +107,35 @@ func (s *Service) handleRendezvous(conn net.Conn) {
 	room := binary.LittleEndian.Uint64(msg[:])
 	h, err := s.awaitRoom(room)
 	if err != nil {
-		s.log.Warn("bootstrap: room not acknowledged", "room", room, "err", err)
+		// One line per interval for all of them: a client sending bogus
+		// rooms must not write one warning each.
+		s.roomLog.warn(s.log, "bootstrap: rooms not acknowledged", "last_room", room, "last_err", err.Error())
 		return
 	}
 	_ = conn.SetWriteDeadline(time.Now().Add(s.timeout))
 	if _, err := conn.Write([]byte{ackByte}); err != nil {
-		s.log.Warn("bootstrap: write ACK", "room", room, "err", err)
+		s.roomLog.warn(s.log, "bootstrap: ACKs not delivered", "last_room", room, "last_err", err.Error())
 		return
 	}
+	s.noteAcked(room)
 	s.release(h)
+}
+
+// noteAcked remembers that room was acknowledged, for the hold timeout, so
+// that a second claim of it (the rightful decode after a stranger who
+// guessed the room id) is acknowledged at once rather than left waiting
+// for blocks that are already freed. Expired entries are dropped here, so
+// the map holds at most the rooms of one timeout.
+func (s *Service) noteAcked(room uint64) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for r, until := range s.acked {
+		if !now.Before(until) {
+			delete(s.acked, r)
+		}
+	}
+	s.acked[room] = now.Add(s.timeout)
 }
 
 // awaitRoom waits until the handoff of room is held and its modeled

@@ -38,7 +38,27 @@ type Options struct {
 	// Notifications counts release notifications the prefill worker did
 	// not accept (may be nil).
 	Notifications NotificationObserver
+	// AllowedHosts widens the prefill hosts the decode side may dial
+	// (--kv-transfer-allowed-hosts): host names (exact, never resolved),
+	// IPs, CIDRs, or "*". Loopback and AdvertiseHost are always allowed.
+	AllowedHosts []string
+	// ClientAPIKey is sent as a Bearer token on side-channel calls to a
+	// prefill worker whose side channel is guarded (GuardedHandler).
+	ClientAPIKey string
+	// MaxBootstrapConns bounds the bootstrap connections served at once
+	// (0 = DefaultMaxBootstrapConns); one more is closed at once.
+	MaxBootstrapConns int
 }
+
+// DefaultMaxBootstrapConns bounds concurrent bootstrap connections: each
+// may wait a whole timeout for its room, so an unbounded number of idle
+// connections would hold as many goroutines and descriptors.
+const DefaultMaxBootstrapConns = 1024
+
+// bootstrapRoomTimeout bounds the wait for a connection's 8-byte room id
+// (the decode side sends it as soon as it connects): the bootstrap port's
+// header deadline. Waiting for the room to be held is bounded by Timeout.
+const bootstrapRoomTimeout = 5 * time.Second
 
 // NotificationObserver counts failed release notifications
 // (vllm:nixl_num_failed_notifications). It must be safe for concurrent use.
@@ -62,11 +82,20 @@ type Service struct {
 	ln     net.Listener // bootstrap listener, nil without one
 
 	httpPort atomic.Int32
+	allow    *hostAllowList
+	roomLog  rateLog // bogus or unclaimed bootstrap rooms
+	connLog  rateLog // bootstrap connections refused over MaxBootstrapConns
+	conns    chan struct{}
 
 	mu       sync.Mutex
 	handoffs map[string]*handoff  // by remote_request_id
 	byRoom   map[uint64]*handoff  // held handoffs with a room
 	waiters  map[uint64]*roomWait // rendezvous that arrived before their room
+	// acked remembers rooms already acknowledged, until when: a later
+	// claim of the same room (the rightful decode after a stranger, or a
+	// retry) is acknowledged at once instead of waiting for a room whose
+	// blocks are gone.
+	acked map[uint64]time.Time
 }
 
 // handoff is a prefill request whose blocks are (or will be) held.
@@ -94,8 +123,13 @@ type roomWait struct {
 // New starts a Service over a worker instance's engines (engines[r] is DP
 // rank r), binding the bootstrap listener when a port is configured.
 func New(engines []*engine.Engine, opts Options) (*Service, error) {
+	allow, err := newHostAllowList(opts.AdvertiseHost, opts.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
 	s := &Service{opts: opts, engines: engines, log: opts.Logger, timeout: opts.Timeout, client: opts.HTTPClient,
-		handoffs: map[string]*handoff{}, byRoom: map[uint64]*handoff{}, waiters: map[uint64]*roomWait{}}
+		allow: allow, handoffs: map[string]*handoff{}, byRoom: map[uint64]*handoff{}, waiters: map[uint64]*roomWait{},
+		acked: map[uint64]time.Time{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -105,6 +139,11 @@ func New(engines []*engine.Engine, opts Options) (*Service, error) {
 	if s.client == nil {
 		s.client = &http.Client{Timeout: s.timeout}
 	}
+	maxConns := opts.MaxBootstrapConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxBootstrapConns
+	}
+	s.conns = make(chan struct{}, maxConns)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if opts.BootstrapListener != nil {
 		s.ln = opts.BootstrapListener
@@ -262,6 +301,11 @@ func (s *Service) release(h *handoff) {
 func (s *Service) roomWaiter(room uint64) *roomWait {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if until, ok := s.acked[room]; ok && time.Now().Before(until) {
+		w := &roomWait{ready: make(chan struct{}), handoff: &handoff{room: room, hasRoom: true, rank: -1}}
+		close(w.ready)
+		return w
+	}
 	if h := s.byRoom[room]; h != nil {
 		w := &roomWait{ready: make(chan struct{}), handoff: h}
 		close(w.ready)

@@ -54,7 +54,9 @@ func (s *Service) lookup(w http.ResponseWriter, r *http.Request) (*handoff, bool
 		return nil, false
 	}
 	if body.EngineID != s.opts.EngineID {
-		writeSideError(w, http.StatusNotFound, fmt.Sprintf("engine %q is not this worker (%q)", body.EngineID, s.opts.EngineID))
+		// Neither id is echoed: the answer must not tell a prober the
+		// engine id a release needs.
+		writeSideError(w, http.StatusNotFound, "no such engine on this worker")
 		return nil, false
 	}
 	s.mu.Lock()
@@ -79,8 +81,13 @@ func (s *Service) handlePull(w http.ResponseWriter, r *http.Request) {
 	}
 	// The directory may lag the engine by a timeout that just fired: ask
 	// the engine itself.
-	held, err := s.engines[h.rank].HoldsHandoff(r.Context(), h.engineReq)
-	if err != nil || !held {
+	held := false
+	if h.rank >= 0 && h.rank < len(s.engines) {
+		var err error
+		held, err = s.engines[h.rank].HoldsHandoff(r.Context(), h.engineReq)
+		held = held && err == nil
+	}
+	if !held {
 		writeSideError(w, http.StatusGone, fmt.Sprintf("the blocks of request %q are not held (released)", h.requestID))
 		return
 	}
@@ -126,17 +133,20 @@ var ErrTransfer = errors.New("KV transfer from prefill worker failed")
 // blocks and arranges for them to be freed once pulled; with neither the
 // engine's link models the transfer alone. Errors wrap ErrTransfer.
 func (s *Service) Prepare(ctx context.Context, r Remote) (*engine.RemoteKV, error) {
-	switch {
-	case r.Port == 0:
+	if r.Port == 0 {
 		return &engine.RemoteKV{}, nil
-	case r.HasRoom:
+	}
+	if !s.allow.allows(r.Host) {
+		return nil, fmt.Errorf("%w: %w", ErrTransfer, ErrHostNotAllowed)
+	}
+	if r.HasRoom {
 		if err := Rendezvous(ctx, r.Host, r.Port, r.Room, s.timeout); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrTransfer, err)
+			return nil, s.unreachable(ctx, "rendezvous", r, err)
 		}
 		return &engine.RemoteKV{NoTransferTime: true}, nil
 	}
 	if err := s.call(ctx, r, PullPath); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrTransfer, err)
+		return nil, s.unreachable(ctx, "pull", r, err)
 	}
 	return &engine.RemoteKV{OnPulled: func(bool) { s.releaseRemote(r) }}, nil
 }
@@ -159,6 +169,22 @@ func (s *Service) releaseRemote(r Remote) {
 	}()
 }
 
+// unreachable logs why a prefill worker could not be reached and returns
+// the generic error the client sees (the request's own cancellation stays
+// what it is).
+func (s *Service) unreachable(ctx context.Context, what string, r Remote, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", ErrTransfer, ctx.Err())
+	}
+	var answer *sideAnswer
+	if errors.As(err, &answer) {
+		// The prefill worker answered: its status is no port oracle.
+		return fmt.Errorf("%w: %w", ErrTransfer, err)
+	}
+	s.log.Debug("KV transfer: "+what+" failed", "request", r.RequestID, "err", err)
+	return fmt.Errorf("%w: %w", ErrTransfer, errUnreachable)
+}
+
 // call posts one side-channel request and maps a non-2xx answer to an error.
 func (s *Service) call(ctx context.Context, r Remote, path string) error {
 	body, _ := json.Marshal(pullBody{EngineID: r.EngineID, RequestID: r.RequestID, BlockIDs: r.BlockIDs})
@@ -168,6 +194,9 @@ func (s *Service) call(ctx context.Context, r Remote, path string) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if s.opts.ClientAPIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+s.opts.ClientAPIKey)
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return err
@@ -182,5 +211,16 @@ func (s *Service) call(ctx context.Context, r Remote, path string) error {
 	if e.Error == "" {
 		e.Error = resp.Status
 	}
-	return fmt.Errorf("%s %s: %d %s", path, r.Host, resp.StatusCode, e.Error)
+	return &sideAnswer{path: path, status: resp.StatusCode, msg: e.Error}
+}
+
+// sideAnswer is a prefill worker's refusal of a side-channel call.
+type sideAnswer struct {
+	path   string
+	status int
+	msg    string
+}
+
+func (a *sideAnswer) Error() string {
+	return fmt.Sprintf("the prefill worker answered %s with %d: %s", a.path, a.status, a.msg)
 }

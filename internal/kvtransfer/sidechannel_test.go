@@ -70,7 +70,11 @@ func TestSideChannelRefusals(t *testing.T) {
 		{"unknown request", func(r *Remote) { r.RequestID = "nope" }, "410"},
 		{"another engine", func(r *Remote) { r.EngineID = "other" }, "404"},
 		{"other blocks", func(r *Remote) { r.BlockIDs = []int{9} }, "409"},
-		{"unreachable worker", func(r *Remote) { r.Port = 1 }, "connect"},
+		// Transport failures are one generic message: no closed, filtered
+		// or open port to tell apart, no resolver named.
+		{"unreachable worker", func(r *Remote) { r.Port = 1 }, "prefill worker not reachable"},
+		{"host outside the allow-list", func(r *Remote) { r.Host = "10.9.9.9" }, "not allowed"},
+		{"name outside the allow-list", func(r *Remote) { r.Host = "prefill.invalid" }, "not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := remote

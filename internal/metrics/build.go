@@ -232,7 +232,7 @@ func (r *Registry) buildVLLM() {
 			v.gpuPCHits = gpuH.WithLabelValues(lv...)
 			tpot.add(v.itl, lv...)
 		}
-		cacheInfo.WithLabelValues(e, strconv.Itoa(bs), "auto", pyBool(cfg.EnablePrefixCaching), "0.9",
+		cacheInfo.WithLabelValues(e, strconv.Itoa(bs), cfg.kvCacheDtypeLabel(), pyBool(cfg.EnablePrefixCaching), pyrepr.Float(cfg.gpuMemoryUtilization()),
 			strconv.Itoa(cfg.NumGPUBlocks), override, cfg.HashAlgo,
 			strconv.Itoa(kvTokens), pyrepr.Float(concurrency)).Set(1)
 		ro.v = v
@@ -294,9 +294,13 @@ func (r *Registry) buildSGLang() {
 // buildMocker registers the mocker_* product metrics and FPM gauges.
 func (r *Registry) buildMocker(version string) {
 	cfg := &r.opts
+	timing := string(cfg.TimingModel)
+	if cfg.Hardware != "" {
+		timing = "hardware" // docs/hardware.md
+	}
 	r.gaugeVec("mocker_info", "mocker-server build and mode; constant 1.",
 		"version", "engine_type", "worker_type", "timing_model").
-		WithLabelValues(version, string(cfg.EngineType), cfg.WorkerType, string(cfg.TimingModel)).Set(1)
+		WithLabelValues(version, string(cfg.EngineType), cfg.WorkerType, timing).Set(1)
 
 	passes := r.counterVec("mocker_passes_total", "Engine passes executed.", labelRank)
 	passSeconds := r.counterVec("mocker_pass_seconds_total", "Sum of modeled pass durations (busy time), in seconds.", labelRank)

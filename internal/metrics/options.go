@@ -53,6 +53,14 @@ type Options struct {
 	// EnablePrefixCaching and HashAlgo are vllm:cache_config_info labels.
 	EnablePrefixCaching bool
 	HashAlgo            string
+	// KVCacheDtype ("" means auto) and GPUMemoryUtilization (0 means
+	// vLLM's 0.9) are vllm:cache_config_info labels too; they size the
+	// pool with the hardware timing model.
+	KVCacheDtype         string
+	GPUMemoryUtilization float64
+	// Hardware names the GPU of the hardware timing model (docs/hardware.md);
+	// when set, mocker_info's timing_model is "hardware".
+	Hardware string
 
 	// Disaggregated adds the KV handoff and transfer families.
 	Disaggregated bool
@@ -66,6 +74,22 @@ type Options struct {
 	// pool, in order; any adds the offload families with a series per
 	// medium. nil: no offload.
 	OffloadTiers []kv.Medium
+}
+
+// kvCacheDtypeLabel is KVCacheDtype with "" replaced by auto.
+func (o *Options) kvCacheDtypeLabel() string {
+	if o.KVCacheDtype == "" {
+		return "auto"
+	}
+	return o.KVCacheDtype
+}
+
+// gpuMemoryUtilization is GPUMemoryUtilization with 0 replaced by 0.9.
+func (o *Options) gpuMemoryUtilization() float64 {
+	if o.GPUMemoryUtilization == 0 {
+		return 0.9
+	}
+	return o.GPUMemoryUtilization
 }
 
 // resolvedFamily is Family with "" replaced by FamilyVLLM.

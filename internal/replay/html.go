@@ -63,6 +63,7 @@ func WriteHTML(w io.Writer, reports []*Report) error {
 		"DeltaLabels": deltaLabels,
 		"Compare":     len(reports) > 1,
 		"Rows":        rows,
+		"KeyRows":     keyRows(rows),
 		"Reports":     reports,
 		// The JSON is safe inside a script element: encoding/json escapes
 		// <, > and &; the scripts are our own files.

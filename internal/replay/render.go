@@ -169,7 +169,7 @@ func WriteTable(w io.Writer, reports []*Report) error {
 			return err
 		}
 	}
-	return nil
+	return writeRejections(w, reports)
 }
 
 // delta formats the relative change from base to v.

@@ -214,6 +214,13 @@ func TestMooncakeSourceBadInput(t *testing.T) {
 		{"too many ids", `{"timestamp": 20, "input_length": 512, "output_length": 3, "hash_ids": [1, 2]}`, "2 hash_ids but input_length 512"},
 		{"negative id", `{"timestamp": 20, "input_length": 600, "output_length": 3, "hash_ids": [1, -2]}`, "hash_ids must be ≥ 0"},
 		{"wrong type", `{"timestamp": "x", "input_length": 10, "output_length": 5}`, "not a JSON object"},
+		// Sizes no model takes are refused before anything is allocated
+		// (they used to run out of memory or panic in makeslice).
+		{"input 1e12", `{"timestamp": 20, "input_length": 1000000000000, "output_length": 5}`, "input_length 1000000000000 is over the limit of 16777216"},
+		{"input 2^62", `{"timestamp": 20, "input_length": 4611686018427387904, "output_length": 5, "hash_ids": [1]}`, "input_length 4611686018427387904 is over the limit"},
+		{"output 1e12", `{"timestamp": 20, "input_length": 10, "output_length": 1000000000000}`, "output_length 1000000000000 is over the limit"},
+		{"input as 1e12", `{"timestamp": 20, "input_length": 1e12, "output_length": 5}`, "not a JSON object"},
+		{"input over int64", `{"timestamp": 20, "input_length": 99999999999999999999, "output_length": 5}`, "not a JSON object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

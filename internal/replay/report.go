@@ -40,7 +40,10 @@ type Report struct {
 	Summary  Summary        `json:"summary"`
 	Workers  []WorkerReport `json:"workers"`
 	Timeline Timeline       `json:"timeline"`
-	Charts   Charts         `json:"charts"`
+	// Rejections explain Summary.Rejected: one entry per reason, most
+	// frequent first.
+	Rejections []RejectionCount `json:"rejections,omitempty"`
+	Charts     Charts           `json:"charts"`
 }
 
 // Summary aggregates every request of a run.
@@ -133,6 +136,7 @@ type reportBuilder struct {
 	gaps                           gapHistogram
 	hitCached, hitPrompt           *series
 	scatter                        sampler[[2]float64]
+	rejections                     rejections
 
 	requests, finished, rejected, unfinished int
 	prompt, cached, output, preemptions      int
@@ -226,6 +230,7 @@ func (b *reportBuilder) build(r *runner) *Report {
 	s.TTFTMs, s.ITLMs, s.E2EMs = summarize(b.ttft), summarize(b.itl), summarize(b.e2e)
 	s.QueueMs, s.OutputThroughputPerUser = summarize(b.queue), summarize(b.perUser)
 	s.InterTokenGapMs = b.gaps.stat()
+	rep.Rejections = b.rejections.sorted()
 	rep.Charts = Charts{TTFTCDF: cdfPoints(b.ttft, 200), ITLCDF: cdfPoints(b.itl, 200), E2ECDF: cdfPoints(b.e2e, 200),
 		TTFTvsPrompt: b.scatter.items}
 	tl := &rep.Timeline

@@ -450,7 +450,7 @@ func (r *runner) collect(t *target) error {
 		f := &r.flights[it.Choice]
 		if it.Final {
 			if rej := it.Finished.Rejection; rej != nil {
-				if err := r.reject(t, it.Choice, rej.Message); err != nil {
+				if err := r.reject(t, it.Choice, rej); err != nil {
 					return err
 				}
 			}
@@ -496,11 +496,12 @@ func (r *runner) release(slot int) {
 	}
 }
 
-func (r *runner) reject(t *target, slot int, msg string) error {
+func (r *runner) reject(t *target, slot int, rej *engine.Rejection) error {
 	f := &r.flights[slot]
 	row := &r.row
 	*row = RequestRow{Index: f.index, Arrival: ms(f.arrival), Worker: t.name, PromptTokens: f.prompt,
-		FinishReason: "rejected", Error: msg}
+		FinishReason: "rejected", Error: rej.Message}
+	r.report.rejections.add(rej)
 	r.release(slot)
 	return r.report.add(row, t.stats, r.opts.Rows)
 }

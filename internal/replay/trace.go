@@ -16,6 +16,12 @@ import (
 // each hash id stands for 512 prompt tokens.
 const DefaultTraceBlockSize = 512
 
+// DefaultMaxLineTokens bounds input_length and output_length of one trace
+// line: 16 Mi tokens (a 64 MiB prompt) is far beyond any model's context,
+// and keeps a line such as input_length 1e12 a clear error instead of an
+// allocation that kills the process.
+const DefaultMaxLineTokens = 1 << 24
+
 // maxLineBytes bounds one trace line, so that a file that is not JSONL (or
 // has no newlines) is an error instead of an ever-growing buffer.
 const maxLineBytes = 16 << 20
@@ -32,6 +38,10 @@ type TraceOptions struct {
 	MaxRequests int
 	// SkipBadLines skips malformed lines (counting them) instead of failing.
 	SkipBadLines bool
+	// MaxLineTokens bounds input_length and output_length
+	// (0 = DefaultMaxLineTokens); a line beyond it is malformed. Checked
+	// before anything is allocated for the line.
+	MaxLineTokens int
 }
 
 // LineError is a malformed trace line.
@@ -73,6 +83,12 @@ func NewMooncakeSource(r io.Reader, name string, opts TraceOptions) (*MooncakeSo
 	}
 	if opts.TimeScale < 0 || math.IsInf(opts.TimeScale, 0) || math.IsNaN(opts.TimeScale) {
 		return nil, fmt.Errorf("time scale must be a positive number, got %g", opts.TimeScale)
+	}
+	if opts.MaxLineTokens == 0 {
+		opts.MaxLineTokens = DefaultMaxLineTokens
+	}
+	if opts.MaxLineTokens < 0 {
+		return nil, fmt.Errorf("max line tokens must be positive, got %d", opts.MaxLineTokens)
 	}
 	if opts.MaxRequests < 0 {
 		return nil, fmt.Errorf("max requests must be ≥ 0, got %d", opts.MaxRequests)
@@ -151,6 +167,10 @@ func (s *MooncakeSource) parse(text []byte) (Request, error) {
 		return Request{}, fmt.Errorf("input_length must be ≥ 1, got %d", in)
 	case out < 1:
 		return Request{}, fmt.Errorf("output_length must be ≥ 1, got %d (a request that generates nothing has no TTFT)", out)
+	case in > s.opts.MaxLineTokens:
+		return Request{}, fmt.Errorf("input_length %d is over the limit of %d tokens per line", in, s.opts.MaxLineTokens)
+	case out > s.opts.MaxLineTokens:
+		return Request{}, fmt.Errorf("output_length %d is over the limit of %d tokens per line", out, s.opts.MaxLineTokens)
 	case len(l.HashIDs) > (in+bs-1)/bs:
 		return Request{}, fmt.Errorf("%d hash_ids but input_length %d covers only %d blocks of %d tokens (wrong --trace-block-size?)",
 			len(l.HashIDs), in, (in+bs-1)/bs, bs)

@@ -1,6 +1,7 @@
 package schemagen
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,13 +46,14 @@ type node struct {
 	alwaysFalse bool    // the schema `false` (or `{"not": {}}`)
 	types       typeSet // 0 = any type
 
-	enum    []any // nil = no enum; const is an enum of one
-	hasEnum bool
-	allOf   []*node
-	anyOf   []*node
-	oneOf   []*node
-	ref     string
-	refNode *node // resolved after compilation
+	enum     []any               // nil = no enum; const is an enum of one
+	enumKeys map[string]struct{} // canonKey of each enum value
+	hasEnum  bool
+	allOf    []*node
+	anyOf    []*node
+	oneOf    []*node
+	ref      string
+	refNode  *node // resolved after compilation
 
 	// object
 	properties    []property
@@ -112,21 +114,38 @@ type compiler struct {
 	// resolve to the same node.
 	byPointer map[string]*node
 	pending   []*node
+	limits    Limits
+	b         *budget
+	enums     int // enum and const values so far, against MaxEnum
 }
 
 // Compile parses and checks a JSON Schema (draft 2020-12 keywords, plus
-// draft-07 `definitions` and array-form `items`). The error wraps
-// ErrInvalidSchema and names the offending location.
+// draft-07 `definitions` and array-form `items`) under DefaultLimits. The
+// error wraps ErrInvalidSchema and names the offending location.
 func Compile(schema []byte) (*Schema, error) {
+	return CompileContext(context.Background(), schema, Limits{})
+}
+
+// CompileContext is Compile under lim (zero fields: DefaultLimits) that
+// stops when ctx is done. A schema over a limit gets a *BudgetError (it
+// matches ErrBudget and ErrInvalidSchema) as soon as the limit is seen: the
+// size before parsing, the enum count while compiling, the steps while
+// searching for the fallback instance. The compiled Schema keeps lim's
+// MaxSteps for its Generate and Validate.
+func CompileContext(ctx context.Context, schema []byte, lim Limits) (*Schema, error) {
+	lim = lim.resolved()
+	if lim.MaxSchemaBytes >= 0 && len(schema) > lim.MaxSchemaBytes {
+		return nil, &BudgetError{Limit: LimitSchemaBytes, Max: lim.MaxSchemaBytes, Got: len(schema)}
+	}
 	root, err := decodeOrdered(schema)
 	if err != nil {
 		return nil, fmt.Errorf("%w: not valid JSON: %v", ErrInvalidSchema, err)
 	}
-	return compileValue(root)
+	return compileValue(ctx, root, lim)
 }
 
-func compileValue(root any) (*Schema, error) {
-	c := &compiler{root: root, byPointer: map[string]*node{}}
+func compileValue(ctx context.Context, root any, lim Limits) (*Schema, error) {
+	c := &compiler{root: root, byPointer: map[string]*node{}, limits: lim, b: newBudget(ctx, lim.MaxSteps)}
 	top, err := c.compile(root, "#")
 	if err != nil {
 		return nil, err
@@ -140,8 +159,8 @@ func compileValue(root any) (*Schema, error) {
 		}
 		n.refNode = target
 	}
-	s := &Schema{root: top}
-	if err := s.checkSatisfiable(); err != nil {
+	s := &Schema{root: top, limits: lim}
+	if err := s.checkSatisfiable(c.b); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -193,12 +212,12 @@ func (c *compiler) fill(n *node, schema object, path string) error {
 			if len(values) == 0 {
 				return c.errorf(at, "enum must not be empty")
 			}
-			if err := n.addEnum(values); err != nil {
-				return c.errorf(at, "%v", err)
+			if err := c.addEnum(n, values); err != nil {
+				return c.enumError(at, err)
 			}
 		case key == "const":
-			if err := n.addEnum([]any{raw}); err != nil {
-				return c.errorf(at, "%v", err)
+			if err := c.addEnum(n, []any{raw}); err != nil {
+				return c.enumError(at, err)
 			}
 		case key == "allOf" || key == "anyOf" || key == "oneOf":
 			list, err := c.compileList(raw, at)
@@ -427,32 +446,61 @@ func (c *compiler) checkBounds(n *node, path string) error {
 	if n.hasEnum {
 		kept := n.enum[:0:0]
 		for _, value := range n.enum {
-			if n.matches(value) {
+			if n.matches(value, c.b) {
 				kept = append(kept, value)
 			}
 		}
-		n.enum = kept
+		n.setEnum(kept, c.b)
 	}
-	return nil
+	return c.b.err
 }
 
-func (n *node) addEnum(values []any) error {
+func (c *compiler) addEnum(n *node, values []any) error {
+	c.enums += len(values)
+	if c.limits.MaxEnum >= 0 && c.enums > c.limits.MaxEnum {
+		return &BudgetError{Limit: LimitEnum, Max: c.limits.MaxEnum, Got: c.enums}
+	}
+	keys := make(map[string]struct{}, len(values))
+	for _, v := range values {
+		keys[string(canonKey(nil, v, c.b))] = struct{}{}
+	}
+	if c.b.err != nil {
+		return c.b.err
+	}
 	if !n.hasEnum {
-		n.enum, n.hasEnum = slices.Clone(values), true
+		n.enum, n.enumKeys, n.hasEnum = slices.Clone(values), keys, true
 		return nil
 	}
 	// enum and const together: keep the intersection
 	kept := n.enum[:0:0]
 	for _, have := range n.enum {
-		if slices.ContainsFunc(values, func(v any) bool { return jsonEqual(have, v) }) {
+		if _, ok := keys[string(canonKey(nil, have, c.b))]; ok {
 			kept = append(kept, have)
 		}
 	}
 	if len(kept) == 0 {
 		return errors.New("enum and const have no value in common")
 	}
-	n.enum = kept
+	n.setEnum(kept, c.b)
 	return nil
+}
+
+// enumError places an enum error at its location; a budget's error stays
+// what it is, so that callers see which limit stopped the work.
+func (c *compiler) enumError(at string, err error) error {
+	if c.b.err != nil || errors.Is(err, ErrBudget) {
+		return err
+	}
+	return c.errorf(at, "%v", err)
+}
+
+// setEnum replaces n's enum values and their keys.
+func (n *node) setEnum(values []any, b *budget) {
+	n.enum = values
+	n.enumKeys = make(map[string]struct{}, len(values))
+	for _, v := range values {
+		n.enumKeys[string(canonKey(nil, v, b))] = struct{}{}
+	}
 }
 
 func (c *compiler) compileList(raw any, at string) ([]*node, error) {

@@ -171,7 +171,7 @@ func (g *generator) array(conj []*node, depth int) (any, error) {
 		var err error
 		for try := 0; try < 24; try++ {
 			item, err = g.value(schemas, nil, depth+1)
-			if err != nil || !unique || !slices.ContainsFunc(out, func(have any) bool { return jsonEqual(have, item) }) {
+			if err != nil || !unique || !g.b.spend(len(out)) || !slices.ContainsFunc(out, func(have any) bool { return jsonEqual(have, item) }) {
 				break
 			}
 			err = errUnsatisfiable // a duplicate; try again

@@ -1,6 +1,7 @@
 package schemagen
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ type Schema struct {
 	// fallback is an instance found at compile time; Generate returns it
 	// when every seeded attempt fails, so that output always validates.
 	fallback []byte
+	limits   Limits // resolved; bound each Generate and Validate
 }
 
 // Tuning of the generator's search.
@@ -46,35 +48,58 @@ const (
 var errUnsatisfiable = errors.New("no instance satisfies the schema")
 
 // Generate returns a compact JSON instance of the schema, the same bytes
-// for the same seed. Object keys follow the schema's property order.
+// for the same seed. Object keys follow the schema's property order. Its
+// work is bounded by the schema's MaxSteps; past it (or when every seeded
+// attempt fails) it returns the instance Compile found.
 func (s *Schema) Generate(seed uint64) []byte {
-	for attempt := range uint64(attempts) {
-		if out, err := s.generate(seed, attempt); err == nil {
-			return out
-		}
+	out, err := s.GenerateContext(context.Background(), seed)
+	if err != nil {
+		return slices.Clone(s.fallback)
 	}
-	return slices.Clone(s.fallback)
+	return out
 }
 
-func (s *Schema) generate(seed, attempt uint64) ([]byte, error) {
-	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed5c4e3a^attempt))}
+// GenerateContext is Generate that stops when ctx is done (the request is
+// gone) or its work reaches the schema's MaxSteps: the error then wraps
+// ctx's error or ErrBudget. The instance for a seed does not depend on ctx.
+func (s *Schema) GenerateContext(ctx context.Context, seed uint64) ([]byte, error) {
+	b := newBudget(ctx, s.limits.MaxSteps)
+	for attempt := range uint64(attempts) {
+		if out, err := s.generate(seed, attempt, b); err == nil {
+			return out, nil
+		}
+		if b.err != nil {
+			return nil, b.err
+		}
+	}
+	return slices.Clone(s.fallback), nil
+}
+
+func (s *Schema) generate(seed, attempt uint64, b *budget) ([]byte, error) {
+	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed5c4e3a^attempt)), b: b}
 	value, err := g.value([]*node{s.root}, nil, 0)
 	if err != nil {
 		return nil, err
 	}
-	if !s.root.matches(value) {
+	if !s.root.matches(value, b) {
+		if b.err != nil {
+			return nil, b.err
+		}
 		return nil, fmt.Errorf("internal: generated instance does not match: %s", appendJSON(nil, value))
 	}
 	return appendJSON(nil, value), nil
 }
 
 // checkSatisfiable finds the fallback instance or reports the schema as
-// unsatisfiable.
-func (s *Schema) checkSatisfiable() error {
+// unsatisfiable; b is the compilation's budget.
+func (s *Schema) checkSatisfiable(b *budget) error {
 	for seed := range uint64(satisfiableSeeds) {
-		if out, err := s.generate(seed, 0); err == nil {
+		if out, err := s.generate(seed, 0, b); err == nil {
 			s.fallback = out
 			return nil
+		}
+		if b.err != nil {
+			return b.err
 		}
 	}
 	return fmt.Errorf("%w: %v (or its instances are larger or harder to find than the generator's work limit allows)", ErrInvalidSchema, errUnsatisfiable)
@@ -82,28 +107,47 @@ func (s *Schema) checkSatisfiable() error {
 
 // Validate reports whether the JSON document data is an instance of the
 // schema, as far as the supported keywords go (formats: the ones Generate
-// produces). Tests and callers use it to check output they assembled.
+// produces). Tests and callers use it to check output they assembled. A
+// document whose check needs more than MaxSteps is reported as no instance.
 func (s *Schema) Validate(data []byte) bool {
+	ok, _ := s.ValidateContext(context.Background(), data)
+	return ok
+}
+
+// ValidateContext is Validate that stops when ctx is done or the check
+// reaches the schema's MaxSteps; the error then wraps ctx's error or
+// ErrBudget, and ok is false.
+func (s *Schema) ValidateContext(ctx context.Context, data []byte) (ok bool, err error) {
 	value, err := decodeOrdered(data)
-	return err == nil && s.root.matches(value)
+	if err != nil {
+		return false, nil
+	}
+	b := newBudget(ctx, s.limits.MaxSteps)
+	ok = s.root.matches(value, b)
+	if b.err != nil {
+		return false, b.err
+	}
+	return ok, nil
 }
 
 type generator struct {
 	rng  *rand.Rand
-	work int
+	work int     // this attempt's work, against workBudget
+	b    *budget // the whole call's, against Limits.MaxSteps
 }
 
 // value generates an instance of the conjunction of nodes. decided lists
 // the nodes whose anyOf/oneOf branch has already been chosen on this path.
 func (g *generator) value(nodes []*node, decided []*node, depth int) (any, error) {
 	g.work++
-	if g.work > workBudget || depth > maxDepth {
+	if g.work > workBudget || depth > maxDepth || !g.b.spend(1+len(nodes)+len(decided)) {
 		return nil, errUnsatisfiable
 	}
 	conj, err := expand(nodes)
 	if err != nil {
 		return nil, err
 	}
+	g.b.spend(len(conj))
 	// Choose a branch of the first undecided anyOf/oneOf, then continue
 	// with the branch added to the conjunction: its constraints combine
 	// with the siblings of the anyOf.
@@ -124,7 +168,7 @@ func (g *generator) value(nodes []*node, decided []*node, depth int) (any, error
 			if err != nil {
 				continue
 			}
-			if n.matches(value) { // for oneOf: no other branch matches
+			if n.matches(value, g.b) { // for oneOf: no other branch matches
 				return value, nil
 			}
 		}
@@ -180,7 +224,7 @@ func (g *generator) leaf(conj []*node, depth int) (any, error) {
 		}
 		var candidates []any
 		for _, value := range n.enum {
-			if allMatch(conj, value) {
+			if allMatch(conj, value, g.b) {
 				candidates = append(candidates, value)
 			}
 		}
@@ -195,16 +239,16 @@ func (g *generator) leaf(conj []*node, depth int) (any, error) {
 	}
 	for _, kind := range g.typeOrder(conj, types, depth) {
 		value, err := g.ofType(kind, conj, depth)
-		if err == nil && allMatch(conj, value) {
+		if err == nil && allMatch(conj, value, g.b) {
 			return value, nil
 		}
 	}
 	return nil, errUnsatisfiable
 }
 
-func allMatch(conj []*node, value any) bool {
+func allMatch(conj []*node, value any, b *budget) bool {
 	for _, n := range conj {
-		if !n.matches(value) {
+		if !n.matches(value, b) {
 			return false
 		}
 	}

@@ -151,9 +151,9 @@ func jsonEqual(a, b any) bool {
 		if !ok {
 			return false
 		}
-		ar, aok := ratOf(av)
-		br, bok := ratOf(bv)
-		return aok && bok && ar.Cmp(br) == 0
+		ad, aok := decimalOf(av)
+		bd, bok := decimalOf(bv)
+		return aok && bok && ad.neg == bd.neg && ad.digits == bd.digits && ad.exp.Cmp(bd.exp) == 0
 	case []any:
 		bv, ok := b.([]any)
 		if !ok || len(av) != len(bv) {
@@ -192,7 +192,7 @@ func jsonType(v any) string {
 	case string:
 		return "string"
 	case json.Number:
-		if r, ok := ratOf(value); ok && r.IsInt() {
+		if d, ok := decimalOf(value); ok && d.isInt() {
 			return "integer"
 		}
 		return "number"

@@ -36,13 +36,13 @@ func (g *generator) str(conj []*node) (any, error) {
 	if maxLen >= 0 && minLen > maxLen {
 		return nil, errUnsatisfiable
 	}
-	if g.work += minLen / 16; g.work > workBudget {
+	if g.work += minLen / 16; g.work > workBudget || !g.b.spend(minLen/16) {
 		return nil, errUnsatisfiable
 	}
 	if pattern != nil {
 		for try := 0; try < 32; try++ {
 			s := generateRegex(g.rng, pattern, minLen)
-			if allMatch(conj, s) {
+			if allMatch(conj, s, g.b) {
 				return s, nil
 			}
 		}

@@ -15,14 +15,14 @@ import (
 // enum values, to keep oneOf exclusive and to check its own output before
 // returning it; tests check the output with an independent validator. A
 // reference not yet resolved (during compilation) counts as satisfied.
-func (n *node) matches(value any) bool {
-	return n.matchDepth(value, 0)
+func (n *node) matches(value any, b *budget) bool {
+	return n.matchDepth(value, 0, b)
 }
 
 const maxMatchDepth = 256
 
-func (n *node) matchDepth(value any, depth int) bool {
-	if depth > maxMatchDepth {
+func (n *node) matchDepth(value any, depth int, b *budget) bool {
+	if depth > maxMatchDepth || !b.spend(1) {
 		return false
 	}
 	if n.alwaysFalse {
@@ -36,14 +36,7 @@ func (n *node) matchDepth(value any, depth int) bool {
 		}
 	}
 	if n.hasEnum {
-		found := false
-		for _, allowed := range n.enum {
-			if jsonEqual(allowed, value) {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if _, found := n.enumKeys[string(canonKey(nil, value, b))]; !found {
 			return false
 		}
 	}
@@ -53,30 +46,30 @@ func (n *node) matchDepth(value any, depth int) bool {
 			return false
 		}
 	case json.Number:
-		if !n.matchNumber(v) {
+		if !n.matchNumber(v, b) {
 			return false
 		}
 	case []any:
-		if !n.matchArray(v, depth) {
+		if !n.matchArray(v, depth, b) {
 			return false
 		}
 	case object:
-		if !n.matchObject(v, depth) {
+		if !n.matchObject(v, depth, b) {
 			return false
 		}
 	}
 	for _, sub := range n.allOf {
-		if !sub.matchDepth(value, depth+1) {
+		if !sub.matchDepth(value, depth+1, b) {
 			return false
 		}
 	}
-	if n.refNode != nil && !n.refNode.matchDepth(value, depth+1) {
+	if n.refNode != nil && !n.refNode.matchDepth(value, depth+1, b) {
 		return false
 	}
 	if len(n.anyOf) > 0 {
 		found := false
 		for _, sub := range n.anyOf {
-			if sub.matchDepth(value, depth+1) {
+			if sub.matchDepth(value, depth+1, b) {
 				found = true
 				break
 			}
@@ -88,7 +81,7 @@ func (n *node) matchDepth(value any, depth int) bool {
 	if len(n.oneOf) > 0 {
 		count := 0
 		for _, sub := range n.oneOf {
-			if sub.matchDepth(value, depth+1) {
+			if sub.matchDepth(value, depth+1, b) {
 				count++
 			}
 		}
@@ -119,7 +112,18 @@ func (n *node) matchString(s string) bool {
 	return formatValid(n.format, s)
 }
 
-func (n *node) matchNumber(number json.Number) bool {
+func (n *node) matchNumber(number json.Number, b *budget) bool {
+	if n.minimum == nil && n.maximum == nil && n.multipleOf == nil {
+		return true
+	}
+	// An exact rational costs time with the exponent's size: charge it.
+	if d, ok := decimalOf(number); ok && d.exp.IsInt64() {
+		if e := d.exp.Int64(); !b.spend(1 + int(min(max(e, -e), 1<<40)/4)) {
+			return false
+		}
+	} else if !ok || !b.spend(1<<40) {
+		return false
+	}
 	value, ok := ratOf(number)
 	if !ok {
 		return false
@@ -145,7 +149,7 @@ func (n *node) matchNumber(number json.Number) bool {
 	return true
 }
 
-func (n *node) matchArray(items []any, depth int) bool {
+func (n *node) matchArray(items []any, depth int, b *budget) bool {
 	if len(items) < n.minItems || (n.maxItems >= 0 && len(items) > n.maxItems) {
 		return false
 	}
@@ -156,23 +160,24 @@ func (n *node) matchArray(items []any, depth int) bool {
 		} else {
 			schema = n.items
 		}
-		if schema != nil && !schema.matchDepth(item, depth+1) {
+		if schema != nil && !schema.matchDepth(item, depth+1, b) {
 			return false
 		}
 	}
 	if n.uniqueItems {
-		for i := range items {
-			for j := i + 1; j < len(items); j++ {
-				if jsonEqual(items[i], items[j]) {
-					return false
-				}
+		seen := make(map[string]struct{}, len(items))
+		for _, item := range items {
+			key := string(canonKey(nil, item, b))
+			if _, dup := seen[key]; dup {
+				return false
 			}
+			seen[key] = struct{}{}
 		}
 	}
 	return true
 }
 
-func (n *node) matchObject(obj object, depth int) bool {
+func (n *node) matchObject(obj object, depth int, b *budget) bool {
 	if len(obj) < n.minProperties || (n.maxProperties >= 0 && len(obj) > n.maxProperties) {
 		return false
 	}
@@ -183,7 +188,7 @@ func (n *node) matchObject(obj object, depth int) bool {
 	}
 	for _, m := range obj {
 		schema := n.propertySchema(m.Key)
-		if schema != nil && !schema.matchDepth(m.Value, depth+1) {
+		if schema != nil && !schema.matchDepth(m.Value, depth+1, b) {
 			return false
 		}
 	}

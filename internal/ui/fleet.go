@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -18,10 +19,27 @@ const (
 // FleetWorker is one worker as the fleet page lists it.
 type FleetWorker struct {
 	ID string
-	// State is the worker's lifecycle state ("running", "killed", ...).
-	State func() string
+	// Status reports the worker's state and what operator actions did to
+	// it.
+	Status func() WorkerStatus
 	// Hub is nil when the worker runs without the UI.
 	Hub *Hub
+}
+
+// WorkerStatus is a worker's condition as its fleet tile shows it.
+type WorkerStatus struct {
+	// State is the worker's lifecycle state ("running", "paused",
+	// "draining", "killed", "starting", "stopped").
+	State string
+	// URL is the worker's API base URL ("" before it listened).
+	URL string
+	// Draining is also true when State names something more significant.
+	Draining bool
+	// HealthFailing: /health answers 503.
+	HealthFailing bool
+	// Slow describes a slow action's timing change ("+50 ms per pass");
+	// "" when the worker runs at its configured timing.
+	Slow string
 }
 
 // Fleet is the fleet page's state: the workers and their sparklines.
@@ -53,7 +71,15 @@ func NewFleet(workers []FleetWorker) *Fleet {
 type tileJSON struct {
 	ID       string    `json:"id"`
 	State    string    `json:"state"`
+	URL      string    `json:"url"`
+	Draining bool      `json:"draining"`
+	Health   string    `json:"health"` // ok, failing, down
+	Slow     string    `json:"slow"`
 	UI       bool      `json:"ui"`
+	TokensPS float64   `json:"tokens_per_s"`
+	ReqPS    float64   `json:"requests_per_s"`
+	TTFTp50  float64   `json:"ttft_p50_ms"`
+	ITLp50   float64   `json:"itl_p50_ms"`
 	Running  int       `json:"running"`
 	Waiting  int       `json:"waiting"`
 	InUse    int       `json:"in_use"`
@@ -80,11 +106,22 @@ func (f *Fleet) encode() (uint64, []byte) {
 	}
 	tiles := make([]tileJSON, 0, len(f.workers))
 	for _, w := range f.workers {
-		t := tileJSON{ID: w.ID, State: w.State(), UI: w.Hub != nil}
+		st := w.Status()
+		t := tileJSON{ID: w.ID, State: st.State, URL: st.URL, Draining: st.Draining, Slow: st.Slow, UI: w.Hub != nil}
+		switch {
+		case st.HealthFailing:
+			t.Health = "failing"
+		case st.State == "running" || st.State == "paused" || st.State == "draining":
+			t.Health = "ok"
+		default:
+			t.Health = "down"
+		}
 		if w.Hub != nil {
 			s := w.Hub.Summary()
 			t.Running, t.Waiting, t.InUse, t.Cached, t.Blocks = s.Running, s.Waiting, s.BlocksInUse, s.BlocksCached, s.Blocks
 			t.Passes, t.Finished = s.Passes, s.FinishedRequests
+			t.TokensPS, t.ReqPS = math.Round(s.Rate.TokensPerSec), math.Round(s.Rate.RequestsPerSec*10)/10
+			t.TTFTp50, t.ITLp50 = s.TTFTp50, s.ITLp50
 			if s.Blocks > 0 {
 				t.Usage = round2(float64(s.BlocksInUse) / float64(s.Blocks) * 100)
 			}
@@ -113,7 +150,8 @@ func FleetHandler(f *Fleet, keys []string) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /ui/assets/", a.wrap(serveAssets, false))
 	mux.HandleFunc("GET /ui", a.wrap(func(w http.ResponseWriter, r *http.Request) {
-		renderPage(w, http.StatusOK, "fleet.html", pageData{Title: "fleet", Base: "/ui"})
+		_, snap := f.encode()
+		renderPage(w, http.StatusOK, "fleet.html", pageData{Title: "fleet", Base: "/ui", Snapshot: scriptJSON(snap)})
 	}, true))
 	mux.HandleFunc("GET /ui/stream", a.wrap(func(w http.ResponseWriter, r *http.Request) {
 		stream(w, r, &f.viewers, "fleet", f.encode)
@@ -125,7 +163,8 @@ func FleetHandler(f *Fleet, keys []string) http.Handler {
 		base := "/ui/worker/" + w.ID
 		hub := w.Hub
 		mux.HandleFunc("GET "+base, a.wrap(func(rw http.ResponseWriter, r *http.Request) {
-			renderPage(rw, http.StatusOK, "engine.html", pageData{Title: hub.Name(), Base: base, Fleet: true})
+			_, snap := hub.encodeEngine()
+			renderPage(rw, http.StatusOK, "engine.html", pageData{Title: hub.Name(), Base: base, Fleet: true, Snapshot: scriptJSON(snap)})
 		}, true))
 		mountWorker(mux, base, hub, a)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mocker-server/mocker-server/internal/httperr"
 )
@@ -30,7 +31,8 @@ func Handler(h *Hub, opts HandlerOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /ui/assets/", a.wrap(serveAssets, false))
 	mux.HandleFunc("GET /ui", a.wrap(func(w http.ResponseWriter, r *http.Request) {
-		renderPage(w, http.StatusOK, "engine.html", pageData{Title: h.Name(), Base: "/ui"})
+		_, snap := h.encodeEngine()
+		renderPage(w, http.StatusOK, "engine.html", pageData{Title: h.Name(), Base: "/ui", Snapshot: scriptJSON(snap)})
 	}, true))
 	mountWorker(mux, "/ui", h, a)
 	mux.HandleFunc("/ui/", a.wrap(notFoundPage, true))
@@ -90,6 +92,16 @@ type pageData struct {
 	// Fleet links back to the fleet page.
 	Fleet   bool
 	Message string
+	// Snapshot is the page's current update, embedded so that the first
+	// paint does not wait for the stream to connect (under load that can
+	// take seconds).
+	Snapshot template.JS
+}
+
+// scriptJSON makes JSON safe inside a script element: "</" becomes "<\/",
+// which JSON reads as the same text.
+func scriptJSON(b []byte) template.JS {
+	return template.JS(strings.ReplaceAll(string(b), "</", `<\/`))
 }
 
 func renderPage(w http.ResponseWriter, status int, name string, d pageData) {
@@ -120,9 +132,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // Route sends /ui and /ui/... to view and every other path to rest, so a
 // server can add the live view without its own router knowing of it.
+//
+// The view takes no request body: a /ui request that declares one is
+// answered 400 at once and its connection closed, before any of the body
+// is read. (net/http would otherwise read up to 256 KiB of an unread body
+// after the handler, so a client sending it slowly would hold the
+// connection as long as it liked.)
 func Route(rest, view http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; p == "/ui" || strings.HasPrefix(p, "/ui/") {
+			if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+				w.Header().Set("Connection", "close")
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+				badRequest(w, "", "the live view takes no request body")
+				return
+			}
 			view.ServeHTTP(w, r)
 			return
 		}

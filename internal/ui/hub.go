@@ -43,7 +43,11 @@ type Hub struct {
 	ranksMu sync.Mutex
 	ranks   []*rankView
 
-	reqs requestLog
+	reqs  requestLog
+	rates rates
+
+	infoMu sync.Mutex
+	info   ServerInfo
 
 	// version changes whenever anything shown changes; encoders cache by it.
 	version atomic.Uint64
@@ -51,6 +55,8 @@ type Hub struct {
 
 	encMu      sync.Mutex
 	encVersion uint64
+	encRate    Rate   // the rate shown in encoded
+	encSeq     uint64 // counts encodings: the version streams compare
 	encoded    []byte
 }
 
@@ -124,6 +130,35 @@ func (h *Hub) rankView(r int) *rankView {
 	return h.ranks[r]
 }
 
+// ServerInfo is what the engine page's header says about the server.
+type ServerInfo struct {
+	// Address is the API's host:port.
+	Address string
+	// EngineType is vllm, sglang or trtllm.
+	EngineType string
+	// Role is the disaggregation role (aggregated, prefill, decode).
+	Role string
+	// DPSize is the number of DP ranks; BlockSize the tokens per block
+	// (page); NumBlocks the blocks (pages) per rank.
+	DPSize, BlockSize, NumBlocks int
+}
+
+// SetServerInfo sets what the page header shows; a worker calls it when
+// it listens.
+func (h *Hub) SetServerInfo(si ServerInfo) {
+	h.infoMu.Lock()
+	h.info = si
+	h.infoMu.Unlock()
+	h.version.Add(1)
+}
+
+// ServerInfo returns what SetServerInfo set.
+func (h *Hub) ServerInfo() ServerInfo {
+	h.infoMu.Lock()
+	defer h.infoMu.Unlock()
+	return h.info
+}
+
 // Summary is a worker's load at a glance (the fleet page's tile).
 type Summary struct {
 	Running, Waiting    int
@@ -131,11 +166,17 @@ type Summary struct {
 	BlocksCached        int
 	Passes, Preemptions int64
 	FinishedRequests    int64
+	// Rate is the recent throughput and the output tokens delivered.
+	Rate Rate
+	// TTFTp50 and ITLp50 are the medians (ms) over the last 1024
+	// finished requests of every rank (0 before the first).
+	TTFTp50, ITLp50 float64
 }
 
 // Summary adds up the ranks' latest state.
 func (h *Hub) Summary() Summary {
 	var s Summary
+	var ttft, itl []float64
 	for _, rv := range h.rankViews() {
 		rv.mu.Lock()
 		s.Running += len(rv.running)
@@ -145,8 +186,12 @@ func (h *Hub) Summary() Summary {
 		s.Blocks += len(rv.grid)
 		s.Passes += rv.passes
 		s.Preemptions += rv.preemptions
+		rv.ttft.each(func(v float64) { ttft = append(ttft, v) })
+		rv.itl.each(func(v float64) { itl = append(itl, v) })
 		rv.mu.Unlock()
 	}
 	s.FinishedRequests = h.reqs.finishedTotal()
+	s.Rate = h.rates.at(time.Now())
+	s.TTFTp50, s.ITLp50 = percentiles(ttft)[0], percentiles(itl)[0]
 	return s
 }

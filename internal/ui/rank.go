@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,9 +69,53 @@ type passPoint struct {
 	Modeled, Actual        float64 // milliseconds
 }
 
+// feedKind says what a feed line reports.
+type feedKind string
+
+const (
+	feedPreempt feedKind = "preempt" // preemptions (and maybe evictions) of one pass
+	feedEvict   feedKind = "evict"   // evictions only
+	feedReset   feedKind = "reset"   // prefix cache reset
+)
+
+// feedLine is one line of the preemptions and evictions feed.
 type feedLine struct {
-	At   time.Time
+	At   time.Time // wall clock
+	Kind feedKind
 	Text string
+}
+
+// maxFeedIDs bounds the request ids one feed line names.
+const maxFeedIDs = 3
+
+// passLine describes one pass's preemptions and evictions.
+func (rv *rankView) passLine(t *engine.PassTrace, evicted int) feedLine {
+	l := feedLine{At: time.Now(), Kind: feedEvict}
+	var b strings.Builder
+	if t.IsPass {
+		fmt.Fprintf(&b, "pass %d · ", rv.passes)
+	}
+	if n := len(t.Preempted); n > 0 {
+		l.Kind = feedPreempt
+		fmt.Fprintf(&b, "preempted %d:", n)
+		for i, id := range t.Preempted[:min(n, maxFeedIDs)] {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(" " + rv.hub.reqs.label(id))
+		}
+		if n > maxFeedIDs {
+			fmt.Fprintf(&b, " and %d more", n-maxFeedIDs)
+		}
+		if evicted > 0 {
+			b.WriteString(" · ")
+		}
+	}
+	if evicted > 0 {
+		fmt.Fprintf(&b, "evicted %d block%s", evicted, map[bool]string{true: "", false: "s"}[evicted == 1])
+	}
+	l.Text = b.String()
+	return l
 }
 
 func newRankView(h *Hub, rank int) *rankView {
@@ -100,10 +145,7 @@ func (rv *rankView) InspectPass(t *engine.PassTrace) {
 		}
 		rv.passRing.push(p)
 	}
-	for _, id := range t.Preempted {
-		rv.preemptions++
-		rv.feed.push(feedLine{At: t.Start, Text: "preempted " + rv.hub.reqs.label(id)})
-	}
+	var evicted int
 	for _, e := range t.KVEvents {
 		switch e.Kind {
 		case kv.Stored:
@@ -115,16 +157,27 @@ func (rv *rankView) InspectPass(t *engine.PassTrace) {
 				parent, has = h, true
 			}
 		case kv.Removed:
-			rv.evictions += int64(len(e.BlockHashes))
+			evicted += len(e.BlockHashes)
 			for _, h := range e.BlockHashes {
 				delete(rv.parents, h)
 			}
-			rv.feed.push(feedLine{At: t.Start, Text: fmt.Sprintf("evicted %d block(s)", len(e.BlockHashes))})
 		case kv.AllCleared:
 			clear(rv.parents)
-			rv.feed.push(feedLine{At: t.End, Text: "prefix cache reset"})
+			rv.feed.push(feedLine{At: time.Now(), Kind: feedReset, Text: "prefix cache reset"})
 		}
 	}
+	rv.evictions += int64(evicted)
+	rv.preemptions += int64(len(t.Preempted))
+	if len(t.Preempted) > 0 || evicted > 0 {
+		// One line per pass: a pass that evicts thousands of blocks must
+		// not push its preemptions out of the feed.
+		rv.feed.push(rv.passLine(t, evicted))
+	}
+	var tokens int
+	for _, s := range t.Steps {
+		tokens += s.Tokens
+	}
+	rv.hub.rates.add(time.Now(), tokens, len(t.Finished))
 	for _, f := range t.Finished {
 		if f.FirstToken.IsZero() {
 			continue

@@ -51,7 +51,7 @@ func TestStream_BadQueryAnswers400JSON(t *testing.T) {
 
 func TestPages_UnknownPathsAnswerThe404Page(t *testing.T) {
 	hub := NewHub(Options{Name: "w0"})
-	fleet := NewFleet([]FleetWorker{{ID: "w0", Hub: hub, State: func() string { return "running" }}})
+	fleet := NewFleet([]FleetWorker{{ID: "w0", Hub: hub, Status: func() WorkerStatus { return WorkerStatus{State: "running"} }}})
 	for _, tc := range []struct {
 		name string
 		h    http.Handler

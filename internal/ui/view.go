@@ -45,11 +45,17 @@ type requestRow struct {
 // time: viewers may still be writing the previous one.
 func (h *Hub) encodeEngine() (uint64, []byte) {
 	v := h.version.Load()
+	now := time.Now()
+	// The rate moves without engine activity (it decays to 0 when the
+	// worker idles): an update whose shown rate changed is a new one.
+	rate := h.rates.at(now)
+	rate.TokensPerSec, rate.RequestsPerSec = math.Round(rate.TokensPerSec), math.Round(rate.RequestsPerSec*10)/10
 	h.encMu.Lock()
 	defer h.encMu.Unlock()
-	if h.encoded != nil && h.encVersion == v {
-		return v, h.encoded
+	if h.encoded != nil && h.encVersion == v && h.encRate == rate {
+		return h.encSeq, h.encoded
 	}
+	info := h.ServerInfo()
 	var ranks []rankCopy
 	for _, rv := range h.rankViews() {
 		ranks = append(ranks, rv.copyOut())
@@ -60,7 +66,19 @@ func (h *Hub) encodeEngine() (uint64, []byte) {
 	b = appendKey(b, "worker", true)
 	b = jsonenc.AppendString(b, h.opts.Name)
 	b = appendKey(b, "time", false)
-	b = appendInt(b, time.Now().UnixMilli())
+	b = appendInt(b, now.UnixMilli())
+	b = appendKey(b, "server", false)
+	b = info.appendJSON(b)
+	b = appendKey(b, "rate", false)
+	b = append(b, `{"tokens_per_s":`...)
+	b = appendFloat(b, rate.TokensPerSec)
+	b = append(b, `,"requests_per_s":`...)
+	b = appendFloat(b, rate.RequestsPerSec)
+	b = append(b, `,"output_tokens":`...)
+	b = appendInt(b, rate.OutputTokens)
+	b = append(b, `,"finished":`...)
+	b = appendInt(b, rate.Finished)
+	b = append(b, '}')
 	b = appendKey(b, "ranks", false)
 	b = append(b, '[')
 	for i := range ranks {
@@ -88,8 +106,28 @@ func (h *Hub) encodeEngine() (uint64, []byte) {
 		b = rows[i].appendJSON(b)
 	}
 	b = append(b, ']', '}')
-	h.encVersion, h.encoded = v, b
-	return v, b
+	h.encSeq++
+	h.encVersion, h.encRate, h.encoded = v, rate, b
+	return h.encSeq, b
+}
+
+// appendJSON writes the server's description.
+func (si *ServerInfo) appendJSON(b []byte) []byte {
+	b = append(b, '{')
+	b = appendKey(b, "address", true)
+	b = jsonenc.AppendString(b, si.Address)
+	b = appendKey(b, "engine_type", false)
+	b = jsonenc.AppendString(b, si.EngineType)
+	b = appendKey(b, "role", false)
+	b = jsonenc.AppendString(b, si.Role)
+	for _, kv := range []struct {
+		key string
+		n   int
+	}{{"dp_size", si.DPSize}, {"block_size", si.BlockSize}, {"num_blocks", si.NumBlocks}} {
+		b = appendKey(b, kv.key, false)
+		b = appendInt(b, int64(kv.n))
+	}
+	return append(b, '}')
 }
 
 // copyOut copies the rank's view under its lock.
@@ -199,7 +237,14 @@ func (c *rankCopy) appendJSON(b []byte, h *Hub) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = jsonenc.AppendString(b, f.At.Format("15:04:05.000")+" "+f.Text)
+		// [wall clock ms, kind, text]: the page formats every time alike.
+		b = append(b, '[')
+		b = appendInt(b, f.At.UnixMilli())
+		b = append(b, ',')
+		b = jsonenc.AppendString(b, string(f.Kind))
+		b = append(b, ',')
+		b = jsonenc.AppendString(b, f.Text)
+		b = append(b, ']')
 	}
 	b = append(b, ']')
 	b = appendKey(b, "latency", false)

@@ -17,7 +17,13 @@ func (in *instance) startKVTransfer(cfg *config.Config, log *slog.Logger, obs Tr
 		return api.Deps{}, nil
 	}
 	opts := kvtransfer.Options{EngineID: cfg.KVEngineID(), AdvertiseHost: cfg.AdvertiseHost,
-		BootstrapHost: cfg.Host, BootstrapPort: cfg.BootstrapPort, Logger: log.With("component", "kv_transfer")}
+		BootstrapHost: cfg.Host, BootstrapPort: cfg.BootstrapPort, Logger: log.With("component", "kv_transfer"),
+		AllowedHosts: cfg.KVTransferAllowedHosts}
+	if len(cfg.APIKey) > 0 {
+		// The fleet's workers share their keys: a decode worker calls a
+		// prefill worker's guarded side channel with its own first key.
+		opts.ClientAPIKey = cfg.APIKey[0]
+	}
 	var failures api.TransferFailureObserver
 	if obs != nil {
 		opts.Notifications, failures = obs, obs
@@ -27,7 +33,11 @@ func (in *instance) startKVTransfer(cfg *config.Config, log *slog.Logger, obs Tr
 		return api.Deps{}, err
 	}
 	in.kvt = svc
-	return api.Deps{KVTransfer: svc, SideChannel: svc.Handler(), TransferFailures: failures}, nil
+	// The side channel's routes (/kv_transfer/pull, /kv_transfer/release)
+	// are behind --api-key like the rest of the API port: without it
+	// anyone could release a real handoff.
+	side := svc.GuardedHandler(kvtransfer.BearerAuth(cfg.APIKey))
+	return api.Deps{KVTransfer: svc, SideChannel: side, TransferFailures: failures}, nil
 }
 
 // closeKVTransfer stops the side channel, if any.

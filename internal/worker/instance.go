@@ -118,6 +118,11 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 		in.kvt.SetHTTPPort(ln.Addr().(*net.TCPAddr).Port)
 	}
 	in.url = "http://" + ln.Addr().String()
+	if hub := w.opts.UI; hub != nil {
+		hub.SetServerInfo(ui.ServerInfo{Address: ln.Addr().String(), EngineType: string(cfg.EngineType),
+			Role: string(cfg.WorkerType), DPSize: max(cfg.DPSize, 1), BlockSize: cfg.EffectiveBlockSize(),
+			NumBlocks: cfg.NumGPUBlocks})
+	}
 
 	// Engines run until the HTTP side is done with them.
 	engCtx, stopEngines := context.WithCancel(context.Background())

@@ -24,6 +24,9 @@ func MetricsOptions(cfg *config.Config) metrics.Options {
 		MaxModelLen:            cfg.MaxModelLen,
 		EnablePrefixCaching:    cfg.EnablePrefixCaching,
 		HashAlgo:               string(cfg.PrefixCachingHashAlgo),
+		KVCacheDtype:           cfg.KVCacheDtype,
+		GPUMemoryUtilization:   cfg.GPUMemoryUtilization,
+		Hardware:               cfg.Hardware,
 		Disaggregated:          cfg.Disaggregated(),
 		SpeculativeTokens:      ec.Speculative.NumSpeculativeTokens,
 	}
@@ -56,6 +59,9 @@ func EventsOptions(cfg *config.Config) (events.Options, error) {
 		Silent:      !cfg.EnablePrefixCaching || cfg.WorkerType == config.WorkerDecode,
 		FPMEndpoint: cfg.FPMEndpoint,
 		WorkerID:    cfg.WorkerID,
+	}
+	if k := cfg.KVEventsConfig; k != nil && cfg.ZMQKVEventsPort > 0 {
+		o.PortTuning = &events.VLLMKVEvents{BufferSteps: k.BufferSteps, HWM: k.HWM, MaxQueueSize: k.MaxQueueSize}
 	}
 	if k := cfg.KVEventsConfig; k != nil && k.EnableKVCacheEvents && k.Publisher != config.PublisherNull {
 		o.VLLM = &events.VLLMKVEvents{Endpoint: k.Endpoint, Topic: k.Topic,

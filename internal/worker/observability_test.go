@@ -118,6 +118,14 @@ func TestEventsOptionsKVSettings(t *testing.T) {
 			c.ZMQKVEventsPort, c.Host = 20080, "mocker"
 		}, ok: true, want: events.KVSettings{Endpoint: "tcp://10.0.0.7:20080", Bind: true, BufferSteps: 10000,
 			HWM: 10000, MaxQueueSize: 100000, ReplayTopicFrame: true, Publish: true}},
+		{name: "dynamo port with a disabled kv_events_config's tuning", mutate: func(c *config.Config) {
+			vllm(func(k *config.KVEventsConfig) {
+				k.EnableKVCacheEvents = false
+				k.BufferSteps, k.HWM, k.MaxQueueSize = 77, 55, 33
+			})(c)
+			c.ZMQKVEventsPort = 20080
+		}, ok: true, want: events.KVSettings{Endpoint: "tcp://127.0.0.1:20080", Bind: true, BufferSteps: 77,
+			HWM: 55, MaxQueueSize: 33, ReplayTopicFrame: true, Publish: true}},
 		{name: "dynamo ipv6 any", mutate: func(c *config.Config) {
 			c.ZMQKVEventsPort, c.Host = 20080, "::"
 		}, ok: true, want: events.KVSettings{Endpoint: "tcp://[::]:20080", Bind: true, BufferSteps: 10000,
@@ -204,7 +212,8 @@ func loadFlags(t *testing.T, args ...string) *config.Config {
 func TestMetricsOptions(t *testing.T) {
 	base := metrics.Options{Model: "mocker-model", Family: metrics.FamilyVLLM, DPSize: 1,
 		EngineType: engine.EngineVLLM, WorkerType: "aggregated", TimingModel: engine.TimingPolynomial,
-		BlockSize: 64, NumGPUBlocks: 16384, MaxModelLen: 32768, EnablePrefixCaching: true, HashAlgo: "xxh3"}
+		BlockSize: 64, NumGPUBlocks: 16384, MaxModelLen: 32768, EnablePrefixCaching: true, HashAlgo: "xxh3",
+		KVCacheDtype: "auto", GPUMemoryUtilization: 0.9}
 	for _, tc := range []struct {
 		args []string
 		want func(o *metrics.Options)
@@ -216,7 +225,8 @@ func TestMetricsOptions(t *testing.T) {
 			}},
 		{[]string{"--engine-type", "trtllm"}, func(o *metrics.Options) { o.EngineType, o.BlockSize = engine.EngineTRTLLM, 32 }},
 		{[]string{"--engine-type", "sglang", "--max-model-len", "8192"}, func(o *metrics.Options) {
-			o.EngineType, o.Family, o.BlockSize, o.MaxModelLen = engine.EngineSGLang, metrics.FamilySGLang, 1, 8192
+			// sglang's default pool holds vllm's default tokens: 262,144 pages of 1.
+			o.EngineType, o.Family, o.BlockSize, o.MaxModelLen, o.NumGPUBlocks = engine.EngineSGLang, metrics.FamilySGLang, 1, 8192, 262144
 		}},
 		{[]string{"--metrics-family", "both", "--timing-model", "fixed", "--prefix-caching-hash-algo", "sha256_cbor"},
 			func(o *metrics.Options) {
@@ -229,10 +239,20 @@ func TestMetricsOptions(t *testing.T) {
 		{[]string{"--kv-offloading-size", "1", "--kv-offloading-disk-size", "1"},
 			func(o *metrics.Options) { o.OffloadTiers = []kv.Medium{kv.MediumCPU, kv.MediumDisk} }},
 		{[]string{"--disaggregation-mode", "decode"}, func(o *metrics.Options) { o.WorkerType, o.Disaggregated = "decode", true }},
+		// The hardware model sizes the pool; its settings are labels.
+		{[]string{"--hardware", "h100_sxm", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--kv-cache-dtype", "fp8",
+			"--gpu-memory-utilization", "0.8", "--max-model-len", "8192"}, func(o *metrics.Options) {
+			o.Model, o.Hardware, o.KVCacheDtype, o.GPUMemoryUtilization, o.MaxModelLen = "meta-llama/Llama-3.1-8B-Instruct", "h100_sxm", "fp8", 0.8, 8192
+			o.NumGPUBlocks = -1 // the pool the configuration computed (internal/config's hardware tests)
+		}},
 	} {
 		want := base
 		tc.want(&want)
-		if got := MetricsOptions(loadFlags(t, tc.args...)); !reflect.DeepEqual(got, want) {
+		cfg := loadFlags(t, tc.args...)
+		if want.NumGPUBlocks == -1 {
+			want.NumGPUBlocks = cfg.NumGPUBlocks
+		}
+		if got := MetricsOptions(cfg); !reflect.DeepEqual(got, want) {
 			t.Errorf("%q:\n got %+v\nwant %+v", tc.args, got, want)
 		}
 	}

@@ -57,6 +57,8 @@ type Worker struct {
 	draining   bool
 	paused     bool
 	healthFail bool
+	// slow is the last slow action's settings (zero: none since the start).
+	slow Slowdown
 }
 
 // New returns a worker for a validated configuration; Start runs it.
@@ -147,6 +149,11 @@ func (w *Worker) startLocked(beforeServe func(*instance) error) error {
 	w.inst = in
 	w.port = in.ln.Addr().(*net.TCPAddr).Port
 	w.url = in.url
+	if h := w.cfg.HardwareTiming; h != nil {
+		// What vLLM reports at startup as "GPU KV cache size" (docs/hardware.md).
+		w.log.Info("hardware timing model", "gpu", w.cfg.Hardware, "tensor_parallel_size", w.cfg.TensorParallelSize,
+			"kernels", h.Framework(), "num_gpu_blocks", w.cfg.NumGPUBlocks, "kv_cache_tokens", w.cfg.NumGPUBlocks*w.cfg.BlockSize)
+	}
 	if !w.bannerShown {
 		w.bannerShown = true
 		w.printBanner(in.ln.Addr().String(), in.url)
@@ -203,6 +210,7 @@ func (w *Worker) killLocked() {
 	w.inst.kill()
 	w.inst = nil
 	w.draining, w.paused, w.healthFail = false, false, false
+	w.slow = Slowdown{}
 	w.log.Info("killed")
 }
 
@@ -289,17 +297,23 @@ func (w *Worker) Resume(ctx context.Context) error {
 type Slowdown struct {
 	// SpeedupRatio replaces the speedup ratio (> 0, or +Inf for no delay).
 	SpeedupRatio *float64
-	// ExtraPassDelay is added to every pass that does work (>= 0).
+	// ExtraPassDelay is added to every pass that does work (0 to
+	// MaxExtraPassDelay).
 	ExtraPassDelay *time.Duration
 }
+
+// MaxExtraPassDelay is the largest Slowdown.ExtraPassDelay: a pass cannot
+// be modeled longer (engine.MaxPassDuration).
+const MaxExtraPassDelay = engine.MaxPassDuration
 
 // Slow changes every rank's timing from its next pass on.
 func (w *Worker) Slow(ctx context.Context, s Slowdown) error {
 	if r := s.SpeedupRatio; r != nil && (math.IsNaN(*r) || *r <= 0) {
 		return fmt.Errorf("%w: speedup_ratio must be > 0, got %v", ErrInvalidTiming, *r)
 	}
-	if d := s.ExtraPassDelay; d != nil && *d < 0 {
-		return fmt.Errorf("%w: extra_pass_delay_ms must be >= 0, got %v", ErrInvalidTiming, *d)
+	if d := s.ExtraPassDelay; d != nil && (*d < 0 || *d > MaxExtraPassDelay) {
+		return fmt.Errorf("%w: extra_pass_delay_ms must be between 0 and %d, got %v", ErrInvalidTiming,
+			MaxExtraPassDelay.Milliseconds(), *d)
 	}
 	if s.SpeedupRatio == nil && s.ExtraPassDelay == nil {
 		return fmt.Errorf("%w: give speedup_ratio and/or extra_pass_delay_ms", ErrInvalidTiming)
@@ -310,7 +324,45 @@ func (w *Worker) Slow(ctx context.Context, s Slowdown) error {
 		return err
 	}
 	change := engine.TimingChange{SpeedupRatio: s.SpeedupRatio, ExtraPassDelay: s.ExtraPassDelay}
-	return w.inst.eachEngine(func(e *engine.Engine) error { return e.Retime(ctx, change) })
+	if err := w.inst.eachEngine(func(e *engine.Engine) error { return e.Retime(ctx, change) }); err != nil {
+		return err
+	}
+	// Nil fields stay as they were, as in the engines.
+	if s.SpeedupRatio != nil {
+		r := *s.SpeedupRatio
+		w.slow.SpeedupRatio = &r
+	}
+	if s.ExtraPassDelay != nil {
+		d := *s.ExtraPassDelay
+		w.slow.ExtraPassDelay = &d
+	}
+	return nil
+}
+
+// Condition is what operator actions have done to a worker beyond its
+// State, which names only the most significant one: a paused worker may
+// also be draining, fail its health check and run slowed.
+type Condition struct {
+	Draining bool
+	Paused   bool
+	// HealthFailing: /health answers 503 (paused with health "fail").
+	HealthFailing bool
+	// Slow holds the slow actions' settings since the (re)start; nil
+	// fields were never set.
+	Slow Slowdown
+}
+
+// Slowed reports whether a slow action changed the worker's timing.
+func (c Condition) Slowed() bool {
+	return c.Slow.SpeedupRatio != nil || (c.Slow.ExtraPassDelay != nil && *c.Slow.ExtraPassDelay > 0)
+}
+
+// Condition returns the worker's current condition (all false when it is
+// not running).
+func (w *Worker) Condition() Condition {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return Condition{Draining: w.draining, Paused: w.paused, HealthFailing: w.healthFail, Slow: w.slow}
 }
 
 // ResetPrefixCache resets every rank's prefix cache; false when some rank

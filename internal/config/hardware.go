@@ -1,0 +1,116 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/hardware"
+	"github.com/mocker-server/mocker-server/internal/modelshape"
+)
+
+// hardwareOnlyKeys are vLLM settings that only the hardware timing model
+// uses: without hardware they are accepted and reported as without effect.
+var hardwareOnlyKeys = []string{"tensor_parallel_size", "dtype", "quantization", "kv_cache_dtype", "gpu_memory_utilization"}
+
+// resolveHardware builds the hardware timing model when hardware is set:
+// the model's shape from --model, the operator tables of the GPU and
+// engine type, and the KV pool (num_gpu_blocks unless set explicitly;
+// max_model_len defaults to the model's max_position_embeddings as in
+// vLLM). Every problem is a startup error; the model's remarks (a GPU
+// without tables) are warnings.
+func resolveHardware(cfg *Config, merged map[string]any) ([]problem, []string) {
+	set := func(key string) bool { _, ok := merged[key]; return ok }
+	if cfg.Hardware == "" {
+		var keys []string
+		for _, k := range hardwareOnlyKeys {
+			if set(k) {
+				keys = append(keys, "--"+strings.ReplaceAll(k, "_", "-"))
+			}
+		}
+		if len(keys) == 0 {
+			return nil, nil
+		}
+		return nil, []string{fmt.Sprintf("accepted, no effect without --hardware: %s (docs/hardware.md)", strings.Join(keys, ", "))}
+	}
+	var probs []problem
+	fail := func(keys []string, format string, args ...any) {
+		probs = append(probs, problem{keys: keys, msg: fmt.Sprintf(format, args...)})
+	}
+	if set("timing_model") {
+		fail([]string{"hardware", "timing_model"}, "hardware %s conflicts with timing_model %s: the hardware model is the timing model", cfg.Hardware, cfg.TimingModel)
+	}
+	if cfg.PlannerProfileData != "" {
+		fail([]string{"hardware", "planner_profile_data"}, "hardware %s conflicts with planner_profile_data: the hardware model is the timing model", cfg.Hardware)
+	}
+	if cfg.TensorParallelSize < 1 {
+		fail([]string{"tensor_parallel_size"}, "tensor_parallel_size must be >= 1, got %d", cfg.TensorParallelSize)
+	}
+	util := cfg.GPUMemoryUtilization
+	if util <= 0 || util > 1 {
+		fail([]string{"gpu_memory_utilization"}, "gpu_memory_utilization must be in (0, 1], got %v", util)
+	}
+	if len(probs) > 0 {
+		return probs, nil
+	}
+	tp := cfg.TensorParallelSize
+	shape, err := modelshape.Resolve(cfg.Model)
+	if err != nil {
+		fail([]string{"model"}, "hardware %s: --model %v", cfg.Hardware, err)
+		return probs, nil
+	}
+	quant := cfg.Quantization
+	if strings.EqualFold(quant, "none") {
+		quant = ""
+	}
+	m, err := hardware.New(hardware.Options{
+		GPU: cfg.Hardware, Shape: shape, TP: tp, Dtype: cfg.Dtype, Quantization: quant,
+		KVCacheDtype: cfg.KVCacheDtype, EngineType: string(cfg.EngineType), LoRARank: cfg.MaxLoRARank,
+	})
+	if err != nil {
+		fail([]string{"hardware"}, "hardware %s: %v", cfg.Hardware, err)
+		return probs, nil
+	}
+	var warns []string
+	for _, n := range m.Notes() {
+		warns = append(warns, "hardware: "+n)
+	}
+	if !set("max_model_len") {
+		cfg.MaxModelLen = shape.MaxPosition
+		if !cfg.EnableChunkedPrefill && cfg.MaxNumBatchedTokens < cfg.MaxModelLen {
+			fail([]string{"enable_chunked_prefill", "max_num_batched_tokens", "max_model_len"},
+				"enable_chunked_prefill=false requires max_num_batched_tokens (%d) >= max_model_len (%d, %s's max_position_embeddings; set --max-model-len)",
+				cfg.MaxNumBatchedTokens, cfg.MaxModelLen, shape.Name)
+			return probs, nil
+		}
+	}
+	mem, err := m.Memory(hardware.MemoryOptions{
+		GPUMemoryUtilization: util, MaxModelLen: cfg.MaxModelLen,
+		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens, MaxNumSeqs: cfg.MaxNumSeqs, BlockSize: cfg.EffectiveBlockSize(),
+	})
+	switch {
+	case err != nil && (mem.KVCache <= 0 || !cfg.NumGPUBlocksOverridden):
+		// Weights that do not fit are refused even with
+		// num_gpu_blocks_override, which only replaces the block count.
+		fail([]string{"hardware"}, "hardware %s: %v", cfg.Hardware, err)
+		return probs, warns
+	case err != nil && !errors.Is(err, hardware.ErrDoesNotFit):
+		fail([]string{"hardware"}, "hardware %s: %v", cfg.Hardware, err)
+		return probs, warns
+	}
+	if !cfg.NumGPUBlocksOverridden {
+		cfg.NumGPUBlocks = mem.Blocks
+	}
+	cfg.HardwareTiming = m
+	return nil, warns
+}
+
+// hardwareTimingModel is the hardware model as the engine's timing model,
+// or nil (an untyped nil, so the engine builds its configured model).
+func (c *Config) hardwareTimingModel() engine.TimingModel {
+	if c.HardwareTiming == nil {
+		return nil
+	}
+	return c.HardwareTiming
+}

@@ -1,0 +1,78 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mocker-server/mocker-server/internal/hardware"
+)
+
+// With --hardware the pool and max_model_len follow the model and GPU as in
+// vLLM, and every rank gets the hardware model as its timing model.
+func TestHardware_SizesPoolAndSetsTiming(t *testing.T) {
+	cfg, warns := mustLoad(t, noEnv(flagOptions(t, "--hardware", "h100_sxm", "--model", "meta-llama/Llama-3.1-8B-Instruct")))
+	if len(warns) != 0 {
+		t.Errorf("warnings %q", warns)
+	}
+	if cfg.HardwareTiming == nil || cfg.EngineConfig(nil).TimingModel == nil {
+		t.Fatal("no hardware timing model")
+	}
+	if cfg.MaxModelLen != 131072 || cfg.TensorParallelSize != 1 || cfg.GPUMemoryUtilization != 0.9 {
+		t.Errorf("max_model_len %d, tp %d, utilization %v", cfg.MaxModelLen, cfg.TensorParallelSize, cfg.GPUMemoryUtilization)
+	}
+	mem, err := cfg.HardwareTiming.Memory(hwMemoryOptions(cfg))
+	if err != nil || cfg.NumGPUBlocks != mem.Blocks || cfg.NumGPUBlocks < 5000 {
+		t.Errorf("num_gpu_blocks %d, memory %+v, %v", cfg.NumGPUBlocks, mem, err)
+	}
+	// Lower utilization, a shorter max_model_len, an explicit pool.
+	low, _ := mustLoad(t, noEnv(flagOptions(t, "--hardware", "h100_sxm", "--model", "meta-llama/Llama-3.1-8B-Instruct",
+		"--gpu-memory-utilization", "0.5", "--max-model-len", "4096")))
+	if low.NumGPUBlocks >= cfg.NumGPUBlocks || low.MaxModelLen != 4096 {
+		t.Errorf("utilization 0.5: %d blocks (0.9: %d), max_model_len %d", low.NumGPUBlocks, cfg.NumGPUBlocks, low.MaxModelLen)
+	}
+	over, _ := mustLoad(t, noEnv(flagOptions(t, "--hardware", "h100_sxm", "--model", "meta-llama/Llama-3.1-8B-Instruct",
+		"--num-gpu-blocks-override", "100")))
+	if over.NumGPUBlocks != 100 || over.HardwareTiming == nil {
+		t.Errorf("override: %d blocks", over.NumGPUBlocks)
+	}
+}
+
+func hwMemoryOptions(cfg *Config) hardware.MemoryOptions {
+	return hardware.MemoryOptions{GPUMemoryUtilization: cfg.GPUMemoryUtilization, MaxModelLen: cfg.MaxModelLen,
+		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens, MaxNumSeqs: cfg.MaxNumSeqs, BlockSize: cfg.EffectiveBlockSize()}
+}
+
+// Without --hardware the vLLM settings it uses change nothing, and startup
+// says so once; the polynomial model stays.
+func TestHardware_SettingsWithoutHardwareWarn(t *testing.T) {
+	cfg, warns := mustLoad(t, noEnv(flagOptions(t, "--tensor-parallel-size", "4", "--kv-cache-dtype", "fp8")))
+	want := "accepted, no effect without --hardware: --tensor-parallel-size, --kv-cache-dtype (docs/hardware.md)"
+	if len(warns) != 1 || warns[0] != want {
+		t.Errorf("warnings %q, want %q", warns, want)
+	}
+	if cfg.HardwareTiming != nil || cfg.EngineConfig(nil).TimingModel != nil || cfg.NumGPUBlocks != 16384 {
+		t.Errorf("without hardware: timing %v, %d blocks", cfg.HardwareTiming, cfg.NumGPUBlocks)
+	}
+}
+
+func TestHardware_Problems(t *testing.T) {
+	llama := []string{"--model", "meta-llama/Llama-3.1-8B-Instruct"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"--hardware", "h100_sxm", "--timing-model", "fixed"}, llama...), "hardware h100_sxm conflicts with timing_model fixed"},
+		{append([]string{"--hardware", "h100_sxm", "--planner-profile-data", "x.npz"}, llama...), "hardware h100_sxm conflicts with planner_profile_data"},
+		{append([]string{"--hardware", "h100_sxm", "--tensor-parallel-size", "0"}, llama...), "tensor_parallel_size must be >= 1, got 0"},
+		{append([]string{"--hardware", "h100_sxm", "--gpu-memory-utilization", "1.2"}, llama...), "gpu_memory_utilization must be in (0, 1], got 1.2"},
+		{append([]string{"--hardware", "h100_sxm", "--dtype", "float32"}, llama...), "hardware h100_sxm: dtype float32: no operator tables for it"},
+		{[]string{"--hardware", "h100_sxm"}, `hardware h100_sxm: --model model shape: "mocker-model" is neither a directory with config.json nor a known model id`},
+		{append([]string{"--hardware", "h100_sxm", "--max-num-batched-tokens", "65536", "--no-enable-chunked-prefill"}, llama...),
+			"requires max_num_batched_tokens (65536) >= max_model_len (131072, meta-llama/Llama-3.1-8B-Instruct's max_position_embeddings; set --max-model-len)"},
+	} {
+		probs := problemsOf(t, noEnv(flagOptions(t, c.args...)))
+		if len(probs) != 1 || !strings.Contains(probs[0], c.want) {
+			t.Errorf("%q: problems %q, want one containing %q", c.args, probs, c.want)
+		}
+	}
+}
