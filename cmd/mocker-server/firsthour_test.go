@@ -124,13 +124,17 @@ func TestRun_VLLMConfigFileIsAccepted(t *testing.T) {
 	if names, _ := cfg["served_model_name"].([]any); len(names) != 2 || names[0] != "a" {
 		t.Errorf("served_model_name = %v", cfg["served_model_name"])
 	}
-	wantWarn := "warning: --config " + vllm + ": accepted, no effect: --enforce-eager, --gpu-memory-utilization 0.9, --tensor-parallel-size 2"
-	if !strings.Contains(stderr, wantWarn) {
-		t.Errorf("stderr %q lacks %q", stderr, wantWarn)
+	// --tensor-parallel-size and --gpu-memory-utilization are the hardware
+	// model's (docs/hardware.md), which says they do nothing without it.
+	for _, wantWarn := range []string{"warning: --config " + vllm + ": accepted, no effect: --enforce-eager\n",
+		"warning: accepted, no effect without --hardware: --tensor-parallel-size, --gpu-memory-utilization"} {
+		if !strings.Contains(stderr, wantWarn) {
+			t.Errorf("stderr %q lacks %q", stderr, wantWarn)
+		}
 	}
 
 	// A vLLM file may carry the project's keys that no flag spells.
-	mixed := write("mixed.yaml", "engine-type: sglang\ntensor_parallel_size: 2\nsglang:\n  page_size: 4\n")
+	mixed := write("mixed.yaml", "engine-type: sglang\nenforce-eager: true\nsglang:\n  page_size: 4\n")
 	if cfg := servedConfig(t, "serve", "--config", mixed); cfg["engine_type"] != "sglang" ||
 		cfg["sglang"].(map[string]any)["page_size"] != 4.0 {
 		t.Errorf("mixed vLLM file: engine_type %v, sglang %v", cfg["engine_type"], cfg["sglang"])
@@ -144,9 +148,9 @@ func TestRun_VLLMConfigFileIsAccepted(t *testing.T) {
 	for _, tc := range []struct{ file, text, want string }{
 		{"typo.yaml", "num_gpu_blocks: 512\nmax_modle_len: 5\n",
 			`:2: unknown field "max_modle_len" (did you mean "max_model_len"?)`},
-		{"vtypo.yaml", "tensor_parallel_size: 2\nmax-modl-len: 5\n",
+		{"vtypo.yaml", "enforce-eager: true\nmax-modl-len: 5\n",
 			`:2: unknown vllm serve argument "max-modl-len" (did you mean "max-model-len"?)`},
-		{"vbad.yaml", "tensor_parallel_size: 2\n\nmax-num-seqs: 0\n",
+		{"vbad.yaml", "enforce_eager: true\n\nmax-num-seqs: 0\n",
 			`:3: max-num-seqs must be between 1 and 65536, got 0`},
 	} {
 		path := write(tc.file, tc.text)

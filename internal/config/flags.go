@@ -110,11 +110,11 @@ var flagTable = []flagSpec{
 	{name: "speedup-ratio", key: "speedup_ratio", kind: flagFloat, usage: "divisor of modeled durations (0 or inf = no delay)", group: GroupTiming, scope: ScopeAll},
 	{name: "decode-speedup-ratio", key: "decode_speedup_ratio", kind: flagFloat, usage: "extra divisor of decode durations (0 or inf = no delay)", group: GroupTiming, scope: ScopeAll},
 	{name: "hardware", key: "hardware", kind: flagString, usage: "GPU of the hardware timing model (docs/hardware.md): h100_sxm | h200_sxm | b200_sxm | gb200 | a100_sxm | l40s | gh200 | h100_pcie | a100_pcie | b300_sxm | gb300 | l4; --model gives the shape; sizes the KV pool", group: GroupTiming, scope: ScopeAll},
-	{name: "tensor-parallel-size", key: "tensor_parallel_size", kind: flagInt, usage: "with --hardware: GPUs the model is split over (default 1; -tp)", group: GroupTiming, scope: ScopeAll},
+	{name: "tensor-parallel-size", key: "tensor_parallel_size", kind: flagInt, usage: "with --hardware: GPUs the model is split over (-tp)", group: GroupTiming, scope: ScopeAll},
 	{name: "dtype", key: "dtype", kind: flagString, usage: "with --hardware: weight dtype: auto | bfloat16 | float16 | half", group: GroupTiming, scope: ScopeAll},
 	{name: "quantization", key: "quantization", kind: flagString, usage: "with --hardware: weight quantization: fp8 (default none, or the checkpoint's; -q)", group: GroupTiming, scope: ScopeAll},
 	{name: "kv-cache-dtype", key: "kv_cache_dtype", kind: flagString, usage: "with --hardware: KV cache dtype: auto | bfloat16 | fp8 | fp8_e4m3 | fp8_e5m2", group: GroupTiming, scope: ScopeAll},
-	{name: "gpu-memory-utilization", key: "gpu_memory_utilization", kind: flagFloat, usage: "with --hardware: fraction of GPU memory for weights, activations and KV cache (default 0.9)", group: GroupTiming, scope: ScopeAll},
+	{name: "gpu-memory-utilization", key: "gpu_memory_utilization", kind: flagFloat, usage: "with --hardware: fraction of GPU memory for weights, activations and KV cache", group: GroupTiming, scope: ScopeAll},
 
 	// Reasoning.
 	{name: "reasoning", key: "reasoning", kind: flagJSON, usage: `reasoning framing as JSON: {"thinking_ratio":0.5,"start_thinking_token_id":3,"end_thinking_token_id":4}`, group: GroupServer, scope: ScopeServer},
