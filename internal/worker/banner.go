@@ -79,7 +79,10 @@ func (w *Worker) bannerItems(baseURL string) []bannerItem {
 	}
 	add("KV pool", "kv_pool", pool)
 	timing := string(c.TimingModel)
-	if c.PlannerProfileData != "" {
+	switch {
+	case c.HardwareTiming != nil:
+		timing = fmt.Sprintf("hardware model: %s × %d (tensor parallel), %s kernels", c.Hardware, max(c.TensorParallelSize, 1), c.HardwareTiming.Framework())
+	case c.PlannerProfileData != "":
 		timing += " (" + c.PlannerProfileData + ")"
 	}
 	switch {
