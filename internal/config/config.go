@@ -118,6 +118,12 @@ type Config struct {
 	// kv_transfer_config with the OffloadingConnector is the other way to
 	// a CPU tier (KVTransferConfig, above).
 
+	// Sleep mode (docs/sleep-mode.md; sleep.go).
+	EnableSleepMode    bool    `json:"enable_sleep_mode"`
+	SleepWeightsGB     float64 `json:"sleep_weights_gb"`     // weights a wake-up reloads
+	SleepHostBandwidth float64 `json:"sleep_host_bandwidth"` // GB/s from host memory (level 1)
+	SleepDiskBandwidth float64 `json:"sleep_disk_bandwidth"` // GB/s from disk (level 2)
+
 	// KV events and FPM publishing (docs/kv-events.md, docs/metrics.md).
 	KVEventsConfig           *KVEventsConfig  `json:"kv_events_config"`
 	ZMQKVEventsPort          int              `json:"zmq_kv_events_port"` // 0 = none
@@ -130,7 +136,7 @@ type Config struct {
 	ShutdownGrace         float64  `json:"shutdown_grace"`       // seconds in-flight requests get on shutdown
 	RequestBodyTimeout    float64  `json:"request_body_timeout"` // seconds to read a request body (408 after)
 	MaxUnflushedTokens    int      `json:"max_unflushed_tokens"` // stuck-reader abort threshold (0 = never)
-	DevMode               bool     `json:"dev_mode"`             // serve /reset_prefix_cache (VLLM_SERVER_DEV_MODE)
+	DevMode               bool     `json:"dev_mode"`             // serve /reset_prefix_cache, /sleep, … (VLLM_SERVER_DEV_MODE)
 	AdminKey              string   `json:"admin_key"`            // enables /admin/faults (also serve's --admin-key)
 	UI                    bool     `json:"ui"`                   // serve the live browser view at GET /ui (docs/ui.md)
 	MaxConcurrentRequests int      `json:"max_concurrent_requests"`
@@ -346,6 +352,10 @@ func Default() Config {
 		HandoffSessionTimeoutMs: 300000,
 
 		KVOffloadingBackend: OffloadNative,
+
+		SleepWeightsGB:     DefaultSleepWeightsGB,
+		SleepHostBandwidth: DefaultSleepHostBandwidth,
+		SleepDiskBandwidth: DefaultSleepDiskBandwidth,
 
 		KVEventsEncoding:         KVEventsMap,
 		KVEventsReplayTopicFrame: true,

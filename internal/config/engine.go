@@ -36,6 +36,7 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		Offload:            c.engineOffload(),
 		Transfer:           c.engineTransfer(),
 		TimingModel:        c.hardwareTimingModel(),
+		Sleep:              c.engineSleep(),
 	}
 }
 

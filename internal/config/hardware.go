@@ -103,6 +103,10 @@ func resolveHardware(cfg *Config, merged map[string]any) ([]problem, []string) {
 		cfg.NumGPUBlocks = mem.Blocks
 	}
 	cfg.HardwareTiming = m
+	if !set("sleep_weights_gb") {
+		// A wake-up from sleep reloads this GPU's share of the weights.
+		cfg.SleepWeightsGB = float64(m.WeightBytes()) / 1e9
+	}
 	return nil, warns
 }
 

@@ -44,6 +44,32 @@ func hwMemoryOptions(cfg *Config) hardware.MemoryOptions {
 
 // Without --hardware the vLLM settings it uses change nothing, and startup
 // says so once; the polynomial model stays.
+// With --hardware, a wake-up from sleep reloads the model's weights (one
+// GPU's share) unless sleep_weights_gb says otherwise.
+func TestHardware_SleepReloadsTheModelsWeights(t *testing.T) {
+	args := []string{"--hardware", "h100_sxm", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--enable-sleep-mode"}
+	for _, c := range []struct {
+		extra []string
+		want  float64 // GB
+	}{
+		{[]string{"--tensor-parallel-size", "4"}, -1}, // the model's share: about 141 GB / 4
+		{[]string{"--tensor-parallel-size", "4", "--sleep-weights-gb", "3"}, 3},
+	} {
+		cfg, _ := mustLoad(t, noEnv(flagOptions(t, append(append([]string{}, args...), c.extra...)...)))
+		got := cfg.EngineConfig(nil).Sleep.WeightBytes
+		want := c.want * 1e9
+		if c.want < 0 {
+			want = float64(cfg.HardwareTiming.WeightBytes())
+			if want < 30e9 || want > 40e9 {
+				t.Errorf("70B bf16 at TP 4: %v weight bytes per GPU, want 30–40 GB", want)
+			}
+		}
+		if float64(got) != want {
+			t.Errorf("%v: sleep weight bytes %d, want %v", c.extra, got, want)
+		}
+	}
+}
+
 func TestHardware_SettingsWithoutHardwareWarn(t *testing.T) {
 	cfg, warns := mustLoad(t, noEnv(flagOptions(t, "--tensor-parallel-size", "4", "--kv-cache-dtype", "fp8")))
 	want := "accepted, no effect without --hardware: --tensor-parallel-size, --kv-cache-dtype (docs/hardware.md)"

@@ -152,6 +152,7 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	vprobs, vwarns := cfg.validate()
 	warns = append(warns, vwarns...)
 	warns = append(warns, engineMismatchWarnings(&cfg, merged)...)
+	warns = append(warns, sleepWarnings(&cfg, merged)...)
 	for _, p := range vprobs {
 		if !involvesBad(p.keys, bad) {
 			probs = append(probs, p)

@@ -336,6 +336,7 @@ func (c *Config) validate() ([]problem, []string) {
 	v.validateSpeculative(c)
 	v.validateOffload(c)
 	v.validateDisagg(c)
+	v.validateSleep(c)
 	if c.KVEventsEnabled() {
 		if !c.EnablePrefixCaching {
 			v.warns = append(v.warns, "KV events are configured but prefix caching is disabled: no KV events will be published")

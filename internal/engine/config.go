@@ -155,6 +155,9 @@ type Config struct {
 
 	// Transfer is the link disaggregated decode requests pull KV over.
 	Transfer TransferConfig
+
+	// Sleep enables vLLM's sleep mode and prices waking up (sleep.go).
+	Sleep SleepConfig
 }
 
 // EvictionBackend names the block pool's eviction backend (kv.EvictLRU,
@@ -264,6 +267,9 @@ func (c *Config) validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Offload.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Sleep.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

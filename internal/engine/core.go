@@ -64,6 +64,9 @@ type Core struct {
 	// released); FlushReport reports the gauges.
 	gaugesDirty bool
 
+	// sleep is the sleep-mode state (sleep.go).
+	sleep sleepState
+
 	// LoRA state (unused when LoRA is off): GPU/CPU adapter slots, and the
 	// order adapters got live requests in, for the adapter gauges.
 	lora                       loraSlots
@@ -238,6 +241,10 @@ func (c *Core) Submit(r *Request) {
 	c.waiting.PushBack(s)
 	c.noteAdapter(r.Adapter.Name)
 	c.noteSubmit(s)
+	if c.asleep() {
+		// No pass will report the queue until the wake-up.
+		c.gaugesDirty = true
+	}
 }
 
 // CheckAdmissible applies the engine's capacity rule to a request before
@@ -352,6 +359,7 @@ func (c *Core) gauges() Gauges {
 	c.tierScratch = g.Tiers
 	g.WaitingDeferred += len(c.arriving)
 	g.HeldBlocks = c.NumHeldBlocks()
+	g.Sleep = c.sleep.status
 	return g
 }
 
@@ -405,6 +413,11 @@ func (c *Core) BeginPass(start time.Time) time.Duration {
 	c.ready = c.ready[:0]
 	c.prefills = c.prefills[:0]
 	c.AdvanceTimers(start)
+	if c.asleep() {
+		// A sleeping rank runs no pass: PassActive stays false.
+		c.cur = passState{}
+		return 0
+	}
 	c.scheduler.schedule(start)
 	return c.planPass(start)
 }

@@ -148,6 +148,9 @@ func (c *Core) NumArriving() int { return len(c.arriving) }
 // transfer completing or a hold expiring.
 func (c *Core) NextTimer() (time.Time, bool) {
 	next, ok := c.link.next()
+	if due := c.sleep.status.WakeDue; !due.IsZero() && (!ok || due.Before(next)) {
+		next, ok = due, true
+	}
 	for _, h := range c.holds {
 		if h.dropped {
 			continue
@@ -167,6 +170,7 @@ func (c *Core) NextTimer() (time.Time, bool) {
 // release or timeout has come are freed, and decode requests whose KV has
 // arrived join the waiting queue's front, ready to sample their first token.
 func (c *Core) AdvanceTimers(now time.Time) {
+	c.advanceWake(now)
 	for _, h := range c.holds {
 		if h.dropped {
 			continue

@@ -41,6 +41,11 @@ type Engine struct {
 	// readers.
 	paused     bool
 	pausedFlag atomic.Bool
+
+	// sleepBits and wakeDue mirror the Core's sleep state (SleepStatus).
+	sleepBits, wakeDue atomic.Int64
+	// stopping is set by the actor when its loop ends (stop).
+	stopping bool
 }
 
 type messageKind uint8
@@ -55,6 +60,8 @@ const (
 	msgLoadAdapter
 	msgReleaseHeld
 	msgHoldsHandoff
+	msgSleep
+	msgWake
 )
 
 type message struct {
@@ -64,6 +71,12 @@ type message struct {
 	retime  TimingChange
 	reply   chan bool
 	adapter Adapter
+
+	// Sleep mode (sleep.go): errc answers msgSleep and msgWake.
+	sleepLevel int
+	sleepMode  SleepMode
+	tags       []string
+	errc       chan error
 }
 
 // Options are an Engine's collaborators; zero fields get defaults.
@@ -237,6 +250,8 @@ func (e *Engine) applyMailbox(batch []message, now time.Time) []message {
 			}
 		case msgHoldsHandoff:
 			m.reply <- e.core.HoldsHandoff(m.id)
+		case msgSleep, msgWake:
+			e.applySleep(m, now)
 		default:
 			e.applyControl(m)
 		}
@@ -244,6 +259,7 @@ func (e *Engine) applyMailbox(batch []message, now time.Time) []message {
 	}
 	e.core.AdvanceTimers(now)
 	e.core.FlushReport()
+	e.mirrorSleep()
 	return msgs
 }
 
@@ -395,8 +411,13 @@ func (e *Engine) stop() {
 			if m.reply != nil {
 				m.reply <- false
 			}
+		case msgSleep, msgWake:
+			m.errc <- ErrStopped
 		}
 	}
+	e.stopping = true
+	e.core.finishWake(false)
+	e.core.finishDrain(ErrStopped)
 	e.core.CancelAll(now)
 	e.core.FlushReport()
 	e.publishLoad()

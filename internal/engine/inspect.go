@@ -88,6 +88,8 @@ type StateSnapshot struct {
 	Blocks BlockReader
 	// Running and Waiting are the queues in scheduling order.
 	Running, Waiting []SeqState
+	// Sleep is the rank's sleep state (sleep.go).
+	Sleep SleepStatus
 }
 
 // BlockReader reads a block pool without changing it; *kv.Pool is one.
@@ -229,7 +231,7 @@ func (c *Core) InspectState(now time.Time) {
 	}
 	c.insp.stale = false
 	st := &c.insp.state
-	st.Rank, st.Time, st.Blocks = c.rank, now, nil
+	st.Rank, st.Time, st.Blocks, st.Sleep = c.rank, now, nil, c.sleep.status
 	if c.kv.radix == nil {
 		st.Blocks = c.kv.pool
 	}

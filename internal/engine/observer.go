@@ -36,6 +36,8 @@ type Gauges struct {
 	// HeldBlocks counts the blocks finished prefills hold for their
 	// decode side (included in ActiveBlocks).
 	HeldBlocks int
+	// Sleep is the rank's sleep state (sleep.go); zero when awake.
+	Sleep SleepStatus
 	// KVUsage is ActiveBlocks / num_gpu_blocks.
 	KVUsage float64
 	// CachedBlocks counts the unreferenced blocks that still hold a

@@ -320,6 +320,7 @@ func (c *Core) SettlePass(now time.Time) {
 	// as SGLang flushes its event queue after each iteration. The vLLM pool
 	// records nothing here, so its batches are unchanged.
 	c.publishEvents(now)
+	c.advanceDrain(now) // a mode=wait sleep whose last running request just finished
 	c.inspect(true, now)
 	c.cur = passState{}
 	c.report.Rank = c.rank

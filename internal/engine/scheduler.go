@@ -127,7 +127,7 @@ func (v *vllmScheduler) admitWaiting(start time.Time, budget int) {
 	loras := v.scheduledAdapters()
 	next := 0      // index of the next waiting request to consider
 	eligible := -1 // once max_loras adapters are in the pass: admissible requests left
-	for next < c.waiting.Len() && budget > 0 && len(c.running) < c.cfg.MaxNumSeqs {
+	for next < c.waiting.Len() && budget > 0 && len(c.running) < c.cfg.MaxNumSeqs && !c.admitPaused() {
 		full := len(loras) == c.cfg.LoRA.MaxLoRAs
 		if full && eligible < 0 {
 			// From now on only base-model requests and those of the pass's

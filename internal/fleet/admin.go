@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -31,15 +32,21 @@ const (
 	ActionResume           Action = "resume"
 	ActionSlow             Action = "slow"
 	ActionResetPrefixCache Action = "reset_prefix_cache"
+	ActionSleep            Action = "sleep"   // ?level=0|1|2&mode=abort|wait|keep (docs/sleep-mode.md)
+	ActionWakeUp           Action = "wake_up" // ?tags=weights&tags=kv_cache (none: all)
 )
 
 var actions = map[Action]bool{ActionKill: true, ActionRestart: true, ActionDrain: true,
 	ActionUndrain: true, ActionPause: true, ActionResume: true, ActionSlow: true,
-	ActionResetPrefixCache: true}
+	ActionResetPrefixCache: true, ActionSleep: true, ActionWakeUp: true}
 
 // actionTimeout bounds an action that waits on an engine (a pass in
 // flight finishes first).
 const actionTimeout = 30 * time.Second
+
+// wakeTimeout bounds a wake-up, whose modeled weight reload can outlast
+// actionTimeout, and a sleep that waits for the running requests.
+const wakeTimeout = time.Hour
 
 // maxActionBody bounds an action's JSON body.
 const maxActionBody = 1 << 16
@@ -112,6 +119,8 @@ type WorkerInfo struct {
 	KVEventsEndpoints []string `json:"kv_events_endpoints"`
 	ReplayEndpoints   []string `json:"replay_endpoints"`
 	FPMEndpoints      []string `json:"fpm_endpoints"`
+	// Sleep is the worker's sleep state (awake unless running).
+	Sleep worker.SleepStatus `json:"sleep"`
 }
 
 // Info describes worker i.
@@ -134,6 +143,7 @@ func (f *Fleet) Info(i int) WorkerInfo {
 			info.Health = "ok"
 		}
 		info.Slow = slowInfo(c)
+		info.Sleep = w.SleepStatus()
 	}
 	return info
 }
@@ -246,13 +256,18 @@ func (f *Fleet) handleAction(w http.ResponseWriter, r *http.Request) {
 		adminError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
+	timeout := actionTimeout
+	if action == ActionWakeUp || action == ActionSleep {
+		timeout = wakeTimeout // a modeled reload, or a mode=wait drain, may take longer
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
+	body.query = r.URL.Query()
 	detail, err := f.apply(ctx, wk, action, body)
 	if err != nil {
 		status, typ := http.StatusConflict, "ConflictError"
 		switch {
-		case errors.Is(err, errBadBody), errors.Is(err, worker.ErrInvalidTiming):
+		case errors.Is(err, errBadBody), errors.Is(err, worker.ErrInvalidTiming), errors.Is(err, worker.ErrSleep):
 			status, typ = http.StatusBadRequest, "BadRequestError"
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 			status, typ = http.StatusServiceUnavailable, "ServiceUnavailableError"
@@ -279,6 +294,9 @@ type actionBody struct {
 	// SpeedupRatio is a number or "inf".
 	SpeedupRatio     json.RawMessage `json:"speedup_ratio"`
 	ExtraPassDelayMs *float64        `json:"extra_pass_delay_ms"`
+	// query is the request's query: sleep's level and mode, wake_up's tags,
+	// as vLLM's /sleep and /wake_up take them.
+	query url.Values
 }
 
 func readActionBody(r *http.Request) (actionBody, error) {
@@ -349,6 +367,15 @@ func (f *Fleet) apply(ctx context.Context, wk *worker.Worker, action Action, b a
 			err = errors.New("prefix cache not reset: blocks are in use")
 		}
 		return "", err
+	case ActionSleep:
+		level, mode, err := worker.ParseSleepQuery(b.query)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("level=%d mode=%s", level, mode), wk.Sleep(ctx, level, mode)
+	case ActionWakeUp:
+		tags := worker.ParseWakeQuery(b.query)
+		return fmt.Sprintf("tags=%v", tags), wk.WakeUp(ctx, tags)
 	}
 	return "", fmt.Errorf("unknown action %q", action)
 }

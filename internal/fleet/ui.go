@@ -20,6 +20,12 @@ func (f *Fleet) uiHandler(keys []string) http.Handler {
 			if s := info.Slow; s != nil {
 				st.Slow = s.describe()
 			}
+			if s := info.Sleep; s.Sleeping {
+				st.Sleep = fmt.Sprintf("level %d", s.Level)
+				if s.Waking {
+					st.Sleep += ", waking"
+				}
+			}
 			return st
 		}}
 	}

@@ -58,6 +58,7 @@ func optionsOf(cfg *config.Config) Options {
 		HashAlgo:               string(cfg.PrefixCachingHashAlgo),
 		Disaggregated:          cfg.Disaggregated(),
 		SpeculativeTokens:      ec.Speculative.NumSpeculativeTokens,
+		SleepMode:              cfg.EnableSleepMode,
 	}
 	if cfg.EnableLoRA {
 		o.MaxLoRAs = cfg.MaxLoRAs

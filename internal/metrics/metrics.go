@@ -168,6 +168,7 @@ func New(opts Options, version string) *Registry {
 		r.buildVLLM()
 		r.buildLoRA()
 		r.buildSpecOffload()
+		r.buildSleep()
 	}
 	if r.sglang {
 		r.buildSGLang()

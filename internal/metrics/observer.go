@@ -26,11 +26,12 @@ type rankObserver struct {
 	rank         int
 	sglangEngine bool
 
-	v    *vllmRank        // nil unless the vLLM family is exported
-	s    *sglangRank      // nil unless the SGLang family is exported
-	lora *loraInfo        // nil unless the vLLM family is exported with LoRA
-	so   *specOffloadRank // nil unless speculative decoding or offload tiers are on
-	pd   *pdRank          // nil unless the worker serves disaggregated requests
+	v     *vllmRank        // nil unless the vLLM family is exported
+	s     *sglangRank      // nil unless the SGLang family is exported
+	lora  *loraInfo        // nil unless the vLLM family is exported with LoRA
+	so    *specOffloadRank // nil unless speculative decoding or offload tiers are on
+	pd    *pdRank          // nil unless the worker serves disaggregated requests
+	sleep *sleepRank       // nil unless sleep mode is on with the vLLM family
 	// blockSize converts the GPU prefix hits (tokens) into blocks.
 	blockSize int
 
@@ -84,6 +85,9 @@ func (o *rankObserver) ObserveGauges(g engine.Gauges) {
 		}
 		if o.so != nil {
 			o.so.observeGauges(g)
+		}
+		if o.sleep != nil {
+			o.sleep.observe(g.Sleep)
 		}
 	}
 	if s := o.s; s != nil {

@@ -74,6 +74,8 @@ type Options struct {
 	// pool, in order; any adds the offload families with a series per
 	// medium. nil: no offload.
 	OffloadTiers []kv.Medium
+	// SleepMode adds vllm:engine_sleep_state (--enable-sleep-mode).
+	SleepMode bool
 }
 
 // kvCacheDtypeLabel is KVCacheDtype with "" replaced by auto.

@@ -40,6 +40,9 @@ type WorkerStatus struct {
 	// Slow describes a slow action's timing change ("+50 ms per pass");
 	// "" when the worker runs at its configured timing.
 	Slow string
+	// Sleep describes a worker in vLLM's sleep mode ("level 1", "waking");
+	// "" when awake.
+	Sleep string
 }
 
 // Fleet is the fleet page's state: the workers and their sparklines.
@@ -75,6 +78,7 @@ type tileJSON struct {
 	Draining bool      `json:"draining"`
 	Health   string    `json:"health"` // ok, failing, down
 	Slow     string    `json:"slow"`
+	Sleep    string    `json:"sleep"`
 	UI       bool      `json:"ui"`
 	TokensPS float64   `json:"tokens_per_s"`
 	ReqPS    float64   `json:"requests_per_s"`
@@ -107,7 +111,7 @@ func (f *Fleet) encode() (uint64, []byte) {
 	tiles := make([]tileJSON, 0, len(f.workers))
 	for _, w := range f.workers {
 		st := w.Status()
-		t := tileJSON{ID: w.ID, State: st.State, URL: st.URL, Draining: st.Draining, Slow: st.Slow, UI: w.Hub != nil}
+		t := tileJSON{ID: w.ID, State: st.State, URL: st.URL, Draining: st.Draining, Slow: st.Slow, Sleep: st.Sleep, UI: w.Hub != nil}
 		switch {
 		case st.HealthFailing:
 			t.Health = "failing"

@@ -37,6 +37,7 @@ type rankView struct {
 	running     []seqView
 	waiting     []seqView // at most maxQueueShown
 	numWaiting  int
+	sleep       engine.SleepStatus
 	parents     map[uint64]uint64 // sequence hash → parent hash, from Stored events
 	passRing    ring[passPoint]
 	feed        ring[feedLine]
@@ -230,6 +231,7 @@ func (rv *rankView) InspectState(s *engine.StateSnapshot) {
 	}
 	rv.running = copySeqs(rv.running, s.Running, true)
 	rv.numWaiting = len(s.Waiting)
+	rv.sleep = s.Sleep
 	rv.waiting = copySeqs(rv.waiting, s.Waiting[:min(len(s.Waiting), maxQueueShown)], false)
 	rv.hub.version.Add(1)
 }

@@ -22,6 +22,8 @@ type rankCopy struct {
 	grid                           []byte // run-length encoded (appendRLE)
 	inUse, cached, free            int
 	numRunning, numWaiting         int
+	sleeping                       bool // sleep mode: no pass runs until /wake_up
+	sleepLevel                     int
 	running, waiting               []seqView // at most maxQueueShown each
 	passes                         []passPoint
 	feed                           []feedLine
@@ -136,6 +138,7 @@ func (rv *rankView) copyOut() rankCopy {
 	defer rv.mu.Unlock()
 	c := rankCopy{rank: rv.rank, grid: appendRLE(nil, rv.grid), inUse: rv.inUse, cached: rv.cached,
 		free: len(rv.grid) - rv.inUse - rv.cached, numRunning: len(rv.running), numWaiting: rv.numWaiting,
+		sleeping: rv.sleep.Sleeping, sleepLevel: rv.sleep.Level,
 		running: progressOnly(rv.running[:min(len(rv.running), maxQueueShown)]), waiting: progressOnly(rv.waiting),
 		ttft: values(&rv.ttft), itl: values(&rv.itl), e2e: values(&rv.e2e),
 		passCount: rv.passes, preempts: rv.preemptions, evictions: rv.evictions}
@@ -180,6 +183,10 @@ func (c *rankCopy) appendJSON(b []byte, h *Hub) []byte {
 		b = appendKey(b, kv.key, false)
 		b = appendInt(b, int64(kv.n))
 	}
+	b = appendKey(b, "sleeping", false)
+	b = strconv.AppendBool(b, c.sleeping)
+	b = appendKey(b, "sleep_level", false)
+	b = appendInt(b, int64(c.sleepLevel))
 	labels := h.reqs.labels(c.running, c.waiting)
 	for _, q := range []struct {
 		key  string

@@ -162,6 +162,9 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 	if hub := w.opts.UI; hub != nil {
 		inner = ui.Route(inner, ui.Handler(hub, ui.HandlerOptions{APIKeys: cfg.APIKey}))
 	}
+	if cfg.DevMode {
+		inner = sleepRoutes(inner, engines, w.log)
+	}
 	id := w.opts.ID
 	in.hs = &http.Server{
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {

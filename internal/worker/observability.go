@@ -29,6 +29,7 @@ func MetricsOptions(cfg *config.Config) metrics.Options {
 		Hardware:               cfg.Hardware,
 		Disaggregated:          cfg.Disaggregated(),
 		SpeculativeTokens:      ec.Speculative.NumSpeculativeTokens,
+		SleepMode:              cfg.EnableSleepMode,
 	}
 	if cfg.EnableLoRA {
 		o.MaxLoRAs = cfg.MaxLoRAs

@@ -247,7 +247,7 @@ function renderRank(rk) {
   q(".kv-free").textContent = rk.free;
   q(".hit-rate").textContent = fmtPct(100 * rk.hit_rate);
   q(".n-running").textContent = rk.num_running;
-  q(".n-waiting").textContent = rk.num_waiting;
+  q(".n-waiting").textContent = rk.num_waiting + (rk.sleeping ? "; engine asleep, level " + rk.sleep_level : "");
   fillQueue(q("table.running tbody"), rk.running || [], rk.num_running);
   fillQueue(q("table.waiting tbody"), rk.waiting || [], rk.num_waiting);
   const p = rk.passes, t = p.t || [];

@@ -8,12 +8,14 @@ const tiles = new Map(); // worker id -> {node, fields, canvas}
 let last = null;
 
 // A worker's condition is told by a color, a symbol and a word, never by
-// the color alone. "slowed" is a running worker a slow action retimed.
+// the color alone. "slowed" is a running worker a slow action retimed,
+// "sleeping" one in vLLM's sleep mode (it serves nothing until woken).
 const CONDITIONS = {
-  running: "● running", slowed: "◔ slowed", draining: "⇥ draining", paused: "❚❚ paused",
+  running: "● running", sleeping: "☾ sleeping", slowed: "◔ slowed", draining: "⇥ draining", paused: "❚❚ paused",
   killed: "✕ killed", starting: "○ starting", stopped: "■ stopped",
 };
 function condition(w) {
+  if (w.state === "running" && w.sleep) return "sleeping";
   if (w.state === "running" && w.slow) return "slowed";
   return CONDITIONS[w.state] ? w.state : "stopped";
 }
@@ -97,6 +99,7 @@ function render(u) {
     const notes = [];
     if (w.health === "failing") notes.push("/health 503");
     if (w.draining && w.state !== "draining") notes.push("also draining");
+    if (w.sleep) notes.push("asleep, " + w.sleep);
     if (w.slow) notes.push(w.slow);
     setText(t.note, notes.join(" · ") || "\u00a0");
     setText(t.url, w.url || "not listening");
