@@ -90,7 +90,7 @@ var flagTable = []flagSpec{
 	{name: "sglang-page-size", key: "sglang.page_size", kind: flagInt, aliases: []string{"page-size"}, usage: "SGLang page size (default block_size; alias --page-size)"},
 	{name: "sglang-max-prefill-tokens", key: "sglang.max_prefill_tokens", kind: flagInt, aliases: []string{"max-prefill-tokens"}, usage: "SGLang prefill token budget per pass (alias --max-prefill-tokens)"},
 	{name: "sglang-chunked-prefill-size", key: "sglang.chunked_prefill_size", kind: flagInt, aliases: []string{"chunked-prefill-size"}, usage: "SGLang chunked prefill size (alias --chunked-prefill-size)"},
-	{name: "sglang-max-running-requests", key: "sglang.max_running_requests", kind: flagInt, aliases: []string{"max-running-requests"}, usage: "SGLang running batch limit (0 = max_num_seqs; alias --max-running-requests)"},
+	{name: "sglang-max-running-requests", key: "sglang.max_running_requests", kind: flagInt, aliases: []string{"max-running-requests"}, usage: "SGLang running batch limit (0 = max_num_seqs, or with --hardware and no --max-num-seqs SGLang's own limit from the pool; alias --max-running-requests)"},
 	{name: "sglang-clip-max-new-tokens", key: "sglang.clip_max_new_tokens", kind: flagInt, usage: "SGLang clip of max_new_tokens for admission"},
 	{name: "sglang-schedule-conservativeness", key: "sglang.schedule_conservativeness", kind: flagFloat, aliases: []string{"schedule-conservativeness"}, usage: "SGLang schedule conservativeness (0 < x <= 10; alias --schedule-conservativeness)"},
 	{name: "eviction-backend", key: "eviction_backend", kind: flagString, usage: "vllm/trtllm KV pool eviction: lru | lineage | multi_lru"},
