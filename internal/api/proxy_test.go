@@ -1,0 +1,131 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// startReverseProxy runs a standard Go reverse proxy in front of target:
+// flushes every write at once (FlushInterval -1, as for SSE) and keeps a
+// keep-alive pool of connections to the backend, as every router, gateway
+// and ingress in front of a fleet does. errs counts the proxy's own
+// errors (a body copy cut short).
+func startReverseProxy(t testing.TB, target string) (proxyURL string, errs *atomic.Int64) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs = new(atomic.Int64)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}
+	rp.ErrorLog = log.New(countingWriter{errs, t}, "proxy: ", 0)
+	ps := httptest.NewServer(rp)
+	t.Cleanup(func() {
+		ps.Close()
+		rp.Transport.(*http.Transport).CloseIdleConnections()
+	})
+	return ps.URL, errs
+}
+
+// countingWriter counts and logs the lines the proxy logs.
+type countingWriter struct {
+	n *atomic.Int64
+	t testing.TB
+}
+
+func (w countingWriter) Write(p []byte) (int, error) {
+	w.n.Add(1)
+	w.t.Logf("%s", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// streamMany sends clients × perClient streamed completions over
+// keep-alive connections and returns how many did not end with [DONE]
+// (and the first such failure).
+func streamMany(t testing.TB, base string, clients, perClient, maxTokens int) (bad int64, first string) {
+	t.Helper()
+	var nbad atomic.Int64
+	var once sync.Once
+	var wg sync.WaitGroup
+	body := fmt.Sprintf(`{"prompt":"hello proxy","max_tokens":%d,"stream":true}`, maxTokens)
+	for range clients {
+		wg.Go(func() {
+			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: 30 * time.Second}
+			defer c.CloseIdleConnections()
+			for range perClient {
+				if msg := streamOnce(c, base, body); msg != "" {
+					nbad.Add(1)
+					once.Do(func() { first = msg })
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return nbad.Load(), first
+}
+
+// streamOnce sends one streamed completion and returns why it was not
+// whole ("" when it ended with [DONE] and a clean end of body).
+func streamOnce(c *http.Client, base, body string) string {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/v1/completions", strings.NewReader(body))
+	if err != nil {
+		return err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return "request: " + err.Error()
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "status " + resp.Status
+	}
+	br := bufio.NewReader(resp.Body)
+	done := false
+	for {
+		line, err := br.ReadString('\n')
+		if strings.TrimSpace(line) == "data: [DONE]" {
+			done = true
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Sprintf("body (done=%v): %v", done, err)
+		}
+	}
+	if !done {
+		return "no [DONE]"
+	}
+	return ""
+}
+
+// Streams through a keep-alive reverse proxy arrive whole: none ends
+// early, and the proxy never sees its backend connection fail (issue 34,
+// item 1: 7-10 of 800 ended with "unexpected EOF").
+func TestStreamsThroughKeepAliveProxyArriveWhole(t *testing.T) {
+	env := startServer(t, map[string]any{"speedup_ratio": 1.0, "timing_model": "fixed",
+		"fixed_prefill_ms": 2.0, "fixed_decode_ms": 1.0})
+	if bad, first := streamMany(t, env.URL, 8, 50, 5); bad != 0 {
+		t.Fatalf("direct: %d of 400 streams not whole; first: %s", bad, first)
+	}
+	proxy, proxyErrs := startReverseProxy(t, env.URL)
+	bad, first := streamMany(t, proxy, 8, 100, 5)
+	if bad != 0 || proxyErrs.Load() != 0 {
+		t.Fatalf("through the proxy: %d of 800 streams not whole (first: %s), %d proxy errors", bad, first, proxyErrs.Load())
+	}
+}
