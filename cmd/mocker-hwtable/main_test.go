@@ -79,6 +79,8 @@ func fakeReplay(args []string) int {
 	fs.IntVar(&requests, "requests", 0, "")
 	fs.IntVar(&tp, "tensor-parallel-size", 1, "")
 	fs.Int("max-num-seqs", 0, "")
+	fs.Int("max-num-batched-tokens", 0, "")
+	fs.Int("max-model-len", 0, "")
 	fs.Duration("client-delay", 0, "")
 	fs.BoolVar(&jsonOut, "json", false, "")
 	fs.BoolVar(&noProgress, "no-progress", false, "")

@@ -74,6 +74,10 @@ type runKey struct {
 	rate                float64
 	clientDelay         time.Duration
 	args                string
+	// maxSeqs, maxTokens and maxLen are the engine limits the benchmark
+	// ran with when the source's tool derives them (trtllmbench.go); 0
+	// leaves replay's defaults.
+	maxSeqs, maxTokens, maxLen int
 }
 
 func (o *Options) key(p Point) runKey {
@@ -88,8 +92,15 @@ func (o *Options) key(p Point) runKey {
 	case LoadRate:
 		conc, delay = 0, 0 // an open loop
 	}
-	return runKey{model: p.Model, gpu: p.GPU, tp: p.TP, weights: p.Weights, kv: p.KVDType, engine: p.Engine,
+	k := runKey{model: p.Model, gpu: p.GPU, tp: p.TP, weights: p.Weights, kv: p.KVDType, engine: p.Engine,
 		isl: p.ISL, osl: p.OSL, conc: conc, request: n, rate: p.Rate, clientDelay: delay, args: strings.Join(p.Args, " ")}
+	if bs, tok, ok := trtllmBenchLimits(p); ok {
+		// trtllm-bench also builds for the dataset's longest sequence.
+		isl, _ := strconv.Atoi(p.ISL)
+		osl, _ := strconv.Atoi(p.OSL)
+		k.maxSeqs, k.maxTokens, k.maxLen = bs, tok, isl+osl
+	}
+	return k
 }
 
 // replayArgs is the replay command line of k (without the binary).
@@ -109,6 +120,10 @@ func (k runKey) replayArgs() []string {
 		}
 	}
 	a = append(a, "--requests", strconv.Itoa(k.request), "--input-len", k.isl, "--output-len", k.osl)
+	if k.maxSeqs > 0 {
+		a = append(a, "--max-num-seqs", strconv.Itoa(k.maxSeqs), "--max-num-batched-tokens", strconv.Itoa(k.maxTokens),
+			"--max-model-len", strconv.Itoa(k.maxLen))
+	}
 	return append(a, strings.Fields(k.args)...)
 }
 

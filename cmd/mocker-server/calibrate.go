@@ -44,6 +44,8 @@ func newCalibrateCmd(stdout, stderr io.Writer) *cobra.Command {
 			"scheduler in virtual time, and writes a profile that serve, fleet and replay load with\n" +
 			"--planner-profile-data PROFILE. It reports the fit's error on the experiments it fitted and\n" +
 			"on held-out ones (docs/calibration.md).",
+		Example: "  mocker-server calibrate --url http://127.0.0.1:8000 --out profile.json --budget 5m\n" +
+			"  mocker-server calibrate --url http://127.0.0.1:8000 --out profile.json --dry-run",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCalibrate(cmd.Context(), &f, stdout, stderr)
@@ -62,6 +64,10 @@ func newCalibrateCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs.StringVar(&f.html, "html", "", "also write a self-contained HTML report to this file")
 	fs.BoolVar(&f.progress, "progress", false, "draw the progress bar on stderr even when it is not a terminal")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "never draw the progress bar")
+	setGroup(fs, "Target", "url", "api-key", "model")
+	setGroup(fs, "Experiments", "budget", "max-concurrency", "request-timeout", "dry-run")
+	setGroup(fs, "Output", "out", "json", "html", "progress", "no-progress")
+	setGroupedHelp(cmd, "Target", "Experiments", "Output")
 	return cmd
 }
 

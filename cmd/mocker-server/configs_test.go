@@ -155,7 +155,7 @@ func cfgsTokens(from, n int) []uint32 {
 func cfgsSimulate(t *testing.T, cfg *config.Config, rank int, reqs [][2]int) *cfgsObserver {
 	t.Helper()
 	obs := &cfgsObserver{}
-	profile, err := loaders().TimingProfile(cfg)
+	profile, err := loaders(io.Discard).TimingProfile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

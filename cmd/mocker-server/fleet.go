@@ -11,6 +11,9 @@ import (
 	"github.com/mocker-server/mocker-server/internal/fleet"
 )
 
+// fleetSection is the --help section of fleet's own flags.
+const fleetSection = "Fleet"
+
 func newFleetCmd(stderr io.Writer) *cobra.Command {
 	var (
 		admin     adminFlags
@@ -24,6 +27,8 @@ func newFleetCmd(stderr io.Writer) *cobra.Command {
 		Long: "fleet runs --workers N complete servers in one process (worker i on --base-port + i),\n" +
 			"or the groups of a --fleet-file, each configured by the serve flags given here.\n" +
 			"See docs/fleet.md for the port layout and the admin API.",
+		Example: "  mocker-server fleet --workers 4 --base-port 8000 --admin-port 9000\n" +
+			"  mocker-server fleet --fleet-file fleet.yaml --stagger-delay 100ms --admin-key s3cret",
 		Args: atMostModel,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			base, err := serveLoadOptions(cmd, args)
@@ -72,6 +77,8 @@ func newFleetCmd(stderr io.Writer) *cobra.Command {
 	fs.DurationVar(&admin.staggerDelay, "stagger-delay", 0, "start worker i after i × this delay")
 	config.RegisterFlags(fs)
 	addAdminFlags(fs, &admin, 9000)
+	setGroup(fs, fleetSection, "workers", "fleet-file", "base-port", "stagger-delay")
+	setGroupedHelp(cmd, fleetSection)
 	return cmd
 }
 

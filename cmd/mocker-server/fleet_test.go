@@ -29,7 +29,7 @@ func TestFleet_BadInputExitsWithStatus2AndOneLine(t *testing.T) {
 		want string
 	}{
 		{"fleet file with an unknown key", []string{"fleet", "--fleet-file", unknownKey},
-			`fleet file ` + unknownKey + `: error unmarshaling JSON: while decoding JSON: json: unknown field "replicas"`},
+			`fleet file ` + unknownKey + `: line 3: unknown key "replicas" (a fleet file has workers:, each group count:, config: and args:)`},
 		{"missing fleet file", []string{"fleet", "--fleet-file", filepath.Join(dir, "none.yaml")},
 			"fleet file: open " + filepath.Join(dir, "none.yaml") + ": no such file or directory"},
 		{"port collision", []string{"fleet", "--workers", "4", "--base-port", "8000", "--zmq-kv-events-port", "8003"},
@@ -42,7 +42,7 @@ func TestFleet_BadInputExitsWithStatus2AndOneLine(t *testing.T) {
 		{"port and base port disagree", []string{"fleet", "--workers", "2", "--port", "7000", "--base-port", "7100"},
 			"--port and --base-port disagree: give one of them (worker i listens on the base + i)"},
 		{"a worker's configuration", []string{"fleet", "--workers", "2", "--max-num-seqs", "0"},
-			"fleet worker 0 (group 1): max_num_seqs must be between 1 and 65536, got 0"},
+			"--max-num-seqs must be between 1 and 65536, got 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,7 +51,7 @@ func TestFleet_BadInputExitsWithStatus2AndOneLine(t *testing.T) {
 			if !errors.As(err, &cfgErr) || exitCode(err) != 2 {
 				t.Fatalf("run = %v (exit %d), want a configuration error", err, exitCode(err))
 			}
-			if lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n"); !slices.Equal(lines, []string{tt.want}) {
+			if lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n"); !slices.Equal(lines, []string{"mocker-server: " + tt.want}) {
 				t.Errorf("stderr lines:\n got  %q\n want %q", lines, []string{tt.want})
 			}
 			if stdout != "" {

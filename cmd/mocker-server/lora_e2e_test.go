@@ -271,8 +271,8 @@ func TestRun_LoRAFlagErrorsExitWithStatus2(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"serve", "--enable-lora", "--max-loras", "0"}, "max_loras must be >= 1, got 0"},
-		{[]string{"serve", "--enable-lora", "--max-loras", "2", "--max-cpu-loras", "1"}, "max_cpu_loras (1) must be >= max_loras (2)"},
+		{[]string{"serve", "--enable-lora", "--max-loras", "0"}, "--max-loras must be >= 1, got 0"},
+		{[]string{"serve", "--enable-lora", "--max-loras", "2", "--max-cpu-loras", "1"}, "--max-cpu-loras (1) must be >= --max-loras (2)"},
 		{[]string{"serve", "--model", "m", "--enable-lora", "--lora-modules", "m=/p"}, `adapter name "m" is a served model name`},
 	} {
 		var stdout, stderr strings.Builder

@@ -28,8 +28,11 @@ func main() {
 // main can pick the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root := newRootCmd(stdout, stderr)
-	root.SetArgs(withDefaultCommand(root, config.RewriteArgs(args)))
-	err := root.ExecuteContext(ctx)
+	err := commandTypo(root, args)
+	if err == nil {
+		root.SetArgs(withDefaultCommand(root, config.RewriteArgs(args)))
+		err = root.ExecuteContext(ctx)
+	}
 	if err != nil {
 		reportError(stderr, err)
 	}
@@ -55,8 +58,9 @@ func exitCode(err error) int {
 func reportError(w io.Writer, err error) {
 	var cfgErr *config.Error
 	if errors.As(err, &cfgErr) {
+		// One style for every error line: the program's name first.
 		for _, p := range cfgErr.Problems {
-			fmt.Fprintln(w, p)
+			fmt.Fprintf(w, "mocker-server: %s\n", p)
 		}
 		return
 	}

@@ -92,8 +92,8 @@ func TestRun_ConfigurationErrorsExitWithStatus2(t *testing.T) {
 		wantStderr []string
 	}{
 		{"one line per problem", []string{"--max-num-seqs", "0", "--engine-type", "foo"}, []string{
-			"Invalid engine_type 'foo'. Must be 'vllm', 'sglang', or 'trtllm'.",
-			"max_num_seqs must be between 1 and 65536, got 0",
+			"Invalid --engine-type 'foo'. Must be 'vllm', 'sglang', or 'trtllm'.",
+			"--max-num-seqs must be between 1 and 65536, got 0",
 		}},
 		{"unknown flag", []string{"--max-num-seq", "3"}, []string{"unknown flag: --max-num-seq (did you mean --max-num-seqs?)"}},
 		{"unknown field in --kv-events-config", []string{"--kv-events-config", `{"bogus":true}`},
@@ -118,8 +118,12 @@ func TestRun_ConfigurationErrorsExitWithStatus2(t *testing.T) {
 				t.Errorf("exit code = %d, want 2", code)
 			}
 			lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
-			if !slices.Equal(lines, tt.wantStderr) {
-				t.Errorf("stderr lines:\n got  %q\n want %q", lines, tt.wantStderr)
+			want := make([]string, len(tt.wantStderr))
+			for i, w := range tt.wantStderr {
+				want[i] = "mocker-server: " + w // every error line starts with the program's name
+			}
+			if !slices.Equal(lines, want) {
+				t.Errorf("stderr lines:\n got  %q\n want %q", lines, want)
 			}
 			if stdout != "" {
 				t.Errorf("stdout = %q, want nothing", stdout)
@@ -185,7 +189,7 @@ func TestRun_FormerlyInertFlagsExitWithStatus2(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--kv-offloading-backend", "lmcache"}, "not supported yet: --kv-offloading-backend lmcache (kv_offloading_backend; needs the LMCache offloading backend)"},
+		{[]string{"--kv-offloading-backend", "lmcache"}, "not supported yet: --kv-offloading-backend lmcache (needs the LMCache offloading backend)"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -193,7 +197,7 @@ func TestRun_FormerlyInertFlagsExitWithStatus2(t *testing.T) {
 			if code := exitCode(err); code != 2 {
 				t.Errorf("exit code = %d (err %v), want 2", code, err)
 			}
-			if got := strings.TrimSuffix(stderr, "\n"); got != tt.want {
+			if got := strings.TrimSuffix(stderr, "\n"); got != "mocker-server: "+tt.want {
 				t.Errorf("stderr = %q, want the one line %q", got, tt.want)
 			}
 			if stdout != "" {

@@ -53,15 +53,6 @@ type replayFlags struct {
 	noProgress bool
 }
 
-// offlineKeys are serve settings that mean nothing offline (HTTP, ZMQ,
-// logging, text: replay's prompts are token ids already): replay says so
-// instead of ignoring them silently.
-var offlineKeys = []string{"model", "tokenizer", "chat_template", "host", "port", "api_key", "served_model_name", "startup_time", "worker_id",
-	"kv_events_config", "zmq_kv_events_port", "zmq_replay_port", "kv_events_encoding",
-	"kv_events_replay_topic_frame", "fpm_endpoint", "max_request_body_bytes", "log_level", "metrics_family",
-	"deprecated_metrics", "enable_request_id_headers", "enable_prompt_tokens_details", "enable_force_include_usage",
-	"dp_routing", "output_len_mode", "natural_output_len", "reasoning", "reasoning_field"}
-
 // traceOnlyFlags shape how a trace is read; without a TRACE they would do
 // nothing, so they are refused.
 var traceOnlyFlags = []string{"trace-block-size", "time-scale", "max-requests", "skip-bad-lines"}
@@ -76,6 +67,9 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 			"latencies, throughput, prefix-cache hits and load per worker. Nothing sleeps: a run takes\n" +
 			"only the engines' own work. --compare A.yaml B.yaml TRACE (or --config repeated) runs the\n" +
 			"same workload on each setup and shows them side by side.",
+		Example: "  mocker-server replay --workers 4 --router kv_aware testdata/mooncake-synthetic-head400.jsonl --max-model-len 16384\n" +
+			"  mocker-server replay --requests 500 --rate 20 --input-len 1000 --output-len 200 --workers 2\n" +
+			"  mocker-server replay --compare configs/fast-ci.yaml configs/small-cache.yaml --requests 200 --html report.html",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReplay(cmd, &f, args, stdout, stderr)
 		},
@@ -89,9 +83,12 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 		}
 	})
 	fs.SetNormalizeFunc(serveFlags.GetNormalizeFunc())
+	// Settings of a running server (HTTP, ZMQ, text, faults) mean nothing
+	// offline: accepted with a warning, not listed.
+	config.HideOutOfScope(fs, config.ScopeReplay)
 	fs.StringArrayVar(&f.configs, config.FlagConfig, nil, "YAML or JSON configuration file of the fleet's workers; repeat it to compare setups")
 	fs.StringSliceVar(&f.compare, "compare", nil, "compare setups: --compare A.yaml B.yaml TRACE (same as --config A.yaml --config B.yaml)")
-	fs.StringArrayVar(&f.fleets, "fleet-file", nil, "fleet file, as for `mocker-server fleet` (workers: [{count, config, args}]); repeat it to compare fleets")
+	fs.StringArrayVar(&f.fleets, "fleet-file", nil, "fleet file, as for mocker-server fleet (workers: [{count, config, args}]); repeat it to compare fleets")
 	fs.IntVar(&f.workers, "workers", 1, "number of workers, each with the configured engine (× its data-parallel ranks)")
 	// A slice, not a string: a repeated --router adds a policy instead of
 	// silently replacing the last one.
@@ -118,6 +115,12 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs.StringVar(&f.csv, "csv", "", "write one CSV row per request to this file")
 	fs.StringVar(&f.html, "html", "", "write a self-contained HTML report with charts to this file")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr (it is shown only when stderr is a terminal)")
+	setGroup(fs, "Workload", "trace-block-size", "time-scale", "max-requests", "skip-bad-lines", "requests", "rate", "arrival",
+		"input-len", "output-len", "prefix-groups", "prefix-len", "turns", "turn-gap", "concurrency", "client-delay")
+	setGroup(fs, "Fleet and routing", config.FlagConfig, "compare", "fleet-file", "workers", "router", "kv-overlap-score-weight",
+		"prefix-hash-blocks")
+	setGroup(fs, "Report", "json", "csv", "html", "no-progress")
+	setGroupedHelp(cmd, "Workload", "Fleet and routing", "Report")
 	return cmd
 }
 
@@ -188,15 +191,12 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 		return usageErr("--requests makes a synthetic workload: give it or a TRACE, not both")
 	}
 
-	overlay := config.FlagOverlay(cmd.Flags())
-	_, hw := overlay["hardware"]
-	for _, k := range offlineKeys {
-		if k == "model" && hw {
-			continue // the hardware timing model's shape (docs/hardware.md)
-		}
-		if _, ok := overlay[k]; ok {
-			fmt.Fprintf(stderr, "warning: --%s has no effect in replay (no HTTP, ZMQ or output planning offline)\n", strings.ReplaceAll(k, "_", "-"))
-		}
+	for _, name := range config.ChangedOutOfScope(cmd.Flags(), config.ScopeReplay) {
+		fmt.Fprintf(stderr, "warning: %s has no effect in replay (no HTTP, ZMQ, text or faults offline)\n", name)
+	}
+	if cmd.Flags().Changed("model") && !cmd.Flags().Changed("hardware") {
+		// --model is the hardware timing model's shape (docs/hardware.md).
+		fmt.Fprintln(stderr, "warning: replay reads --model only with --hardware")
 	}
 	// Each setup is a fleet: --fleet files, else one group of --workers
 	// workers per --config (or the defaults).
@@ -222,7 +222,7 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 		}
 	}
 	var setups []setup
-	files := loaders().Shared()
+	files := loaders(stderr).Shared()
 	for i, fl := range fleets {
 		workers, seed, err := buildWorkers(cmd, fl, files, stderr)
 		if err != nil {

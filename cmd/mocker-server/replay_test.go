@@ -76,7 +76,7 @@ func TestReplay_BadInputExitsWithOneLine(t *testing.T) {
 		{"missing trace", []string{"replay", filepath.Join(dir, "none.jsonl")}, "no such file"},
 		{"non-monotonic", []string{"replay", bad}, "bad.jsonl:2: timestamp 1 ms is earlier"},
 		{"bad distribution", []string{"replay", "--requests", "10", "--input-len", "gauss:1:2"}, `unknown kind "gauss"`},
-		{"bad engine flag", []string{"replay", "--max-num-seqs", "0", replayTrace}, "max_num_seqs"},
+		{"bad engine flag", []string{"replay", "--max-num-seqs", "0", replayTrace}, "--max-num-seqs must be between 1 and 65536, got 0"},
 		{"concurrency with a trace", []string{"replay", "--concurrency", "4", replayTrace}, "not with a TRACE"},
 		{"concurrency without requests", []string{"replay", "--concurrency", "4"}, "--concurrency needs --requests"},
 		{"concurrency zero", []string{"replay", "--concurrency", "0", "--requests", "5"}, "--concurrency must be ≥ 1"},

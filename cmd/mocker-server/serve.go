@@ -18,10 +18,12 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [MODEL]",
 		Short: "Run the mock inference server (default command)",
-		Long: "Run the mock inference server (default command).\n\n" +
-			"Every `vllm serve` flag is accepted too: the ones the mock implements are listed\n" +
+		Long: "Every `vllm serve` flag is accepted too: the ones the mock implements are listed\n" +
 			"below; the others (--tensor-parallel-size, --dtype, ...) have their values checked,\n" +
 			"have no effect and are named once at startup (docs/vllm-flags.md).",
+		Example: "  mocker-server serve Qwen/Qwen3-8B --port 8000\n" +
+			"  mocker-server serve --config configs/demo.yaml          # KV events on :5557, FPM\n" +
+			"  mocker-server serve m --engine-type sglang --speedup-ratio 10",
 		Args: atMostModel,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadServeConfig(cmd, args, stderr)
@@ -37,6 +39,7 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	config.RegisterFlags(cmd.Flags())
 	addAdminFlags(cmd.Flags(), &admin, -1)
+	setGroupedHelp(cmd)
 	return cmd
 }
 
@@ -54,6 +57,8 @@ func addAdminFlags(fs *pflag.FlagSet, a *adminFlags, defaultPort int) {
 	fs.StringVar(&a.host, "admin-host", "127.0.0.1", "admin API host")
 	fs.StringVar(&a.key, "admin-key", "", "bearer token every admin API call must carry (required when --admin-host is not loopback)")
 	fs.BoolVar(&a.allowInsecure, "admin-allow-insecure", false, "allow a keyless admin API on a non-loopback --admin-host (a trusted network)")
+	// The admin API is part of the server (serve and fleet).
+	setGroup(fs, config.GroupServer.String(), "admin-port", "admin-host", "admin-key", "admin-allow-insecure")
 }
 
 // serveLoadOptions returns the configuration sources of serve: the flags

@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/fleet"
 	"github.com/mocker-server/mocker-server/internal/profile"
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
 	"github.com/mocker-server/mocker-server/internal/worker"
 )
 
@@ -27,9 +31,12 @@ var loadProfile = profile.Load
 
 // loaders are the production file loaders: the timing profile and the
 // model's tokenizer and chat template (textmodel.go).
-func loaders() worker.Loaders {
+// stderr gets the progress line of a large tokenizer's load.
+func loaders(stderr io.Writer) worker.Loaders {
 	return worker.Loaders{Profile: func(path string) (*engine.Profile, error) { return loadProfile(path) },
-		TextModel: loadTextModel}
+		TextModel: func(cfg *config.Config) (tokenizer.Model, api.ChatRenderer, error) {
+			return loadTextModel(cfg, stderr)
+		}}
 }
 
 // runServer is serve's production entry point: a fleet of one worker
@@ -46,7 +53,13 @@ func runServerGated(ctx context.Context, cfg *config.Config, admin adminFlags, s
 	}
 	opts := admin.fleetOptions(stderr)
 	opts.StartupGate = gate
-	return fleet.Run(ctx, []fleet.Member{{ID: "0", Config: cfg}}, opts)
+	err := fleet.Run(ctx, []fleet.Member{{ID: "0", Config: cfg}}, opts)
+	// serve runs one server: "worker 0: listen on ..." would name a fleet
+	// the user never asked for.
+	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "worker 0: ") {
+		return inner
+	}
+	return err
 }
 
 // productionOptions builds the metrics registry and the ZMQ KV-event and
@@ -68,7 +81,7 @@ func serve(ctx context.Context, cfg *config.Config, opts serverOptions) error {
 		opts.Version = version
 	}
 	if opts.Profile == nil && opts.TextModel == nil {
-		opts.Loaders = loaders()
+		opts.Loaders = loaders(opts.Stderr)
 	}
 	return worker.Serve(ctx, cfg, opts)
 }
@@ -92,5 +105,5 @@ func (a adminFlags) addr() string {
 
 func (a adminFlags) fleetOptions(stderr io.Writer) fleet.Options {
 	return fleet.Options{Stderr: stderr, Version: version, AdminAddr: a.addr(), AdminKey: a.key, AdminAllowInsecure: a.allowInsecure,
-		StaggerDelay: a.staggerDelay, Loaders: loaders()}
+		StaggerDelay: a.staggerDelay, Loaders: loaders(stderr)}
 }

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/mocker-server/mocker-server/internal/api"
 	"github.com/mocker-server/mocker-server/internal/chattemplate"
@@ -19,10 +22,21 @@ import (
 // tokenizer.json, which vLLM also reads as the tokenizer) both stay nil:
 // the built-in tokenizer and ChatML template. A problem with the files is
 // a configuration error (one line, exit status 2).
-func loadTextModel(cfg *config.Config) (tokenizer.Model, api.ChatRenderer, error) {
+//
+// A --model that is a local path (/…, ./…, ../…, ~/…) must exist, as vLLM
+// requires: serving a missing directory with the built-in tokenizer would
+// silently give other token counts and block hashes than the real model's.
+// A tokenizer.json of more than largeTokenizer bytes is announced on
+// stderr while it loads, and its load time after.
+func loadTextModel(cfg *config.Config, stderr io.Writer) (tokenizer.Model, api.ChatRenderer, error) {
 	dir := cfg.Tokenizer
 	if dir == "" && isTokenizerDir(cfg.Model) {
 		dir = cfg.Model
+	}
+	if dir == "" && isLocalPath(cfg.Model) {
+		if _, err := os.Stat(cfg.Model); err != nil {
+			return nil, nil, configError("model %s: no such directory (a local path must exist, as for vllm serve; a name that is no path, such as Qwen/Qwen3-8B, is served with the built-in tokenizer)", cfg.Model)
+		}
 	}
 	var (
 		model      tokenizer.Model
@@ -31,9 +45,18 @@ func loadTextModel(cfg *config.Config) (tokenizer.Model, api.ChatRenderer, error
 		sourceFlag = "--chat-template"
 	)
 	if dir != "" {
+		announce := false
+		if st, err := os.Stat(filepath.Join(dir, hftokenizer.TokenizerFile)); err == nil && st.Size() > largeTokenizer && stderr != nil {
+			announce = true
+			fmt.Fprintf(stderr, "loading tokenizer %s (%.0f MB) …\n", dir, float64(st.Size())/1e6)
+		}
+		start := time.Now()
 		tok, err := hftokenizer.Load(dir)
 		if err != nil {
 			return nil, nil, configError("--tokenizer %s: %v", dir, err)
+		}
+		if announce {
+			fmt.Fprintf(stderr, "loaded tokenizer %s in %.1f s\n", dir, time.Since(start).Seconds())
 		}
 		model = tok.Model()
 		bos, _, _ = tok.BOSToken()
@@ -61,6 +84,21 @@ func loadTextModel(cfg *config.Config) (tokenizer.Model, api.ChatRenderer, error
 		return nil, nil, configError("%s: %v", sourceFlag, err)
 	}
 	return model, chattemplate.NewRenderer(tmpl, bos, eos), nil
+}
+
+// largeTokenizer is the tokenizer.json size above which its load is
+// announced: loading one takes about a second per 10 MB.
+const largeTokenizer = 2 << 20
+
+// isLocalPath reports whether a --model value can only be a file system
+// path (Hugging Face ids never start with these).
+func isLocalPath(model string) bool {
+	for _, p := range []string{"/", "./", "../", "~/", "."} {
+		if strings.HasPrefix(model, p) && (p != "." || model == ".") {
+			return true
+		}
+	}
+	return false
 }
 
 // isTokenizerDir reports whether path is a directory with a tokenizer.json.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +47,7 @@ func TestTokenizerChatTemplateIsUsedAsWritten(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, chat, err := loadTextModel(&cfgpkg.Config{Tokenizer: dir})
+	_, chat, err := loadTextModel(&cfgpkg.Config{Tokenizer: dir}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

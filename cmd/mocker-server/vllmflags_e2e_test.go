@@ -111,9 +111,9 @@ func TestRun_VLLMFlagErrorsExitWithStatus2(t *testing.T) {
 			[]string{"unknown flag: --tensor-parallel-sise (did you mean --tensor-parallel-size?)"}},
 		{"misspelled short name", []string{"-tq", "2"}, []string{"unknown shorthand flag: 't' in -tq (did you mean -tp?)"}},
 		{"int flag with a word", []string{"--tensor-parallel-size", "two"},
-			[]string{`tensor_parallel_size must be an integer, got string "two"`}},
+			[]string{`--tensor-parallel-size must be an integer, got string "two"`}},
 		{"choice flag with another value", []string{"--dtype", "bf16"},
-			[]string{`Invalid dtype 'bf16'. Must be 'auto', 'bfloat16', 'float', 'float16', 'float32', or 'half'.`}},
+			[]string{`Invalid --dtype 'bf16'. Must be 'auto', 'bfloat16', 'float', 'float16', 'float32', or 'half'.`}},
 		{"store_true flag with a value", []string{"--trust-remote-code=true"},
 			[]string{`invalid argument "true" for "--trust-remote-code" flag: takes no value`}},
 		{"JSON flag with broken JSON", []string{"-cc", "{level: 3}"},
@@ -122,7 +122,7 @@ func TestRun_VLLMFlagErrorsExitWithStatus2(t *testing.T) {
 			[]string{"not supported yet: --ssl-keyfile key.pem (needs TLS (HTTPS serving))",
 				`not supported yet: --ssl-certfile cert.pem (needs TLS (HTTPS serving))`}},
 		{"auto tool choice without a parser", []string{"--enable-auto-tool-choice"},
-			[]string{"Error: --enable-auto-tool-choice requires --tool-call-parser"}},
+			[]string{"--enable-auto-tool-choice requires --tool-call-parser"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,8 +131,12 @@ func TestRun_VLLMFlagErrorsExitWithStatus2(t *testing.T) {
 			if code := exitCode(err); code != 2 {
 				t.Errorf("exit status = %d (err %v), want 2", code, err)
 			}
-			if got := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); !slices.Equal(got, tt.want) {
-				t.Errorf("stderr lines:\n got  %q\n want %q", got, tt.want)
+			want := make([]string, len(tt.want))
+			for i, w := range tt.want {
+				want[i] = "mocker-server: " + w
+			}
+			if got := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); !slices.Equal(got, want) {
+				t.Errorf("stderr lines:\n got  %q\n want %q", got, want)
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("stdout = %q", stdout.String())

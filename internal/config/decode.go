@@ -51,6 +51,20 @@ func structFields(t reflect.Type) []structField {
 	return out
 }
 
+// nearestKey returns the key of fields closest to typed, or "" when none is
+// close (the rule of flag suggestions: at most one edit per four
+// characters, between one and three).
+func nearestKey(typed string, fields []structField) string {
+	limit := min(max(len(typed)/4, 1), 3)
+	best, bestDist := "", limit+1
+	for _, f := range fields {
+		if d := editDistance(typed, f.key); d < bestDist {
+			best, bestDist = f.key, d
+		}
+	}
+	return best
+}
+
 // decodeStruct decodes m onto the struct rv. Keys absent from m leave the
 // current (default or lower-precedence) value.
 func (d *decoder) decodeStruct(rv reflect.Value, m map[string]any, prefix string) {
@@ -70,6 +84,10 @@ func (d *decoder) decodeStruct(rv reflect.Value, m map[string]any, prefix string
 			} else if _, ok := m[k].(bool); !ok {
 				d.fail(p, "%s must be a boolean (true or false), got %s", p, describe(m[k]))
 			}
+			continue
+		}
+		if s := nearestKey(k, fields); s != "" {
+			d.fail(p, "unknown field %q (did you mean %q?)", p, joinPath(prefix, s))
 			continue
 		}
 		d.fail(p, "unknown field %q", p)

@@ -68,12 +68,12 @@ func TestLoad_DisaggregationProblems(t *testing.T) {
 		{"connector missing", []string{"--kv-transfer-config", `{"kv_role":"kv_both"}`}, "kv_transfer_config.kv_connector is required"},
 		{"bad role", []string{"--kv-transfer-config", `{"kv_connector":"NixlConnector","kv_role":"kv_everything"}`}, "kv_transfer_config.kv_role"},
 		{"bad policy", []string{"--kv-transfer-config", `{"kv_connector":"NixlConnector","kv_load_failure_policy":"retry"}`}, "kv_transfer_config.kv_load_failure_policy"},
-		{"not JSON", []string{"--kv-transfer-config", `{kv_connector`}, "kv_transfer_config"},
+		{"not JSON", []string{"--kv-transfer-config", `{kv_connector`}, "--kv-transfer-config: invalid JSON: invalid character 'k'"},
 		{"shape and bytes disagree", []string{"--kv-num-layers", "32", "--kv-num-heads", "8", "--kv-head-dim", "128", "--kv-bytes-per-token", "5"},
-			"kv_bytes_per_token 5 disagrees with kv_model_shape (131072)"},
+			"--kv-bytes-per-token 5 disagrees with kv_model_shape (131072); set one of them"},
 		{"incomplete shape", []string{"--kv-num-layers", "32"}, "kv_model_shape.num_kv_heads must be >= 1, got 0"},
-		{"bootstrap port on an aggregated worker", []string{"--bootstrap-port", "7000"}, "bootstrap_port needs a prefill worker"},
-		{"bad worker type", []string{"--disaggregation-mode", "both"}, "worker_type"},
+		{"bootstrap port on an aggregated worker", []string{"--bootstrap-port", "7000"}, "--bootstrap-port needs a prefill worker (--disaggregation-mode prefill or --kv-transfer-config)"},
+		{"bad worker type", []string{"--disaggregation-mode", "both"}, "Invalid --disaggregation-mode 'both'. Must be 'aggregated', 'prefill', or 'decode'."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			probs := problemsOf(t, noEnv(flagOptions(t, tc.args...)))

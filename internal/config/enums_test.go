@@ -12,17 +12,17 @@ func TestLoad_TypedEnumsNameTheirValues(t *testing.T) {
 	for _, tc := range []struct {
 		key, want string
 	}{
-		{"metrics_family", "Invalid metrics_family 'x'. Must be 'auto', 'vllm', 'sglang', or 'both'."},
-		{"log_level", "Invalid log_level 'x'. Must be 'debug', 'info', 'warn', or 'error'."},
-		{"prefix_caching_hash_algo", "Invalid prefix_caching_hash_algo 'x'. Must be 'xxh3' or 'sha256_cbor'."},
-		{"eviction_backend", "Invalid eviction_backend 'x'. Must be 'lru', 'lineage', or 'multi_lru'."},
-		{"kv_transfer_timing_mode", "Invalid kv_transfer_timing_mode 'x'. Must be 'full_prompt' or 'destination_missing'."},
-		{"lora_path_check", "Invalid lora_path_check 'x'. Must be 'none' or 'exists'."},
-		{"kv_events_encoding", "Invalid kv_events_encoding 'x'. Must be 'map' or 'array'."},
-		{"kv_offloading_backend", "Invalid kv_offloading_backend 'x'. Must be 'native' or 'lmcache'."},
-		{"trtllm.capacity_scheduler_policy", "Invalid trtllm.capacity_scheduler_policy 'x'. Must be 'guaranteed_no_evict', 'max_utilization', or 'static_batch'."},
+		{"metrics_family", "Invalid --metrics-family 'x'. Must be 'auto', 'vllm', 'sglang', or 'both'."},
+		{"log_level", "Invalid --log-level 'x'. Must be 'debug', 'info', 'warn', or 'error'."},
+		{"prefix_caching_hash_algo", "Invalid --prefix-caching-hash-algo 'x'. Must be 'xxh3' or 'sha256_cbor'."},
+		{"eviction_backend", "Invalid --eviction-backend 'x'. Must be 'lru', 'lineage', or 'multi_lru'."},
+		{"kv_transfer_timing_mode", "Invalid --kv-transfer-timing-mode 'x'. Must be 'full_prompt' or 'destination_missing'."},
+		{"lora_path_check", "Invalid --lora-path-check 'x'. Must be 'none' or 'exists'."},
+		{"kv_events_encoding", "Invalid --kv-events-encoding 'x'. Must be 'map' or 'array'."},
+		{"kv_offloading_backend", "Invalid --kv-offloading-backend 'x'. Must be 'native' or 'lmcache'."},
+		{"trtllm.capacity_scheduler_policy", "Invalid --trtllm-capacity-scheduler-policy 'x'. Must be 'guaranteed_no_evict', 'max_utilization', or 'static_batch'."},
 		{"kv_transfer_config.kv_load_failure_policy", "Invalid kv_transfer_config.kv_load_failure_policy 'x'. Must be 'recompute' or 'fail'."},
-		{"kv_model_shape.dtype", "Invalid kv_model_shape.dtype 'x'. Must be 'float16', 'bfloat16', 'float32', or 'fp8'."},
+		{"kv_model_shape.dtype", "Invalid --kv-dtype 'x'. Must be 'float16', 'bfloat16', 'float32', or 'fp8'."},
 		{"kv_events_config.publisher", "Invalid kv_events_config.publisher 'x'. Must be 'zmq' or 'null'."},
 	} {
 		probs := loadProblems(t, overlay(nested(tc.key, "x")))

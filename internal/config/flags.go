@@ -39,152 +39,158 @@ type flagSpec struct {
 	// than "unknown flag") but starting with it set fails with
 	// "not supported yet", and the README does not list it.
 	notYet string
+	// group is the --help section the flag is listed in; every flag has
+	// one (TestFlagTableGroups).
+	group FlagGroup
+	// scope says which subcommands the flag means something to: replay
+	// hides the others from its --help and warns when they are given.
+	scope Scope
 }
 
 // flagTable lists every configuration flag, grouped like Config's fields.
 // The README's flag table is generated from it (TestREADME_FlagTable).
 var flagTable = []flagSpec{
 	// Server and API.
-	{name: "model", key: "model", kind: flagString, usage: "model name reported as root in /v1/models (also: positional serve [MODEL])"},
-	{name: "served-model-name", key: "served_model_name", kind: flagList, split: true, usage: "served model names: several after the flag, repeated, or comma-separated; responses and metrics use the first (default [model])"},
-	{name: "tokenizer", key: "tokenizer", kind: flagString, usage: "Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json); default --model when it is one, else the built-in tokenizer"},
-	{name: "chat-template", key: "chat_template", kind: flagString, usage: "chat template file or inline Jinja text (default: the tokenizer's own; ChatML with the built-in tokenizer)"},
-	{name: "host", key: "host", kind: flagString, usage: "HTTP bind address"},
-	{name: "port", key: "port", kind: flagInt, usage: "HTTP port (0 = OS-assigned)"},
-	{name: "api-key", key: "api_key", kind: flagList, usage: "API keys accepted as Bearer token on /v1/*: several after the flag, or repeated (default $VLLM_API_KEY)"},
-	{name: "seed", key: "seed", kind: flagInt, usage: "server seed for output tokens"},
-	{name: "output-len-mode", key: "output_len_mode", kind: flagString, usage: "output length mode: max | random"},
-	{name: "natural-output-len", key: "natural_output_len", kind: flagInt, usage: "mean length of outputs that end naturally"},
-	{name: "embedding-dim", key: "embedding_dim", kind: flagInt, usage: "length of /v1/embeddings vectors (requests may ask for fewer with dimensions)"},
-	{name: "reasoning-field", key: "reasoning_field", kind: flagString, usage: "reasoning text field: reasoning | reasoning_content"},
-	{name: "enable-request-id-headers", key: "enable_request_id_headers", kind: flagBool, negatable: true, usage: "echo X-Request-Id in responses"},
-	{name: "enable-prompt-tokens-details", key: "enable_prompt_tokens_details", kind: flagBool, negatable: true, usage: "add usage.prompt_tokens_details.cached_tokens"},
-	{name: "trust-request-chat-template", key: "trust_request_chat_template", kind: flagBool, negatable: true, usage: "render a chat request's own chat_template (vLLM's flag; without it such a request is refused)"},
-	{name: "enable-force-include-usage", key: "enable_force_include_usage", kind: flagBool, negatable: true, usage: "streaming responses always end with a usage chunk"},
-	{name: "max-request-body-bytes", key: "max_request_body_bytes", kind: flagInt, usage: "maximum request body size (accepts 32M etc.)"},
-	{name: "worker-id", key: "worker_id", kind: flagString, usage: "worker identity in FPM and kv_transfer_params (default <hostname>:<port>)"},
-	{name: "startup-time", key: "startup_time", kind: flagFloat, usage: "seconds before the engine serves"},
-	{name: "metrics-family", key: "metrics_family", kind: flagString, usage: "metrics family: auto | vllm | sglang | both"},
-	{name: "deprecated-metrics", key: "deprecated_metrics", kind: flagBool, negatable: true, usage: "export deprecated vLLM metric names"},
-	{name: "log-level", key: "log_level", kind: flagString, usage: "log level: debug | info | warn | error"},
-	{name: "enable-auto-tool-choice", key: "enable_auto_tool_choice", kind: flagBool, negatable: true, usage: `allow tool_choice "auto" (needs --tool-call-parser), as vLLM`},
-	{name: "tool-call-parser", key: "tool_call_parser", kind: flagString, usage: "vLLM tool call parser name (hermes, llama3_json, mistral, ...): the text format of generated calls"},
-	{name: "tool-call-probability", key: "tool_call_probability", kind: flagFloat, usage: `probability (0-1, seeded) that a tool_choice "auto" answer calls tools`},
-	{name: "exclude-tools-when-tool-choice-none", key: "exclude_tools_when_tool_choice_none", kind: flagBool, negatable: true, usage: `leave tools out of the prompt when tool_choice is "none"`},
+	{name: "model", key: "model", kind: flagString, usage: "model name reported as root in /v1/models (also: positional serve [MODEL])", group: GroupServer, scope: ScopeAll},
+	{name: "served-model-name", key: "served_model_name", kind: flagList, split: true, usage: "served model names: several after the flag, repeated, or comma-separated; responses and metrics use the first (default [model])", group: GroupServer, scope: ScopeServer},
+	{name: "tokenizer", key: "tokenizer", kind: flagString, usage: "Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json); default --model when it is one, else the built-in tokenizer", group: GroupTokenizer, scope: ScopeServer},
+	{name: "chat-template", key: "chat_template", kind: flagString, usage: "chat template file or inline Jinja text (default: the tokenizer's own; ChatML with the built-in tokenizer)", group: GroupTokenizer, scope: ScopeServer},
+	{name: "host", key: "host", kind: flagString, usage: "HTTP bind address", group: GroupServer, scope: ScopeServer},
+	{name: "port", key: "port", kind: flagInt, usage: "HTTP port (0 = OS-assigned)", group: GroupServer, scope: ScopeServer},
+	{name: "api-key", key: "api_key", kind: flagList, usage: "API keys accepted as Bearer token on /v1/*: several after the flag, or repeated (default $VLLM_API_KEY)", group: GroupServer, scope: ScopeServer},
+	{name: "seed", key: "seed", kind: flagInt, usage: "server seed for output tokens", group: GroupServer, scope: ScopeAll},
+	{name: "output-len-mode", key: "output_len_mode", kind: flagString, usage: "output length mode: max | random", group: GroupServer, scope: ScopeServer},
+	{name: "natural-output-len", key: "natural_output_len", kind: flagInt, usage: "mean length of outputs that end naturally", group: GroupServer, scope: ScopeServer},
+	{name: "embedding-dim", key: "embedding_dim", kind: flagInt, usage: "length of /v1/embeddings vectors (requests may ask for fewer with dimensions)", group: GroupServer, scope: ScopeServer},
+	{name: "reasoning-field", key: "reasoning_field", kind: flagString, usage: "reasoning text field: reasoning | reasoning_content", group: GroupServer, scope: ScopeServer},
+	{name: "enable-request-id-headers", key: "enable_request_id_headers", kind: flagBool, negatable: true, usage: "echo X-Request-Id in responses", group: GroupVLLM, scope: ScopeServer},
+	{name: "enable-prompt-tokens-details", key: "enable_prompt_tokens_details", kind: flagBool, negatable: true, usage: "add usage.prompt_tokens_details.cached_tokens", group: GroupVLLM, scope: ScopeServer},
+	{name: "trust-request-chat-template", key: "trust_request_chat_template", kind: flagBool, negatable: true, usage: "render a chat request's own chat_template (vLLM's flag; without it such a request is refused)", group: GroupVLLM, scope: ScopeServer},
+	{name: "enable-force-include-usage", key: "enable_force_include_usage", kind: flagBool, negatable: true, usage: "streaming responses always end with a usage chunk", group: GroupVLLM, scope: ScopeServer},
+	{name: "max-request-body-bytes", key: "max_request_body_bytes", kind: flagInt, usage: "maximum request body size (accepts 32M etc.)", group: GroupServer, scope: ScopeServer},
+	{name: "worker-id", key: "worker_id", kind: flagString, usage: "worker identity in FPM and kv_transfer_params (default <hostname>:<port>)", group: GroupServer, scope: ScopeServer},
+	{name: "startup-time", key: "startup_time", kind: flagFloat, usage: "seconds before the engine serves", group: GroupServer, scope: ScopeServer},
+	{name: "metrics-family", key: "metrics_family", kind: flagString, usage: "metrics family: auto | vllm | sglang | both", group: GroupObservability, scope: ScopeServer},
+	{name: "deprecated-metrics", key: "deprecated_metrics", kind: flagBool, negatable: true, usage: "export deprecated vLLM metric names", group: GroupObservability, scope: ScopeServer},
+	{name: "log-level", key: "log_level", kind: flagString, usage: "log level: debug | info | warn | error", group: GroupObservability, scope: ScopeServer},
+	{name: "enable-auto-tool-choice", key: "enable_auto_tool_choice", kind: flagBool, negatable: true, usage: `allow tool_choice "auto" (needs --tool-call-parser), as vLLM`, group: GroupTools, scope: ScopeServer},
+	{name: "tool-call-parser", key: "tool_call_parser", kind: flagString, usage: "vLLM tool call parser name (hermes, llama3_json, mistral, ...): the text format of generated calls", group: GroupTools, scope: ScopeServer},
+	{name: "tool-call-probability", key: "tool_call_probability", kind: flagFloat, usage: `probability (0-1, seeded) that a tool_choice "auto" answer calls tools`, group: GroupTools, scope: ScopeServer},
+	{name: "exclude-tools-when-tool-choice-none", key: "exclude_tools_when_tool_choice_none", kind: flagBool, negatable: true, usage: `leave tools out of the prompt when tool_choice is "none"`, group: GroupTools, scope: ScopeServer},
 
 	// Engine and scheduler.
-	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | sglang | trtllm"},
-	{name: "num-gpu-blocks-override", key: "num_gpu_blocks", kind: flagInt, aliases: []string{"num-gpu-blocks"}, usage: "KV blocks per DP rank (alias --num-gpu-blocks)"},
-	{name: "block-size", key: "block_size", kind: flagInt, usage: "tokens per KV block (0 = per engine: vllm 64, sglang 1, trtllm 32)"},
-	{name: "max-model-len", key: "max_model_len", kind: flagInt, usage: "maximum sequence length (accepts 32k = 32000, 32K = 32768)"},
-	{name: "max-num-seqs", key: "max_num_seqs", kind: flagInt, usage: "maximum running sequences per DP rank"},
-	{name: "max-num-batched-tokens", key: "max_num_batched_tokens", kind: flagInt, usage: "token budget per pass (accepts 8k, 8K)"},
-	{name: "enable-prefix-caching", key: "enable_prefix_caching", kind: flagBool, negatable: true, usage: "enable prefix caching"},
-	{name: "enable-chunked-prefill", key: "enable_chunked_prefill", kind: flagBool, negatable: true, usage: "enable chunked prefill"},
-	{name: "preemption-mode", key: "preemption_mode", kind: flagString, usage: "preemption victim: lifo | fifo"},
-	{name: "scheduling-policy", key: "scheduling_policy", kind: flagString, usage: "scheduling policy: fcfs | priority"},
-	{name: "prefix-caching-hash-algo", key: "prefix_caching_hash_algo", kind: flagString, usage: "block hash algorithm: xxh3 | sha256_cbor"},
-	{name: "hash-seed", key: "hash_seed", kind: flagString, usage: "sha256_cbor hash seed (default $PYTHONHASHSEED, else \"0\")"},
+	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | sglang | trtllm", group: GroupEngine, scope: ScopeAll},
+	{name: "num-gpu-blocks-override", key: "num_gpu_blocks", kind: flagInt, aliases: []string{"num-gpu-blocks"}, usage: "KV blocks per DP rank (alias --num-gpu-blocks)", group: GroupKVCache, scope: ScopeAll},
+	{name: "block-size", key: "block_size", kind: flagInt, usage: "tokens per KV block (0 = per engine: vllm 64, sglang 1, trtllm 32)", group: GroupKVCache, scope: ScopeAll},
+	{name: "max-model-len", key: "max_model_len", kind: flagInt, usage: "maximum sequence length (accepts 32k = 32000, 32K = 32768)", group: GroupEngine, scope: ScopeAll},
+	{name: "max-num-seqs", key: "max_num_seqs", kind: flagInt, usage: "maximum running sequences per DP rank", group: GroupEngine, scope: ScopeAll},
+	{name: "max-num-batched-tokens", key: "max_num_batched_tokens", kind: flagInt, usage: "token budget per pass (accepts 8k, 8K)", group: GroupEngine, scope: ScopeAll},
+	{name: "enable-prefix-caching", key: "enable_prefix_caching", kind: flagBool, negatable: true, usage: "enable prefix caching", group: GroupKVCache, scope: ScopeAll},
+	{name: "enable-chunked-prefill", key: "enable_chunked_prefill", kind: flagBool, negatable: true, usage: "enable chunked prefill", group: GroupEngine, scope: ScopeAll},
+	{name: "preemption-mode", key: "preemption_mode", kind: flagString, usage: "preemption victim: lifo | fifo", group: GroupEngine, scope: ScopeAll},
+	{name: "scheduling-policy", key: "scheduling_policy", kind: flagString, usage: "scheduling policy: fcfs | priority", group: GroupEngine, scope: ScopeAll},
+	{name: "prefix-caching-hash-algo", key: "prefix_caching_hash_algo", kind: flagString, usage: "block hash algorithm: xxh3 | sha256_cbor", group: GroupKVCache, scope: ScopeAll},
+	{name: "hash-seed", key: "hash_seed", kind: flagString, usage: "sha256_cbor hash seed (default $PYTHONHASHSEED, else \"0\")", group: GroupKVCache, scope: ScopeAll},
 
 	// SGLang and TensorRT-LLM.
-	{name: "sglang-schedule-policy", key: "sglang.schedule_policy", kind: flagString, aliases: []string{"schedule-policy"}, usage: "SGLang schedule policy: fifo | lpm | dfs-weight | lof | random (alias --schedule-policy)"},
-	{name: "sglang-page-size", key: "sglang.page_size", kind: flagInt, aliases: []string{"page-size"}, usage: "SGLang page size (default block_size; alias --page-size)"},
-	{name: "sglang-max-prefill-tokens", key: "sglang.max_prefill_tokens", kind: flagInt, aliases: []string{"max-prefill-tokens"}, usage: "SGLang prefill token budget per pass (alias --max-prefill-tokens)"},
-	{name: "sglang-chunked-prefill-size", key: "sglang.chunked_prefill_size", kind: flagInt, aliases: []string{"chunked-prefill-size"}, usage: "SGLang chunked prefill size (alias --chunked-prefill-size)"},
-	{name: "sglang-max-running-requests", key: "sglang.max_running_requests", kind: flagInt, aliases: []string{"max-running-requests"}, usage: "SGLang running batch limit (0 = max_num_seqs; alias --max-running-requests)"},
-	{name: "sglang-clip-max-new-tokens", key: "sglang.clip_max_new_tokens", kind: flagInt, usage: "SGLang clip of max_new_tokens for admission"},
-	{name: "sglang-schedule-conservativeness", key: "sglang.schedule_conservativeness", kind: flagFloat, aliases: []string{"schedule-conservativeness"}, usage: "SGLang schedule conservativeness (0 < x <= 10; alias --schedule-conservativeness)"},
-	{name: "eviction-backend", key: "eviction_backend", kind: flagString, usage: "vllm/trtllm KV pool eviction: lru | lineage | multi_lru"},
-	{name: "trtllm-capacity-scheduler-policy", key: "trtllm.capacity_scheduler_policy", kind: flagString, usage: "TensorRT-LLM capacity scheduler policy (engine-type trtllm): guaranteed_no_evict | max_utilization | static_batch"},
+	{name: "sglang-schedule-policy", key: "sglang.schedule_policy", kind: flagString, aliases: []string{"schedule-policy"}, usage: "SGLang schedule policy: fifo | lpm | dfs-weight | lof | random (alias --schedule-policy)", group: GroupEngine, scope: ScopeAll},
+	{name: "sglang-page-size", key: "sglang.page_size", kind: flagInt, aliases: []string{"page-size"}, usage: "SGLang page size (default block_size; alias --page-size)", group: GroupKVCache, scope: ScopeAll},
+	{name: "sglang-max-prefill-tokens", key: "sglang.max_prefill_tokens", kind: flagInt, aliases: []string{"max-prefill-tokens"}, usage: "SGLang prefill token budget per pass (alias --max-prefill-tokens)", group: GroupEngine, scope: ScopeAll},
+	{name: "sglang-chunked-prefill-size", key: "sglang.chunked_prefill_size", kind: flagInt, aliases: []string{"chunked-prefill-size"}, usage: "SGLang chunked prefill size (alias --chunked-prefill-size)", group: GroupEngine, scope: ScopeAll},
+	{name: "sglang-max-running-requests", key: "sglang.max_running_requests", kind: flagInt, aliases: []string{"max-running-requests"}, usage: "SGLang running batch limit (0 = max_num_seqs, or with --hardware and no --max-num-seqs SGLang's own limit from the pool; alias --max-running-requests)", group: GroupEngine, scope: ScopeAll},
+	{name: "sglang-clip-max-new-tokens", key: "sglang.clip_max_new_tokens", kind: flagInt, usage: "SGLang clip of max_new_tokens for admission", group: GroupEngine, scope: ScopeAll},
+	{name: "sglang-schedule-conservativeness", key: "sglang.schedule_conservativeness", kind: flagFloat, aliases: []string{"schedule-conservativeness"}, usage: "SGLang schedule conservativeness (0 < x <= 10; alias --schedule-conservativeness)", group: GroupEngine, scope: ScopeAll},
+	{name: "eviction-backend", key: "eviction_backend", kind: flagString, usage: "vllm/trtllm KV pool eviction: lru | lineage | multi_lru", group: GroupKVCache, scope: ScopeAll},
+	{name: "trtllm-capacity-scheduler-policy", key: "trtllm.capacity_scheduler_policy", kind: flagString, usage: "TensorRT-LLM capacity scheduler policy (engine-type trtllm): guaranteed_no_evict | max_utilization | static_batch", group: GroupEngine, scope: ScopeAll},
 
 	// Timing.
-	{name: "timing-model", key: "timing_model", kind: flagString, usage: "timing model: polynomial | fixed | interpolated"},
-	{name: "planner-profile-data", key: "planner_profile_data", kind: flagString, usage: "NPZ or JSON planner profile (implies --timing-model interpolated)"},
-	{name: "fixed-prefill-ms", key: "fixed_prefill_ms", kind: flagFloat, usage: "fixed timing model: prefill pass ms"},
-	{name: "fixed-decode-ms", key: "fixed_decode_ms", kind: flagFloat, usage: "fixed timing model: decode pass ms"},
-	{name: "speedup-ratio", key: "speedup_ratio", kind: flagFloat, usage: "divisor of modeled durations (0 or inf = no delay)"},
-	{name: "decode-speedup-ratio", key: "decode_speedup_ratio", kind: flagFloat, usage: "extra divisor of decode durations (0 or inf = no delay)"},
-	{name: "hardware", key: "hardware", kind: flagString, usage: "GPU of the hardware timing model (docs/hardware.md): h100_sxm | h200_sxm | b200_sxm | gb200 | a100_sxm | l40s | gh200 | h100_pcie | a100_pcie | b300_sxm | gb300 | l4; --model gives the shape; sizes the KV pool"},
-	{name: "tensor-parallel-size", key: "tensor_parallel_size", kind: flagInt, usage: "with --hardware: GPUs the model is split over (default 1; -tp)"},
-	{name: "dtype", key: "dtype", kind: flagString, usage: "with --hardware: weight dtype: auto | bfloat16 | float16 | half"},
-	{name: "quantization", key: "quantization", kind: flagString, usage: "with --hardware: weight quantization: fp8 (default none, or the checkpoint's; -q)"},
-	{name: "kv-cache-dtype", key: "kv_cache_dtype", kind: flagString, usage: "with --hardware: KV cache dtype: auto | bfloat16 | fp8 | fp8_e4m3 | fp8_e5m2"},
-	{name: "gpu-memory-utilization", key: "gpu_memory_utilization", kind: flagFloat, usage: "with --hardware: fraction of GPU memory for weights, activations and KV cache (default 0.9)"},
+	{name: "timing-model", key: "timing_model", kind: flagString, usage: "timing model: polynomial | fixed | interpolated", group: GroupTiming, scope: ScopeAll},
+	{name: "planner-profile-data", key: "planner_profile_data", kind: flagString, usage: "NPZ or JSON planner profile (implies --timing-model interpolated)", group: GroupTiming, scope: ScopeAll},
+	{name: "fixed-prefill-ms", key: "fixed_prefill_ms", kind: flagFloat, usage: "fixed timing model: prefill pass ms", group: GroupTiming, scope: ScopeAll},
+	{name: "fixed-decode-ms", key: "fixed_decode_ms", kind: flagFloat, usage: "fixed timing model: decode pass ms", group: GroupTiming, scope: ScopeAll},
+	{name: "speedup-ratio", key: "speedup_ratio", kind: flagFloat, usage: "divisor of modeled durations (0 or inf = no delay)", group: GroupTiming, scope: ScopeAll},
+	{name: "decode-speedup-ratio", key: "decode_speedup_ratio", kind: flagFloat, usage: "extra divisor of decode durations (0 or inf = no delay)", group: GroupTiming, scope: ScopeAll},
+	{name: "hardware", key: "hardware", kind: flagString, usage: "GPU of the hardware timing model (docs/hardware.md): h100_sxm | h200_sxm | b200_sxm | gb200 | a100_sxm | l40s | gh200 | h100_pcie | a100_pcie | b300_sxm | gb300 | l4; --model gives the shape; sizes the KV pool", group: GroupTiming, scope: ScopeAll},
+	{name: "tensor-parallel-size", key: "tensor_parallel_size", kind: flagInt, usage: "with --hardware: GPUs the model is split over (-tp)", group: GroupTiming, scope: ScopeAll},
+	{name: "dtype", key: "dtype", kind: flagString, usage: "with --hardware: weight dtype: auto | bfloat16 | float16 | half", group: GroupTiming, scope: ScopeAll},
+	{name: "quantization", key: "quantization", kind: flagString, usage: "with --hardware: weight quantization: fp8 (default none, or the checkpoint's; -q)", group: GroupTiming, scope: ScopeAll},
+	{name: "kv-cache-dtype", key: "kv_cache_dtype", kind: flagString, usage: "with --hardware: KV cache dtype: auto | bfloat16 | fp8 | fp8_e4m3 | fp8_e5m2", group: GroupTiming, scope: ScopeAll},
+	{name: "gpu-memory-utilization", key: "gpu_memory_utilization", kind: flagFloat, usage: "with --hardware: fraction of GPU memory for weights, activations and KV cache", group: GroupTiming, scope: ScopeAll},
 
 	// Reasoning.
-	{name: "reasoning", key: "reasoning", kind: flagJSON, usage: `reasoning framing as JSON: {"thinking_ratio":0.5,"start_thinking_token_id":3,"end_thinking_token_id":4}`},
+	{name: "reasoning", key: "reasoning", kind: flagJSON, usage: `reasoning framing as JSON: {"thinking_ratio":0.5,"start_thinking_token_id":3,"end_thinking_token_id":4}`, group: GroupServer, scope: ScopeServer},
 
 	// Data parallelism. -dp is handled by RewriteArgs.
-	{name: "data-parallel-size", key: "dp_size", kind: flagInt, aliases: []string{"dp-size"}, usage: "number of DP ranks (aliases --dp-size, -dp)"},
-	{name: "dp-routing", key: "dp_routing", kind: flagString, usage: "DP rank choice: round_robin | least_loaded"},
+	{name: "data-parallel-size", key: "dp_size", kind: flagInt, aliases: []string{"dp-size"}, usage: "number of DP ranks (aliases --dp-size, -dp)", group: GroupEngine, scope: ScopeAll},
+	{name: "dp-routing", key: "dp_routing", kind: flagString, usage: "DP rank choice: round_robin | least_loaded", group: GroupEngine, scope: ScopeServer},
 
 	// Disaggregated prefill/decode.
-	{name: "disaggregation-mode", key: "worker_type", kind: flagString, aliases: []string{"worker-type"}, usage: "Dynamo-style worker type: aggregated | prefill | decode (alias --worker-type; docs/disaggregation.md)"},
-	{name: "kv-transfer-config", key: "kv_transfer_config", kind: flagJSON, usage: `vLLM KVTransferConfig as JSON: {"kv_connector":"NixlConnector","kv_role":"kv_both"} serves both P/D roles per request; OffloadingConnector with kv_connector_extra_config.cpu_bytes_to_use adds a CPU offload tier`},
-	{name: "bootstrap-port", key: "bootstrap_port", kind: flagInt, usage: "prefill worker: Dynamo bootstrap rendezvous port (0 = none)"},
-	{name: "advertise-host", key: "advertise_host", kind: flagString, usage: "host written into kv_transfer_params.remote_host (default host, or 127.0.0.1 for a wildcard host)"},
-	{name: "kv-bytes-per-token", key: "kv_bytes_per_token", kind: flagInt, usage: "KV bytes per token for the transfer time (0 = no delay; default from --kv-num-layers etc. when set)"},
-	{name: "kv-num-layers", key: "kv_model_shape.num_layers", kind: flagInt, usage: "model shape for kv_bytes_per_token: hidden layers"},
-	{name: "kv-num-heads", key: "kv_model_shape.num_kv_heads", kind: flagInt, usage: "model shape for kv_bytes_per_token: KV heads"},
-	{name: "kv-head-dim", key: "kv_model_shape.head_dim", kind: flagInt, usage: "model shape for kv_bytes_per_token: head size"},
-	{name: "kv-dtype", key: "kv_model_shape.dtype", kind: flagString, usage: "model shape for kv_bytes_per_token: KV dtype: float16 | bfloat16 | float32 | fp8 (default bfloat16)"},
-	{name: "kv-transfer-bandwidth", key: "kv_transfer_bandwidth", kind: flagFloat, usage: "KV transfer bandwidth in GB/s, shared by a decode rank's concurrent transfers (0 = no delay)"},
-	{name: "kv-transfer-timing-mode", key: "kv_transfer_timing_mode", kind: flagString, usage: "transfer size: full_prompt | destination_missing (only the blocks the decode rank lacks)"},
-	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time a prefill holds its blocks for the decode side"},
+	{name: "disaggregation-mode", key: "worker_type", kind: flagString, aliases: []string{"worker-type"}, usage: "Dynamo-style worker type: aggregated | prefill | decode (alias --worker-type; docs/disaggregation.md)", group: GroupDisaggregation, scope: ScopeServer},
+	{name: "kv-transfer-config", key: "kv_transfer_config", kind: flagJSON, usage: `vLLM KVTransferConfig as JSON: {"kv_connector":"NixlConnector","kv_role":"kv_both"} serves both P/D roles per request; OffloadingConnector with kv_connector_extra_config.cpu_bytes_to_use adds a CPU offload tier`, group: GroupDisaggregation, scope: ScopeAll},
+	{name: "bootstrap-port", key: "bootstrap_port", kind: flagInt, usage: "prefill worker: Dynamo bootstrap rendezvous port (0 = none)", group: GroupDisaggregation, scope: ScopeServer},
+	{name: "advertise-host", key: "advertise_host", kind: flagString, usage: "host written into kv_transfer_params.remote_host (default host, or 127.0.0.1 for a wildcard host)", group: GroupDisaggregation, scope: ScopeServer},
+	{name: "kv-bytes-per-token", key: "kv_bytes_per_token", kind: flagInt, usage: "KV bytes per token for the transfer time (0 = no delay; default from --kv-num-layers etc. when set)", group: GroupDisaggregation, scope: ScopeAll},
+	{name: "kv-num-layers", key: "kv_model_shape.num_layers", kind: flagInt, usage: "model shape for kv_bytes_per_token: hidden layers", group: GroupDisaggregation, scope: ScopeAll},
+	{name: "kv-num-heads", key: "kv_model_shape.num_kv_heads", kind: flagInt, usage: "model shape for kv_bytes_per_token: KV heads", group: GroupDisaggregation, scope: ScopeAll},
+	{name: "kv-head-dim", key: "kv_model_shape.head_dim", kind: flagInt, usage: "model shape for kv_bytes_per_token: head size", group: GroupDisaggregation, scope: ScopeAll},
+	{name: "kv-dtype", key: "kv_model_shape.dtype", kind: flagString, usage: "model shape for kv_bytes_per_token: KV dtype: float16 | bfloat16 | float32 | fp8", group: GroupDisaggregation, scope: ScopeAll},
+	{name: "kv-transfer-bandwidth", key: "kv_transfer_bandwidth", kind: flagFloat, usage: "KV transfer bandwidth in GB/s, shared by a decode rank's concurrent transfers (0 = no delay)", group: GroupDisaggregation, scope: ScopeServer},
+	{name: "kv-transfer-timing-mode", key: "kv_transfer_timing_mode", kind: flagString, usage: "transfer size: full_prompt | destination_missing (only the blocks the decode rank lacks)", group: GroupDisaggregation, scope: ScopeServer},
+	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time a prefill holds its blocks for the decode side", group: GroupDisaggregation, scope: ScopeServer},
 
 	// Speculative decoding and KV offload tiers (docs/speculative-and-offload.md).
-	{name: "speculative-config", key: "speculative_config", kind: flagJSON, usage: `speculative decoding as JSON: {"method":"eagle","num_speculative_tokens":3,"acceptance_rate":0.7} (or "acceptance_rate_per_position":[...], "draft_cost_ratio")`},
-	{name: "kv-offloading-size", key: "kv_offloading_size", kind: flagFloat, usage: "CPU offload tier size in GiB (0 = none)"},
-	{name: "kv-offloading-backend", key: "kv_offloading_backend", kind: flagString, usage: "KV offloading backend: native (lmcache is not supported yet)"},
-	{name: "kv-offloading-disk-size", key: "kv_offloading_disk_size", kind: flagFloat, usage: "disk offload tier size in GiB below the CPU tier (0 = none)"},
-	{name: "offload-bandwidth", key: "offload_bandwidth", kind: flagJSON, usage: `load-back bandwidth per offload tier in GB/s: {"cpu":25,"disk":3}`},
+	{name: "speculative-config", key: "speculative_config", kind: flagJSON, usage: `speculative decoding as JSON: {"method":"eagle","num_speculative_tokens":3,"acceptance_rate":0.7} (or "acceptance_rate_per_position":[...], "draft_cost_ratio")`, group: GroupEngine, scope: ScopeAll},
+	{name: "kv-offloading-size", key: "kv_offloading_size", kind: flagFloat, usage: "CPU offload tier size in GiB (0 = none)", group: GroupKVCache, scope: ScopeAll},
+	{name: "kv-offloading-backend", key: "kv_offloading_backend", kind: flagString, usage: "KV offloading backend: native (lmcache is not supported yet)", group: GroupKVCache, scope: ScopeAll},
+	{name: "kv-offloading-disk-size", key: "kv_offloading_disk_size", kind: flagFloat, usage: "disk offload tier size in GiB below the CPU tier (0 = none)", group: GroupKVCache, scope: ScopeAll},
+	{name: "offload-bandwidth", key: "offload_bandwidth", kind: flagJSON, usage: `load-back bandwidth per offload tier in GB/s: {"cpu":25,"disk":3}`, group: GroupKVCache, scope: ScopeAll},
 
 	// LoRA adapters.
-	{name: "enable-lora", key: "enable_lora", kind: flagBool, negatable: true, usage: "serve LoRA adapters"},
-	{name: "lora-modules", key: "lora_modules", kind: flagList, usage: `adapters served from startup, one or more after one flag: name=path or {"name":...,"path":...,"base_model_name":...}`},
-	{name: "max-loras", key: "max_loras", kind: flagInt, usage: "maximum distinct LoRA adapters in one pass (GPU slots)"},
-	{name: "max-cpu-loras", key: "max_cpu_loras", kind: flagInt, usage: "adapters kept in the CPU cache (>= max_loras; 0 = max_loras)"},
-	{name: "max-lora-rank", key: "max_lora_rank", kind: flagInt, usage: "maximum adapter rank: 1 | 8 | 16 | 32 | 64 | 128 | 256 | 320 | 512 (checked with --lora-path-check exists)"},
-	{name: "lora-load-time-ms", key: "lora_load_time_ms", kind: flagFloat, usage: "simulated ms to load an adapter into a GPU slot (twice when read from disk)"},
-	{name: "lora-path-check", key: "lora_path_check", kind: flagString, usage: "adapter path check: none (record any path) | exists (a directory; rank from adapter_config.json)"},
-	{name: "allow-runtime-lora-updating", key: "allow_runtime_lora_updating", kind: flagBool, usage: "enable /v1/load_lora_adapter and /v1/unload_lora_adapter (default $VLLM_ALLOW_RUNTIME_LORA_UPDATING)"},
+	{name: "enable-lora", key: "enable_lora", kind: flagBool, negatable: true, usage: "serve LoRA adapters", group: GroupLoRA, scope: ScopeServer},
+	{name: "lora-modules", key: "lora_modules", kind: flagList, usage: `adapters served from startup, one or more after one flag: name=path or {"name":...,"path":...,"base_model_name":...}`, group: GroupLoRA, scope: ScopeServer},
+	{name: "max-loras", key: "max_loras", kind: flagInt, usage: "maximum distinct LoRA adapters in one pass (GPU slots)", group: GroupLoRA, scope: ScopeServer},
+	{name: "max-cpu-loras", key: "max_cpu_loras", kind: flagInt, usage: "adapters kept in the CPU cache (>= max_loras; 0 = max_loras)", group: GroupLoRA, scope: ScopeServer},
+	{name: "max-lora-rank", key: "max_lora_rank", kind: flagInt, usage: "maximum adapter rank: 1 | 8 | 16 | 32 | 64 | 128 | 256 | 320 | 512 (checked with --lora-path-check exists)", group: GroupLoRA, scope: ScopeServer},
+	{name: "lora-load-time-ms", key: "lora_load_time_ms", kind: flagFloat, usage: "simulated ms to load an adapter into a GPU slot (twice when read from disk)", group: GroupLoRA, scope: ScopeServer},
+	{name: "lora-path-check", key: "lora_path_check", kind: flagString, usage: "adapter path check: none (record any path) | exists (a directory; rank from adapter_config.json)", group: GroupLoRA, scope: ScopeServer},
+	{name: "allow-runtime-lora-updating", key: "allow_runtime_lora_updating", kind: flagBool, usage: "enable /v1/load_lora_adapter and /v1/unload_lora_adapter (default $VLLM_ALLOW_RUNTIME_LORA_UPDATING)", group: GroupLoRA, scope: ScopeServer},
 
 	// KV events and FPM.
-	{name: "kv-events-config", key: "kv_events_config", kind: flagJSON, usage: `vLLM KVEventsConfig as JSON, e.g. {"enable_kv_cache_events":true}`},
-	{name: "zmq-kv-events-port", key: "zmq_kv_events_port", kind: flagInt, usage: "Dynamo style: bind KV event PUB at tcp://<host>:<port+dp_rank>"},
-	{name: "zmq-replay-port", key: "zmq_replay_port", kind: flagInt, usage: "Dynamo style: bind replay ROUTER at tcp://<host>:<port+dp_rank>"},
-	{name: "kv-events-encoding", key: "kv_events_encoding", kind: flagString, usage: "KV event encoding: map | array"},
-	{name: "kv-events-replay-topic-frame", key: "kv_events_replay_topic_frame", kind: flagBool, negatable: true, usage: "replay replies carry a topic frame"},
-	{name: "fpm-endpoint", key: "fpm_endpoint", kind: flagString, usage: "ZMQ PUB endpoint for forward-pass metrics (empty = off)"},
+	{name: "kv-events-config", key: "kv_events_config", kind: flagJSON, usage: `vLLM KVEventsConfig as JSON, e.g. {"enable_kv_cache_events":true}`, group: GroupObservability, scope: ScopeServer},
+	{name: "zmq-kv-events-port", key: "zmq_kv_events_port", kind: flagInt, usage: "Dynamo style: bind KV event PUB at tcp://<host>:<port+dp_rank>", group: GroupObservability, scope: ScopeServer},
+	{name: "zmq-replay-port", key: "zmq_replay_port", kind: flagInt, usage: "Dynamo style: bind replay ROUTER at tcp://<host>:<port+dp_rank>", group: GroupObservability, scope: ScopeServer},
+	{name: "kv-events-encoding", key: "kv_events_encoding", kind: flagString, usage: "KV event encoding: map | array", group: GroupObservability, scope: ScopeServer},
+	{name: "kv-events-replay-topic-frame", key: "kv_events_replay_topic_frame", kind: flagBool, negatable: true, usage: "replay replies carry a topic frame", group: GroupObservability, scope: ScopeServer},
+	{name: "fpm-endpoint", key: "fpm_endpoint", kind: flagString, usage: "ZMQ PUB endpoint for forward-pass metrics (empty = off)", group: GroupObservability, scope: ScopeServer},
 
 	// Robustness, rate limits and fault injection (docs/FAULTS.md).
-	{name: "shutdown-grace", key: "shutdown_grace", kind: flagFloat, usage: "seconds in-flight requests may finish after SIGTERM/SIGINT/SIGHUP (a second signal exits at once)"},
-	{name: "request-body-timeout", key: "request_body_timeout", kind: flagFloat, usage: "seconds to receive a request body before 408 and close"},
-	{name: "max-unflushed-tokens", key: "max_unflushed_tokens", kind: flagInt, usage: "abort a stream whose client leaves this many tokens unread (0 = never)"},
-	{name: "dev-mode", key: "dev_mode", kind: flagBool, usage: "serve POST /reset_prefix_cache and, with --enable-sleep-mode, /sleep, /wake_up, /is_sleeping (default $VLLM_SERVER_DEV_MODE=1)"},
-	{name: "enable-sleep-mode", key: "enable_sleep_mode", kind: flagBool, negatable: true, usage: "vLLM's sleep mode: a sleep frees the KV cache and stops passes, a wake-up reloads the weights in modeled time (docs/sleep-mode.md)"},
-	{name: "sleep-weights-gb", key: "sleep_weights_gb", kind: flagFloat, usage: "GB of weights a wake-up reloads (with --enable-sleep-mode)"},
-	{name: "sleep-host-bandwidth", key: "sleep_host_bandwidth", kind: flagFloat, usage: "GB/s a wake-up from level 1 reloads weights from host memory at"},
-	{name: "sleep-disk-bandwidth", key: "sleep_disk_bandwidth", kind: flagFloat, usage: "GB/s a wake-up from level 2 reloads weights from disk at"},
-	{name: "ui", key: "ui", kind: flagBool, negatable: true, usage: "serve the live browser view at GET /ui, guarded by --api-key (docs/ui.md); --ui=false turns it off"},
-	{name: "max-concurrent-requests", key: "max_concurrent_requests", kind: flagInt, usage: "429 beyond this many generation requests in flight (0 = no limit)"},
-	{name: "rpm", key: "rpm", kind: flagInt, usage: "requests per minute before 429 (0 = no limit)"},
-	{name: "tpm", key: "tpm", kind: flagInt, usage: "tokens (prompt + max tokens) per minute before 429 (0 = no limit)"},
-	{name: "failure-rate", key: "failure_rate", kind: flagFloat, usage: "probability (0-1, seeded by --seed) that a request gets one of --failure-types"},
-	{name: "failure-types", key: "failure_types", kind: flagList, split: true, usage: "faults drawn by --failure-rate, e.g. rate_limit,truncate;after=5 (default all but timeout)"},
-	{name: "failure-script", key: "failure_script", kind: flagString, usage: "failure script, inline or @FILE, e.g. 'first 3: rate_limit; then ok'"},
-	{name: "allow-fault-headers", key: "allow_fault_headers", kind: flagBool, usage: "let requests pick a fault with X-Mocker-Fault"},
+	{name: "shutdown-grace", key: "shutdown_grace", kind: flagFloat, usage: "seconds in-flight requests may finish after SIGTERM/SIGINT/SIGHUP (a second signal exits at once)", group: GroupServer, scope: ScopeServer},
+	{name: "request-body-timeout", key: "request_body_timeout", kind: flagFloat, usage: "seconds to receive a request body before 408 and close", group: GroupServer, scope: ScopeServer},
+	{name: "max-unflushed-tokens", key: "max_unflushed_tokens", kind: flagInt, usage: "abort a stream whose client leaves this many tokens unread (0 = never)", group: GroupServer, scope: ScopeServer},
+	{name: "dev-mode", key: "dev_mode", kind: flagBool, usage: "serve POST /reset_prefix_cache and, with --enable-sleep-mode, /sleep, /wake_up, /is_sleeping (default $VLLM_SERVER_DEV_MODE=1)", group: GroupVLLM, scope: ScopeServer},
+	{name: "enable-sleep-mode", key: "enable_sleep_mode", kind: flagBool, negatable: true, usage: "vLLM's sleep mode: a sleep frees the KV cache and stops passes, a wake-up reloads the weights in modeled time (docs/sleep-mode.md)", group: GroupServer, scope: ScopeServer},
+	{name: "sleep-weights-gb", key: "sleep_weights_gb", kind: flagFloat, usage: "GB of weights a wake-up reloads (with --enable-sleep-mode)", group: GroupServer, scope: ScopeServer},
+	{name: "sleep-host-bandwidth", key: "sleep_host_bandwidth", kind: flagFloat, usage: "GB/s a wake-up from level 1 reloads weights from host memory at", group: GroupServer, scope: ScopeServer},
+	{name: "sleep-disk-bandwidth", key: "sleep_disk_bandwidth", kind: flagFloat, usage: "GB/s a wake-up from level 2 reloads weights from disk at", group: GroupServer, scope: ScopeServer},
+	{name: "ui", key: "ui", kind: flagBool, negatable: true, usage: "serve the live browser view at GET /ui, guarded by --api-key (docs/ui.md); --ui=false turns it off", group: GroupServer, scope: ScopeServer},
+	{name: "max-concurrent-requests", key: "max_concurrent_requests", kind: flagInt, usage: "429 beyond this many generation requests in flight (0 = no limit)", group: GroupFaults, scope: ScopeServer},
+	{name: "rpm", key: "rpm", kind: flagInt, usage: "requests per minute before 429 (0 = no limit)", group: GroupFaults, scope: ScopeServer},
+	{name: "tpm", key: "tpm", kind: flagInt, usage: "tokens (prompt + max tokens) per minute before 429 (0 = no limit)", group: GroupFaults, scope: ScopeServer},
+	{name: "failure-rate", key: "failure_rate", kind: flagFloat, usage: "probability (0-1, seeded by --seed) that a request gets one of --failure-types", group: GroupFaults, scope: ScopeServer},
+	{name: "failure-types", key: "failure_types", kind: flagList, split: true, usage: "faults drawn by --failure-rate, e.g. rate_limit,truncate;after=5 (default all but timeout)", group: GroupFaults, scope: ScopeServer},
+	{name: "failure-script", key: "failure_script", kind: flagString, usage: "failure script, inline or @FILE, e.g. 'first 3: rate_limit; then ok'", group: GroupFaults, scope: ScopeServer},
+	{name: "allow-fault-headers", key: "allow_fault_headers", kind: flagBool, usage: "let requests pick a fault with X-Mocker-Fault", group: GroupFaults, scope: ScopeServer},
 
 	// Resource budgets (docs/SECURITY.md, "Budgets"): a request over one gets a 400 naming the flag.
-	{name: "max-prompts-per-request", key: "max_prompts_per_request", kind: flagInt, usage: "most prompts in one /v1/completions request (a prompt list)"},
-	{name: "max-sequences-per-request", key: "max_sequences_per_request", kind: flagInt, usage: "most sequences one request makes: prompts × n (× best_of)"},
-	{name: "max-embedding-inputs", key: "max_embedding_inputs", kind: flagInt, usage: "most inputs in one /v1/embeddings request (OpenAI: 2048)"},
-	{name: "max-schema-bytes", key: "max_schema_bytes", kind: flagInt, usage: "largest JSON schema (response_format, structured outputs, one tool's parameters), in bytes"},
-	{name: "max-schema-enum", key: "max_schema_enum", kind: flagInt, usage: "most enum and const values in one JSON schema (OpenAI: 1000)"},
-	{name: "max-schema-steps", key: "max_schema_steps", kind: flagInt, usage: "work budget of one schema's compilation, and of each generation or check against it"},
-	{name: "max-lora-adapters", key: "max_lora_adapters", kind: flagInt, usage: "most LoRA adapters registered at once (startup and /v1/load_lora_adapter)"},
-	{name: "kv-transfer-allowed-hosts", key: "kv_transfer_allowed_hosts", kind: flagList, split: true, usage: "prefill hosts a decode worker may dial besides loopback and --advertise-host: names (not resolved), IPs, CIDRs, or *"},
-	{name: "max-responses-store-bytes", key: "max_responses_store_bytes", kind: flagInt, usage: "bytes of stored /v1/responses kept for previous_response_id (oldest dropped first)"},
+	{name: "max-prompts-per-request", key: "max_prompts_per_request", kind: flagInt, usage: "most prompts in one /v1/completions request (a prompt list)", group: GroupServer, scope: ScopeServer},
+	{name: "max-sequences-per-request", key: "max_sequences_per_request", kind: flagInt, usage: "most sequences one request makes: prompts × n (× best_of)", group: GroupServer, scope: ScopeServer},
+	{name: "max-embedding-inputs", key: "max_embedding_inputs", kind: flagInt, usage: "most inputs in one /v1/embeddings request (OpenAI: 2048)", group: GroupServer, scope: ScopeServer},
+	{name: "max-schema-bytes", key: "max_schema_bytes", kind: flagInt, usage: "largest JSON schema (response_format, structured outputs, one tool's parameters), in bytes", group: GroupServer, scope: ScopeServer},
+	{name: "max-schema-enum", key: "max_schema_enum", kind: flagInt, usage: "most enum and const values in one JSON schema (OpenAI: 1000)", group: GroupServer, scope: ScopeServer},
+	{name: "max-schema-steps", key: "max_schema_steps", kind: flagInt, usage: "work budget of one schema's compilation, and of each generation or check against it", group: GroupServer, scope: ScopeServer},
+	{name: "max-lora-adapters", key: "max_lora_adapters", kind: flagInt, usage: "most LoRA adapters registered at once (startup and /v1/load_lora_adapter)", group: GroupLoRA, scope: ScopeServer},
+	{name: "kv-transfer-allowed-hosts", key: "kv_transfer_allowed_hosts", kind: flagList, split: true, usage: "prefill hosts a decode worker may dial besides loopback and --advertise-host: names (not resolved), IPs, CIDRs, or *", group: GroupDisaggregation, scope: ScopeServer},
+	{name: "max-responses-store-bytes", key: "max_responses_store_bytes", kind: flagInt, usage: "bytes of stored /v1/responses kept for previous_response_id (oldest dropped first)", group: GroupServer, scope: ScopeServer},
 }
 
 // Names of the source flags, which are not configuration keys themselves.
@@ -232,22 +238,27 @@ func RegisterFlags(fs *pflag.FlagSet) {
 			if fv, ok := fieldAt(defV, s.key); ok {
 				*slot = fv.Bool()
 			}
-			fs.Var(&boolValue{slot: slot}, s.name, s.usage)
+			fs.Var(&boolValue{slot: slot}, s.name, negationUsage(s))
 			fs.Lookup(s.name).NoOptDefVal = "true"
 			if s.negatable {
 				// Shares the slot: the last of --x / --no-x on the command line wins.
 				neg := "no-" + s.name
 				fs.Var(&boolValue{slot: slot, invert: true}, neg, "disable --"+s.name)
 				fs.Lookup(neg).NoOptDefVal = "true"
+				_ = fs.MarkHidden(neg)
+				SetFlagGroup(fs, neg, s.group.String())
 			}
 		case flagList:
 			fs.Var(&listValue{split: s.split}, s.name, s.usage)
 		default:
 			fs.Var(&textValue{text: defaultText(defV, s.key), kind: s.kind}, s.name, s.usage)
 		}
+		SetFlagGroup(fs, s.name, s.group.String())
 	}
-	fs.String(FlagConfig, "", "YAML or JSON configuration file")
+	fs.String(FlagConfig, "", "YAML or JSON configuration file: the project's keys (configs/), or a vLLM config file (keys are vllm serve argument names; docs/vllm-flags.md)")
 	fs.String(FlagExtraEngineArgs, "", "inline JSON object, or a JSON/YAML file, overriding --config")
+	SetFlagGroup(fs, FlagConfig, GroupVLLM.String())
+	SetFlagGroup(fs, FlagExtraEngineArgs, GroupVLLM.String())
 	registerVLLMFlags(fs)
 }
 

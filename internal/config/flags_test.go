@@ -173,17 +173,17 @@ func TestFlags_ValuesGetTheSameValidationAsFiles(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"non-numeric integer", []string{"--max-num-seqs", "abc"}, []string{`max_num_seqs must be an integer, got string "abc"`}},
-		{"fractional integer", []string{"--max-num-seqs", "2.5"}, []string{"max_num_seqs must be an integer, got 2.5"}},
-		{"engine_type text", []string{"--engine-type", "tensorrt"}, []string{"Invalid engine_type 'tensorrt'. Must be 'vllm', 'sglang', or 'trtllm'."}},
+		{"non-numeric integer", []string{"--max-num-seqs", "abc"}, []string{`--max-num-seqs must be an integer, got string "abc"`}},
+		{"fractional integer", []string{"--max-num-seqs", "2.5"}, []string{"--max-num-seqs must be an integer, got 2.5"}},
+		{"engine_type text", []string{"--engine-type", "tensorrt"}, []string{"Invalid --engine-type 'tensorrt'. Must be 'vllm', 'sglang', or 'trtllm'."}},
 		{"unknown field in --kv-events-config", []string{"--kv-events-config", `{"enable_kv_cache_events": true, "bogus": 1}`},
 			[]string{`unknown field "kv_events_config.bogus"`}},
 		{"invalid JSON in --kv-events-config", []string{"--kv-events-config", `{"enable_kv_cache_events": tru}`},
-			[]string{"kv_events_config: invalid JSON: invalid character '}' in literal true (expecting 'e')"}},
+			[]string{"--kv-events-config: invalid JSON: invalid character '}' in literal true (expecting 'e')"}},
 		{"trailing data in --reasoning", []string{"--reasoning", `{"thinking_ratio": 0.5} {}`},
-			[]string{"reasoning: trailing data after JSON value"}},
+			[]string{"--reasoning: trailing data after JSON value"}},
 		{"--reasoning without thinking_ratio", []string{"--reasoning", `{}`}, []string{"reasoning.thinking_ratio is required"}},
-		{"empty served name", []string{"--served-model-name", "a,,b"}, []string{"served_model_name entries must not be empty"}},
+		{"empty served name", []string{"--served-model-name", "a,,b"}, []string{"--served-model-name entries must not be empty"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,5 +251,18 @@ func wantBool(t *testing.T, key string, got, want bool) {
 	t.Helper()
 	if got != want {
 		t.Errorf("%s = %t, want %t", key, got, want)
+	}
+}
+
+// TestFlagTableGroups: every configuration flag has a --help section and a
+// scope, so a flag added to the table must say where it belongs.
+func TestFlagTableGroups(t *testing.T) {
+	for _, s := range flagTable {
+		if _, ok := groupTitles[s.group]; !ok {
+			t.Errorf("--%s has no group: set flagSpec.group", s.name)
+		}
+		if s.scope == 0 || s.scope&^ScopeAll != 0 {
+			t.Errorf("--%s has scope %b: set flagSpec.scope (ScopeServer or ScopeAll)", s.name, s.scope)
+		}
 	}
 }

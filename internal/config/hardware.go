@@ -102,12 +102,31 @@ func resolveHardware(cfg *Config, merged map[string]any) ([]problem, []string) {
 	if !cfg.NumGPUBlocksOverridden {
 		cfg.NumGPUBlocks = mem.Blocks
 	}
+	sg, _ := merged["sglang"].(map[string]any)
+	if _, runSet := sg["max_running_requests"]; cfg.EngineType == engine.EngineSGLang && !runSet && !set("max_num_seqs") {
+		cfg.SGLang.MaxRunningRequests = sglangMaxRunningRequests(int64(cfg.NumGPUBlocks)*int64(cfg.EffectiveBlockSize()), cfg.MaxModelLen)
+	}
 	cfg.HardwareTiming = m
 	if !set("sleep_weights_gb") {
 		// A wake-up from sleep reloads this GPU's share of the weights.
 		cfg.SleepWeightsGB = float64(m.WeightBytes()) / 1e9
 	}
 	return nil, warns
+}
+
+// sglangMaxRunningRequests is the running-batch limit SGLang derives from
+// its KV pool when --max-running-requests is not given (sglang/srt/
+// model_executor/model_runner.py and managers/scheduler.py): the request
+// pool holds poolTokens / context_len × 512 requests, clamped to [2048,
+// 4096], and the limit is the smaller of that and half the pool's tokens.
+// With --hardware the pool is the one the GPU would have, so the limit is
+// too; without it (a synthetic pool) the mock keeps max_num_seqs.
+func sglangMaxRunningRequests(poolTokens int64, contextLen int) int {
+	reqs := int64(2048)
+	if contextLen > 0 {
+		reqs = min(max(poolTokens*512/int64(contextLen), 2048), 4096)
+	}
+	return int(max(1, min(poolTokens/2, reqs)))
 }
 
 // hardwareTimingModel is the hardware model as the engine's timing model,

@@ -102,3 +102,49 @@ func TestHardware_Problems(t *testing.T) {
 		}
 	}
 }
+
+// Under --engine-type sglang with --hardware, the running-batch limit is
+// the one SGLang derives from the pool, not vLLM's max_num_seqs of 256;
+// an explicit --max-running-requests or --max-num-seqs still wins.
+func TestHardware_SGLangRunningLimitFollowsPool(t *testing.T) {
+	base := []string{"--hardware", "h200_sxm", "--model", "meta-llama/Llama-3.3-70B-Instruct", "--tensor-parallel-size", "4",
+		"--engine-type", "sglang"}
+	cfg, _ := mustLoad(t, noEnv(flagOptions(t, base...)))
+	pool := int64(cfg.NumGPUBlocks) * int64(cfg.EffectiveBlockSize())
+	// 70B on 4 × H200 in BF16 keeps about a million tokens per rank:
+	// pool × 512 / 131072 ≈ 4000 requests, within [2048, 4096].
+	want := int(min(pool/2, min(max(pool*512/131072, 2048), 4096)))
+	if got := cfg.SGLang.MaxRunningRequests; got != want || got < 2048 || got > 4096 {
+		t.Errorf("max_running_requests %d, want %d (pool %d tokens, max_model_len %d)", got, want, pool, cfg.MaxModelLen)
+	}
+	for _, extra := range [][]string{{"--max-running-requests", "64"}, {"--max-num-seqs", "128"}} {
+		c, _ := mustLoad(t, noEnv(flagOptions(t, append(append([]string(nil), base...), extra...)...)))
+		if extra[0] == "--max-running-requests" && c.SGLang.MaxRunningRequests != 64 {
+			t.Errorf("%v: max_running_requests %d", extra, c.SGLang.MaxRunningRequests)
+		}
+		if extra[0] == "--max-num-seqs" && c.SGLang.MaxRunningRequests != 0 {
+			t.Errorf("%v: max_running_requests %d, want 0 (max_num_seqs applies)", extra, c.SGLang.MaxRunningRequests)
+		}
+	}
+	v, _ := mustLoad(t, noEnv(flagOptions(t, "--hardware", "h200_sxm", "--model", "meta-llama/Llama-3.3-70B-Instruct", "--tensor-parallel-size", "4")))
+	if v.SGLang.MaxRunningRequests != 0 {
+		t.Errorf("vllm: sglang max_running_requests %d", v.SGLang.MaxRunningRequests)
+	}
+}
+
+func TestSGLangMaxRunningRequests(t *testing.T) {
+	for _, c := range []struct {
+		pool int64
+		ctx  int
+		want int
+	}{
+		{1_000_000, 131072, 3906}, // 1e6 × 512 / 131072 = 3906
+		{300_000, 131072, 2048},   // 1171 → the 2048 floor
+		{100_000_000, 4096, 4096}, // the 4096 cap
+		{3000, 131072, 1500},      // half the pool's tokens is smaller
+	} {
+		if got := sglangMaxRunningRequests(c.pool, c.ctx); got != c.want {
+			t.Errorf("pool %d, context %d: %d, want %d", c.pool, c.ctx, got, c.want)
+		}
+	}
+}

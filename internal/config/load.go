@@ -61,45 +61,74 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	// it), in precedence order, then merged.
 	type layer struct {
 		label string // prefix of error lines; empty for flags
+		path  string // the file read, for the line of a key; "" = none
 		read  func() (map[string]any, error)
+		// vllm: the file may be a vLLM config (keys are vllm serve
+		// argument names; vllmconfig.go).
+		vllm bool
 	}
 	var layers []layer
 	if opts.ConfigPath != "" {
-		layers = append(layers, layer{"--config " + opts.ConfigPath, func() (map[string]any, error) {
+		layers = append(layers, layer{"--config " + opts.ConfigPath, opts.ConfigPath, func() (map[string]any, error) {
 			return readConfigFile(opts.ConfigPath)
-		}})
+		}, true})
 	}
 	if v := strings.TrimSpace(opts.ExtraEngineArgs); v != "" {
 		if strings.HasPrefix(v, "{") {
-			layers = append(layers, layer{"--extra-engine-args", func() (map[string]any, error) {
+			layers = append(layers, layer{"--extra-engine-args", "", func() (map[string]any, error) {
 				return parseJSONObject([]byte(v))
-			}})
+			}, false})
 		} else {
-			layers = append(layers, layer{"--extra-engine-args " + v, func() (map[string]any, error) {
+			layers = append(layers, layer{"--extra-engine-args " + v, v, func() (map[string]any, error) {
 				return readConfigFile(v)
-			}})
+			}, false})
 		}
 	}
 	if opts.Overlay != nil {
-		layers = append(layers, layer{"", func() (map[string]any, error) { return opts.Overlay, nil }})
+		layers = append(layers, layer{"", "", func() (map[string]any, error) { return opts.Overlay, nil }, false})
 	}
 
 	merged := map[string]any{}
+	var sourceWarns []string
+	// origins says, per key, which source set it last and how it was spelled.
+	origins := map[string]origin{}
 	for _, l := range layers {
 		raw, err := l.read()
 		if err != nil {
 			probs = append(probs, problem{msg: l.label + ": " + err.Error()})
 			continue
 		}
+		var layerOrigins map[string]origin
+		if l.vllm && isVLLMConfig(raw) {
+			var ps []problem
+			var ws []string
+			raw, layerOrigins, ps, ws = vllmConfigLayer(raw, l.label, l.path)
+			probs = append(probs, ps...)
+			sourceWarns = append(sourceWarns, ws...)
+		} else if l.label == "" {
+			layerOrigins = map[string]origin{}
+			for k := range spellings(raw, "", "", nil) {
+				layerOrigins[k] = origin{flag: true}
+			}
+		} else {
+			layerOrigins = fileOrigins(raw, l.label, l.path)
+		}
 		m, ps := prepareLayer(raw, bad)
 		for _, p := range ps {
-			if l.label != "" {
-				p.msg = l.label + ": " + p.msg
+			msg, where := userTerms(p, layerOrigins)
+			if where == "" {
+				where = l.label
+			}
+			p.msg = msg
+			if where != "" {
+				p.msg = where + ": " + msg
 			}
 			probs = append(probs, p)
 		}
+		maps.Copy(origins, layerOrigins)
 		mergeMaps(merged, m)
 	}
+	layerProbs := len(probs)
 
 	cfg := Default()
 	d := newDecoder()
@@ -108,7 +137,7 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	for p := range d.bad {
 		bad[p] = true
 	}
-	warns := d.warns
+	warns := append(sourceWarns, d.warns...)
 
 	probs = append(probs, checkMerged(&cfg, merged, bad)...)
 	if !opts.parseNotYet {
@@ -127,6 +156,14 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	for _, p := range vprobs {
 		if !involvesBad(p.keys, bad) {
 			probs = append(probs, p)
+		}
+	}
+	// The problems of the merged configuration name what the user wrote.
+	for i := layerProbs; i < len(probs); i++ {
+		msg, where := userTerms(probs[i], origins)
+		probs[i].msg = msg
+		if where != "" {
+			probs[i].msg = where + ": " + msg
 		}
 	}
 	if len(probs) > 0 {

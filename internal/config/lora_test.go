@@ -75,20 +75,20 @@ func TestLoRABadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"max_loras below 1", []string{"--enable-lora", "--max-loras", "0"}, "max_loras must be >= 1, got 0"},
-		{"max_cpu_loras below max_loras", []string{"--enable-lora", "--max-loras", "3", "--max-cpu-loras", "2"}, "max_cpu_loras (2) must be >= max_loras (3)"},
-		{"rank not one of vLLM's", []string{"--enable-lora", "--max-lora-rank", "24"}, "max_lora_rank must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512, got 24"},
+		{"max_loras below 1", []string{"--enable-lora", "--max-loras", "0"}, "--max-loras must be >= 1, got 0"},
+		{"max_cpu_loras below max_loras", []string{"--enable-lora", "--max-loras", "3", "--max-cpu-loras", "2"}, "--max-cpu-loras (2) must be >= --max-loras (3)"},
+		{"rank not one of vLLM's", []string{"--enable-lora", "--max-lora-rank", "24"}, "--max-lora-rank must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512, got 24"},
 		{"adapter named like the base model", []string{"--enable-lora", "--lora-modules", "mocker-model=/p"}, `adapter name "mocker-model" is a served model name`},
 		{"adapter listed twice", []string{"--enable-lora", "--lora-modules", "a=/p", "a=/q"}, `adapter "a" is listed more than once`},
 		{"bad JSON", []string{"--enable-lora", "--lora-modules", `{"name":`}, "invalid JSON format for --lora-modules"},
 		{"unknown JSON field", []string{"--enable-lora", "--lora-modules", `{"name":"a","path":"/p","rank":8}`}, `unknown field "rank"`},
 		{"two equals signs", []string{"--enable-lora", "--lora-modules", "a=/p=q"}, "invalid format for --lora-modules: a=/p=q"},
-		{"no path", []string{"--enable-lora", "--lora-modules", "a="}, `lora_modules entry "a=" needs a name and a path`},
-		{"modules without enable_lora", []string{"--lora-modules", "a=/p"}, "lora_modules needs enable_lora"},
-		{"negative load time", []string{"--enable-lora", "--lora-load-time-ms", "-1"}, "lora_load_time_ms"},
-		{"unknown path check", []string{"--enable-lora", "--lora-path-check", "maybe"}, "lora_path_check"},
-		{"data parallel", []string{"--enable-lora", "-dp", "2"}, "enable_lora is not supported with dp_size > 1, got 2"},
-		{"trtllm", []string{"--enable-lora", "--engine-type", "trtllm"}, "enable_lora is supported with engine_type vllm only"},
+		{"no path", []string{"--enable-lora", "--lora-modules", "a="}, `--lora-modules entry "a=" needs a name and a path`},
+		{"modules without enable_lora", []string{"--lora-modules", "a=/p"}, "--lora-modules needs --enable-lora"},
+		{"negative load time", []string{"--enable-lora", "--lora-load-time-ms", "-1"}, "--lora-load-time-ms must be a finite number >= 0, got -1"},
+		{"unknown path check", []string{"--enable-lora", "--lora-path-check", "maybe"}, "Invalid --lora-path-check 'maybe'. Must be 'none' or 'exists'."},
+		{"data parallel", []string{"--enable-lora", "-dp", "2"}, "--enable-lora is not supported with --data-parallel-size > 1, got 2"},
+		{"trtllm", []string{"--enable-lora", "--engine-type", "trtllm"}, "--enable-lora is supported with --engine-type vllm only, got trtllm"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,9 +51,14 @@ func readmeFlagTable() string {
 			mdDefault(defV, s.key), mdEscape(s.usage))
 	}
 	fmt.Fprintf(&b, "| `--%s` | — | %s | %s |\n", FlagConfig, markdownNoneCell,
-		"YAML or JSON configuration file with the JSON keys of this table (examples in `configs/`)")
+		"YAML or JSON configuration file with the JSON keys of this table (examples in `configs/`), or vLLM's config file whose keys are `vllm serve` argument names (docs/vllm-flags.md)")
 	fmt.Fprintf(&b, "| `--%s` | — | %s | %s |\n", FlagExtraEngineArgs, markdownNoneCell,
 		"inline JSON object, or a JSON/YAML file, with the same keys; overrides `--config`")
+	// The admin API's flags are the command's (serve and fleet), not
+	// configuration keys; listed so that the table is complete.
+	b.WriteString("| `--admin-port` | — | serve `-1`, fleet `9000` | admin API port (-1: no admin API, 0: a free port; docs/fleet.md) |\n")
+	b.WriteString("| `--admin-host` | — | `127.0.0.1` | admin API host |\n")
+	b.WriteString("| `--admin-key` | `admin_key` | — | bearer token every admin API call (and `/admin/faults` on the API port) must carry |\n")
 	return b.String()
 }
 

@@ -49,7 +49,7 @@ func TestLoad_EvictionBackend(t *testing.T) {
 	}
 	probs := problemsOf(t, noEnv(flagOptions(t, "--eviction-backend", "fifo")))
 	if !slices.ContainsFunc(probs, func(p string) bool {
-		return p == "Invalid eviction_backend 'fifo'. Must be 'lru', 'lineage', or 'multi_lru'."
+		return p == "Invalid --eviction-backend 'fifo'. Must be 'lru', 'lineage', or 'multi_lru'."
 	}) {
 		t.Errorf("problems %q", probs)
 	}

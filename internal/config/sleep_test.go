@@ -40,7 +40,7 @@ func TestLoad_SleepKeysWithoutSleepModeWarn(t *testing.T) {
 	}
 	probs := loadProblems(t, flagOptions(t, "--enable-sleep-mode", "--sleep-weights-gb", "-1", "--sleep-host-bandwidth", "-2"))
 	joined := strings.Join(probs, "\n")
-	for _, k := range []string{"sleep_weights_gb must be a finite number >= 0", "sleep_host_bandwidth must be a finite number >= 0"} {
+	for _, k := range []string{"--sleep-weights-gb must be a finite number >= 0", "--sleep-host-bandwidth must be a finite number >= 0"} {
 		if !strings.Contains(joined, k) {
 			t.Errorf("problems %q lack %q", probs, k)
 		}

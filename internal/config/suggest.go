@@ -53,7 +53,21 @@ func suggestFlag(fs *pflag.FlagSet, typed string) string {
 	for short := range vllmShortNames {
 		consider("-"+short, short)
 	}
-	return best
+	if best != "" || len(typed) < 3 {
+		return best
+	}
+	// A prefix abbreviation (--tensor-parallel), which Python's argparse
+	// expands when it is unique, is not accepted but suggested.
+	var expansions []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, typed) && !strings.HasPrefix(f.Name, "no-") {
+			expansions = append(expansions, "--"+f.Name)
+		}
+	})
+	if len(expansions) == 1 {
+		return expansions[0]
+	}
+	return ""
 }
 
 // editDistance is the optimal string alignment distance: insertions,
@@ -80,4 +94,18 @@ func editDistance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
+}
+
+// Suggest returns the name of known nearest to typed, or "" when none is
+// close (at most one edit per four characters, between one and three), so
+// that every "did you mean" of the program follows one rule.
+func Suggest(typed string, known []string) string {
+	limit := min(max(len(typed)/4, 1), 3)
+	best, bestDist := "", limit+1
+	for _, k := range known {
+		if d := editDistance(typed, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
 }

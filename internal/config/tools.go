@@ -30,7 +30,7 @@ func (v *validator) validateTools(c *Config) {
 	}
 	if c.EnableAutoToolChoice && c.ToolCallParser == "" {
 		v.errorf([]string{"enable_auto_tool_choice", "tool_call_parser"},
-			"Error: --enable-auto-tool-choice requires --tool-call-parser")
+			"--enable-auto-tool-choice requires --tool-call-parser")
 	}
 	if !(c.ToolCallProbability >= 0 && c.ToolCallProbability <= 1) {
 		v.errorf([]string{"tool_call_probability"}, "tool_call_probability must be in [0, 1], got %s", fmtFloat(c.ToolCallProbability))

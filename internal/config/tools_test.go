@@ -14,10 +14,10 @@ func TestToolFlags_StartupChecksAsVLLM(t *testing.T) {
 	}{
 		{"auto choice with a parser", []string{"--enable-auto-tool-choice", "--tool-call-parser", "hermes"}, ""},
 		{"parser alone", []string{"--tool-call-parser", "llama3_json"}, ""},
-		{"auto choice without a parser", []string{"--enable-auto-tool-choice"}, "Error: --enable-auto-tool-choice requires --tool-call-parser"},
+		{"auto choice without a parser", []string{"--enable-auto-tool-choice"}, "--enable-auto-tool-choice requires --tool-call-parser"},
 		{"parser None is unset", []string{"--enable-auto-tool-choice", "--tool-call-parser", "None"}, "requires --tool-call-parser"},
 		{"unknown parser", []string{"--tool-call-parser", "hermez"}, "invalid tool call parser: hermez (chose from {"},
-		{"probability above 1", []string{"--tool-call-probability", "1.5"}, "tool_call_probability must be in [0, 1], got 1.5"},
+		{"probability above 1", []string{"--tool-call-probability", "1.5"}, "--tool-call-probability must be in [0, 1], got 1.5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

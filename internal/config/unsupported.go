@@ -21,13 +21,13 @@ func notYetProblems(cfg *Config, merged map[string]any) []problem {
 	for _, s := range flagTable {
 		if s.notYet != "" && hasPath(merged, s.key) {
 			probs = append(probs, problem{keys: []string{s.key},
-				msg: fmt.Sprintf("not supported yet: --%s (%s; needs %s)", s.name, s.key, s.notYet)})
+				msg: fmt.Sprintf("not supported yet: --%s (needs %s)", s.name, s.notYet)})
 		}
 	}
 	for _, v := range notYetValues {
 		if got, ok := stringAt(cfg, v.key); ok && got == v.value {
 			probs = append(probs, problem{keys: []string{v.key},
-				msg: fmt.Sprintf("not supported yet: --%s %s (%s; needs %s)", v.flag, v.value, v.key, v.capability)})
+				msg: fmt.Sprintf("not supported yet: --%s %s (needs %s)", v.flag, v.value, v.capability)})
 		}
 	}
 	return probs

@@ -23,11 +23,11 @@ func TestLoad_NotYetSupported(t *testing.T) {
 		}
 		value := map[flagKind]string{flagString: "x", flagInt: "1", flagFloat: "1"}[s.kind]
 		tests = append(tests, testCase{"--" + s.name, []string{"--" + s.name, value},
-			fmt.Sprintf("not supported yet: --%s (%s; needs %s)", s.name, s.key, s.notYet)})
+			fmt.Sprintf("not supported yet: --%s (needs %s)", s.name, s.notYet)})
 	}
 	for _, v := range notYetValues {
 		tests = append(tests, testCase{"--" + v.flag + " " + v.value, []string{"--" + v.flag, v.value},
-			fmt.Sprintf("not supported yet: --%s %s (%s; needs %s)", v.flag, v.value, v.key, v.capability)})
+			fmt.Sprintf("not supported yet: --%s %s (needs %s)", v.flag, v.value, v.capability)})
 	}
 	if len(tests) == 0 {
 		t.Skip("every capability is built")
@@ -52,7 +52,7 @@ func TestLoad_NotYetSupportedFromAConfigFile(t *testing.T) {
 	opts.parseNotYet = false
 	probs := problemsOf(t, opts)
 	for _, want := range []string{
-		"not supported yet: --kv-offloading-backend lmcache (kv_offloading_backend; needs the LMCache offloading backend)",
+		"--config " + path + ":1: not supported yet: --kv-offloading-backend lmcache (needs the LMCache offloading backend)",
 	} {
 		if countLines(probs, want) != 1 {
 			t.Errorf("problems %q: want %q", probs, want)

@@ -23,17 +23,20 @@ const maxAdminBody = 1 << 20
 //	POST       change only the keys present in the body
 //
 // With a key, every method requires "Authorization: Bearer <key>";
-// without it, or with a wrong key, the answer is 401. An empty key means
+// without it, or with a wrong key, the answer is 401 {"error":"Unauthorized"}
+// (vLLM's flat shape, as for its API key). An empty key means
 // the caller authenticates (the fleet admin API guards all its routes). A
 // new setting applies from the next request on and restarts the script's
-// arrival count and time origin. Errors use vLLM's shape
+// arrival count and time origin. Other errors use vLLM's shape
 // {"error":{"message","type","param","code"}}.
 func NewAdminHandler(in *Injector, key string) http.Handler {
 	want := []byte(key)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if len(want) > 0 && (!ok || subtle.ConstantTimeCompare([]byte(token), want) != 1) {
-			writeAdminError(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized: a valid admin key is required (Authorization: Bearer <admin-key>).")
+			// vLLM's (FastAPI's) flat shape, which the API key's 401 and
+			// the fleet's admin API answer too: one 401 for every key.
+			httperr.Write(w, http.StatusUnauthorized, httperr.Flat("Unauthorized"))
 			return
 		}
 		switch r.Method {

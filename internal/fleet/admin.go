@@ -87,7 +87,7 @@ func (f *Fleet) adminHandler() http.Handler {
 			// 256 KiB of an unread body, before or after the answer, so a
 			// slow body would hold the 401 back or the connection open.
 			closeUnread(w)
-			writeAdminJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
+			httperr.Write(w, http.StatusUnauthorized, httperr.Flat("Unauthorized"))
 			return
 		}
 		guarded.ServeHTTP(w, r)

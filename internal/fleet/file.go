@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/mocker-server/mocker-server/internal/config"
 )
 
 // File is a fleet file: groups of workers, in order. Worker ids are
@@ -45,7 +49,7 @@ func ParseFile(data []byte) (*File, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	var f File
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		return nil, err
+		return nil, yamlTerms(data, err)
 	}
 	if len(f.Workers) == 0 {
 		return nil, fmt.Errorf("no worker groups (want workers: [{count: N, ...}, ...])")
@@ -56,4 +60,36 @@ func ParseFile(data []byte) (*File, error) {
 		}
 	}
 	return &f, nil
+}
+
+var (
+	unknownFieldRE = regexp.MustCompile(`json: unknown field "([^"]*)"`)
+	// The YAML library converts to JSON first and says so in its errors.
+	jsonWrapperRE = regexp.MustCompile(`^error (?:converting YAML to JSON|unmarshaling JSON): (?:while decoding JSON: )?(?:json: )?`)
+)
+
+// groupKeys are the keys of a worker group, for suggestions.
+var groupKeys = []string{"count", "config", "args"}
+
+// yamlTerms says a parse error of a fleet file in the file's own terms:
+// an unknown key with its line and a suggestion, not the JSON decoder's
+// words about the JSON the YAML was converted to.
+func yamlTerms(data []byte, err error) error {
+	m := unknownFieldRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return fmt.Errorf("%s", jsonWrapperRE.ReplaceAllString(err.Error(), ""))
+	}
+	key := m[1]
+	msg := fmt.Sprintf("unknown key %q", key)
+	keyRE := regexp.MustCompile(`^\s*(- )?["']?` + regexp.QuoteMeta(key) + `["']?\s*:`)
+	for i, line := range strings.Split(string(data), "\n") {
+		if keyRE.MatchString(line) {
+			msg = fmt.Sprintf("line %d: %s", i+1, msg)
+			break
+		}
+	}
+	if s := config.Suggest(key, append([]string{"workers"}, groupKeys...)); s != "" {
+		return fmt.Errorf("%s (did you mean %q?)", msg, s)
+	}
+	return fmt.Errorf("%s (a fleet file has workers:, each group count:, config: and args:)", msg)
 }

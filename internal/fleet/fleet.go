@@ -133,6 +133,7 @@ func Start(ctx context.Context, members []Member, opts Options) (*Fleet, error) 
 	}
 	if len(members) > 1 {
 		f.log.Info("fleet started", "workers", len(members), "took", time.Since(start).Round(time.Millisecond))
+		f.printSummary()
 	}
 	return f, nil
 }
@@ -147,6 +148,7 @@ func (f *Fleet) startWorker(i int) error {
 		StartupGate:   f.opts.StartupGate,
 		Loaders:       f.opts.Loaders,
 		UI:            f.hubs[i],
+		AdminURL:      f.adminURL,
 		ID:            m.ID,
 		OnFailure: func(err error) {
 			select {
@@ -154,6 +156,11 @@ func (f *Fleet) startWorker(i int) error {
 			default:
 			}
 		},
+	}
+	if len(f.members) > 1 {
+		// The fleet's summary names the shared parts; each worker adds
+		// its own endpoints.
+		base.Banner, base.AdminURL = worker.BannerCompact, ""
 	}
 	if ready := f.opts.WorkerReady; ready != nil {
 		base.Ready = func(url string) { ready(i, url) }

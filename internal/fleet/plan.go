@@ -93,7 +93,13 @@ func Plan(spec Spec) ([]Member, []string, error) {
 				var ce *config.Error
 				if errors.As(err, &ce) {
 					for _, p := range ce.Problems {
-						probs = append(probs, fmt.Sprintf("fleet worker %d (group %d): %s", i, gi+1, p))
+						if spec.File != nil {
+							// Say which group of the file is at fault; without
+							// a file every worker has the command line's
+							// configuration, which the problem names already.
+							p = fmt.Sprintf("fleet worker %d (group %d): %s", i, gi+1, p)
+						}
+						probs = append(probs, p)
 					}
 					// One group's workers share their problems: report once.
 					break

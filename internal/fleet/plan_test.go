@@ -13,8 +13,10 @@ func TestParseFileIsStrict(t *testing.T) {
 	cases := []struct {
 		name, yaml, want string
 	}{
-		{"unknown top-level key", "workers: [{count: 1}]\nreplicas: 3\n", `unknown field "replicas"`},
-		{"unknown group key", "workers:\n  - count: 2\n    flags: [\"--seed\", \"1\"]\n", `unknown field "flags"`},
+		{"unknown top-level key", "workers: [{count: 1}]\nreplicas: 3\n", `line 2: unknown key "replicas"`},
+		{"unknown group key", "workers:\n  - count: 2\n    flags: [\"--seed\", \"1\"]\n", `line 3: unknown key "flags"`},
+		{"misspelled key, said in YAML terms", "workers:\n  - count: 2\n    cofig: a.yaml\n",
+			`line 3: unknown key "cofig" (did you mean "config"?)`},
 		{"duplicate key", "workers: [{count: 1}]\nworkers: [{count: 2}]\n", `key "workers" already set`},
 		{"count zero", "workers: [{count: 0}]\n", "workers[0].count must be >= 1"},
 		{"no groups", "workers: []\n", "no worker groups"},

@@ -35,8 +35,14 @@ const (
 // worker without metrics and without ZMQ publishing; Production fills in
 // the real ones.
 type Options struct {
-	// Stderr receives the "listening on" line (and the default logs).
+	// Stderr receives the "listening on" line and the startup banner (and
+	// the default logs).
 	Stderr io.Writer
+	// Banner says how much the first "listening on" is followed by.
+	Banner BannerMode
+	// AdminURL, when set, is named in the banner: the admin API serving
+	// this worker.
+	AdminURL string
 	// Logger overrides the default text logger on Stderr at cfg.LogLevel.
 	Logger *slog.Logger
 	// Version is reported by GET /version and the build-info metric.

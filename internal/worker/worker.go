@@ -44,6 +44,9 @@ type Worker struct {
 	publishing atomic.Bool
 	// files were read at the first start (loaders.go).
 	files files
+	// bannerShown: the startup banner is printed once; a restart says
+	// only "listening on".
+	bannerShown bool
 
 	mu         sync.Mutex
 	started    bool
@@ -146,14 +149,18 @@ func (w *Worker) startLocked(beforeServe func(*instance) error) error {
 	w.inst = in
 	w.port = in.ln.Addr().(*net.TCPAddr).Port
 	w.url = in.url
-	w.log.Info("listening", "addr", in.ln.Addr().String(), "port", w.port,
-		"model", w.cfg.ServedName(), "engine_type", w.cfg.EngineType, "dp_size", w.cfg.DPSize)
 	if h := w.cfg.HardwareTiming; h != nil {
 		// What vLLM reports at startup as "GPU KV cache size" (docs/hardware.md).
 		w.log.Info("hardware timing model", "gpu", w.cfg.Hardware, "tensor_parallel_size", w.cfg.TensorParallelSize,
 			"kernels", h.Framework(), "num_gpu_blocks", w.cfg.NumGPUBlocks, "kv_cache_tokens", w.cfg.NumGPUBlocks*w.cfg.BlockSize)
 	}
-	fmt.Fprintf(w.opts.Stderr, "listening on %s\n", in.url)
+	if !w.bannerShown {
+		w.bannerShown = true
+		w.printBanner(in.ln.Addr().String(), in.url)
+	} else {
+		w.log.Info("listening", "addr", in.ln.Addr().String(), "port", w.port)
+		fmt.Fprintf(w.opts.Stderr, "listening on %s\n", in.url)
+	}
 	if w.opts.Ready != nil {
 		w.opts.Ready(in.url)
 	}

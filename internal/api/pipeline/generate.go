@@ -215,18 +215,15 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 		}
 	}
 	s.Dispatched(rank, total)
-	for i := range j.Reqs {
-		if err := eng.Submit(&j.Reqs[i]); err != nil {
-			for k := range i {
-				eng.Cancel(j.Reqs[k].ID)
-			}
-			s.abandonPD(j)
-			s.Finished(rank, total)
-			if s.dead.Load() > 0 {
-				return nil, wire.ErrEngineDead
-			}
-			return nil, wire.ErrShutdown
+	// All sequences in one mailbox step: the choices of one request start
+	// in the same pass, as vLLM adds a request's sequences together.
+	if err := eng.SubmitAll(j.Reqs); err != nil {
+		s.abandonPD(j)
+		s.Finished(rank, total)
+		if s.dead.Load() > 0 {
+			return nil, wire.ErrEngineDead
 		}
+		return nil, wire.ErrShutdown
 	}
 	j.Remaining = total
 	return j, nil
