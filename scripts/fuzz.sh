@@ -15,6 +15,9 @@ FUZZTIME=${FUZZTIME:-3s}
 targets=(
 	"./internal/api FuzzGenerateHandler"                 # request decoding and parameters, through the real handler
 	"./internal/api FuzzSurfaceHandlers"                 # /v1/responses, /v1/messages, /v1/embeddings, through the real handler
+	"./internal/api/responses FuzzResponsesBody"         # Responses bodies: a 4xx, or a conversation that encodes; long ids never echoed whole
+	"./internal/api/anthropic FuzzMessagesBody"          # Messages bodies: a 4xx, or chat messages and tools as JSON arrays
+	"./internal/api/embeddings FuzzEmbeddingsBody"       # embeddings bodies: a 4xx, or at most --max-embedding-inputs prompts within the context
 	"./internal/config FuzzLoad"                         # configuration files and --extra-engine-args
 	"./internal/profile FuzzLoadProfile"                 # timing profiles (NPZ and JSON)
 	"./internal/events FuzzEncodeRoundTrip"              # KV-event encoder against vmihailenco/msgpack
@@ -23,6 +26,7 @@ targets=(
 	"./internal/jsonenc FuzzAppendString"                # the one JSON string escaper against encoding/json
 	"./internal/api/wire FuzzAppendFloat"                # the number appenders against encoding/json
 	"./internal/api/wire FuzzAppendIntegers"
+	"./internal/api/wire FuzzCountArrayAgreesWithEncodingJSON"  # the embeddings budget's element count against encoding/json
 	"./internal/tokenizer FuzzPieces"
 	"./internal/hftokenizer FuzzEncodeDecode"
 	"./internal/chattemplate FuzzParseAndRenderNeverPanic"

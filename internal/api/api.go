@@ -38,6 +38,7 @@ type (
 	GenerationOptions       = settings.GenerationOptions
 	ToolOptions             = settings.ToolOptions
 	LimitOptions            = settings.LimitOptions
+	BudgetOptions           = settings.BudgetOptions
 	LoRAOptions             = settings.LoRAOptions
 	LoRAModule              = settings.LoRAModule
 	PDOptions               = settings.PDOptions

@@ -31,6 +31,10 @@ func TestBadInput(t *testing.T) {
 		{"no content type", chat, "", `{` + msgs + `}`, nil, 400, "Bad Request", "Unsupported Media Type: Only 'application/json' is allowed", nil},
 		{"text/plain", chat, "text/plain", `{` + msgs + `}`, nil, 400, "Bad Request", "Unsupported Media Type: Only 'application/json' is allowed", nil},
 		{"json with charset", chat, "Application/JSON; charset=utf-8", `{` + msgs + `,"max_tokens":1}`, nil, 200, "", "", nil},
+		{"json with charset UTF8", chat, "application/json; charset=UTF8", `{` + msgs + `,"max_tokens":1}`, nil, 200, "", "", nil},
+		// Any other charset would be parsed as UTF-8 bytes: refused.
+		{"json in utf-16", chat, "application/json; charset=utf-16", "\xff\xfe{\x00}\x00", nil, 400, "Bad Request", `Unsupported Media Type: charset "utf-16" is not supported; the body must be UTF-8 JSON`, nil},
+		{"json in latin-1", chat, "application/json; charset=ISO-8859-1", `{` + msgs + `,"max_tokens":1}`, nil, 400, "Bad Request", `Unsupported Media Type: charset "ISO-8859-1" is not supported; the body must be UTF-8 JSON`, nil},
 		{"malformed JSON", chat, "", `{"messages":`, nil, 400, "Bad Request", "Invalid JSON body: unexpected end of JSON input", nil},
 		{"empty body", chat, "", ``, nil, 400, "Bad Request", "Invalid JSON body: unexpected end of JSON input", nil},
 		{"syntax error", chat, "", `{"messages":x}`, nil, 400, "Bad Request", "Invalid JSON body: *", nil},

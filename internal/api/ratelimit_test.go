@@ -51,8 +51,12 @@ func TestRateLimits_TPMCountsPromptPlusMaxTokens(t *testing.T) {
 		}
 	}
 	r := env.post("/v1/completions", `{"prompt":[1],"max_tokens":200}`)
-	if msg, _, _, _ := errorOf(t, r); r.Status != 429 || msg != "Request too large for tokens per minute: limit 100, requested 201." {
-		t.Errorf("too large: %d %s", r.Status, r.Body)
+	// It can never succeed: the answer says so, with no Retry-After to
+	// send a client into a retry loop.
+	if msg, _, _, _ := errorOf(t, r); r.Status != 429 || msg != "Request too large for tokens per minute: limit 100, "+
+		"requested 201. It can never succeed under this limit: reduce the input or the output tokens (max_tokens)." ||
+		r.Header.Get("Retry-After") != "" || r.Header.Get("Retry-After-Ms") != "" {
+		t.Errorf("too large: %d Retry-After %q %s", r.Status, r.Header.Get("Retry-After"), r.Body)
 	}
 }
 

@@ -258,3 +258,36 @@ func TestSGLangEndpointsOnlyInSGLangMode(t *testing.T) {
 		t.Errorf("vllm mode /generate: %d", res.Status)
 	}
 }
+
+// With --api-key, SGLang mode's native routes need the key as SGLang's
+// add_api_key_middleware requires it (all but /health* and /metrics).
+func TestSGLangRoutesNeedTheAPIKey(t *testing.T) {
+	e := startSGLang(t, map[string]any{"api_key": []any{"sk-s"}})
+	routes := []struct{ method, path, body string }{
+		{http.MethodPost, "/generate", `{"text":"hi","sampling_params":{"max_new_tokens":1}}`},
+		{http.MethodPost, "/flush_cache", ""},
+		{http.MethodGet, "/flush_cache", ""},
+		{http.MethodGet, "/get_server_info", ""},
+		{http.MethodGet, "/server_info", ""},
+		{http.MethodGet, "/get_model_info", ""},
+	}
+	for _, r := range routes {
+		for _, key := range []string{"", "wrong"} {
+			var h []string
+			if key != "" {
+				h = []string{"Authorization", "Bearer " + key}
+			}
+			if res := e.do(r.method, r.path, "application/json", r.body, h...); res.Status != http.StatusUnauthorized ||
+				res.Body != `{"error":"Unauthorized"}` {
+				t.Errorf("%s %s with key %q: %d %q, want 401", r.method, r.path, key, res.Status, res.Body)
+			}
+		}
+		if res := e.do(r.method, r.path, "application/json", r.body, "Authorization", "Bearer sk-s"); res.Status != http.StatusOK {
+			t.Errorf("%s %s with the key: %d %.200s", r.method, r.path, res.Status, res.Body)
+		}
+	}
+	// The probe stays open, as in SGLang.
+	if res := e.Get("/health_generate"); res.Status != http.StatusOK {
+		t.Errorf("/health_generate without a key: %d", res.Status)
+	}
+}

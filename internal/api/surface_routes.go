@@ -22,7 +22,7 @@ func mountSurfaces(s *pipeline.Server, r interface {
 	anthropicGate := func(h http.Handler) http.Handler {
 		return s.StartupGateIn(s.DrainGateIn(h, anthropic.WriteAnthropicError), anthropic.WriteAnthropicError)
 	}
-	rs := responses.ResponsesSurface{Store: responses.NewResponseStore(responses.ResponseStoreSize)}
+	rs := responses.ResponsesSurface{Store: responses.NewResponseStore(responses.ResponseStoreSize, s.Opts().Budgets.MaxResponsesStoreBytes)}
 	r.Method(http.MethodPost, "/v1/responses", gate(pipeline.HandleSurface(s, rs)))
 	r.Method(http.MethodGet, "/v1/responses/{id}", responses.HandleRetrieveResponse(rs.Store))
 	r.Method(http.MethodPost, "/v1/responses/{id}/cancel", responses.HandleCancelResponse(rs.Store))

@@ -155,7 +155,7 @@ func TestResponses_PreviousResponseIDContinuesTheStoredConversation(t *testing.T
 }
 
 func TestResponseStore_IsBoundedOldestFirst(t *testing.T) {
-	st := responses.NewResponseStore(3)
+	st := responses.NewResponseStore(3, 0)
 	for _, id := range []string{"a", "b", "c", "d"} {
 		st.Put(id, &responses.StoredResponse{Body: []byte(id)})
 	}

@@ -33,6 +33,7 @@ type Config struct {
 	EnableRequestIDHeaders    bool          `json:"enable_request_id_headers"`
 	EnablePromptTokensDetails bool          `json:"enable_prompt_tokens_details"`
 	EnableForceIncludeUsage   bool          `json:"enable_force_include_usage"`
+	TrustRequestChatTemplate  bool          `json:"trust_request_chat_template"`
 	MaxRequestBodyBytes       int64         `json:"max_request_body_bytes"`
 	WorkerID                  string        `json:"worker_id"`
 	StartupTime               float64       `json:"startup_time"`

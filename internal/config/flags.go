@@ -65,6 +65,7 @@ var flagTable = []flagSpec{
 	{name: "reasoning-field", key: "reasoning_field", kind: flagString, usage: "reasoning text field: reasoning | reasoning_content", group: GroupServer, scope: ScopeServer},
 	{name: "enable-request-id-headers", key: "enable_request_id_headers", kind: flagBool, negatable: true, usage: "echo X-Request-Id in responses", group: GroupVLLM, scope: ScopeServer},
 	{name: "enable-prompt-tokens-details", key: "enable_prompt_tokens_details", kind: flagBool, negatable: true, usage: "add usage.prompt_tokens_details.cached_tokens", group: GroupVLLM, scope: ScopeServer},
+	{name: "trust-request-chat-template", key: "trust_request_chat_template", kind: flagBool, negatable: true, usage: "render a chat request's own chat_template (vLLM's flag; without it such a request is refused)", group: GroupVLLM, scope: ScopeServer},
 	{name: "enable-force-include-usage", key: "enable_force_include_usage", kind: flagBool, negatable: true, usage: "streaming responses always end with a usage chunk", group: GroupVLLM, scope: ScopeServer},
 	{name: "max-request-body-bytes", key: "max_request_body_bytes", kind: flagInt, usage: "maximum request body size (accepts 32M etc.)", group: GroupServer, scope: ScopeServer},
 	{name: "worker-id", key: "worker_id", kind: flagString, usage: "worker identity in FPM and kv_transfer_params (default <hostname>:<port>)", group: GroupServer, scope: ScopeServer},

@@ -55,3 +55,22 @@ func overlayOf(t *testing.T, overlay string) map[string]any {
 	}
 	return o
 }
+
+// Every resource budget of the configuration reaches the HTTP layer: a
+// budget flag the api never sees would silently do nothing.
+func TestAPIOptions_CarryEveryBudget(t *testing.T) {
+	cfg := testcfg.Load(t, overlayOf(t, `{"max_prompts_per_request":11,"max_sequences_per_request":22,
+		"max_embedding_inputs":33,"max_schema_bytes":44,"max_schema_enum":55,"max_schema_steps":66,
+		"max_lora_adapters":77,"max_responses_store_bytes":88}`))
+	want := api.BudgetOptions{MaxPromptsPerRequest: 11, MaxSequencesPerRequest: 22, MaxEmbeddingInputs: 33,
+		MaxSchemaBytes: 44, MaxSchemaEnum: 55, MaxSchemaSteps: 66, MaxLoRAAdapters: 77, MaxResponsesStoreBytes: 88}
+	if got := apiOptions(cfg).Budgets; got != want {
+		t.Errorf("budgets %+v, want %+v", got, want)
+	}
+	// The defaults are the configuration's (vLLM/OpenAI-like) defaults.
+	if got := apiOptions(testConfig(t)).Budgets; got.MaxPromptsPerRequest != 2048 ||
+		got.MaxSequencesPerRequest != 4096 || got.MaxEmbeddingInputs != 2048 || got.MaxLoRAAdapters != 1024 ||
+		got.MaxResponsesStoreBytes != 256<<20 || got.MaxSchemaEnum == 0 {
+		t.Errorf("default budgets %+v", got)
+	}
+}

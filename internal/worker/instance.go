@@ -90,15 +90,16 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 		return nil, err
 	}
 	in.srv = api.NewServer(apiOptions(cfg), engines, api.Deps{
-		Logger:        w.log,
-		Metrics:       w.opts.Metrics,
-		Requests:      w.opts.Requests,
-		DeliveryLag:   w.opts.DeliveryLag,
-		Faults:        w.faults,
-		FaultObserver: w.opts.Faults,
-		Version:       w.opts.Version,
-		Tokenizer:     w.files.model,
-		ChatTemplate:  w.files.chat,
+		Logger:              w.log,
+		Metrics:             w.opts.Metrics,
+		Requests:            w.opts.Requests,
+		DeliveryLag:         w.opts.DeliveryLag,
+		Faults:              w.faults,
+		FaultObserver:       w.opts.Faults,
+		Version:             w.opts.Version,
+		Tokenizer:           w.files.model,
+		ChatTemplate:        w.files.chat,
+		RequestChatTemplate: requestChatTemplate(cfg, w.files.chat),
 
 		KVTransfer:       deps.KVTransfer,
 		SideChannel:      deps.SideChannel,

@@ -29,7 +29,7 @@ type messagesRequest struct {
 
 var messagesFields = wire.SetOf("model", "messages", "max_tokens", "metadata", "output_config",
 	"stop_sequences", "stream", "system", "temperature", "tool_choice", "tools", "top_k", "top_p",
-	"kv_transfer_params", "chat_template_kwargs", "thinking", "service_tier", "container",
+	"kv_transfer_params", "chat_template", "chat_template_kwargs", "thinking", "service_tier", "container",
 	"mcp_servers", "context_management")
 
 func (MessagesSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
@@ -68,8 +68,12 @@ func (MessagesSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request)
 // checks read them (the input's body); the scalar fields go straight in.
 func messagesInput(o wire.Object, maxTokens wire.Num) (*pipeline.GenInput, *wire.APIError) {
 	chat := map[string]json.RawMessage{}
-	if v, ok := o.Raw("chat_template_kwargs"); ok {
-		chat["chat_template_kwargs"] = v
+	// chat_template goes to the chat renderer with the rest: it is refused
+	// there unless --trust-request-chat-template, never silently ignored.
+	for _, k := range []string{"chat_template", "chat_template_kwargs"} {
+		if v, ok := o.Raw(k); ok {
+			chat[k] = v
+		}
 	}
 	msgs, e := anthropicMessages(o)
 	if e != nil {

@@ -57,6 +57,9 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 	cacheSalt, hasSalt := o.String("cache_salt")
 	bodyID, _ := o.String("request_id")
 	o.Kind("user", "string")
+	if e := checkInputCount(s, o); e != nil {
+		return nil, e
+	}
 	// The completions prompt forms: a string, strings, ids, id arrays.
 	inputs, empty, badID := input.ParsePrompt(o, "input", s.Tokenizer().VocabSize())
 	if e := o.Failed(); e != nil {
@@ -101,6 +104,22 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 		return nil, e
 	}
 	return g, embedPrompts(s, g, inputs, addSpecial)
+}
+
+// checkInputCount applies --max-embedding-inputs (OpenAI caps the list at
+// 2,048: each input is an engine sequence and a vector in the answer) from
+// the list's length alone, before any item is read, so 100,000 inputs cost
+// one scan of the body.
+func checkInputCount(s *pipeline.Server, o wire.Object) *wire.APIError {
+	limit := s.Opts().Budgets.MaxEmbeddingInputs
+	raw, ok := o.Raw("input")
+	if limit <= 0 || !ok || raw[0] != '[' {
+		return nil
+	}
+	if n := wire.CountArray(raw); n > limit {
+		return wire.ErrInvalid("input", "input has %d items, more than the limit of %d (--max-embedding-inputs).", n, limit)
+	}
+	return nil
 }
 
 // embedPrompts tokenizes the inputs of an embeddings request and applies

@@ -34,13 +34,17 @@ func (s *Server) ReadBodies(next http.Handler) http.Handler {
 		rc := http.NewResponseController(w)
 		armed := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
 		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-		if armed {
+		if armed && err == nil {
 			// The server's background read (which notices a client that
 			// leaves) starts at the body's end and must not inherit the
 			// deadline.
 			_ = rc.SetReadDeadline(time.Time{})
 		}
 		if err != nil {
+			// The deadline stays passed (or is now passed): after the
+			// handler net/http discards up to 256 KiB of unread body
+			// before it closes, and would wait for a slow client again.
+			_ = rc.SetReadDeadline(time.Now())
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				w.Header().Set("Connection", "close")
 				wire.WriteError(w, &wire.APIError{Status: http.StatusRequestTimeout, Type: wire.TypeRequestTimeout,

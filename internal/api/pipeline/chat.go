@@ -11,14 +11,25 @@ import (
 // RenderChat renders a parsed chat request with the configured template,
 // or with the built-in ChatML template when none is configured.
 func (s *Server) RenderChat(o wire.Object, msgs []tokenizer.Message, tools []byte, addGen, contFinal bool) (string, *wire.APIError) {
+	chat := s.chat
 	if o.Has("chat_template") {
 		// vLLM renders a request's own template only when the operator
-		// trusts requests (--trust-request-chat-template), which the mock
-		// does not offer; it refuses rather than silently ignore it.
-		return "", wire.ErrInvalid("chat_template", "Chat template is passed with request, but "+
-			"--trust-request-chat-template is not set. Refused request with untrusted chat template.")
+		// trusts requests (--trust-request-chat-template); otherwise it
+		// refuses rather than silently ignore it.
+		if !s.opts.HTTP.TrustRequestChatTemplate || s.reqChat == nil {
+			return "", wire.ErrInvalid("chat_template", "Chat template is passed with request, but "+
+				"--trust-request-chat-template is not set. Refused request with untrusted chat template.")
+		}
+		source, ok := o.String("chat_template")
+		if !ok {
+			return "", o.Failed()
+		}
+		var err error
+		if chat, err = s.reqChat(source); err != nil {
+			return "", wire.ErrInvalid("chat_template", "Invalid chat template: %s", err.Error())
+		}
 	}
-	if s.chat == nil {
+	if chat == nil {
 		return tokenizer.RenderChat(msgs, tools, addGen, contFinal), nil
 	}
 	messages, _ := o.Raw("messages")
@@ -35,7 +46,7 @@ func (s *Server) RenderChat(o wire.Object, msgs []tokenizer.Message, tools []byt
 	if e := o.Failed(); e != nil {
 		return "", e
 	}
-	text, err := s.chat.RenderChat(messages, tools, addGen, contFinal, kwargs)
+	text, err := chat.RenderChat(messages, tools, addGen, contFinal, kwargs)
 	if err != nil {
 		return "", wire.ErrInvalid("", "%s", err.Error())
 	}

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"context"
+
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
@@ -45,6 +47,24 @@ func CheckMessages(msgs []tokenizer.Message, badPart, param string) *wire.APIErr
 func CheckChatFlags(addGen, contFinal bool) *wire.APIError {
 	if addGen && contFinal {
 		return wire.ErrInvalid("", "Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
+	}
+	return nil
+}
+
+// checkBudgets applies --max-prompts-per-request and
+// --max-sequences-per-request (prompts × n) before anything is tokenized
+// or submitted: a 17 KB body of 2,000 prompts × n=128 would otherwise
+// queue 256,000 sequences on one engine. Runs after checkLengths (g.N).
+func (s *Server) checkBudgets(g *GenRequest, in *GenInput) *wire.APIError {
+	b := s.opts.Budgets
+	prompts := max(len(in.Prompts), 1) // chat: one conversation
+	if b.MaxPromptsPerRequest > 0 && prompts > b.MaxPromptsPerRequest {
+		return wire.ErrInvalid("prompt", "The request has %d prompts, more than the limit of %d (--max-prompts-per-request).",
+			prompts, b.MaxPromptsPerRequest)
+	}
+	if b.MaxSequencesPerRequest > 0 && prompts*g.N > b.MaxSequencesPerRequest {
+		return wire.ErrInvalid("n", "The request asks for %d prompts × n=%d = %d sequences, more than the limit of %d (--max-sequences-per-request).",
+			prompts, g.N, prompts*g.N, b.MaxSequencesPerRequest)
 	}
 	return nil
 }
@@ -208,15 +228,17 @@ func CheckCacheSalt(salt string, given bool) (string, *wire.APIError) {
 
 // checkConstraints reads the output constraint and, for chat, the tools
 // (which --exclude-tools-when-tool-choice-none may keep from the template).
-func (s *Server) checkConstraints(g *GenRequest, in *GenInput) *wire.APIError {
+func (s *Server) checkConstraints(ctx context.Context, g *GenRequest, in *GenInput) *wire.APIError {
 	var e *wire.APIError
-	if g.structured, e = toolcall.ParseStructured(in.Body); e != nil {
+	b := s.opts.Budgets
+	sc := toolcall.SchemaContext{Ctx: ctx, MaxBytes: b.MaxSchemaBytes, MaxEnum: b.MaxSchemaEnum, MaxSteps: b.MaxSchemaSteps}
+	if g.structured, e = toolcall.ParseStructured(sc, in.Body); e != nil {
 		return e
 	}
 	if !in.Chat {
 		return nil
 	}
-	if g.tools, e = toolcall.ParseTools(in.Body, s.opts.Tools.AutoToolChoice, s.opts.Tools.Parser); e != nil {
+	if g.tools, e = toolcall.ParseTools(sc, in.Body, s.opts.Tools.AutoToolChoice, s.opts.Tools.Parser); e != nil {
 		return e
 	}
 	if raw, _ := in.Body.Raw("tool_choice"); s.opts.Tools.ExcludeWhenChoiceNone && string(raw) == `"none"` {

@@ -2,9 +2,8 @@ package pipeline
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -91,6 +90,12 @@ func (s *Server) LoadAdapter(name, path, baseModel string) *wire.APIError {
 		return &wire.APIError{Status: http.StatusBadRequest, Type: typeInvalidUserInput,
 			Message: fmt.Sprintf("The lora adapter '%s' has already been loaded.", name)}
 	}
+	if max := s.opts.Budgets.MaxLoRAAdapters; max > 0 && len(r.byName) >= max {
+		// Each adapter costs the registry and every engine a slot table
+		// entry: unbounded, a client could load tens of thousands.
+		return &wire.APIError{Status: http.StatusBadRequest, Type: typeInvalidUserInput,
+			Message: fmt.Sprintf("Cannot load the lora adapter '%s': %d adapters are loaded, the limit (--max-lora-adapters).", name, len(r.byName))}
+	}
 	if s.opts.LoRA.PathCheck == settings.LoRAPathExists {
 		if e := checkAdapterPath(name, path, s.opts.LoRA.MaxRank); e != nil {
 			return e
@@ -134,34 +139,63 @@ func (s *Server) UnloadAdapter(name string) *wire.APIError {
 	return nil
 }
 
+// maxAdapterConfigBytes bounds the adapter_config.json read (a real one
+// is well under a kilobyte).
+const maxAdapterConfigBytes = 1 << 20
+
 // checkAdapterPath is the simulated "is there an adapter at path" check:
-// the path must be a directory, and the rank ("r") of an adapter_config.json
-// in it must not exceed max_lora_rank. The messages are vLLM's.
+// the path must be a directory holding a regular adapter_config.json (not
+// a symlink, which could point anywhere) that is a JSON object, and its
+// rank ("r") must not exceed max_lora_rank. Every way the check fails but
+// the rank gives one message, vLLM's for a missing adapter, so that the
+// answer tells a client nothing about the server's files beyond "no
+// adapter here".
 func checkAdapterPath(name, path string, maxRank int) *wire.APIError {
-	info, err := os.Stat(path)
-	if err != nil || !info.IsDir() {
-		return &wire.APIError{Status: http.StatusNotFound, Type: wire.TypeNotFound,
-			Message: fmt.Sprintf("Loading lora %s failed: No adapter found for %s", name, path)}
+	notFound := &wire.APIError{Status: http.StatusNotFound, Type: wire.TypeNotFound,
+		Message: fmt.Sprintf("Loading lora %s failed: No adapter found for %s", name, path)}
+	r, ok := adapterRank(path)
+	if !ok {
+		return notFound
 	}
-	raw, err := os.ReadFile(filepath.Join(path, "adapter_config.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	if r != nil && *r > maxRank {
+		return &wire.APIError{Status: http.StatusBadRequest, Type: wire.TypeBadRequestError,
+			Message: fmt.Sprintf("LoRA rank %d is greater than max_lora_rank %d.", *r, maxRank)}
+	}
+	return nil
+}
+
+// adapterRank reads the rank of the adapter at dir; false when there is
+// no readable adapter there.
+func adapterRank(dir string) (*int, bool) {
+	info, err := os.Stat(dir)
+	if err != nil || !info.IsDir() {
+		return nil, false
+	}
+	file := filepath.Join(dir, "adapter_config.json")
+	link, err := os.Lstat(file)
+	if err != nil || !link.Mode().IsRegular() {
+		return nil, false
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	// The file opened is the one checked, not a symlink swapped in since.
+	if opened, err := f.Stat(); err != nil || !os.SameFile(link, opened) {
+		return nil, false
+	}
+	raw, err := io.ReadAll(io.LimitReader(f, maxAdapterConfigBytes+1))
+	if err != nil || len(raw) > maxAdapterConfigBytes {
+		return nil, false
 	}
 	var peft struct {
 		R *int `json:"r"`
 	}
-	if err == nil {
-		err = json.Unmarshal(raw, &peft)
+	if json.Unmarshal(raw, &peft) != nil {
+		return nil, false
 	}
-	if err != nil {
-		return &wire.APIError{Status: http.StatusBadRequest, Type: wire.TypeBadRequestError,
-			Message: fmt.Sprintf("Loading lora %s failed: %v", name, err)}
-	}
-	if peft.R != nil && *peft.R > maxRank {
-		return &wire.APIError{Status: http.StatusBadRequest, Type: wire.TypeBadRequestError,
-			Message: fmt.Sprintf("LoRA rank %d is greater than max_lora_rank %d.", *peft.R, maxRank)}
-	}
-	return nil
+	return peft.R, true
 }
 
 // LoadStaticAdapters loads the adapters of --lora-modules, with the checks

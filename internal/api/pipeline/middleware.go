@@ -40,7 +40,12 @@ func (s *Server) Authenticate(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if guardedPath(r.URL.Path) && !s.authorized(r) {
+		if s.guardedPath(r.URL.Path) && !s.authorized(r) {
+			if r.ContentLength != 0 {
+				// The body is never read: closing keeps net/http from
+				// waiting for (and discarding) what the client sends.
+				w.Header().Set("Connection", "close")
+			}
 			httperr.Write(w, http.StatusUnauthorized, wire.BodyUnauthorized)
 			return
 		}
@@ -49,14 +54,34 @@ func (s *Server) Authenticate(next http.Handler) http.Handler {
 }
 
 // guardedPath reports whether --api-key protects a path: /v1/*, /tokenize,
-// /detokenize and /reset_prefix_cache. Probes (/health, /ping, /load,
-// /metrics, /version) stay open; /admin/faults has its own key.
-func guardedPath(p string) bool {
+// /detokenize and /reset_prefix_cache, the disaggregation side channel
+// (/kv_transfer/*) when mounted, and in SGLang mode SGLang's native
+// routes (sglangGuarded). Probes (/health, /ping, /load, /metrics,
+// /version) stay open; /admin/faults has its own key.
+func (s *Server) guardedPath(p string) bool {
 	switch p {
 	case "/tokenize", "/detokenize", "/reset_prefix_cache":
 		return true
 	}
+	if s.side != nil && strings.HasPrefix(p, "/kv_transfer/") {
+		// The side channel guards itself too (kvtransfer.GuardedHandler),
+		// but only after ReadBodies has read the body; refusing here
+		// answers from the headers.
+		return true
+	}
+	if s.opts.SGLang != nil && sglangGuarded[p] {
+		return true
+	}
 	return strings.HasPrefix(p, "/v1")
+}
+
+// sglangGuarded are the SGLang-mode routes behind --api-key. SGLang's
+// add_api_key_middleware lets through only OPTIONS and paths starting with
+// /health or /metrics, so /generate, the cache flush and the info routes
+// need the key; /health_generate stays open as a probe.
+var sglangGuarded = map[string]bool{
+	"/generate": true, "/flush_cache": true, "/get_server_info": true,
+	"/server_info": true, "/get_model_info": true,
 }
 
 // StartupGate answers 503 while the startup time runs, as a real server does

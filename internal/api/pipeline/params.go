@@ -89,12 +89,17 @@ func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wir
 	}
 	g.BaseID = input.RequestID(r.Header.Get("X-Request-Id"), in.BodyID)
 	for _, check := range [...]func(*GenRequest, *GenInput) *wire.APIError{
-		checkInputs, s.checkLengths, checkSamplingOf, checkLogprobs, s.checkStops,
-		s.checkPromptOptions, s.checkConstraints,
+		checkInputs, s.checkLengths, s.checkBudgets, checkSamplingOf, checkLogprobs, s.checkStops,
+		s.checkPromptOptions,
 	} {
 		if e := check(g, in); e != nil {
 			return nil, e
 		}
+	}
+	// The schemas are compiled under the request's context: their work
+	// stops when the client leaves.
+	if e := s.checkConstraints(r.Context(), g, in); e != nil {
+		return nil, e
 	}
 	var e *wire.APIError
 	if g.Rank, e = s.HeaderRank(r); e != nil {

@@ -33,14 +33,16 @@ type Server struct {
 	adapters *adapterRegistry
 	tok      tokenizer.Model
 	chat     settings.ChatRenderer
-	log      *slog.Logger
-	metrics  http.Handler
-	reqObs   settings.RequestObserver
-	lagObs   settings.DeliveryLagObserver
-	version  string
-	kvt      disagg.KVTransfer
-	side     http.Handler
-	pdObs    disagg.TransferFailureObserver
+	// reqChat compiles a request's chat_template (nil: none is rendered).
+	reqChat func(string) (settings.ChatRenderer, error)
+	log     *slog.Logger
+	metrics http.Handler
+	reqObs  settings.RequestObserver
+	lagObs  settings.DeliveryLagObserver
+	version string
+	kvt     disagg.KVTransfer
+	side    http.Handler
+	pdObs   disagg.TransferFailureObserver
 
 	faults   *faults.Injector
 	faultObs settings.FaultObserver
@@ -82,6 +84,7 @@ func NewServer(opts settings.Options, engines []*engine.Engine, deps settings.De
 		engines:  engines,
 		tok:      deps.Tokenizer,
 		chat:     deps.ChatTemplate,
+		reqChat:  deps.RequestChatTemplate,
 		log:      deps.Logger,
 		metrics:  deps.Metrics,
 		reqObs:   deps.Requests,

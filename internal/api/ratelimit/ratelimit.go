@@ -113,6 +113,12 @@ func (l *Limiter) Admit(h http.Header, cost int) (release func(), e *wire.APIErr
 	}
 	now := l.now()
 	l.mu.Lock()
+	if l.tokens != nil && float64(cost) > l.tokens.capacity {
+		e := l.tooLarge(h, cost, now)
+		l.mu.Unlock()
+		release()
+		return nil, e, faults.LimitTPM
+	}
 	var waitReq, waitTok time.Duration
 	if l.requests != nil {
 		l.requests.refill(now)
@@ -146,11 +152,23 @@ func (l *Limiter) Admit(h http.Header, cost int) (release func(), e *wire.APIErr
 	SetRetryAfter(h, waitTok)
 	msg := "Rate limit reached for tokens: limit " + strconv.Itoa(int(l.tokens.capacity)) +
 		" per minute, requested " + strconv.Itoa(cost) + "."
-	if float64(cost) > l.tokens.capacity {
-		msg = "Request too large for tokens per minute: limit " + strconv.Itoa(int(l.tokens.capacity)) +
-			", requested " + strconv.Itoa(cost) + "."
-	}
 	return nil, &wire.APIError{Status: http.StatusTooManyRequests, Type: wire.TypeRateLimit, Message: msg}, faults.LimitTPM
+}
+
+// tooLarge is the answer to a request whose cost exceeds the whole token
+// budget: no wait makes it fit, so it gets no Retry-After, which would have
+// a client retry for ever. Called with l.mu held.
+func (l *Limiter) tooLarge(h http.Header, cost int, now time.Time) *wire.APIError {
+	l.tokens.refill(now)
+	if l.requests != nil {
+		l.requests.refill(now)
+	}
+	setLimitHeaders(h, "requests", l.requests)
+	setLimitHeaders(h, "tokens", l.tokens)
+	return &wire.APIError{Status: http.StatusTooManyRequests, Type: wire.TypeRateLimit,
+		Message: "Request too large for tokens per minute: limit " + strconv.Itoa(int(l.tokens.capacity)) +
+			", requested " + strconv.Itoa(cost) + ". It can never succeed under this limit: " +
+			"reduce the input or the output tokens (max_tokens)."}
 }
 
 // setLimitHeaders sets x-ratelimit-limit-<what>, -remaining-<what> and

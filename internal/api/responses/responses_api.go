@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
@@ -55,7 +56,7 @@ var responsesFields = wire.SetOf("background", "include", "input", "instructions
 	"include_stop_str_in_output", "prompt_cache_key", "request_id", "mm_processor_kwargs", "priority",
 	"cache_salt", "enable_response_messages", "previous_input_messages", "structured_outputs",
 	"repetition_penalty", "seed", "stop", "ignore_eos", "vllm_xargs", "stream_options", "conversation",
-	"safety_identifier")
+	"safety_identifier", "chat_template", "chat_template_kwargs")
 
 func (rs ResponsesSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
 	s.LogUnknownFields(o, r, responsesFields)
@@ -67,7 +68,9 @@ func (rs ResponsesSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Requ
 	// as vLLM translates them: the chat template renders them and the
 	// tool and constraint checks read them (the input's body).
 	chat := map[string]json.RawMessage{}
-	for _, k := range []string{"structured_outputs", "parallel_tool_calls"} {
+	// chat_template (refused unless --trust-request-chat-template) and its
+	// kwargs reach the chat renderer as on /v1/chat/completions.
+	for _, k := range []string{"structured_outputs", "parallel_tool_calls", "chat_template", "chat_template_kwargs"} {
 		if v, ok := o.Raw(k); ok {
 			chat[k] = v
 		}
@@ -189,8 +192,21 @@ func readResponsesRequest(o wire.Object) (req *responsesRequest, logprobs bool, 
 	return req, logprobs, o.Failed()
 }
 
-// errResponseNotFound is vLLM's answer to an unknown response id.
+// maxEchoedIDBytes bounds the id echoed in errResponseNotFound: ids the
+// server makes are far shorter, and a 1 MB id must not come back in the
+// answer.
+const maxEchoedIDBytes = 128
+
+// errResponseNotFound is vLLM's answer to an unknown response id; an id
+// longer than maxEchoedIDBytes is echoed cut, marked with "…".
 func errResponseNotFound(id string) *wire.APIError {
+	if len(id) > maxEchoedIDBytes {
+		cut := maxEchoedIDBytes
+		for cut > 0 && !utf8.RuneStart(id[cut]) {
+			cut--
+		}
+		id = strings.ToValidUTF8(id[:cut], "") + "…"
+	}
 	return &wire.APIError{Status: http.StatusNotFound, Type: "invalid_request_error",
 		Message: "Response with id '" + id + "' not found.", Param: "response_id"}
 }

@@ -59,6 +59,10 @@ type Deps struct {
 	// ChatTemplate renders chat requests. Default: the built-in ChatML
 	// template.
 	ChatTemplate ChatRenderer
+	// RequestChatTemplate compiles a request's own chat_template into a
+	// renderer (with the served tokenizer's special tokens); nil refuses
+	// such requests even with HTTPOptions.TrustRequestChatTemplate.
+	RequestChatTemplate func(source string) (ChatRenderer, error)
 	// KVTransfer is the side channel of disaggregated prefill/decode;
 	// required when the configuration serves disaggregated requests.
 	KVTransfer disagg.KVTransfer

@@ -21,6 +21,7 @@ type Options struct {
 	Generation GenerationOptions
 	Tools      ToolOptions
 	Limits     LimitOptions
+	Budgets    BudgetOptions
 	LoRA       LoRAOptions
 	PD         PDOptions
 	// SGLang mounts SGLang's native endpoints (docs/sglang.md) and holds
@@ -72,6 +73,10 @@ type HTTPOptions struct {
 	PromptTokensDetails bool
 	// ForceIncludeUsage sends the usage chunk on every stream.
 	ForceIncludeUsage bool
+	// TrustRequestChatTemplate renders a request's own chat_template
+	// (--trust-request-chat-template); without it such a request is
+	// refused, as vLLM does.
+	TrustRequestChatTemplate bool
 	// DevMode serves POST /reset_prefix_cache.
 	DevMode bool
 	// MaxUnflushedTokens aborts a stream whose client leaves this many
@@ -122,6 +127,22 @@ type LimitOptions struct {
 	MaxConcurrentRequests int
 	RPM                   int // requests per minute
 	TPM                   int // tokens per minute
+}
+
+// BudgetOptions bound what one request (or the server's stores) may cost,
+// so that a small hostile body cannot stall or bloat a worker. Each field
+// is a configuration flag's value; a zero field means no bound, except the
+// schema ones, which then take schemagen's defaults. A refusal is a 400
+// naming the limit and its flag.
+type BudgetOptions struct {
+	MaxPromptsPerRequest   int   // --max-prompts-per-request
+	MaxSequencesPerRequest int   // --max-sequences-per-request: prompts × n
+	MaxEmbeddingInputs     int   // --max-embedding-inputs
+	MaxSchemaBytes         int   // --max-schema-bytes
+	MaxSchemaEnum          int   // --max-schema-enum
+	MaxSchemaSteps         int   // --max-schema-steps
+	MaxLoRAAdapters        int   // --max-lora-adapters
+	MaxResponsesStoreBytes int64 // --max-responses-store-bytes
 }
 
 // LoRAOptions are the LoRA adapter settings; Enabled false serves none.

@@ -44,25 +44,25 @@ func (sp *StructuredSpec) text(seed uint64) string {
 // found wins: structured_outputs (vLLM's current field), the legacy
 // guided_json / guided_regex / guided_choice, then response_format. nil
 // means free text.
-func ParseStructured(o wire.Object) (*StructuredSpec, *wire.APIError) {
+func ParseStructured(sc SchemaContext, o wire.Object) (*StructuredSpec, *wire.APIError) {
 	if so, ok := o.Object("structured_outputs"); ok {
-		return structuredFrom(so, "structured_outputs.", "json", "regex", "choice", "grammar", "json_object", "structural_tag")
+		return structuredFrom(sc, so, "structured_outputs.", "json", "regex", "choice", "grammar", "json_object", "structural_tag")
 	}
 	if e := o.Failed(); e != nil {
 		return nil, e
 	}
 	for _, key := range []string{"guided_json", "guided_regex", "guided_choice", "guided_grammar"} {
 		if o.Has(key) {
-			return structuredFrom(o, "", "guided_json", "guided_regex", "guided_choice", "guided_grammar", "", "")
+			return structuredFrom(sc, o, "", "guided_json", "guided_regex", "guided_choice", "guided_grammar", "", "")
 		}
 	}
-	return parseResponseFormat(o)
+	return parseResponseFormat(sc, o)
 }
 
 // structuredFrom reads one constraint from the keys of a structured
 // outputs object (or the guided_* fields of the request: same meanings,
 // other names). Keys given as "" do not exist in that form.
-func structuredFrom(o wire.Object, prefix, jsonKey, regexKey, choiceKey, grammarKey, objectKey, tagKey string) (*StructuredSpec, *wire.APIError) {
+func structuredFrom(sc SchemaContext, o wire.Object, prefix, jsonKey, regexKey, choiceKey, grammarKey, objectKey, tagKey string) (*StructuredSpec, *wire.APIError) {
 	var set []string
 	for _, key := range []string{jsonKey, regexKey, choiceKey, grammarKey, tagKey} {
 		if key != "" && o.Has(key) {
@@ -93,7 +93,7 @@ func structuredFrom(o wire.Object, prefix, jsonKey, regexKey, choiceKey, grammar
 			_ = json.Unmarshal(raw, &text)
 			raw = json.RawMessage(text)
 		}
-		return compileSchemaSpec(raw, param)
+		return compileSchemaSpec(sc, raw, param)
 	case regexKey:
 		pattern, ok := o.String(key)
 		if !ok {
@@ -127,10 +127,10 @@ func structuredFrom(o wire.Object, prefix, jsonKey, regexKey, choiceKey, grammar
 	return nil, wire.ErrInvalid(param, "%s is not supported by mocker-server (only JSON schema, JSON object, regex and choice constraints)", param)
 }
 
-func compileSchemaSpec(raw json.RawMessage, param string) (*StructuredSpec, *wire.APIError) {
-	schema, err := schemagen.Compile(raw)
-	if err != nil {
-		return nil, wire.ErrInvalid(param, "%s", err.Error())
+func compileSchemaSpec(sc SchemaContext, raw json.RawMessage, param string) (*StructuredSpec, *wire.APIError) {
+	schema, e := sc.compile(raw, param)
+	if e != nil {
+		return nil, e
 	}
 	return &StructuredSpec{kind: structuredJSONSchema, schema: schema}, nil
 }
@@ -143,7 +143,7 @@ var responseFormatTypes = map[string]bool{
 // parseResponseFormat reads response_format like vLLM's request model: an
 // object whose "type" is one of responseFormatTypes; json_schema carries
 // the schema under json_schema.schema.
-func parseResponseFormat(o wire.Object) (*StructuredSpec, *wire.APIError) {
+func parseResponseFormat(sc SchemaContext, o wire.Object) (*StructuredSpec, *wire.APIError) {
 	format, ok := o.Object("response_format")
 	if !ok {
 		return nil, o.Failed()
@@ -177,7 +177,7 @@ func parseResponseFormat(o wire.Object) (*StructuredSpec, *wire.APIError) {
 			}
 			return nil, wire.ErrFieldRequired("response_format.json_schema.schema")
 		}
-		return compileSchemaSpec(raw, "response_format.json_schema.schema")
+		return compileSchemaSpec(sc, raw, "response_format.json_schema.schema")
 	case "structural_tag":
 		return nil, wire.ErrInvalid("response_format.type", "response_format type 'structural_tag' is not supported by mocker-server")
 	}

@@ -53,7 +53,7 @@ func mustCompile(schema string) *schemagen.Schema {
 // checks of vLLM's ChatCompletionRequest (check_tool_usage and the named
 // tool lookup), and the server's --enable-auto-tool-choice rule. nil means
 // the output is not a tool call.
-func ParseTools(o wire.Object, autoToolChoice bool, parser string) (*ToolSpec, *wire.APIError) {
+func ParseTools(sc SchemaContext, o wire.Object, autoToolChoice bool, parser string) (*ToolSpec, *wire.APIError) {
 	spec := &ToolSpec{parallel: o.Bool("parallel_tool_calls", true)}
 	toolsRaw, hasTools := o.Array("tools")
 	choiceRaw, hasChoice := o.Raw("tool_choice")
@@ -61,7 +61,7 @@ func ParseTools(o wire.Object, autoToolChoice bool, parser string) (*ToolSpec, *
 		return nil, e
 	}
 	var e *wire.APIError
-	if spec.tools, e = parseToolDefs(o, toolsRaw); e != nil {
+	if spec.tools, e = parseToolDefs(sc, o, toolsRaw); e != nil {
 		return nil, e
 	}
 
@@ -105,7 +105,7 @@ func ParseTools(o wire.Object, autoToolChoice bool, parser string) (*ToolSpec, *
 
 // parseToolDefs reads the function definitions of tools, compiling their
 // parameter schemas.
-func parseToolDefs(o wire.Object, toolsRaw []json.RawMessage) ([]toolDef, *wire.APIError) {
+func parseToolDefs(sc SchemaContext, o wire.Object, toolsRaw []json.RawMessage) ([]toolDef, *wire.APIError) {
 	var tools []toolDef
 	for i, raw := range toolsRaw {
 		path := "tools[" + wire.Itoa(i) + "]"
@@ -132,9 +132,9 @@ func parseToolDefs(o wire.Object, toolsRaw []json.RawMessage) ([]toolDef, *wire.
 		}
 		def := toolDef{name: name, params: emptyParams}
 		if params, ok := fn.Kind("parameters", "object"); ok && string(wire.CompactJSON(params)) != "{}" {
-			compiled, err := schemagen.Compile(params)
-			if err != nil {
-				return nil, wire.ErrInvalid(path+".function.parameters", "%s", err.Error())
+			compiled, e := sc.compile(params, path+".function.parameters")
+			if e != nil {
+				return nil, e
 			}
 			def.params = compiled
 		}

@@ -20,8 +20,14 @@ import (
 // (docs/http-api.md): content type, size (413), and "one JSON object". The fields come back as raw JSON
 // for the typed getters of object, so that every type error names its field.
 func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64) (Object, *APIError) {
-	if !isJSONContentType(r.Header.Get("Content-Type")) {
+	ct := r.Header.Get("Content-Type")
+	if !isJSONContentType(ct) {
 		return Object{}, ErrBadRequest("", "Unsupported Media Type: Only 'application/json' is allowed")
+	}
+	if cs, ok := nonUTF8Charset(ct); ok {
+		// The body would be read as UTF-8 whatever it is: refuse rather
+		// than parse UTF-16 (or Latin-1) bytes into other text.
+		return Object{}, ErrBadRequest("", "Unsupported Media Type: charset %q is not supported; the body must be UTF-8 JSON", cs)
 	}
 	tooLarge := &APIError{Status: http.StatusRequestEntityTooLarge, Type: typeTooLarge,
 		Message: "Request body exceeds " + strconv.FormatInt(limit, 10) + " bytes"}
@@ -74,6 +80,24 @@ func quoteChar(c byte) string {
 	}
 	s := strconv.Quote(string(c))
 	return "'" + s[1:len(s)-1] + "'"
+}
+
+// nonUTF8Charset returns the charset parameter of a Content-Type when it
+// names an encoding other than UTF-8 (or its subset ASCII).
+func nonUTF8Charset(ct string) (string, bool) {
+	_, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", false
+	}
+	cs, ok := params["charset"]
+	if !ok {
+		return "", false
+	}
+	switch strings.ToLower(strings.TrimSpace(cs)) {
+	case "utf-8", "utf8", "us-ascii", "ascii":
+		return "", false
+	}
+	return cs, true
 }
 
 func isJSONContentType(ct string) bool {
@@ -336,6 +360,50 @@ func ParseArray(r json.RawMessage, path string) ([]json.RawMessage, *APIError) {
 		return nil, ErrFieldType(path, "array")
 	}
 	return a, nil
+}
+
+// CountArray returns the number of elements of r, a JSON array already
+// checked as part of a valid body, without decoding them; -1 when r is not
+// an array.
+func CountArray(r json.RawMessage) int {
+	if len(r) == 0 || r[0] != '[' {
+		return -1
+	}
+	n, depth, inString, escaped, empty := 0, 0, false, false, true
+	for _, c := range r {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			if depth == 1 {
+				continue
+			}
+		case c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 1:
+			n++
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		}
+		if depth >= 1 {
+			empty = false
+		}
+	}
+	if empty {
+		return 0
+	}
+	return n + 1
 }
 
 // UnknownKeys returns the keys of o that are not in known.
