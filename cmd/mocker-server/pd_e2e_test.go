@@ -335,9 +335,10 @@ func TestPDHoldTimeoutAndFailedPulls(t *testing.T) {
 	}
 	_ = json.NewDecoder(resp.Body).Decode(&pr)
 	resp.Body.Close()
-	if heldBlocks(t, prefill) == 0 {
-		t.Fatal("the prefill holds no blocks")
-	}
+	// The held-blocks gauge is set when the pass settles, which may come
+	// just after the response that pass delivered: wait for it (well within
+	// the 1.5 s timeout).
+	testutil.WaitFor(t, time.Second, "the prefill to hold its blocks", func() bool { return heldBlocks(t, prefill) > 0 })
 	// Released by the 1.5 s timeout, not vLLM's 480 s default. The timeout
 	// is long enough that the hold is still there when the test looks,
 	// even under -race on a loaded machine; the exact instant is checked in
