@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Soak test (not part of `make test`): starts mocker-server with injected
 # faults and KV events, drives it for DURATION (default 10m) with
-# CONCURRENCY (default 1000) concurrent streams, random disconnects, a slow
+# CONCURRENCY (default 1000) concurrent requests — streamed chat, schema-constrained chat,
+# Responses and Messages streams, embeddings — random disconnects, a slow
 # KV-event subscriber and a stuck reader (scripts/soak/main.go), samples
 # RSS, goroutines, open fds, /load and KV usage every 10 s and fails on
 # growth. Usage: scripts/soak.sh [path/to/mocker-server]

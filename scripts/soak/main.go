@@ -11,6 +11,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -202,10 +203,9 @@ func streamLoop(ctx context.Context, client *http.Client, url string, rng *rand.
 		if rng.IntN(10) == 0 {
 			cutAfter = rng.IntN(maxTokens)
 		}
-		body := fmt.Sprintf(`{"messages":[{"role":"user","content":"soak %d"}],"max_tokens":%d,"stream":true}`,
-			rng.IntN(1000), maxTokens)
+		path, body := soakRequest(rng, maxTokens)
 		rctx, cancel := context.WithCancel(ctx)
-		req, _ := http.NewRequestWithContext(rctx, "POST", url+"/v1/chat/completions", strings.NewReader(body))
+		req, _ := http.NewRequestWithContext(rctx, "POST", url+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		t.requests.Add(1)
 		resp, err := client.Do(req)
@@ -236,6 +236,27 @@ func streamLoop(ctx context.Context, client *http.Client, url string, rng *rand.
 	}
 }
 
+// soakRequest picks one request of the mixed traffic: mostly streamed chat,
+// and the other surfaces the server carries through the same pipeline —
+// a chat constrained by a JSON schema, the Responses and Anthropic Messages
+// streams, and embeddings (not streamed).
+func soakRequest(rng *rand.Rand, maxTokens int) (path, body string) {
+	n := rng.IntN(1000)
+	switch rng.IntN(10) {
+	case 0:
+		return "/v1/responses", fmt.Sprintf(`{"input":"soak %d","max_output_tokens":%d,"stream":true}`, n, maxTokens)
+	case 1:
+		return "/v1/messages", fmt.Sprintf(`{"model":"mocker-model","messages":[{"role":"user","content":"soak %d"}],"max_tokens":%d,"stream":true}`, n, maxTokens)
+	case 2:
+		return "/v1/embeddings", fmt.Sprintf(`{"input":["soak %d","soak %d"]}`, n, n+1)
+	case 3:
+		return "/v1/chat/completions", fmt.Sprintf(`{"messages":[{"role":"user","content":"soak %d"}],"max_tokens":%d,"stream":true,`+
+			`"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object","properties":{"n":{"type":"integer"},"s":{"enum":["a","b","c"]}},"required":["n","s"]}}}}`,
+			n, maxTokens)
+	}
+	return "/v1/chat/completions", fmt.Sprintf(`{"messages":[{"role":"user","content":"soak %d"}],"max_tokens":%d,"stream":true}`, n, maxTokens)
+}
+
 // readStream reads a response: "done" ([DONE] after tokens), "cut" (we
 // left), "fault" (an error status, error event, or a stream that ended
 // without [DONE]: the server's injected faults) or "error".
@@ -243,6 +264,14 @@ func readStream(resp *http.Response, cutAfter int) string {
 	if resp.StatusCode != 200 {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return "fault"
+	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// Not streamed (embeddings): whole when the JSON body is.
+		var v map[string]any
+		if json.NewDecoder(resp.Body).Decode(&v) != nil {
+			return "fault"
+		}
+		return "done"
 	}
 	br := bufio.NewReader(resp.Body)
 	events := 0
@@ -255,13 +284,19 @@ func readStream(resp *http.Response, cutAfter int) string {
 		if !strings.HasPrefix(string(line), "data: ") {
 			continue
 		}
-		if strings.HasPrefix(string(line), "data: [DONE]") {
+		// The end of a stream: chat's [DONE], the Responses API's
+		// response.completed (or incomplete), Anthropic's message_stop.
+		if strings.HasPrefix(string(line), "data: [DONE]") ||
+			strings.Contains(string(line), `"type":"response.completed"`) ||
+			strings.Contains(string(line), `"type":"response.incomplete"`) ||
+			strings.Contains(string(line), `"type":"message_stop"`) {
 			if sawError {
 				return "fault"
 			}
 			return "done"
 		}
-		if strings.HasPrefix(string(line), `data: {"error"`) {
+		if strings.HasPrefix(string(line), `data: {"error"`) || strings.Contains(string(line), `"type":"error"`) ||
+			strings.Contains(string(line), `"type":"response.failed"`) {
 			sawError = true
 		}
 		events++
