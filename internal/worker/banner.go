@@ -72,8 +72,7 @@ func (w *Worker) bannerItems(baseURL string) []bannerItem {
 	tok, tmpl := w.textSources()
 	add("tokenizer", "tokenizer", tok)
 	add("chat template", "chat_template", tmpl)
-	blocks, size := c.NumGPUBlocks, c.EffectiveBlockSize()
-	pool := fmt.Sprintf("%s blocks × %d tokens = %s tokens per DP rank", thousands(blocks), size, thousands(blocks*size))
+	pool := KVPoolShape(c)
 	if c.DPSize > 1 {
 		pool += fmt.Sprintf(" (× %d ranks)", c.DPSize)
 	}
@@ -168,6 +167,14 @@ func rankRange(endpoint string, dp int) string {
 }
 
 // thousands formats n with thousands separators.
+// KVPoolShape describes one DP rank's KV pool as the banners print it:
+// "16,384 blocks × 16 tokens = 262,144 tokens per DP rank". serve's banner
+// and a fleet's summary share it so the two read alike.
+func KVPoolShape(c *config.Config) string {
+	blocks, size := c.NumGPUBlocks, c.EffectiveBlockSize()
+	return fmt.Sprintf("%s blocks × %d tokens = %s tokens per DP rank", thousands(blocks), size, thousands(blocks*size))
+}
+
 func thousands(n int) string {
 	s := strconv.Itoa(n)
 	for i := len(s) - 3; i > 0; i -= 3 {
