@@ -272,3 +272,42 @@ func TestServe_PortInUseNamesNoWorker(t *testing.T) {
 		t.Errorf("run = %v, stderr %q; want a line starting %q without worker 0", err, errb.String(), want)
 	}
 }
+
+// TestServe_BannerSaysWhereSleepModeIs: --enable-sleep-mode without dev
+// mode serves no /sleep (vLLM's rule), so the banner says how to get the
+// routes instead of leaving a bare 404; with --dev-mode it names them, and
+// they answer.
+func TestServe_BannerSaysWhereSleepModeIs(t *testing.T) {
+	serveFunc = runServer
+	defer func() { serveFunc = printConfig }()
+	t.Setenv("VLLM_SERVER_DEV_MODE", "0")
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	for _, dev := range []bool{false, true} {
+		args := []string{"serve", "--port", "0", "--speedup-ratio", "inf", "--enable-sleep-mode"}
+		if dev {
+			args = append(args, "--dev-mode")
+		}
+		stop, stderr, found := runInBackground(t, regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)\n(?:  .*\n)*  engine .*\n`), args...)
+		line := regexp.MustCompile(`(?m)^  sleep mode +(.*)$`).FindStringSubmatch(stderr.String())
+		if len(found) == 0 || line == nil {
+			stop()
+			t.Fatalf("dev mode %v: no sleep mode line:\n%s", dev, stderr.String())
+		}
+		base := found[0]
+		resp, err := client.Post(base+"/sleep?level=1", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		switch {
+		case !dev && (resp.StatusCode != http.StatusNotFound || !strings.Contains(line[1], "VLLM_SERVER_DEV_MODE=1")):
+			t.Errorf("without dev mode: /sleep = %d, banner %q", resp.StatusCode, line[1])
+		case dev && (resp.StatusCode != http.StatusOK || line[1] != base+"/sleep, /wake_up, /is_sleeping"):
+			t.Errorf("with --dev-mode: /sleep = %d, banner %q", resp.StatusCode, line[1])
+		}
+		if err := stop(); err != nil {
+			t.Errorf("run = %v", err)
+		}
+	}
+}

@@ -69,6 +69,16 @@ func (w *Worker) bannerItems(baseURL string) []bannerItem {
 	if w.opts.AdminURL != "" {
 		add("admin API", "admin", w.opts.AdminURL+" (/workers, /ui)")
 	}
+	if c.EnableSleepMode {
+		// vLLM attaches the sleep routes only in dev mode; without it they
+		// are 404 and only the fleet admin API can sleep the worker, so say
+		// which one it is rather than leave a newcomer with a bare 404.
+		if c.DevMode {
+			add("sleep mode", "sleep_mode", baseURL+"/sleep, /wake_up, /is_sleeping")
+		} else {
+			add("sleep mode", "sleep_mode", "HTTP routes off: set VLLM_SERVER_DEV_MODE=1 or --dev-mode for /sleep, /wake_up, /is_sleeping")
+		}
+	}
 	tok, tmpl := w.textSources()
 	add("tokenizer", "tokenizer", tok)
 	add("chat template", "chat_template", tmpl)
