@@ -160,3 +160,27 @@ func TestReplay_FleetFileBuildsHeterogeneousWorkers(t *testing.T) {
 		})
 	}
 }
+
+// TestReplay_CompareWithASyntheticWorkload: replay --help's own example,
+// --compare A.yaml B.yaml with --requests N, compares A and B (there is no
+// TRACE to take the last argument), exactly as --config A --config B does.
+func TestReplay_CompareWithASyntheticWorkload(t *testing.T) {
+	a, b := "../../configs/vllm-default.yaml", "../../configs/prefix-cache-off.yaml"
+	workload := []string{"--requests", "40", "--prefix-groups", "2", "--prefix-len", "256", "--input-len", "128", "--output-len", "8", "--json", "--no-progress"}
+	compare, stderr, err := runCLI(t, append([]string{"replay", "--compare", a, b}, workload...)...)
+	if err != nil {
+		t.Fatalf("--compare A B --requests: %v\n%s", err, stderr)
+	}
+	configs, stderr, err := runCLI(t, append([]string{"replay", "--config", a, "--config", b}, workload...)...)
+	if err != nil {
+		t.Fatalf("--config A --config B: %v\n%s", err, stderr)
+	}
+	if compare != configs {
+		t.Errorf("--compare A B and --config A --config B differ:\n%s\nvs\n%s", compare, configs)
+	}
+	for _, name := range []string{`"vllm-default"`, `"prefix-cache-off"`} {
+		if !strings.Contains(compare, name) {
+			t.Errorf("the report names no setup %s:\n%.2000s", name, compare)
+		}
+	}
+}
