@@ -67,7 +67,7 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 			"latencies, throughput, prefix-cache hits and load per worker. Nothing sleeps: a run takes\n" +
 			"only the engines' own work. --compare A.yaml B.yaml TRACE (or --config repeated) runs the\n" +
 			"same workload on each setup and shows them side by side.",
-		Example: "  mocker-server replay --workers 4 --router kv_aware testdata/mooncake-synthetic-head400.jsonl --max-model-len 16384\n" +
+		Example: "  mocker-server replay --workers 4 --router kv_aware --max-model-len 262144 testdata/mooncake-synthetic-head400.jsonl\n" +
 			"  mocker-server replay --requests 500 --rate 20 --input-len 1000 --output-len 200 --workers 2\n" +
 			"  mocker-server replay --compare configs/vllm-default.yaml configs/prefix-cache-off.yaml --requests 500 --prefix-groups 8 --prefix-len 1536 --html report.html",
 		RunE: func(cmd *cobra.Command, args []string) error {
