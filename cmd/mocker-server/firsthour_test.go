@@ -311,3 +311,18 @@ func TestServe_BannerSaysWhereSleepModeIs(t *testing.T) {
 		}
 	}
 }
+
+// TestServe_BannerPoolInTheEnginesUnit: SGLang's pool is pages of one token,
+// so its banner line reads "pages × 1 token", as /ui says, not "blocks × 1
+// tokens"; the fleet summary shares the wording.
+func TestServe_BannerPoolInTheEnginesUnit(t *testing.T) {
+	serveFunc = runServer
+	defer func() { serveFunc = printConfig }()
+	stop, stderr, _ := runInBackground(t, regexp.MustCompile(`(?m)^  (engine) +`),
+		"serve", "m", "--engine-type", "sglang", "--port", "0", "--speedup-ratio", "inf")
+	defer stop()
+	line := regexp.MustCompile(`(?m)^  KV pool +(.*)$`).FindStringSubmatch(stderr.String())
+	if line == nil || !regexp.MustCompile(`^[\d,]+ pages × 1 token = [\d,]+ tokens per DP rank$`).MatchString(line[1]) {
+		t.Errorf("SGLang's KV pool line:\n%s", stderr.String())
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kvtransfer"
 )
 
@@ -178,11 +179,19 @@ func rankRange(endpoint string, dp int) string {
 
 // thousands formats n with thousands separators.
 // KVPoolShape describes one DP rank's KV pool as the banners print it:
-// "16,384 blocks × 16 tokens = 262,144 tokens per DP rank". serve's banner
-// and a fleet's summary share it so the two read alike.
+// "16,384 blocks × 16 tokens = 262,144 tokens per DP rank", or SGLang's
+// "262,144 pages × 1 token = …" (its unit is a page, as /ui says). serve's
+// banner and a fleet's summary share it so the two read alike.
 func KVPoolShape(c *config.Config) string {
 	blocks, size := c.NumGPUBlocks, c.EffectiveBlockSize()
-	return fmt.Sprintf("%s blocks × %d tokens = %s tokens per DP rank", thousands(blocks), size, thousands(blocks*size))
+	unit, tokens := "blocks", "tokens"
+	if c.EngineType == engine.EngineSGLang {
+		unit = "pages"
+	}
+	if size == 1 {
+		tokens = "token"
+	}
+	return fmt.Sprintf("%s %s × %d %s = %s tokens per DP rank", thousands(blocks), unit, size, tokens, thousands(blocks*size))
 }
 
 func thousands(n int) string {
