@@ -326,3 +326,33 @@ func TestServe_BannerPoolInTheEnginesUnit(t *testing.T) {
 		t.Errorf("SGLang's KV pool line:\n%s", stderr.String())
 	}
 }
+
+// TestServe_BannerSaysHowToOpenAGuardedLiveView: with --api-key the bare
+// /ui is a 401, so the banner's live view line says how to log in, without
+// printing the key, and that way in works.
+func TestServe_BannerSaysHowToOpenAGuardedLiveView(t *testing.T) {
+	serveFunc = runServer
+	defer func() { serveFunc = printConfig }()
+	stop, stderr, _ := runInBackground(t, regexp.MustCompile(`(?m)^  (engine) +`),
+		"serve", "--api-key", "s3cret", "--port", "0", "--speedup-ratio", "inf")
+	defer stop()
+	line := regexp.MustCompile(`(?m)^  live view +(\S+) (.*)$`).FindStringSubmatch(stderr.String())
+	if line == nil || line[2] != "(--api-key: open /ui?key=KEY once)" || strings.Contains(stderr.String(), "s3cret") {
+		t.Fatalf("live view line:\n%s", stderr.String())
+	}
+	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer client.CloseIdleConnections()
+	for _, tc := range []struct {
+		url  string
+		want int
+	}{{line[1], http.StatusUnauthorized}, {line[1] + "?key=s3cret", http.StatusSeeOther}} {
+		resp, err := client.Get(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("GET %s = %d, want %d", tc.url, resp.StatusCode, tc.want)
+		}
+	}
+}

@@ -43,7 +43,13 @@ func (w *Worker) bannerItems(baseURL string) []bannerItem {
 	add := func(label, key, value string) { items = append(items, bannerItem{label, key, value}) }
 	add("API", "api", baseURL+"/v1 (model "+strconv.Quote(c.ServedName())+")")
 	if c.UI {
-		add("live view", "ui", baseURL+"/ui")
+		ui := baseURL + "/ui"
+		if len(c.APIKey) > 0 {
+			// The page is guarded like /v1: a browser that opens the bare URL
+			// gets a 401, so say how to log in (never the key itself).
+			ui += " (--api-key: open /ui?key=KEY once)"
+		}
+		add("live view", "ui", ui)
 	}
 	add("metrics", "metrics", baseURL+"/metrics ("+string(c.ResolvedMetricsFamily())+")")
 	if c.ZMQKVEventsPort > 0 {
