@@ -356,3 +356,30 @@ func TestServe_BannerSaysHowToOpenAGuardedLiveView(t *testing.T) {
 		}
 	}
 }
+
+// TestServe_BannerNamesTheFaultsEndpoint: --admin-key opens /admin/faults on
+// the API port; the banner names it and the address it prints answers with
+// the key.
+func TestServe_BannerNamesTheFaultsEndpoint(t *testing.T) {
+	serveFunc = runServer
+	defer func() { serveFunc = printConfig }()
+	stop, stderr, _ := runInBackground(t, regexp.MustCompile(`(?m)^  (engine) +`),
+		"serve", "--admin-key", "ak", "--port", "0", "--speedup-ratio", "inf")
+	defer stop()
+	line := regexp.MustCompile(`(?m)^  admin faults +(\S+) \(Bearer --admin-key\)$`).FindStringSubmatch(stderr.String())
+	if line == nil {
+		t.Fatalf("no admin faults line:\n%s", stderr.String())
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodGet, line[1], nil)
+	req.Header.Set("Authorization", "Bearer ak")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s = %d", line[1], resp.StatusCode)
+	}
+}

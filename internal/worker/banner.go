@@ -52,6 +52,11 @@ func (w *Worker) bannerItems(baseURL string) []bannerItem {
 		add("live view", "ui", ui)
 	}
 	add("metrics", "metrics", baseURL+"/metrics ("+string(c.ResolvedMetricsFamily())+")")
+	if c.AdminKey != "" {
+		// The run-time fault settings exist only with an admin key, on
+		// the API port (docs/FAULTS.md); say so where the endpoints are.
+		add("admin faults", "admin_faults", baseURL+"/admin/faults (Bearer --admin-key)")
+	}
 	if c.ZMQKVEventsPort > 0 {
 		add("KV events", "kv_events", rankRange(zmqEndpoint(c.Host, c.ZMQKVEventsPort), c.DPSize)+" (PUB)")
 	}
