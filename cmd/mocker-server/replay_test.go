@@ -184,3 +184,36 @@ func TestReplay_CompareWithASyntheticWorkload(t *testing.T) {
 		}
 	}
 }
+
+// TestReplay_HitRateHasNoPointWhereNoRequestStarted: the hit-rate timeline
+// is the hit rate of the requests whose first token came in each bucket; a
+// bucket where none did (the run's draining end, gaps between arrivals) is
+// null, not 0, so the report's chart does not show a fall to zero that
+// never happened.
+func TestReplay_HitRateHasNoPointWhereNoRequestStarted(t *testing.T) {
+	out, stderr, err := runCLI(t, "replay", "--requests", "200", "--rate", "20", "--input-len", "512", "--output-len", "256",
+		"--prefix-groups", "2", "--prefix-len", "256", "--json", "--no-progress")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var rep struct {
+		Summary struct {
+			Completed int `json:"completed"`
+		} `json:"summary"`
+		Timeline struct {
+			HitRate []*float64 `json:"hit_rate"`
+		} `json:"timeline"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	h := rep.Timeline.HitRate
+	if len(h) == 0 || h[0] == nil || h[len(h)-1] != nil {
+		t.Fatalf("hit_rate: want a value in the first bucket (requests start there) and null in the last (256 tokens still decoding): %v", h)
+	}
+	for i, v := range h {
+		if v != nil && (*v < 0 || *v > 1) {
+			t.Errorf("bucket %d: hit rate %v", i, *v)
+		}
+	}
+}
