@@ -272,3 +272,114 @@ func TestServe_PortInUseNamesNoWorker(t *testing.T) {
 		t.Errorf("run = %v, stderr %q; want a line starting %q without worker 0", err, errb.String(), want)
 	}
 }
+
+// TestServe_BannerSaysWhereSleepModeIs: --enable-sleep-mode without dev
+// mode serves no /sleep (vLLM's rule), so the banner says how to get the
+// routes instead of leaving a bare 404; with --dev-mode it names them, and
+// they answer.
+func TestServe_BannerSaysWhereSleepModeIs(t *testing.T) {
+	serveFunc = runServer
+	defer func() { serveFunc = printConfig }()
+	t.Setenv("VLLM_SERVER_DEV_MODE", "0")
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	for _, dev := range []bool{false, true} {
+		args := []string{"serve", "--port", "0", "--speedup-ratio", "inf", "--enable-sleep-mode"}
+		if dev {
+			args = append(args, "--dev-mode")
+		}
+		stop, stderr, found := runInBackground(t, regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)\n(?:  .*\n)*  engine .*\n`), args...)
+		line := regexp.MustCompile(`(?m)^  sleep mode +(.*)$`).FindStringSubmatch(stderr.String())
+		if len(found) == 0 || line == nil {
+			stop()
+			t.Fatalf("dev mode %v: no sleep mode line:\n%s", dev, stderr.String())
+		}
+		base := found[0]
+		resp, err := client.Post(base+"/sleep?level=1", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		switch {
+		case !dev && (resp.StatusCode != http.StatusNotFound || !strings.Contains(line[1], "VLLM_SERVER_DEV_MODE=1")):
+			t.Errorf("without dev mode: /sleep = %d, banner %q", resp.StatusCode, line[1])
+		case dev && (resp.StatusCode != http.StatusOK || line[1] != base+"/sleep, /wake_up, /is_sleeping"):
+			t.Errorf("with --dev-mode: /sleep = %d, banner %q", resp.StatusCode, line[1])
+		}
+		if err := stop(); err != nil {
+			t.Errorf("run = %v", err)
+		}
+	}
+}
+
+// TestServe_BannerPoolInTheEnginesUnit: SGLang's pool is pages of one token,
+// so its banner line reads "pages × 1 token", as /ui says, not "blocks × 1
+// tokens"; the fleet summary shares the wording.
+func TestServe_BannerPoolInTheEnginesUnit(t *testing.T) {
+	serveFunc = runServer
+	defer func() { serveFunc = printConfig }()
+	stop, stderr, _ := runInBackground(t, regexp.MustCompile(`(?m)^  (engine) +`),
+		"serve", "m", "--engine-type", "sglang", "--port", "0", "--speedup-ratio", "inf")
+	defer stop()
+	line := regexp.MustCompile(`(?m)^  KV pool +(.*)$`).FindStringSubmatch(stderr.String())
+	if line == nil || !regexp.MustCompile(`^[\d,]+ pages × 1 token = [\d,]+ tokens per DP rank$`).MatchString(line[1]) {
+		t.Errorf("SGLang's KV pool line:\n%s", stderr.String())
+	}
+}
+
+// TestServe_BannerSaysHowToOpenAGuardedLiveView: with --api-key the bare
+// /ui is a 401, so the banner's live view line says how to log in, without
+// printing the key, and that way in works.
+func TestServe_BannerSaysHowToOpenAGuardedLiveView(t *testing.T) {
+	serveFunc = runServer
+	defer func() { serveFunc = printConfig }()
+	stop, stderr, _ := runInBackground(t, regexp.MustCompile(`(?m)^  (engine) +`),
+		"serve", "--api-key", "s3cret", "--port", "0", "--speedup-ratio", "inf")
+	defer stop()
+	line := regexp.MustCompile(`(?m)^  live view +(\S+) (.*)$`).FindStringSubmatch(stderr.String())
+	if line == nil || line[2] != "(--api-key: open /ui?key=KEY once)" || strings.Contains(stderr.String(), "s3cret") {
+		t.Fatalf("live view line:\n%s", stderr.String())
+	}
+	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer client.CloseIdleConnections()
+	for _, tc := range []struct {
+		url  string
+		want int
+	}{{line[1], http.StatusUnauthorized}, {line[1] + "?key=s3cret", http.StatusSeeOther}} {
+		resp, err := client.Get(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("GET %s = %d, want %d", tc.url, resp.StatusCode, tc.want)
+		}
+	}
+}
+
+// TestServe_BannerNamesTheFaultsEndpoint: --admin-key opens /admin/faults on
+// the API port; the banner names it and the address it prints answers with
+// the key.
+func TestServe_BannerNamesTheFaultsEndpoint(t *testing.T) {
+	serveFunc = runServer
+	defer func() { serveFunc = printConfig }()
+	stop, stderr, _ := runInBackground(t, regexp.MustCompile(`(?m)^  (engine) +`),
+		"serve", "--admin-key", "ak", "--port", "0", "--speedup-ratio", "inf")
+	defer stop()
+	line := regexp.MustCompile(`(?m)^  admin faults +(\S+) \(Bearer --admin-key\)$`).FindStringSubmatch(stderr.String())
+	if line == nil {
+		t.Fatalf("no admin faults line:\n%s", stderr.String())
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodGet, line[1], nil)
+	req.Header.Set("Authorization", "Bearer ak")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s = %d", line[1], resp.StatusCode)
+	}
+}

@@ -148,12 +148,17 @@ func TestServe_AdminPortServesTheAdminAPIForWorker0(t *testing.T) {
 // fleet through run(): two workers from the command line, the admin API,
 // a clean exit when cancelled.
 func TestFleet_RunsWorkersUntilCancelled(t *testing.T) {
-	stop, stderr, found := runInBackground(t, regexp.MustCompile(`(?s)listening on (http://127\.0\.0\.1:\d+)\n.*fleet started`),
+	stop, stderr, found := runInBackground(t, regexp.MustCompile(`(?s)listening on (http://127\.0\.0\.1:\d+)\n.*fleet started.*\n  worker 0…2 [^\n]*\n`),
 		"fleet", "--workers", "3", "--base-port", "0", "--admin-port", "0", "--admin-key", "k",
 		"--speedup-ratio", "inf", "--served-model-name", "m")
 	urls := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`).FindAllStringSubmatch(stderr.String(), -1)
 	if len(found) == 0 || len(urls) != 3 {
 		t.Fatalf("stderr:\n%s", stderr.String())
+	}
+	// The summary's pool reads as serve's banner does (thousands
+	// separators, "per DP rank"), not as bare 16384 … 1048576.
+	if !regexp.MustCompile(`(?m)^  worker 0…2 +vllm aggregated, dp 1, KV pool 16,384 blocks × \d+ tokens = \d{1,3}(,\d{3})+ tokens per DP rank, timing polynomial$`).MatchString(stderr.String()) {
+		t.Errorf("fleet summary's KV pool line differs from serve's banner:\n%s", stderr.String())
 	}
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()

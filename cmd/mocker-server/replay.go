@@ -67,9 +67,9 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 			"latencies, throughput, prefix-cache hits and load per worker. Nothing sleeps: a run takes\n" +
 			"only the engines' own work. --compare A.yaml B.yaml TRACE (or --config repeated) runs the\n" +
 			"same workload on each setup and shows them side by side.",
-		Example: "  mocker-server replay --workers 4 --router kv_aware testdata/mooncake-synthetic-head400.jsonl --max-model-len 16384\n" +
+		Example: "  mocker-server replay --workers 4 --router kv_aware --max-model-len 262144 testdata/mooncake-synthetic-head400.jsonl\n" +
 			"  mocker-server replay --requests 500 --rate 20 --input-len 1000 --output-len 200 --workers 2\n" +
-			"  mocker-server replay --compare configs/fast-ci.yaml configs/small-cache.yaml --requests 200 --html report.html",
+			"  mocker-server replay --compare configs/vllm-default.yaml configs/prefix-cache-off.yaml --requests 500 --prefix-groups 8 --prefix-len 1536 --html report.html",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReplay(cmd, &f, args, stdout, stderr)
 		},
@@ -135,6 +135,10 @@ func runReplay(cmd *cobra.Command, f *replayFlags, args []string, stdout, stderr
 	configs := append(slices.Clone(f.compare), f.configs...)
 	trace := ""
 	switch {
+	case len(f.compare) > 0 && len(args) >= 1 && cmd.Flags().Changed("requests"):
+		// --compare A.yaml B.yaml --requests N: a synthetic workload has no
+		// TRACE, so every argument pflag left over is a configuration.
+		configs = append(configs, args...)
 	case len(f.compare) > 0 && len(args) >= 1:
 		// --compare A.yaml B.yaml TRACE: pflag takes only A.yaml as the value.
 		configs = append(configs, args[:len(args)-1]...)

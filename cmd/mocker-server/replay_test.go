@@ -160,3 +160,60 @@ func TestReplay_FleetFileBuildsHeterogeneousWorkers(t *testing.T) {
 		})
 	}
 }
+
+// TestReplay_CompareWithASyntheticWorkload: replay --help's own example,
+// --compare A.yaml B.yaml with --requests N, compares A and B (there is no
+// TRACE to take the last argument), exactly as --config A --config B does.
+func TestReplay_CompareWithASyntheticWorkload(t *testing.T) {
+	a, b := "../../configs/vllm-default.yaml", "../../configs/prefix-cache-off.yaml"
+	workload := []string{"--requests", "40", "--prefix-groups", "2", "--prefix-len", "256", "--input-len", "128", "--output-len", "8", "--json", "--no-progress"}
+	compare, stderr, err := runCLI(t, append([]string{"replay", "--compare", a, b}, workload...)...)
+	if err != nil {
+		t.Fatalf("--compare A B --requests: %v\n%s", err, stderr)
+	}
+	configs, stderr, err := runCLI(t, append([]string{"replay", "--config", a, "--config", b}, workload...)...)
+	if err != nil {
+		t.Fatalf("--config A --config B: %v\n%s", err, stderr)
+	}
+	if compare != configs {
+		t.Errorf("--compare A B and --config A --config B differ:\n%s\nvs\n%s", compare, configs)
+	}
+	for _, name := range []string{`"vllm-default"`, `"prefix-cache-off"`} {
+		if !strings.Contains(compare, name) {
+			t.Errorf("the report names no setup %s:\n%.2000s", name, compare)
+		}
+	}
+}
+
+// TestReplay_HitRateHasNoPointWhereNoRequestStarted: the hit-rate timeline
+// is the hit rate of the requests whose first token came in each bucket; a
+// bucket where none did (the run's draining end, gaps between arrivals) is
+// null, not 0, so the report's chart does not show a fall to zero that
+// never happened.
+func TestReplay_HitRateHasNoPointWhereNoRequestStarted(t *testing.T) {
+	out, stderr, err := runCLI(t, "replay", "--requests", "200", "--rate", "20", "--input-len", "512", "--output-len", "256",
+		"--prefix-groups", "2", "--prefix-len", "256", "--json", "--no-progress")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var rep struct {
+		Summary struct {
+			Completed int `json:"completed"`
+		} `json:"summary"`
+		Timeline struct {
+			HitRate []*float64 `json:"hit_rate"`
+		} `json:"timeline"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	h := rep.Timeline.HitRate
+	if len(h) == 0 || h[0] == nil || h[len(h)-1] != nil {
+		t.Fatalf("hit_rate: want a value in the first bucket (requests start there) and null in the last (256 tokens still decoding): %v", h)
+	}
+	for i, v := range h {
+		if v != nil && (*v < 0 || *v > 1) {
+			t.Errorf("bucket %d: hit rate %v", i, *v)
+		}
+	}
+}

@@ -285,7 +285,7 @@ func TestE2E_SleepBadInputAndRoutes(t *testing.T) {
 		contains string
 	}{
 		{map[string]any{"enable_sleep_mode": true}, 404, `{"detail":"Not Found"}`},
-		{map[string]any{"dev_mode": true}, 400, `sleep mode is not enabled`},
+		{map[string]any{"dev_mode": true}, 400, `sleep mode is not enabled (start the worker with --enable-sleep-mode)`},
 	} {
 		tc.overlay["log_level"] = "error"
 		other := startServe(t, loadConfig(t, tc.overlay), time.Second)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/httperr"
@@ -48,13 +49,18 @@ func NewAdminHandler(in *Injector, key string) http.Handler {
 			}
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAdminBody))
 			if err != nil {
-				writeAdminError(w, http.StatusBadRequest, "Bad Request", "Invalid body: "+err.Error())
+				writeAdminError(w, http.StatusBadRequest, "BadRequestError", "Invalid body: "+err.Error())
+				return
+			}
+			if key := unknownKey(body); key != "" {
+				writeAdminError(w, http.StatusBadRequest, "BadRequestError",
+					fmt.Sprintf("unknown key %q; the keys are %s", key, strings.Join(settingsKeys, ", ")))
 				return
 			}
 			dec := json.NewDecoder(bytes.NewReader(body))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&s); err != nil {
-				writeAdminError(w, http.StatusBadRequest, "Bad Request", "Invalid JSON body: "+err.Error())
+				writeAdminError(w, http.StatusBadRequest, "BadRequestError", "Invalid JSON body: "+err.Error())
 				return
 			}
 			if err := in.Update(s); err != nil {
@@ -63,12 +69,37 @@ func NewAdminHandler(in *Injector, key string) http.Handler {
 			}
 		default:
 			w.Header().Set("Allow", "GET, PUT, POST")
-			writeAdminError(w, http.StatusMethodNotAllowed, "Method Not Allowed", "Method Not Allowed")
+			writeAdminError(w, http.StatusMethodNotAllowed, "MethodNotAllowedError", r.Method+" "+r.URL.Path+": use GET, PUT or POST")
 			return
 		}
 		body, _ := json.Marshal(in.Settings())
 		httperr.Write(w, http.StatusOK, body)
 	})
+}
+
+// settingsKeys are the JSON keys of Settings, in its order, for the
+// message that refuses an unknown one.
+var settingsKeys = []string{"failure_rate", "failure_types", "failure_script", "allow_fault_headers"}
+
+// unknownKey returns the first key of a JSON object body that Settings does
+// not have, in sorted order (deterministic), or "" (also when body is no
+// object: the decoder then says what is wrong).
+func unknownKey(body []byte) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	var unknown []string
+	for k := range m {
+		if !slices.Contains(settingsKeys, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return ""
+	}
+	slices.Sort(unknown)
+	return unknown[0]
 }
 
 func writeAdminError(w http.ResponseWriter, status int, typ, msg string) {

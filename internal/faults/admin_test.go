@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -73,5 +75,36 @@ func TestAdminHandler_GuardsReadsAndChangesSettings(t *testing.T) {
 	}
 	if got := in.Settings(); !got.AllowHeaders || got.FailureRate != 0 {
 		t.Errorf("rejected updates changed the settings: %+v", got)
+	}
+}
+
+// TestAdminHandler_NamesAnUnknownKey: a misspelt key is refused with the
+// key and the list of keys, in the same error type as every other bad
+// body, and settingsKeys are exactly Settings' JSON keys.
+func TestAdminHandler_NamesAnUnknownKey(t *testing.T) {
+	in := mustNew(t, Settings{}, Options{})
+	ts := httptest.NewServer(NewAdminHandler(in, "k"))
+	defer ts.Close()
+	for body, want := range map[string]string{
+		`{"failure_rat":0.1}`: `unknown key "failure_rat"; the keys are failure_rate, failure_types, failure_script, allow_fault_headers`,
+		`{`:                   "Invalid JSON body",
+	} {
+		code, m := adminDo(t, ts.URL, "POST", "k", body)
+		e, _ := m["error"].(map[string]any)
+		if msg, _ := e["message"].(string); code != 400 || e["type"] != "BadRequestError" || !strings.HasPrefix(msg, want) {
+			t.Errorf("POST %s = %d %v, want BadRequestError %q", body, code, m, want)
+		}
+	}
+	code, m := adminDo(t, ts.URL, "DELETE", "k", "")
+	if e, _ := m["error"].(map[string]any); code != 405 || e["type"] != "MethodNotAllowedError" || e["message"] != "DELETE /: use GET, PUT or POST" {
+		t.Errorf("DELETE = %d %v", code, m)
+	}
+	var tags []string
+	st := reflect.TypeFor[Settings]()
+	for i := range st.NumField() {
+		tags = append(tags, strings.Split(st.Field(i).Tag.Get("json"), ",")[0])
+	}
+	if !slices.Equal(tags, settingsKeys) {
+		t.Errorf("settingsKeys %v, Settings' JSON keys %v", settingsKeys, tags)
 	}
 }

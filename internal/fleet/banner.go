@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/mocker-server/mocker-server/internal/worker"
 )
 
 // printSummary writes the fleet's startup summary to stderr in one block:
@@ -37,11 +39,10 @@ func (f *Fleet) printSummary() {
 // setupLine summarises worker i's engine: type, P/D role, KV pool, timing.
 func setupLine(f *Fleet, i int) string {
 	c := f.members[i].Config
-	blocks, size := c.NumGPUBlocks, c.EffectiveBlockSize()
 	role := string(c.WorkerType)
 	if role == "" {
 		role = "aggregated"
 	}
-	return fmt.Sprintf("%s %s, dp %d, KV pool %d blocks × %d tokens = %d tokens per rank, timing %s",
-		c.EngineType, role, c.DPSize, blocks, size, blocks*size, c.TimingModel)
+	return fmt.Sprintf("%s %s, dp %d, KV pool %s, timing %s",
+		c.EngineType, role, c.DPSize, worker.KVPoolShape(c), c.TimingModel)
 }

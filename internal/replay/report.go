@@ -97,13 +97,15 @@ type WorkerReport struct {
 
 // Timeline holds per-bucket series over virtual time: the peak of each
 // gauge within the bucket, per worker, and the prefix-cache hit rate of the
-// requests whose first token came in the bucket.
+// requests whose first token came in the bucket: null for a bucket where
+// none did (a run's last, draining seconds), so the chart shows a gap
+// there rather than a fall to 0.
 type Timeline struct {
 	BucketS float64     `json:"bucket_s"`
 	KVUsage [][]float64 `json:"kv_usage"`
 	Running [][]float64 `json:"running"`
 	Waiting [][]float64 `json:"waiting"`
-	HitRate []float64   `json:"hit_rate"`
+	HitRate []*float64  `json:"hit_rate"`
 }
 
 // Charts are the data of the HTML report's charts.
@@ -244,9 +246,12 @@ func (b *reportBuilder) build(r *runner) *Report {
 		tl.Waiting = append(tl.Waiting, t.waiting.values)
 	}
 	tl.BucketS = b.tl.width
-	tl.HitRate = make([]float64, len(b.hitPrompt.values))
+	tl.HitRate = make([]*float64, len(b.hitPrompt.values))
 	for i := range tl.HitRate {
-		tl.HitRate[i] = ratio(int(b.hitCached.values[i]), int(b.hitPrompt.values[i]))
+		if b.hitPrompt.values[i] > 0 {
+			r := ratio(int(b.hitCached.values[i]), int(b.hitPrompt.values[i]))
+			tl.HitRate[i] = &r
+		}
 	}
 	return rep
 }

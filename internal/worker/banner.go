@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kvtransfer"
 )
 
@@ -42,9 +43,20 @@ func (w *Worker) bannerItems(baseURL string) []bannerItem {
 	add := func(label, key, value string) { items = append(items, bannerItem{label, key, value}) }
 	add("API", "api", baseURL+"/v1 (model "+strconv.Quote(c.ServedName())+")")
 	if c.UI {
-		add("live view", "ui", baseURL+"/ui")
+		ui := baseURL + "/ui"
+		if len(c.APIKey) > 0 {
+			// The page is guarded like /v1: a browser that opens the bare URL
+			// gets a 401, so say how to log in (never the key itself).
+			ui += " (--api-key: open /ui?key=KEY once)"
+		}
+		add("live view", "ui", ui)
 	}
 	add("metrics", "metrics", baseURL+"/metrics ("+string(c.ResolvedMetricsFamily())+")")
+	if c.AdminKey != "" {
+		// The run-time fault settings exist only with an admin key, on
+		// the API port (docs/FAULTS.md); say so where the endpoints are.
+		add("admin faults", "admin_faults", baseURL+"/admin/faults (Bearer --admin-key)")
+	}
 	if c.ZMQKVEventsPort > 0 {
 		add("KV events", "kv_events", rankRange(zmqEndpoint(c.Host, c.ZMQKVEventsPort), c.DPSize)+" (PUB)")
 	}
@@ -69,11 +81,20 @@ func (w *Worker) bannerItems(baseURL string) []bannerItem {
 	if w.opts.AdminURL != "" {
 		add("admin API", "admin", w.opts.AdminURL+" (/workers, /ui)")
 	}
+	if c.EnableSleepMode {
+		// vLLM attaches the sleep routes only in dev mode; without it they
+		// are 404 and only the fleet admin API can sleep the worker, so say
+		// which one it is rather than leave a newcomer with a bare 404.
+		if c.DevMode {
+			add("sleep mode", "sleep_mode", baseURL+"/sleep, /wake_up, /is_sleeping")
+		} else {
+			add("sleep mode", "sleep_mode", "HTTP routes off: set VLLM_SERVER_DEV_MODE=1 or --dev-mode for /sleep, /wake_up, /is_sleeping")
+		}
+	}
 	tok, tmpl := w.textSources()
 	add("tokenizer", "tokenizer", tok)
 	add("chat template", "chat_template", tmpl)
-	blocks, size := c.NumGPUBlocks, c.EffectiveBlockSize()
-	pool := fmt.Sprintf("%s blocks × %d tokens = %s tokens per DP rank", thousands(blocks), size, thousands(blocks*size))
+	pool := KVPoolShape(c)
 	if c.DPSize > 1 {
 		pool += fmt.Sprintf(" (× %d ranks)", c.DPSize)
 	}
@@ -168,6 +189,22 @@ func rankRange(endpoint string, dp int) string {
 }
 
 // thousands formats n with thousands separators.
+// KVPoolShape describes one DP rank's KV pool as the banners print it:
+// "16,384 blocks × 16 tokens = 262,144 tokens per DP rank", or SGLang's
+// "262,144 pages × 1 token = …" (its unit is a page, as /ui says). serve's
+// banner and a fleet's summary share it so the two read alike.
+func KVPoolShape(c *config.Config) string {
+	blocks, size := c.NumGPUBlocks, c.EffectiveBlockSize()
+	unit, tokens := "blocks", "tokens"
+	if c.EngineType == engine.EngineSGLang {
+		unit = "pages"
+	}
+	if size == 1 {
+		tokens = "token"
+	}
+	return fmt.Sprintf("%s %s × %d %s = %s tokens per DP rank", thousands(blocks), unit, size, tokens, thousands(blocks*size))
+}
+
 func thousands(n int) string {
 	s := strconv.Itoa(n)
 	for i := len(s) - 3; i > 0; i -= 3 {

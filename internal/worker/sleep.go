@@ -104,9 +104,13 @@ func wakeEngines(ctx context.Context, engines []*engine.Engine, tags []string) e
 	return nil
 }
 
-// sleepError marks the engine's refusals as ErrSleep.
+// sleepError marks the engine's refusals as ErrSleep. The engine knows no
+// flags, so a worker without sleep mode says here which one turns it on.
 func sleepError(err error) error {
-	if errors.Is(err, engine.ErrSleepMode) || errors.Is(err, engine.ErrSleepDisabled) {
+	if errors.Is(err, engine.ErrSleepDisabled) {
+		return fmt.Errorf("%w: %w (start the worker with --enable-sleep-mode)", ErrSleep, err)
+	}
+	if errors.Is(err, engine.ErrSleepMode) {
 		return fmt.Errorf("%w: %w", ErrSleep, err)
 	}
 	return err
