@@ -37,9 +37,10 @@ func reportText(t *testing.T, src Source, opts Options) []byte {
 // to the text recorded before the replay's hot path was optimised
 // (testdata/reports; pinned first as SHA-256 digests of the same bytes,
 // noted beside each case): speedups must not change a single byte of what a
-// run reports. (Re-recorded once when the summary gained gpus and
-// output_token_throughput_per_gpu; with those two fields left out the old
-// text still held.)
+// run reports. (Re-recorded when the summary gained gpus and
+// output_token_throughput_per_gpu — with those two fields left out the old
+// text still held — and when the hit-rate timeline began writing null for
+// an interval where no request got its first token: nine 0 → null lines.)
 func TestRunReportsUnchangedByOptimisation(t *testing.T) {
 	tests := []struct {
 		name string
@@ -71,7 +72,7 @@ func TestRunReportsUnchangedByOptimisation(t *testing.T) {
 				return src
 			},
 			opts: Options{Workers: fleet(4, engine.DefaultConfig()), Router: KVAware, Seed: 7},
-			file: "synthetic-2000-kv-aware.txt", // sha256 a9125c65ceb00f97a5fd796fee411d1f4bf7240ddd81b7102f30315e1b712a91
+			file: "synthetic-2000-kv-aware.txt", // sha256 ba39efd17ba4b9c3d3e9e077691c6327ff3488032b41233565a029a0a01addca
 		},
 	}
 	for _, tc := range tests {
