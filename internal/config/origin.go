@@ -34,7 +34,11 @@ func spellings(raw map[string]any, normPrefix, rawPrefix string, out map[string]
 	if out == nil {
 		out = map[string]string{}
 	}
-	for k, v := range raw {
+	// In sorted order, so that when two spellings normalise to one key the
+	// later one wins: the one normalizeKeys reports as the duplicate
+	// (deterministically, not by map order).
+	for _, k := range sortedKeys(raw) {
+		v := raw[k]
 		np, rp := joinPath(normPrefix, strings.ReplaceAll(k, "-", "_")), joinPath(rawPrefix, k)
 		out[np] = rp
 		if m, ok := v.(map[string]any); ok {
