@@ -22,9 +22,12 @@ func TestSubmitAllEntersOnePass(t *testing.T) {
 	for round := range 30 {
 		out := NewOutput()
 		reqs := make([]Request, 8)
+		// One arrival for all, as the HTTP layer stamps a request's
+		// sequences (a pass admits only what arrived by its start).
+		arrival := time.Now()
 		for i := range reqs {
 			reqs[i] = Request{ID: NewRequestID(), Choice: i, Prompt: seqTokens(100+round*8+i, 16),
-				PlannedOutput: seqTokens(9000, 2), ArrivalTime: time.Now(), Out: out}
+				PlannedOutput: seqTokens(9000, 2), ArrivalTime: arrival, Out: out}
 		}
 		if err := e.SubmitAll(reqs); err != nil {
 			t.Fatal(err)
