@@ -58,7 +58,7 @@ func TestServeConfig_RejectsWhatServeRejects(t *testing.T) {
 		{"flag vLLM does not have either", []string{"serve", "--tensor-parallel-sise=2"}, "unknown flag: --tensor-parallel-sise"},
 		{"vLLM flag with a bad value", []string{"serve", "--pipeline-parallel-size=two"}, `invalid argument "two" for "--pipeline-parallel-size" flag`},
 		{"P/D connector without its name", []string{"serve", `--kv-transfer-config={"kv_role":"kv_both"}`}, "kv_transfer_config.kv_connector is required"},
-		{"bad enum", []string{"serve", "--engine-type=tgi"}, "engine_type"},
+		{"bad enum", []string{"serve", "--engine-type=tgi"}, "--engine-type"},
 		{"no serve subcommand", []string{"--port=8000"}, "serve subcommand"},
 		{"positional model", []string{"serve", "mocker-model"}, "positional"},
 		{"undefined variable", []string{"serve", "--worker-id=$(NODE_NAME)"}, "does not define"},
