@@ -69,7 +69,7 @@ type ClosedLoop struct {
 	// clients' first requests (0, or ramped), then one ClientDelay after
 	// each completion. It holds at most Concurrency instants.
 	free     []time.Duration
-	prefixes map[int][]uint32
+	prefixes prefixGroups
 }
 
 // NewClosedLoop checks opts and returns the generator.
@@ -78,23 +78,14 @@ func NewClosedLoop(opts ClosedLoopOptions) (*ClosedLoop, error) {
 	if opts.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("closed-loop workload: concurrency must be ≥ 1, got %d", opts.Concurrency))
 	}
-	if opts.Requests < 1 {
-		errs = append(errs, fmt.Errorf("closed-loop workload: requests must be ≥ 1, got %d", opts.Requests))
-	}
-	if opts.Input.Kind == "" || opts.Output.Kind == "" {
-		errs = append(errs, errors.New("closed-loop workload: input and output length distributions are required"))
-	}
-	if opts.PrefixGroups < 0 || opts.PrefixTokens < 0 || (opts.PrefixGroups > 0) != (opts.PrefixTokens > 0) {
-		errs = append(errs, fmt.Errorf("closed-loop workload: prefix groups (%d) and prefix tokens (%d) must both be > 0 or both 0",
-			opts.PrefixGroups, opts.PrefixTokens))
-	}
+	errs = append(errs, checkGenerated("closed-loop", opts.Requests, opts.Input, opts.Output, opts.PrefixGroups, opts.PrefixTokens)...)
 	if opts.Ramp < 0 || opts.ClientDelay < 0 {
 		errs = append(errs, fmt.Errorf("closed-loop workload: ramp and client delay must be ≥ 0, got %v and %v", opts.Ramp, opts.ClientDelay))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	g := &ClosedLoop{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, 0x636c6f736564)), prefixes: map[int][]uint32{}}
+	g := &ClosedLoop{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, 0x636c6f736564)), prefixes: newPrefixGroups(opts.PrefixGroups, opts.PrefixTokens)}
 	g.free = make([]time.Duration, min(opts.Concurrency, opts.Requests))
 	for i := range g.free {
 		g.free[i] = opts.Ramp * time.Duration(i) / time.Duration(opts.Concurrency)
@@ -113,16 +104,7 @@ func (g *ClosedLoop) Next() (Request, error) {
 	}
 	at := g.free[0]
 	g.free = g.free[1:]
-	var prefix []uint32
-	if g.opts.PrefixGroups > 0 {
-		group := g.rng.IntN(g.opts.PrefixGroups)
-		p, ok := g.prefixes[group]
-		if !ok {
-			p = blockTokens(nil, 1<<61|uint64(group), g.opts.PrefixTokens)
-			g.prefixes[group] = p
-		}
-		prefix = p
-	}
+	prefix := g.prefixes.pick(g.rng)
 	in := g.opts.Input.Sample(g.rng)
 	out := g.opts.Output.Sample(g.rng)
 	prompt := make([]uint32, 0, len(prefix)+in)

@@ -57,7 +57,7 @@ type Synthetic struct {
 	unique    uint64
 	pending   eventQueue[*session] // sessions' next turns, by time then emission order
 	// prefixes caches each group's shared prefix tokens (built on first use).
-	prefixes map[int][]uint32
+	prefixes prefixGroups
 	// slab is where the next prompts are carved from: one allocation for
 	// many prompts instead of one each.
 	slab []uint32
@@ -87,21 +87,12 @@ func NewSynthetic(opts SyntheticOptions) (*Synthetic, error) {
 		opts.TurnGap = 10 * time.Second
 	}
 	var errs []error
-	if opts.Requests < 1 {
-		errs = append(errs, fmt.Errorf("synthetic workload: requests must be ≥ 1, got %d", opts.Requests))
-	}
+	errs = append(errs, checkGenerated("synthetic", opts.Requests, opts.Input, opts.Output, opts.PrefixGroups, opts.PrefixTokens)...)
 	if !(opts.Rate > 0) || math.IsInf(opts.Rate, 0) {
 		errs = append(errs, fmt.Errorf("synthetic workload: rate must be a number > 0, got %g", opts.Rate))
 	}
 	if opts.Arrival != ArrivalPoisson && opts.Arrival != ArrivalFixed {
 		errs = append(errs, fmt.Errorf("synthetic workload: arrival %q is not poisson or fixed", opts.Arrival))
-	}
-	if opts.Input.Kind == "" || opts.Output.Kind == "" {
-		errs = append(errs, errors.New("synthetic workload: input and output length distributions are required"))
-	}
-	if opts.PrefixGroups < 0 || opts.PrefixTokens < 0 || (opts.PrefixGroups > 0) != (opts.PrefixTokens > 0) {
-		errs = append(errs, fmt.Errorf("synthetic workload: prefix groups (%d) and prefix tokens (%d) must both be > 0 or both 0",
-			opts.PrefixGroups, opts.PrefixTokens))
 	}
 	if opts.Turns < 1 || opts.TurnGap < 0 {
 		errs = append(errs, fmt.Errorf("synthetic workload: turns must be ≥ 1 and the turn gap ≥ 0, got %d and %v", opts.Turns, opts.TurnGap))
@@ -109,7 +100,7 @@ func NewSynthetic(opts SyntheticOptions) (*Synthetic, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Synthetic{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, 0x7265706c6179)), prefixes: map[int][]uint32{}}, nil
+	return &Synthetic{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, 0x7265706c6179)), prefixes: newPrefixGroups(opts.PrefixGroups, opts.PrefixTokens)}, nil
 }
 
 // Next returns the next request in arrival order, io.EOF after the last.
@@ -126,15 +117,7 @@ func (g *Synthetic) Next() (Request, error) {
 	turns := min(g.opts.Turns, g.opts.Requests-g.scheduled)
 	g.scheduled += turns
 	s := &session{turnsLeft: turns}
-	if g.opts.PrefixGroups > 0 {
-		group := g.rng.IntN(g.opts.PrefixGroups)
-		p, ok := g.prefixes[group]
-		if !ok {
-			p = blockTokens(nil, 1<<61|uint64(group), g.opts.PrefixTokens)
-			g.prefixes[group] = p
-		}
-		s.prompt = p // read-only: emit copies it into each prompt
-	}
+	s.prompt = g.prefixes.pick(g.rng) // read-only: emit copies it into each prompt
 	at := g.nextStart
 	g.nextStart += g.gap()
 	return g.emit(at, s), nil
