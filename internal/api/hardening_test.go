@@ -187,6 +187,18 @@ func TestHardening_StuckReaderIsAbortedAndItsKVFreed(t *testing.T) {
 	t.Logf("stuck %v after the request started; KV freed %v later", stuckAt.Sub(start), freed.Sub(stuckAt))
 
 	// The client reads again: tokens, then the error event and [DONE].
+	s := readUntilDone(c)
+	i := strings.LastIndex(s, `data: {"error":`)
+	if i < 0 || !strings.Contains(s[i:], `"code":408}}`) || !strings.Contains(s[i:], "data: [DONE]") ||
+		!strings.Contains(s[i:], "64 or more generated tokens were left unread") {
+		t.Errorf("stream end: %q", s[max(0, len(s)-400):])
+	}
+	testutil.WaitFor(t, 2*time.Second, "the request to end", env.idle)
+}
+
+// readUntilDone reads a raw connection (10 s at most) until it has seen
+// "data: [DONE]" or the connection ends, and returns what it read.
+func readUntilDone(c net.Conn) string {
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var all []byte
 	buf := make([]byte, 64<<10)
@@ -197,11 +209,5 @@ func TestHardening_StuckReaderIsAbortedAndItsKVFreed(t *testing.T) {
 			break
 		}
 	}
-	s := string(all)
-	i := strings.LastIndex(s, `data: {"error":`)
-	if i < 0 || !strings.Contains(s[i:], `"code":408}}`) || !strings.Contains(s[i:], "data: [DONE]") ||
-		!strings.Contains(s[i:], "64 or more generated tokens were left unread") {
-		t.Errorf("stream end: %q", s[max(0, len(s)-400):])
-	}
-	testutil.WaitFor(t, 2*time.Second, "the request to end", env.idle)
+	return string(all)
 }

@@ -173,17 +173,7 @@ func TestSGLangGenerate_StuckReaderIsAbortedAndItsKVFreed(t *testing.T) {
 	if d := time.Since(stuckAt); d > time.Second {
 		t.Errorf("KV freed %v after the stream got stuck, want about 200 ms", d)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var all []byte
-	buf := make([]byte, 64<<10)
-	for !strings.Contains(string(all[max(0, len(all)-64):]), "data: [DONE]") {
-		n, err := c.Read(buf)
-		all = append(all, buf[:n]...)
-		if err != nil {
-			break
-		}
-	}
-	s := string(all)
+	s := readUntilDone(c)
 	i := strings.LastIndex(s, `data: {"error":{"message":`)
 	if i < 0 || !strings.Contains(s[i:], "64 or more generated tokens were left unread") || !strings.Contains(s[i:], "data: [DONE]") {
 		t.Errorf("stream end: %q", s[max(0, len(s)-400):])
