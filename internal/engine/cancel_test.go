@@ -47,41 +47,63 @@ func cancelStormOrder(n int) []uint64 {
 }
 
 // TestCancelStorm100kIsLinear cancels 100,000 sequences (256 running, the
-// rest waiting) out of order. Removing each from the middle of the waiting
-// queue by scan-and-copy cost O(N²) — tens of seconds here —; removal is
-// now O(1) and the whole storm a few tens of milliseconds.
+// rest waiting) out of order, and checks the storm is linear by its shape,
+// not by a wall-clock limit (CI machines are shared): a quarter-size storm
+// is timed the same way, and the ratio of the two is about 4 when removal
+// is O(1) per request and about 16 when each removal scans and copies the
+// waiting queue (the O(N²) version took tens of seconds here). The best of
+// three runs of each keeps a stray GC or a busy neighbour from deciding.
 func TestCancelStorm100kIsLinear(t *testing.T) {
 	for _, policy := range []SchedulingPolicy{ScheduleFCFS, SchedulePriority} {
 		const n = 100_000
-		core, outs := cancelStormCore(t, n, policy)
-		if core.NumRunning() != 256 || core.NumWaiting() != n-256 {
-			t.Fatalf("%v: running %d waiting %d before the storm", policy, core.NumRunning(), core.NumWaiting())
-		}
-		now := VirtualEpoch.Add(2 * time.Second)
-		start := time.Now()
-		for _, id := range cancelStormOrder(n) {
-			core.Cancel(id, now)
-		}
-		took := time.Since(start)
-		t.Logf("%v: %d cancellations in %v", policy, n, took)
-		// Generous for a shared 2-core machine; the quadratic version took
-		// well over 10 s.
-		if took > 2*time.Second {
-			t.Errorf("%v: %d cancellations took %v", policy, n, took)
-		}
-		if core.NumWaiting() != 0 || core.NumRunning() != 0 || !core.Idle() {
-			t.Errorf("%v: after the storm running %d waiting %d", policy, core.NumRunning(), core.NumWaiting())
-		}
-		if a := core.Pool().NumActive(); a != 0 {
-			t.Errorf("%v: %d blocks still active", policy, a)
-		}
-		for i, o := range outs {
-			items := o.Drain(nil)
-			if len(items) == 0 || !items[len(items)-1].Final || items[len(items)-1].Finished.Reason != FinishAbort {
-				t.Fatalf("%v: request %d ended with %+v, want an abort", policy, i+1, items)
-			}
+		small := bestCancelStorm(t, n/4, policy)
+		full := bestCancelStorm(t, n, policy)
+		ratio := float64(full) / float64(small)
+		t.Logf("%v: %d cancellations in %v, %d in %v (ratio %.1f; linear 4, quadratic 16)", policy, n, full, n/4, small, ratio)
+		if ratio > 10 {
+			t.Errorf("%v: 4x the cancellations took %.1fx the time, want about 4x (linear)", policy, ratio)
 		}
 	}
+}
+
+// bestCancelStorm runs cancelStorm three times and returns its fastest time.
+func bestCancelStorm(t *testing.T, n int, policy SchedulingPolicy) time.Duration {
+	t.Helper()
+	best := time.Duration(1<<63 - 1)
+	for range 3 {
+		best = min(best, cancelStorm(t, n, policy))
+	}
+	return best
+}
+
+// cancelStorm cancels every one of n submitted requests in cancelStormOrder,
+// checks that the core is empty and every request ended with an abort, and
+// returns how long the cancellations took.
+func cancelStorm(t *testing.T, n int, policy SchedulingPolicy) time.Duration {
+	t.Helper()
+	core, outs := cancelStormCore(t, n, policy)
+	if core.NumRunning() != 256 || core.NumWaiting() != n-256 {
+		t.Fatalf("%v: running %d waiting %d before the storm", policy, core.NumRunning(), core.NumWaiting())
+	}
+	now := VirtualEpoch.Add(2 * time.Second)
+	start := time.Now()
+	for _, id := range cancelStormOrder(n) {
+		core.Cancel(id, now)
+	}
+	took := time.Since(start)
+	if core.NumWaiting() != 0 || core.NumRunning() != 0 || !core.Idle() {
+		t.Errorf("%v: after the storm running %d waiting %d", policy, core.NumRunning(), core.NumWaiting())
+	}
+	if a := core.Pool().NumActive(); a != 0 {
+		t.Errorf("%v: %d blocks still active", policy, a)
+	}
+	for i, o := range outs {
+		items := o.Drain(nil)
+		if len(items) == 0 || !items[len(items)-1].Final || items[len(items)-1].Finished.Reason != FinishAbort {
+			t.Fatalf("%v: request %d ended with %+v, want an abort", policy, i+1, items)
+		}
+	}
+	return took
 }
 
 // TestCancelKeepsQueueOrder cancels every third waiting request, then runs
