@@ -8,7 +8,8 @@
 # template tests compare against; python3-xxhash and python3-cbor2 for
 # scripts/kv_block_hashes.py (block hashes computed independently of Go).
 # With --browser, what the replay HTML check needs: Debian's chromium, node
-# and npm.
+# and npm. With --proto, protoc (Debian's protobuf-compiler) for make proto
+# and its check.
 #
 # Running as root on Debian/Ubuntu, missing packages are installed with
 # apt-get (non-interactive). Otherwise the script prints ONE line saying
@@ -46,6 +47,9 @@ if [ "${1:-}" = "--browser" ]; then
   [ -x /usr/bin/chromium ] || want+=(chromium)
   command -v node >/dev/null 2>&1 || want+=(nodejs)
   command -v npm >/dev/null 2>&1 || want+=(npm)
+fi
+if [ "${1:-}" = "--proto" ]; then
+  command -v protoc >/dev/null 2>&1 || want+=(protobuf-compiler)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 
