@@ -81,13 +81,19 @@ type PromptSpec struct {
 // then rendering and tokenization, the per-prompt max-token and
 // context-length rules, and the KV capacity check.
 func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wire.APIError) {
+	return s.BuildGenerateMeta(in, MetaOf(r))
+}
+
+// BuildGenerateMeta is BuildGenerate for a request that did not come over
+// HTTP: m carries what the phases read from the HTTP request's headers.
+func (s *Server) BuildGenerateMeta(in *GenInput, m Meta) (*GenRequest, *wire.APIError) {
 	g := &GenRequest{Chat: in.Chat, Rank: -1, Echo: in.Echo, ignoreEOS: in.IgnoreEOS,
 		includeStr: in.IncludeStr, Stream: in.Stream, ReturnIDs: in.ReturnIDs,
 		tokensAsIDs: in.TokensAsIDs, pd: in.PD}
 	if e := s.ResolveModel(g, in.Model, in.HasModel); e != nil {
 		return nil, e
 	}
-	g.BaseID = input.RequestID(r.Header.Get("X-Request-Id"), in.BodyID)
+	g.BaseID = input.RequestID(m.RequestID, in.BodyID)
 	for _, check := range [...]func(*GenRequest, *GenInput) *wire.APIError{
 		checkInputs, s.checkLengths, s.checkBudgets, checkSamplingOf, checkLogprobs, s.checkStops,
 		s.checkPromptOptions,
@@ -98,11 +104,11 @@ func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wir
 	}
 	// The schemas are compiled under the request's context: their work
 	// stops when the client leaves.
-	if e := s.checkConstraints(r.Context(), g, in); e != nil {
+	if e := s.checkConstraints(m.Ctx, g, in); e != nil {
 		return nil, e
 	}
 	var e *wire.APIError
-	if g.Rank, e = s.HeaderRank(r); e != nil {
+	if g.Rank, e = s.rankOf(m.Rank); e != nil {
 		return nil, e
 	}
 	if e := s.checkPD(g); e != nil {
