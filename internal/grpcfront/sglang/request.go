@@ -24,6 +24,11 @@ func genInput(req *pb.GenerateRequest, vocabSize, maxModelLen int) (*pipeline.Ge
 		return nil, wire.ErrInvalid("tokenized", "Tokenized input must be provided")
 	}
 	ids := tok.GetInputIds()
+	// SGLang's scheduler (validate_input_length) refuses a prompt that
+	// leaves no room in the context, with a 400 abort: INVALID_ARGUMENT.
+	if maxInput := maxModelLen - 1; len(ids) >= maxInput {
+		return nil, wire.ErrInvalid("input_ids", "Input length (%d tokens) exceeds the maximum allowed length (%d tokens). Use a shorter input or enable --allow-auto-truncate.", len(ids), maxInput)
+	}
 	in := &pipeline.GenInput{Body: pipeline.EmptyObject(), IncludeUsage: true, BodyID: req.GetRequestId(),
 		Stream: req.GetStream(), MaxTokensName: "max_new_tokens"}
 	in.Prompts = []input.RawPrompt{{IDs: ids}}
