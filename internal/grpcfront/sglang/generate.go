@@ -45,8 +45,8 @@ func (sv *Service) Generate(req *pb.GenerateRequest, stream pb.SglangScheduler_G
 	if e != nil {
 		return grpcfront.Status(e)
 	}
-	if lora := req.GetLoraId(); lora != "" {
-		in.Model, in.HasModel = sv.adapterName(lora), true
+	if req.GetLoraId() != "" {
+		return status.Error(codes.InvalidArgument, "lora_id "+strconv.Quote(req.GetLoraId())+": LoRA adapters are not served with --engine-type sglang")
 	}
 	m := callMeta(ctx, req)
 	gr, e := sv.s.BuildGenerateMeta(in, m)

@@ -59,9 +59,6 @@ type Service struct {
 	// call, for Abort.
 	mu     sync.Mutex
 	active map[string]*call
-	// loraIDs maps the caller-minted lora_id of LoadLoRAAdapter to the
-	// adapter's name (GenerateRequest.lora_id names adapters by id).
-	loraIDs map[string]loraEntry
 
 	shutdown chan struct{}
 	once     sync.Once
@@ -84,7 +81,6 @@ func New(o Options) *Service {
 	return &Service{s: o.Server, opts: o, log: log,
 		basis:    embeddings.NewEmbedBasis(o.Server.Opts().Seed, o.Server.Opts().EmbeddingDim),
 		active:   make(map[string]*call),
-		loraIDs:  make(map[string]loraEntry),
 		shutdown: make(chan struct{})}
 }
 
