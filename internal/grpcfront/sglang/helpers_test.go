@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/mocker-server/mocker-server/internal/config"
 	pb "github.com/mocker-server/mocker-server/internal/grpcfront/sglang/sglangpb"
 	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
 	"github.com/mocker-server/mocker-server/internal/worker"
@@ -42,7 +43,12 @@ func start(t *testing.T, overlay map[string]any, opts worker.Options) *env {
 	for k, v := range overlay {
 		o[k] = v
 	}
-	cfg := testcfg.Load(t, o)
+	return startCfg(t, testcfg.Load(t, o), opts)
+}
+
+// startCfg runs a worker of cfg and connects a gRPC client to it.
+func startCfg(t *testing.T, cfg *config.Config, opts worker.Options) *env {
+	t.Helper()
 	w := worker.New(cfg, opts)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
