@@ -38,6 +38,7 @@ type GenRequest struct {
 	maxReq     wire.Num // M_req as sent (max_completion_tokens, else max_tokens)
 	maxParam   string   // the field M_req came from
 	maxName    string   // the surface's name of max_tokens
+	toContext  bool     // no max tokens: the rest of the context (GenInput.MaxToContext)
 	minTokens  int
 	ignoreEOS  bool
 	stop       []string
@@ -87,7 +88,7 @@ func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wir
 // BuildGenerateMeta is BuildGenerate for a request that did not come over
 // HTTP: m carries what the phases read from the HTTP request's headers.
 func (s *Server) BuildGenerateMeta(in *GenInput, m Meta) (*GenRequest, *wire.APIError) {
-	g := &GenRequest{Chat: in.Chat, Rank: -1, Echo: in.Echo, ignoreEOS: in.IgnoreEOS,
+	g := &GenRequest{Chat: in.Chat, toContext: in.MaxToContext, Rank: -1, Echo: in.Echo, ignoreEOS: in.IgnoreEOS,
 		includeStr: in.IncludeStr, Stream: in.Stream, ReturnIDs: in.ReturnIDs,
 		tokensAsIDs: in.TokensAsIDs, pd: in.PD}
 	if e := s.ResolveModel(g, in.Model, in.HasModel); e != nil {
@@ -108,7 +109,7 @@ func (s *Server) BuildGenerateMeta(in *GenInput, m Meta) (*GenRequest, *wire.API
 		return nil, e
 	}
 	var e *wire.APIError
-	if g.Rank, e = s.rankOf(m.Rank); e != nil {
+	if g.Rank, e = s.RankOf(m.Rank); e != nil {
 		return nil, e
 	}
 	if e := s.checkPD(g); e != nil {
@@ -219,7 +220,7 @@ func (s *Server) checkPrompt(g *GenRequest, rp input.RawPrompt) (PromptSpec, *wi
 		return PromptSpec{}, contextLengthError(N, 0, p, rp.IsText)
 	case p == N:
 		return PromptSpec{}, wire.ErrInvalid(g.maxName, "%s must be at least 1, got 0.", g.maxName)
-	case g.Chat:
+	case g.Chat || g.toContext:
 		m = N - p
 	default:
 		m = min(16, N-p)

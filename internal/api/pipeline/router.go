@@ -15,11 +15,12 @@ import (
 // HeaderRank returns the rank named by X-data-parallel-rank, -1 when the
 // header is absent, or a 400 when it is not an integer in [0, dp_size).
 func (s *Server) HeaderRank(r *http.Request) (int, *wire.APIError) {
-	return s.rankOf(r.Header["X-Data-Parallel-Rank"])
+	return s.RankOf(r.Header["X-Data-Parallel-Rank"])
 }
 
-// rankOf is HeaderRank of the header's values (none: -1).
-func (s *Server) rankOf(vals []string) (int, *wire.APIError) {
+// RankOf is HeaderRank of the header's values (none: -1), for a front end
+// that carries them otherwise (Meta.Rank).
+func (s *Server) RankOf(vals []string) (int, *wire.APIError) {
 	if len(vals) == 0 {
 		return -1, nil
 	}

@@ -1,0 +1,100 @@
+package vllm_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mocker-server/mocker-server/internal/grpcfront/vllm/vllmpb"
+)
+
+// The same request over gRPC and over HTTP gets the same token ids: one
+// seeded plan, one pipeline. Streamed chunks, the non-streaming complete
+// message and /v1/completions with return_token_ids all agree, for the
+// server's seed and for a request seed.
+func TestGenerateMatchesHTTPCompletions(t *testing.T) {
+	e := start(t, nil)
+	ctx := ctxTimeout(t, 30*time.Second)
+	prompt := seq(100, 40)
+	for _, seed := range []*int32{nil, i32(1234)} {
+		sp := &vllmpb.SamplingParams{MaxTokens: u32(30), Seed: seed, IgnoreEos: true}
+		streamed, err := e.generate(t, ctx, tokenized("s", prompt, sp, true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, err := e.generate(t, ctx, tokenized("w", prompt, sp, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := map[string]any{"prompt": prompt, "max_tokens": 30, "return_token_ids": true, "ignore_eos": true}
+		if seed != nil {
+			body["seed"] = *seed
+		}
+		b, _ := json.Marshal(body)
+		var resp struct {
+			Choices []struct {
+				TokenIDs     []uint32 `json:"token_ids"`
+				FinishReason string   `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if code := e.post(t, "/v1/completions", string(b), &resp); code != 200 || len(resp.Choices) != 1 {
+			t.Fatalf("HTTP: %d %+v", code, resp)
+		}
+		want := resp.Choices[0].TokenIDs
+		if len(want) != 30 {
+			t.Fatalf("HTTP gave %d ids", len(want))
+		}
+		name := fmt.Sprintf("seed %v", seed)
+		if seed != nil {
+			name = fmt.Sprintf("seed %d", *seed)
+		}
+		if got := streamed.ids(); !slices.Equal(got, want) {
+			t.Errorf("%s: streamed ids %v\nHTTP ids %v", name, got, want)
+		}
+		if got := whole.ids(); len(whole.chunks) != 0 || !slices.Equal(got, want) {
+			t.Errorf("%s: non-streaming: %d chunks, ids %v\nHTTP ids %v", name, len(whole.chunks), got, want)
+		}
+		for _, g := range []generation{streamed, whole} {
+			c := g.complete
+			if c == nil || c.GetFinishReason() != resp.Choices[0].FinishReason || c.GetPromptTokens() != 40 {
+				t.Errorf("%s: complete %v, HTTP finish_reason %q", name, c, resp.Choices[0].FinishReason)
+			}
+		}
+		// vLLM's DELTA stream: the complete message repeats the last chunk.
+		if last := streamed.chunks[len(streamed.chunks)-1]; !slices.Equal(last, streamed.complete.GetOutputIds()) ||
+			streamed.complete.GetCompletionTokens() != uint32(len(last)) {
+			t.Errorf("%s: complete %v does not repeat the last chunk %v", name, streamed.complete, last)
+		}
+		if whole.complete.GetCompletionTokens() != 30 {
+			t.Errorf("%s: non-streaming completion_tokens %d", name, whole.complete.GetCompletionTokens())
+		}
+	}
+}
+
+// A text prompt is tokenized by the server (add_special_tokens), like a
+// completions prompt.
+func TestGenerateTextPrompt(t *testing.T) {
+	e := start(t, nil)
+	ctx := ctxTimeout(t, 30*time.Second)
+	req := &vllmpb.GenerateRequest{RequestId: "t", Input: &vllmpb.GenerateRequest_Text{Text: "hello there"},
+		SamplingParams: &vllmpb.SamplingParams{MaxTokens: u32(5), IgnoreEos: true}}
+	g, err := e.generate(t, ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		Choices []struct {
+			TokenIDs []uint32 `json:"token_ids"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens uint32 `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	e.post(t, "/v1/completions", `{"prompt":"hello there","max_tokens":5,"ignore_eos":true,"return_token_ids":true}`, &resp)
+	if !slices.Equal(g.ids(), resp.Choices[0].TokenIDs) || g.complete.GetPromptTokens() != resp.Usage.PromptTokens {
+		t.Errorf("gRPC %v (prompt %d), HTTP %v (prompt %d)", g.ids(), g.complete.GetPromptTokens(),
+			resp.Choices[0].TokenIDs, resp.Usage.PromptTokens)
+	}
+}
