@@ -54,7 +54,7 @@ func (sv *Service) Generate(req *pb.GenerateRequest, stream pb.SglangScheduler_G
 		return grpcfront.Status(e)
 	}
 	c, e := sv.s.StartCall(m, gr)
-	if e != nil {
+	if e != nil || c == nil { // nil, nil: the client left during a delay fault
 		return sv.endStatus(ctx, e)
 	}
 	defer c.Close()

@@ -12,7 +12,6 @@ package sglang
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -53,7 +52,7 @@ type Service struct {
 	s     *pipeline.Server
 	opts  Options
 	log   *slog.Logger
-	basis embedder
+	basis embeddings.EmbeddingsSurface // /v1/embeddings' seeded basis
 
 	// active maps a request_id to the cancel function of its Generate
 	// call, for Abort.
@@ -62,11 +61,6 @@ type Service struct {
 
 	shutdown chan struct{}
 	once     sync.Once
-}
-
-// embedder is the seeded embedding basis of /v1/embeddings.
-type embedder interface {
-	Embed(dst []float32, ids []uint32, dims int) []float32
 }
 
 // New returns the service over o.Server's engines.
@@ -79,7 +73,7 @@ func New(o Options) *Service {
 		o.Started = time.Now()
 	}
 	return &Service{s: o.Server, opts: o, log: log,
-		basis:    embeddings.NewEmbedBasis(o.Server.Opts().Seed, o.Server.Opts().EmbeddingDim),
+		basis:    embeddings.EmbeddingsSurface{Basis: embeddings.NewEmbedBasis(o.Server.Opts().Seed, o.Server.Opts().EmbeddingDim)},
 		active:   make(map[string]*call),
 		shutdown: make(chan struct{})}
 }
@@ -103,17 +97,9 @@ func (sv *Service) shuttingDown() bool {
 	}
 }
 
-// gate refuses generation while the server cannot take it: starting up
-// (the startup gate is closed) or with a dead engine.
-func (sv *Service) gate() *wire.APIError {
-	if !sv.s.Healthy() {
-		return errNotReady
-	}
-	return nil
-}
-
-var errNotReady = &wire.APIError{Status: http.StatusServiceUnavailable, Type: wire.TypeUnavailable,
-	Message: "The server is not ready: it is starting up or an engine is not running."}
+// gate refuses a new generation as the HTTP API's gates do: 503 while
+// the startup time runs or while draining.
+func (sv *Service) gate() *wire.APIError { return sv.s.Admission() }
 
 // healthTimeout bounds HealthCheck's one-token generation (SGLang's
 // SGLANG_HEALTH_CHECK_TIMEOUT default).
