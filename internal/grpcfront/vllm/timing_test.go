@@ -102,4 +102,3 @@ func TestPacedStreamsFollowTheTimingModel(t *testing.T) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
