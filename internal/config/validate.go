@@ -174,9 +174,6 @@ func (c *Config) validate() ([]problem, []string) {
 	}
 	v.intRange("port", int64(c.Port), 0, 65535)
 	v.intRange("grpc_port", int64(c.GRPCPort), -1, 65535)
-	if c.GRPCPort > 0 && c.GRPCPort == c.Port {
-		v.errorf([]string{"grpc_port"}, "grpc_port %d is the HTTP port; give the gRPC front end a port of its own", c.GRPCPort)
-	}
 	for _, k := range c.APIKey {
 		if k == "" {
 			v.errorf([]string{"api_key"}, "api_key entries must not be empty")

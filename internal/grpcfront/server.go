@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc"
@@ -86,6 +87,17 @@ func New(opts Options, services ...Service) *Server {
 	}
 	reflection.Register(s.gs)
 	return s
+}
+
+// Services returns the names of the services served (reflection's
+// included), sorted.
+func (s *Server) Services() []string {
+	names := make([]string, 0, 4)
+	for name := range s.gs.GetServiceInfo() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Serve accepts connections on ln until Shutdown or Kill; it returns nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/config"
@@ -50,6 +51,12 @@ func (w *Worker) startGRPC(in *instance, port int) error {
 	}
 	in.grpcLn = ln
 	in.grpc = grpcfront.New(grpcfront.Options{MaxRecvMsgSize: int(cfg.MaxRequestBodyBytes), Logger: w.log}, svcs...)
+	in.grpcNames = strings.Join(in.grpc.Services(), ", ")
+	if len(cfg.APIKey) > 0 {
+		// vLLM's gRPC server has no authentication; the mock follows it
+		// (docs/grpc.md) and says so rather than leaving it implied.
+		w.log.Warn("--api-key does not apply to the gRPC port: vLLM's gRPC server has no authentication, and neither has the mock's (docs/grpc.md)", "grpc_port", port)
+	}
 	go func() {
 		if err := in.grpc.Serve(ln); err != nil && !in.closing.Load() && !errors.Is(err, net.ErrClosed) {
 			w.log.Error("gRPC server failed", "err", err)

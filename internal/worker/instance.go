@@ -36,8 +36,9 @@ type instance struct {
 	ln      net.Listener
 	url     string
 	// grpc serves --grpc-port on grpcLn (nil without it).
-	grpc   *grpcfront.Server
-	grpcLn net.Listener
+	grpc      *grpcfront.Server
+	grpcLn    net.Listener
+	grpcNames string // the services served, for the startup line
 
 	stopEngines context.CancelFunc
 	engineWG    sync.WaitGroup

@@ -158,8 +158,6 @@ func (w *Worker) startLocked(beforeServe func(*instance) error) error {
 	if in.grpcLn != nil {
 		w.grpcPort = in.grpcLn.Addr().(*net.TCPAddr).Port
 		w.grpcAddr = in.grpcLn.Addr().String()
-		w.log.Info("gRPC listening", "addr", w.grpcAddr)
-		fmt.Fprintf(w.opts.Stderr, "gRPC listening on %s\n", w.grpcAddr)
 	}
 	if h := w.cfg.HardwareTiming; h != nil {
 		// What vLLM reports at startup as "GPU KV cache size" (docs/hardware.md).
@@ -172,6 +170,10 @@ func (w *Worker) startLocked(beforeServe func(*instance) error) error {
 	} else {
 		w.log.Info("listening", "addr", in.ln.Addr().String(), "port", w.port)
 		fmt.Fprintf(w.opts.Stderr, "listening on %s\n", in.url)
+	}
+	if w.grpcAddr != "" {
+		w.log.Info("gRPC listening", "addr", w.grpcAddr, "services", in.grpcNames)
+		fmt.Fprintf(w.opts.Stderr, "gRPC listening on %s (%s)\n", w.grpcAddr, in.grpcNames)
 	}
 	if w.opts.Ready != nil {
 		w.opts.Ready(in.url)

@@ -98,3 +98,36 @@ func TestGenerateTextPrompt(t *testing.T) {
 			resp.Choices[0].TokenIDs, resp.Usage.PromptTokens)
 	}
 }
+
+// A repeated prompt reports its prefix-cache hit as cached_tokens (vLLM's
+// num_cached_tokens), the count /v1/completions reports for it.
+func TestGenerateReportsCachedTokens(t *testing.T) {
+	e := start(t, map[string]any{"enable_prompt_tokens_details": true})
+	ctx := ctxTimeout(t, 30*time.Second)
+	prompt := seq(5, 200)
+	sp := &vllmpb.SamplingParams{MaxTokens: u32(4)}
+	first, err := e.generate(t, ctx, tokenized("a", prompt, sp, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.generate(t, ctx, tokenized("b", prompt, sp, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"prompt": prompt, "max_tokens": 4})
+	var resp struct {
+		Usage struct {
+			Details struct {
+				Cached uint32 `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	e.post(t, "/v1/completions", string(b), &resp)
+	// 200 tokens in 64-token blocks: three whole blocks are reused.
+	if c := first.complete.GetCachedTokens(); c != 0 {
+		t.Errorf("first request: cached_tokens %d", c)
+	}
+	if c := second.complete.GetCachedTokens(); c != 192 || c != resp.Usage.Details.Cached {
+		t.Errorf("repeated prompt: cached_tokens %d, HTTP %d, want 192", c, resp.Usage.Details.Cached)
+	}
+}
