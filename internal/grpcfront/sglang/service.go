@@ -58,9 +58,6 @@ type Service struct {
 	// call, for Abort.
 	mu     sync.Mutex
 	active map[string]*call
-
-	shutdown chan struct{}
-	once     sync.Once
 }
 
 // New returns the service over o.Server's engines.
@@ -73,9 +70,8 @@ func New(o Options) *Service {
 		o.Started = time.Now()
 	}
 	return &Service{s: o.Server, opts: o, log: log,
-		basis:    embeddings.EmbeddingsSurface{Basis: embeddings.NewEmbedBasis(o.Server.Opts().Seed, o.Server.Opts().EmbeddingDim)},
-		active:   make(map[string]*call),
-		shutdown: make(chan struct{})}
+		basis:  embeddings.EmbeddingsSurface{Basis: embeddings.NewEmbedBasis(o.Server.Opts().Seed, o.Server.Opts().EmbeddingDim)},
+		active: make(map[string]*call)}
 }
 
 // Register adds the service to a gRPC server.
@@ -83,19 +79,6 @@ func (sv *Service) Register(r grpc.ServiceRegistrar) { pb.RegisterSglangSchedule
 
 // ServiceName is the full name of the service, for reflection and health.
 const ServiceName = "sglang.grpc.scheduler.SglangScheduler"
-
-// Shutdown marks the service as shutting down: HealthCheck answers
-// unhealthy from now on, as SGLang's does once it is exiting.
-func (sv *Service) Shutdown() { sv.once.Do(func() { close(sv.shutdown) }) }
-
-func (sv *Service) shuttingDown() bool {
-	select {
-	case <-sv.shutdown:
-		return true
-	default:
-		return false
-	}
-}
 
 // gate refuses a new generation as the HTTP API's gates do: 503 while
 // the startup time runs or while draining.
@@ -108,8 +91,8 @@ const healthTimeout = 20 * time.Second
 // HealthCheck runs a one-token generation through the engine, as SGLang's
 // servicer does, and answers healthy when it completes.
 func (sv *Service) HealthCheck(ctx context.Context, _ *pb.HealthCheckRequest) (*pb.HealthCheckResponse, error) {
-	if sv.shuttingDown() {
-		return &pb.HealthCheckResponse{Healthy: false, Message: "Server is shutting down"}, nil
+	if e := sv.s.Admission(); e != nil { // starting up or draining
+		return &pb.HealthCheckResponse{Healthy: false, Message: e.Message}, nil
 	}
 	if !sv.s.Healthy() {
 		return &pb.HealthCheckResponse{Healthy: false, Message: "The engine is not running."}, nil
