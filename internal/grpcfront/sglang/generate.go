@@ -91,7 +91,7 @@ func (g *generation) run(ctx context.Context) error {
 		fault = faults.Fault{}
 	}
 	for {
-		items, more, e := g.c.Next(ctx)
+		_, more, e := g.c.Next(ctx)
 		if e != nil {
 			return g.sv.endStatus(ctx, e)
 		}
@@ -101,24 +101,33 @@ func (g *generation) run(ctx context.Context) error {
 			}
 			break
 		}
-		for i := range items {
-			if !items[i].Final {
-				g.delivered++
-			}
+		if !g.streaming {
+			continue
 		}
-		if g.streaming {
-			if err := g.sendChunks(); err != nil {
+		if fault.Kind != "" {
+			// Send up to the fault's token, then carry it out.
+			if err := g.sendChunks(fault.After - g.delivered); err != nil {
 				return err
 			}
-		}
-		if fault.Kind != "" && g.delivered >= fault.After {
+			if g.delivered < fault.After {
+				continue
+			}
 			if err := g.strike(ctx, fault); err != nil {
 				return err
 			}
 			fault = faults.Fault{}
 		}
+		if err := g.sendChunks(-1); err != nil {
+			return err
+		}
 	}
 	if !g.streaming {
+		if fault.Kind != "" {
+			// Non-streaming: the fault strikes before the answer.
+			if err := g.strike(ctx, fault); err != nil {
+				return err
+			}
+		}
 		for i := range g.c.Ch {
 			if err := g.stream.Send(g.complete(i)); err != nil {
 				return err
@@ -128,23 +137,31 @@ func (g *generation) run(ctx context.Context) error {
 	return nil
 }
 
-// sendChunks sends each choice's new tokens as one chunk, and the
-// GenerateComplete of each choice that finished.
-func (g *generation) sendChunks() error {
+// sendChunks sends each choice's new tokens as one chunk, at most limit
+// tokens in all (limit < 0: no limit), and the GenerateComplete of each
+// choice whose tokens have all been sent and that finished.
+func (g *generation) sendChunks(limit int) error {
 	for i := range g.c.Ch {
 		ch := &g.c.Ch[i]
 		if g.finished[i] {
 			continue
 		}
 		n := min(ch.N, len(ch.Plan.IDs))
+		if limit >= 0 {
+			n = min(n, g.sent[i]+limit)
+		}
 		if n > g.sent[i] {
 			if err := g.stream.Send(g.chunk(i, g.sent[i], n)); err != nil {
 				return err
 			}
+			if limit >= 0 {
+				limit -= n - g.sent[i]
+			}
+			g.delivered += n - g.sent[i]
 			g.last[i] = g.sent[i]
 			g.sent[i] = n
 		}
-		if ch.Done {
+		if ch.Done && g.sent[i] == min(ch.N, len(ch.Plan.IDs)) {
 			g.finished[i] = true
 			if err := g.stream.Send(g.complete(i)); err != nil {
 				return err

@@ -3,40 +3,18 @@ package vllm_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/grpcfront/vllm/vllmpb"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
-// grpcurlVersion is the grpcurl release the test builds from its Go module.
-const grpcurlVersion = "v1.9.4"
-
-// grpcurl returns a grpcurl binary built from its module into the
-// repository's .cache (once; later runs reuse it).
-func grpcurl(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), ".cache", "grpcurl-"+grpcurlVersion)
-	bin := filepath.Join(dir, "grpcurl")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	cmd := exec.Command("go", "install", "github.com/fullstorydev/grpcurl/cmd/grpcurl@"+grpcurlVersion)
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building grpcurl %s: %v\n%s", grpcurlVersion, err, b)
-	}
-	return bin
-}
+// grpcurl returns a grpcurl binary built from its module (testutil.Grpcurl).
+func grpcurl(t *testing.T) string { return testutil.Grpcurl(t) }
 
 func run(t *testing.T, bin string, args ...string) string {
 	t.Helper()
