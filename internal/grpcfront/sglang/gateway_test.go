@@ -78,6 +78,9 @@ func TestGatewayFlow(t *testing.T) {
 		}
 	})
 	drain(sub)
+	for b, _ := kvStream.next(300 * time.Millisecond); b != nil; b, _ = kvStream.next(300 * time.Millisecond) {
+		// later flushes' AllBlocksCleared batches
+	}
 
 	s, err := e.c.Generate(ctx(t), &pb.GenerateRequest{RequestId: "gw-1", Stream: true,
 		Tokenized: &pb.TokenizedInput{InputIds: prompt}, SamplingParams: sampling(6)})
