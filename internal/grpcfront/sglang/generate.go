@@ -41,7 +41,7 @@ func (sv *Service) Generate(req *pb.GenerateRequest, stream pb.SglangScheduler_G
 		return grpcfront.Status(e)
 	}
 	opts := sv.s.Opts()
-	in, e := genInput(req, sv.s.Tokenizer().VocabSize(), opts.Model.MaxModelLen)
+	in, e := genInput(req, sv.s.Tokenizer().VocabSize(), opts.Model.MaxModelLen, sv.maxReqInputLen())
 	if e != nil {
 		return grpcfront.Status(e)
 	}

@@ -26,10 +26,7 @@ func (sv *Service) GetModelInfo(context.Context, *pb.GetModelInfoRequest) (*pb.G
 		tokPath = o.Model.Path
 	}
 	n := o.Model.MaxModelLen
-	maxInput := n - 1
-	if c := o.SGLang; c != nil && c.MaxTotalTokens > 0 {
-		maxInput = min(maxInput, c.MaxTotalTokens-1)
-	}
+	maxInput := sv.maxReqInputLen()
 	return &pb.GetModelInfoResponse{
 		ModelPath:        o.Model.Path,
 		TokenizerPath:    tokPath,
@@ -41,6 +38,17 @@ func (sv *Service) GetModelInfo(context.Context, *pb.GetModelInfoRequest) (*pb.G
 		EosTokenIds:      []int32{int32(tok.EOS())},
 		MaxReqInputLen:   int32(maxInput),
 	}, nil
+}
+
+// maxReqInputLen is SGLang's max_req_input_len: the longest prompt the
+// scheduler takes, one token short of the context and of the pool.
+func (sv *Service) maxReqInputLen() int {
+	o := sv.s.Opts()
+	n := o.Model.MaxModelLen - 1
+	if c := o.SGLang; c != nil && c.MaxTotalTokens > 0 {
+		n = min(n, c.MaxTotalTokens-1)
+	}
+	return n
 }
 
 // serverArgs are SGLang's server arguments the mock has, under SGLang's
@@ -84,7 +92,7 @@ func (sv *Service) GetServerInfo(context.Context, *pb.GetServerInfoRequest) (*pb
 	}
 	info, err := structpb.NewStruct(map[string]any{
 		"max_total_num_tokens": maxTotal,
-		"max_req_input_len":    sv.s.Opts().Model.MaxModelLen - 1,
+		"max_req_input_len":    sv.maxReqInputLen(),
 	})
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "scheduler info: %v", err)

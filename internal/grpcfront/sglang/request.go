@@ -16,8 +16,9 @@ import (
 
 // genInput turns a GenerateRequest into the pipeline's typed generation
 // input, with SGLang's defaults where the proto leaves a field at its zero
-// value. The error is an *wire.APIError the caller maps to a status code.
-func genInput(req *pb.GenerateRequest, vocabSize, maxModelLen int) (*pipeline.GenInput, *wire.APIError) {
+// value; maxInput is SGLang's max_req_input_len. The error is an
+// *wire.APIError the caller maps to a status code.
+func genInput(req *pb.GenerateRequest, vocabSize, maxModelLen, maxInput int) (*pipeline.GenInput, *wire.APIError) {
 	tok := req.GetTokenized()
 	if tok == nil {
 		// SGLang's servicer: ValueError("Tokenized input must be provided").
@@ -26,7 +27,7 @@ func genInput(req *pb.GenerateRequest, vocabSize, maxModelLen int) (*pipeline.Ge
 	ids := tok.GetInputIds()
 	// SGLang's scheduler (validate_input_length) refuses a prompt that
 	// leaves no room in the context, with a 400 abort: INVALID_ARGUMENT.
-	if maxInput := maxModelLen - 1; len(ids) >= maxInput {
+	if len(ids) >= maxInput {
 		return nil, wire.ErrInvalid("input_ids", "Input length (%d tokens) exceeds the maximum allowed length (%d tokens). Use a shorter input or enable --allow-auto-truncate.", len(ids), maxInput)
 	}
 	in := &pipeline.GenInput{Body: pipeline.EmptyObject(), IncludeUsage: true, BodyID: req.GetRequestId(),
