@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -101,6 +102,7 @@ func (g *generation) run(ctx context.Context) error {
 			}
 			break
 		}
+		g.sv.lastReceive.Store(time.Now().UnixNano())
 		if !g.streaming {
 			continue
 		}

@@ -80,7 +80,10 @@ func (sv *Service) serverArgs() map[string]any {
 }
 
 // GetServerInfo reports the server arguments, the scheduler's limits and
-// the runtime state (requests in flight, uptime).
+// the runtime state: requests in flight (HTTP and gRPC share the
+// pipeline), whether an engine is paused (fleet pause), when this service
+// last received output from an engine (SGLang's last_receive_tstamp; 0
+// before the first) and the uptime.
 func (sv *Service) GetServerInfo(context.Context, *pb.GetServerInfoRequest) (*pb.GetServerInfoResponse, error) {
 	args, err := structpb.NewStruct(sv.serverArgs())
 	if err != nil {
@@ -98,15 +101,25 @@ func (sv *Service) GetServerInfo(context.Context, *pb.GetServerInfoRequest) (*pb
 		return nil, status.Errorf(codes.Internal, "scheduler info: %v", err)
 	}
 	now := time.Now()
+	paused := false
+	for _, e := range sv.s.Engines() {
+		paused = paused || e.Paused()
+	}
+	var last float64
+	if ns := sv.lastReceive.Load(); ns != 0 {
+		last = float64(ns) / 1e9
+	}
 	return &pb.GetServerInfoResponse{
-		ServerArgs:        args,
-		SchedulerInfo:     info,
-		ActiveRequests:    int32(sv.s.InFlight()),
-		UptimeSeconds:     now.Sub(sv.opts.Started).Seconds(),
-		SglangVersion:     sv.s.Version(),
-		ServerType:        "grpc",
-		StartTime:         timestamppb.New(sv.opts.Started),
-		MaxTotalNumTokens: int32(maxTotal),
+		IsPaused:             paused,
+		LastReceiveTimestamp: last,
+		ServerArgs:           args,
+		SchedulerInfo:        info,
+		ActiveRequests:       int32(sv.s.InFlight()),
+		UptimeSeconds:        now.Sub(sv.opts.Started).Seconds(),
+		SglangVersion:        sv.s.Version(),
+		ServerType:           "grpc",
+		StartTime:            timestamppb.New(sv.opts.Started),
+		MaxTotalNumTokens:    int32(maxTotal),
 	}, nil
 }
 

@@ -83,6 +83,10 @@ func TestInfoRPCsAgreeWithTheHTTPAPI(t *testing.T) {
 	if a := l.GetAggregate(); a.GetTotalRunningReqs() != 1 || a.GetAvgTokenUsage() <= 0 {
 		t.Errorf("aggregate %v", a)
 	}
+	if si, err := e.c.GetServerInfo(ctx(t), &pb.GetServerInfoRequest{}); err != nil || si.GetActiveRequests() != 1 ||
+		si.GetIsPaused() || time.Since(time.Unix(0, int64(si.GetLastReceiveTimestamp()*1e9))) > 5*time.Second {
+		t.Errorf("GetServerInfo while running: %v, %v", si, err)
+	}
 	if l, err := e.c.GetLoads(ctx(t), &pb.GetLoadsRequest{Include: []string{"core"}}); err != nil || l.GetLoads()[0].GetMemory() != nil {
 		t.Errorf("include core: %v, %v (want no memory section)", l, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -58,6 +59,9 @@ type Service struct {
 	// call, for Abort.
 	mu     sync.Mutex
 	active map[string]*call
+	// lastReceive is when a Generate last received engine output (Unix
+	// ns), GetServerInfo's last_receive_timestamp.
+	lastReceive atomic.Int64
 }
 
 // New returns the service over o.Server's engines.
