@@ -3,7 +3,6 @@ package vllm_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -14,28 +13,23 @@ import (
 	"github.com/mocker-server/mocker-server/internal/grpcfront/vllm/vllmpb"
 )
 
-// grpcurlVersion is the grpcurl release the test builds from its Go module.
-const grpcurlVersion = "v1.9.4"
-
-// grpcurl returns a grpcurl binary built from its module into the
-// repository's .cache (once; later runs reuse it).
+// grpcurl returns a grpcurl binary built from its Go module
+// (scripts/grpcurl.sh pins the version and caches the build in .cache).
 func grpcurl(t *testing.T) string {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), ".cache", "grpcurl-"+grpcurlVersion)
-	bin := filepath.Join(dir, "grpcurl")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
+	script := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "scripts", "grpcurl.sh")
+	var stderr bytes.Buffer
+	cmd := exec.Command(script)
+	cmd.Stderr = &stderr
+	path, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("building grpcurl: %v\n%s", err, stderr.String())
 	}
-	cmd := exec.Command("go", "install", "github.com/fullstorydev/grpcurl/cmd/grpcurl@"+grpcurlVersion)
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building grpcurl %s: %v\n%s", grpcurlVersion, err, b)
-	}
-	return bin
+	return strings.TrimSpace(string(path))
 }
 
 func run(t *testing.T, bin string, args ...string) string {
