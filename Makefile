@@ -41,10 +41,12 @@ test: check-proto test-go check-events chart-test fuzz-short check-replay-html c
 
 # The reference renderers the chat template tests compare against: Debian's
 # python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
-# so parallel test packages do not race to install them).
+# so parallel test packages do not race to install them); grpcurl, the gRPC
+# tests' independent client, built once from its Go module.
 test-go: deps
 	@scripts/ensure-deps.sh --python
 	@scripts/npm-ref.sh >/dev/null
+	@scripts/grpcurl.sh >/dev/null
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 10m ./...
 

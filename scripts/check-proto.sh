@@ -16,7 +16,7 @@ while IFS= read -r f; do
     status=1
     continue
   fi
-  if ! diff -u -I '^//[[:space:]]*protoc[[:space:]]' "$rel" "$f" >&2; then
+  if ! diff -u -I '^//[[:space:]-]*protoc[[:space:]]' "$rel" "$f" >&2; then
     echo "check-proto: $rel is stale; run make proto" >&2
     status=1
   fi

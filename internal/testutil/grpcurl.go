@@ -1,34 +1,24 @@
 package testutil
 
 import (
-	"os"
+	"bytes"
 	"os/exec"
 	"path/filepath"
-	"sync"
+	"strings"
 	"testing"
 )
 
-// GrpcurlVersion is the grpcurl release the gRPC tests build from its Go
-// module (an independent gRPC client: reflection, JSON in and out).
-const GrpcurlVersion = "v1.9.4"
-
-var grpcurlMu sync.Mutex
-
-// Grpcurl returns a grpcurl binary built from its module into the
-// repository's .cache (once per machine; later runs reuse it).
+// Grpcurl returns a grpcurl binary (an independent gRPC client:
+// reflection, JSON in and out) built by scripts/grpcurl.sh, which pins its
+// version and caches the build in .cache.
 func Grpcurl(t testing.TB) string {
 	t.Helper()
-	grpcurlMu.Lock()
-	defer grpcurlMu.Unlock()
-	dir := filepath.Join(RepoRoot(), ".cache", "grpcurl-"+GrpcurlVersion)
-	bin := filepath.Join(dir, "grpcurl")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
+	var stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(RepoRoot(), "scripts", "grpcurl.sh"))
+	cmd.Stderr = &stderr
+	path, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("building grpcurl: %v\n%s", err, stderr.String())
 	}
-	cmd := exec.Command("go", "install", "github.com/fullstorydev/grpcurl/cmd/grpcurl@"+GrpcurlVersion)
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building grpcurl %s: %v\n%s", GrpcurlVersion, err, b)
-	}
-	return bin
+	return strings.TrimSpace(string(path))
 }

@@ -31,12 +31,12 @@ func TestGRPCPortFollowsTheLifecycle(t *testing.T) {
 	}
 	defer conn.Close()
 	c := vllmpb.NewVllmEngineClient(conn)
-	generate := func() error {
+	generate := func(opts ...grpc.CallOption) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		st, err := c.Generate(ctx, &vllmpb.GenerateRequest{RequestId: "x",
 			Input:          &vllmpb.GenerateRequest_Tokenized{Tokenized: &vllmpb.TokenizedInput{InputIds: []uint32{1, 2, 3}}},
-			SamplingParams: &vllmpb.SamplingParams{MaxTokens: new(uint32(2))}})
+			SamplingParams: &vllmpb.SamplingParams{MaxTokens: new(uint32(2))}}, opts...)
 		if err != nil {
 			return err
 		}
@@ -73,7 +73,9 @@ func TestGRPCPortFollowsTheLifecycle(t *testing.T) {
 	if w.GRPCAddr() != addr {
 		t.Errorf("restarted on %s, was %s", w.GRPCAddr(), addr)
 	}
-	if err := generate(); err != nil {
+	// The client's connection backs off after the kill: wait for it to
+	// reconnect rather than fail fast.
+	if err := generate(grpc.WaitForReady(true)); err != nil {
 		t.Errorf("restarted: %v", err)
 	}
 	w.Stop()

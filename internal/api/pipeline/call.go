@@ -117,9 +117,6 @@ func (c *Call) Next(ctx context.Context) (items []engine.OutputItem, more bool, 
 	return j.items, true, nil
 }
 
-// Rank is the DP rank the call's sequences run on.
-func (c *Call) Rank() int { return c.rank }
-
 // Close ends the call: the sequences still running are cancelled (their
 // KV blocks are freed at once), the limits are given back and the request
 // is reported to the observer. Idempotent.

@@ -4,17 +4,33 @@ import (
 	"bytes"
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/grpcfront/vllm/vllmpb"
-	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
-// grpcurl returns a grpcurl binary built from its module (testutil.Grpcurl).
-func grpcurl(t *testing.T) string { return testutil.Grpcurl(t) }
+// grpcurl returns a grpcurl binary built from its Go module
+// (scripts/grpcurl.sh pins the version and caches the build in .cache).
+func grpcurl(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "scripts", "grpcurl.sh")
+	var stderr bytes.Buffer
+	cmd := exec.Command(script)
+	cmd.Stderr = &stderr
+	path, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("building grpcurl: %v\n%s", err, stderr.String())
+	}
+	return strings.TrimSpace(string(path))
+}
 
 func run(t *testing.T, bin string, args ...string) string {
 	t.Helper()

@@ -46,10 +46,19 @@ func start(t *testing.T, overlay map[string]any) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	e := &env{w: w, url: w.URL(), addr: w.GRPCAddr()}
-	if e.addr == "" {
+	if w.GRPCAddr() == "" {
 		t.Fatal("no gRPC address with grpc_port 0")
 	}
+	e := dial(t, w.GRPCAddr())
+	e.w, e.url = w, w.URL()
+	return e
+}
+
+// dial returns a client of the gRPC server at addr.
+func dial(t *testing.T, addr string) *env {
+	t.Helper()
+	e := &env{addr: addr}
+	var err error
 	e.conn, err = grpc.NewClient(e.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
 	if err != nil {

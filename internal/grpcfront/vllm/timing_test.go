@@ -22,7 +22,12 @@ import (
 // client, default 3) of 50 tokens from 32-token prompts, fixed timing
 // 0 ms prefill + 20 ms decode per pass: the model's e2e is 50 passes ×
 // 20 ms = 1,000 ms. The e2e of a request is from the call to its
-// complete message. Server and clients share the process.
+// complete message. Server and clients share the process, unless
+// MOCKER_GRPC_TIMING_ADDR names a server started with the same settings
+// (mocker-server serve --grpc-port P --timing-model fixed
+// --fixed-prefill-ms 0 --fixed-decode-ms 20 --max-num-seqs 1024
+// --no-enable-prefix-caching), as the HTTP benchmark runs mocker-bench
+// against a server of its own.
 func TestPacedStreamsFollowTheTimingModel(t *testing.T) {
 	if os.Getenv("MOCKER_GRPC_TIMING") == "" {
 		t.Skip("set MOCKER_GRPC_TIMING=1 to run the timing check (it needs a quiet machine)")
@@ -36,8 +41,13 @@ func TestPacedStreamsFollowTheTimingModel(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("MOCKER_GRPC_TIMING_REQUESTS")); err == nil && v > 0 {
 		perClient = v
 	}
-	e := start(t, map[string]any{"speedup_ratio": 1, "timing_model": "fixed", "fixed_prefill_ms": 0,
-		"fixed_decode_ms": 20, "max_num_seqs": 1024, "enable_prefix_caching": false})
+	var e *env
+	if addr := os.Getenv("MOCKER_GRPC_TIMING_ADDR"); addr != "" {
+		e = dial(t, addr)
+	} else {
+		e = start(t, map[string]any{"speedup_ratio": 1, "timing_model": "fixed", "fixed_prefill_ms": 0,
+			"fixed_decode_ms": 20, "max_num_seqs": 1024, "enable_prefix_caching": false})
+	}
 	ctx := ctxTimeout(t, 10*time.Minute)
 	var (
 		mu         sync.Mutex
