@@ -1,6 +1,7 @@
 package sglang
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"strings"
@@ -87,6 +88,12 @@ func connectable(ep string) string {
 // or map-encoded events) into a KvEventBatch; event ids continue from
 // *nextID.
 func decodeKVBatch(payload []byte, nextID *uint64) (*pb.KvEventBatch, error) {
+	// Walk the payload first: a declared length the bytes cannot hold
+	// fails here, before the decoder allocates for it, so memory stays
+	// bounded by the payload's size.
+	if err := msgpack.NewDecoder(bytes.NewReader(payload)).Skip(); err != nil {
+		return nil, err
+	}
 	var raw []any
 	if err := msgpack.Unmarshal(payload, &raw); err != nil {
 		return nil, err
