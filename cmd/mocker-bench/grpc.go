@@ -30,6 +30,7 @@ func runGRPC(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "output tokens per request (sent with ignore_eos)")
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "prompt generator seed")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "per-request timeout")
+	fs.DurationVar(&cfg.Ramp, "ramp", 0, "spread the streams' first requests over this long")
 	jsonOut := fs.String("json", "", "write the result as JSON to this file (- = stdout, replaces the table)")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -50,6 +50,7 @@ type Config struct {
 	MaxTokens    int           `json:"max_tokens"`    // new tokens per request
 	Seed         int64         `json:"seed"`          // prompt ids
 	Timeout      time.Duration `json:"timeout"`       // per request
+	Ramp         time.Duration `json:"ramp"`          // spread the streams' first requests over this long
 }
 
 // Defaults returns the configuration of scenario 1 of docs/BENCHMARKS.md.
@@ -70,6 +71,8 @@ func (c *Config) normalize() error {
 		return errors.New("give --requests or --duration")
 	case c.PromptTokens < 1 || c.MaxTokens < 1:
 		return errors.New("--prompt-tokens and --max-tokens must be at least 1")
+	case c.Ramp < 0:
+		return fmt.Errorf("--ramp %v: want 0 or more", c.Ramp)
 	case c.Conns < 0:
 		return fmt.Errorf("--conns %d: want 0 (automatic) or more", c.Conns)
 	}
@@ -217,8 +220,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		g := gens[i%len(gens)]
 		rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)))
 		wg.Add(1)
+		delay := cfg.Ramp * time.Duration(i) / time.Duration(cfg.Concurrency)
 		go func() {
 			defer wg.Done()
+			if delay > 0 {
+				select {
+				case <-time.After(delay):
+				case <-ctx.Done():
+					return
+				}
+			}
 			prompt := make([]uint32, cfg.PromptTokens)
 			for ctx.Err() == nil && (stop.IsZero() || time.Now().Before(stop)) && claim() {
 				for k := range prompt {
