@@ -62,11 +62,11 @@ func TestFitRecoversAProfileThroughTheScheduler(t *testing.T) {
 func testFitRecovers(t *testing.T, cached float64) {
 	truth := &engine.Profile{
 		PrefillCachedMsPerMTok: cached,
-		PrefillISL:           []float64{1, 1000, 4000, 16000},
-		PrefillTTFTMs:        []float64{12, 30, 95, 420},
-		DecodeActiveKVTokens: []float64{0, 50000, 200000, 1000000},
-		DecodeContextLength:  []float64{0, 4000, 32000},
-		DecodeITL:            [][]float64{{7, 7.5, 9}, {9, 9.8, 12}, {14, 15, 18}, {30, 32, 38}},
+		PrefillISL:             []float64{1, 1000, 4000, 16000},
+		PrefillTTFTMs:          []float64{12, 30, 95, 420},
+		DecodeActiveKVTokens:   []float64{0, 50000, 200000, 1000000},
+		DecodeContextLength:    []float64{0, 4000, 32000},
+		DecodeITL:              [][]float64{{7, 7.5, 9}, {9, 9.8, 12}, {14, 15, 18}, {30, 32, 38}},
 	}
 	prefill := func(l int, held bool) Experiment {
 		return Experiment{ID: fmt.Sprintf("prefill-%d", l), Kind: KindPrefill, HeldOut: held,
