@@ -46,6 +46,10 @@ func TestNaturalLenFollowsTheLogNormal(t *testing.T) {
 		if got := float64(stops) / n; math.Abs(got-wantStop) > 4*math.Sqrt(wantStop*(1-wantStop)/n)+1e-4 {
 			t.Errorf("median %d σ %v: stop share %.4f, want %.4f", tc.median, tc.sigma, got, wantStop)
 		}
+		// The docs' table row (go test -v -run TestNaturalLenFollowsTheLogNormal ./internal/plan).
+		t.Logf("| %d | %.1f | %.2f%% | %.2f%% | %d | %.1f | %d | %.1f |", tc.median, tc.sigma,
+			100*float64(stops)/n, 100*wantStop, lens[n/2], LogNormalQuantile(tc.median, tc.sigma, 0.5),
+			lens[9*n/10], math.Min(LogNormalQuantile(tc.median, tc.sigma, 0.9), limit))
 	}
 }
 
