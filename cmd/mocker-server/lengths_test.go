@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mocker-server/mocker-server/internal/config"
@@ -186,7 +187,7 @@ func TestServe_NaturalLengthPerSurface(t *testing.T) {
 
 	// Anthropic, max_tokens 1024 (what SDK agents send): almost every
 	// answer ends by itself (P(L ≥ 1024) = 1.9% at the defaults).
-	endTurns := 0
+	var endTurns atomic.Int32
 	const anthropicN = 200
 	forEach(anthropicN, func(i int) {
 		var m struct {
@@ -208,14 +209,14 @@ func TestServe_NaturalLengthPerSurface(t *testing.T) {
 		}
 		switch {
 		case m.StopReason == "end_turn" && m.Usage.OutputTokens < 1024:
-			endTurns++
+			endTurns.Add(1)
 		case m.StopReason == "max_tokens" && m.Usage.OutputTokens == 1024:
 		default:
 			t.Errorf("message %d: %d tokens, stop_reason %q", i, m.Usage.OutputTokens, m.StopReason)
 		}
 	})
-	if endTurns < anthropicN*9/10 {
-		t.Errorf("end_turn %d of %d", endTurns, anthropicN)
+	if n := endTurns.Load(); n < anthropicN*9/10 {
+		t.Errorf("end_turn %d of %d", n, anthropicN)
 	}
 
 	// Responses: completed below max_output_tokens, incomplete at it.
