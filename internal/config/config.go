@@ -292,17 +292,20 @@ func DefaultKVEventsConfig() KVEventsConfig {
 	}
 }
 
+// defaultNaturalSigma is natural_output_len_sigma's default (internal/plan's
+// DefaultNaturalSigma); docs/http-api.md, "Output lengths", says why 1.0.
+const defaultNaturalSigma = 1.0
+
 // Default returns the configuration with every built-in default applied.
 // BlockSize stays 0 ("per engine") until Load resolves it.
 func Default() Config {
 	return Config{
-		Model:            "mocker-model",
-		Host:             "127.0.0.1",
-		Port:             8000,
-		OutputLenMode:    "natural",
-		NaturalOutputLen: 128,
-		// σ 1.0: docs/http-api.md, "Output lengths", says why.
-		NaturalOutputLenSigma: 1.0,
+		Model:                 "mocker-model",
+		Host:                  "127.0.0.1",
+		Port:                  8000,
+		OutputLenMode:         "natural",
+		NaturalOutputLen:      128,
+		NaturalOutputLenSigma: defaultNaturalSigma,
 		ReasoningField:        "reasoning",
 		MaxRequestBodyBytes:   33554432,
 		MetricsFamily:         MetricsAuto,
