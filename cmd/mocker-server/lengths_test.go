@@ -354,3 +354,36 @@ func TestServe_NaturalEndKeepsContentAfterReasoning(t *testing.T) {
 		}
 	})
 }
+
+// Determinism across runs: two servers with the same --seed give every
+// prompt (no request seed: the prompt hash seeded with --seed decides) the
+// same answer and length; another --seed draws other lengths.
+func TestServe_NaturalLengthsAcrossRuns(t *testing.T) {
+	lengths := func(seed int) ([]int, []string) {
+		r := startServe(t, defaultConfig(t, map[string]any{"seed": seed}), 0)
+		lens, texts := make([]int, 100), make([]string, 100)
+		forEach(100, func(i int) {
+			var a lenChatAnswer
+			if !r.postOK(t, "/v1/chat/completions", fmt.Sprintf(`{"messages":[{"role":"user","content":"Turn %d"}],"max_tokens":2048}`, i), &a) {
+				return
+			}
+			lens[i], texts[i] = a.Usage.CompletionTokens, a.Choices[0].Message.Content
+		})
+		return lens, texts
+	}
+	a, at := lengths(7)
+	b, bt := lengths(7)
+	c, _ := lengths(8)
+	if !slices.Equal(a, b) || !slices.Equal(at, bt) {
+		t.Errorf("same --seed, different answers:\n%v\n%v", a, b)
+	}
+	same := 0
+	for i := range a {
+		if a[i] == c[i] {
+			same++
+		}
+	}
+	if same > 10 {
+		t.Errorf("--seed 7 and 8 gave %d of 100 equal lengths", same)
+	}
+}
