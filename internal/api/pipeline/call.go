@@ -52,7 +52,9 @@ type Call struct {
 // submission: the injected fault is decided (a status fault is returned
 // as its error, a timeout or slow_first_token fault waits here), the
 // limits admit it and its sequences are submitted to a DP rank's engine.
-// m must be the Meta the request was built with.
+// m must be the Meta the request was built with. When m.Ctx ends while a
+// fault holds the request, there is no call and no error if the client
+// left (503 on shutdown).
 func (s *Server) StartCall(m Meta, g *GenRequest) (*Call, *wire.APIError) {
 	s.inflight.Add(1)
 	ok := false

@@ -22,6 +22,9 @@ func TestInjectedFaults(t *testing.T) {
 		before int // chunks received before the status
 	}{
 		{"rate_limit", codes.ResourceExhausted, 0},
+		{"context_length", codes.InvalidArgument, 0},
+		{"timeout", codes.DeadlineExceeded, 0},
+		{"slow_first_token;for=100ms", codes.OK, 8},
 		{"server_error", codes.Internal, 0},
 		{"unavailable", codes.Unavailable, 0},
 		{"stream_error;after=4", codes.Internal, 4},
@@ -29,7 +32,8 @@ func TestInjectedFaults(t *testing.T) {
 		{"reset;after=3", codes.Unavailable, 3},
 		{"stall;after=2;for=50ms", codes.OK, 8},
 	} {
-		ctx := metadata.AppendToOutgoingContext(ctxTimeout(t, 10*time.Second), "x-mocker-fault", tc.fault)
+		// Long enough for every fault but timeout, which never answers.
+		ctx := metadata.AppendToOutgoingContext(ctxTimeout(t, 3*time.Second), "x-mocker-fault", tc.fault)
 		g, err := e.generate(t, ctx, tokenized("f", seq(1, 8), &vllmpb.SamplingParams{MaxTokens: u32(8), IgnoreEos: true}, true))
 		if status.Code(err) != tc.code || len(g.ids()) != tc.before {
 			t.Errorf("%s: %v after %d ids, want %v after %d", tc.fault, err, len(g.ids()), tc.code, tc.before)

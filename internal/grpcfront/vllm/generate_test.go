@@ -131,3 +131,60 @@ func TestGenerateReportsCachedTokens(t *testing.T) {
 		t.Errorf("repeated prompt: cached_tokens %d, HTTP %d, want 192", c, resp.Usage.Details.Cached)
 	}
 }
+
+// n > 1 runs every sample on the engine; as vLLM's servicer, the stream
+// reports the first, which is /v1/completions' choice 0.
+func TestGenerateReportsTheFirstOfNSamples(t *testing.T) {
+	e := start(t, nil)
+	ctx := ctxTimeout(t, 30*time.Second)
+	prompt := seq(9, 16)
+	g, err := e.generate(t, ctx, tokenized("n", prompt, &vllmpb.SamplingParams{MaxTokens: u32(12), N: 3, IgnoreEos: true}, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"prompt": prompt, "max_tokens": 12, "n": 3, "ignore_eos": true, "return_token_ids": true})
+	var resp struct {
+		Choices []struct {
+			Index    int      `json:"index"`
+			TokenIDs []uint32 `json:"token_ids"`
+		} `json:"choices"`
+	}
+	e.post(t, "/v1/completions", string(b), &resp)
+	if len(resp.Choices) != 3 || resp.Choices[0].Index != 0 || !slices.Equal(g.ids(), resp.Choices[0].TokenIDs) {
+		t.Errorf("gRPC %v, HTTP choices %+v", g.ids(), resp.Choices)
+	}
+}
+
+// The constraint oneof is vLLM's structured outputs: a choice constraint
+// plans the ids /v1/completions plans under structured_outputs.choice
+// (whose text is one of the choices).
+func TestGenerateHonoursAChoiceConstraint(t *testing.T) {
+	e := start(t, nil)
+	ctx := ctxTimeout(t, 30*time.Second)
+	sp := &vllmpb.SamplingParams{MaxTokens: u32(20), Constraint: &vllmpb.SamplingParams_Choice{
+		Choice: &vllmpb.ChoiceConstraint{Choices: []string{"alpha beta", "gamma"}}}}
+	g, err := e.generate(t, ctx, tokenized("c", seq(1, 8), sp, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		Choices []struct {
+			Text         string   `json:"text"`
+			TokenIDs     []uint32 `json:"token_ids"`
+			FinishReason string   `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	e.post(t, "/v1/completions", `{"prompt":[1,2,3,4,5,6,7,8],"max_tokens":20,"return_token_ids":true,`+
+		`"structured_outputs":{"choice":["alpha beta","gamma"]}}`, &resp)
+	c := resp.Choices[0]
+	if c.Text != "alpha beta" && c.Text != "gamma" {
+		t.Fatalf("HTTP constrained text %q", c.Text)
+	}
+	if !slices.Equal(g.ids(), c.TokenIDs) || g.complete.GetFinishReason() != c.FinishReason {
+		t.Errorf("gRPC %v (%s), HTTP %v (%s)", g.ids(), g.complete.GetFinishReason(), c.TokenIDs, c.FinishReason)
+	}
+	free, err := e.generate(t, ctx, tokenized("f", seq(1, 8), &vllmpb.SamplingParams{MaxTokens: u32(20)}, false))
+	if err != nil || slices.Equal(free.ids(), g.ids()) {
+		t.Errorf("the constraint changed nothing: %v, %v", free.ids(), err)
+	}
+}
