@@ -57,11 +57,11 @@ type audioConfig struct {
 // preprocessorConfig is the part of preprocessor_config.json (and
 // processor_config.json, whose fields it shares) the processors read.
 type preprocessorConfig struct {
-	MinPixels         int `json:"min_pixels"`
-	MaxPixels         int `json:"max_pixels"`
+	MinPixels         int     `json:"min_pixels"`
+	MaxPixels         int     `json:"max_pixels"`
 	PatchSize         flexInt `json:"patch_size"`
-	MergeSize         int `json:"merge_size"`
-	TemporalPatchSize int `json:"temporal_patch_size"`
+	MergeSize         int     `json:"merge_size"`
+	TemporalPatchSize int     `json:"temporal_patch_size"`
 	Size              *struct {
 		ShortestEdge int `json:"shortest_edge"`
 		LongestEdge  int `json:"longest_edge"`
