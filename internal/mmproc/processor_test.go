@@ -219,3 +219,43 @@ func TestEncoderFLOPs(t *testing.T) {
 		t.Errorf("qwen2-audio: %g and %g, want equal (the window is always padded to 30 s)", x, y)
 	}
 }
+
+func TestWithKwargs(t *testing.T) {
+	p := mustModel(t, "Qwen/Qwen2.5-VL-7B-Instruct", ModelFiles{})
+	for _, kw := range []string{
+		`{"min_pixels": 200704, "max_pixels": 1003520}`,
+		`{"images_kwargs": {"max_pixels": 1003520.0}, "max_pixels": 5}`,
+		`{"size": {"shortest_edge": 3136, "longest_edge": 1003520}, "fps": 2}`,
+	} {
+		fs, err := media.FieldsFromJSON([]byte(kw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := p.WithKwargs(fs)
+		if err != nil {
+			t.Fatalf("%s: %v", kw, err)
+		}
+		if n, _ := q.Tokens(img(4096, 4096)); n != 1225 {
+			t.Errorf("%s: 4096x4096 → %d, want 1225", kw, n)
+		}
+	}
+	if n, _ := p.Tokens(img(4096, 4096)); n != 16384 {
+		t.Errorf("the receiver changed: %d", n)
+	}
+	for _, kw := range []string{`{"min_pixels": "x"}`, `{"max_pixels": 1.5}`, `{"min_pixels": 9000, "max_pixels": 10}`, `{"max_pixels": -1}`} {
+		fs, _ := media.FieldsFromJSON([]byte(kw))
+		if _, err := p.WithKwargs(fs); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%s: %v", kw, err)
+		}
+	}
+	g := mustModel(t, "google/gemma-3-4b-it", ModelFiles{})
+	fs, _ := media.FieldsFromJSON([]byte(`{"do_pan_and_scan": true}`))
+	if _, err := g.WithKwargs(fs); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("pan and scan: %v", err)
+	}
+	// Keys a family does not take are dropped, as vLLM drops them.
+	fs, _ = media.FieldsFromJSON([]byte(`{"min_pixels": 1}`))
+	if q, err := mustModel(t, "llava-hf/llava-1.5-7b-hf", ModelFiles{}).WithKwargs(fs); err != nil || q == nil {
+		t.Errorf("llava: %v", err)
+	}
+}
