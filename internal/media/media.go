@@ -133,8 +133,8 @@ type Item struct {
 	EmbedTokens int
 	// Size is the length in bytes of the encoded item.
 	Size int
-	// Hash is the item's multimodal hash as vLLM computes it (hex), set by
-	// Hash or HashBytes; Probe leaves it empty.
+	// Hash is the item's multimodal hash (hex), for the caller to set from
+	// the package's Hash; Probe leaves it empty.
 	Hash string
 }
 
