@@ -11,9 +11,10 @@ import (
 // Gemma3 processor wraps them: "\n\n<start_of_image>" + N × <image_soft_token>
 // + "<end_of_image>\n\n" in place of the template's <start_of_image>.
 type gemma3 struct {
-	tokens int
-	enc    vit
-	out    int
+	tokens  int
+	patches int // the tower's patches at its fixed input size
+	enc     vit
+	out     int
 }
 
 func newGemma3(cfg *hfConfig, pre *preprocessorConfig) (*gemma3, error) {
@@ -28,9 +29,7 @@ func newGemma3(cfg *hfConfig, pre *preprocessorConfig) (*gemma3, error) {
 	patch := positive(vc.PatchSize, 14)
 	g.enc = vit{layers: positive(vc.NumHiddenLayers, 27), hidden: positive(vc.HiddenSize, 1152), inter: positive(vc.IntermediateSize, 4304), patchIn: 3 * patch * patch}
 	side := positive(vc.ImageSize, 896) / patch
-	g.enc.window = 0
-	g.enc.fullLayers = g.enc.layers
-	g.enc.mergeIn = side * side // stash the patch count
+	g.patches = side * side
 	g.out = 2560
 	if cfg.TextConfig != nil && cfg.TextConfig.HiddenSize > 0 {
 		g.out = cfg.TextConfig.HiddenSize
@@ -61,11 +60,8 @@ func (g *gemma3) replacement(it media.Item) (Replacement, error) {
 }
 
 func (g *gemma3) encoderFLOPs(media.Item) (float64, error) {
-	patches := g.enc.mergeIn
-	e := g.enc
-	e.mergeIn = 0
 	// The tower on every patch, then the projection of the pooled tokens.
-	return e.flops(patches, 0) + 2*float64(g.tokens)*float64(e.hidden)*float64(g.out), nil
+	return g.enc.flops(g.patches, 0) + 2*float64(g.tokens)*float64(g.enc.hidden)*float64(g.out), nil
 }
 
 // llava is LLaVA-1.5: a CLIP tower on a fixed 336×336 crop, every patch
