@@ -25,6 +25,9 @@ a, b = pic(32, 24), pic(32, 24).rotate(90)
 a.save("anim_32x24.webp", save_all=True, append_images=[b], duration=100)
 a.save("anim_32x24.gif", save_all=True, append_images=[b, a], duration=100)
 pic(5, 3, "L").save("gray_5x3.gif")
+pic(45, 23).save("rgb_45x23.bmp")
+pic(45, 23).save("rgb_45x23.tif")
+pic(45, 23).convert("L").save("gray_45x23_lzw.tif", compression="tiff_lzw")
 PY
 sox -n -r 16000 -c 1 -b 16 tone_1s_16k.wav synth 1 sine 440
 sox -n -r 8000 -c 2 -b 16 tone_100ms_8k_stereo.wav synth 0.1 sine 300
@@ -38,7 +41,7 @@ from PIL import Image
 out = {}
 for f in sorted(os.listdir(".")):
     ext = f.rsplit(".", 1)[-1]
-    if ext in ("png", "jpg", "webp", "gif"):
+    if ext in ("png", "jpg", "webp", "gif", "bmp", "tif"):
         im = Image.open(f)
         out[f] = {"width": im.size[0], "height": im.size[1], "frames": getattr(im, "n_frames", 1)}
     elif ext in ("wav", "mp3", "flac", "ogg"):
