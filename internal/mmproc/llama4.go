@@ -27,6 +27,9 @@ func newLlama4(cfg *hfConfig, pre *preprocessorConfig) (*llama4, error) {
 		vc = &visionConfig{}
 	}
 	l := &llama4{tile: positive(vc.ImageSize, 336), maxTiles: positive(pre.MaxPatches, 16)}
+	if l.maxTiles > 256 {
+		return nil, fmt.Errorf("%w: max_patches %d (at most 256)", ErrBadConfig, l.maxTiles)
+	}
 	if pre.Size != nil && pre.Size.Height > 0 {
 		l.tile = pre.Size.Height
 	}
