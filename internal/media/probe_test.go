@@ -96,11 +96,12 @@ func TestProbeFixtures(t *testing.T) {
 				t.Fatalf("got %s %d Hz × %d, want audio %d Hz × %d", it.Kind, it.SampleRate, it.Channels, want.Rate, want.Channels)
 			}
 			samples, slack := nominalSamples(t, name, want.Rate), 1
-			if it.Format == FormatMP3 {
-				// These files have no LAME tag, so nothing says how much
+			if it.Format == FormatMP3 && !strings.Contains(name, "lame") {
+				// sox's MP3s have no LAME tag, so nothing says how much
 				// of the last frame is padding: a decoder (and the probe)
 				// keeps whole frames, soxi trims differently; agree with
-				// soxi within one frame.
+				// soxi within one frame. The lame-made file's tag gives
+				// the exact (gapless) length, which soxi ignores.
 				samples, slack = want.Samples, 1152
 			}
 			got := int(it.Duration * time.Duration(want.Rate) / time.Second)
