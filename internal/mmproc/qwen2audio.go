@@ -77,7 +77,14 @@ func (q *qwen2Audio) replacement(it media.Item) (Replacement, error) {
 	if tokens <= 0 {
 		return Replacement{}, fmt.Errorf("%w: the audio (%v, %d samples at %d Hz) is too short to be represented inside the model", ErrBadItem, it.Duration, n, q.rate)
 	}
-	return Replacement{Target: "<|AUDIO|>", Pieces: []Piece{{Token: "<|AUDIO|>", Count: tokens, Embed: true}}}, nil
+	return Replacement{
+		Target: "<|AUDIO|>",
+		Pieces: []Piece{{Token: "<|AUDIO|>", Count: tokens, Embed: true}},
+		// vLLM's replacement is [bos] + tokens + [eos], located around the
+		// template's own markers: its range starts one token early.
+		Before: []string{"<|audio_bos|>"},
+		After:  []string{"<|audio_eos|>"},
+	}, nil
 }
 
 func (q *qwen2Audio) encoderFLOPs(it media.Item) (float64, error) {
