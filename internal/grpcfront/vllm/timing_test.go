@@ -48,6 +48,18 @@ func TestPacedStreamsFollowTheTimingModel(t *testing.T) {
 		e = start(t, map[string]any{"speedup_ratio": 1, "timing_model": "fixed", "fixed_prefill_ms": 0,
 			"fixed_decode_ms": 20, "max_num_seqs": 1024, "enable_prefix_caching": false})
 	}
+	// Clients spread over connections, as a gateway's do: one HTTP/2
+	// connection carrying all 1,000 streams would measure its single
+	// reader and writer goroutines, not the engine's schedule.
+	conns := 1
+	if v, err := strconv.Atoi(os.Getenv("MOCKER_GRPC_TIMING_CONNS")); err == nil && v > 0 {
+		conns = v
+	}
+	clientsOf := make([]vllmpb.VllmEngineClient, conns)
+	clientsOf[0] = e.client
+	for i := 1; i < conns; i++ {
+		clientsOf[i] = dial(t, e.addr).client
+	}
 	ctx := ctxTimeout(t, 10*time.Minute)
 	var (
 		mu         sync.Mutex
@@ -64,7 +76,7 @@ func TestPacedStreamsFollowTheTimingModel(t *testing.T) {
 			for r := range perClient {
 				prompt := seq(1+(c*perClient+r)%1000, 32)
 				t0 := time.Now()
-				st, err := e.client.Generate(ctx, tokenized(fmt.Sprintf("c%d-%d", c, r), prompt,
+				st, err := clientsOf[c%conns].Generate(ctx, tokenized(fmt.Sprintf("c%d-%d", c, r), prompt,
 					&vllmpb.SamplingParams{MaxTokens: u32(tokens), IgnoreEos: true}, true))
 				var first time.Duration
 				n := 0
