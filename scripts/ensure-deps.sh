@@ -10,7 +10,8 @@
 # scripts/kv_block_hashes.py (block hashes computed independently of Go);
 # python3-pil, python3-numpy and b3sum for the multimodal references.
 # With --browser, what the replay HTML check needs: Debian's chromium, node
-# and npm.
+# and npm. With --proto, protoc (Debian's protobuf-compiler) for make proto
+# and its check.
 #
 # Running as root on Debian/Ubuntu, missing packages are installed with
 # apt-get (non-interactive). Otherwise the script prints ONE line saying
@@ -53,6 +54,9 @@ if [ "${1:-}" = "--browser" ]; then
   [ -x /usr/bin/chromium ] || want+=(chromium)
   command -v node >/dev/null 2>&1 || want+=(nodejs)
   command -v npm >/dev/null 2>&1 || want+=(npm)
+fi
+if [ "${1:-}" = "--proto" ]; then
+  command -v protoc >/dev/null 2>&1 || want+=(protobuf-compiler)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 
