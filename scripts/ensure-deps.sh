@@ -12,7 +12,8 @@
 # python3-protobuf, python3-grpc-tools, and protoc with Debian's
 # grpc_python_plugin (protobuf-compiler, protobuf-compiler-grpc), which
 # generate the stubs of protos that use proto3 optional fields (the protoc
-# bundled with bookworm's python3-grpc-tools 1.14 predates them).
+# bundled with bookworm's python3-grpc-tools 1.14 predates them);
+# python3-pil, python3-numpy and b3sum for the multimodal references.
 # With --browser, what the replay HTML check needs: Debian's chromium, node
 # and npm. With --proto, protoc (Debian's protobuf-compiler) for make proto
 # and its check.
@@ -47,6 +48,10 @@ if [ "${1:-}" = "--python" ]; then
   /usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1 || want+=(python3-jinja2)
   /usr/bin/python3 -c 'import xxhash' >/dev/null 2>&1 || want+=(python3-xxhash)
   /usr/bin/python3 -c 'import cbor2' >/dev/null 2>&1 || want+=(python3-cbor2)
+  # The multimodal references (internal/media and internal/mmproc testdata):
+  # PIL and NumPy, and b3sum for the blake3 digest.
+  /usr/bin/python3 -c 'import PIL, numpy' >/dev/null 2>&1 || want+=(python3-pil python3-numpy)
+  command -v b3sum >/dev/null 2>&1 || want+=(b3sum)
   command -v curl >/dev/null 2>&1 || want+=(curl)
   command -v jq >/dev/null 2>&1 || want+=(jq)
   /usr/bin/python3 -c 'import grpc' >/dev/null 2>&1 || want+=(python3-grpcio)

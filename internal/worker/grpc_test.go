@@ -83,3 +83,42 @@ func TestGRPCPortFollowsTheLifecycle(t *testing.T) {
 		t.Errorf("stopped: %v", err)
 	}
 }
+
+// A graceful stop gives a running gRPC stream the shutdown grace, then
+// cancels it: Stop returns soon after the grace, the client sees the call
+// end with UNAVAILABLE or CANCELLED, not hang.
+func TestGRPCStopCancelsAfterTheGrace(t *testing.T) {
+	cfg := testcfg.Load(t, map[string]any{"port": 0, "grpc_port": 0, "log_level": "error",
+		"speedup_ratio": 1, "timing_model": "fixed", "fixed_prefill_ms": 1, "fixed_decode_ms": 20})
+	w := New(cfg, Options{ShutdownGrace: 200 * time.Millisecond})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(w.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := vllmpb.NewVllmEngineClient(conn).Generate(ctx, &vllmpb.GenerateRequest{RequestId: "long", Stream: true,
+		Input:          &vllmpb.GenerateRequest_Tokenized{Tokenized: &vllmpb.TokenizedInput{InputIds: []uint32{1, 2, 3}}},
+		SamplingParams: &vllmpb.SamplingParams{MaxTokens: new(uint32(1000)), IgnoreEos: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	w.Stop()
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Stop took %v with a 200 ms grace", d)
+	}
+	for err == nil {
+		_, err = st.Recv()
+	}
+	if c := status.Code(err); c != codes.Unavailable && c != codes.Canceled {
+		t.Errorf("the running stream ended with %v", err)
+	}
+}

@@ -24,10 +24,11 @@ import (
 // 20 ms = 1,000 ms. The e2e of a request is from the call to its
 // complete message. Server and clients share the process, unless
 // MOCKER_GRPC_TIMING_ADDR names a server started with the same settings
-// (mocker-server serve --grpc-port P --timing-model fixed
-// --fixed-prefill-ms 0 --fixed-decode-ms 20 --max-num-seqs 1024
+// (mocker-server serve --grpc-port P --output-len-mode max --timing-model
+// fixed --fixed-prefill-ms 0 --fixed-decode-ms 20 --max-num-seqs 1024
 // --no-enable-prefix-caching), as the HTTP benchmark runs mocker-bench
-// against a server of its own.
+// against a server of its own. MOCKER_GRPC_TIMING_CONNS spreads the
+// clients over that many connections (default 1).
 func TestPacedStreamsFollowTheTimingModel(t *testing.T) {
 	if os.Getenv("MOCKER_GRPC_TIMING") == "" {
 		t.Skip("set MOCKER_GRPC_TIMING=1 to run the timing check (it needs a quiet machine)")
@@ -45,8 +46,20 @@ func TestPacedStreamsFollowTheTimingModel(t *testing.T) {
 	if addr := os.Getenv("MOCKER_GRPC_TIMING_ADDR"); addr != "" {
 		e = dial(t, addr)
 	} else {
-		e = start(t, map[string]any{"speedup_ratio": 1, "timing_model": "fixed", "fixed_prefill_ms": 0,
+		e = start(t, map[string]any{"output_len_mode": "max", "speedup_ratio": 1, "timing_model": "fixed", "fixed_prefill_ms": 0,
 			"fixed_decode_ms": 20, "max_num_seqs": 1024, "enable_prefix_caching": false})
+	}
+	// Clients spread over connections, as a gateway's do: one HTTP/2
+	// connection carrying all 1,000 streams would measure its single
+	// reader and writer goroutines, not the engine's schedule.
+	conns := 1
+	if v, err := strconv.Atoi(os.Getenv("MOCKER_GRPC_TIMING_CONNS")); err == nil && v > 0 {
+		conns = v
+	}
+	clientsOf := make([]vllmpb.VllmEngineClient, conns)
+	clientsOf[0] = e.client
+	for i := 1; i < conns; i++ {
+		clientsOf[i] = dial(t, e.addr).client
 	}
 	ctx := ctxTimeout(t, 10*time.Minute)
 	var (
@@ -64,7 +77,7 @@ func TestPacedStreamsFollowTheTimingModel(t *testing.T) {
 			for r := range perClient {
 				prompt := seq(1+(c*perClient+r)%1000, 32)
 				t0 := time.Now()
-				st, err := e.client.Generate(ctx, tokenized(fmt.Sprintf("c%d-%d", c, r), prompt,
+				st, err := clientsOf[c%conns].Generate(ctx, tokenized(fmt.Sprintf("c%d-%d", c, r), prompt,
 					&vllmpb.SamplingParams{MaxTokens: u32(tokens), IgnoreEos: true}, true))
 				var first time.Duration
 				n := 0
