@@ -31,17 +31,24 @@ if [ ! -x "$bin/protoc-gen-go-grpc-$PROTOC_GEN_GO_GRPC" ]; then
 fi
 ln -sf "protoc-gen-go-grpc-$PROTOC_GEN_GO_GRPC" "$bin/protoc-gen-go-grpc"
 
-# gen DIR FILE GOPKG: compile proto/DIR/FILE into the Go package GOPKG (a
-# directory of this module). The .proto files carry no go_package option
-# (they are upstream's), so the mapping is given here with M flags.
+# gen DIR GOPKG FILE...: compile proto/DIR/FILE... into the Go package GOPKG
+# (a directory of this module). The .proto files carry no go_package option
+# (they are upstream's), so the mapping of every file is given here with M
+# flags; files of one DIR import each other by their bare names.
 gen() {
-  local dir=$1 file=$2 pkg=$3
+  local dir=$1 pkg=$2
+  shift 2
+  local m=() f
+  for f in "$@"; do
+    m+=(--go_opt="M$f=$module/$pkg" --go-grpc_opt="M$f=$module/$pkg")
+  done
   mkdir -p "$out/$pkg"
-  PATH="$bin:$PATH" protoc -I "proto/$dir" \
-    --go_out="$out/$pkg" --go_opt=paths=source_relative --go_opt="M$file=$module/$pkg" \
-    --go-grpc_out="$out/$pkg" --go-grpc_opt=paths=source_relative --go-grpc_opt="M$file=$module/$pkg" \
-    "proto/$dir/$file"
+  (cd "proto/$dir" && PATH="$bin:$PATH" protoc -I . \
+    --go_out="$out/$pkg" --go_opt=paths=source_relative \
+    --go-grpc_out="$out/$pkg" --go-grpc_opt=paths=source_relative \
+    "${m[@]}" "$@")
 }
 
 # One line per upstream protocol.
-gen vllm vllm_engine.proto internal/grpcfront/vllm/vllmpb
+gen vllm internal/grpcfront/vllm/vllmpb vllm_engine.proto
+gen sglang internal/grpcfront/sglang/sglangpb common.proto sglang_scheduler.proto

@@ -2,7 +2,8 @@
 # grpcurl.sh: print the path of a grpcurl binary built from its Go module
 # (github.com/fullstorydev/grpcurl, the version below) into
 # .cache/grpcurl-<version>, building it the first time. The gRPC tests
-# (internal/grpcfront/vllm) call it; make test-go runs it once first so
+# (internal/grpcfront/vllm, internal/grpcfront/sglang through
+# testutil.Grpcurl) call it; make test-go runs it once first so
 # that the build does not count against a test package's timeout.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -11,16 +11,23 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/grpcfront"
+	sglanggrpc "github.com/mocker-server/mocker-server/internal/grpcfront/sglang"
 	vllmgrpc "github.com/mocker-server/mocker-server/internal/grpcfront/vllm"
 )
 
 // grpcServices returns the gRPC services a worker of cfg's engine type
 // serves on --grpc-port (docs/grpc.md): the engine's own upstream
 // protocol, on the same pipeline as its HTTP API.
-func grpcServices(cfg *config.Config, d grpcfront.Deps) []grpcfront.Service {
+func (w *Worker) grpcServices(cfg *config.Config, d grpcfront.Deps) []grpcfront.Service {
 	switch cfg.EngineType {
 	case engine.EngineSGLang:
-		return nil // SGLang's scheduler service (issue 33, grpc33b)
+		o := sglanggrpc.Options{Deps: d, TokenizerDir: w.tokenizerDir()}
+		if w.opts.KVEvents != nil {
+			if ep, topic, ok := w.opts.KVEvents(0); ok {
+				o.KVEndpoint, o.KVTopic = ep, topic
+			}
+		}
+		return []grpcfront.Service{sglanggrpc.New(o)}
 	default:
 		return []grpcfront.Service{vllmgrpc.New(d)}
 	}
@@ -34,7 +41,7 @@ func (w *Worker) startGRPC(in *instance, port int) error {
 	if cfg.GRPCPort < 0 {
 		return nil
 	}
-	svcs := grpcServices(cfg, grpcfront.Deps{Server: in.srv, Logger: w.log, Model: cfg.Model, Started: w.started0})
+	svcs := w.grpcServices(cfg, grpcfront.Deps{Server: in.srv, Logger: w.log, Model: cfg.Model, Started: w.started0})
 	if len(svcs) == 0 {
 		return fmt.Errorf("--grpc-port: no gRPC service for --engine-type %s yet", cfg.EngineType)
 	}
@@ -82,4 +89,16 @@ func (w *Worker) GRPCAddr() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.grpcAddr
+}
+
+// tokenizerDir is the directory of the real tokenizer the worker loaded
+// ("" with the built-in one): SGLang's GetTokenizer streams its files.
+func (w *Worker) tokenizerDir() string {
+	if w.files.model == nil {
+		return ""
+	}
+	if w.cfg.Tokenizer != "" {
+		return w.cfg.Tokenizer
+	}
+	return w.cfg.Model
 }
