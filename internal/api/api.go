@@ -47,6 +47,9 @@ type (
 	LoRAPathCheck           = settings.LoRAPathCheck
 	PDRole                  = settings.PDRole
 	DPRouting               = settings.DPRouting
+	PoolingOptions          = settings.PoolingOptions
+	Runner                  = settings.Runner
+	PoolingTask             = settings.PoolingTask
 	ChatRenderer            = settings.ChatRenderer
 	KVTransfer              = disagg.KVTransfer
 	RequestObserver         = settings.RequestObserver
@@ -66,6 +69,11 @@ const (
 	PDRoleDecode                   = settings.PDRoleDecode
 	RouteRoundRobin                = settings.RouteRoundRobin
 	RouteLeastLoaded               = settings.RouteLeastLoaded
+	RunnerAuto                     = settings.RunnerAuto
+	RunnerGenerate                 = settings.RunnerGenerate
+	RunnerPooling                  = settings.RunnerPooling
+	TaskEmbed                      = settings.TaskEmbed
+	TaskClassify                   = settings.TaskClassify
 )
 
 // ErrShuttingDown is what a generation request waiting for its engine gets

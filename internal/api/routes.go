@@ -31,8 +31,15 @@ func routes(s *pipeline.Server) http.Handler {
 	})
 
 	gate := s.StartupGate
-	r.Method(http.MethodPost, "/v1/chat/completions", gate(s.DrainGate(openai.HandleGenerate(s, true))))
-	r.Method(http.MethodPost, "/v1/completions", gate(s.DrainGate(openai.HandleGenerate(s, false))))
+	var chat, completions http.Handler
+	if s.Opts().Pooling.Generates() {
+		// A pooling model has no generation routes (vLLM registers them
+		// only for the generate task): 404 like any unknown path.
+		chat = gate(s.DrainGate(openai.HandleGenerate(s, true)))
+		completions = gate(s.DrainGate(openai.HandleGenerate(s, false)))
+		r.Method(http.MethodPost, "/v1/chat/completions", chat)
+		r.Method(http.MethodPost, "/v1/completions", completions)
+	}
 	r.Method(http.MethodGet, "/v1/models", endpoints.HandleModels(s))
 
 	r.Method(http.MethodGet, "/health", gate(endpoints.HandleHealth(s)))
@@ -56,6 +63,8 @@ func routes(s *pipeline.Server) http.Handler {
 	}
 	s.MountAdmin(r)
 	sglang.MountSGLang(s, r)
-	mountSurfaces(s, r)
+	inv := mountSurfaces(s, r)
+	inv = append([]invocation{{"ChatCompletionRequest", isChat, chat}, {"CompletionRequest", isCompletion, completions}}, inv...)
+	r.Method(http.MethodPost, "/invocations", handleInvocations(s, inv))
 	return r
 }

@@ -181,6 +181,8 @@ func (c *Config) validate() ([]problem, []string) {
 	}
 	v.intRange("natural_output_len", int64(c.NaturalOutputLen), 1, 1<<20)
 	v.intRange("embedding_dim", int64(c.EmbeddingDim), 1, 65536)
+	v.intRange("num_labels", int64(c.NumLabels), 1, 4096)
+	c.validatePooling(v)
 	v.intMin("max_request_body_bytes", c.MaxRequestBodyBytes, 1024)
 	v.nonNegFinite("startup_time", c.StartupTime)
 
