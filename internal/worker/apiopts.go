@@ -51,7 +51,7 @@ func apiOptions(cfg *config.Config) api.Options {
 		Seed:         cfg.Seed,
 		DPRouting:    api.DPRouting(cfg.DPRouting),
 		EmbeddingDim: cfg.EmbeddingDim,
-		Pooling:      poolingOptions(cfg),
+		Pooling:      api.NewPoolingOptions(string(cfg.Runner), cfg.PoolingTask(), cfg.NumLabels),
 	}
 	if rc := cfg.Reasoning; rc != nil {
 		o.Generation.Reasoning = &plan.Reasoning{StartID: rc.StartThinkingTokenID,
@@ -110,19 +110,4 @@ func sglangOptions(cfg *config.Config) *api.SGLangOptions {
 		DisableRadixCache:        !cfg.EnablePrefixCaching,
 		DPSize:                   cfg.DPSize,
 	}
-}
-
-// poolingOptions maps --runner, --convert and --num-labels.
-func poolingOptions(cfg *config.Config) api.PoolingOptions {
-	p := api.PoolingOptions{NumLabels: cfg.NumLabels}
-	switch cfg.Runner {
-	case config.RunnerGenerate:
-		p.Runner = api.RunnerGenerate
-	case config.RunnerPooling:
-		p.Runner = api.RunnerPooling
-	}
-	if cfg.PoolingTask() == "classify" {
-		p.Task = api.TaskClassify
-	}
-	return p
 }

@@ -73,6 +73,22 @@ type PoolingOptions struct {
 	NumLabels int
 }
 
+// NewPoolingOptions maps the configuration's runner ("auto", "generate",
+// "pooling"), its pooling task ("classify", else embed) and label count.
+func NewPoolingOptions(runner, task string, numLabels int) PoolingOptions {
+	p := PoolingOptions{NumLabels: numLabels}
+	switch runner {
+	case "generate":
+		p.Runner = RunnerGenerate
+	case "pooling":
+		p.Runner = RunnerPooling
+	}
+	if task == "classify" {
+		p.Task = TaskClassify
+	}
+	return p
+}
+
 // Generates reports whether the generation endpoints exist.
 func (p PoolingOptions) Generates() bool { return p.Runner != RunnerPooling }
 
