@@ -32,9 +32,9 @@ func poolingServer(t *testing.T, task string, overlay map[string]any) *testEnv {
 
 // rerankAnswer is vLLM's RerankResponse.
 type rerankAnswer struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Usage   struct {
+	ID    string `json:"id"`
+	Model string `json:"model"`
+	Usage struct {
 		PromptTokens int `json:"prompt_tokens"`
 		TotalTokens  int `json:"total_tokens"`
 	} `json:"usage"`
