@@ -53,6 +53,7 @@ type (
 	ChatRenderer            = settings.ChatRenderer
 	KVTransfer              = disagg.KVTransfer
 	RequestObserver         = settings.RequestObserver
+	HTTPInstrumenter        = settings.HTTPInstrumenter
 	DeliveryLagObserver     = settings.DeliveryLagObserver
 	FaultObserver           = settings.FaultObserver
 	TransferFailureObserver = disagg.TransferFailureObserver

@@ -16,13 +16,13 @@ import (
 // them.
 // Middleware order: CORS (header on every response, OPTIONS preflight) →
 // panic recovery → authentication (/v1/*, /tokenize, /detokenize,
-// /reset_prefix_cache) → bounded body read → router; the startup gate wraps
+// /reset_prefix_cache) → HTTP metrics → bounded body read → router; the startup gate wraps
 // /health, /ping and the generation endpoints. /reset_prefix_cache exists
 // only in dev mode (vLLM's VLLM_SERVER_DEV_MODE rule), /admin/faults only
 // with an admin key.
 func routes(s *pipeline.Server) http.Handler {
 	r := chi.NewRouter()
-	r.Use(cors, s.RecoverPanics, s.Authenticate, s.ReadBodies)
+	r.Use(cors, s.RecoverPanics, s.Authenticate, instrumentHTTP(s), s.ReadBodies)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		httperr.Write(w, http.StatusNotFound, wire.BodyNotFound)
 	})
@@ -67,4 +67,23 @@ func routes(s *pipeline.Server) http.Handler {
 	inv = append([]invocation{{"ChatCompletionRequest", isChat, chat}, {"CompletionRequest", isCompletion, completions}}, inv...)
 	r.Method(http.MethodPost, "/invocations", handleInvocations(s, inv))
 	return r
+}
+
+// instrumentHTTP counts each request in vLLM's HTTP metrics, as the
+// FastAPI instrumentator vLLM mounts does: inside CORS and authentication
+// (vLLM adds both after the instrumentator, so preflights and 401s are not
+// counted), around everything else. The handler label is chi's route
+// pattern, filled in by the routing below.
+func instrumentHTTP(s *pipeline.Server) func(http.Handler) http.Handler {
+	obs := s.HTTPInstrumenter()
+	if obs == nil {
+		return func(next http.Handler) http.Handler { return next }
+	}
+	route := func(r *http.Request) string {
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			return rc.RoutePattern()
+		}
+		return ""
+	}
+	return func(next http.Handler) http.Handler { return obs.InstrumentHTTP(next, route) }
 }

@@ -60,6 +60,9 @@ type Options struct {
 	Metrics     http.Handler
 	Requests    api.RequestObserver
 	DeliveryLag api.DeliveryLagObserver
+	// HTTP counts every request in vLLM's HTTP metrics (http_requests_total,
+	// …); may be nil.
+	HTTP api.HTTPInstrumenter
 	// Faults counts injected faults (mocker_injected_faults_total).
 	Faults api.FaultObserver
 	// Transfers counts failed KV pulls and release notifications of
@@ -136,6 +139,7 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 		},
 	}
 	opts.Metrics, opts.Requests, opts.DeliveryLag, opts.Faults = reg.Handler(), reg, reg, reg
+	opts.HTTP = reg
 	opts.Transfers = reg
 	release := opts.Release
 	opts.Release = func() {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/httperr"
 )
@@ -171,10 +172,34 @@ var (
 const sleepTimeout = time.Hour
 
 // sleepRoutes serves /sleep, /wake_up and /is_sleeping for the instance's
-// engines and passes every other path to rest.
+// engines and passes every other path to rest. vLLM's sleep routes are
+// FastAPI routes, so obs (when set) counts them in the HTTP metrics under
+// their path; a wrong method matches no route there (handler "none").
+func sleepRoutes(rest http.Handler, engines []*engine.Engine, log *slog.Logger, obs api.HTTPInstrumenter) http.Handler {
+	sleep := serveSleep(rest, engines, log)
+	if obs == nil {
+		return sleep
+	}
+	counted := obs.InstrumentHTTP(sleep, func(r *http.Request) string {
+		if (r.URL.Path == "/is_sleeping") == (r.Method == http.MethodGet) && (r.Method == http.MethodGet || r.Method == http.MethodPost) {
+			return r.URL.Path
+		}
+		return ""
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/sleep", "/wake_up", "/is_sleeping":
+			counted.ServeHTTP(w, r)
+		default:
+			rest.ServeHTTP(w, r)
+		}
+	})
+}
+
+// serveSleep is sleepRoutes' handler.
 // Each sleep and wake-up is logged at info level with how long it took, as
 // vLLM logs "It took … seconds to fall asleep / wake up tags …".
-func sleepRoutes(rest http.Handler, engines []*engine.Engine, log *slog.Logger) http.Handler {
+func serveSleep(rest http.Handler, engines []*engine.Engine, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var method string
 		switch r.URL.Path {
