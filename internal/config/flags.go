@@ -187,7 +187,7 @@ var flagTable = []flagSpec{
 	// Resource budgets (docs/SECURITY.md, "Budgets"): a request over one gets a 400 naming the flag.
 	{name: "max-prompts-per-request", key: "max_prompts_per_request", kind: flagInt, usage: "most prompts in one /v1/completions request (a prompt list)", group: GroupServer, scope: ScopeServer},
 	{name: "max-sequences-per-request", key: "max_sequences_per_request", kind: flagInt, usage: "most sequences one request makes: prompts × n (× best_of)", group: GroupServer, scope: ScopeServer},
-	{name: "max-embedding-inputs", key: "max_embedding_inputs", kind: flagInt, usage: "most inputs in one /v1/embeddings request (OpenAI: 2048)", group: GroupServer, scope: ScopeServer},
+	{name: "max-embedding-inputs", key: "max_embedding_inputs", kind: flagInt, usage: "most inputs in one /v1/embeddings, /classify or /pooling request, and most texts in a score or rerank list (OpenAI: 2048)", group: GroupServer, scope: ScopeServer},
 	{name: "max-schema-bytes", key: "max_schema_bytes", kind: flagInt, usage: "largest JSON schema (response_format, structured outputs, one tool's parameters), in bytes", group: GroupServer, scope: ScopeServer},
 	{name: "max-schema-enum", key: "max_schema_enum", kind: flagInt, usage: "most enum and const values in one JSON schema (OpenAI: 1000)", group: GroupServer, scope: ScopeServer},
 	{name: "max-schema-steps", key: "max_schema_steps", kind: flagInt, usage: "work budget of one schema's compilation, and of each generation or check against it", group: GroupServer, scope: ScopeServer},
