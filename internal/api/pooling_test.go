@@ -475,3 +475,51 @@ func TestInvocations_DispatchByBodyShape(t *testing.T) {
 		t.Errorf("a completion body on a pooling model: %d %s", r.Status, r.Body)
 	}
 }
+
+// The chat form (messages) of /v1/embeddings, /classify and /pooling is
+// one sequence: the conversation rendered with the chat template and
+// vLLM's pooling defaults (no generation prompt, no extra special tokens),
+// the very tokens /tokenize gives for it.
+func TestPooling_ChatFormIsTheRenderedConversation(t *testing.T) {
+	env := poolingServer(t, "embed", nil)
+	msgs := `"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hello there"}]`
+	tok := decodeAs[struct {
+		Tokens []int `json:"tokens"`
+	}](t, env.post("/tokenize", `{`+msgs+`,"add_generation_prompt":false}`))
+	byIDs := decodeAs[struct {
+		Data []struct {
+			Embedding []float64 `json:"embedding"`
+		} `json:"data"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}](t, env.post("/v1/embeddings", mustJSON(t, map[string]any{"input": tok.Tokens})))
+	for _, path := range []string{"/v1/embeddings", "/invocations"} {
+		chat := decodeAs[struct {
+			Data []struct {
+				Embedding []float64 `json:"embedding"`
+			} `json:"data"`
+			Usage struct {
+				PromptTokens int `json:"prompt_tokens"`
+			} `json:"usage"`
+		}](t, env.post(path, `{`+msgs+`}`))
+		if len(chat.Data) != 1 || !slices.Equal(chat.Data[0].Embedding, byIDs.Data[0].Embedding) || chat.Usage.PromptTokens != len(tok.Tokens) {
+			t.Errorf("%s: the chat form's embedding differs from the rendered tokens' (usage %d, want %d)", path, chat.Usage.PromptTokens, len(tok.Tokens))
+		}
+	}
+	pool := decodeAs[struct {
+		Data []struct {
+			Data []float64 `json:"data"`
+		} `json:"data"`
+	}](t, env.post("/pooling", `{`+msgs+`}`))
+	if len(pool.Data) != 1 || !slices.Equal(pool.Data[0].Data, byIDs.Data[0].Embedding) {
+		t.Errorf("/pooling chat form differs")
+	}
+	if r := env.post("/pooling", `{"messages":[{"role":"user","content":"x"}],"add_generation_prompt":true,"continue_final_message":true}`); r.Status != 400 {
+		t.Errorf("both chat flags: %d %s", r.Status, r.Body)
+	}
+	cls := poolingServer(t, "classify", map[string]any{"num_labels": 2})
+	if r := cls.post("/classify", `{`+msgs+`}`); r.Status != 200 || !strings.Contains(r.Body, `"num_classes":2`) {
+		t.Errorf("/classify chat form: %d %s", r.Status, r.Body)
+	}
+}

@@ -43,7 +43,8 @@ type embedRequest struct {
 }
 
 var embeddingFields = wire.SetOf("model", "input", "encoding_format", "dimensions", "user",
-	"truncate_prompt_tokens", "request_id", "priority", "add_special_tokens", "cache_salt")
+	"truncate_prompt_tokens", "request_id", "priority", "add_special_tokens", "cache_salt",
+	"messages", "add_generation_prompt", "continue_final_message", "chat_template", "chat_template_kwargs", "tools")
 
 func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
 	g := &pipeline.GenRequest{Chat: false, Rank: -1, N: 1, Ext: &embedRequest{dims: s.Opts().EmbeddingDim}}
@@ -60,8 +61,14 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 	if e := checkInputCount(s, o); e != nil {
 		return nil, e
 	}
-	// The completions prompt forms: a string, strings, ids, id arrays.
-	inputs, empty, badID := input.ParsePrompt(o, "input", s.Tokenizer().VocabSize())
+	chatForm := !o.Has("input") && o.Has("messages")
+	var inputs []input.RawPrompt
+	var empty bool
+	var badID string
+	if !chatForm {
+		// The completions prompt forms: a string, strings, ids, id arrays.
+		inputs, empty, badID = input.ParsePrompt(o, "input", s.Tokenizer().VocabSize())
+	}
 	if e := o.Failed(); e != nil {
 		return nil, e
 	}
@@ -69,6 +76,15 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 		return nil, e
 	}
 	g.BaseID = input.RequestID(r.Header.Get("X-Request-Id"), bodyID)
+	if chatForm {
+		// vLLM's chat form (EmbeddingChatRequest): one input, the
+		// rendered conversation.
+		ids, e := s.PoolingChatIDs(o)
+		if e != nil {
+			return nil, e
+		}
+		inputs = []input.RawPrompt{{IDs: ids}}
+	}
 	switch {
 	case len(inputs) == 0 || empty:
 		return nil, wire.ErrInvalid("input", "input must not be empty")

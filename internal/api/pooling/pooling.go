@@ -33,7 +33,8 @@ func (c *common) activation() bool { return c.useActivation == nil || *c.useActi
 // reads.
 var commonFields = []string{"model", "user", "truncate_prompt_tokens", "truncation_side", "padding",
 	"request_id", "priority", "mm_processor_kwargs", "cache_salt", "use_activation", "softmax", "activation",
-	"add_special_tokens"}
+	"add_special_tokens", "add_generation_prompt", "continue_final_message", "chat_template",
+	"chat_template_kwargs", "tools", "media_io_kwargs"}
 
 // fieldSet is commonFields and a surface's own fields.
 func fieldSet(own ...string) map[string]bool { return wire.SetOf(append(own, commonFields...)...) }
@@ -131,11 +132,17 @@ func promptTokens(g *pipeline.GenRequest) int {
 	return n
 }
 
-// parseInputs reads the completions-style input of /classify and /pooling
-// (a string, strings, ids or id arrays) into engine sequences.
+// parseInputs reads the input of /classify and /pooling into engine
+// sequences: the completion form (input: a string, strings, ids or id
+// arrays, one sequence each) or the chat form (messages, one sequence).
 func parseInputs(s *pipeline.Server, o wire.Object, g *pipeline.GenRequest, c common, what string) *wire.APIError {
 	if o.Has("messages") && !o.Has("input") {
-		return wire.ErrInvalid("messages", "The mock reads the input field of a %s request; messages (the chat form) is not supported yet.", what)
+		// The chat form: one sequence, the rendered conversation.
+		ids, e := s.PoolingChatIDs(o)
+		if e != nil {
+			return e
+		}
+		return addPrompt(s, g, ids, true, "messages", what)
 	}
 	if e := checkCount(s, o, "input"); e != nil {
 		return e
