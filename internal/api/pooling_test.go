@@ -523,3 +523,28 @@ func TestPooling_ChatFormIsTheRenderedConversation(t *testing.T) {
 		t.Errorf("/classify chat form: %d %s", r.Status, r.Body)
 	}
 }
+
+// The npm openai SDK against a pooling model: its (base64) embeddings,
+// and score and rerank through its generic post, agree — the scores are
+// the cosines of the SDK's own vectors.
+func TestNodeSDK_PoolingScoresAreCosinesOfTheSDKEmbeddings(t *testing.T) {
+	env := poolingServer(t, "embed", sdkKeyed)
+	got := decodeInto[struct {
+		Embeddings [][]float64
+		Score      scoreAnswer
+		Rerank     rerankAnswer
+	}](t, runNodeSDK(t, env, "pooling")["pooling"])
+	if len(got.Embeddings) != 4 || len(got.Score.Data) != 3 || len(got.Rerank.Results) != 2 {
+		t.Fatalf("%+v", got)
+	}
+	for i, d := range got.Score.Data {
+		want := float64(float32(cosine(got.Embeddings[0], got.Embeddings[i+1])))
+		if math.Abs(d.Score-want) > 1e-6 {
+			t.Errorf("score %d = %v, cosine of the SDK's vectors %v", i, d.Score, want)
+		}
+	}
+	// documents reversed: [taxes, red fox, brown fox]; the query itself first.
+	if got.Rerank.Results[0].Index != 2 || got.Rerank.Results[0].RelevanceScore < 0.999999 || got.Rerank.Results[1].Index != 1 {
+		t.Errorf("rerank results %+v", got.Rerank.Results)
+	}
+}
