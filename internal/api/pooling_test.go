@@ -548,3 +548,37 @@ func TestNodeSDK_PoolingScoresAreCosinesOfTheSDKEmbeddings(t *testing.T) {
 		t.Errorf("rerank results %+v", got.Rerank.Results)
 	}
 }
+
+// truncate_prompt_tokens keeps the last tokens, or the first with
+// truncation_side "right"; the vector is that of the kept tokens.
+func TestPooling_TruncationSide(t *testing.T) {
+	env := poolingServer(t, "embed", nil)
+	ids := []int{11, 12, 13, 14, 15, 16, 17, 18}
+	vec := func(path string, body map[string]any) ([]float64, int) {
+		a := decodeAs[struct {
+			Data []struct {
+				Embedding []float64 `json:"embedding"`
+				Data      []float64 `json:"data"`
+			} `json:"data"`
+			Usage struct {
+				PromptTokens int `json:"prompt_tokens"`
+			} `json:"usage"`
+		}](t, env.post(path, mustJSON(t, body)))
+		return append(a.Data[0].Embedding, a.Data[0].Data...), a.Usage.PromptTokens
+	}
+	for side, kept := range map[string][]int{"": ids[5:], "left": ids[5:], "right": ids[:3]} {
+		body := map[string]any{"input": ids, "truncate_prompt_tokens": 3}
+		if side != "" {
+			body["truncation_side"] = side
+		}
+		got, n := vec("/pooling", body)
+		want, _ := vec("/v1/embeddings", map[string]any{"input": kept})
+		if n != 3 || !slices.Equal(got, want) {
+			t.Errorf("side %q: %d tokens, vector of %v expected", side, n, kept)
+		}
+	}
+	msg, _, _, _ := errorOf(t, env.post("/pooling", `{"input":"x","truncation_side":"middle"}`))
+	if msg != "truncation_side must be 'left' or 'right', got 'middle'" {
+		t.Errorf("bad side: %q", msg)
+	}
+}

@@ -23,6 +23,7 @@ import (
 type common struct {
 	useActivation *bool // use_activation (or its deprecated names); nil = the pooler's default (true)
 	addSpecial    bool
+	keepFirst     bool // truncation_side "right": truncation keeps the first tokens
 }
 
 // activation reports whether the classifier's activation applies.
@@ -53,8 +54,11 @@ func newRequest(s *pipeline.Server, o wire.Object, r *http.Request, known map[st
 	bodyID, _ := o.String("request_id")
 	c.addSpecial = o.Bool("add_special_tokens", true)
 	o.Kind("user", "string")
-	if side, ok := o.String("truncation_side"); ok && side != "left" && side != "right" {
-		return nil, c, wire.ErrInvalid("truncation_side", "truncation_side must be 'left' or 'right', got '%s'", side)
+	if side, ok := o.String("truncation_side"); ok {
+		if side != "left" && side != "right" {
+			return nil, c, wire.ErrInvalid("truncation_side", "truncation_side must be 'left' or 'right', got '%s'", side)
+		}
+		c.keepFirst = side == "right"
 	}
 	for _, name := range []string{"softmax", "activation", "use_activation"} {
 		// use_activation wins over the deprecated names (vLLM's
@@ -102,15 +106,20 @@ func checkCount(s *pipeline.Server, o wire.Object, key string) *wire.APIError {
 	return nil
 }
 
-// addPrompt appends one engine sequence of ids to g after truncation and
-// the context-length and KV-capacity checks; what names the input in the
-// context-length message ("scoring", "classification", …).
-func addPrompt(s *pipeline.Server, g *pipeline.GenRequest, ids []uint32, isText bool, param, what string) *wire.APIError {
+// addPrompt appends one engine sequence of ids to g after truncation (the
+// last truncate_prompt_tokens tokens, the first with truncation_side
+// "right") and the context-length and KV-capacity checks; what names the
+// input in the context-length message ("scoring", "classification", …).
+func (c *common) addPrompt(s *pipeline.Server, g *pipeline.GenRequest, ids []uint32, isText bool, param, what string) *wire.APIError {
 	if len(ids) == 0 {
 		return wire.ErrInvalid(param, "%s must not be empty", param)
 	}
 	if g.Truncate > 0 && len(ids) > g.Truncate {
-		ids = ids[len(ids)-g.Truncate:]
+		if c.keepFirst {
+			ids = ids[:g.Truncate]
+		} else {
+			ids = ids[len(ids)-g.Truncate:]
+		}
 	}
 	if N := s.Opts().Model.MaxModelLen; len(ids) > N {
 		return wire.ErrInvalid(param, "This model's maximum context length is %d tokens. However, you requested %d tokens in the input for %s. Please reduce the length of the input.", N, len(ids), what)
@@ -142,7 +151,7 @@ func parseInputs(s *pipeline.Server, o wire.Object, g *pipeline.GenRequest, c co
 		if e != nil {
 			return e
 		}
-		return addPrompt(s, g, ids, true, "messages", what)
+		return c.addPrompt(s, g, ids, true, "messages", what)
 	}
 	if e := checkCount(s, o, "input"); e != nil {
 		return e
@@ -164,7 +173,7 @@ func parseInputs(s *pipeline.Server, o wire.Object, g *pipeline.GenRequest, c co
 		if in.IsText {
 			ids = s.Tokenizer().Encode(in.Text, c.addSpecial)
 		}
-		if e := addPrompt(s, g, ids, in.IsText, "input", what); e != nil {
+		if e := c.addPrompt(s, g, ids, in.IsText, "input", what); e != nil {
 			return e
 		}
 	}

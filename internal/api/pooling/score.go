@@ -169,12 +169,12 @@ func scoreTexts(s *pipeline.Server, o wire.Object, key string) ([]string, *wire.
 // document, and the pairs over them.
 func biPairs(s *pipeline.Server, g *pipeline.GenRequest, sr *scoreRequest, t1, t2 []string) *wire.APIError {
 	for _, t := range t1 {
-		if e := addPrompt(s, g, s.Tokenizer().Encode(t, sr.addSpecial), true, "text_1", "scoring"); e != nil {
+		if e := sr.addPrompt(s, g, s.Tokenizer().Encode(t, sr.addSpecial), true, "text_1", "scoring"); e != nil {
 			return e
 		}
 	}
 	for _, t := range t2 {
-		if e := addPrompt(s, g, s.Tokenizer().Encode(t, sr.addSpecial), true, "text_2", "scoring"); e != nil {
+		if e := sr.addPrompt(s, g, s.Tokenizer().Encode(t, sr.addSpecial), true, "text_2", "scoring"); e != nil {
 			return e
 		}
 	}
@@ -202,7 +202,7 @@ func crossPairs(s *pipeline.Server, g *pipeline.GenRequest, sr *scoreRequest, t1
 		}
 		dIDs := tok.Encode(d, sr.addSpecial)
 		pair := slices.Concat(qIDs, tok.Encode(d, false))
-		if e := addPrompt(s, g, pair, true, "text_2", "scoring"); e != nil {
+		if e := sr.addPrompt(s, g, pair, true, "text_2", "scoring"); e != nil {
 			return e
 		}
 		sr.pairs[i] = scorePair{qIDs: qIDs, dIDs: dIDs, tokens: len(g.Prompts[i].IDs)}
