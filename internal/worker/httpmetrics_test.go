@@ -65,7 +65,8 @@ func TestHTTPMetrics_VLLMsInstrumentatorSeries(t *testing.T) {
 	for _, p := range []string{"/health", "/ping", "/load", "/version"} {                         // excluded
 		do("GET", p, "", false)
 	}
-	do("GET", "/is_sleeping", "", false) // a worker route, counted like vLLM's
+	do("GET", "/is_sleeping", "", false)     // a worker route, counted like vLLM's
+	do("OPTIONS", "/is_sleeping", "", false) // its preflight: not counted
 	do("GET", "/v1/models", "", true)
 
 	e := testutil.Scrape(t, nil, url+"/metrics", "")

@@ -172,81 +172,82 @@ var (
 const sleepTimeout = time.Hour
 
 // sleepRoutes serves /sleep, /wake_up and /is_sleeping for the instance's
-// engines and passes every other path to rest. vLLM's sleep routes are
-// FastAPI routes, so obs (when set) counts them in the HTTP metrics under
-// their path; a wrong method matches no route there (handler "none").
+// engines and passes every other path to rest.
+// Each sleep and wake-up is logged at info level with how long it took, as
+// vLLM logs "It took … seconds to fall asleep / wake up tags …".
+// vLLM's sleep routes are FastAPI routes, so obs (when set) counts them in
+// the HTTP metrics under their path, inside CORS as on the API routes; a
+// wrong method matches no route there (handler "none").
 func sleepRoutes(rest http.Handler, engines []*engine.Engine, log *slog.Logger, obs api.HTTPInstrumenter) http.Handler {
-	sleep := serveSleep(rest, engines, log)
-	if obs == nil {
-		return sleep
-	}
-	counted := obs.InstrumentHTTP(sleep, func(r *http.Request) string {
-		if (r.URL.Path == "/is_sleeping") == (r.Method == http.MethodGet) && (r.Method == http.MethodGet || r.Method == http.MethodPost) {
-			return r.URL.Path
-		}
-		return ""
+	var inner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serveSleep(w, r, engines, log)
 	})
+	if obs != nil {
+		inner = obs.InstrumentHTTP(inner, func(r *http.Request) string {
+			if r.Method == sleepMethod(r.URL.Path) {
+				return r.URL.Path
+			}
+			return ""
+		})
+	}
+	// CORS as on every API route (vLLM's middleware covers these too).
+	sleep := api.CORS(inner)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/sleep", "/wake_up", "/is_sleeping":
-			counted.ServeHTTP(w, r)
+			sleep.ServeHTTP(w, r)
 		default:
 			rest.ServeHTTP(w, r)
 		}
 	})
 }
 
-// serveSleep is sleepRoutes' handler.
-// Each sleep and wake-up is logged at info level with how long it took, as
-// vLLM logs "It took … seconds to fall asleep / wake up tags …".
-func serveSleep(rest http.Handler, engines []*engine.Engine, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var method string
-		switch r.URL.Path {
-		case "/sleep", "/wake_up":
-			method = http.MethodPost
-		case "/is_sleeping":
-			method = http.MethodGet
-		default:
-			rest.ServeHTTP(w, r)
-			return
+// sleepMethod is the method of a sleep route.
+func sleepMethod(path string) string {
+	if path == "/is_sleeping" {
+		return http.MethodGet
+	}
+	return http.MethodPost
+}
+
+// serveSleep answers one of the sleep routes.
+func serveSleep(w http.ResponseWriter, r *http.Request, engines []*engine.Engine, log *slog.Logger) {
+	method := sleepMethod(r.URL.Path)
+	if r.Method != method {
+		w.Header().Set("Allow", method)
+		httperr.Write(w, http.StatusMethodNotAllowed, bodyMethodNotAllowed)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), sleepTimeout)
+	defer cancel()
+	var err error
+	start := time.Now()
+	switch r.URL.Path {
+	case "/is_sleeping":
+		body := bodyAwake
+		if sleepStatus(engines).Sleeping {
+			body = bodyAsleep
 		}
-		if r.Method != method {
-			w.Header().Set("Allow", method)
-			httperr.Write(w, http.StatusMethodNotAllowed, bodyMethodNotAllowed)
-			return
+		httperr.Write(w, http.StatusOK, body)
+		return
+	case "/sleep":
+		var level int
+		var mode engine.SleepMode
+		level, mode, err = ParseSleepQuery(r.URL.Query())
+		if err == nil {
+			err = sleepEngines(ctx, engines, level, mode)
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), sleepTimeout)
-		defer cancel()
-		var err error
-		start := time.Now()
-		switch r.URL.Path {
-		case "/is_sleeping":
-			body := bodyAwake
-			if sleepStatus(engines).Sleeping {
-				body = bodyAsleep
-			}
-			httperr.Write(w, http.StatusOK, body)
-			return
-		case "/sleep":
-			var level int
-			var mode engine.SleepMode
-			level, mode, err = ParseSleepQuery(r.URL.Query())
-			if err == nil {
-				err = sleepEngines(ctx, engines, level, mode)
-			}
-			if err == nil {
-				log.Info("fell asleep", "level", level, "mode", mode, "took", time.Since(start))
-			}
-		case "/wake_up":
-			tags := ParseWakeQuery(r.URL.Query())
-			err = wakeEngines(ctx, engines, tags)
-			if err == nil {
-				log.Info("woke up", "tags", tags, "took", time.Since(start))
-			}
+		if err == nil {
+			log.Info("fell asleep", "level", level, "mode", mode, "took", time.Since(start))
 		}
-		writeSleepResult(w, r, err)
-	})
+	case "/wake_up":
+		tags := ParseWakeQuery(r.URL.Query())
+		err = wakeEngines(ctx, engines, tags)
+		if err == nil {
+			log.Info("woke up", "tags", tags, "took", time.Since(start))
+		}
+	}
+	writeSleepResult(w, r, err)
 }
 
 // writeSleepResult answers a sleep or wake-up: 200 with no body, as vLLM's
