@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/mocker-server/mocker-server/internal/api/settings"
+	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/metrics"
 )
@@ -581,4 +582,46 @@ func TestPooling_TruncationSide(t *testing.T) {
 	if msg != "truncation_side must be 'left' or 'right', got 'middle'" {
 		t.Errorf("bad side: %q", msg)
 	}
+}
+
+// FuzzPoolingHandlers sends arbitrary bodies to the pooling routes of a
+// cross-encoder (/score, /rerank, /classify, /pooling) and to
+// /invocations through the whole stack: every answer is a 200 with valid
+// JSON or an error in vLLM's shape, never a panic, never another status.
+func FuzzPoolingHandlers(f *testing.F) {
+	for _, seed := range []struct {
+		route uint8
+		body  string
+	}{
+		{0, `{"text_1":"a b","text_2":["a b","c"]}`},
+		{0, `{"queries":["a","b"],"documents":["c","d"],"use_activation":false}`},
+		{1, `{"query":"q","documents":["x","q"],"top_n":1,"return_documents":false}`},
+		{1, `{"query":{"content":[]},"documents":["x"]}`},
+		{2, `{"input":[[1,2],[3]],"truncate_prompt_tokens":1,"truncation_side":"right"}`},
+		{2, `{"messages":[{"role":"user","content":"hi"}]}`},
+		{3, `{"input":"a","task":"classify","encoding_format":"base64"}`},
+		{4, `{"query":"q","documents":["d"]}`},
+		{4, `{"text_1":"a","text_2":"b"}`},
+	} {
+		f.Add([]byte(seed.body), seed.route)
+	}
+	handler := startFuzzServer(f, map[string]any{"runner": "pooling", "convert": "classify"})
+	f.Fuzz(func(t *testing.T, body []byte, route uint8) {
+		path := []string{"/score", "/rerank", "/classify", "/pooling", "/invocations"}[route%5]
+		rec := postFuzz(handler, path, body)
+		out := rec.Body.Bytes()
+		switch rec.Code {
+		case 200:
+			if !json.Valid(out) {
+				t.Fatalf("200 with invalid JSON: %q", tail(out))
+			}
+		case 400, 404, 413:
+			var e wire.ErrorBody
+			if err := json.Unmarshal(out, &e); err != nil || e.Error.Code != rec.Code || e.Error.Message == "" || e.Error.Type == "" {
+				t.Fatalf("%d without vLLM's error shape: %q", rec.Code, out)
+			}
+		default:
+			t.Fatalf("status %d for %s %q: %q", rec.Code, path, body, tail(out))
+		}
+	})
 }
