@@ -625,3 +625,28 @@ func FuzzPoolingHandlers(f *testing.F) {
 		}
 	})
 }
+
+// A fixed seed gives the same scores on every server; another seed other
+// scores (the basis is seeded), with the self-pair still first.
+func TestRerank_ScoresFollowTheSeed(t *testing.T) {
+	body := `{"query":"alpha beta gamma","documents":["delta","alpha beta","alpha beta gamma","epsilon zeta"]}`
+	run := func(seed int) rerankAnswer {
+		return decodeAs[rerankAnswer](t, poolingServer(t, "classify", map[string]any{"seed": seed}).post("/rerank", body))
+	}
+	a, b, c := run(7), run(7), run(8)
+	for i := range a.Results {
+		if a.Results[i].Index != b.Results[i].Index || a.Results[i].RelevanceScore != b.Results[i].RelevanceScore {
+			t.Errorf("seed 7 twice, result %d: %+v vs %+v", i, a.Results[i], b.Results[i])
+		}
+	}
+	if a.Results[0].Index != 2 || c.Results[0].Index != 2 {
+		t.Errorf("the self pair must rank first: %d, %d", a.Results[0].Index, c.Results[0].Index)
+	}
+	same := true
+	for i := range a.Results {
+		same = same && a.Results[i].RelevanceScore == c.Results[i].RelevanceScore
+	}
+	if same {
+		t.Error("seeds 7 and 8 gave the same scores")
+	}
+}
