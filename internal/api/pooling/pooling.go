@@ -41,8 +41,9 @@ var commonFields = []string{"model", "user", "truncate_prompt_tokens", "truncati
 func fieldSet(own ...string) map[string]bool { return wire.SetOf(append(own, commonFields...)...) }
 
 // newRequest reads the shared fields into a prefill-only request: model
-// (404 for an unknown one), request id, truncation, priority, cache salt,
-// the DP-rank header and use_activation. ext is the surface's own request.
+// (404 for an unknown one), request id, truncation and its side, priority,
+// cache salt, the DP-rank header and use_activation. Unknown fields (not
+// in known) are logged and ignored, as vLLM ignores them.
 func newRequest(s *pipeline.Server, o wire.Object, r *http.Request, known map[string]bool) (*pipeline.GenRequest, common, *wire.APIError) {
 	g := &pipeline.GenRequest{Chat: false, Rank: -1, N: 1}
 	var c common

@@ -220,10 +220,15 @@ func (ss ScoreSurface) scores(j *pipeline.Job) []float64 {
 	a, b := make([]float32, dim), make([]float32, dim)
 	out := make([]float64, len(sr.pairs))
 	lastQ := -1
+	var lastQIDs []uint32 // cross-encoder: the query a holds (1:N shares one slice)
 	for i, p := range sr.pairs {
 		var cos float64
 		if sr.cross {
-			cos = dot(ss.Basis.Embed(a, p.qIDs, dim), ss.Basis.Embed(b, p.dIDs, dim))
+			if i == 0 || !sameSlice(p.qIDs, lastQIDs) {
+				ss.Basis.Embed(a, p.qIDs, dim)
+				lastQIDs = p.qIDs
+			}
+			cos = dot(a, ss.Basis.Embed(b, p.dIDs, dim))
 			logit := 10*cos - 5
 			if sr.activation() {
 				logit = sigmoid(logit)
@@ -239,6 +244,11 @@ func (ss ScoreSurface) scores(j *pipeline.Job) []float64 {
 		out[i] = float64(float32(cos))
 	}
 	return out
+}
+
+// sameSlice reports whether a and b are the same ids (one backing array).
+func sameSlice(a, b []uint32) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // dot is the cosine similarity of two unit vectors.
