@@ -22,7 +22,7 @@ import (
 // with an admin key.
 func routes(s *pipeline.Server) http.Handler {
 	r := chi.NewRouter()
-	r.Use(CORS, s.RecoverPanics, s.Authenticate, instrumentHTTP(s), s.ReadBodies)
+	r.Use(CORS, s.RecoverPanics, s.Authenticate, instrumentHTTP(s, r), s.ReadBodies)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		httperr.Write(w, http.StatusNotFound, wire.BodyNotFound)
 	})
@@ -72,15 +72,22 @@ func routes(s *pipeline.Server) http.Handler {
 // instrumentHTTP counts each request in vLLM's HTTP metrics, as the
 // FastAPI instrumentator vLLM mounts does: inside CORS and authentication
 // (vLLM adds both after the instrumentator, so preflights and 401s are not
-// counted), around everything else. The handler label is chi's route
-// pattern, filled in by the routing below.
-func instrumentHTTP(s *pipeline.Server) func(http.Handler) http.Handler {
+// counted), around everything else. The handler label is the route
+// pattern the request matched in mux: chi's, filled in by the routing
+// below, or for a request answered before routing (a body that timed
+// out) the pattern mux would have chosen, as the instrumentator matches
+// the route itself.
+func instrumentHTTP(s *pipeline.Server, mux *chi.Mux) func(http.Handler) http.Handler {
 	obs := s.HTTPInstrumenter()
 	if obs == nil {
 		return func(next http.Handler) http.Handler { return next }
 	}
 	route := func(r *http.Request) string {
-		if rc := chi.RouteContext(r.Context()); rc != nil {
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			return rc.RoutePattern()
+		}
+		rc := chi.NewRouteContext()
+		if mux.Match(rc, r.Method, r.URL.Path) {
 			return rc.RoutePattern()
 		}
 		return ""

@@ -1,7 +1,10 @@
 package worker
 
 import (
+	"bufio"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,6 +23,7 @@ func TestHTTPMetrics_VLLMsInstrumentatorSeries(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.DevMode, cfg.EnableSleepMode, cfg.SleepWeightsGB = true, true, 0
 	cfg.APIKey = []string{"k"}
+	cfg.RequestBodyTimeout = 0.2
 	opts, err := Production(cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +72,17 @@ func TestHTTPMetrics_VLLMsInstrumentatorSeries(t *testing.T) {
 	do("GET", "/is_sleeping", "", false)     // a worker route, counted like vLLM's
 	do("OPTIONS", "/is_sleeping", "", false) // its preflight: not counted
 	do("GET", "/v1/models", "", true)
+	// A body that never arrives: the 408 is answered before routing and
+	// still counted under the route it would have matched.
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	if res, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || res.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("trickled body: %v %v", res, err)
+	}
 
 	e := testutil.Scrape(t, nil, url+"/metrics", "")
 	total := func(labels map[string]string) float64 {
@@ -82,7 +97,7 @@ func TestHTTPMetrics_VLLMsInstrumentatorSeries(t *testing.T) {
 		want   float64
 	}{
 		{map[string]string{"handler": "/v1/chat/completions", "method": "POST", "status": "2xx"}, 2},
-		{map[string]string{"handler": "/v1/chat/completions", "method": "POST", "status": "4xx"}, 1},
+		{map[string]string{"handler": "/v1/chat/completions", "method": "POST", "status": "4xx"}, 2},
 		{map[string]string{"handler": "none", "method": "GET", "status": "4xx"}, 2},
 		{map[string]string{"handler": "/is_sleeping", "method": "GET", "status": "2xx"}, 1},
 		{map[string]string{"handler": "/v1/models", "method": "GET", "status": "2xx"}, 1},
@@ -90,7 +105,7 @@ func TestHTTPMetrics_VLLMsInstrumentatorSeries(t *testing.T) {
 		{map[string]string{"handler": "/health"}, 0},
 		{map[string]string{"handler": "/load"}, 0},
 		{map[string]string{"handler": "/metrics"}, 0},
-		{map[string]string{}, 7},
+		{map[string]string{}, 8},
 	} {
 		if got := total(c.labels); got != c.want {
 			t.Errorf("http_requests_total%v = %v, want %v", c.labels, got, c.want)
@@ -103,22 +118,22 @@ func TestHTTPMetrics_VLLMsInstrumentatorSeries(t *testing.T) {
 		}
 		return ms[0].GetSummary().GetSampleSum(), ms[0].GetSummary().GetSampleCount()
 	}
-	reqs := len(chatBody) + len(strings.TrimSuffix(chatBody, "}")+`,"stream":true}`) + len(`{"messages":"bad"}`)
-	if s, n := sum("http_request_size_bytes", "/v1/chat/completions"); s != float64(reqs) || n != 3 {
-		t.Errorf("request sizes %v over %d, want %d over 3", s, n, reqs)
+	reqs := len(chatBody) + len(strings.TrimSuffix(chatBody, "}")+`,"stream":true}`) + len(`{"messages":"bad"}`) + 100
+	if s, n := sum("http_request_size_bytes", "/v1/chat/completions"); s != float64(reqs) || n != 4 {
+		t.Errorf("request sizes %v over %d, want %d over 4", s, n, reqs)
 	}
-	if s, n := sum("http_response_size_bytes", "/v1/chat/completions"); n != 3 || s <= float64(chatLen) || s > float64(chatLen+512) {
-		t.Errorf("response sizes %v over %d: the JSON answer (%d bytes) and the 400, the stream counting 0", s, n, chatLen)
+	if s, n := sum("http_response_size_bytes", "/v1/chat/completions"); n != 4 || s <= float64(chatLen) || s > float64(chatLen+512) {
+		t.Errorf("response sizes %v over %d: the JSON answer (%d bytes), the 400 and the 408, the stream counting 0", s, n, chatLen)
 	}
 	hi := e.Families["http_request_duration_highr_seconds"].GetMetric()
-	if len(hi) != 1 || len(hi[0].GetLabel()) != 0 || hi[0].GetHistogram().GetSampleCount() != 7 {
+	if len(hi) != 1 || len(hi[0].GetLabel()) != 0 || hi[0].GetHistogram().GetSampleCount() != 8 {
 		t.Fatalf("highr histogram: %v", hi)
 	}
 	if got := bucketBounds(hi[0].GetHistogram().GetBucket()); got != floats(metrics.BucketsHTTPHighR)+" +Inf" {
 		t.Errorf("highr buckets %s", got)
 	}
 	lo := e.Series("http_request_duration_seconds", map[string]string{"handler": "/v1/chat/completions", "method": "POST"})
-	if len(lo) != 1 || lo[0].GetHistogram().GetSampleCount() != 3 || bucketBounds(lo[0].GetHistogram().GetBucket()) != "0.1 0.5 1 +Inf" {
+	if len(lo) != 1 || lo[0].GetHistogram().GetSampleCount() != 4 || bucketBounds(lo[0].GetHistogram().GetBucket()) != "0.1 0.5 1 +Inf" {
 		t.Errorf("lowr histogram: %v", lo)
 	}
 }
