@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -9,6 +10,9 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 )
+
+// adapterHeader names the LoRA adapter of a SageMaker invocation.
+const adapterHeader = "X-Amzn-SageMaker-Adapter-Identifier"
 
 // invocation is one handler POST /invocations may dispatch to: vLLM's
 // request type name (for the error) and the body shape that selects it.
@@ -26,7 +30,8 @@ type invocation struct {
 // turn; the mock tests the fields each type requires and their JSON kinds,
 // which is what separates the types, and then the chosen handler checks
 // everything else in its own way. A body that fits none is a 400 naming
-// the types tried.
+// the types tried. An X-Amzn-SageMaker-Adapter-Identifier header becomes
+// the body's model, as vLLM's SageMaker decorators inject it.
 func handleInvocations(s *pipeline.Server, inv []invocation) http.Handler {
 	var live []invocation
 	for _, i := range inv {
@@ -54,6 +59,16 @@ func handleInvocations(s *pipeline.Server, inv []invocation) http.Handler {
 		if e != nil {
 			wire.WriteError(w, e)
 			return
+		}
+		if id := r.Header.Get(adapterHeader); id != "" {
+			// SageMaker's LoRA routing: the header names the adapter,
+			// injected as the body's model (vLLM's inject_adapter_id).
+			model, _ := json.Marshal(id)
+			o.M["model"] = model
+			if body, err = json.Marshal(o.M); err != nil {
+				wire.WriteError(w, wire.ErrBadRequest("", "Invalid request body: %v", err))
+				return
+			}
 		}
 		for _, v := range live {
 			if v.match(o) {

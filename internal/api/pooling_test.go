@@ -650,3 +650,17 @@ func TestRerank_ScoresFollowTheSeed(t *testing.T) {
 		t.Error("seeds 7 and 8 gave the same scores")
 	}
 }
+
+// SageMaker's adapter header becomes the body's model: an unknown name is
+// the model 404, a served one runs.
+func TestInvocations_AdapterHeaderIsTheModel(t *testing.T) {
+	env := startServer(t, map[string]any{"served_model_name": []any{"mocker-model", "alias"}})
+	body := `{"prompt":"hi","max_tokens":2,"model":"mocker-model"}`
+	r := env.post("/invocations", body, "X-Amzn-SageMaker-Adapter-Identifier", "no-such-adapter")
+	if msg, _, _, _ := errorOf(t, r); r.Status != 404 || msg != "The model `no-such-adapter` does not exist." {
+		t.Errorf("unknown adapter: %d %s", r.Status, r.Body)
+	}
+	if r := env.post("/invocations", body, "X-Amzn-SageMaker-Adapter-Identifier", "alias"); r.Status != 200 || !strings.Contains(r.Body, `"object":"text_completion"`) {
+		t.Errorf("served name: %d %s", r.Status, r.Body)
+	}
+}
