@@ -28,7 +28,7 @@ func TestPooling_RunnerConvertAndLabels(t *testing.T) {
 	}{
 		{[]string{"--convert", "classify"}, "--convert classify needs --runner pooling (got --runner auto)"},
 		{[]string{"--runner", "pooling", "--num-labels", "2"}, "--num-labels is the label count of a classifier: it needs runner pooling and convert classify"},
-		{[]string{"--runner", "pooling", "--convert", "classify", "--num-labels", "0"}, "--num-labels must be between 1 and 4096, got 0"},
+		{[]string{"--runner", "pooling", "--convert", "classify", "--num-labels", "0"}, "--num-labels must be between 1 and 1024, got 0"},
 		{[]string{"--runner", "sideways"}, ""},
 	} {
 		got := loadProblems(t, flagOptions(t, tc.args...))
