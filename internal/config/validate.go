@@ -173,6 +173,12 @@ func (c *Config) validate() ([]problem, []string) {
 		seen[n] = true
 	}
 	v.intRange("port", int64(c.Port), 0, 65535)
+	v.intRange("grpc_port", int64(c.GRPCPort), -1, 65535)
+	if c.GRPCPort >= 0 && c.EngineType == engine.EngineSGLang {
+		// Served by internal/grpcfront/sglang once it lands (issue 33);
+		// until then refused, not a port that serves nothing.
+		v.errorf([]string{"grpc_port"}, "not supported yet: --grpc-port with --engine-type sglang (needs SGLang's scheduler gRPC service)")
+	}
 	for _, k := range c.APIKey {
 		if k == "" {
 			v.errorf([]string{"api_key"}, "api_key entries must not be empty")
