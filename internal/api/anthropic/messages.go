@@ -302,7 +302,8 @@ func toolResultText(raw json.RawMessage, path string) (string, *wire.APIError) {
 
 // anthropicTools translates tools (input_schema → function parameters) and
 // tool_choice (any → required, tool → a named function) as vLLM does; with
-// tools and no tool_choice the choice is auto.
+// tools and no tool_choice the choice is auto. tool_choice's
+// disable_parallel_tool_use becomes parallel_tool_calls false.
 func anthropicTools(o wire.Object, chat map[string]json.RawMessage) *wire.APIError {
 	if raw, ok := o.Kind("tools", "array"); ok {
 		var tools []struct {
@@ -334,6 +335,11 @@ func anthropicTools(o wire.Object, chat map[string]json.RawMessage) *wire.APIErr
 	}
 	typ, _ := tc.String("type")
 	name, hasName := tc.String("name")
+	// Anthropic's disable_parallel_tool_use is the chat request's
+	// parallel_tool_calls false: at most one call per answer.
+	if tc.Bool("disable_parallel_tool_use", false) {
+		chat["parallel_tool_calls"] = json.RawMessage("false")
+	}
 	if e := o.Failed(); e != nil {
 		return e
 	}
