@@ -30,10 +30,13 @@ type messagesRequest struct {
 var messagesFields = wire.SetOf("model", "messages", "max_tokens", "metadata", "output_config",
 	"stop_sequences", "stream", "system", "temperature", "tool_choice", "tools", "top_k", "top_p",
 	"kv_transfer_params", "chat_template", "chat_template_kwargs", "thinking", "service_tier", "container",
-	"mcp_servers", "context_management")
+	"mcp_servers", "context_management", "thread")
 
 func (MessagesSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
 	s.LogUnknownFields(o, r, messagesFields)
+	if raw, ok := o.Raw("thread"); ok && !wire.IsNull(raw) {
+		return nil, errThreadUnsupported()
+	}
 	if !o.Has("model") {
 		return nil, wire.ErrFieldRequired("model")
 	}
