@@ -10,13 +10,6 @@ import (
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
-// Output length modes (--output-len-mode): max generates up to the limit,
-// random draws a natural end below it.
-const (
-	ModeMax    = "max"
-	ModeRandom = "random"
-)
-
 // Reasoning is the reasoning framing configuration (--reasoning).
 type Reasoning struct {
 	StartID uint32  // start_thinking_token_id
@@ -29,11 +22,12 @@ type Reasoning struct {
 type Params struct {
 	Seed             uint64 // from RequestSeed
 	Choice           int
-	MaxTokens        int    // effective max tokens M; 0 = empty plan
-	SetsMax          bool   // the request sent max_tokens or max_completion_tokens
-	Chat             bool   // chat endpoint (vs completions)
-	Mode             string // ModeMax ("" counts as max) or ModeRandom
-	NaturalOutputLen int    // --natural-output-len
+	MaxTokens        int     // effective max tokens M; 0 = empty plan
+	SetsMax          bool    // the request sent max_tokens or max_completion_tokens
+	Chat             bool    // chat endpoint (vs completions)
+	Mode             LenMode // "" counts as ModeNatural
+	NaturalOutputLen int     // --natural-output-len, the median natural length (0 = 128)
+	NaturalSigma     float64 // --natural-output-len-sigma (0 = DefaultNaturalSigma)
 	IgnoreEOS        bool
 	MinTokens        int
 	StopTokenIDs     []uint32
@@ -204,18 +198,7 @@ func Plan(p Params) Result {
 	minTokens := max(p.MinTokens, 0)
 
 	// Step 2, first because it fixes the length: natural end.
-	n, natural := m, false
-	if !p.IgnoreEOS {
-		if p.Mode == ModeRandom {
-			if l, ok := NaturalLen(p.Seed, p.Choice, minTokens, m); ok && l < m {
-				n, natural = l, true
-			}
-		} else if p.Chat && !p.SetsMax {
-			if l, ok := NaturalLen(p.Seed, p.Choice, minTokens, min(m, 2*p.NaturalOutputLen)); ok {
-				n, natural = l, true
-			}
-		}
-	}
+	n, natural := outputLen(&p, m)
 	body := n
 	if natural {
 		body = n - 1
@@ -241,7 +224,7 @@ func Plan(p Params) Result {
 
 	// Step 3: reasoning framing with osl = body length.
 	if p.Reasoning != nil {
-		if tl := ThinkLen(body, p.Reasoning.Ratio); tl > 0 {
+		if tl := contentThinkLen(body, p.Reasoning.Ratio, natural); tl > 0 {
 			ids[0] = p.Reasoning.StartID
 			ids[tl-1] = p.Reasoning.EndID
 			res.ThinkLen = tl

@@ -271,6 +271,7 @@ func (s *Server) PlanParams(g *GenRequest) plan.Params {
 		Chat:                   g.Chat,
 		Mode:                   s.opts.Generation.OutputLenMode,
 		NaturalOutputLen:       s.opts.Generation.NaturalOutputLen,
+		NaturalSigma:           s.opts.Generation.NaturalSigma,
 		IgnoreEOS:              g.ignoreEOS,
 		MinTokens:              g.minTokens,
 		StopTokenIDs:           g.stopIDs,

@@ -86,9 +86,14 @@ type HTTPOptions struct {
 
 // GenerationOptions shape every generated output.
 type GenerationOptions struct {
-	// OutputLenMode is plan's length mode (plan.ModeMax or plan.ModeRandom).
-	OutputLenMode    string
+	// OutputLenMode is plan's length mode ("" = plan.ModeNatural).
+	OutputLenMode plan.LenMode
+	// NaturalOutputLen is the median natural answer length (0 = plan's
+	// default).
 	NaturalOutputLen int
+	// NaturalSigma is the log-normal σ of natural lengths (0 = plan's
+	// default).
+	NaturalSigma float64
 	// Reasoning makes outputs open with thinking tokens; nil = none.
 	Reasoning *plan.Reasoning
 	// ReasoningField names the reasoning text of chat messages and deltas.
