@@ -1,23 +1,25 @@
 // Complete agent loops of the agent frameworks people use, against a
 // running mocker-server: the Vercel AI SDK (ai + @ai-sdk/openai), LangChain
 // JS, the OpenAI Agents SDK, the Anthropic SDK's tool runner and the openai
-// SDK's runTools. Each scenario runs its loop once per prompt and prints
-// one JSON object, {"loops": [...]}, each loop being
+// SDK's runTools. Each scenario runs its loop once per prompt; the script
+// prints one JSON object mapping each scenario to {"loops": [...]}, each
+// loop being
 //
 //   {name, requests: [{input, output, finish}], toolCalls, text, finish, maxTokens}
 //
 // (requests: the usage of each model call of the loop, in order). The Go
-// test (agent_loops_test.go) checks it. Usage: node loops.mjs BASE_URL SCENARIO
-// with the npm packages in SDK_MODULES (scripts/npm-ref.sh).
+// test (agent_loops_test.go) checks it. Usage: node loops.mjs BASE_URL
+// SCENARIO... with the npm packages in SDK_MODULES (scripts/npm-ref.sh).
 //
 // An exception (an SDK that rejects a response, a loop that hits its turn
-// cap) fails the scenario: the script prints it and exits 1.
+// cap) fails its scenario: the scenario maps to {"error": …} and the script
+// exits 1.
 import { createRequire } from 'node:module';
 
 const require = createRequire(process.env.SDK_MODULES + '/');
 const { z } = require('zod');
 
-const [base, scenario] = process.argv.slice(2);
+const [base, ...scenarios] = process.argv.slice(2);
 
 // Turn cap of every framework: far above what a loop should take, so a
 // loop that does not end hits it and fails loudly.
@@ -31,6 +33,8 @@ const PROMPTS = [
   'Should I take an umbrella in Oslo today?',
   'What time is it in Lima, and is it warm there?',
   'Plan a picnic in Rome this afternoon.',
+  'Is it a good day for a walk in Madrid?',
+  'Compare the weather in Berlin and Vienna.',
 ];
 
 const weatherArgs = z.object({
@@ -311,11 +315,18 @@ function openaiRunTools() {
 // Each scenario loads only its own framework (by its name's prefix).
 const groups = { ai: aiSDK, langchain: langChain, agents: agentsSDK, anthropic: anthropicRunner, openai: openaiRunTools };
 
-try {
-  const scenarios = groups[scenario.split('_')[0]]?.() ?? {};
-  if (!scenarios[scenario]) throw new Error(`unknown scenario ${scenario}`);
-  console.log(JSON.stringify(await scenarios[scenario]()));
-} catch (err) {
-  console.log(JSON.stringify({ error: String(err?.stack ?? err) }));
-  process.exitCode = 1;
+// Scenarios run one after the other (a framework's module loads once);
+// the output maps each scenario to its loops or its error.
+const out = {};
+for (const scenario of scenarios) {
+  try {
+    const group = groups[scenario.split('_')[0]];
+    const run = group && (group.cache ??= group())[scenario];
+    if (!run) throw new Error(`unknown scenario ${scenario}`);
+    out[scenario] = await run();
+  } catch (err) {
+    out[scenario] = { error: String(err?.stack ?? err) };
+    process.exitCode = 1;
+  }
 }
+console.log(JSON.stringify(out));
