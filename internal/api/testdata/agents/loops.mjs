@@ -63,7 +63,8 @@ async function eachPrompt(loop) {
   return { loops };
 }
 
-// The Vercel AI SDK over chat completions.
+// The Vercel AI SDK over chat completions (provider.chat) and over the
+// Responses API (the provider's default model).
 function aiSDK() {
   const { generateText, streamText, generateObject, tool, stepCountIs } = require('ai');
   const { createOpenAI } = require('@ai-sdk/openai');
@@ -85,6 +86,26 @@ function aiSDK() {
           model: provider.chat('mocker-model'), tools, stopWhen: stepCountIs(MAX_TURNS), prompt, maxRetries: 0,
         });
         return report(r.steps, r.text, r.finishReason);
+      });
+    },
+    // provider(model), the provider's default: the Responses API.
+    async ai_generate_text_responses() {
+      return eachPrompt(async (prompt) => {
+        const r = await generateText({
+          model: provider('mocker-model'), tools, stopWhen: stepCountIs(MAX_TURNS), prompt, maxRetries: 0,
+        });
+        return report(r.steps, r.text, r.finishReason);
+      });
+    },
+    async ai_stream_text_responses() {
+      return eachPrompt(async (prompt) => {
+        const r = streamText({
+          model: provider('mocker-model'), tools, stopWhen: stepCountIs(MAX_TURNS), prompt, maxRetries: 0,
+          maxOutputTokens: MAX_TOKENS,
+          onError: ({ error }) => { throw error; },
+        });
+        await r.consumeStream();
+        return { ...report(await r.steps, await r.text, await r.finishReason), maxTokens: MAX_TOKENS };
       });
     },
     async ai_stream_text() {
