@@ -183,3 +183,28 @@ func threadOf(thread *string) string {
 	}
 	return *thread
 }
+
+// A Messages request with a thread (Anthropic's message threads) is
+// refused before any other check, streamed or not, in the shape the
+// Anthropic SDK recognises as "threads unsupported": 400
+// invalid_request_error with details.error_code thread_unsupported_request.
+// thread null is no thread.
+func TestMessages_ThreadRefusedAsAnthropicDoes(t *testing.T) {
+	env := startServer(t, nil)
+	want := `{"type":"error","error":{"type":"invalid_request_error","message":"thread: message threads are not available on this server; ` +
+		`send the full conversation in messages without thread","details":{"error_code":"thread_unsupported_request"}}}`
+	for _, body := range []string{
+		`{"model":"mocker-model","max_tokens":64,"messages":[{"role":"user","content":"Hi"}],"thread":{"type":"create"}}`,
+		`{"model":"mocker-model","max_tokens":64,"stream":true,"messages":[],"thread":{"type":"continue","previous_message_id":"msg_1"}}`,
+		`{"max_tokens":-1,"thread":{"type":"create"}}`,
+	} {
+		r := env.post("/v1/messages", body)
+		if r.Status != 400 || strings.TrimSpace(r.Body) != want {
+			t.Errorf("%s:\nstatus %d %s\nwant 400 %s", body, r.Status, r.Body, want)
+		}
+	}
+	r := env.post("/v1/messages", `{"model":"mocker-model","max_tokens":4,"messages":[{"role":"user","content":"Hi"}],"thread":null}`)
+	if r.Status != 200 {
+		t.Errorf("thread null: status %d %s", r.Status, r.Body)
+	}
+}
