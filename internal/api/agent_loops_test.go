@@ -63,7 +63,8 @@ func TestAgentLoops_FrameworksEndWithAnAnswer(t *testing.T) {
 	env := startServerWith(t, cfg, func(r int) engine.Options { return engine.Options{Rank: r} }, settings.Deps{Now: fixedNow, Version: "test-version"})
 	script, _ := filepath.Abs(filepath.Join("testdata", "agents", "loops.mjs"))
 	frameworks := map[string][]string{
-		"vercel-ai":     {"ai_generate_text", "ai_stream_text", "ai_generate_object"},
+		"vercel-ai": {"ai_generate_text", "ai_stream_text", "ai_generate_text_responses", "ai_stream_text_responses",
+			"ai_generate_text_anthropic", "ai_stream_text_anthropic", "ai_generate_object"},
 		"langchain":     {"langchain_bind_tools", "langchain_structured_output"},
 		"openai-agents": {"agents_responses", "agents_responses_stream", "agents_chat", "agents_chat_stream", "agents_handoff"},
 		"anthropic":     {"anthropic_tool_runner", "anthropic_tool_runner_stream"},

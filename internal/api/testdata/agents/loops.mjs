@@ -63,8 +63,9 @@ async function eachPrompt(loop) {
   return { loops };
 }
 
-// The Vercel AI SDK over chat completions (provider.chat) and over the
-// Responses API (the provider's default model).
+// The Vercel AI SDK over chat completions (provider.chat), over the
+// Responses API (the provider's default model) and over the Messages API
+// (@ai-sdk/anthropic).
 function aiSDK() {
   const { generateText, streamText, generateObject, tool, stepCountIs } = require('ai');
   const { createOpenAI } = require('@ai-sdk/openai');
@@ -101,6 +102,31 @@ function aiSDK() {
       return eachPrompt(async (prompt) => {
         const r = streamText({
           model: provider('mocker-model'), tools, stopWhen: stepCountIs(MAX_TURNS), prompt, maxRetries: 0,
+          maxOutputTokens: MAX_TOKENS,
+          onError: ({ error }) => { throw error; },
+        });
+        await r.consumeStream();
+        return { ...report(await r.steps, await r.text, await r.finishReason), maxTokens: MAX_TOKENS };
+      });
+    },
+    // @ai-sdk/anthropic: the same loop over the Messages API.
+    async ai_generate_text_anthropic() {
+      const { createAnthropic } = require('@ai-sdk/anthropic');
+      const anthropic = createAnthropic({ baseURL: base + '/v1', apiKey: 'sk-test' });
+      return eachPrompt(async (prompt) => {
+        const r = await generateText({
+          model: anthropic('mocker-model'), tools, stopWhen: stepCountIs(MAX_TURNS), prompt, maxRetries: 0,
+          maxOutputTokens: MAX_TOKENS,
+        });
+        return { ...report(r.steps, r.text, r.finishReason), maxTokens: MAX_TOKENS };
+      });
+    },
+    async ai_stream_text_anthropic() {
+      const { createAnthropic } = require('@ai-sdk/anthropic');
+      const anthropic = createAnthropic({ baseURL: base + '/v1', apiKey: 'sk-test' });
+      return eachPrompt(async (prompt) => {
+        const r = streamText({
+          model: anthropic('mocker-model'), tools, stopWhen: stepCountIs(MAX_TURNS), prompt, maxRetries: 0,
           maxOutputTokens: MAX_TOKENS,
           onError: ({ error }) => { throw error; },
         });
