@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -55,13 +56,7 @@ func TestAgentLoops_FrameworksEndWithAnAnswer(t *testing.T) {
 	if err != nil {
 		testutil.SkipOrFail(t, "node not found: %v", err)
 	}
-	cfg, _, err := config.Load(testcfg.Options(map[string]any{
-		"enable_auto_tool_choice": true, "tool_call_parser": "hermes", "speedup_ratio": "inf"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := startServerWith(t, cfg, func(r int) engine.Options { return engine.Options{Rank: r} }, settings.Deps{Now: fixedNow, Version: "test-version"})
-	script, _ := filepath.Abs(filepath.Join("testdata", "agents", "loops.mjs"))
+	env := agentServer(t, nil)
 	frameworks := map[string][]string{
 		"vercel-ai": {"ai_generate_text", "ai_stream_text", "ai_generate_text_responses", "ai_stream_text_responses",
 			"ai_generate_text_anthropic", "ai_stream_text_anthropic", "ai_generate_object"},
@@ -73,31 +68,79 @@ func TestAgentLoops_FrameworksEndWithAnAnswer(t *testing.T) {
 	for name, scenarios := range frameworks {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(node, append([]string{script, env.URL}, scenarios...)...)
-			cmd.Env = append(cmd.Environ(), "SDK_MODULES="+modules)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, runErr := cmd.Output()
-			var res map[string]struct {
-				Error string      `json:"error"`
-				Loops []agentLoop `json:"loops"`
-			}
-			if err := json.Unmarshal(out, &res); err != nil {
-				t.Fatalf("node: %v %v\n%.4000s\n%s", runErr, err, out, stderr.String())
-			}
-			for _, sc := range scenarios {
-				r, ok := res[sc]
-				switch {
-				case !ok:
-					t.Errorf("%s: no result", sc)
-				case r.Error != "":
-					t.Errorf("%s: %s", sc, r.Error)
-				default:
-					checkAgentLoops(t, sc, r.Loops)
-				}
+			for sc, loops := range runAgentLoops(t, node, modules, env, scenarios) {
+				checkAgentLoops(t, sc, loops)
 			}
 		})
 	}
+}
+
+// With --tool-call-probability 1 every first turn calls tools, and the
+// loops still end: the answer after a tool result follows
+// --tool-call-after-result-probability (the issue's report: at 1 every
+// framework ran to its turn cap).
+func TestAgentLoops_EveryFirstTurnCallsAndTheLoopsStillEnd(t *testing.T) {
+	modules := testutil.NodeModules(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testutil.SkipOrFail(t, "node not found: %v", err)
+	}
+	env := agentServer(t, map[string]any{"tool_call_probability": 1})
+	for sc, loops := range runAgentLoops(t, node, modules, env, []string{"openai_run_tools", "anthropic_tool_runner"}) {
+		checkAgentLoops(t, sc, loops)
+		for _, l := range loops {
+			if l.ToolCalls == 0 || len(l.Requests) < 2 {
+				t.Errorf("%s / %s: %d tool calls in %d model calls, want a tool round first", sc, l.Name, l.ToolCalls, len(l.Requests))
+			}
+		}
+	}
+}
+
+// agentServer is a server with the default flags plus
+// --enable-auto-tool-choice --tool-call-parser hermes, no simulated delay
+// and overlay.
+func agentServer(t *testing.T, overlay map[string]any) *testEnv {
+	t.Helper()
+	o := map[string]any{"enable_auto_tool_choice": true, "tool_call_parser": "hermes", "speedup_ratio": "inf"}
+	maps.Copy(o, overlay)
+	cfg, _, err := config.Load(testcfg.Options(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startServerWith(t, cfg, func(r int) engine.Options { return engine.Options{Rank: r} }, settings.Deps{Now: fixedNow, Version: "test-version"})
+}
+
+// runAgentLoops runs scenarios of testdata/agents/loops.mjs in one node
+// process and returns each scenario's loops; a scenario that failed fails
+// the test.
+func runAgentLoops(t *testing.T, node, modules string, env *testEnv, scenarios []string) map[string][]agentLoop {
+	t.Helper()
+	script, _ := filepath.Abs(filepath.Join("testdata", "agents", "loops.mjs"))
+	cmd := exec.Command(node, append([]string{script, env.URL}, scenarios...)...)
+	cmd.Env = append(cmd.Environ(), "SDK_MODULES="+modules)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
+	var res map[string]struct {
+		Error string      `json:"error"`
+		Loops []agentLoop `json:"loops"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("node: %v %v\n%.4000s\n%s", runErr, err, out, stderr.String())
+	}
+	loops := map[string][]agentLoop{}
+	for _, sc := range scenarios {
+		r, ok := res[sc]
+		switch {
+		case !ok:
+			t.Errorf("%s: no result", sc)
+		case r.Error != "":
+			t.Errorf("%s: %s", sc, r.Error)
+		default:
+			loops[sc] = r.Loops
+		}
+	}
+	return loops
 }
 
 // checkAgentLoops checks the loops of one scenario.
