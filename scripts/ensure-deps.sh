@@ -4,7 +4,8 @@
 # binding (github.com/pebbe/zmq4), and a python3 for the argparse
 # cross-check of the vLLM flag table. With --python, also what the live
 # cross-language KV-event check needs: Debian's python3 with python3-zmq and
-# python3-msgpack, and curl; and python3-jinja2, the reference the chat
+# python3-msgpack, and curl (and jq: the docs' shell blocks that the README
+# command test runs use both); and python3-jinja2, the reference the chat
 # template tests compare against; python3-xxhash and python3-cbor2 for
 # scripts/kv_block_hashes.py (block hashes computed independently of Go).
 # With --browser, what the replay HTML check needs: Debian's chromium, node
@@ -41,6 +42,7 @@ if [ "${1:-}" = "--python" ]; then
   /usr/bin/python3 -c 'import xxhash' >/dev/null 2>&1 || want+=(python3-xxhash)
   /usr/bin/python3 -c 'import cbor2' >/dev/null 2>&1 || want+=(python3-cbor2)
   command -v curl >/dev/null 2>&1 || want+=(curl)
+  command -v jq >/dev/null 2>&1 || want+=(jq)
 fi
 if [ "${1:-}" = "--browser" ]; then
   [ -x /usr/bin/chromium ] || want+=(chromium)

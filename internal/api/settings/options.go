@@ -82,6 +82,12 @@ type HTTPOptions struct {
 	// MaxUnflushedTokens aborts a stream whose client leaves this many
 	// tokens unread (0 = never).
 	MaxUnflushedTokens int
+	// WorkerID is the serving worker's identity (a fleet's worker id; ""
+	// outside a fleet). Chat and completions answers carry it as a
+	// top-level mocker_worker field beside their usage, so that a router
+	// lab can attribute answers behind a proxy that strips the
+	// x-mocker-worker header.
+	WorkerID string
 }
 
 // GenerationOptions shape every generated output.
