@@ -60,7 +60,7 @@ func TestAgentLoops_FrameworksEndWithAnAnswer(t *testing.T) {
 	frameworks := map[string][]string{
 		"vercel-ai": {"ai_generate_text", "ai_stream_text", "ai_generate_text_responses", "ai_stream_text_responses",
 			"ai_generate_text_anthropic", "ai_stream_text_anthropic", "ai_generate_object"},
-		"langchain":     {"langchain_bind_tools", "langchain_structured_output"},
+		"langchain":     {"langchain_bind_tools", "langchain_bind_tools_stream", "langchain_structured_output"},
 		"openai-agents": {"agents_responses", "agents_responses_stream", "agents_chat", "agents_chat_stream", "agents_handoff"},
 		"anthropic":     {"anthropic_tool_runner", "anthropic_tool_runner_stream"},
 		"openai":        {"openai_run_tools", "openai_run_tools_stream"},

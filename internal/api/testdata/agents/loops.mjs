@@ -177,31 +177,38 @@ function langChain() {
     tool(localTime, { name: 'get_time', description: 'Local time of a city', schema: timeArgs }),
   ];
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-  return {
-    async langchain_bind_tools() {
-      const withTools = llm.bindTools(tools);
-      return eachPrompt(async (prompt) => {
-        const messages = [new HumanMessage(prompt)];
-        const requests = [];
-        let toolCalls = 0;
-        for (let turn = 0; ; turn++) {
-          if (turn === MAX_TURNS) throw new Error(`no answer in ${MAX_TURNS} turns`);
-          const ai = await withTools.invoke(messages);
-          messages.push(ai);
-          requests.push({
-            input: ai.usage_metadata.input_tokens, output: ai.usage_metadata.output_tokens,
-            finish: ai.response_metadata.finish_reason,
-          });
-          if (!ai.tool_calls || ai.tool_calls.length === 0) {
-            return { requests, toolCalls, text: ai.text, finish: ai.response_metadata.finish_reason };
-          }
-          for (const call of ai.tool_calls) {
-            toolCalls++;
-            messages.push(await byName[call.name].invoke(call));
-          }
-        }
+  const withTools = llm.bindTools(tools);
+  const answer = async (messages, stream) => {
+    if (!stream) return withTools.invoke(messages);
+    let whole;
+    for await (const chunk of await withTools.stream(messages)) whole = whole ? whole.concat(chunk) : chunk;
+    return whole;
+  };
+  const bindToolsLoop = (stream) => eachPrompt(async (prompt) => {
+    const messages = [new HumanMessage(prompt)];
+    const requests = [];
+    let toolCalls = 0;
+    for (let turn = 0; ; turn++) {
+      if (turn === MAX_TURNS) throw new Error(`no answer in ${MAX_TURNS} turns`);
+      const ai = await answer(messages, stream);
+      messages.push(ai);
+      requests.push({
+        input: ai.usage_metadata.input_tokens, output: ai.usage_metadata.output_tokens,
+        finish: ai.response_metadata.finish_reason,
       });
-    },
+      if (!ai.tool_calls || ai.tool_calls.length === 0) {
+        return { requests, toolCalls, text: ai.text, finish: ai.response_metadata.finish_reason };
+      }
+      for (const call of ai.tool_calls) {
+        toolCalls++;
+        messages.push(await byName[call.name].invoke(call));
+      }
+    }
+  });
+  return {
+    langchain_bind_tools: () => bindToolsLoop(false),
+    // The same loop over streamed answers, their chunks concatenated.
+    langchain_bind_tools_stream: () => bindToolsLoop(true),
     async langchain_structured_output() {
       const schema = z.object({ city: z.string(), days: z.number().int().min(1).max(7) });
       const structured = llm.withStructuredOutput(schema, { name: 'trip', includeRaw: true });
