@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mocker-server/mocker-server/internal/config"
@@ -186,7 +187,7 @@ func TestServe_NaturalLengthPerSurface(t *testing.T) {
 
 	// Anthropic, max_tokens 1024 (what SDK agents send): almost every
 	// answer ends by itself (P(L ≥ 1024) = 1.9% at the defaults).
-	endTurns := 0
+	var endTurns atomic.Int32
 	const anthropicN = 200
 	forEach(anthropicN, func(i int) {
 		var m struct {
@@ -208,14 +209,14 @@ func TestServe_NaturalLengthPerSurface(t *testing.T) {
 		}
 		switch {
 		case m.StopReason == "end_turn" && m.Usage.OutputTokens < 1024:
-			endTurns++
+			endTurns.Add(1)
 		case m.StopReason == "max_tokens" && m.Usage.OutputTokens == 1024:
 		default:
 			t.Errorf("message %d: %d tokens, stop_reason %q", i, m.Usage.OutputTokens, m.StopReason)
 		}
 	})
-	if endTurns < anthropicN*9/10 {
-		t.Errorf("end_turn %d of %d", endTurns, anthropicN)
+	if n := endTurns.Load(); n < anthropicN*9/10 {
+		t.Errorf("end_turn %d of %d", n, anthropicN)
 	}
 
 	// Responses: completed below max_output_tokens, incomplete at it.
@@ -352,4 +353,37 @@ func TestServe_NaturalEndKeepsContentAfterReasoning(t *testing.T) {
 			t.Errorf("seed %d: empty content after reasoning %q (%d tokens)", i, a.Choices[0].Message.Reasoning, a.Usage.CompletionTokens)
 		}
 	})
+}
+
+// Determinism across runs: two servers with the same --seed give every
+// prompt (no request seed: the prompt hash seeded with --seed decides) the
+// same answer and length; another --seed draws other lengths.
+func TestServe_NaturalLengthsAcrossRuns(t *testing.T) {
+	lengths := func(seed int) ([]int, []string) {
+		r := startServe(t, defaultConfig(t, map[string]any{"seed": seed}), 0)
+		lens, texts := make([]int, 100), make([]string, 100)
+		forEach(100, func(i int) {
+			var a lenChatAnswer
+			if !r.postOK(t, "/v1/chat/completions", fmt.Sprintf(`{"messages":[{"role":"user","content":"Turn %d"}],"max_tokens":2048}`, i), &a) {
+				return
+			}
+			lens[i], texts[i] = a.Usage.CompletionTokens, a.Choices[0].Message.Content
+		})
+		return lens, texts
+	}
+	a, at := lengths(7)
+	b, bt := lengths(7)
+	c, _ := lengths(8)
+	if !slices.Equal(a, b) || !slices.Equal(at, bt) {
+		t.Errorf("same --seed, different answers:\n%v\n%v", a, b)
+	}
+	same := 0
+	for i := range a {
+		if a[i] == c[i] {
+			same++
+		}
+	}
+	if same > 10 {
+		t.Errorf("--seed 7 and 8 gave %d of 100 equal lengths", same)
+	}
 }

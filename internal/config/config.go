@@ -22,11 +22,14 @@ type Config struct {
 	Tokenizer string `json:"tokenizer"`
 	// ChatTemplate overrides the tokenizer's chat template: a file path,
 	// or the template text itself.
-	ChatTemplate string   `json:"chat_template"`
-	Host         string   `json:"host"`
-	Port         int      `json:"port"`
-	APIKey       []string `json:"api_key"`
-	Seed         int64    `json:"seed"`
+	ChatTemplate string `json:"chat_template"`
+	Host         string `json:"host"`
+	Port         int    `json:"port"`
+	// GRPCPort is the port of the gRPC front end (docs/grpc.md): -1 =
+	// none, 0 = OS-assigned.
+	GRPCPort int      `json:"grpc_port"`
+	APIKey   []string `json:"api_key"`
+	Seed     int64    `json:"seed"`
 	// OutputLenMode is natural, max or random (internal/plan's LenMode).
 	OutputLenMode string `json:"output_len_mode"`
 	// NaturalOutputLen is the median natural answer length in tokens.
@@ -47,6 +50,13 @@ type Config struct {
 
 	// EmbeddingDim is the length of /v1/embeddings vectors.
 	EmbeddingDim int `json:"embedding_dim"`
+
+	// Runner, Convert and NumLabels choose what kind of model is served:
+	// a generative one, or a pooling one with its task and endpoints
+	// (docs/pooling.md).
+	Runner    Runner  `json:"runner"`
+	Convert   Convert `json:"convert"`
+	NumLabels int     `json:"num_labels"`
 
 	// Tool calling fields (docs/tools-and-structured-outputs.md).
 	EnableAutoToolChoice           bool    `json:"enable_auto_tool_choice"`
@@ -293,23 +303,30 @@ func DefaultKVEventsConfig() KVEventsConfig {
 	}
 }
 
+// defaultNaturalSigma is natural_output_len_sigma's default (internal/plan's
+// DefaultNaturalSigma); docs/http-api.md, "Output lengths", says why 1.0.
+const defaultNaturalSigma = 1.0
+
 // Default returns the configuration with every built-in default applied.
 // BlockSize stays 0 ("per engine") until Load resolves it.
 func Default() Config {
 	return Config{
-		Model:            "mocker-model",
-		Host:             "127.0.0.1",
-		Port:             8000,
-		OutputLenMode:    "natural",
-		NaturalOutputLen: 128,
-		// σ 1.0: docs/http-api.md, "Output lengths", says why.
-		NaturalOutputLenSigma: 1.0,
+		Model:                 "mocker-model",
+		Host:                  "127.0.0.1",
+		Port:                  8000,
+		GRPCPort:              -1,
+		OutputLenMode:         "natural",
+		NaturalOutputLen:      128,
+		NaturalOutputLenSigma: defaultNaturalSigma,
 		ReasoningField:        "reasoning",
 		MaxRequestBodyBytes:   33554432,
 		MetricsFamily:         MetricsAuto,
 		DeprecatedMetrics:     true,
 		LogLevel:              LogInfo,
 		EmbeddingDim:          1024,
+		Runner:                RunnerAuto,
+		Convert:               ConvertAuto,
+		NumLabels:             1,
 		ToolCallProbability:   DefaultToolCallProbability,
 
 		ToolCallAfterResultProbability: DefaultToolCallAfterResultProbability,

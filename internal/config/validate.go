@@ -173,6 +173,7 @@ func (c *Config) validate() ([]problem, []string) {
 		seen[n] = true
 	}
 	v.intRange("port", int64(c.Port), 0, 65535)
+	v.intRange("grpc_port", int64(c.GRPCPort), -1, 65535)
 	for _, k := range c.APIKey {
 		if k == "" {
 			v.errorf([]string{"api_key"}, "api_key entries must not be empty")
@@ -182,8 +183,13 @@ func (c *Config) validate() ([]problem, []string) {
 	v.intRange("natural_output_len", int64(c.NaturalOutputLen), 1, 1<<20)
 	if s := c.NaturalOutputLenSigma; !(s > 0 && s <= 4) {
 		v.errorf([]string{"natural_output_len_sigma"}, "natural_output_len_sigma must be > 0 and <= 4, got %s", fmtFloat(s))
+	} else if s != defaultNaturalSigma && c.OutputLenMode == "random" {
+		// random draws uniformly: σ shapes only the log-normal.
+		v.warns = append(v.warns, "natural_output_len_sigma has no effect with output_len_mode random (uniform lengths)")
 	}
 	v.intRange("embedding_dim", int64(c.EmbeddingDim), 1, 65536)
+	v.intRange("num_labels", int64(c.NumLabels), 1, 1024)
+	c.validatePooling(v)
 	v.intMin("max_request_body_bytes", c.MaxRequestBodyBytes, 1024)
 	v.nonNegFinite("startup_time", c.StartupTime)
 

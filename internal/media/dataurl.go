@@ -1,0 +1,70 @@
+package media
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"unsafe"
+)
+
+// ParseDataURL decodes an RFC 2397 data URL ("data:image/png;base64,…")
+// into its media type and payload, as vLLM's MediaConnector reads one:
+// the last parameter must be exactly "base64" (vLLM: "Only base64 data URLs
+// are supported for now", here ErrUnsupported), and the payload is decoded
+// as pybase64.b64decode(validate=True) decodes it — the standard alphabet,
+// correct padding, no whitespace (ErrCorrupt otherwise). The media type is
+// the part before any other parameter, lowercased ("" when omitted).
+//
+// limit bounds the payload: the decoded length is computed from the
+// encoded length before anything is allocated, so a 100 MB data URL costs
+// no allocation when limit is 20 MB (ErrTooLarge). A limit <= 0 means no
+// limit. A string that is not a data: URL is ErrNotDataURL.
+func ParseDataURL(s string, limit int) (mime string, data []byte, err error) {
+	if len(s) < 5 || !strings.EqualFold(s[:5], "data:") {
+		return "", nil, ErrNotDataURL
+	}
+	spec, payload, ok := strings.Cut(s[5:], ",")
+	if !ok {
+		return "", nil, fmt.Errorf("%w: data URL %.32q has no ',' separator", ErrCorrupt, s)
+	}
+	i := strings.LastIndexByte(spec, ';')
+	if i < 0 || spec[i+1:] != "base64" {
+		return "", nil, fmt.Errorf("%w: only base64 data URLs are supported", ErrUnsupported)
+	}
+	mime, _, _ = strings.Cut(spec[:i], ";")
+	mime = strings.ToLower(strings.TrimSpace(mime))
+	data, err = decodeBase64(payload, limit)
+	if err != nil {
+		return "", nil, err
+	}
+	return mime, data, nil
+}
+
+// decodeBase64 decodes padded standard base64, checking the decoded size
+// against limit before allocating.
+func decodeBase64(payload string, limit int) ([]byte, error) {
+	n := len(payload)
+	if n%4 != 0 {
+		return nil, fmt.Errorf("%w: base64: incorrect padding (%d characters)", ErrCorrupt, n)
+	}
+	enc := base64.StdEncoding
+	if limit > 0 && enc.DecodedLen(n)-2 > limit {
+		return nil, fmt.Errorf("%w: about %d bytes, limit %d", ErrTooLarge, enc.DecodedLen(n), limit)
+	}
+	// Go's decoder skips CR and LF, which Python's validating decoder
+	// refuses.
+	if i := strings.IndexAny(payload, "\r\n"); i >= 0 {
+		return nil, fmt.Errorf("%w: base64: non-alphabet character at %d", ErrCorrupt, i)
+	}
+	buf := make([]byte, enc.DecodedLen(n))
+	// Decode only reads its source: viewing the string's bytes saves a copy
+	// as large as the payload.
+	m, err := enc.Decode(buf, unsafe.Slice(unsafe.StringData(payload), n))
+	if err != nil {
+		return nil, fmt.Errorf("%w: base64: %v", ErrCorrupt, err)
+	}
+	if limit > 0 && m > limit {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, m, limit)
+	}
+	return buf[:m], nil
+}
