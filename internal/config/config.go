@@ -22,12 +22,15 @@ type Config struct {
 	Tokenizer string `json:"tokenizer"`
 	// ChatTemplate overrides the tokenizer's chat template: a file path,
 	// or the template text itself.
-	ChatTemplate              string        `json:"chat_template"`
-	Host                      string        `json:"host"`
-	Port                      int           `json:"port"`
-	APIKey                    []string      `json:"api_key"`
-	Seed                      int64         `json:"seed"`
-	OutputLenMode             string        `json:"output_len_mode"`
+	ChatTemplate  string   `json:"chat_template"`
+	Host          string   `json:"host"`
+	Port          int      `json:"port"`
+	APIKey        []string `json:"api_key"`
+	Seed          int64    `json:"seed"`
+	OutputLenMode string   `json:"output_len_mode"`
+	// ResponseMode is what an answer says: generated tokens, or the prompt
+	// echoed back (llm-d-inference-sim's --mode echo).
+	ResponseMode              ResponseMode  `json:"response_mode"`
 	NaturalOutputLen          int           `json:"natural_output_len"`
 	ReasoningField            string        `json:"reasoning_field"`
 	EnableRequestIDHeaders    bool          `json:"enable_request_id_headers"`
@@ -76,8 +79,15 @@ type Config struct {
 	PlannerProfileData string                 `json:"planner_profile_data"`
 	FixedPrefillMs     float64                `json:"fixed_prefill_ms"`
 	FixedDecodeMs      float64                `json:"fixed_decode_ms"`
-	SpeedupRatio       float64                `json:"speedup_ratio"`
-	DecodeSpeedupRatio float64                `json:"decode_speedup_ratio"`
+	// The fixed model's extensions (engine.FixedJitter; llm-d-inference-sim's
+	// latency flags map onto them): per-token prefill cost, the standard
+	// deviations of the two terms, and the load factor of a full batch.
+	FixedPrefillMsPerToken float64 `json:"fixed_prefill_ms_per_token"`
+	FixedPrefillStdMs      float64 `json:"fixed_prefill_std_ms"`
+	FixedDecodeStdMs       float64 `json:"fixed_decode_std_ms"`
+	FixedLoadFactor        float64 `json:"fixed_load_factor"`
+	SpeedupRatio           float64 `json:"speedup_ratio"`
+	DecodeSpeedupRatio     float64 `json:"decode_speedup_ratio"`
 
 	// Hardware timing model (docs/hardware.md; hardware.go). The vLLM
 	// settings below it take effect only with Hardware set.
@@ -296,6 +306,7 @@ func Default() Config {
 		Host:                "127.0.0.1",
 		Port:                8000,
 		OutputLenMode:       "max",
+		ResponseMode:        ResponseGenerate,
 		NaturalOutputLen:    128,
 		ReasoningField:      "reasoning",
 		MaxRequestBodyBytes: 33554432,
@@ -330,6 +341,7 @@ func Default() Config {
 		TimingModel:        engine.TimingPolynomial,
 		FixedPrefillMs:     20.0,
 		FixedDecodeMs:      10.0,
+		FixedLoadFactor:    1,
 		SpeedupRatio:       1.0,
 		DecodeSpeedupRatio: 1.0,
 

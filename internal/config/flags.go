@@ -60,6 +60,7 @@ var flagTable = []flagSpec{
 	{name: "api-key", key: "api_key", kind: flagList, usage: "API keys accepted as Bearer token on /v1/*: several after the flag, or repeated (default $VLLM_API_KEY)", group: GroupServer, scope: ScopeServer},
 	{name: "seed", key: "seed", kind: flagInt, usage: "server seed for output tokens", group: GroupServer, scope: ScopeAll},
 	{name: "output-len-mode", key: "output_len_mode", kind: flagString, usage: "output length mode: max | random", group: GroupServer, scope: ScopeServer},
+	{name: "response-mode", key: "response_mode", kind: flagString, usage: "answers: generate (planned tokens) | echo (the prompt, or a chat's last message; llm-d-inference-sim's --mode echo)", group: GroupServer, scope: ScopeServer},
 	{name: "natural-output-len", key: "natural_output_len", kind: flagInt, usage: "mean length of outputs that end naturally", group: GroupServer, scope: ScopeServer},
 	{name: "embedding-dim", key: "embedding_dim", kind: flagInt, usage: "length of /v1/embeddings vectors (requests may ask for fewer with dimensions)", group: GroupServer, scope: ScopeServer},
 	{name: "reasoning-field", key: "reasoning_field", kind: flagString, usage: "reasoning text field: reasoning | reasoning_content", group: GroupServer, scope: ScopeServer},
@@ -108,6 +109,10 @@ var flagTable = []flagSpec{
 	{name: "planner-profile-data", key: "planner_profile_data", kind: flagString, usage: "NPZ or JSON planner profile (implies --timing-model interpolated)", group: GroupTiming, scope: ScopeAll},
 	{name: "fixed-prefill-ms", key: "fixed_prefill_ms", kind: flagFloat, usage: "fixed timing model: prefill pass ms", group: GroupTiming, scope: ScopeAll},
 	{name: "fixed-decode-ms", key: "fixed_decode_ms", kind: flagFloat, usage: "fixed timing model: decode pass ms", group: GroupTiming, scope: ScopeAll},
+	{name: "fixed-prefill-ms-per-token", key: "fixed_prefill_ms_per_token", kind: flagFloat, usage: "fixed timing model: prefill ms added per new prompt token", group: GroupTiming, scope: ScopeAll},
+	{name: "fixed-prefill-std-ms", key: "fixed_prefill_std_ms", kind: flagFloat, usage: "fixed timing model: standard deviation of the prefill term (seeded; at most 0.3 × fixed_prefill_ms)", group: GroupTiming, scope: ScopeAll},
+	{name: "fixed-decode-std-ms", key: "fixed_decode_std_ms", kind: flagFloat, usage: "fixed timing model: standard deviation of the decode term (seeded; at most 0.3 × fixed_decode_ms)", group: GroupTiming, scope: ScopeAll},
+	{name: "fixed-load-factor", key: "fixed_load_factor", kind: flagFloat, usage: "fixed timing model: factor (>= 1) on a pass of max_num_seqs sequences, falling linearly to 1 for one", group: GroupTiming, scope: ScopeAll},
 	{name: "speedup-ratio", key: "speedup_ratio", kind: flagFloat, usage: "divisor of modeled durations (0 or inf = no delay)", group: GroupTiming, scope: ScopeAll},
 	{name: "decode-speedup-ratio", key: "decode_speedup_ratio", kind: flagFloat, usage: "extra divisor of decode durations (0 or inf = no delay)", group: GroupTiming, scope: ScopeAll},
 	{name: "hardware", key: "hardware", kind: flagString, usage: "GPU of the hardware timing model (docs/hardware.md): h100_sxm | h200_sxm | b200_sxm | gb200 | a100_sxm | l40s | gh200 | h100_pcie | a100_pcie | b300_sxm | gb300 | l4; --model gives the shape; sizes the KV pool", group: GroupTiming, scope: ScopeAll},
@@ -260,6 +265,7 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	SetFlagGroup(fs, FlagConfig, GroupVLLM.String())
 	SetFlagGroup(fs, FlagExtraEngineArgs, GroupVLLM.String())
 	registerVLLMFlags(fs)
+	registerSimFlags(fs)
 }
 
 // defaultText formats a default value for --help (zero values print nothing).
@@ -286,6 +292,7 @@ func defaultText(def reflect.Value, key string) string {
 // the rules it applies to files. Flags not registered on fs are skipped.
 func FlagOverlay(fs *pflag.FlagSet) map[string]any {
 	out := map[string]any{}
+	simOverlay(fs, out)
 	for _, s := range flagTable {
 		f := fs.Lookup(s.name)
 		if f == nil {

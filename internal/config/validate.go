@@ -235,6 +235,7 @@ func (c *Config) validate() ([]problem, []string) {
 	// Timing fields.
 	v.nonNegFinite("fixed_prefill_ms", c.FixedPrefillMs)
 	v.nonNegFinite("fixed_decode_ms", c.FixedDecodeMs)
+	v.fixedJitter(c)
 	v.speedup("speedup_ratio", c.SpeedupRatio)
 	v.speedup("decode_speedup_ratio", c.DecodeSpeedupRatio)
 	// Presence only; the profile is loaded and validated at startup.

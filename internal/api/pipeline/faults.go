@@ -59,6 +59,15 @@ func (s *Server) answerStatusFault(w http.ResponseWriter, g *GenRequest, f fault
 	case faults.ContextLength:
 		ps := &g.Prompts[0]
 		fail(w, contextLengthError(s.opts.Model.MaxModelLen, ps.M, len(ps.IDs), true))
+	case faults.InvalidAPIKey:
+		fail(w, &wire.APIError{Status: http.StatusUnauthorized, Type: wire.TypeUnauthorized,
+			Message: "Incorrect API key provided (injected fault)."})
+	case faults.InvalidRequest:
+		fail(w, &wire.APIError{Status: http.StatusBadRequest, Type: wire.TypeBadRequestError,
+			Message: "Invalid request: missing required parameter 'model' (injected fault).", Param: "model"})
+	case faults.ModelNotFound:
+		fail(w, &wire.APIError{Status: http.StatusNotFound, Type: wire.TypeNotFound,
+			Message: "The model `" + g.Model + "-nonexistent` does not exist (injected fault).", Param: "model"})
 	default:
 		return false
 	}
