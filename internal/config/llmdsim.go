@@ -412,7 +412,7 @@ func simOverlay(fs *pflag.FlagSet, out map[string]any) {
 	if n, ok := num("failure-injection-rate"); ok {
 		pct, _ := strconv.ParseFloat(n.String(), 64)
 		out["failure_rate"] = msNumber(pct / 100)
-		if f := fs.Lookup("failure-types"); f == nil || !f.Changed {
+		if f := fs.Lookup("failure-types"); pct > 0 && (f == nil || !f.Changed) {
 			out["failure_types"] = append([]any(nil), simFailureTypes...)
 		}
 	}

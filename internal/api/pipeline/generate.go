@@ -189,6 +189,12 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 				p.MaxTokens, p.MinTokens = 1, min(p.MinTokens, 1)
 			}
 			res, calls := toolcall.PlanChoice(g.tools, g.structured, p, ps.IDs, s.opts.Tools.CallProbability, s.opts.Tools.Parser)
+			if s.opts.Generation.Echo && calls == nil && g.structured == nil {
+				// Echo mode answers with the prompt unless the answer is a
+				// tool call or constrained, as llm-d-inference-sim echoes
+				// only when it makes no tool calls.
+				res = plan.Echo(p, ps.EchoText)
+			}
 			j.Ch[idx] = Choice{Prompt: pi, Plan: res, Calls: calls}
 			j.Reqs[idx] = engine.Request{
 				ID:              engine.NewRequestID(),

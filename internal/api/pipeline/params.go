@@ -73,6 +73,10 @@ type PromptSpec struct {
 	Text   string   // the prompt text as given (string prompts, chat), for echo
 	IsText bool     // given as text (context-length message form)
 	M      int      // effective max tokens
+	// EchoText is what the answer repeats under GenerationOptions.Echo:
+	// a chat's last message, a completion's prompt as sent (token ids as
+	// "1,2,3", as llm-d-inference-sim echoes them).
+	EchoText string
 }
 
 // BuildGenerate runs the phases every generation surface shares on a
@@ -114,6 +118,9 @@ func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wir
 	}
 	if e := s.checkPrompts(g, raw); e != nil {
 		return nil, e
+	}
+	if s.opts.Generation.Echo {
+		setEchoTexts(g, in, raw)
 	}
 	return g, s.checkCapacity(g)
 }
