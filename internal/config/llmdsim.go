@@ -417,6 +417,12 @@ func simOverlay(fs *pflag.FlagSet, out map[string]any) {
 		}
 	}
 	simKVEvents(set, num, boolean, out)
+	// The simulator serves its --lora-modules without an --enable-lora,
+	// which vLLM requires: a source that speaks the simulator's flags gets
+	// its adapters served.
+	if lm, el := fs.Lookup("lora-modules"), fs.Lookup("enable-lora"); lm != nil && lm.Changed && el != nil && !el.Changed {
+		out["enable_lora"] = true
+	}
 }
 
 // simLatency maps the latency flags as llm-d-inference-sim's calculators
