@@ -260,7 +260,7 @@ func RegisterFlags(fs *pflag.FlagSet) {
 		}
 		SetFlagGroup(fs, s.name, s.group.String())
 	}
-	fs.String(FlagConfig, "", "YAML or JSON configuration file: the project's keys (configs/), or a vLLM config file (keys are vllm serve argument names; docs/vllm-flags.md)")
+	fs.String(FlagConfig, "", "YAML or JSON configuration file: the project's keys (configs/), or a vLLM config file (keys are vllm serve argument names; docs/vllm-flags.md), or an llm-d-inference-sim one (docs/migrating-from-llm-d-inference-sim.md)")
 	fs.String(FlagExtraEngineArgs, "", "inline JSON object, or a JSON/YAML file, overriding --config")
 	SetFlagGroup(fs, FlagConfig, GroupVLLM.String())
 	SetFlagGroup(fs, FlagExtraEngineArgs, GroupVLLM.String())

@@ -18,11 +18,11 @@ func (v *validator) fixedJitter(c *Config) {
 	if math.IsNaN(c.FixedLoadFactor) || math.IsInf(c.FixedLoadFactor, 0) || c.FixedLoadFactor < 1 {
 		v.errorf([]string{"fixed_load_factor"}, "fixed_load_factor must be a finite number >= 1, got %s", fmtFloat(c.FixedLoadFactor))
 	}
-	if c.FixedPrefillMsPerToken == 0 && c.FixedPrefillStdMs > 0.3*c.FixedPrefillMs {
+	if c.FixedPrefillMsPerToken == 0 && c.FixedPrefillMs >= 0 && c.FixedPrefillStdMs > 0.3*c.FixedPrefillMs {
 		v.errorf([]string{"fixed_prefill_std_ms", "fixed_prefill_ms"},
 			"fixed_prefill_std_ms (%s) must be at most 30%% of fixed_prefill_ms (%s)", fmtFloat(c.FixedPrefillStdMs), fmtFloat(c.FixedPrefillMs))
 	}
-	if c.FixedDecodeStdMs > 0.3*c.FixedDecodeMs {
+	if c.FixedDecodeMs >= 0 && c.FixedDecodeStdMs > 0.3*c.FixedDecodeMs {
 		v.errorf([]string{"fixed_decode_std_ms", "fixed_decode_ms"},
 			"fixed_decode_std_ms (%s) must be at most 30%% of fixed_decode_ms (%s)", fmtFloat(c.FixedDecodeStdMs), fmtFloat(c.FixedDecodeMs))
 	}
