@@ -199,7 +199,7 @@ func TestSimFlags_NoEffectFlagsAreAcceptedCheckedAndReported(t *testing.T) {
 			if wrong == "" {
 				return
 			}
-			if _, err := parseVLLMArgs("--"+f.name+"="+wrong); err == nil || !strings.Contains(err.Error(), f.name) {
+			if _, err := parseVLLMArgs("--" + f.name + "=" + wrong); err == nil || !strings.Contains(err.Error(), f.name) {
 				t.Errorf("--%s=%s: err = %v, want an error naming the flag", f.name, wrong, err)
 			}
 		})
