@@ -182,7 +182,7 @@ var flagTable = []flagSpec{
 	{name: "rpm", key: "rpm", kind: flagInt, usage: "requests per minute before 429 (0 = no limit)", group: GroupFaults, scope: ScopeServer},
 	{name: "tpm", key: "tpm", kind: flagInt, usage: "tokens (prompt + max tokens) per minute before 429 (0 = no limit)", group: GroupFaults, scope: ScopeServer},
 	{name: "failure-rate", key: "failure_rate", kind: flagFloat, usage: "probability (0-1, seeded by --seed) that a request gets one of --failure-types", group: GroupFaults, scope: ScopeServer},
-	{name: "failure-types", key: "failure_types", kind: flagList, split: true, usage: "faults drawn by --failure-rate, e.g. rate_limit,truncate;after=5 (default all but timeout)", group: GroupFaults, scope: ScopeServer},
+	{name: "failure-types", key: "failure_types", kind: flagList, split: true, usage: "faults drawn by --failure-rate, e.g. rate_limit,truncate;after=5 (default all but timeout, invalid_api_key, invalid_request, model_not_found)", group: GroupFaults, scope: ScopeServer},
 	{name: "failure-script", key: "failure_script", kind: flagString, usage: "failure script, inline or @FILE, e.g. 'first 3: rate_limit; then ok'", group: GroupFaults, scope: ScopeServer},
 	{name: "allow-fault-headers", key: "allow_fault_headers", kind: flagBool, usage: "let requests pick a fault with X-Mocker-Fault", group: GroupFaults, scope: ScopeServer},
 

@@ -308,3 +308,20 @@ time-factor-under-load: 2.0
 		t.Errorf("max_num_seqs %d model %q response_mode %q", cfg.MaxNumSeqs, cfg.Model, cfg.ResponseMode)
 	}
 }
+
+// The migration guide names every flag of the simulator.
+func TestSimFlags_MigrationDocListsEveryFlag(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/migrating-from-llm-d-inference-sim.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := slices.Clone(simClashes)
+	for _, f := range simFlagTable {
+		names = append(names, f.name)
+	}
+	for _, name := range names {
+		if !strings.Contains(string(doc), "`--"+name+"`") && !strings.Contains(string(doc), "`--"+name+" ") {
+			t.Errorf("docs/migrating-from-llm-d-inference-sim.md does not name --%s", name)
+		}
+	}
+}
