@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/mocker-server/mocker-server/internal/api/anthropic"
+	"github.com/mocker-server/mocker-server/internal/api/audio"
 	"github.com/mocker-server/mocker-server/internal/api/embeddings"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/responses"
@@ -30,4 +31,6 @@ func mountSurfaces(s *pipeline.Server, r interface {
 	r.Method(http.MethodPost, "/v1/messages/count_tokens", anthropic.HandleCountTokens(s))
 	es := embeddings.EmbeddingsSurface{Basis: embeddings.NewEmbedBasis(s.Opts().Seed, s.Opts().EmbeddingDim)}
 	r.Method(http.MethodPost, "/v1/embeddings", gate(pipeline.HandleSurface(s, es)))
+	r.Method(http.MethodPost, "/v1/audio/transcriptions", gate(pipeline.HandleSurfaceBody(s, audio.Surface{Task: audio.Transcribe}, audio.DecodeMultipart)))
+	r.Method(http.MethodPost, "/v1/audio/translations", gate(pipeline.HandleSurfaceBody(s, audio.Surface{Task: audio.Translate}, audio.DecodeMultipart)))
 }

@@ -64,6 +64,14 @@ type GenRequest struct {
 	// Ext is what only one surface's requests carry: that surface's own
 	// request type (nil elsewhere), which only its package reads.
 	Ext any
+
+	// NaturalLen, when > 0, makes each output end naturally (EOS, finish
+	// "stop") at a seeded length uniform over [1, 2·NaturalLen] within the
+	// max tokens, as a chat without max_tokens ends, unless MaxFromClient
+	// (the client set the limit itself): the audio endpoints, whose
+	// transcript's length follows the audio's.
+	NaturalLen    int
+	MaxFromClient bool
 }
 
 // PromptSpec is one prompt after tokenization and the max-token and
@@ -286,6 +294,9 @@ func (s *Server) PlanParams(g *GenRequest) plan.Params {
 		Model:                  s.tok,
 	}
 	p.Reasoning = s.opts.Generation.Reasoning
+	if g.NaturalLen > 0 {
+		p.Chat, p.SetsMax, p.NaturalOutputLen = true, g.MaxFromClient, g.NaturalLen
+	}
 	return p
 }
 
@@ -311,3 +322,10 @@ func (s *Server) CheckModel(o wire.Object) *wire.APIError {
 	}
 	return nil
 }
+
+// IncludeUsage reports whether a stream ends with a usage chunk
+// (stream_options.include_usage, or --enable-force-include-usage).
+func (g *GenRequest) IncludeUsage() bool { return g.includeUsage }
+
+// ContinuousUsage reports whether every chunk of a stream carries usage.
+func (g *GenRequest) ContinuousUsage() bool { return g.continuousUsage }
