@@ -353,3 +353,19 @@ func TestAudio_OpenAINodeSDK(t *testing.T) {
 		t.Errorf("node SDK results: %s", out)
 	}
 }
+
+// Under --response-mode echo a chat echoes its last message, while a
+// transcript is still planned: an audio request has no text to echo.
+func TestAudio_EchoModePlansTranscripts(t *testing.T) {
+	env := startServer(t, map[string]any{"response_mode": "echo"})
+	c := openai.NewClient(option.WithBaseURL(env.URL+"/v1/"), option.WithAPIKey("x"), option.WithMaxRetries(0))
+	chat, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "mocker-model",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("say it back")}})
+	if err != nil || chat.Choices[0].Message.Content != "say it back" {
+		t.Fatalf("chat echo = %+v, %v", chat, err)
+	}
+	code, _, raw := postForm(t, env.URL+"/v1/audio/transcriptions", wavClip(5*time.Second), map[string]string{"response_format": "text"})
+	if code != 200 || len(raw) == 0 || strings.Contains(string(raw), ",") {
+		t.Errorf("transcript under echo mode: %d %q, want planned words, not echoed ids", code, raw)
+	}
+}

@@ -91,6 +91,9 @@ func (sf Surface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pi
 		Continuous:   o.Bool("stream_continuous_usage_stats", false),
 		Seed:         o.Int("seed"),
 		Sampling:     pipeline.ReadSampling(o),
+		// A transcript is planned under --response-mode echo too: there is
+		// no text prompt to echo.
+		NoEcho: true,
 	}
 	maxTokens := o.Int("max_completion_tokens")
 	if e := o.Failed(); e != nil {

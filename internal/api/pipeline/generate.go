@@ -201,7 +201,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 				p.MaxTokens, p.MinTokens = 1, min(p.MinTokens, 1)
 			}
 			res, calls := toolcall.PlanChoice(g.tools, g.structured, p, ps.IDs, s.opts.Tools.CallProbability, s.opts.Tools.Parser)
-			if s.opts.Generation.Echo && calls == nil && g.structured == nil {
+			if g.echo && calls == nil && g.structured == nil {
 				// Echo mode answers with the prompt unless the answer is a
 				// tool call or constrained, as llm-d-inference-sim echoes
 				// only when it makes no tool calls.

@@ -72,6 +72,8 @@ type GenRequest struct {
 	// transcript's length follows the audio's.
 	NaturalLen    int
 	MaxFromClient bool
+
+	echo bool // answer with Prompts[i].EchoText (--response-mode echo)
 }
 
 // PromptSpec is one prompt after tokenization and the max-token and
@@ -127,8 +129,9 @@ func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wir
 	if e := s.checkPrompts(g, raw); e != nil {
 		return nil, e
 	}
-	if s.opts.Generation.Echo {
+	if s.opts.Generation.Echo && !in.NoEcho {
 		setEchoTexts(g, in, raw)
+		g.echo = true
 	}
 	return g, s.checkCapacity(g)
 }
