@@ -116,6 +116,7 @@ type Config struct {
 	AdvertiseHost           string                    `json:"advertise_host"`     // empty until Load resolves it
 	KVBytesPerToken         int64                     `json:"kv_bytes_per_token"`
 	KVTransferBandwidth     float64                   `json:"kv_transfer_bandwidth"` // GB/s
+	KVTransferLatencyMs     float64                   `json:"kv_transfer_latency_ms"`
 	KVTransferTimingMode    engine.TransferTimingMode `json:"kv_transfer_timing_mode"`
 	HandoffSessionTimeoutMs int64                     `json:"handoff_session_timeout_ms"`
 

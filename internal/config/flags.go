@@ -140,6 +140,7 @@ var flagTable = []flagSpec{
 	{name: "kv-head-dim", key: "kv_model_shape.head_dim", kind: flagInt, usage: "model shape for kv_bytes_per_token: head size", group: GroupDisaggregation, scope: ScopeAll},
 	{name: "kv-dtype", key: "kv_model_shape.dtype", kind: flagString, usage: "model shape for kv_bytes_per_token: KV dtype: float16 | bfloat16 | float32 | fp8", group: GroupDisaggregation, scope: ScopeAll},
 	{name: "kv-transfer-bandwidth", key: "kv_transfer_bandwidth", kind: flagFloat, usage: "KV transfer bandwidth in GB/s, shared by a decode rank's concurrent transfers (0 = no delay)", group: GroupDisaggregation, scope: ScopeServer},
+	{name: "kv-transfer-latency-ms", key: "kv_transfer_latency_ms", kind: flagFloat, usage: "ms every KV transfer takes at least, its bytes aside (connection setup; llm-d-inference-sim's kv-cache-transfer-latency)", group: GroupDisaggregation, scope: ScopeAll},
 	{name: "kv-transfer-timing-mode", key: "kv_transfer_timing_mode", kind: flagString, usage: "transfer size: full_prompt | destination_missing (only the blocks the decode rank lacks)", group: GroupDisaggregation, scope: ScopeServer},
 	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time a prefill holds its blocks for the decode side", group: GroupDisaggregation, scope: ScopeServer},
 

@@ -66,11 +66,11 @@ var simFlagTable = []simFlag{
 	{name: "prefill-time-per-token", kind: simDuration, maps: "timing_model, fixed_prefill_ms_per_token"},
 	{name: "prefill-time-std-dev", kind: simDuration, maps: "fixed_prefill_std_ms"},
 	{name: "kv-cache-transfer-time-per-token", kind: simDuration, maps: "kv_bytes_per_token, kv_transfer_bandwidth"},
-	{name: "kv-cache-transfer-time-std-dev", kind: simDuration, why: "the KV transfer time is modeled by bandwidth without jitter"},
-	{name: "kv-cache-transfer-latency", kind: simDuration, why: "the KV transfer time is modeled by bandwidth (kv-cache-transfer-time-per-token or --kv-transfer-bandwidth)"},
+	{name: "kv-cache-transfer-time-std-dev", kind: simDuration, why: "the KV transfer time has no jitter"},
+	{name: "kv-cache-transfer-latency", kind: simDuration, maps: "kv_transfer_latency_ms"},
 	{name: "inter-token-latency-std-dev", kind: simDuration, maps: "fixed_decode_std_ms"},
 	{name: "time-to-first-token-std-dev", kind: simDuration, maps: "fixed_prefill_std_ms"},
-	{name: "kv-cache-transfer-latency-std-dev", kind: simDuration, why: "the KV transfer time is modeled by bandwidth without jitter"},
+	{name: "kv-cache-transfer-latency-std-dev", kind: simDuration, why: "the KV transfer time has no jitter"},
 	{name: "time-factor-under-load", kind: simFloat, maps: "fixed_load_factor"},
 	{name: "max-tool-call-integer-param", kind: simInt, why: "tool arguments are generated from the tool's JSON schema"},
 	{name: "min-tool-call-integer-param", kind: simInt, why: "tool arguments are generated from the tool's JSON schema"},
@@ -391,7 +391,17 @@ func simOverlay(fs *pflag.FlagSet, out map[string]any) {
 	if f, ok := num("time-factor-under-load"); ok {
 		out["fixed_load_factor"] = f
 	}
-	if ms, ok := dur("kv-cache-transfer-time-per-token"); ok && ms > 0 {
+	// The simulator times a transfer by kv-cache-transfer-latency when it
+	// is set (its constant calculator always), else by the per-token cost.
+	calc := ""
+	if v, ok := set["latency-calculator"]; ok {
+		calc = strings.ToLower(v.text)
+	}
+	latency, latencySet := dur("kv-cache-transfer-latency")
+	if latencySet && calc != "per-token" {
+		out["kv_transfer_latency_ms"] = msNumber(latency)
+	}
+	if ms, ok := dur("kv-cache-transfer-time-per-token"); ok && ms > 0 && (calc == "per-token" || calc == "" && latency == 0) {
 		// tokens × 1000 B / (bandwidth × 1e9 B/s) = tokens × per-token time.
 		out["kv_bytes_per_token"] = json.Number("1000")
 		out["kv_transfer_bandwidth"] = msNumber(1000 / (ms / 1000) / 1e9)

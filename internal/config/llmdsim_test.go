@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
@@ -63,6 +64,14 @@ var simMapped = map[string]simCase{
 		// 1000 prompt tokens at 3 µs each.
 		if d := c.TransferDelay(1000); d.Microseconds() != 3000 {
 			t.Errorf("transfer delay of 1000 tokens = %v, want 3ms", d)
+		}
+	}},
+	"kv-cache-transfer-latency": {[]string{"--kv-cache-transfer-latency", "100ms", "--kv-cache-transfer-time-per-token", "3us"}, func(t *testing.T, c *Config) {
+		// The simulator's default calculator takes the latency when it is
+		// set and then ignores the per-token cost.
+		if c.KVTransferLatencyMs != 100 || c.TransferDelay(1000) != 100*time.Millisecond ||
+			c.EngineConfig(nil).Transfer.Latency != 100*time.Millisecond {
+			t.Errorf("latency %v ms, bytes per token %v, delay %v; want 100 ms alone", c.KVTransferLatencyMs, c.KVBytesPerToken, c.TransferDelay(1000))
 		}
 	}},
 	"inter-token-latency-std-dev": {[]string{"--inter-token-latency", "10ms", "--inter-token-latency-std-dev", "2ms"}, func(t *testing.T, c *Config) {

@@ -264,6 +264,7 @@ func (c *Config) validate() ([]problem, []string) {
 	v.port("bootstrap_port", c.BootstrapPort)
 	v.intMin("kv_bytes_per_token", c.KVBytesPerToken, 0)
 	v.nonNegFinite("kv_transfer_bandwidth", c.KVTransferBandwidth)
+	v.nonNegFinite("kv_transfer_latency_ms", c.KVTransferLatencyMs)
 	v.intMin("handoff_session_timeout_ms", c.HandoffSessionTimeoutMs, 1)
 
 	// KV events and FPM.
