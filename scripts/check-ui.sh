@@ -23,10 +23,12 @@ wait_for() {
   echo "check-ui: no '$2' in $1:" >&2; cat "$1" >&2; return 1
 }
 
+# --output-len-mode max: the page checks need streams that run their whole
+# max_tokens (300 or 1,000 tokens), not answers that end naturally early.
 "$bin" serve --port 0 --admin-port 0 --api-key ui-test-key --block-size 16 --num-gpu-blocks-override 4096 \
-  --log-level warn 2>"$logs/serve.log" & pids+=($!)
+  --output-len-mode max --log-level warn 2>"$logs/serve.log" & pids+=($!)
 "$bin" fleet --workers 64 --base-port 0 --admin-port 0 --num-gpu-blocks-override 256 \
-  --log-level warn 2>"$logs/fleet.log" & pids+=($!)
+  --output-len-mode max --log-level warn 2>"$logs/fleet.log" & pids+=($!)
 server=$(wait_for "$logs/serve.log" 'listening on http://[0-9.:]+' | sed 's/listening on //')
 admin=$(wait_for "$logs/serve.log" 'admin API on http://[0-9.:]+' | sed 's/admin API on //')
 fleet_admin=$(wait_for "$logs/fleet.log" 'admin API on http://[0-9.:]+' | sed 's/admin API on //')

@@ -4,7 +4,8 @@
 # binding (github.com/pebbe/zmq4), and a python3 for the argparse
 # cross-check of the vLLM flag table. With --python, also what the live
 # cross-language KV-event check needs: Debian's python3 with python3-zmq and
-# python3-msgpack, and curl; and python3-jinja2, the reference the chat
+# python3-msgpack, and curl (and jq: the docs' shell blocks that the README
+# command test runs use both); and python3-jinja2, the reference the chat
 # template tests compare against; python3-xxhash and python3-cbor2 for
 # scripts/kv_block_hashes.py (block hashes computed independently of Go);
 # python3-pil, python3-numpy and b3sum for the multimodal references.
@@ -46,6 +47,7 @@ if [ "${1:-}" = "--python" ]; then
   /usr/bin/python3 -c 'import PIL, numpy' >/dev/null 2>&1 || want+=(python3-pil python3-numpy)
   command -v b3sum >/dev/null 2>&1 || want+=(b3sum)
   command -v curl >/dev/null 2>&1 || want+=(curl)
+  command -v jq >/dev/null 2>&1 || want+=(jq)
 fi
 if [ "${1:-}" = "--browser" ]; then
   [ -x /usr/bin/chromium ] || want+=(chromium)

@@ -60,6 +60,11 @@ func TestCalibrateRecoversKnownTruth(t *testing.T) {
 		// the calibrator has never seen.
 		{"polynomial", map[string]any{"timing_model": "polynomial", "speedup_ratio": 1.5, "decode_speedup_ratio": 0.8}},
 		{"interpolated", map[string]any{"planner_profile_data": truthPath, "speedup_ratio": 1}},
+		// The hardware model prices attention over a cached prefix, which
+		// the profile's prefill_cached_ms_per_mtok must capture for the
+		// Mooncake sample's long shared prefixes.
+		{"hardware", map[string]any{"hardware": "h100_sxm", "model": "meta-llama/Llama-3.1-8B-Instruct",
+			"max_model_len": 32768, "speedup_ratio": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := loadConfig(t, tc.overlay)
@@ -89,6 +94,7 @@ func TestCalibrateRecoversKnownTruth(t *testing.T) {
 			truth := cfg.EngineConfig(trueProf)
 			fitted := truth
 			fitted.Timing = engine.TimingConfig{Model: engine.TimingInterpolated, Profile: calibrated}
+			fitted.TimingModel = nil // a hardware truth sets its model here
 			fitted.SpeedupRatio, fitted.DecodeSpeedupRatio = 1, 1
 
 			var problems []string

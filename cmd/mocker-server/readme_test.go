@@ -31,17 +31,21 @@ import (
 // gets SIGTERM and must exit 0. Any other command must exit 0 with output.
 // A block after "<!-- readme-test: file NAME -->" is written to NAME in the
 // commands' working directory, which also sees the repository's configs/
-// and testdata/.
+// and testdata/. A block after "<!-- readme-test: shell expect "TEXT" -->"
+// is a shell session (readme_shell_test.go): its "mocker-server … &" lines
+// are started as servers on free ports, the rest runs in bash with the
+// built binary first on PATH and must print TEXT.
 
 var (
-	readmeMarkerRE = regexp.MustCompile(`^<!-- readme-test: (run|file (\S+))\b.*-->$`)
+	readmeMarkerRE = regexp.MustCompile(`^<!-- readme-test: (run|file (\S+)|shell expect "([^"]+)")(\s.*)?-->$`)
 	// portFlags are moved to free ports; each gets a run of consecutive
 	// ports, since a fleet's worker i (and DP rank r) adds to them.
 	portFlags = []string{"--port", "--base-port", "--admin-port", "--zmq-kv-events-port", "--zmq-replay-port", "--bootstrap-port"}
 )
 
-// readmeBlocks returns the marked commands and files of a Markdown file.
-func readmeBlocks(t *testing.T, path string) (commands [][]string, files map[string]string) {
+// readmeBlocks returns the marked commands, files and shell sessions of a
+// Markdown file.
+func readmeBlocks(t *testing.T, path string) (commands [][]string, files map[string]string, shells []shellBlock) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -60,9 +64,12 @@ func readmeBlocks(t *testing.T, path string) (commands [][]string, files map[str
 			inBlock, body = true, nil
 		case inBlock && line == "```":
 			inBlock = false
-			if marker[1] == "run" {
+			switch {
+			case marker[1] == "run":
 				commands = append(commands, readmeCommands(t, body)...)
-			} else {
+			case marker[3] != "":
+				shells = append(shells, shellBlock{lines: body, expect: marker[3]})
+			default:
 				files[marker[2]] = strings.Join(body, "\n") + "\n"
 			}
 			marker = nil
@@ -74,7 +81,7 @@ func readmeBlocks(t *testing.T, path string) (commands [][]string, files map[str
 			}
 		}
 	}
-	return commands, files
+	return commands, files, shells
 }
 
 // readmeCommands splits a block into the mocker-server commands it holds.
@@ -196,21 +203,28 @@ func TestREADME_CommandLinesRun(t *testing.T) {
 	docs = append([]string{filepath.Join(testutil.RepoRoot(), "README.md")}, docs...)
 	total := 0
 	for _, doc := range docs {
-		commands, files := readmeBlocks(t, doc)
-		if len(commands) == 0 {
+		commands, files, shells := readmeBlocks(t, doc)
+		if len(commands)+len(shells) == 0 {
 			continue
 		}
-		total += len(commands)
-		t.Run(filepath.Base(doc), func(t *testing.T) { runDocCommands(t, commands, files) })
+		total += len(commands) + len(shells)
+		t.Run(filepath.Base(doc), func(t *testing.T) {
+			dir := docCommandDir(t, files)
+			runDocCommands(t, dir, commands)
+			for _, sh := range shells {
+				runDocShell(t, dir, sh)
+			}
+		})
 	}
 	if total < 14 {
 		t.Fatalf("found %d marked doc commands, want the README's fleet and replay examples and the docs' (14 or more)", total)
 	}
 }
 
-// runDocCommands runs one document's commands in a directory of its own.
-func runDocCommands(t *testing.T, commands [][]string, files map[string]string) {
-	bin := buildBinary(t)
+// docCommandDir returns a directory of its own for one document's commands,
+// holding the document's files and seeing the repository's configs/ and
+// testdata/.
+func docCommandDir(t *testing.T, files map[string]string) string {
 	dir := t.TempDir()
 	for _, sub := range []string{"configs", "testdata"} {
 		if err := os.Symlink(filepath.Join(testutil.RepoRoot(), sub), filepath.Join(dir, sub)); err != nil {
@@ -222,6 +236,12 @@ func runDocCommands(t *testing.T, commands [][]string, files map[string]string) 
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+// runDocCommands runs one document's commands in dir.
+func runDocCommands(t *testing.T, dir string, commands [][]string) {
+	bin := buildBinary(t)
 	for _, args := range commands {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			sub := args[0]
@@ -257,13 +277,33 @@ func runReadmeBatch(t *testing.T, bin, dir string, args []string) error {
 	return nil
 }
 
+// readmeServer is a doc command's server process.
+type readmeServer struct {
+	args   []string
+	cmd    *exec.Cmd
+	exited chan error
+	stderr *syncBuffer
+}
+
 // runReadmeServer starts a server command, checks that it answers and
 // stops it with SIGTERM.
 func runReadmeServer(t *testing.T, bin, dir, sub string, args []string) error {
+	srv, err := startReadmeServer(t, bin, dir, sub, args)
+	if err != nil {
+		return err
+	}
+	srv.check(t)
+	srv.stop(t)
+	return nil
+}
+
+// startReadmeServer starts a server command and waits until it says it
+// listens; errPortTaken when one of its ports was taken meanwhile.
+func startReadmeServer(t *testing.T, bin, dir, sub string, args []string) (*readmeServer, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	var stderr syncBuffer
-	cmd.Stderr, cmd.Stdout = &stderr, &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr, cmd.Stdout = stderr, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +318,7 @@ func runReadmeServer(t *testing.T, bin, dir, sub string, args []string) error {
 		select {
 		case err := <-exited:
 			if strings.Contains(stderr.String(), "address already in use") || strings.Contains(stderr.String(), "Address already in use") {
-				return errPortTaken
+				return nil, errPortTaken
 			}
 			t.Fatalf("mocker-server %s exited before serving: %v\n%s", strings.Join(args, " "), err, stderr.String())
 		case <-deadline:
@@ -287,6 +327,12 @@ func runReadmeServer(t *testing.T, bin, dir, sub string, args []string) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	return &readmeServer{args: args, cmd: cmd, exited: exited, stderr: stderr}, nil
+}
+
+// check asks every worker's /health and, with an admin port, GET /workers.
+func (s *readmeServer) check(t *testing.T) {
+	args, stderr := s.args, s.stderr
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
 	get := func(url, key string) error {
@@ -319,16 +365,19 @@ func runReadmeServer(t *testing.T, bin, dir, sub string, args []string) error {
 			t.Error(err)
 		}
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	t.Logf("%d workers answered", len(urls))
+}
+
+// stop sends SIGTERM, after which the server must exit 0.
+func (s *readmeServer) stop(t *testing.T) {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-exited:
+	case err := <-s.exited:
 		if err != nil {
-			t.Errorf("after SIGTERM: %v\n%s", err, stderr.String())
+			t.Errorf("after SIGTERM: %v\n%s", err, s.stderr.String())
 		}
 	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
+		_ = s.cmd.Process.Kill()
 		t.Errorf("no exit 30 s after SIGTERM")
 	}
-	t.Logf("%d workers answered", len(urls))
-	return nil
 }

@@ -79,6 +79,29 @@ func sleepDo(t *testing.T, srv *running, method, path, body string) (int, string
 	return resp.StatusCode, string(b)
 }
 
+// checkSleepCORS: a browser may call the sleep routes from another origin,
+// as vLLM's CORS middleware allows on every route: a preflight is answered
+// and the answer carries Access-Control-Allow-Origin.
+func checkSleepCORS(t *testing.T, srv *running) {
+	t.Helper()
+	for _, method := range []string{http.MethodOptions, http.MethodGet} {
+		req, err := http.NewRequest(method, srv.url+"/is_sleeping", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Origin", "http://dashboard.example")
+		req.Header.Set("Access-Control-Request-Method", http.MethodGet)
+		resp, err := srv.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("%s /is_sleeping: %d, Access-Control-Allow-Origin %q", method, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+		}
+	}
+}
+
 // waitCleared reads live KV batches until one holds AllBlocksCleared.
 func waitCleared(t *testing.T, sub *e2eKVSub) {
 	t.Helper()
@@ -123,6 +146,7 @@ func TestE2E_SleepLevel1AbortsClearsAndWakesInModeledTime(t *testing.T) {
 	if code, body := sleepDo(t, srv, http.MethodGet, "/is_sleeping", ""); code != 200 || body != `{"is_sleeping":false}` {
 		t.Fatalf("/is_sleeping before: %d %s", code, body)
 	}
+	checkSleepCORS(t, srv)
 	// A 200-token completion (4 s of 20 ms decode passes) is running when
 	// the sleep comes: vLLM's default mode aborts it.
 	running := completeAsync(t, srv, completionBody(1000, 200))

@@ -69,9 +69,10 @@ func TestFeatures_FinishAndLength(t *testing.T) {
 }
 
 func TestFeatures_RandomModeAndForceUsage(t *testing.T) {
-	env := startServer(t, map[string]any{"output_len_mode": "random", "enable_force_include_usage": true})
-	// Random mode, seed-0 chat "Hello!", max tokens 16: the natural end is
-	// drawn at 15 tokens (the same example as internal/plan's tests).
+	env := startServer(t, map[string]any{"output_len_mode": "random", "natural_output_len": 8, "enable_force_include_usage": true})
+	// Random mode, seed-0 chat "Hello!", max tokens 16, natural length 8:
+	// the natural end is drawn at 15 tokens of [1, 16] (the same example as
+	// internal/plan's tests).
 	r := env.post("/v1/chat/completions", helloChat+`,"max_tokens":16}`)
 	_, finish, m := choiceText(t, r.Body, 0)
 	if _, c, _ := usageOf(m); finish != "stop" || c != 15 {

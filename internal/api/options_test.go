@@ -30,8 +30,9 @@ func testOptions(cfg *config.Config) settings.Options {
 			MaxUnflushedTokens:       cfg.MaxUnflushedTokens,
 		},
 		Generation: settings.GenerationOptions{
-			OutputLenMode:      cfg.OutputLenMode,
+			OutputLenMode:      plan.LenMode(cfg.OutputLenMode),
 			NaturalOutputLen:   cfg.NaturalOutputLen,
+			NaturalSigma:       cfg.NaturalOutputLenSigma,
 			ReasoningField:     settings.ReasoningField(cfg.ReasoningField),
 			PerPassChunks:      cfg.SpeculativeConfig != nil,
 			PriorityScheduling: cfg.SchedulingPolicy == engine.SchedulePriority,

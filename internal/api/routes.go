@@ -22,7 +22,7 @@ import (
 // with an admin key.
 func routes(s *pipeline.Server) http.Handler {
 	r := chi.NewRouter()
-	r.Use(cors, s.RecoverPanics, s.Authenticate, s.ReadBodies)
+	r.Use(CORS, s.RecoverPanics, s.Authenticate, s.ReadBodies)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		httperr.Write(w, http.StatusNotFound, wire.BodyNotFound)
 	})

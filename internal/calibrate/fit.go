@@ -223,7 +223,7 @@ func initialGrid(m *Measurements, cfg engine.Config, reqs [][]simRequest, o FitO
 	}
 	// A provisional flat decode grid for the first simulation.
 	g.KV, g.Ctx = []float64{0, 1e6}, []float64{0, 1e6}
-	theta = append(theta, decode0, decode0, decode0, decode0)
+	theta = append(theta, decode0, decode0, decode0, decode0, 0) // flat decode, no cached-context term
 	sims, err := simulateAll(m, cfg, g, theta, reqs)
 	if err != nil {
 		return nil, nil, err
@@ -246,6 +246,7 @@ func initialGrid(m *Measurements, cfg engine.Config, reqs [][]simRequest, o FitO
 	for range len(g.KV) * len(g.Ctx) {
 		theta = append(theta, decode0)
 	}
+	theta = append(theta, 0) // the cached-context coefficient starts at none
 	return g, theta, nil
 }
 
@@ -491,7 +492,7 @@ func gaussNewtonStep(g *Grid, theta []float64, observations []*obs) []float64 {
 	// Smoothness: first differences between neighbours, relative to the
 	// values' scale; strong enough only to decide what data does not.
 	scaleP := max(median(theta[:len(g.Prefill)]), 1)
-	scaleD := max(median(theta[len(g.Prefill):]), 1)
+	scaleD := max(median(theta[len(g.Prefill):g.cachedIndex()]), 1)
 	smooth := func(a, c int, lambda, scale float64) {
 		l := lambda / (scale * scale)
 		d := theta[a] - theta[c]
@@ -559,9 +560,12 @@ func gaussNewtonStep(g *Grid, theta []float64, observations []*obs) []float64 {
 	for p := range g.Prefill {
 		out[p] = max(out[p], 0)
 	}
-	for p := len(g.Prefill); p < n; p++ {
+	for p := len(g.Prefill); p < g.cachedIndex(); p++ {
 		out[p] = max(out[p], 1)
 	}
+	// No data on cached prompts leaves the coefficient where it was (0);
+	// noise must not make attention to a cached prefix save time.
+	out[g.cachedIndex()] = max(out[g.cachedIndex()], 0)
 	return out
 }
 

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ func virtualMeasurements(t *testing.T, plan Plan, truth *engine.Profile, rounds 
 	for _, row := range truth.DecodeITL {
 		theta = append(theta, row...)
 	}
+	theta = append(theta, truth.PrefillCachedMsPerMTok)
 	m := &Measurements{Plan: plan, Rounds: rounds}
 	cfg := SimConfig(m.Server)
 	for round := range rounds {
@@ -46,16 +48,25 @@ func virtualMeasurements(t *testing.T, plan Plan, truth *engine.Profile, rounds 
 // TestFitRecoversAProfileThroughTheScheduler: measurements made by the
 // engine itself with a profile on other axes are fitted back (in-sample
 // median error under 1 %), and the fitted profile predicts every
-// experiment, the held-out ones too — a batch size and a prefill arriving
-// during decodes it was not fitted to — within 5 %. What is left is the
-// fitted grid's shape against the truth's: no noise here.
+// experiment, the held-out ones too — a batch size, cached-prefix
+// proportions and a prefill arriving during decodes it was not fitted to —
+// within 5 %. What is left is the fitted grid's shape against the truth's:
+// no noise here. Once without a cached-context term in the truth (the fit
+// must not invent one) and once with one (the fit must find it).
 func TestFitRecoversAProfileThroughTheScheduler(t *testing.T) {
+	for _, cached := range []float64{0, 3} {
+		t.Run(fmt.Sprintf("cached %g ms per M pairs", cached), func(t *testing.T) { testFitRecovers(t, cached) })
+	}
+}
+
+func testFitRecovers(t *testing.T, cached float64) {
 	truth := &engine.Profile{
-		PrefillISL:           []float64{1, 1000, 4000, 16000},
-		PrefillTTFTMs:        []float64{12, 30, 95, 420},
-		DecodeActiveKVTokens: []float64{0, 50000, 200000, 1000000},
-		DecodeContextLength:  []float64{0, 4000, 32000},
-		DecodeITL:            [][]float64{{7, 7.5, 9}, {9, 9.8, 12}, {14, 15, 18}, {30, 32, 38}},
+		PrefillCachedMsPerMTok: cached,
+		PrefillISL:             []float64{1, 1000, 4000, 16000},
+		PrefillTTFTMs:          []float64{12, 30, 95, 420},
+		DecodeActiveKVTokens:   []float64{0, 50000, 200000, 1000000},
+		DecodeContextLength:    []float64{0, 4000, 32000},
+		DecodeITL:              [][]float64{{7, 7.5, 9}, {9, 9.8, 12}, {14, 15, 18}, {30, 32, 38}},
 	}
 	prefill := func(l int, held bool) Experiment {
 		return Experiment{ID: fmt.Sprintf("prefill-%d", l), Kind: KindPrefill, HeldOut: held,
@@ -65,6 +76,13 @@ func TestFitRecoversAProfileThroughTheScheduler(t *testing.T) {
 		return Experiment{ID: fmt.Sprintf("decode-b%d-ctx%d", b, ctx), Kind: KindDecode, HeldOut: held,
 			Streams: repeatStream(Stream{Role: RoleProbe, After: -1, Prompt: ctx, Output: 64}, b)}
 	}
+	prefix := func(p, n int, held bool) Experiment {
+		return Experiment{ID: fmt.Sprintf("prefix-%d+%d", p, n), Kind: KindPrefix, HeldOut: held,
+			Streams: []Stream{
+				{Role: RoleWarm, After: -1, Prompt: p + 16, Prefix: p, Output: 1},
+				{Role: RoleProbe, After: 0, Offset: 2 * time.Second, Prompt: p + n, Prefix: p, Output: 4},
+			}}
+	}
 	mixed := Experiment{ID: "mixed", Kind: KindMixed, HeldOut: true,
 		Streams: append(repeatStream(Stream{Role: RoleBackground, After: -1, Prompt: 256, Output: 64}, 8),
 			Stream{Role: RoleProbe, After: -1, Offset: 150 * time.Millisecond, Prompt: 3000, Output: 4})}
@@ -73,6 +91,7 @@ func TestFitRecoversAProfileThroughTheScheduler(t *testing.T) {
 		prefill(3000, true), prefill(4096, false), prefill(8192, false),
 		decode(1, 128, false), decode(4, 128, false), decode(16, 128, true), decode(64, 128, false),
 		decode(1, 4096, false), decode(4, 4096, false), decode(16, 4096, false), decode(1, 12288, false),
+		prefix(1024, 256, true), prefix(4096, 512, false), prefix(8192, 256, true), prefix(16384, 512, false),
 		mixed,
 	}}
 	m := virtualMeasurements(t, plan, truth, 1)
@@ -89,6 +108,9 @@ func TestFitRecoversAProfileThroughTheScheduler(t *testing.T) {
 		}
 	}
 	t.Logf("in-sample %+v held-out %+v history %v", fit.InSample, fit.HeldOut, fit.History)
+	if got := fit.Profile.PrefillCachedMsPerMTok; math.Abs(got-cached) > 0.1*max(cached, 1) {
+		t.Errorf("fitted cached-context coefficient %.3f ms per M pairs, truth %.3f", got, cached)
+	}
 	if fit.InSample.TTFTMedian > 0.01 || fit.InSample.ITLMedian > 0.01 {
 		t.Errorf("in-sample median errors %.2f %% / %.2f %%, want under 1 %%", 100*fit.InSample.TTFTMedian, 100*fit.InSample.ITLMedian)
 	}

@@ -43,7 +43,7 @@ used in the fit.</p>
 {{range .Rows}}<tr{{if .Held}} class="held"{{end}}><td>{{.ID}}</td><td>{{.Kind}}</td><td>{{.Runs}}</td><td>{{.TM}}</td><td>{{.TP}}</td><td>{{.TE}}</td><td>{{.IM}}</td><td>{{.IP}}</td><td>{{.IE}}</td></tr>{{end}}
 </table>
 <h2>Fitted profile</h2>
-<p>prefill_isl: {{.PrefillISL}}<br>prefill_ttft_ms: {{.PrefillMs}}</p>
+<p>prefill_isl: {{.PrefillISL}}<br>prefill_ttft_ms: {{.PrefillMs}}<br>prefill_cached_ms_per_mtok: {{.CachedMs}} (per million new × cached token pairs of a pass)</p>
 <table><tr><th>active KV tokens \ context</th>{{range .CtxAxis}}<th>{{.}}</th>{{end}}</tr>
 {{range .Grid}}<tr><td>{{.KV}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>{{end}}</table>
 <script type="application/json" id="report">{{.Data}}</script>
@@ -101,6 +101,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 	p := f.Profile
 	v["PrefillISL"] = joinFloats(p.PrefillISL, "%.0f")
 	v["PrefillMs"] = joinFloats(p.PrefillTTFTMs, "%.2f")
+	v["CachedMs"] = fmt.Sprintf("%.3f", p.PrefillCachedMsPerMTok)
 	var ctx []string
 	for _, c := range p.DecodeContextLength {
 		ctx = append(ctx, fmt.Sprintf("%.0f", c))

@@ -183,16 +183,22 @@ func NewPlan(o PlanOptions) Plan {
 			Streams: []Stream{{Role: RoleProbe, After: -1, Prompt: beyond, Output: prefillOutput}},
 		})
 	}
-	// Prefix-cache probes: a cached prefix of P tokens plus S new ones.
-	for _, ps := range [][2]int{{1024, 256}, {4096, 512}} {
-		if ps[0]+ps[1] > limit(o.MaxModelLen) || ps[0]+ps[1] > 2*o.MaxPromptTokens {
+	// Prefix-cache probes: a cached prefix of P tokens plus S new ones. The
+	// fitted ones price attention over a cached prefix (the profile's
+	// prefill_cached_ms_per_mtok); the held-out ones check it at other
+	// proportions.
+	for _, pp := range []struct {
+		prefix, suffix int
+		held           bool
+	}{{1024, 256, true}, {4096, 512, false}, {8192, 256, true}, {16384, 512, false}} {
+		if pp.prefix+pp.suffix > limit(o.MaxModelLen) || pp.prefix+pp.suffix > 2*o.MaxPromptTokens {
 			continue
 		}
 		p.Experiments = append(p.Experiments, Experiment{
-			ID: fmt.Sprintf("prefix-%d+%d", ps[0], ps[1]), Kind: KindPrefix, HeldOut: true,
+			ID: fmt.Sprintf("prefix-%d+%d", pp.prefix, pp.suffix), Kind: KindPrefix, HeldOut: pp.held,
 			Streams: []Stream{
-				{Role: RoleWarm, After: -1, Prompt: ps[0] + 16, Prefix: ps[0], Output: 1},
-				{Role: RoleProbe, After: 0, Prompt: ps[0] + ps[1], Prefix: ps[0], Output: prefillOutput},
+				{Role: RoleWarm, After: -1, Prompt: pp.prefix + 16, Prefix: pp.prefix, Output: 1},
+				{Role: RoleProbe, After: 0, Prompt: pp.prefix + pp.suffix, Prefix: pp.prefix, Output: prefillOutput},
 			},
 		})
 	}

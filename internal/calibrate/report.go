@@ -83,6 +83,8 @@ func (r *Report) WriteTable(w io.Writer) {
 		f.Engine.BlockSize, f.Engine.NumGPUBlocks, f.Engine.MaxNumSeqs, f.Engine.MaxNumBatchedTokens)
 	fmt.Fprintf(w, "client-side TTFT overhead: %.2f ms + %.3f ms per 1000 prompt tokens (%s)\n",
 		r.ClientOverheadMs, r.ClientOverheadPerKTokMs, r.ClientOverheadNote)
+	fmt.Fprintf(w, "attention over cached prompt tokens: %.3f ms per million new × cached token pairs (prefill_cached_ms_per_mtok)\n",
+		f.Profile.PrefillCachedMsPerMTok)
 	fmt.Fprintf(w, "\n%-26s %-8s %-4s %10s %10s %7s %9s %9s %7s\n", "experiment", "kind", "use",
 		"TTFT meas", "TTFT fit", "err", "ITL meas", "ITL fit", "err")
 	for _, e := range f.Experiments {

@@ -11,14 +11,20 @@ import (
 
 // Grid is the fitted profile's shape: the prefill axis and the decode
 // grid's two axes. The parameter vector θ holds the prefill values, then
-// the decode grid row by row (row i ↔ KV[i], column j ↔ Ctx[j]).
+// the decode grid row by row (row i ↔ KV[i], column j ↔ Ctx[j]), then the
+// cached-context coefficient (prefill_cached_ms_per_mtok: what a prompt
+// chunk pays per million new × cached token pairs, fitted from the
+// cached-prefix probes and every chunked prefill).
 type Grid struct {
 	Prefill []float64
 	KV      []float64
 	Ctx     []float64
 }
 
-func (g *Grid) params() int { return len(g.Prefill) + len(g.KV)*len(g.Ctx) }
+func (g *Grid) params() int { return g.cachedIndex() + 1 }
+
+// cachedIndex is the position of the cached-context coefficient in θ.
+func (g *Grid) cachedIndex() int { return len(g.Prefill) + len(g.KV)*len(g.Ctx) }
 
 func (g *Grid) decodeIndex(i, j int) int { return len(g.Prefill) + i*len(g.Ctx) + j }
 
@@ -29,6 +35,8 @@ func (g *Grid) Profile(theta []float64) *engine.Profile {
 		PrefillTTFTMs:        append([]float64(nil), theta[:len(g.Prefill)]...),
 		DecodeActiveKVTokens: append([]float64(nil), g.KV...),
 		DecodeContextLength:  append([]float64(nil), g.Ctx...),
+
+		PrefillCachedMsPerMTok: theta[g.cachedIndex()],
 	}
 	for i := range g.KV {
 		row := make([]float64, len(g.Ctx))
@@ -63,7 +71,7 @@ type passRec struct {
 	newTokens  int
 	kv, ctx    int
 	decode     bool
-	w          [6]weight
+	w          [7]weight // 2 prefill nodes, 4 decode nodes, the cached coefficient
 	nw         int
 }
 
@@ -100,6 +108,15 @@ func (r *recorder) DecodeMs(kv, total, ctx int) float64 {
 		r.add(r.g.decodeIndex(i+1, j), t*(1-u))
 		r.add(r.g.decodeIndex(i+1, j+1), t*u)
 	}
+	return v
+}
+
+// CachedPrefillMs is the cached-context term of the candidate model; the
+// simulator asks it for passes whose prompt chunks attend to cached tokens.
+func (r *recorder) CachedPrefillMs(newTimesCached float64) float64 {
+	v := r.m.CachedPrefillMs(newTimesCached)
+	r.ms += v
+	r.add(r.g.cachedIndex(), newTimesCached/1e6)
 	return v
 }
 

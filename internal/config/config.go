@@ -22,16 +22,20 @@ type Config struct {
 	Tokenizer string `json:"tokenizer"`
 	// ChatTemplate overrides the tokenizer's chat template: a file path,
 	// or the template text itself.
-	ChatTemplate  string   `json:"chat_template"`
-	Host          string   `json:"host"`
-	Port          int      `json:"port"`
-	APIKey        []string `json:"api_key"`
-	Seed          int64    `json:"seed"`
-	OutputLenMode string   `json:"output_len_mode"`
+	ChatTemplate string   `json:"chat_template"`
+	Host         string   `json:"host"`
+	Port         int      `json:"port"`
+	APIKey       []string `json:"api_key"`
+	Seed         int64    `json:"seed"`
+	// OutputLenMode is natural, max or random (internal/plan's LenMode).
+	OutputLenMode string `json:"output_len_mode"`
 	// ResponseMode is what an answer says: generated tokens, or the prompt
 	// echoed back (llm-d-inference-sim's --mode echo).
-	ResponseMode              ResponseMode  `json:"response_mode"`
-	NaturalOutputLen          int           `json:"natural_output_len"`
+	ResponseMode ResponseMode `json:"response_mode"`
+	// NaturalOutputLen is the median natural answer length in tokens.
+	NaturalOutputLen int `json:"natural_output_len"`
+	// NaturalOutputLenSigma is the log-normal shape σ of natural lengths.
+	NaturalOutputLenSigma     float64       `json:"natural_output_len_sigma"`
 	ReasoningField            string        `json:"reasoning_field"`
 	EnableRequestIDHeaders    bool          `json:"enable_request_id_headers"`
 	EnablePromptTokensDetails bool          `json:"enable_prompt_tokens_details"`
@@ -299,23 +303,28 @@ func DefaultKVEventsConfig() KVEventsConfig {
 	}
 }
 
+// defaultNaturalSigma is natural_output_len_sigma's default (internal/plan's
+// DefaultNaturalSigma); docs/http-api.md, "Output lengths", says why 1.0.
+const defaultNaturalSigma = 1.0
+
 // Default returns the configuration with every built-in default applied.
 // BlockSize stays 0 ("per engine") until Load resolves it.
 func Default() Config {
 	return Config{
-		Model:               "mocker-model",
-		Host:                "127.0.0.1",
-		Port:                8000,
-		OutputLenMode:       "max",
-		ResponseMode:        ResponseGenerate,
-		NaturalOutputLen:    128,
-		ReasoningField:      "reasoning",
-		MaxRequestBodyBytes: 33554432,
-		MetricsFamily:       MetricsAuto,
-		DeprecatedMetrics:   true,
-		LogLevel:            LogInfo,
-		EmbeddingDim:        1024,
-		ToolCallProbability: DefaultToolCallProbability,
+		Model:                 "mocker-model",
+		Host:                  "127.0.0.1",
+		Port:                  8000,
+		OutputLenMode:         "natural",
+		ResponseMode:          ResponseGenerate,
+		NaturalOutputLen:      128,
+		NaturalOutputLenSigma: defaultNaturalSigma,
+		ReasoningField:        "reasoning",
+		MaxRequestBodyBytes:   33554432,
+		MetricsFamily:         MetricsAuto,
+		DeprecatedMetrics:     true,
+		LogLevel:              LogInfo,
+		EmbeddingDim:          1024,
+		ToolCallProbability:   DefaultToolCallProbability,
 
 		EngineType:            engine.EngineVLLM,
 		NumGPUBlocks:          16384,

@@ -180,6 +180,12 @@ func (c *Config) validate() ([]problem, []string) {
 		}
 	}
 	v.intRange("natural_output_len", int64(c.NaturalOutputLen), 1, 1<<20)
+	if s := c.NaturalOutputLenSigma; !(s > 0 && s <= 4) {
+		v.errorf([]string{"natural_output_len_sigma"}, "natural_output_len_sigma must be > 0 and <= 4, got %s", fmtFloat(s))
+	} else if s != defaultNaturalSigma && c.OutputLenMode == "random" {
+		// random draws uniformly: σ shapes only the log-normal.
+		v.warns = append(v.warns, "natural_output_len_sigma has no effect with output_len_mode random (uniform lengths)")
+	}
 	v.intRange("embedding_dim", int64(c.EmbeddingDim), 1, 65536)
 	v.intMin("max_request_body_bytes", c.MaxRequestBodyBytes, 1024)
 	v.nonNegFinite("startup_time", c.StartupTime)

@@ -150,6 +150,9 @@ func TestLoad_Warnings(t *testing.T) {
 			[]string{"kv_events_config.endpoint binds tcp://*:5557 on every interface", "kv_events_config.replay_endpoint binds tcp://*:5558", "fpm_endpoint binds tcp://[::]:5560"}},
 		{"wildcard ZMQ binds with a wildcard host", []string{"--host", "0.0.0.0", "--kv-events-config", `{"enable_kv_cache_events":true}`}, nil},
 		{"failure types without a rate", []string{"--failure-types", "truncate"}, []string{"failure_types has no effect"}},
+		{"a log-normal shape in random mode", []string{"--output-len-mode", "random", "--natural-output-len-sigma", "0.5"},
+			[]string{"natural_output_len_sigma has no effect with output_len_mode random"}},
+		{"a log-normal shape in natural mode", []string{"--natural-output-len-sigma", "0.5"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

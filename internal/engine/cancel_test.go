@@ -47,33 +47,22 @@ func cancelStormOrder(n int) []uint64 {
 }
 
 // TestCancelStorm100kIsLinear cancels 100,000 sequences (256 running, the
-// rest waiting) out of order, and checks the storm is linear by its shape,
-// not by a wall-clock limit (CI machines are shared): a quarter-size storm
-// is timed the same way, and the ratio of the two is about 4 when removal
-// is O(1) per request and about 16 when each removal scans and copies the
-// waiting queue (the O(N²) version took tens of seconds here). The best of
-// three runs of each keeps a stray GC or a busy neighbour from deciding.
+// rest waiting) out of order. Removing each from the middle of the waiting
+// queue by scan and copy cost O(N²): tens of seconds here. Removal is now
+// O(1), and the storm takes well under a second (a few seconds under the
+// race detector). The limit sits between the two, far from both, so that
+// a busy shared machine cannot fail a linear storm while a quadratic one
+// cannot pass: a complexity guard, not a performance measurement
+// (BenchmarkCancelStorm100k measures).
 func TestCancelStorm100kIsLinear(t *testing.T) {
 	for _, policy := range []SchedulingPolicy{ScheduleFCFS, SchedulePriority} {
 		const n = 100_000
-		small := bestCancelStorm(t, n/4, policy)
-		full := bestCancelStorm(t, n, policy)
-		ratio := float64(full) / float64(small)
-		t.Logf("%v: %d cancellations in %v, %d in %v (ratio %.1f; linear 4, quadratic 16)", policy, n, full, n/4, small, ratio)
-		if ratio > 10 {
-			t.Errorf("%v: 4x the cancellations took %.1fx the time, want about 4x (linear)", policy, ratio)
+		took := cancelStorm(t, n, policy)
+		t.Logf("%v: %d cancellations in %v", policy, n, took)
+		if limit := 8 * time.Second * raceSlowdown; took > limit {
+			t.Errorf("%v: %d cancellations took %v (limit %v): quadratic again?", policy, n, took, limit)
 		}
 	}
-}
-
-// bestCancelStorm runs cancelStorm three times and returns its fastest time.
-func bestCancelStorm(t *testing.T, n int, policy SchedulingPolicy) time.Duration {
-	t.Helper()
-	best := time.Duration(1<<63 - 1)
-	for range 3 {
-		best = min(best, cancelStorm(t, n, policy))
-	}
-	return best
 }
 
 // cancelStorm cancels every one of n submitted requests in cancelStormOrder,
@@ -182,25 +171,17 @@ func (f *finishOrder) ObservePass(r *PassReport) {
 	}
 }
 
-// TestReleaseHeldStormIsLinear holds 40,000 finished prefills' blocks and
+// TestReleaseHeldStormIsLinear holds 100,000 finished prefills' blocks and
 // releases them out of order: each release is a map lookup (it used to be a
-// scan and copy of every hold), the held-block count stays exact, and the
-// survivors keep their timers. Linearity is checked as in
-// TestCancelStorm100kIsLinear, by the ratio to a quarter-size storm.
+// scan and copy of every hold, several seconds for this many), the held-block count
+// stays exact, and the survivors keep their timers. The time limit is a
+// complexity guard as in TestCancelStorm100kIsLinear.
 func TestReleaseHeldStormIsLinear(t *testing.T) {
-	const n = 40_000
-	best := func(n int) time.Duration {
-		b := time.Duration(1<<63 - 1)
-		for range 3 {
-			b = min(b, releaseHeldStorm(t, n))
-		}
-		return b
-	}
-	small, full := best(n/4), best(n)
-	ratio := float64(full) / float64(small)
-	t.Logf("%d releases in %v, %d in %v (ratio %.1f; linear 4, quadratic 16)", n-1, full, n/4-1, small, ratio)
-	if ratio > 10 {
-		t.Errorf("4x the releases took %.1fx the time, want about 4x (linear)", ratio)
+	const n = 100_000
+	took := releaseHeldStorm(t, n)
+	t.Logf("%d releases in %v", n-1, took)
+	if limit := time.Second * raceSlowdown; took > limit {
+		t.Errorf("%d releases took %v (limit %v): quadratic again?", n-1, took, limit)
 	}
 }
 

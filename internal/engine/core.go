@@ -27,6 +27,9 @@ type Core struct {
 	pc         PassContents
 	pcDraft    PassContents // the decodes alone, to price a drafter
 	pcAdapters []int        // the pass's distinct adapter ids so far (scratch)
+	// cachedTimer is timing when it charges prompt chunks for their cached
+	// context (CachedPrefillTimer), else nil.
+	cachedTimer CachedPrefillTimer
 
 	prefillDiv float64 // divisor of the prefill term; +Inf = no delay
 	decodeDiv  float64 // divisor of the decode term; +Inf = no delay
@@ -150,6 +153,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		inspector: opts.Inspector,
 	}
 	c.passTimer, _ = timing.(PassTimer)
+	c.cachedTimer, _ = timing.(CachedPrefillTimer)
 	if opts.KVSink == nil && opts.Inspector == nil {
 		// Nobody reads the events: count them for the metrics, and skip
 		// copying every stored block's token ids into records.

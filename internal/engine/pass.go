@@ -11,6 +11,7 @@ import (
 func (c *Core) planPass(start time.Time) time.Duration {
 	var prefill, decode Welford
 	prefillN, sumISL, sumPrefix, computed := 0, 0, 0, 0
+	newTimesCached := 0.0 // Σ over prompt chunks of new × cached tokens
 	sumReadyCtx := 0
 	emitting := 0
 	drafted, maxDrafts := 0, 0
@@ -33,6 +34,7 @@ func (c *Core) planPass(start time.Time) time.Duration {
 			sumISL += s.passPrefix + s.passTokens
 			sumPrefix += s.passPrefix
 			computed += s.passTokens
+			newTimesCached += float64(s.passTokens) * float64(s.passPrefix)
 			prefill.Add(s.numPromptTokens)
 		} else {
 			decode.Add(s.passCtx)
@@ -86,6 +88,9 @@ func (c *Core) planPass(start time.Time) time.Duration {
 		T := prefillN * (sumISL/prefillN - sumPrefix/prefillN)
 		if T > 0 {
 			prefillMs = c.timing.PrefillMs(T) / c.prefillDiv
+		}
+		if c.cachedTimer != nil && newTimesCached > 0 {
+			prefillMs += c.cachedTimer.CachedPrefillMs(newTimesCached) / c.prefillDiv
 		}
 	}
 	if pt == nil && emitting > 0 && !math.IsInf(c.decodeDiv, 1) {

@@ -23,6 +23,15 @@ type TimingModel interface {
 	DecodeMs(activeKVTokens, totalKVTokens, avgContext int) float64
 }
 
+// CachedPrefillTimer is implemented by a timing model whose prefill term
+// also charges for attention over the prompt tokens already in the KV cache
+// (the interpolated model with a profile's prefill_cached_ms_per_mtok).
+// PrefillMs prices the new tokens only; planPass adds CachedPrefillMs of
+// the pass's sum over prompt chunks of new × cached tokens.
+type CachedPrefillTimer interface {
+	CachedPrefillMs(newTimesCached float64) float64
+}
+
 // NewTimingModel builds the timing model tc selects. An empty kind means
 // the default: interpolated when a profile is given, else polynomial.
 func NewTimingModel(tc TimingConfig) (TimingModel, error) {
@@ -126,6 +135,7 @@ type InterpolatedTiming struct {
 	decodeKV    []float64
 	decodeCtx   []float64
 	decodeITL   [][]float64 // [len(decodeKV)][len(decodeCtx)]
+	cachedMs    float64     // per million new × cached token pairs
 }
 
 // NewInterpolatedTiming validates p and builds the model from a private copy
@@ -147,7 +157,14 @@ func NewInterpolatedTiming(p *Profile) (*InterpolatedTiming, error) {
 		decodeKV:    append([]float64(nil), p.DecodeActiveKVTokens...),
 		decodeCtx:   append([]float64(nil), p.DecodeContextLength...),
 		decodeITL:   itl,
+		cachedMs:    p.PrefillCachedMsPerMTok,
 	}, nil
+}
+
+// CachedPrefillMs returns the profile's prefill_cached_ms_per_mtok ×
+// newTimesCached / 10⁶ (0 without that extension).
+func (m *InterpolatedTiming) CachedPrefillMs(newTimesCached float64) float64 {
+	return m.cachedMs * newTimesCached / 1e6
 }
 
 // PrefillMs interpolates prefill_ttft_ms at T (0 when T == 0), clamped ≥ 0.

@@ -14,6 +14,9 @@ const (
 	ProfileDecodeActiveKVTokens = "decode_active_kv_tokens"
 	ProfileDecodeContextLength  = "decode_context_length"
 	ProfileDecodeITL            = "decode_itl"
+	// ProfilePrefillCachedMsPerMTok is this project's optional extension
+	// (Profile.PrefillCachedMsPerMTok); Dynamo's profiles do not have it.
+	ProfilePrefillCachedMsPerMTok = "prefill_cached_ms_per_mtok"
 )
 
 // Profile is measured timing data for the interpolated model (see
@@ -34,6 +37,14 @@ type Profile struct {
 	// DecodeITL is the decode time in ms: row i ↔ DecodeActiveKVTokens[i],
 	// column j ↔ DecodeContextLength[j].
 	DecodeITL [][]float64 `json:"decode_itl"`
+	// PrefillCachedMsPerMTok charges each prompt chunk for attending to the
+	// tokens already in its KV cache (prefix-cache hits and earlier chunks):
+	// milliseconds per million (new × cached) token pairs of the pass, on
+	// top of the prefill curve, which prices new tokens only. Optional: 0
+	// (absent, as in Dynamo's profiles) charges nothing, so such profiles
+	// keep Dynamo's arithmetic exactly. mocker-server calibrate fits it
+	// from its cached-prefix probes.
+	PrefillCachedMsPerMTok float64 `json:"prefill_cached_ms_per_mtok,omitempty"`
 }
 
 // ProfileArrayError reports a problem with one named array of a profile.
@@ -87,6 +98,9 @@ func (p *Profile) Validate() error {
 			fmt.Sprintf("row %d ", i)); err != nil {
 			return err
 		}
+	}
+	if c := p.PrefillCachedMsPerMTok; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
+		return arrayErr(ProfilePrefillCachedMsPerMTok, "is %v (must be finite and >= 0)", c)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -358,5 +359,50 @@ func TestNewTimingModel(t *testing.T) {
 			}
 			tc.check(t, m)
 		})
+	}
+}
+
+// A profile's prefill_cached_ms_per_mtok charges each prompt chunk for the
+// tokens already in its KV cache, on top of the prefill curve: a prompt
+// that hits a cached prefix, and the second chunk of a chunked prefill,
+// which attends to the first. Without the coefficient the times are
+// Dynamo's arithmetic, unchanged.
+func TestInterpolatedTimingChargesCachedContext(t *testing.T) {
+	run := func(coef float64) (a, b, c result) {
+		p := interpTestProfile()
+		p.PrefillCachedMsPerMTok = coef
+		m, err := NewInterpolatedTiming(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newHarness(t, func(c *Config) { c.BlockSize = 16; c.TimingModel = m; c.MaxNumBatchedTokens = 64 })
+		prefix := seqTokens(1000, 64)
+		ra := h.submitAt(0, append(slices.Clone(prefix), seqTokens(5000, 36)...), []uint32{1, 2})
+		// B arrives once A's prompt is cached and shares its first 64 tokens.
+		rb := h.submitAt(500, append(slices.Clone(prefix), seqTokens(7000, 20)...), []uint32{4, 5})
+		// C arrives alone later: a 64-token prompt, no cache hit.
+		rc := h.submitAt(1000, seqTokens(9000, 64), []uint32{6})
+		h.sim.Run(0)
+		return drain(ra), drain(rb), drain(rc)
+	}
+	a0, b0, c0 := run(0)
+	a1, b1, c1 := run(1000) // 1 ms per thousand new × cached pairs
+	// A's prompt is two chunks (64, then 36 attending to 64): its first
+	// token is later by 36·64/1000 ms; its second, a decode, as much.
+	// B's prompt is 20 new tokens after a 64-token hit: 20·64/1000 ms.
+	// C hits nothing and pays nothing more.
+	for _, c := range []struct {
+		name       string
+		base, with result
+		extra      float64
+	}{{"A", a0, a1, 2.304}, {"B", b0, b1, 1.28}, {"C", c0, c1, 0}} {
+		if len(c.base.times) == 0 || len(c.base.times) != len(c.with.times) {
+			t.Fatalf("%s: tokens %v and %v", c.name, c.base.times, c.with.times)
+		}
+		for i := range c.base.times {
+			if got := c.with.times[i] - c.base.times[i]; !approx(got, c.extra, msTolerance) {
+				t.Errorf("%s token %d: %.6f ms later, want %.6f", c.name, i, got, c.extra)
+			}
+		}
 	}
 }

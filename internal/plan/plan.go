@@ -4,17 +4,11 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
-)
-
-// Output length modes (--output-len-mode): max generates up to the limit,
-// random draws a natural end below it.
-const (
-	ModeMax    = "max"
-	ModeRandom = "random"
 )
 
 // Reasoning is the reasoning framing configuration (--reasoning).
@@ -29,11 +23,12 @@ type Reasoning struct {
 type Params struct {
 	Seed             uint64 // from RequestSeed
 	Choice           int
-	MaxTokens        int    // effective max tokens M; 0 = empty plan
-	SetsMax          bool   // the request sent max_tokens or max_completion_tokens
-	Chat             bool   // chat endpoint (vs completions)
-	Mode             string // ModeMax ("" counts as max) or ModeRandom
-	NaturalOutputLen int    // --natural-output-len
+	MaxTokens        int     // effective max tokens M; 0 = empty plan
+	SetsMax          bool    // the request sent max_tokens or max_completion_tokens
+	Chat             bool    // chat endpoint (vs completions)
+	Mode             LenMode // "" counts as ModeNatural
+	NaturalOutputLen int     // --natural-output-len, the median natural length (0 = 128)
+	NaturalSigma     float64 // --natural-output-len-sigma (0 = DefaultNaturalSigma)
 	IgnoreEOS        bool
 	MinTokens        int
 	StopTokenIDs     []uint32
@@ -202,29 +197,44 @@ func (r *Result) AppendText(dst []byte, n int) []byte {
 func Plan(p Params) Result {
 	m := max(p.MaxTokens, 0)
 	minTokens := max(p.MinTokens, 0)
-
-	// Step 2, first because it fixes the length: natural end.
-	n, natural := m, false
-	if !p.IgnoreEOS {
-		if p.Mode == ModeRandom {
-			if l, ok := NaturalLen(p.Seed, p.Choice, minTokens, m); ok && l < m {
-				n, natural = l, true
-			}
-		} else if p.Chat && !p.SetsMax {
-			if l, ok := NaturalLen(p.Seed, p.Choice, minTokens, min(m, 2*p.NaturalOutputLen)); ok {
-				n, natural = l, true
-			}
-		}
-	}
-	body := n
-	if natural {
-		body = n - 1
-	}
-
-	// Step 1: r(c, pos) for the body; EOS last on a natural end.
 	model := p.Model
 	if model == nil {
 		model = builtinModel
+	}
+
+	// Step 2, first because it fixes the length: natural end.
+	n, natural := outputLen(&p, m)
+	res := planBody(&p, model, n, natural)
+	// A natural end shows a visible answer. Built-in tokens always have
+	// visible text, but a loaded tokenizer's short content can decode to
+	// nothing visible (a lone space, part of a UTF-8 character): the answer
+	// then runs on a token at a time, as a model that has not yet said
+	// anything would (a bounded few tries; the limit ends it otherwise).
+	for try := 0; natural && try < maxVisibleTries && !tokenizer.IsBuiltin(model) && !res.visibleContent(); try++ {
+		if n++; n >= m {
+			n, natural = m, false
+		}
+		res = planBody(&p, model, n, natural)
+	}
+
+	// Steps 4–5: stop token ids and stop strings, position by position.
+	if len(p.StopTokenIDs) > 0 || len(p.Stop) > 0 {
+		applyStops(&res, &p, minTokens)
+	}
+	return res
+}
+
+// maxVisibleTries bounds how far Plan extends a natural end whose content
+// shows no visible text.
+const maxVisibleTries = 16
+
+// planBody is Plan's steps 1 and 3 for an output of n tokens: r(c, pos)
+// for the body, EOS last on a natural end, the reasoning framing with
+// osl = body length, and a loaded tokenizer's decoded text.
+func planBody(p *Params, model tokenizer.Model, n int, natural bool) Result {
+	body := n
+	if natural {
+		body = n - 1
 	}
 	ids := make([]uint32, n)
 	for pos := 0; pos < body; pos++ {
@@ -239,9 +249,8 @@ func Plan(p Params) Result {
 		res.FinishReason = engine.FinishStop
 	}
 
-	// Step 3: reasoning framing with osl = body length.
 	if p.Reasoning != nil {
-		if tl := ThinkLen(body, p.Reasoning.Ratio); tl > 0 {
+		if tl := contentThinkLen(body, p.Reasoning.Ratio, natural); tl > 0 {
 			ids[0] = p.Reasoning.StartID
 			ids[tl-1] = p.Reasoning.EndID
 			res.ThinkLen = tl
@@ -251,12 +260,18 @@ func Plan(p Params) Result {
 	if !tokenizer.IsBuiltin(model) {
 		res.decoded, res.ends = decodePositions(model, &res, body)
 	}
-
-	// Steps 4–5: stop token ids and stop strings, position by position.
-	if len(p.StopTokenIDs) > 0 || len(p.Stop) > 0 {
-		applyStops(&res, &p, minTokens)
-	}
 	return res
+}
+
+// visibleContent reports whether the content (the positions after the
+// reasoning framing) renders some non-space text.
+func (r *Result) visibleContent() bool {
+	for pos := r.ThinkLen; pos < len(r.IDs); pos++ {
+		if t, _ := r.Segment(pos); strings.TrimSpace(t) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // applyStops evaluates stop token ids and stop strings together position by

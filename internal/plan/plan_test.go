@@ -116,7 +116,7 @@ func TestGoldenS18(t *testing.T) {
 		t.Errorf("choice 1: %q", got)
 	}
 	// Generated text re-tokenizes to the generated ids.
-	r = Plan(Params{Seed: s, MaxTokens: 2000, SetsMax: true})
+	r = Plan(Params{Seed: s, MaxTokens: 2000, SetsMax: true, Mode: ModeMax})
 	if got := tokenizer.Encode(text(&r)); !slices.Equal(got, r.IDs) {
 		t.Error("generated text does not re-tokenize to the generated ids")
 	}
@@ -208,16 +208,18 @@ func TestGoldenS12(t *testing.T) {
 	}
 }
 
-// Random mode, S18 prompt, min_tokens 0, M 16 → L_nat 15.
+// Random mode draws the natural length uniformly from [1, 2 × natural
+// length]: for the S18 prompt and a median of 8 that is 15, and the body
+// is the unshortened plan's first 14 tokens followed by EOS.
 func TestRandomModeExample(t *testing.T) {
 	s := s18Seed(t)
-	if l, ok := NaturalLen(s, 0, 0, 16); !ok || l != 15 {
-		t.Fatalf("NaturalLen = %d %v, want 15", l, ok)
+	if l := NaturalLen(ModeRandom, s, 0, 8, 0); l != 15 {
+		t.Fatalf("NaturalLen = %d, want 15", l)
 	}
+	want := []uint32{5398, 1152, 2165, 3225, 1571, 3250, 5451, 16, 5876, 3840, 2446, 4800, 1917, 6883, 0}
 	for _, setsMax := range []bool{true, false} {
 		for _, chat := range []bool{true, false} {
-			r := Plan(Params{Seed: s, MaxTokens: 16, SetsMax: setsMax, Chat: chat, Mode: ModeRandom, NaturalOutputLen: 128})
-			want := []uint32{5398, 1152, 2165, 3225, 1571, 3250, 5451, 16, 5876, 3840, 2446, 4800, 1917, 6883, 0}
+			r := Plan(Params{Seed: s, MaxTokens: 16, SetsMax: setsMax, Chat: chat, Mode: ModeRandom, NaturalOutputLen: 8})
 			if !slices.Equal(r.IDs, want) || r.FinishReason != "stop" || r.StopReason.Kind != StopNone || !r.NaturalEnd {
 				t.Errorf("random (setsMax %v chat %v): %v %s %v", setsMax, chat, r.IDs, r.FinishReason, r.StopReason)
 			}
@@ -230,31 +232,44 @@ func TestRandomModeExample(t *testing.T) {
 		}
 	}
 	// ignore_eos → M.
-	r := Plan(Params{Seed: s, MaxTokens: 16, Mode: ModeRandom, IgnoreEOS: true})
+	r := Plan(Params{Seed: s, MaxTokens: 16, Mode: ModeRandom, NaturalOutputLen: 8, IgnoreEOS: true})
 	if len(r.IDs) != 16 || r.FinishReason != "length" || r.NaturalEnd {
 		t.Errorf("random ignore_eos: %v %s", r.IDs, r.FinishReason)
 	}
-	// min_tokens: L_nat ≥ min_tokens + 1; min_tokens = M → no natural end.
+	// min_tokens: the natural end is at least token min_tokens + 1; at
+	// min_tokens ≥ M − 1 it cannot come before the limit.
 	for mt := 0; mt <= 16; mt++ {
-		r := Plan(Params{Seed: s, MaxTokens: 16, Mode: ModeRandom, MinTokens: mt})
+		r := Plan(Params{Seed: s, MaxTokens: 16, Mode: ModeRandom, NaturalOutputLen: 8, MinTokens: mt})
 		if r.NaturalEnd && (len(r.IDs) < mt+1 || len(r.IDs) >= 16 || r.IDs[len(r.IDs)-1] != 0) {
 			t.Errorf("min_tokens %d: %v", mt, r.IDs)
 		}
-		if mt >= 15 && r.NaturalEnd {
-			t.Errorf("min_tokens %d: natural end %v", mt, r.IDs)
+		if (mt >= 15) == r.NaturalEnd {
+			t.Errorf("min_tokens %d: natural end %v: %v", mt, r.NaturalEnd, r.IDs)
 		}
+	}
+	// Random honours the natural length: lengths spread over [2, 2 × 8].
+	seen := map[int]bool{}
+	for seed := uint64(0); seed < 2000; seed++ {
+		r := Plan(Params{Seed: seed, MaxTokens: 1000, Mode: ModeRandom, NaturalOutputLen: 8})
+		if !r.NaturalEnd || len(r.IDs) < 2 || len(r.IDs) > 16 {
+			t.Fatalf("seed %d: %d tokens, natural %v", seed, len(r.IDs), r.NaturalEnd)
+		}
+		seen[len(r.IDs)] = true
+	}
+	if len(seen) != 15 {
+		t.Errorf("lengths seen: %v", seen)
 	}
 }
 
-// random mode: L_nat == M is not a natural end (the output is M tokens,
-// finish length, no EOS).
-func TestRandomModeLNatEqualsM(t *testing.T) {
+// A natural length equal to M is not a natural end: the limit cuts the
+// answer first (vLLM's check_stop tests the length before EOS), so the
+// output is M tokens, finish length, no EOS.
+func TestNaturalLenEqualsM(t *testing.T) {
 	for s := uint64(0); s < 1000; s++ {
-		l, _ := NaturalLen(s, 0, 0, 8)
-		if l != 8 {
+		if NaturalLen(ModeRandom, s, 0, 4, 0) != 8 {
 			continue
 		}
-		r := Plan(Params{Seed: s, MaxTokens: 8, Mode: ModeRandom})
+		r := Plan(Params{Seed: s, MaxTokens: 8, Mode: ModeRandom, NaturalOutputLen: 4})
 		if len(r.IDs) != 8 || r.NaturalEnd || r.FinishReason != "length" || r.IDs[7] == 0 {
 			t.Errorf("seed %d: %v %s", s, r.IDs, r.FinishReason)
 		}
@@ -263,62 +278,49 @@ func TestRandomModeLNatEqualsM(t *testing.T) {
 	t.Fatal("no seed with L_nat == M")
 }
 
-// Max mode: no natural end unless a chat request sets no limit.
+// Max mode: exactly the limit, unless a chat request sets no limit, which
+// ends at its natural length (the natural mode's draw).
 func TestMaxMode(t *testing.T) {
 	s := s18Seed(t)
-	// Chat without max, !ignore_eos: natural end with hi = min(M, 2×natural_output_len).
 	for _, nol := range []int{1, 2, 5, 128} {
 		m := 32768 - 11
 		r := Plan(Params{Seed: s, MaxTokens: m, Chat: true, Mode: ModeMax, NaturalOutputLen: nol})
-		l, ok := NaturalLen(s, 0, 0, min(m, 2*nol))
-		if !ok || len(r.IDs) != l || !r.NaturalEnd || r.IDs[l-1] != 0 || r.FinishReason != "stop" || r.StopReason.Kind != StopNone {
+		l := max(NaturalLen(ModeNatural, s, 0, nol, DefaultNaturalSigma), 2)
+		if len(r.IDs) != l || !r.NaturalEnd || r.IDs[l-1] != 0 || r.FinishReason != "stop" || r.StopReason.Kind != StopNone {
 			t.Errorf("nol %d: len %d (L_nat %d) %s", nol, len(r.IDs), l, r.FinishReason)
 		}
-		if len(r.IDs) > 2*nol {
-			t.Errorf("nol %d: len %d > 2×nol", nol, len(r.IDs))
+		n := Plan(Params{Seed: s, MaxTokens: m, Chat: true, SetsMax: true, Mode: ModeNatural, NaturalOutputLen: nol})
+		if !slices.Equal(n.IDs, r.IDs) {
+			t.Errorf("nol %d: max mode without a limit differs from natural mode", nol)
 		}
 		// Body tokens equal the unshortened plan's.
-		full := Plan(Params{Seed: s, MaxTokens: l - 1, SetsMax: true, Chat: true})
+		full := Plan(Params{Seed: s, MaxTokens: l - 1, SetsMax: true, Chat: true, Mode: ModeMax})
 		if !slices.Equal(r.IDs[:l-1], full.IDs) {
 			t.Errorf("nol %d: body differs", nol)
 		}
 	}
-	// Mode "" defaults to max.
-	a := Plan(Params{Seed: s, MaxTokens: 1000, Chat: true, NaturalOutputLen: 128})
-	b := Plan(Params{Seed: s, MaxTokens: 1000, Chat: true, Mode: ModeMax, NaturalOutputLen: 128})
-	if !slices.Equal(a.IDs, b.IDs) || !a.NaturalEnd {
-		t.Error("default mode")
-	}
-	// In max mode hi may equal M and L_nat == hi is still a natural end.
-	for seed := uint64(0); seed < 1000; seed++ {
-		if l, _ := NaturalLen(seed, 0, 0, 4); l == 4 {
-			r := Plan(Params{Seed: seed, MaxTokens: 4, Chat: true, NaturalOutputLen: 128})
-			if len(r.IDs) != 4 || r.IDs[3] != 0 || !r.NaturalEnd || r.FinishReason != "stop" {
-				t.Errorf("seed %d: %v %s", seed, r.IDs, r.FinishReason)
-			}
-			break
-		}
-	}
 	// Chat with max, chat with ignore_eos, completions without max: exactly M.
 	for _, p := range []Params{
-		{Seed: s, MaxTokens: 300, SetsMax: true, Chat: true, NaturalOutputLen: 1},
-		{Seed: s, MaxTokens: 300, Chat: true, IgnoreEOS: true, NaturalOutputLen: 1},
-		{Seed: s, MaxTokens: 16, Chat: false, NaturalOutputLen: 1},
-		{Seed: s, MaxTokens: 300, SetsMax: true, Chat: false, NaturalOutputLen: 1},
+		{Seed: s, MaxTokens: 300, SetsMax: true, Chat: true, NaturalOutputLen: 1, Mode: ModeMax},
+		{Seed: s, MaxTokens: 300, Chat: true, IgnoreEOS: true, NaturalOutputLen: 1, Mode: ModeMax},
+		{Seed: s, MaxTokens: 300, Chat: true, IgnoreEOS: true, NaturalOutputLen: 1, Mode: ModeNatural},
+		{Seed: s, MaxTokens: 300, Chat: true, IgnoreEOS: true, NaturalOutputLen: 1, Mode: ModeRandom},
+		{Seed: s, MaxTokens: 16, Chat: false, NaturalOutputLen: 1, Mode: ModeMax},
+		{Seed: s, MaxTokens: 300, SetsMax: true, Chat: false, NaturalOutputLen: 1, Mode: ModeMax},
 	} {
 		r := Plan(p)
 		if len(r.IDs) != p.MaxTokens || r.FinishReason != "length" || r.NaturalEnd || slices.Contains(r.IDs, 0) {
 			t.Errorf("%+v: len %d %s", p, len(r.IDs), r.FinishReason)
 		}
 	}
-	// min_tokens pushes the natural end: L_nat ≥ min_tokens + 1; lo > hi → M.
-	r := Plan(Params{Seed: s, MaxTokens: 50, Chat: true, NaturalOutputLen: 2, MinTokens: 10})
-	if len(r.IDs) != 50 || r.NaturalEnd {
-		t.Errorf("lo > hi: %d", len(r.IDs))
+	// min_tokens pushes the natural end to token min_tokens + 1.
+	r := Plan(Params{Seed: s, MaxTokens: 50, Chat: true, NaturalOutputLen: 2, MinTokens: 10, Mode: ModeMax})
+	if len(r.IDs) != 11 || !r.NaturalEnd {
+		t.Errorf("min_tokens 10, median 2: %d", len(r.IDs))
 	}
-	r = Plan(Params{Seed: s, MaxTokens: 50, Chat: true, NaturalOutputLen: 10, MinTokens: 10})
-	if len(r.IDs) < 11 || len(r.IDs) > 20 || !r.NaturalEnd {
-		t.Errorf("min_tokens 10, hi 20: %d", len(r.IDs))
+	r = Plan(Params{Seed: s, MaxTokens: 50, Chat: true, NaturalOutputLen: 2, MinTokens: 49, Mode: ModeMax})
+	if len(r.IDs) != 50 || r.NaturalEnd {
+		t.Errorf("min_tokens 49 of 50: %d %v", len(r.IDs), r.NaturalEnd)
 	}
 	// M = 0 (prefill-only replay): empty plan.
 	r = Plan(Params{Seed: s, MaxTokens: 0, Chat: true, NaturalOutputLen: 128, Mode: ModeRandom})
@@ -330,7 +332,7 @@ func TestMaxMode(t *testing.T) {
 // Natural end combined with reasoning: osl = B = L_nat − 1.
 func TestNaturalEndWithReasoning(t *testing.T) {
 	s := s18Seed(t)
-	r := Plan(Params{Seed: s, MaxTokens: 16, Mode: ModeRandom, Chat: true, Reasoning: &Reasoning{StartID: 3, EndID: 4, Ratio: 0.5}})
+	r := Plan(Params{Seed: s, MaxTokens: 16, Mode: ModeRandom, NaturalOutputLen: 8, Chat: true, Reasoning: &Reasoning{StartID: 3, EndID: 4, Ratio: 0.5}})
 	// L_nat 15, B 14, think_len 7.
 	if len(r.IDs) != 15 || r.ThinkLen != 7 || r.IDs[0] != 3 || r.IDs[6] != 4 || r.IDs[14] != 0 {
 		t.Errorf("%v think_len %d", r.IDs, r.ThinkLen)
@@ -371,7 +373,7 @@ func TestStopTokenIDs(t *testing.T) {
 	}
 	// EOS of a natural end listed in stop_token_ids: step 4 applies to it
 	// (stop_reason 0); without it, stop_reason null.
-	p = Params{Seed: s18Seed(t), MaxTokens: 16, Mode: ModeRandom, StopTokenIDs: []uint32{0}}
+	p = Params{Seed: s18Seed(t), MaxTokens: 16, Mode: ModeRandom, NaturalOutputLen: 8, StopTokenIDs: []uint32{0}}
 	r = Plan(p)
 	if len(r.IDs) != 15 || r.StopReason != (StopReason{Kind: StopTokenID, TokenID: 0}) || !r.NaturalEnd {
 		t.Errorf("EOS listed: %v %+v", r.IDs, r.StopReason)
@@ -501,12 +503,12 @@ func TestStopTokenBeatsStringAtSamePosition(t *testing.T) {
 // A natural end whose body contains no stop match still ends with EOS,
 // finish stop, stop_reason null.
 func TestNaturalEndWithStops(t *testing.T) {
-	r := Plan(Params{Seed: s18Seed(t), MaxTokens: 16, Mode: ModeRandom, Stop: []string{"qqq"}, StopTokenIDs: []uint32{7}})
+	r := Plan(Params{Seed: s18Seed(t), MaxTokens: 16, Mode: ModeRandom, NaturalOutputLen: 8, Stop: []string{"qqq"}, StopTokenIDs: []uint32{7}})
 	if len(r.IDs) != 15 || !r.NaturalEnd || r.FinishReason != "stop" || r.StopReason.Kind != StopNone {
 		t.Errorf("%v %s %+v", r.IDs, r.FinishReason, r.StopReason)
 	}
 	// A stop string before the EOS ends the output without EOS.
-	r = Plan(Params{Seed: s18Seed(t), MaxTokens: 16, Mode: ModeRandom, Stop: []string{"saze"}})
+	r = Plan(Params{Seed: s18Seed(t), MaxTokens: 16, Mode: ModeRandom, NaturalOutputLen: 8, Stop: []string{"saze"}})
 	if len(r.IDs) != 9 || r.NaturalEnd || r.StopReason.String != "saze" {
 		t.Errorf("%v %+v", r.IDs, r.StopReason)
 	}
@@ -556,7 +558,7 @@ func TestStopsMatchReference(t *testing.T) {
 			m = 1 + rng.IntN(6000)
 		}
 		p := Params{Seed: rng.Uint64(), Choice: rng.IntN(3), MaxTokens: m, SetsMax: rng.IntN(2) == 0,
-			Chat: rng.IntN(2) == 0, Mode: []string{ModeMax, ModeRandom}[rng.IntN(2)], NaturalOutputLen: 1 + rng.IntN(200),
+			Chat: rng.IntN(2) == 0, Mode: []LenMode{ModeMax, ModeRandom, ModeNatural}[rng.IntN(3)], NaturalOutputLen: 1 + rng.IntN(200),
 			MinTokens: rng.IntN(m + 1), IncludeStopStrInOutput: rng.IntN(2) == 0}
 		if rng.IntN(2) == 0 {
 			p.MinTokens = 0

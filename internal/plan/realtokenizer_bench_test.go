@@ -20,8 +20,8 @@ func BenchmarkPlanRealTokenizer(b *testing.B) {
 		name   string
 		params Params
 	}{
-		{"builtin", Params{Seed: 1, MaxTokens: 1000, SetsMax: true, Chat: true}},
-		{"qwen3", Params{Seed: 1, MaxTokens: 1000, SetsMax: true, Chat: true, Model: tok.Model()}},
+		{"builtin", Params{Seed: 1, MaxTokens: 1000, SetsMax: true, Chat: true, Mode: ModeMax}},
+		{"qwen3", Params{Seed: 1, MaxTokens: 1000, SetsMax: true, Chat: true, Mode: ModeMax, Model: tok.Model()}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

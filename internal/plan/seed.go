@@ -60,19 +60,6 @@ func TokenAt(s uint64, choice, pos int) uint32 {
 
 var builtinModel = tokenizer.Builtin()
 
-// NaturalLen is the natural-end draw, uniform over [lo, hi]:
-// lo = minTokens + 1, r0 = mix64(s + (c·2³²)·φ),
-// L_nat = lo + (r0 mod (hi − lo + 1)). ok is false when lo > hi (no
-// natural end). Negative minTokens counts as 0.
-func NaturalLen(s uint64, choice, minTokens, hi int) (lNat int, ok bool) {
-	lo := max(minTokens, 0) + 1
-	if lo > hi {
-		return 0, false
-	}
-	r0 := Mix64(s + (uint64(choice)<<32)*Phi)
-	return lo + int(r0%uint64(hi-lo+1)), true
-}
-
 // ThinkLen returns the reasoning framing length for body length osl: 0 if
 // osl < 2; else raw = floor(osl × ratio), 0 if raw == 0, else
 // clamp(raw, 2, osl).

@@ -53,6 +53,13 @@ func parseJSON(data []byte) (*engine.Profile, error) {
 			p.DecodeITL[i] = vec
 		}
 	}
+	if msg, ok := raw[engine.ProfilePrefillCachedMsPerMTok]; ok {
+		var c *float64
+		if err := json.Unmarshal(msg, &c); err != nil || c == nil {
+			return nil, arrayErr(engine.ProfilePrefillCachedMsPerMTok, "want a number, got %s", msg)
+		}
+		p.PrefillCachedMsPerMTok = *c
+	}
 	return p, nil
 }
 

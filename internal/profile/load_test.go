@@ -336,6 +336,9 @@ func TestLoadJSON(t *testing.T) {
 		{"flat decode_itl", strings.Replace(interpTestProfileJSON, `[[5, 7], [9, 11], [13, 19]]`, `[5, 7, 9, 11, 13, 19]`, 1), "decode_itl", "array of numbers"},
 		{"ragged decode_itl", strings.Replace(interpTestProfileJSON, `[9, 11]`, `[9, 11, 12]`, 1), "decode_itl", "row 1 has 3 values"},
 		{"one-point axis", strings.Replace(interpTestProfileJSON, `[100, 300]`, `[100]`, 1), "decode_context_length", "at least 2"},
+		{"cached coefficient not a number", `{"prefill_cached_ms_per_mtok": [1],` + interpTestProfileJSON[1:], "prefill_cached_ms_per_mtok", "want a number"},
+		{"cached coefficient null", `{"prefill_cached_ms_per_mtok": null,` + interpTestProfileJSON[1:], "prefill_cached_ms_per_mtok", "want a number"},
+		{"cached coefficient negative", `{"prefill_cached_ms_per_mtok": -2,` + interpTestProfileJSON[1:], "prefill_cached_ms_per_mtok", "must be finite and >= 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -366,6 +369,24 @@ func TestLoadJSON(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoadJSONCachedCoefficient reads the optional cached-context
+// coefficient, which mocker-server calibrate writes as a number.
+func TestLoadJSONCachedCoefficient(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "profile.json")
+	if err := os.WriteFile(path, []byte(`{"prefill_cached_ms_per_mtok": 1.25,`+interpTestProfileJSON[1:]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := handCheckedProfile()
+	want.PrefillCachedMsPerMTok = 1.25
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("profile = %+v, want %+v", got, want)
 	}
 }
 

@@ -59,11 +59,23 @@ func parseNPZ(data []byte) (*engine.Profile, error) {
 			p.DecodeITL[i] = a.data[i*cols : (i+1)*cols : (i+1)*cols]
 		}
 	}
+	// The optional cached-context coefficient: a scalar (numpy saves a
+	// Python float as a 0-d array) or a one-element vector.
+	a, err = readMember(members, engine.ProfilePrefillCachedMsPerMTok, -1)
+	if err != nil {
+		return nil, err
+	}
+	if a != nil {
+		if len(a.shape) > 1 || len(a.data) != 1 {
+			return nil, arrayErr(engine.ProfilePrefillCachedMsPerMTok, "want a scalar, got shape %v", a.shape)
+		}
+		p.PrefillCachedMsPerMTok = a.data[0]
+	}
 	return p, nil
 }
 
-// readMember decodes the member "<name>.npy" as a dims-dimensional array; a
-// missing member gives (nil, nil).
+// readMember decodes the member "<name>.npy" as a dims-dimensional array
+// (any shape when dims < 0); a missing member gives (nil, nil).
 func readMember(members map[string]*zip.File, name string, dims int) (*npyArray, error) {
 	f, ok := members[name]
 	if !ok {
@@ -85,7 +97,7 @@ func readMember(members map[string]*zip.File, name string, dims int) (*npyArray,
 	if err != nil {
 		return nil, arrayErr(name, "%s: %v", f.Name, err)
 	}
-	if len(a.shape) != dims {
+	if dims >= 0 && len(a.shape) != dims {
 		return nil, arrayErr(name, "%s: want a %d-D array, got shape %v", f.Name, dims, a.shape)
 	}
 	return a, nil

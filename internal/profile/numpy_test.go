@@ -33,6 +33,12 @@ func numpyIntProfile() *engine.Profile {
 	return p
 }
 
+// withCached sets the optional cached-context coefficient.
+func withCached(p *engine.Profile, c float64) *engine.Profile {
+	p.PrefillCachedMsPerMTok = c
+	return p
+}
+
 // asFloat32 rounds the measured values (not the axes, which are exact in
 // float32) the way numpy's float32 stores them.
 func asFloat32(p *engine.Profile, axesToo bool) *engine.Profile {
@@ -71,6 +77,10 @@ func TestLoadNumpyFixtures(t *testing.T) {
 		{file: "npy_v2.npz", want: numpyProfile()},
 		{file: "npy_v3.npz", want: numpyProfile()},
 		{file: "python_json.json", want: numpyProfile()},
+		{file: "cached_scalar.npz", want: withCached(numpyProfile(), 0.75)},
+		{file: "cached_vector_compressed.npz", want: withCached(numpyProfile(), 0.75)},
+		{file: "cached_negative.npz", wantArray: "prefill_cached_ms_per_mtok", wantMsg: "is -0.5 (must be finite and >= 0)"},
+		{file: "cached_two_values.npz", wantArray: "prefill_cached_ms_per_mtok", wantMsg: "want a scalar, got shape [2]"},
 
 		{file: "big_endian.npz", wantArray: "prefill_isl", wantMsg: `unsupported dtype descr ">f8": big-endian`},
 		{file: "missing_decode_itl.npz", wantArray: "decode_itl", wantMsg: "missing"},

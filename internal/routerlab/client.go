@@ -205,9 +205,9 @@ func (c *client) do(ctx context.Context, id string, prompt []uint32, outTokens i
 }
 
 // BodyWorkerField is the top-level field of a stream's final usage chunk
-// that names the worker, for routers that strip response headers. The
-// workers do not send it yet (docs/router-lab.md); the driver reads it when
-// the header is missing.
+// that names the worker, for routers that strip response headers
+// (internal/api/pipeline.WorkerField: every fleet worker sends it); the
+// driver reads it when the header is missing.
 const BodyWorkerField = "mocker_worker"
 
 var (

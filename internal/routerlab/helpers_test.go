@@ -74,6 +74,10 @@ type rrProxy struct {
 	conns  atomic.Int64 // client connections accepted
 	mu     sync.Mutex
 	order  []string // X-Request-Id of each /v1/completions, in the order upstreams were picked
+	// stripWorker makes the proxy drop the x-mocker-worker header, as a
+	// router that forwards only known headers does; stripped counts them.
+	stripWorker atomic.Bool
+	stripped    atomic.Int64
 }
 
 // pickedOrder returns the request ids in the order the proxy routed them.
@@ -110,6 +114,13 @@ func roundRobinProxy(t *testing.T, upstreams []string) *rrProxy {
 			pr.SetURL(targets[i])
 		},
 		FlushInterval: -1, // stream every chunk at once
+		ModifyResponse: func(resp *http.Response) error {
+			if p.stripWorker.Load() && resp.Header.Get(HeaderWorker) != "" {
+				resp.Header.Del(HeaderWorker)
+				p.stripped.Add(1)
+			}
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if i, ok := r.Context().Value(upstreamKey{}).(int); ok {
 				p.failed[i].Add(1)

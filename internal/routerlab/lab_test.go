@@ -82,6 +82,35 @@ func TestPrefixBlindRouterScoresBelowKVAware(t *testing.T) {
 	}
 }
 
+// TestAttributionSurvivesHeaderStrippingRouter puts a round-robin proxy
+// that drops the x-mocker-worker header in front of 2 workers: the driver
+// must still attribute every answer to the worker the proxy picked, from the
+// mocker_worker field the workers put beside the usage of the final chunk.
+func TestAttributionSurvivesHeaderStrippingRouter(t *testing.T) {
+	lf := startFleet(t, 2, fastFleet)
+	proxy := roundRobinProxy(t, lf.urls)
+	proxy.stripWorker.Store(true)
+	rep, err := Run(context.Background(), sharedPrefixWorkload(t, 20, 30), Options{URL: proxy.url, MaxInflight: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Online.Completed != 20 {
+		t.Fatalf("%d of 20 completed\n%s", rep.Online.Completed, reportText(t, rep))
+	}
+	if n := proxy.stripped.Load(); n < 20 {
+		t.Fatalf("the proxy stripped the header from %d answers, want every one of 20", n)
+	}
+	picked := map[string]string{} // request id -> the worker round robin chose
+	for k, id := range proxy.pickedOrder() {
+		picked[id] = itoa(k % 2)
+	}
+	for _, r := range rep.rows {
+		if want := picked[requestID(r.req.Index)]; r.res.worker != want {
+			t.Errorf("request %d attributed to worker %q, the proxy sent it to %q", r.req.Index, r.res.worker, want)
+		}
+	}
+}
+
 // TestKillRestartShowsDeadWorkerAndRecovery kills worker 3 one second into
 // the run and restarts it at 2.5 s, behind the round-robin proxy, which
 // keeps sending every fourth request to it. The report's kill window must

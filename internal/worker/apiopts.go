@@ -29,8 +29,9 @@ func apiOptions(cfg *config.Config) api.Options {
 			MaxUnflushedTokens:       cfg.MaxUnflushedTokens,
 		},
 		Generation: api.GenerationOptions{
-			OutputLenMode:      cfg.OutputLenMode,
+			OutputLenMode:      plan.LenMode(cfg.OutputLenMode),
 			NaturalOutputLen:   cfg.NaturalOutputLen,
+			NaturalSigma:       cfg.NaturalOutputLenSigma,
 			ReasoningField:     api.ReasoningField(cfg.ReasoningField),
 			PerPassChunks:      cfg.SpeculativeConfig != nil,
 			PriorityScheduling: cfg.SchedulingPolicy == engine.SchedulePriority,

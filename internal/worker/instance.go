@@ -89,7 +89,9 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 	if err != nil {
 		return nil, err
 	}
-	in.srv = api.NewServer(apiOptions(cfg), engines, api.Deps{
+	opts := apiOptions(cfg)
+	opts.HTTP.WorkerID = w.opts.ID
+	in.srv = api.NewServer(opts, engines, api.Deps{
 		Logger:              w.log,
 		Metrics:             w.opts.Metrics,
 		Requests:            w.opts.Requests,

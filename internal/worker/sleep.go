@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/httperr"
 )
@@ -175,53 +176,61 @@ const sleepTimeout = time.Hour
 // Each sleep and wake-up is logged at info level with how long it took, as
 // vLLM logs "It took … seconds to fall asleep / wake up tags …".
 func sleepRoutes(rest http.Handler, engines []*engine.Engine, log *slog.Logger) http.Handler {
+	// CORS as on every API route (vLLM's middleware covers these too).
+	sleep := api.CORS(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serveSleep(w, r, engines, log)
+	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var method string
 		switch r.URL.Path {
-		case "/sleep", "/wake_up":
-			method = http.MethodPost
-		case "/is_sleeping":
-			method = http.MethodGet
+		case "/sleep", "/wake_up", "/is_sleeping":
+			sleep.ServeHTTP(w, r)
 		default:
 			rest.ServeHTTP(w, r)
-			return
 		}
-		if r.Method != method {
-			w.Header().Set("Allow", method)
-			httperr.Write(w, http.StatusMethodNotAllowed, bodyMethodNotAllowed)
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), sleepTimeout)
-		defer cancel()
-		var err error
-		start := time.Now()
-		switch r.URL.Path {
-		case "/is_sleeping":
-			body := bodyAwake
-			if sleepStatus(engines).Sleeping {
-				body = bodyAsleep
-			}
-			httperr.Write(w, http.StatusOK, body)
-			return
-		case "/sleep":
-			var level int
-			var mode engine.SleepMode
-			level, mode, err = ParseSleepQuery(r.URL.Query())
-			if err == nil {
-				err = sleepEngines(ctx, engines, level, mode)
-			}
-			if err == nil {
-				log.Info("fell asleep", "level", level, "mode", mode, "took", time.Since(start))
-			}
-		case "/wake_up":
-			tags := ParseWakeQuery(r.URL.Query())
-			err = wakeEngines(ctx, engines, tags)
-			if err == nil {
-				log.Info("woke up", "tags", tags, "took", time.Since(start))
-			}
-		}
-		writeSleepResult(w, r, err)
 	})
+}
+
+// serveSleep answers one of the sleep routes.
+func serveSleep(w http.ResponseWriter, r *http.Request, engines []*engine.Engine, log *slog.Logger) {
+	method := http.MethodPost
+	if r.URL.Path == "/is_sleeping" {
+		method = http.MethodGet
+	}
+	if r.Method != method {
+		w.Header().Set("Allow", method)
+		httperr.Write(w, http.StatusMethodNotAllowed, bodyMethodNotAllowed)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), sleepTimeout)
+	defer cancel()
+	var err error
+	start := time.Now()
+	switch r.URL.Path {
+	case "/is_sleeping":
+		body := bodyAwake
+		if sleepStatus(engines).Sleeping {
+			body = bodyAsleep
+		}
+		httperr.Write(w, http.StatusOK, body)
+		return
+	case "/sleep":
+		var level int
+		var mode engine.SleepMode
+		level, mode, err = ParseSleepQuery(r.URL.Query())
+		if err == nil {
+			err = sleepEngines(ctx, engines, level, mode)
+		}
+		if err == nil {
+			log.Info("fell asleep", "level", level, "mode", mode, "took", time.Since(start))
+		}
+	case "/wake_up":
+		tags := ParseWakeQuery(r.URL.Query())
+		err = wakeEngines(ctx, engines, tags)
+		if err == nil {
+			log.Info("woke up", "tags", tags, "took", time.Since(start))
+		}
+	}
+	writeSleepResult(w, r, err)
 }
 
 // writeSleepResult answers a sleep or wake-up: 200 with no body, as vLLM's

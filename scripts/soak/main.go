@@ -346,7 +346,9 @@ func stuckReaders(ctx context.Context, url string) {
 		if err != nil {
 			return
 		}
-		body := `{"messages":[{"role":"user","content":"stuck"}],"max_tokens":30000,"stream":true,"logprobs":true,"top_logprobs":20}`
+		// ignore_eos: the stream must run long enough to fill the
+		// socket, not end at its natural length.
+		body := `{"messages":[{"role":"user","content":"stuck"}],"max_tokens":30000,"ignore_eos":true,"stream":true,"logprobs":true,"top_logprobs":20}`
 		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: soak\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		select {
 		case <-ctx.Done():

@@ -36,6 +36,7 @@ type chatResponse struct {
 	PromptLogprobs    *struct{}                `json:"prompt_logprobs"`
 	PromptTokenIDs    []uint32                 `json:"prompt_token_ids,omitempty"`
 	KVTransferParams  *disagg.KVTransferParams `json:"kv_transfer_params"`
+	Worker            string                   `json:"mocker_worker,omitempty"` // pipeline.WorkerField
 }
 
 type chatChoice struct {
@@ -92,6 +93,7 @@ type completionResponse struct {
 	SystemFingerprint *string                  `json:"system_fingerprint"`
 	Usage             usage                    `json:"usage"`
 	KVTransferParams  *disagg.KVTransferParams `json:"kv_transfer_params"`
+	Worker            string                   `json:"mocker_worker,omitempty"` // pipeline.WorkerField
 }
 
 type completionChoice struct {

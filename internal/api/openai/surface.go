@@ -64,6 +64,7 @@ func chatResponseOf(j *pipeline.Job) *chatResponse {
 		Usage:   usageOf(j),
 
 		KVTransferParams: j.KVParams,
+		Worker:           j.S.Opts().HTTP.WorkerID,
 	}
 	if g.ReturnIDs {
 		resp.PromptTokenIDs = g.Prompts[0].IDs
@@ -109,6 +110,7 @@ func completionResponseOf(j *pipeline.Job) *completionResponse {
 		Usage:   usageOf(j),
 
 		KVTransferParams: j.KVParams,
+		Worker:           j.S.Opts().HTTP.WorkerID,
 	}
 	lp := pipeline.NewLogprobRenderer(j)
 	var text []byte

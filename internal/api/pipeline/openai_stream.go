@@ -80,6 +80,11 @@ func (e *openAIEncoder) Fail(b []byte, err *wire.APIError) []byte {
 	return append(b, SSEDone...)
 }
 
+// WorkerField is the top-level field of a chat or completions answer (the
+// body, or a stream's usage chunk) that names the serving worker when it
+// has an identity (settings.HTTPOptions.WorkerID).
+const WorkerField = "mocker_worker"
+
 // End appends the usage chunk (when asked for) and [DONE].
 func (e *openAIEncoder) End(b []byte) []byte {
 	if e.j.G.includeUsage && !e.usageDone {
@@ -87,6 +92,10 @@ func (e *openAIEncoder) End(b []byte) []byte {
 		b = append(b, e.prefix...)
 		b = append(b, `],"usage":`...)
 		b = e.appendUsage(b, e.j.S.opts.HTTP.PromptTokensDetails)
+		if id := e.j.S.opts.HTTP.WorkerID; id != "" {
+			b = append(b, `,"`+WorkerField+`":`...)
+			b = jsonenc.AppendString(b, id)
+		}
 		b = append(b, "}\n\n"...)
 	}
 	return append(b, SSEDone...)

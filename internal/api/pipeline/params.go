@@ -65,11 +65,11 @@ type GenRequest struct {
 	// request type (nil elsewhere), which only its package reads.
 	Ext any
 
-	// NaturalLen, when > 0, makes each output end naturally (EOS, finish
-	// "stop") at a seeded length uniform over [1, 2·NaturalLen] within the
-	// max tokens, as a chat without max_tokens ends, unless MaxFromClient
-	// (the client set the limit itself): the audio endpoints, whose
-	// transcript's length follows the audio's.
+	// NaturalLen, when > 0, is the median of the natural length of each
+	// output (internal/plan; under --output-len-mode max an output ends
+	// naturally only when the client did not set the limit, MaxFromClient,
+	// as a chat without max_tokens): the audio endpoints, whose transcript's
+	// length follows the audio's.
 	NaturalLen    int
 	MaxFromClient bool
 
@@ -289,6 +289,7 @@ func (s *Server) PlanParams(g *GenRequest) plan.Params {
 		Chat:                   g.Chat,
 		Mode:                   s.opts.Generation.OutputLenMode,
 		NaturalOutputLen:       s.opts.Generation.NaturalOutputLen,
+		NaturalSigma:           s.opts.Generation.NaturalSigma,
 		IgnoreEOS:              g.ignoreEOS,
 		MinTokens:              g.minTokens,
 		StopTokenIDs:           g.stopIDs,

@@ -82,13 +82,24 @@ type HTTPOptions struct {
 	// MaxUnflushedTokens aborts a stream whose client leaves this many
 	// tokens unread (0 = never).
 	MaxUnflushedTokens int
+	// WorkerID is the serving worker's identity (a fleet's worker id; ""
+	// outside a fleet). Chat and completions answers carry it as a
+	// top-level mocker_worker field beside their usage, so that a router
+	// lab can attribute answers behind a proxy that strips the
+	// x-mocker-worker header.
+	WorkerID string
 }
 
 // GenerationOptions shape every generated output.
 type GenerationOptions struct {
-	// OutputLenMode is plan's length mode (plan.ModeMax or plan.ModeRandom).
-	OutputLenMode    string
+	// OutputLenMode is plan's length mode ("" = plan.ModeNatural).
+	OutputLenMode plan.LenMode
+	// NaturalOutputLen is the median natural answer length (0 = plan's
+	// default).
 	NaturalOutputLen int
+	// NaturalSigma is the log-normal σ of natural lengths (0 = plan's
+	// default).
+	NaturalSigma float64
 	// Reasoning makes outputs open with thinking tokens; nil = none.
 	Reasoning *plan.Reasoning
 	// ReasoningField names the reasoning text of chat messages and deltas.

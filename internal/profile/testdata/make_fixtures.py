@@ -116,6 +116,12 @@ def main():
     f2 = arrays()
     f2["decode_itl"] = f2["decode_itl"].astype("<f2")
     savez("float16_decode_itl.npz", f2)
+    # The optional cached-context coefficient (this project's extension):
+    # a Python float is saved as a 0-d array, a list as a 1-D one.
+    savez("cached_scalar.npz", dict(arrays(), prefill_cached_ms_per_mtok=0.75))
+    savez("cached_vector_compressed.npz", dict(arrays(), prefill_cached_ms_per_mtok=np.array([0.75])), compressed=True)
+    savez("cached_negative.npz", dict(arrays(), prefill_cached_ms_per_mtok=-0.5))
+    savez("cached_two_values.npz", dict(arrays(), prefill_cached_ms_per_mtok=np.array([0.75, 1.0])))
     with open(os.path.join(HERE, "python_json_nan.json"), "w") as f:
         json.dump({k: v.tolist() for k, v in nan.items()}, f)  # writes a bare NaN
         f.write("\n")

@@ -46,11 +46,18 @@ func Options(overlay map[string]any) config.LoadOptions {
 }
 
 // Load loads the configuration of overlay over the test defaults — no
-// simulated delay (speedup_ratio inf) unless overlay sets one — failing
-// the test when it does not load.
+// simulated delay (speedup_ratio inf) and exact lengths
+// (output_len_mode max) unless overlay sets them — failing the test when
+// it does not load.
+//
+// The server's default mode is natural (answers end at a seeded length
+// below max_tokens); most tests were written when every answer with a
+// max_tokens was exactly that long, and pin outputs, token counts and
+// schedules that depend on it, so they state that mode here. A test of
+// natural lengths sets output_len_mode "natural" itself.
 func Load(t testing.TB, overlay map[string]any) *config.Config {
 	t.Helper()
-	o := map[string]any{"speedup_ratio": "inf"}
+	o := map[string]any{"speedup_ratio": "inf", "output_len_mode": "max"}
 	maps.Copy(o, overlay)
 	cfg, _, err := config.Load(Options(o))
 	if err != nil {
