@@ -232,6 +232,22 @@ func TestLLMDSim_EchoMode(t *testing.T) {
 	if got := ids.Choices[0].Text; got != "11,22,33" {
 		t.Errorf("token-id prompt echo = %q, want %q", got, "11,22,33")
 	}
+
+	// The Responses and Messages APIs are chats: their last input is echoed.
+	for _, c := range []struct{ path, body, want string }{
+		{"/v1/responses", `{"model":"sim-model","input":"echo via responses"}`, `"text":"echo via responses"`},
+		{"/v1/messages", `{"model":"sim-model","max_tokens":50,"system":"s","messages":[{"role":"user","content":"echo via messages"}]}`, `"text":"echo via messages"`},
+	} {
+		resp, err := http.Post(url+c.path, "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(raw), c.want) {
+			t.Errorf("%s: %d %s, want %s", c.path, resp.StatusCode, raw, c.want)
+		}
+	}
 }
 
 // The simulator's failure types are answered with its statuses; its rate
