@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go check-events check-replay-html check-pd-timing check-calibrate check-ui hardware-table npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go proto check-proto check-events check-replay-html check-pd-timing check-calibrate check-ui hardware-table npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -37,14 +37,16 @@ run: build
 # Grafana dashboard checks), the cross-language KV-event check against
 # a live server, the Helm chart / manifests / compose fleet checks, a few
 # seconds of every fuzz target, and the replay HTML report in headless Chromium.
-test: test-go check-events chart-test fuzz-short check-replay-html check-pd-timing check-calibrate check-ui
+test: check-proto test-go check-events chart-test fuzz-short check-replay-html check-pd-timing check-calibrate check-ui
 
 # The reference renderers the chat template tests compare against: Debian's
 # python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
-# so parallel test packages do not race to install them).
+# so parallel test packages do not race to install them); grpcurl, the gRPC
+# tests' independent client, built once from its Go module.
 test-go: deps
 	@scripts/ensure-deps.sh --python
 	@scripts/npm-ref.sh >/dev/null
+	@scripts/grpcurl.sh >/dev/null
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 10m ./...
 
@@ -84,6 +86,17 @@ check-replay-html: build
 check-ui: build
 	@scripts/ensure-deps.sh --browser
 	scripts/check-ui.sh $(BIN)
+
+# The gRPC front ends' Go code, generated from the upstream .proto files kept
+# verbatim under proto/ (docs/grpc.md). The code is committed; check-proto
+# regenerates it into a temporary directory and fails when it differs.
+proto:
+	@scripts/ensure-deps.sh --proto
+	scripts/gen-proto.sh
+
+check-proto:
+	@scripts/ensure-deps.sh --proto
+	scripts/check-proto.sh
 
 # charts/mocker-server, deploy/kubernetes and docker-compose.fleet.yml,
 # checked by deploy/chartcheck: a nested Go module, so that Helm's and

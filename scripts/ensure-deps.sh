@@ -8,9 +8,15 @@
 # command test runs use both); and python3-jinja2, the reference the chat
 # template tests compare against; python3-xxhash and python3-cbor2 for
 # scripts/kv_block_hashes.py (block hashes computed independently of Go);
+# the Python gRPC client of the gRPC front ends' tests: python3-grpcio,
+# python3-protobuf, python3-grpc-tools, and protoc with Debian's
+# grpc_python_plugin (protobuf-compiler, protobuf-compiler-grpc), which
+# generate the stubs of protos that use proto3 optional fields (the protoc
+# bundled with bookworm's python3-grpc-tools 1.14 predates them);
 # python3-pil, python3-numpy and b3sum for the multimodal references.
 # With --browser, what the replay HTML check needs: Debian's chromium, node
-# and npm.
+# and npm. With --proto, protoc (Debian's protobuf-compiler) for make proto
+# and its check.
 #
 # Running as root on Debian/Ubuntu, missing packages are installed with
 # apt-get (non-interactive). Otherwise the script prints ONE line saying
@@ -48,11 +54,19 @@ if [ "${1:-}" = "--python" ]; then
   command -v b3sum >/dev/null 2>&1 || want+=(b3sum)
   command -v curl >/dev/null 2>&1 || want+=(curl)
   command -v jq >/dev/null 2>&1 || want+=(jq)
+  /usr/bin/python3 -c 'import grpc' >/dev/null 2>&1 || want+=(python3-grpcio)
+  /usr/bin/python3 -c 'import google.protobuf' >/dev/null 2>&1 || want+=(python3-protobuf)
+  /usr/bin/python3 -c 'import grpc_tools' >/dev/null 2>&1 || want+=(python3-grpc-tools)
+  command -v protoc >/dev/null 2>&1 || want+=(protobuf-compiler)
+  command -v grpc_python_plugin >/dev/null 2>&1 || want+=(protobuf-compiler-grpc)
 fi
 if [ "${1:-}" = "--browser" ]; then
   [ -x /usr/bin/chromium ] || want+=(chromium)
   command -v node >/dev/null 2>&1 || want+=(nodejs)
   command -v npm >/dev/null 2>&1 || want+=(npm)
+fi
+if [ "${1:-}" = "--proto" ]; then
+  command -v protoc >/dev/null 2>&1 || want+=(protobuf-compiler)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 

@@ -34,6 +34,8 @@ targets=(
 	"./internal/schemagen FuzzCompileGenerate"          # JSON Schemas: refused, or every instance valid
 	"./internal/replay FuzzTraceLine"                    # Mooncake trace lines: refused, or within the per-line token bound
 	"./internal/kvtransfer FuzzSideChannelBody"          # side-channel bodies: a 4xx JSON error naming no engine id, or the exact handoff
+	"./internal/grpcfront/sglang FuzzGenInput"           # SGLang GenerateRequests: a 400, or an input with every id in the vocabulary
+	"./internal/grpcfront/sglang FuzzDecodeKVBatch"      # the SubscribeKvEvents bridge: any payload, bounded memory, no panic
 )
 wanted=" $* "
 for t in "${targets[@]}"; do

@@ -24,6 +24,11 @@
 //
 //	mocker-bench floor-write --conns 10000 --ticks 50 --interval 100ms --json floor.json &
 //	mocker-bench floor-read --conns 10000 --ticks 50 --interval 100ms
+//
+// `mocker-bench grpc` drives the gRPC front ends (--grpc-port) with
+// streaming Generate calls, token ids in and out (internal/grpcload):
+//
+//	mocker-bench grpc --addr 127.0.0.1:50051 --protocol sglang --concurrency 256 --duration 10s
 package main
 
 import (
@@ -49,6 +54,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "trace" {
 		return runTrace(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "grpc" {
+		return runGRPC(args[1:], stdout, stderr)
 	}
 	cfg := loadgen.Defaults()
 	fs := flag.NewFlagSet("mocker-bench", flag.ContinueOnError)
@@ -215,4 +223,11 @@ func runFloor(cmd string, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return status
+}
+
+// writeJSON writes v as JSON indented by two spaces.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -22,11 +22,14 @@ type Config struct {
 	Tokenizer string `json:"tokenizer"`
 	// ChatTemplate overrides the tokenizer's chat template: a file path,
 	// or the template text itself.
-	ChatTemplate string   `json:"chat_template"`
-	Host         string   `json:"host"`
-	Port         int      `json:"port"`
-	APIKey       []string `json:"api_key"`
-	Seed         int64    `json:"seed"`
+	ChatTemplate string `json:"chat_template"`
+	Host         string `json:"host"`
+	Port         int    `json:"port"`
+	// GRPCPort is the port of the gRPC front end (docs/grpc.md): -1 =
+	// none, 0 = OS-assigned.
+	GRPCPort int      `json:"grpc_port"`
+	APIKey   []string `json:"api_key"`
+	Seed     int64    `json:"seed"`
 	// OutputLenMode is natural, max or random (internal/plan's LenMode).
 	OutputLenMode string `json:"output_len_mode"`
 	// ResponseMode is what an answer says: generated tokens, or the prompt
@@ -314,6 +317,7 @@ func Default() Config {
 		Model:                 "mocker-model",
 		Host:                  "127.0.0.1",
 		Port:                  8000,
+		GRPCPort:              -1,
 		OutputLenMode:         "natural",
 		ResponseMode:          ResponseGenerate,
 		NaturalOutputLen:      128,

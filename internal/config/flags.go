@@ -57,6 +57,7 @@ var flagTable = []flagSpec{
 	{name: "chat-template", key: "chat_template", kind: flagString, usage: "chat template file or inline Jinja text (default: the tokenizer's own; ChatML with the built-in tokenizer)", group: GroupTokenizer, scope: ScopeServer},
 	{name: "host", key: "host", kind: flagString, usage: "HTTP bind address", group: GroupServer, scope: ScopeServer},
 	{name: "port", key: "port", kind: flagInt, usage: "HTTP port (0 = OS-assigned)", group: GroupServer, scope: ScopeServer},
+	{name: "grpc-port", key: "grpc_port", kind: flagInt, usage: "gRPC port beside HTTP: vLLM's VllmEngine or SGLang's scheduler service by engine type, with reflection (0 = OS-assigned, -1 = none)", group: GroupServer, scope: ScopeServer},
 	{name: "api-key", key: "api_key", kind: flagList, usage: "API keys accepted as Bearer token on /v1/*: several after the flag, or repeated (default $VLLM_API_KEY)", group: GroupServer, scope: ScopeServer},
 	{name: "seed", key: "seed", kind: flagInt, usage: "server seed for output tokens", group: GroupServer, scope: ScopeAll},
 	{name: "output-len-mode", key: "output_len_mode", kind: flagString, usage: "output length mode: natural (answers end at a seeded log-normal length, capped by max_tokens) | max (exactly max_tokens, for load tests) | random (uniform natural length up to 2 × --natural-output-len)", group: GroupServer, scope: ScopeServer},

@@ -173,6 +173,7 @@ func (c *Config) validate() ([]problem, []string) {
 		seen[n] = true
 	}
 	v.intRange("port", int64(c.Port), 0, 65535)
+	v.intRange("grpc_port", int64(c.GRPCPort), -1, 65535)
 	for _, k := range c.APIKey {
 		if k == "" {
 			v.errorf([]string{"api_key"}, "api_key entries must not be empty")

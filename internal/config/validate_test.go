@@ -20,6 +20,8 @@ func TestLoad_FieldValidation(t *testing.T) {
 		{"duplicate served names", map[string]any{"served_model_name": []any{"a", "a"}}, `--served-model-name "a" is listed more than once`},
 		{"served name too long", map[string]any{"served_model_name": strings.Repeat("x", 257)}, "longer than 256 bytes"},
 		{"port too large", map[string]any{"port": n("65536")}, "port must be between 0 and 65535, got 65536"},
+		{"grpc_port below -1", map[string]any{"grpc_port": n("-2")}, "--grpc-port must be between -1 and 65535, got -2"},
+		{"grpc_port too large", map[string]any{"grpc_port": n("65536")}, "--grpc-port must be between -1 and 65535, got 65536"},
 		{"empty api key", map[string]any{"api_key": []any{""}}, "--api-key entries must not be empty"},
 		{"natural_output_len 0", map[string]any{"natural_output_len": n("0")}, "--natural-output-len must be between 1 and 1048576, got 0"},
 		{"small body limit", map[string]any{"max_request_body_bytes": n("1000")}, "--max-request-body-bytes must be >= 1024, got 1000"},

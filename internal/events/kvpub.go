@@ -39,6 +39,7 @@ type KVPublisher struct {
 	rank     int
 	publish  bool
 	endpoint string // the PUB endpoint, a bound "*" port resolved
+	bound    bool   // the PUB socket binds (else it connects to its consumer)
 	log      *slog.Logger
 	queue    *boundedQueue[kvItem]
 	lifecycle
@@ -95,7 +96,7 @@ func NewKVPublisher(o KVPublisherOptions) (*KVPublisher, error) {
 		return p.abort(err)
 	}
 	p.lifecycle.bound(o.Endpoint, o.Bind)
-	p.endpoint = o.Endpoint
+	p.endpoint, p.bound = o.Endpoint, o.Bind
 	if o.Bind {
 		// A "*" port is chosen by the kernel: report the one it chose.
 		if p.endpoint, err = p.pub.GetLastEndpoint(); err != nil {
@@ -141,6 +142,13 @@ func (p *KVPublisher) PublishKVEvents(b engine.KVEventBatch) {
 // the bound one as libzmq reports it (ZMQ_LAST_ENDPOINT), so that a "*"
 // port reads back as the port the kernel chose.
 func (p *KVPublisher) Endpoint() string { return p.endpoint }
+
+// Bound reports whether the PUB socket binds its endpoint, so that another
+// subscriber (the gRPC front end's SubscribeKvEvents) can connect to it.
+func (p *KVPublisher) Bound() bool { return p.bound }
+
+// Topic returns the topic frame of every published batch.
+func (p *KVPublisher) Topic() string { return string(p.topic) }
 
 // Sent returns the number of batches handed to the PUB socket.
 func (p *KVPublisher) Sent() uint64 { return p.sent.Load() }

@@ -96,10 +96,13 @@ func (f *Fleet) adminHandler() http.Handler {
 
 // WorkerInfo is one worker in the admin listing.
 type WorkerInfo struct {
-	ID       string       `json:"id"`
-	WorkerID string       `json:"worker_id"`
-	URL      string       `json:"url"`
-	HTTPPort int          `json:"http_port"`
+	ID       string `json:"id"`
+	WorkerID string `json:"worker_id"`
+	URL      string `json:"url"`
+	HTTPPort int    `json:"http_port"`
+	// GRPCAddr is the worker's gRPC address (host:port) under
+	// --grpc-port, "" otherwise or before it is bound.
+	GRPCAddr string       `json:"grpc_addr"`
 	State    worker.State `json:"state"`
 	// Health is what GET /health answers: "ok", "failing" (paused with
 	// health "fail": 503) or "down" (not listening: starting, killed or
@@ -134,6 +137,7 @@ func (f *Fleet) Info(i int) WorkerInfo {
 	info.Health = "down"
 	if w := f.Worker(i); w != nil {
 		info.State, info.URL, info.HTTPPort = w.State(), w.URL(), w.Port()
+		info.GRPCAddr = w.GRPCAddr()
 		c := w.Condition()
 		info.Draining = c.Draining
 		switch {

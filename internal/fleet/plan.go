@@ -219,7 +219,7 @@ func deepCopy(m map[string]any) map[string]any {
 
 // layOutEventPorts moves every worker's KV-event, replay and FPM endpoints
 // and its disaggregation bootstrap port by i·stride so that no two workers
-// (and no two DP ranks) share one.
+// (and no two DP ranks) share one, and its gRPC port by i.
 func layOutEventPorts(members []Member) error {
 	stride := 1
 	for _, m := range members {
@@ -235,6 +235,14 @@ func layOutEventPorts(members []Member) error {
 				if *port+cfg.DPSize-1 > 65535 {
 					probs = append(probs, fmt.Sprintf("fleet worker %d: %s %d (+ %d DP ranks) exceeds 65535", i, key, *port, cfg.DPSize-1))
 				}
+			}
+		}
+		// One gRPC server per worker: worker i on the configured port + i
+		// (0 = OS-assigned for every worker).
+		if cfg.GRPCPort > 0 {
+			cfg.GRPCPort += i
+			if cfg.GRPCPort > 65535 {
+				probs = append(probs, fmt.Sprintf("fleet worker %d: grpc_port %d exceeds 65535", i, cfg.GRPCPort))
 			}
 		}
 		shift("zmq_kv_events_port", &cfg.ZMQKVEventsPort)
@@ -308,6 +316,7 @@ func checkCollisions(members []Member, adminPort int) error {
 	for i, m := range members {
 		cfg := m.Config
 		claim(cfg.Port, fmt.Sprintf("worker %d HTTP", i))
+		claim(cfg.GRPCPort, fmt.Sprintf("worker %d gRPC", i))
 		eo, err := worker.EventsOptions(cfg)
 		if err != nil {
 			return &config.Error{Problems: []string{fmt.Sprintf("fleet worker %d: %v", i, err)}}

@@ -164,3 +164,30 @@ func TestPlanRefusesBadFleets(t *testing.T) {
 		})
 	}
 }
+
+// Worker i serves gRPC on grpc_port + i (0: a port of its own the OS
+// picks), and a gRPC port that lands on another listener is refused.
+func TestPlanLaysOutGRPCPorts(t *testing.T) {
+	members, _, err := Plan(Spec{Workers: 3, BasePort: 9100, Base: testLoadOptions(map[string]any{"grpc_port": 50051})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range members {
+		if m.Config.GRPCPort != 50051+i {
+			t.Errorf("worker %d: grpc_port %d, want %d", i, m.Config.GRPCPort, 50051+i)
+		}
+	}
+	members, _, err = Plan(Spec{Workers: 2, Base: testLoadOptions(map[string]any{"grpc_port": 0})})
+	if err != nil || members[0].Config.GRPCPort != 0 || members[1].Config.GRPCPort != 0 {
+		t.Errorf("grpc_port 0: %v", err)
+	}
+	_, _, err = Plan(Spec{Workers: 3, BasePort: 9100, Base: testLoadOptions(map[string]any{"grpc_port": 9101})})
+	if err == nil || !strings.Contains(err.Error(), "port 9102 is used by worker 1 gRPC and worker 2 HTTP") {
+		t.Errorf("colliding gRPC ports: %v", err)
+	}
+	// serve is a fleet of one: the same check.
+	_, _, err = Plan(Spec{Workers: 1, BasePort: 9100, Base: testLoadOptions(map[string]any{"grpc_port": 9100})})
+	if err == nil || !strings.Contains(err.Error(), "port 9100 is used by worker 0 HTTP and worker 0 gRPC") {
+		t.Errorf("gRPC on the HTTP port: %v", err)
+	}
+}

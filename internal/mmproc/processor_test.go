@@ -164,6 +164,14 @@ func TestModalities(t *testing.T) {
 	if _, err := vl.Tokens(media.Item{Kind: media.KindImage}); !errors.Is(err, ErrBadItem) {
 		t.Errorf("image without a size: %v", err)
 	}
+	// Qwen2-Audio's range in vLLM includes the markers around the audio.
+	if r, err := audio.Replace(media.Item{Kind: media.KindAudio, Duration: time.Second, SampleRate: 16000}); err != nil ||
+		r.Len() != 25 || len(r.Before) != 1 || r.Before[0] != "<|audio_bos|>" || len(r.After) != 1 || r.After[0] != "<|audio_eos|>" {
+		t.Errorf("qwen2-audio replacement %+v, %v", r, err)
+	}
+	if r, _ := vl.Replace(img(56, 56)); r.Before != nil || r.After != nil {
+		t.Errorf("qwen2.5-vl range extends: %+v", r)
+	}
 	// Audio too short for one token is refused, as vLLM refuses it.
 	if _, err := audio.Tokens(media.Item{Kind: media.KindAudio, Duration: time.Millisecond, SampleRate: 16000}); !errors.Is(err, ErrBadItem) {
 		t.Errorf("1 ms of audio: %v", err)

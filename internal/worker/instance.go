@@ -15,6 +15,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/grpcfront"
 	"github.com/mocker-server/mocker-server/internal/kvtransfer"
 	"github.com/mocker-server/mocker-server/internal/ui"
 )
@@ -34,6 +35,10 @@ type instance struct {
 	hs      *http.Server
 	ln      net.Listener
 	url     string
+	// grpc serves --grpc-port on grpcLn (nil without it).
+	grpc      *grpcfront.Server
+	grpcLn    net.Listener
+	grpcNames string // the services served, for the startup line
 
 	stopEngines context.CancelFunc
 	engineWG    sync.WaitGroup
@@ -78,7 +83,7 @@ func buildEngines(cfg *config.Config, log *slog.Logger, hooks EngineHooks, profi
 // starts serving. beforeServe, when set, runs once the engines run and the
 // port is bound but before any request is read (connections wait in the
 // listen backlog); its error stops the instance.
-func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*instance, error) {
+func (w *Worker) startInstance(port, grpcPort int, beforeServe func(*instance) error) (*instance, error) {
 	cfg := w.cfg
 	engines, err := buildEngines(cfg, w.log, w.hooks, w.files.profile)
 	if err != nil {
@@ -187,6 +192,11 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 		ConnState:         in.trackConn,
 		ErrorLog:          slog.NewLogLogger(w.log.Handler(), slog.LevelWarn),
 	}
+	if err := w.startGRPC(in, grpcPort); err != nil {
+		_ = ln.Close()
+		in.stop()
+		return nil, err
+	}
 	if beforeServe != nil {
 		if err := beforeServe(in); err != nil {
 			in.kill()
@@ -221,6 +231,11 @@ func (in *instance) trackConn(c net.Conn, s http.ConnState) {
 // requests finish for up to grace, cancel the rest, stop the engines.
 func (in *instance) shutdown(grace time.Duration) {
 	in.closing.Store(true)
+	grpcDone := make(chan struct{})
+	go func() {
+		in.shutdownGRPC(grace)
+		close(grpcDone)
+	}()
 	shCtx, cancel := context.WithTimeout(context.Background(), grace)
 	if err := in.hs.Shutdown(shCtx); err != nil {
 		// Cancel what is left: handlers see ErrShuttingDown as the cause,
@@ -233,6 +248,7 @@ func (in *instance) shutdown(grace time.Duration) {
 	cancel()
 	in.cancelReqs(api.ErrShuttingDown)
 	_ = in.hs.Close()
+	<-grpcDone // the gRPC calls end before the engines stop
 	in.stop()
 }
 
@@ -251,6 +267,7 @@ func (in *instance) kill() {
 	in.connMu.Unlock()
 	// Close closes the listener and every connection (reset, see above).
 	_ = in.hs.Close()
+	in.killGRPC()
 	in.cancelReqs(errKilled)
 	in.waitHandlers()
 	in.stop()

@@ -68,6 +68,11 @@ type Options struct {
 	// OnFailure is told when the HTTP server fails on its own (not by
 	// Stop or Kill); nil means the failure is only logged.
 	OnFailure func(error)
+	// KVEvents returns rank's KV event PUB socket when one is bound that
+	// another subscriber can connect to (SGLang's SubscribeKvEvents over
+	// gRPC bridges it): its endpoint and topic; ok is false without one.
+	// Production sets it; nil means none.
+	KVEvents func(rank int) (endpoint, topic string, ok bool)
 	// Release runs once when the worker stops for good (Stop), after its
 	// engines have stopped: Production closes the ZMQ publishers here.
 	Release func()
@@ -137,6 +142,13 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 	}
 	opts.Metrics, opts.Requests, opts.DeliveryLag, opts.Faults = reg.Handler(), reg, reg, reg
 	opts.Transfers = reg
+	opts.KVEvents = func(r int) (string, string, bool) {
+		k := pubs.KV(r)
+		if k == nil || !k.Bound() {
+			return "", "", false
+		}
+		return k.Endpoint(), k.Topic(), true
+	}
 	release := opts.Release
 	opts.Release = func() {
 		_ = pubs.Close()

@@ -48,12 +48,17 @@ type Worker struct {
 	// only "listening on".
 	bannerShown bool
 
-	mu         sync.Mutex
-	started    bool
-	stopped    bool
-	inst       *instance // nil before the start, after a kill and after Stop
-	port       int       // bound port, reused by restarts
-	url        string
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	inst     *instance // nil before the start, after a kill and after Stop
+	port     int       // bound port, reused by restarts
+	url      string
+	grpcPort int // bound gRPC port, reused by restarts (-1: none)
+	grpcAddr string
+	// started0 is when the worker first started (the gRPC servers'
+	// uptime).
+	started0   time.Time
 	draining   bool
 	paused     bool
 	healthFail bool
@@ -69,7 +74,7 @@ func New(cfg *config.Config, opts Options) *Worker {
 	if opts.Logger == nil {
 		opts.Logger = NewLogger(opts.Stderr, cfg.LogLevel)
 	}
-	w := &Worker{cfg: cfg, opts: opts, log: opts.Logger, grace: opts.ShutdownGrace, port: cfg.Port}
+	w := &Worker{cfg: cfg, opts: opts, log: opts.Logger, grace: opts.ShutdownGrace, port: cfg.Port, grpcPort: cfg.GRPCPort}
 	if w.grace <= 0 {
 		w.grace = time.Duration(cfg.ShutdownGrace * float64(time.Second))
 	}
@@ -132,6 +137,7 @@ func (w *Worker) Start() error {
 	if w.files, err = w.opts.Loaders.load(w.cfg); err != nil {
 		return err
 	}
+	w.started0 = time.Now()
 	if err := w.startLocked(nil); err != nil {
 		return err
 	}
@@ -141,7 +147,7 @@ func (w *Worker) Start() error {
 
 func (w *Worker) startLocked(beforeServe func(*instance) error) error {
 	w.publishing.Store(true)
-	in, err := w.startInstance(w.port, beforeServe)
+	in, err := w.startInstance(w.port, w.grpcPort, beforeServe)
 	if err != nil {
 		w.publishing.Store(false)
 		return err
@@ -149,6 +155,10 @@ func (w *Worker) startLocked(beforeServe func(*instance) error) error {
 	w.inst = in
 	w.port = in.ln.Addr().(*net.TCPAddr).Port
 	w.url = in.url
+	if in.grpcLn != nil {
+		w.grpcPort = in.grpcLn.Addr().(*net.TCPAddr).Port
+		w.grpcAddr = in.grpcLn.Addr().String()
+	}
 	if h := w.cfg.HardwareTiming; h != nil {
 		// What vLLM reports at startup as "GPU KV cache size" (docs/hardware.md).
 		w.log.Info("hardware timing model", "gpu", w.cfg.Hardware, "tensor_parallel_size", w.cfg.TensorParallelSize,
@@ -160,6 +170,10 @@ func (w *Worker) startLocked(beforeServe func(*instance) error) error {
 	} else {
 		w.log.Info("listening", "addr", in.ln.Addr().String(), "port", w.port)
 		fmt.Fprintf(w.opts.Stderr, "listening on %s\n", in.url)
+	}
+	if w.grpcAddr != "" {
+		w.log.Info("gRPC listening", "addr", w.grpcAddr, "services", in.grpcNames)
+		fmt.Fprintf(w.opts.Stderr, "gRPC listening on %s (%s)\n", w.grpcAddr, in.grpcNames)
 	}
 	if w.opts.Ready != nil {
 		w.opts.Ready(in.url)

@@ -106,6 +106,41 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 	return g, embedPrompts(s, g, inputs, addSpecial)
 }
 
+// TokenRequest builds the embeddings request of one token-id input for a
+// front end that is not HTTP (gRPC's Embed), with /v1/embeddings' checks of
+// such an input: not empty, in the vocabulary, within the context and the
+// KV capacity. Its vectors have --embedding-dim components; Vector computes
+// them once the engine has run the request.
+func TokenRequest(s *pipeline.Server, m pipeline.Meta, ids []uint32, bodyID string) (*pipeline.GenRequest, *wire.APIError) {
+	g := &pipeline.GenRequest{Rank: -1, N: 1, Ext: &embedRequest{dims: s.Opts().EmbeddingDim}}
+	if e := s.ResolveModel(g, "", false); e != nil {
+		return nil, e
+	}
+	g.BaseID = input.RequestID(m.RequestID, bodyID)
+	if len(ids) == 0 {
+		return nil, wire.ErrInvalid("input", "input must not be empty")
+	}
+	vocab := s.Tokenizer().VocabSize()
+	for _, id := range ids {
+		if int64(id) >= int64(vocab) {
+			return nil, wire.ErrInvalid("input", "Token id %d is out of vocabulary", id)
+		}
+	}
+	var e *wire.APIError
+	if g.Rank, e = s.RankOf(m.Rank); e != nil {
+		return nil, e
+	}
+	return g, embedPrompts(s, g, []input.RawPrompt{{IDs: ids}}, true)
+}
+
+// Vector is the embedding of a request's prompt i: the vector
+// /v1/embeddings answers for the same ids with the same seed and
+// --embedding-dim.
+func (es EmbeddingsSurface) Vector(g *pipeline.GenRequest, i int) []float32 {
+	dims := embedReq(g).dims
+	return es.Basis.Embed(make([]float32, dims), g.Prompts[i].IDs, dims)
+}
+
 // checkInputCount applies --max-embedding-inputs (OpenAI caps the list at
 // 2,048: each input is an engine sequence and a vector in the answer) from
 // the list's length alone, before any item is read, so 100,000 inputs cost

@@ -15,10 +15,15 @@ import (
 // and logs and counts it. A malformed fault header that the server allows
 // is a 400.
 func (s *Server) decideFault(r *http.Request, g *GenRequest) (faults.Fault, *wire.APIError) {
+	return s.decideFaultValue(r.Header.Get(faults.HeaderName), g)
+}
+
+// decideFaultValue is decideFault of the fault header's value.
+func (s *Server) decideFaultValue(header string, g *GenRequest) (faults.Fault, *wire.APIError) {
 	if s.faults == nil {
 		return faults.Fault{Kind: faults.None}, nil
 	}
-	d, err := s.faults.Decide(r.Header.Get(faults.HeaderName))
+	d, err := s.faults.Decide(header)
 	if err != nil {
 		return faults.Fault{}, wire.ErrInvalid("", "%v", err)
 	}
@@ -44,34 +49,44 @@ func (s *Server) countFault(kind string) {
 // with an error status (before the provider-style limits, which they do
 // not use up). It returns true when the request has been answered.
 func (s *Server) answerStatusFault(w http.ResponseWriter, g *GenRequest, f faults.Fault, fail ErrorWriter) bool {
-	switch f.Kind {
-	case faults.RateLimit:
-		ratelimit.SetRetryAfter(w.Header(), f.Duration)
-		fail(w, &wire.APIError{Status: http.StatusTooManyRequests, Type: wire.TypeRateLimit,
-			Message: "Rate limit reached (injected fault). Please retry after the time in Retry-After."})
-	case faults.ServerError:
-		fail(w, &wire.APIError{Status: http.StatusInternalServerError, Type: wire.TypeInternal,
-			Message: "Internal Server Error (injected fault)"})
-	case faults.Unavailable:
-		ratelimit.SetRetryAfter(w.Header(), f.Duration)
-		fail(w, &wire.APIError{Status: http.StatusServiceUnavailable, Type: wire.TypeUnavailable,
-			Message: "The server is temporarily unavailable (injected fault)."})
-	case faults.ContextLength:
-		ps := &g.Prompts[0]
-		fail(w, contextLengthError(s.opts.Model.MaxModelLen, ps.M, len(ps.IDs), true))
-	case faults.InvalidAPIKey:
-		fail(w, &wire.APIError{Status: http.StatusUnauthorized, Type: wire.TypeUnauthorized,
-			Message: "Incorrect API key provided (injected fault)."})
-	case faults.InvalidRequest:
-		fail(w, &wire.APIError{Status: http.StatusBadRequest, Type: wire.TypeBadRequestError,
-			Message: "Invalid request: missing required parameter 'model' (injected fault).", Param: "model"})
-	case faults.ModelNotFound:
-		fail(w, &wire.APIError{Status: http.StatusNotFound, Type: wire.TypeNotFound,
-			Message: "The model `" + g.Model + "-nonexistent` does not exist (injected fault).", Param: "model"})
-	default:
+	e := s.statusFault(g, f)
+	if e == nil {
 		return false
 	}
+	if f.Kind == faults.RateLimit || f.Kind == faults.Unavailable {
+		ratelimit.SetRetryAfter(w.Header(), f.Duration)
+	}
+	fail(w, e)
 	return true
+}
+
+// statusFault is the error answer of a fault that replaces the whole
+// response (nil for the other faults).
+func (s *Server) statusFault(g *GenRequest, f faults.Fault) *wire.APIError {
+	switch f.Kind {
+	case faults.RateLimit:
+		return &wire.APIError{Status: http.StatusTooManyRequests, Type: wire.TypeRateLimit,
+			Message: "Rate limit reached (injected fault). Please retry after the time in Retry-After."}
+	case faults.ServerError:
+		return &wire.APIError{Status: http.StatusInternalServerError, Type: wire.TypeInternal,
+			Message: "Internal Server Error (injected fault)"}
+	case faults.Unavailable:
+		return &wire.APIError{Status: http.StatusServiceUnavailable, Type: wire.TypeUnavailable,
+			Message: "The server is temporarily unavailable (injected fault)."}
+	case faults.ContextLength:
+		ps := &g.Prompts[0]
+		return contextLengthError(s.opts.Model.MaxModelLen, ps.M, len(ps.IDs), true)
+	case faults.InvalidAPIKey:
+		return &wire.APIError{Status: http.StatusUnauthorized, Type: wire.TypeUnauthorized,
+			Message: "Incorrect API key provided (injected fault)."}
+	case faults.InvalidRequest:
+		return &wire.APIError{Status: http.StatusBadRequest, Type: wire.TypeBadRequestError,
+			Message: "Invalid request: missing required parameter 'model' (injected fault).", Param: "model"}
+	case faults.ModelNotFound:
+		return &wire.APIError{Status: http.StatusNotFound, Type: wire.TypeNotFound,
+			Message: "The model `" + g.Model + "-nonexistent` does not exist (injected fault).", Param: "model"}
+	}
+	return nil
 }
 
 // delayFault carries out the faults that hold an admitted request before
@@ -79,20 +94,24 @@ func (s *Server) answerStatusFault(w http.ResponseWriter, g *GenRequest, f fault
 // or the server shuts down) and slow_first_token (an extra delay). It
 // returns true when the request is over.
 func delayFault(w http.ResponseWriter, r *http.Request, f faults.Fault, fail ErrorWriter) bool {
-	var waited bool
-	switch f.Kind {
-	case faults.Timeout:
-		<-r.Context().Done()
-	case faults.SlowFirstToken:
-		waited = sleepCtx(r.Context(), f.Duration)
-	default:
-		return false
-	}
-	if waited {
+	if waitDelayFault(r.Context(), f) {
 		return false
 	}
 	if e := ctxError(r.Context()); e != nil {
 		fail(w, e)
+	}
+	return true
+}
+
+// waitDelayFault waits out a timeout or slow_first_token fault; false when
+// ctx ended first (a timeout fault always ends that way).
+func waitDelayFault(ctx context.Context, f faults.Fault) bool {
+	switch f.Kind {
+	case faults.Timeout:
+		<-ctx.Done()
+		return false
+	case faults.SlowFirstToken:
+		return sleepCtx(ctx, f.Duration)
 	}
 	return true
 }

@@ -40,3 +40,17 @@ func (s *Server) DrainGateIn(next http.Handler, fail ErrorWriter) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// Admission is the answer a new generation request gets at the gates
+// before any parsing: 503 while the startup time runs (StartupGate) or
+// while draining (DrainGate); nil when it may proceed. For front ends
+// that are not HTTP handlers (gRPC).
+func (s *Server) Admission() *wire.APIError {
+	switch {
+	case !s.ready.Load():
+		return wire.ErrStartingUp
+	case s.draining.Load():
+		return errDraining
+	}
+	return nil
+}

@@ -38,6 +38,7 @@ type GenRequest struct {
 	maxReq     wire.Num // M_req as sent (max_completion_tokens, else max_tokens)
 	maxParam   string   // the field M_req came from
 	maxName    string   // the surface's name of max_tokens
+	toContext  bool     // no max tokens: the rest of the context (GenInput.MaxToContext)
 	minTokens  int
 	ignoreEOS  bool
 	stop       []string
@@ -95,13 +96,19 @@ type PromptSpec struct {
 // then rendering and tokenization, the per-prompt max-token and
 // context-length rules, and the KV capacity check.
 func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wire.APIError) {
-	g := &GenRequest{Chat: in.Chat, Rank: -1, Echo: in.Echo, ignoreEOS: in.IgnoreEOS,
+	return s.BuildGenerateMeta(in, MetaOf(r))
+}
+
+// BuildGenerateMeta is BuildGenerate for a request that did not come over
+// HTTP: m carries what the phases read from the HTTP request's headers.
+func (s *Server) BuildGenerateMeta(in *GenInput, m Meta) (*GenRequest, *wire.APIError) {
+	g := &GenRequest{Chat: in.Chat, toContext: in.MaxToContext, Rank: -1, Echo: in.Echo, ignoreEOS: in.IgnoreEOS,
 		includeStr: in.IncludeStr, Stream: in.Stream, ReturnIDs: in.ReturnIDs,
 		tokensAsIDs: in.TokensAsIDs, pd: in.PD}
 	if e := s.ResolveModel(g, in.Model, in.HasModel); e != nil {
 		return nil, e
 	}
-	g.BaseID = input.RequestID(r.Header.Get("X-Request-Id"), in.BodyID)
+	g.BaseID = input.RequestID(m.RequestID, in.BodyID)
 	for _, check := range [...]func(*GenRequest, *GenInput) *wire.APIError{
 		checkInputs, s.checkLengths, s.checkBudgets, checkSamplingOf, checkLogprobs, s.checkStops,
 		s.checkPromptOptions,
@@ -112,11 +119,11 @@ func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wir
 	}
 	// The schemas are compiled under the request's context: their work
 	// stops when the client leaves.
-	if e := s.checkConstraints(r.Context(), g, in); e != nil {
+	if e := s.checkConstraints(m.Ctx, g, in); e != nil {
 		return nil, e
 	}
 	var e *wire.APIError
-	if g.Rank, e = s.HeaderRank(r); e != nil {
+	if g.Rank, e = s.RankOf(m.Rank); e != nil {
 		return nil, e
 	}
 	if e := s.checkPD(g); e != nil {
@@ -231,7 +238,7 @@ func (s *Server) checkPrompt(g *GenRequest, rp input.RawPrompt) (PromptSpec, *wi
 		return PromptSpec{}, contextLengthError(N, 0, p, rp.IsText)
 	case p == N:
 		return PromptSpec{}, wire.ErrInvalid(g.maxName, "%s must be at least 1, got 0.", g.maxName)
-	case g.Chat:
+	case g.Chat || g.toContext:
 		m = N - p
 	default:
 		m = min(16, N-p)

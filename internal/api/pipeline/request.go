@@ -59,6 +59,11 @@ type GenInput struct {
 	TopLogprobs    wire.Num
 	LogprobsK      wire.Num // completions logprobs
 	PromptLogprobs bool
+	// MaxToContext: without a max tokens value a prompt may generate up
+	// to the rest of the context, as vLLM's engine allows a request whose
+	// SamplingParams have max_tokens=None (its gRPC server's), instead of
+	// the completions endpoint's 16.
+	MaxToContext bool
 
 	Seed        wire.Num
 	Priority    wire.Num
@@ -83,6 +88,13 @@ type SamplingInput struct {
 	Temperature, TopP, TopK, minP, freqPen, presPen, RepPen wire.Num
 }
 
+// SamplingValues returns the sampling input of a front end that reads the
+// values itself (gRPC) rather than from a JSON body.
+func SamplingValues(temperature, topP, topK, minP, freqPen, presPen, repPen wire.Num) SamplingInput {
+	return SamplingInput{Temperature: temperature, TopP: topP, TopK: topK, minP: minP,
+		freqPen: freqPen, presPen: presPen, RepPen: repPen}
+}
+
 // EmptyObject is a body without fields, for surfaces whose requests carry
 // no constraint, tool or template fields.
 func EmptyObject() wire.Object { return wire.Object{Err: new(*wire.APIError)} }
@@ -100,6 +112,10 @@ func ReadSampling(o wire.Object) SamplingInput {
 		RepPen:      o.Float("repetition_penalty"),
 	}
 }
+
+// MaxStopTokenIDs is the most stop token ids a request may carry; a front
+// end needs to keep only one more than this to have too many reported.
+const MaxStopTokenIDs = maxStopTokenIDs
 
 // ParseStopIDs reads stop_token_ids: the first maxStopTokenIDs+1 ids (one
 // more than allowed is enough to report too many) and how many were sent.

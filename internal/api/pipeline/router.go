@@ -15,8 +15,13 @@ import (
 // HeaderRank returns the rank named by X-data-parallel-rank, -1 when the
 // header is absent, or a 400 when it is not an integer in [0, dp_size).
 func (s *Server) HeaderRank(r *http.Request) (int, *wire.APIError) {
-	vals, ok := r.Header["X-Data-Parallel-Rank"]
-	if !ok || len(vals) == 0 {
+	return s.RankOf(r.Header["X-Data-Parallel-Rank"])
+}
+
+// RankOf is HeaderRank of the header's values (none: -1), for a front end
+// that carries them otherwise (Meta.Rank).
+func (s *Server) RankOf(vals []string) (int, *wire.APIError) {
+	if len(vals) == 0 {
 		return -1, nil
 	}
 	v := strings.TrimSpace(vals[0])

@@ -45,6 +45,11 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64) (Object, *A
 	return parseObject(body)
 }
 
+// ParseObject parses body as exactly one JSON object: the object the
+// shared phases read, for a front end that builds it from another
+// encoding (gRPC's structured-output constraints).
+func ParseObject(body []byte) (Object, *APIError) { return parseObject(body) }
+
 // parseObject parses body as exactly one JSON object.
 func parseObject(body []byte) (Object, *APIError) {
 	dec := json.NewDecoder(bytes.NewReader(body))
