@@ -47,9 +47,13 @@ type (
 	LoRAPathCheck           = settings.LoRAPathCheck
 	PDRole                  = settings.PDRole
 	DPRouting               = settings.DPRouting
+	PoolingOptions          = settings.PoolingOptions
+	Runner                  = settings.Runner
+	PoolingTask             = settings.PoolingTask
 	ChatRenderer            = settings.ChatRenderer
 	KVTransfer              = disagg.KVTransfer
 	RequestObserver         = settings.RequestObserver
+	HTTPInstrumenter        = settings.HTTPInstrumenter
 	DeliveryLagObserver     = settings.DeliveryLagObserver
 	FaultObserver           = settings.FaultObserver
 	TransferFailureObserver = disagg.TransferFailureObserver
@@ -66,7 +70,18 @@ const (
 	PDRoleDecode                   = settings.PDRoleDecode
 	RouteRoundRobin                = settings.RouteRoundRobin
 	RouteLeastLoaded               = settings.RouteLeastLoaded
+	RunnerAuto                     = settings.RunnerAuto
+	RunnerGenerate                 = settings.RunnerGenerate
+	RunnerPooling                  = settings.RunnerPooling
+	TaskEmbed                      = settings.TaskEmbed
+	TaskClassify                   = settings.TaskClassify
 )
+
+// NewPoolingOptions maps the configuration's runner and pooling task
+// (internal/api/settings).
+func NewPoolingOptions(runner, task string, numLabels int) PoolingOptions {
+	return settings.NewPoolingOptions(runner, task, numLabels)
+}
 
 // ErrShuttingDown is what a generation request waiting for its engine gets
 // when the server stops (internal/api/pipeline).

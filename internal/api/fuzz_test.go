@@ -16,9 +16,15 @@ import (
 
 // startFuzzServer runs one server (live engine, no simulated delay) for
 // every execution of a fuzz process, stopped when the fuzz target ends.
-func startFuzzServer(f *testing.F) http.Handler {
-	cfg := testConfig(f, map[string]any{"max_model_len": 96, "num_gpu_blocks": 64, "block_size": 16,
-		"max_request_body_bytes": 65536})
+func startFuzzServer(f *testing.F, extra ...map[string]any) http.Handler {
+	o := map[string]any{"max_model_len": 96, "num_gpu_blocks": 64, "block_size": 16,
+		"max_request_body_bytes": 65536}
+	for _, e := range extra {
+		for k, v := range e {
+			o[k] = v
+		}
+	}
+	cfg := testConfig(f, o)
 	eng, err := engine.New(cfg.EngineConfig(nil), engine.Options{})
 	if err != nil {
 		f.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/metrics"
 	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
 	"go.uber.org/goleak"
 )
@@ -87,6 +88,11 @@ func startServerConn(t testing.TB, cfg *config.Config, opts func(rank int) engin
 	}
 	if d.Now == nil {
 		d.Now = fixedNow
+	}
+	if d.HTTP == nil {
+		// Every request goes through the HTTP metrics middleware, as in
+		// production, so each test also checks that it changes nothing.
+		d.HTTP = metrics.New(metrics.Options{Model: cfg.ServedName()}, "test")
 	}
 	srv := NewServer(testOptions(cfg), engines, d)
 	ts := httptest.NewUnstartedServer(srv.Handler())

@@ -54,6 +54,7 @@ func testOptions(cfg *config.Config) settings.Options {
 		Seed:         cfg.Seed,
 		DPRouting:    settings.DPRouting(cfg.DPRouting),
 		EmbeddingDim: cfg.EmbeddingDim,
+		Pooling:      settings.NewPoolingOptions(string(cfg.Runner), cfg.PoolingTask(), cfg.NumLabels),
 	}
 	if rc := cfg.Reasoning; rc != nil {
 		o.Generation.Reasoning = &plan.Reasoning{StartID: rc.StartThinkingTokenID,

@@ -54,6 +54,13 @@ type Config struct {
 	// EmbeddingDim is the length of /v1/embeddings vectors.
 	EmbeddingDim int `json:"embedding_dim"`
 
+	// Runner, Convert and NumLabels choose what kind of model is served:
+	// a generative one, or a pooling one with its task and endpoints
+	// (docs/pooling.md).
+	Runner    Runner  `json:"runner"`
+	Convert   Convert `json:"convert"`
+	NumLabels int     `json:"num_labels"`
+
 	// Tool calling fields (docs/tools-and-structured-outputs.md).
 	EnableAutoToolChoice           bool    `json:"enable_auto_tool_choice"`
 	ToolCallParser                 string  `json:"tool_call_parser"`
@@ -328,6 +335,9 @@ func Default() Config {
 		DeprecatedMetrics:     true,
 		LogLevel:              LogInfo,
 		EmbeddingDim:          1024,
+		Runner:                RunnerAuto,
+		Convert:               ConvertAuto,
+		NumLabels:             1,
 		ToolCallProbability:   DefaultToolCallProbability,
 
 		EngineType:            engine.EngineVLLM,

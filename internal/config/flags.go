@@ -65,6 +65,9 @@ var flagTable = []flagSpec{
 	{name: "natural-output-len-sigma", key: "natural_output_len_sigma", kind: flagFloat, usage: "log-normal shape σ of natural answer lengths (0-4]; p90 = median × e^(1.2816σ)", group: GroupServer, scope: ScopeServer},
 	{name: "response-mode", key: "response_mode", kind: flagString, usage: "answers: generate (planned tokens) | echo (the prompt, or a chat's last message; llm-d-inference-sim's --mode echo)", group: GroupServer, scope: ScopeServer},
 	{name: "embedding-dim", key: "embedding_dim", kind: flagInt, usage: "length of /v1/embeddings vectors (requests may ask for fewer with dimensions)", group: GroupServer, scope: ScopeServer},
+	{name: "runner", key: "runner", kind: flagString, usage: "model runner: auto (generation endpoints and /v1/embeddings) | generate | pooling (embeddings, /pooling, /score, /rerank, /classify; no generation) (docs/pooling.md)", group: GroupServer, scope: ScopeServer},
+	{name: "convert", key: "convert", kind: flagString, usage: "pooling task of --runner pooling: auto (= embed) | embed (bi-encoder) | classify (classifier; a cross-encoder with --num-labels 1) | none", group: GroupServer, scope: ScopeServer},
+	{name: "num-labels", key: "num_labels", kind: flagInt, usage: "classifier labels of a --convert classify model (its config's num_labels; 1 = a cross-encoder, which also serves /score and /rerank)", group: GroupServer, scope: ScopeServer},
 	{name: "reasoning-field", key: "reasoning_field", kind: flagString, usage: "reasoning text field: reasoning | reasoning_content", group: GroupServer, scope: ScopeServer},
 	{name: "enable-request-id-headers", key: "enable_request_id_headers", kind: flagBool, negatable: true, usage: "echo X-Request-Id in responses", group: GroupVLLM, scope: ScopeServer},
 	{name: "enable-prompt-tokens-details", key: "enable_prompt_tokens_details", kind: flagBool, negatable: true, usage: "add usage.prompt_tokens_details.cached_tokens", group: GroupVLLM, scope: ScopeServer},
@@ -192,7 +195,7 @@ var flagTable = []flagSpec{
 	// Resource budgets (docs/SECURITY.md, "Budgets"): a request over one gets a 400 naming the flag.
 	{name: "max-prompts-per-request", key: "max_prompts_per_request", kind: flagInt, usage: "most prompts in one /v1/completions request (a prompt list)", group: GroupServer, scope: ScopeServer},
 	{name: "max-sequences-per-request", key: "max_sequences_per_request", kind: flagInt, usage: "most sequences one request makes: prompts × n (× best_of)", group: GroupServer, scope: ScopeServer},
-	{name: "max-embedding-inputs", key: "max_embedding_inputs", kind: flagInt, usage: "most inputs in one /v1/embeddings request (OpenAI: 2048)", group: GroupServer, scope: ScopeServer},
+	{name: "max-embedding-inputs", key: "max_embedding_inputs", kind: flagInt, usage: "most inputs in one /v1/embeddings, /classify or /pooling request, and most texts in a score or rerank list (OpenAI: 2048)", group: GroupServer, scope: ScopeServer},
 	{name: "max-schema-bytes", key: "max_schema_bytes", kind: flagInt, usage: "largest JSON schema (response_format, structured outputs, one tool's parameters), in bytes", group: GroupServer, scope: ScopeServer},
 	{name: "max-schema-enum", key: "max_schema_enum", kind: flagInt, usage: "most enum and const values in one JSON schema (OpenAI: 1000)", group: GroupServer, scope: ScopeServer},
 	{name: "max-schema-steps", key: "max_schema_steps", kind: flagInt, usage: "work budget of one schema's compilation, and of each generation or check against it", group: GroupServer, scope: ScopeServer},

@@ -60,6 +60,8 @@ var fieldOpts = map[string]fieldOpt{
 	"response_mode":            {enum: typedEnum(ResponseGenerate, ResponseEcho)},
 	"reasoning_field":          {enum: enum("reasoning", "reasoning_content")},
 	"metrics_family":           {enum: typedEnum(MetricsAuto, MetricsVLLM, MetricsSGLang, MetricsBoth)},
+	"runner":                   {enum: typedEnum(RunnerAuto, RunnerGenerate, RunnerPooling, RunnerDraft)},
+	"convert":                  {enum: typedEnum(ConvertAuto, ConvertNone, ConvertEmbed, ConvertClassify)},
 	"log_level":                {enum: withAliases(typedEnum(LogDebug, LogInfo, LogWarn, LogError), map[string]string{"warning": "warn"})},
 	"engine_type":              {enum: typedEnum(engine.EngineVLLM, engine.EngineSGLang, engine.EngineTRTLLM)},
 	"preemption_mode":          {enum: typedEnum(engine.PreemptLIFO, engine.PreemptFIFO)},

@@ -12,6 +12,7 @@ type notYetValue struct {
 
 var notYetValues = []notYetValue{
 	{"kv_offloading_backend", "kv-offloading-backend", string(OffloadLMCache), "the LMCache offloading backend"},
+	{"runner", "runner", string(RunnerDraft), "a speculative-decoding draft model served on its own"},
 }
 
 // notYetProblems reports every key set by any source (merged) and every

@@ -188,6 +188,8 @@ func (c *Config) validate() ([]problem, []string) {
 		v.warns = append(v.warns, "natural_output_len_sigma has no effect with output_len_mode random (uniform lengths)")
 	}
 	v.intRange("embedding_dim", int64(c.EmbeddingDim), 1, 65536)
+	v.intRange("num_labels", int64(c.NumLabels), 1, 1024)
+	c.validatePooling(v)
 	v.intMin("max_request_body_bytes", c.MaxRequestBodyBytes, 1024)
 	v.nonNegFinite("startup_time", c.StartupTime)
 

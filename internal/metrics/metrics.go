@@ -141,6 +141,7 @@ type Registry struct {
 	ranks      []*rankObserver
 	kvPub      *kvPublisherCollector
 	faults     *prometheus.CounterVec
+	http       *httpMetrics // nil without the vLLM family
 }
 
 // New builds the registry opts describe: its families, deprecated vLLM
@@ -169,6 +170,7 @@ func New(opts Options, version string) *Registry {
 		r.buildLoRA()
 		r.buildSpecOffload()
 		r.buildSleep()
+		r.buildHTTP()
 	}
 	if r.sglang {
 		r.buildSGLang()

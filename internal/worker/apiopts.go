@@ -53,6 +53,7 @@ func apiOptions(cfg *config.Config) api.Options {
 		Seed:         cfg.Seed,
 		DPRouting:    api.DPRouting(cfg.DPRouting),
 		EmbeddingDim: cfg.EmbeddingDim,
+		Pooling:      api.NewPoolingOptions(string(cfg.Runner), cfg.PoolingTask(), cfg.NumLabels),
 	}
 	if rc := cfg.Reasoning; rc != nil {
 		o.Generation.Reasoning = &plan.Reasoning{StartID: rc.StartThinkingTokenID,

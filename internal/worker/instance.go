@@ -100,6 +100,7 @@ func (w *Worker) startInstance(port, grpcPort int, beforeServe func(*instance) e
 		Logger:              w.log,
 		Metrics:             w.opts.Metrics,
 		Requests:            w.opts.Requests,
+		HTTP:                w.opts.HTTP,
 		DeliveryLag:         w.opts.DeliveryLag,
 		Faults:              w.faults,
 		FaultObserver:       w.opts.Faults,
@@ -171,7 +172,7 @@ func (w *Worker) startInstance(port, grpcPort int, beforeServe func(*instance) e
 		inner = ui.Route(inner, ui.Handler(hub, ui.HandlerOptions{APIKeys: cfg.APIKey}))
 	}
 	if cfg.DevMode {
-		inner = sleepRoutes(inner, engines, w.log)
+		inner = sleepRoutes(inner, engines, w.log, w.opts.HTTP)
 	}
 	id := w.opts.ID
 	in.hs = &http.Server{

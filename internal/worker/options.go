@@ -60,6 +60,9 @@ type Options struct {
 	Metrics     http.Handler
 	Requests    api.RequestObserver
 	DeliveryLag api.DeliveryLagObserver
+	// HTTP counts every request in vLLM's HTTP metrics (http_requests_total,
+	// …); may be nil.
+	HTTP api.HTTPInstrumenter
 	// Faults counts injected faults (mocker_injected_faults_total).
 	Faults api.FaultObserver
 	// Transfers counts failed KV pulls and release notifications of
@@ -141,6 +144,7 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 		},
 	}
 	opts.Metrics, opts.Requests, opts.DeliveryLag, opts.Faults = reg.Handler(), reg, reg, reg
+	opts.HTTP = reg
 	opts.Transfers = reg
 	opts.KVEvents = func(r int) (string, string, bool) {
 		k := pubs.KV(r)

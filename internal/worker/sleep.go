@@ -175,11 +175,23 @@ const sleepTimeout = time.Hour
 // engines and passes every other path to rest.
 // Each sleep and wake-up is logged at info level with how long it took, as
 // vLLM logs "It took … seconds to fall asleep / wake up tags …".
-func sleepRoutes(rest http.Handler, engines []*engine.Engine, log *slog.Logger) http.Handler {
-	// CORS as on every API route (vLLM's middleware covers these too).
-	sleep := api.CORS(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// vLLM's sleep routes are FastAPI routes, so obs (when set) counts them in
+// the HTTP metrics under their path, inside CORS as on the API routes; a
+// wrong method matches no route there (handler "none").
+func sleepRoutes(rest http.Handler, engines []*engine.Engine, log *slog.Logger, obs api.HTTPInstrumenter) http.Handler {
+	var inner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		serveSleep(w, r, engines, log)
-	}))
+	})
+	if obs != nil {
+		inner = obs.InstrumentHTTP(inner, func(r *http.Request) string {
+			if r.Method == sleepMethod(r.URL.Path) {
+				return r.URL.Path
+			}
+			return ""
+		})
+	}
+	// CORS as on every API route (vLLM's middleware covers these too).
+	sleep := api.CORS(inner)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/sleep", "/wake_up", "/is_sleeping":
@@ -190,12 +202,17 @@ func sleepRoutes(rest http.Handler, engines []*engine.Engine, log *slog.Logger) 
 	})
 }
 
+// sleepMethod is the method of a sleep route.
+func sleepMethod(path string) string {
+	if path == "/is_sleeping" {
+		return http.MethodGet
+	}
+	return http.MethodPost
+}
+
 // serveSleep answers one of the sleep routes.
 func serveSleep(w http.ResponseWriter, r *http.Request, engines []*engine.Engine, log *slog.Logger) {
-	method := http.MethodPost
-	if r.URL.Path == "/is_sleeping" {
-		method = http.MethodGet
-	}
+	method := sleepMethod(r.URL.Path)
 	if r.Method != method {
 		w.Header().Set("Allow", method)
 		httperr.Write(w, http.StatusMethodNotAllowed, bodyMethodNotAllowed)

@@ -25,7 +25,7 @@ import (
 // in metrics and KV events like any prompt. The vector is computed from the
 // input's token ids once the engine has finished the sequence.
 type EmbeddingsSurface struct {
-	Basis *embedBasis
+	Basis *EmbedBasis
 }
 
 // embedFormat is the encoding_format of an embeddings request.
@@ -43,7 +43,8 @@ type embedRequest struct {
 }
 
 var embeddingFields = wire.SetOf("model", "input", "encoding_format", "dimensions", "user",
-	"truncate_prompt_tokens", "request_id", "priority", "add_special_tokens", "cache_salt")
+	"truncate_prompt_tokens", "request_id", "priority", "add_special_tokens", "cache_salt",
+	"messages", "add_generation_prompt", "continue_final_message", "chat_template", "chat_template_kwargs", "tools")
 
 func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
 	g := &pipeline.GenRequest{Chat: false, Rank: -1, N: 1, Ext: &embedRequest{dims: s.Opts().EmbeddingDim}}
@@ -60,8 +61,14 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 	if e := checkInputCount(s, o); e != nil {
 		return nil, e
 	}
-	// The completions prompt forms: a string, strings, ids, id arrays.
-	inputs, empty, badID := input.ParsePrompt(o, "input", s.Tokenizer().VocabSize())
+	chatForm := !o.Has("input") && o.Has("messages")
+	var inputs []input.RawPrompt
+	var empty bool
+	var badID string
+	if !chatForm {
+		// The completions prompt forms: a string, strings, ids, id arrays.
+		inputs, empty, badID = input.ParsePrompt(o, "input", s.Tokenizer().VocabSize())
+	}
 	if e := o.Failed(); e != nil {
 		return nil, e
 	}
@@ -69,6 +76,15 @@ func (EmbeddingsSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Reques
 		return nil, e
 	}
 	g.BaseID = input.RequestID(r.Header.Get("X-Request-Id"), bodyID)
+	if chatForm {
+		// vLLM's chat form (EmbeddingChatRequest): one input, the
+		// rendered conversation.
+		ids, e := s.PoolingChatIDs(o)
+		if e != nil {
+			return nil, e
+		}
+		inputs = []input.RawPrompt{{IDs: ids}}
+	}
 	switch {
 	case len(inputs) == 0 || empty:
 		return nil, wire.ErrInvalid("input", "input must not be empty")
@@ -212,9 +228,9 @@ func (es EmbeddingsSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 		b = strconv.AppendInt(b, int64(i), 10)
 		b = append(b, `,"object":"embedding","embedding":`...)
 		if embedReq(g).format == embedBase64 {
-			b = appendEmbeddingBase64(b, v)
+			b = AppendBase64(b, v)
 		} else {
-			b = appendEmbeddingFloats(b, v)
+			b = AppendFloats(b, v)
 		}
 		b = append(b, '}')
 	}
@@ -226,7 +242,7 @@ func (es EmbeddingsSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 	httperr.Write(w, http.StatusOK, b)
 }
 
-// embedBasis is a table of pseudo-random dense vectors that token
+// EmbedBasis is a table of pseudo-random dense vectors that token
 // positions draw from: an embedding is the normalised sum of one signed
 // basis vector per position, chosen by a chain hash of the tokens up to
 // that position. The same input always gives the same vector, and two
@@ -234,7 +250,7 @@ func (es EmbeddingsSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 // similarity is about k/√(n₁·n₂) (the signed vectors are nearly
 // orthogonal). A position costs one vector addition instead of a fresh
 // random vector.
-type embedBasis struct {
+type EmbedBasis struct {
 	seed uint64
 	dim  int
 	once sync.Once
@@ -248,11 +264,15 @@ const embedBasisBytes = 4 << 20
 // embedSignBlock is how many consecutive components share one sign bit.
 const embedSignBlock = 32
 
-func NewEmbedBasis(seed int64, dim int) *embedBasis {
-	return &embedBasis{seed: uint64(seed), dim: dim}
+// NewEmbedBasis returns the basis of a seed and vector length; its table is
+// built on first use. The embeddings and pooling surfaces share one, so a
+// score is computed from the very vectors /v1/embeddings returns.
+func NewEmbedBasis(seed int64, dim int) *EmbedBasis {
+	return &EmbedBasis{seed: uint64(seed), dim: dim}
 }
 
-func (eb *embedBasis) Table() []float32 {
+// Table returns the basis vectors (count × dim, row-major), built once.
+func (eb *EmbedBasis) Table() []float32 {
 	eb.once.Do(func() {
 		count := 1024
 		for count > 16 && count*eb.dim*4 > embedBasisBytes {
@@ -274,7 +294,7 @@ func (eb *embedBasis) Table() []float32 {
 // and returns its first dims components, scaled to unit norm. Truncating
 // to dims and renormalising is what a Matryoshka-trained model's
 // `dimensions` does.
-func (eb *embedBasis) Embed(dst []float32, ids []uint32, dims int) []float32 {
+func (eb *EmbedBasis) Embed(dst []float32, ids []uint32, dims int) []float32 {
 	vecs := eb.Table()
 	acc := dst[:dims]
 	clear(acc)
@@ -313,9 +333,9 @@ func (eb *embedBasis) Embed(dst []float32, ids []uint32, dims int) []float32 {
 	return acc
 }
 
-// appendEmbeddingFloats appends v as a JSON array the way vLLM writes it
+// AppendFloats appends v as a JSON array the way vLLM writes it
 // (Python's repr of each float32 widened to a double).
-func appendEmbeddingFloats(b []byte, v []float32) []byte {
+func AppendFloats(b []byte, v []float32) []byte {
 	b = append(b, '[')
 	for i, f := range v {
 		if i > 0 {
@@ -332,10 +352,10 @@ func appendEmbeddingFloats(b []byte, v []float32) []byte {
 	return append(b, ']')
 }
 
-// appendEmbeddingBase64 appends v as a JSON string: base64 of the
+// AppendBase64 appends v as a JSON string: base64 of the
 // little-endian float32 bytes (what vLLM and OpenAI send, and what the
 // OpenAI SDKs decode into a Float32Array / []float32).
-func appendEmbeddingBase64(b []byte, v []float32) []byte {
+func AppendBase64(b []byte, v []float32) []byte {
 	raw := make([]byte, 4*len(v))
 	for i, f := range v {
 		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(f))

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 
+	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -51,4 +52,33 @@ func (s *Server) RenderChat(o wire.Object, msgs []tokenizer.Message, tools []byt
 		return "", wire.ErrInvalid("", "%s", err.Error())
 	}
 	return text, nil
+}
+
+// PoolingChatIDs renders and tokenizes the chat form of a pooling request
+// (embeddings, classify, pooling): messages with vLLM's pooling defaults,
+// add_generation_prompt and add_special_tokens false (its
+// ChatRequestOptionsMixin), tools and chat_template_kwargs as in chat.
+func (s *Server) PoolingChatIDs(o wire.Object) ([]uint32, *wire.APIError) {
+	msgs, badPart := input.ParseMessages(o)
+	var tools []byte
+	if a, ok := o.Kind("tools", "array"); ok {
+		tools = wire.CompactJSON(a)
+	}
+	addGen := o.Bool("add_generation_prompt", false)
+	contFinal := o.Bool("continue_final_message", false)
+	addSpecial := o.Bool("add_special_tokens", false)
+	if e := o.Failed(); e != nil {
+		return nil, e
+	}
+	if e := CheckMessages(msgs, badPart, ""); e != nil {
+		return nil, e
+	}
+	if e := CheckChatFlags(addGen, contFinal); e != nil {
+		return nil, e
+	}
+	text, e := s.RenderChat(o, msgs, tools, addGen, contFinal)
+	if e != nil {
+		return nil, e
+	}
+	return s.tok.Encode(text, addSpecial), nil
 }

@@ -37,6 +37,7 @@ type Server struct {
 	reqChat func(string) (settings.ChatRenderer, error)
 	log     *slog.Logger
 	metrics http.Handler
+	httpObs settings.HTTPInstrumenter
 	reqObs  settings.RequestObserver
 	lagObs  settings.DeliveryLagObserver
 	version string
@@ -87,6 +88,7 @@ func NewServer(opts settings.Options, engines []*engine.Engine, deps settings.De
 		reqChat:  deps.RequestChatTemplate,
 		log:      deps.Logger,
 		metrics:  deps.Metrics,
+		httpObs:  deps.HTTP,
 		reqObs:   deps.Requests,
 		lagObs:   deps.DeliveryLag,
 		kvt:      deps.KVTransfer,
@@ -202,6 +204,9 @@ func (s *Server) Logger() *slog.Logger { return s.log }
 
 // MetricsHandler serves GET /metrics.
 func (s *Server) MetricsHandler() http.Handler { return s.metrics }
+
+// HTTPInstrumenter counts the requests the router serves (nil: none).
+func (s *Server) HTTPInstrumenter() settings.HTTPInstrumenter { return s.httpObs }
 
 // Version is what GET /version reports.
 func (s *Server) Version() string { return s.version }

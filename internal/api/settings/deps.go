@@ -23,6 +23,14 @@ type RequestObserver interface {
 	ObserveRequest(rank, n, maxTokens, maxGenerated int)
 }
 
+// HTTPInstrumenter wraps the router to count each request it serves:
+// vLLM's FastAPI HTTP metrics (http_requests_total, …). route reports,
+// after the handler ran, the route template the request matched ("" for
+// none). metrics.Registry implements it.
+type HTTPInstrumenter interface {
+	InstrumentHTTP(next http.Handler, route func(*http.Request) string) http.Handler
+}
+
 // DeliveryLagObserver receives, per streamed token, how late (seconds) its
 // bytes were flushed to the client after the token's modeled delivery time
 // (engine.OutputItem.Time, the deadline of the pass that produced it):
@@ -42,6 +50,9 @@ type Deps struct {
 	Metrics http.Handler
 	// Requests observes per-HTTP-request histograms (may be nil).
 	Requests RequestObserver
+	// HTTP counts every request the router serves in vLLM's HTTP metrics
+	// (may be nil).
+	HTTP HTTPInstrumenter
 	// DeliveryLag observes the per-token SSE delivery lag (may be nil).
 	DeliveryLag DeliveryLagObserver
 	// Faults decides injected faults; nil builds one from the

@@ -37,7 +37,81 @@ type Options struct {
 	DPRouting DPRouting
 	// EmbeddingDim is the length of /v1/embeddings vectors.
 	EmbeddingDim int
+	// Pooling says which kind of model is served, hence which endpoints
+	// exist; the zero value serves generation and embeddings.
+	Pooling PoolingOptions
 }
+
+// Runner is the kind of model served (vLLM's --runner).
+type Runner uint8
+
+const (
+	// RunnerAuto serves the generation endpoints and /v1/embeddings.
+	RunnerAuto Runner = iota
+	// RunnerGenerate serves only the generation endpoints.
+	RunnerGenerate
+	// RunnerPooling serves only the pooling endpoints of Task.
+	RunnerPooling
+)
+
+// PoolingTask is the task of a pooling model (vLLM's --convert).
+type PoolingTask uint8
+
+const (
+	// TaskEmbed is a bi-encoder: embeddings, /pooling, /score, /rerank.
+	TaskEmbed PoolingTask = iota
+	// TaskClassify is a classifier: /classify, /pooling, and with one
+	// label (a cross-encoder) /score and /rerank.
+	TaskClassify
+)
+
+// PoolingOptions choose the served model's runner and pooling task.
+type PoolingOptions struct {
+	Runner Runner
+	Task   PoolingTask // under RunnerPooling
+	// NumLabels is a classifier's label count; 0 means 1.
+	NumLabels int
+}
+
+// NewPoolingOptions maps the configuration's runner ("auto", "generate",
+// "pooling"), its pooling task ("classify", else embed) and label count.
+func NewPoolingOptions(runner, task string, numLabels int) PoolingOptions {
+	p := PoolingOptions{NumLabels: numLabels}
+	switch runner {
+	case "generate":
+		p.Runner = RunnerGenerate
+	case "pooling":
+		p.Runner = RunnerPooling
+	}
+	if task == "classify" {
+		p.Task = TaskClassify
+	}
+	return p
+}
+
+// Generates reports whether the generation endpoints exist.
+func (p PoolingOptions) Generates() bool { return p.Runner != RunnerPooling }
+
+// Embeds reports whether /v1/embeddings exists.
+func (p PoolingOptions) Embeds() bool {
+	return p.Runner == RunnerAuto || p.Runner == RunnerPooling && p.Task == TaskEmbed
+}
+
+// Classifies reports whether /classify exists.
+func (p PoolingOptions) Classifies() bool { return p.Runner == RunnerPooling && p.Task == TaskClassify }
+
+// Labels is the classifier's label count (at least 1).
+func (p PoolingOptions) Labels() int { return max(p.NumLabels, 1) }
+
+// Scores reports whether /score and /rerank exist: an embedding model, or
+// a classifier with one label (vLLM's enable_scoring_api).
+func (p PoolingOptions) Scores() bool {
+	return p.Runner == RunnerPooling && (p.Task == TaskEmbed || p.Labels() == 1)
+}
+
+// CrossEncoder reports whether scores come from a one-label classifier
+// reading each query-document pair as one sequence.
+func (p PoolingOptions) CrossEncoder() bool { return p.Task == TaskClassify }
 
 // ModelOptions name the served model.
 type ModelOptions struct {

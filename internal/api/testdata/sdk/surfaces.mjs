@@ -104,6 +104,16 @@ const run = {
       usage: f.usage,
     };
   },
+  // A pooling model (--runner pooling): embeddings through the SDK, and
+  // vLLM's score and rerank through the SDK's generic post (the SDK has no
+  // method of its own for them; this is how a Node client calls them).
+  async pooling() {
+    const texts = ['the quick brown fox', 'the quick brown fox', 'the quick red fox', 'taxes are due'];
+    const e = await openai.embeddings.create({ model: 'mocker-model', input: texts });
+    const score = await openai.post('/score', { body: { model: 'mocker-model', text_1: texts[0], text_2: texts.slice(1) } });
+    const rerank = await openai.post('/rerank', { body: { model: 'mocker-model', query: texts[0], documents: texts.slice(1).reverse(), top_n: 2 } });
+    return { embeddings: e.data.map((x) => Array.from(x.embedding)), score, rerank };
+  },
   // Anthropic Messages: text, non-streamed and streamed.
   async messages_text() {
     const params = { model: 'mocker-model', max_tokens: 6, system: 'Be brief.', messages: [{ role: 'user', content: 'Hello!' }] };
