@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"sigs.k8s.io/yaml"
@@ -77,12 +78,27 @@ func TestLLMDSim_QuickStartCommandsStartAndServe(t *testing.T) {
 			} else {
 				args = append(args, "--port", "0")
 			}
+			// With --enable-kvcache the simulator publishes to a subscriber
+			// that binds (llm-d's KV cache manager), at tcp://localhost:5557
+			// by default; here the subscriber binds a free port instead,
+			// which --zmq-endpoint names.
+			var sub *testutil.ZMQSocket
+			kvEvents := argValue(args, "enable-kvcache") == "true"
+			if kvEvents {
+				sub = testutil.NewZMQSub(t, nil, testutil.AnyLoopbackPort, true, "")
+				args = append(args, "--zmq-endpoint", testutil.LastEndpoint(t, sub.Sock))
+			}
 			url, stderr := startRun(t, append([]string{"serve"}, args...)...)
+			if kvEvents {
+				sub.Settle(200 * time.Millisecond)
+			}
 			model := argValue(args, "model")
 			c := simClient(t, url)
+			// Long enough to fill KV blocks, whose storing is an event.
+			hello := strings.Repeat("Hello there! ", 100)
 			resp, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 				Model: model, MaxTokens: openai.Int(3),
-				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")},
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(hello)},
 			})
 			if err != nil {
 				t.Fatalf("chat: %v; stderr:\n%s", err, stderr.String())
@@ -107,8 +123,11 @@ func TestLLMDSim_QuickStartCommandsStartAndServe(t *testing.T) {
 			if got := linesWithPrefix(stderr.String(), "accepted, no effect"); !slices.Equal(got, want) {
 				t.Errorf("startup lines:\n got  %q\n want %q", got, want)
 			}
-			if argValue(args, "enable-kvcache") == "true" && !strings.Contains(stderr.String(), "KV events     tcp://localhost:5557") {
-				t.Errorf("--enable-kvcache true: no KV events to the simulator's endpoint; stderr:\n%s", stderr.String())
+			if kvEvents {
+				// The chat's prompt blocks were stored: a KV event batch came.
+				if msg := sub.Recv(5 * time.Second); len(msg) != 3 {
+					t.Errorf("--enable-kvcache true: KV event message %q, want [topic, seq, payload]", msg)
+				}
 			}
 		})
 	}
