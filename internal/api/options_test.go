@@ -39,7 +39,8 @@ func testOptions(cfg *config.Config) settings.Options {
 			Echo:               cfg.ResponseMode == config.ResponseEcho,
 		},
 		Tools: settings.ToolOptions{AutoToolChoice: cfg.EnableAutoToolChoice, Parser: cfg.ToolCallParser,
-			CallProbability: cfg.ToolCallProbability, ExcludeWhenChoiceNone: cfg.ExcludeToolsWhenToolChoiceNone},
+			CallProbability: cfg.ToolCallProbability, AfterResultProbability: cfg.ToolCallAfterResultProbability,
+			ExcludeWhenChoiceNone: cfg.ExcludeToolsWhenToolChoiceNone},
 		Limits: settings.LimitOptions{MaxConcurrentRequests: cfg.MaxConcurrentRequests, RPM: cfg.RPM, TPM: cfg.TPM},
 		Budgets: settings.BudgetOptions{
 			MaxPromptsPerRequest: cfg.MaxPromptsPerRequest, MaxSequencesPerRequest: cfg.MaxSequencesPerRequest,

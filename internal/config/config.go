@@ -65,6 +65,7 @@ type Config struct {
 	EnableAutoToolChoice           bool    `json:"enable_auto_tool_choice"`
 	ToolCallParser                 string  `json:"tool_call_parser"`
 	ToolCallProbability            float64 `json:"tool_call_probability"`
+	ToolCallAfterResultProbability float64 `json:"tool_call_after_result_probability"`
 	ExcludeToolsWhenToolChoiceNone bool    `json:"exclude_tools_when_tool_choice_none"`
 
 	// Engine and scheduler fields.
@@ -339,6 +340,8 @@ func Default() Config {
 		Convert:               ConvertAuto,
 		NumLabels:             1,
 		ToolCallProbability:   DefaultToolCallProbability,
+
+		ToolCallAfterResultProbability: DefaultToolCallAfterResultProbability,
 
 		EngineType:            engine.EngineVLLM,
 		NumGPUBlocks:          16384,

@@ -81,7 +81,8 @@ var flagTable = []flagSpec{
 	{name: "log-level", key: "log_level", kind: flagString, usage: "log level: debug | info | warn | error", group: GroupObservability, scope: ScopeServer},
 	{name: "enable-auto-tool-choice", key: "enable_auto_tool_choice", kind: flagBool, negatable: true, usage: `allow tool_choice "auto" (needs --tool-call-parser), as vLLM`, group: GroupTools, scope: ScopeServer},
 	{name: "tool-call-parser", key: "tool_call_parser", kind: flagString, usage: "vLLM tool call parser name (hermes, llama3_json, mistral, ...): the text format of generated calls", group: GroupTools, scope: ScopeServer},
-	{name: "tool-call-probability", key: "tool_call_probability", kind: flagFloat, usage: `probability (0-1, seeded) that a tool_choice "auto" answer calls tools`, group: GroupTools, scope: ScopeServer},
+	{name: "tool-call-probability", key: "tool_call_probability", kind: flagFloat, usage: `probability (0-1, seeded) that a tool_choice "auto" answer calls tools (a turn that does not follow a tool result)`, group: GroupTools, scope: ScopeServer},
+	{name: "tool-call-after-result-probability", key: "tool_call_after_result_probability", kind: flagFloat, usage: `probability (0-1, seeded) that a tool_choice "auto" answer right after a tool result calls tools again; after k consecutive tool rounds, its k-th power`, group: GroupTools, scope: ScopeServer},
 	{name: "exclude-tools-when-tool-choice-none", key: "exclude_tools_when_tool_choice_none", kind: flagBool, negatable: true, usage: `leave tools out of the prompt when tool_choice is "none"`, group: GroupTools, scope: ScopeServer},
 
 	// Engine and scheduler.

@@ -9,6 +9,13 @@ import (
 // that call tools: even odds, so a client sees both outcomes early.
 const DefaultToolCallProbability = 0.5
 
+// DefaultToolCallAfterResultProbability is the share of tool_choice "auto"
+// answers right after a tool result that call tools again: a model that
+// asked for a tool mostly answers once it has the result, so an agent loop
+// ends in a turn or two; after k consecutive tool rounds an answer calls
+// again with this probability to the power k.
+const DefaultToolCallAfterResultProbability = 0.1
+
 // ToolCallParsers are the --tool-call-parser names vLLM registers; the
 // mock accepts the same set and refuses others with vLLM's message.
 var ToolCallParsers = []string{
@@ -34,5 +41,9 @@ func (v *validator) validateTools(c *Config) {
 	}
 	if !(c.ToolCallProbability >= 0 && c.ToolCallProbability <= 1) {
 		v.errorf([]string{"tool_call_probability"}, "tool_call_probability must be in [0, 1], got %s", fmtFloat(c.ToolCallProbability))
+	}
+	if !(c.ToolCallAfterResultProbability >= 0 && c.ToolCallAfterResultProbability <= 1) {
+		v.errorf([]string{"tool_call_after_result_probability"}, "tool_call_after_result_probability must be in [0, 1], got %s",
+			fmtFloat(c.ToolCallAfterResultProbability))
 	}
 }

@@ -63,7 +63,9 @@ workers:
 	testutil.WithPortRuns(t, 2, 16, func(bases []int) error {
 		kvPort, replay = bases[0], bases[1]
 		var err error
-		members, _, err = Plan(Spec{File: file, Base: testLoadOptions(map[string]any{
+		// HTTP ports below the ephemeral range: worker 0 is restarted on
+		// its port (testutil.RestartablePortRun).
+		members, _, err = Plan(Spec{File: file, BasePort: testutil.RestartablePortRun(t, 8), Base: testLoadOptions(map[string]any{
 			"timing_model": "fixed", "fixed_prefill_ms": 5, "fixed_decode_ms": 15, "block_size": 16,
 			"zmq_kv_events_port": kvPort, "zmq_replay_port": replay, "log_level": "warn",
 			"host": "127.0.0.1",

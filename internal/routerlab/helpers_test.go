@@ -24,6 +24,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/fleet"
 	"github.com/mocker-server/mocker-server/internal/replay"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // labFleet is an in-process fleet with its admin API, as `mocker-server
@@ -44,7 +45,10 @@ func startFleet(t *testing.T, n int, overlay map[string]any) *labFleet {
 			overlay[k] = json.Number(fmt.Sprint(v)) // as flags and files give numbers
 		}
 	}
-	members, _, err := fleet.Plan(fleet.Spec{Workers: n, Base: config.LoadOptions{Overlay: overlay,
+	// Worker ports below the ephemeral range: the kill/restart test
+	// restarts a worker on its port, which another process's outgoing
+	// connection must not take meanwhile.
+	members, _, err := fleet.Plan(fleet.Spec{Workers: n, BasePort: testutil.RestartablePortRun(t, n), Base: config.LoadOptions{Overlay: overlay,
 		LookupEnv: func(string) (string, bool) { return "", false },
 		Hostname:  func() (string, error) { return "labhost", nil }}})
 	if err != nil {

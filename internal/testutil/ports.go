@@ -3,7 +3,9 @@ package testutil
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,4 +125,58 @@ func freePortRuns(count, runLen int) (bases []int, err error) {
 		}
 	}
 	return bases, nil
+}
+
+// RestartablePortRun returns the first of n consecutive loopback ports that
+// are free and lie below the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range; 32768 when unreadable), for a
+// server that a test stops and restarts on the same port. A port the OS
+// hands out for ":0" or for an outgoing connection can be taken by another
+// test process in the instant the server is down ("bind: address already in
+// use" on restart); ports below that range are only ever taken by someone
+// who names them. The run starts at a random place, so that parallel test
+// processes seldom try the same ports.
+func RestartablePortRun(t testing.TB, n int) int {
+	t.Helper()
+	const lowest = 10000
+	highest := ephemeralLow() - n
+	if highest <= lowest {
+		t.Fatalf("no room for %d ports below the ephemeral range", n)
+	}
+	for range 200 {
+		base := lowest + rand.IntN(highest-lowest)
+		var held []net.Listener
+		for i := range n {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
+			if err != nil {
+				break
+			}
+			held = append(held, l)
+		}
+		for _, l := range held {
+			_ = l.Close()
+		}
+		if len(held) == n {
+			return base
+		}
+	}
+	t.Fatalf("found no %d consecutive free ports below the ephemeral range", n)
+	return 0
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low <= 1024 {
+		return 32768
+	}
+	return low
 }

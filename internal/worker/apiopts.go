@@ -38,7 +38,8 @@ func apiOptions(cfg *config.Config) api.Options {
 			Echo:               cfg.ResponseMode == config.ResponseEcho,
 		},
 		Tools: api.ToolOptions{AutoToolChoice: cfg.EnableAutoToolChoice, Parser: cfg.ToolCallParser,
-			CallProbability: cfg.ToolCallProbability, ExcludeWhenChoiceNone: cfg.ExcludeToolsWhenToolChoiceNone},
+			CallProbability: cfg.ToolCallProbability, AfterResultProbability: cfg.ToolCallAfterResultProbability,
+			ExcludeWhenChoiceNone: cfg.ExcludeToolsWhenToolChoiceNone},
 		Limits: api.LimitOptions{MaxConcurrentRequests: cfg.MaxConcurrentRequests, RPM: cfg.RPM, TPM: cfg.TPM},
 		Budgets: api.BudgetOptions{
 			MaxPromptsPerRequest: cfg.MaxPromptsPerRequest, MaxSequencesPerRequest: cfg.MaxSequencesPerRequest,

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mocker-server/mocker-server/internal/grpcfront/vllm/vllmpb"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
 )
 
@@ -19,7 +20,9 @@ import (
 // fail UNAVAILABLE), a restart serves on the same port again, Stop ends
 // it; drain refuses new generations as HTTP does.
 func TestGRPCPortFollowsTheLifecycle(t *testing.T) {
-	w := New(testcfg.Load(t, map[string]any{"port": 0, "grpc_port": 0, "log_level": "warn"}), Options{})
+	// Both ports below the ephemeral range: the worker restarts on them.
+	base := testutil.RestartablePortRun(t, 2)
+	w := New(testcfg.Load(t, map[string]any{"port": base, "grpc_port": base + 1, "log_level": "warn"}), Options{})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,14 +12,18 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mocker-server/mocker-server/internal/config"
+	"github.com/mocker-server/mocker-server/internal/testutil"
 	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// testConfig is a worker on a port below the ephemeral range: tests that
+// kill and restart it on the same port must not find it taken meanwhile
+// (testutil.RestartablePortRun).
 func testConfig(t *testing.T) *config.Config {
 	t.Helper()
-	return testcfg.Load(t, map[string]any{"port": 0, "log_level": "warn"})
+	return testcfg.Load(t, map[string]any{"port": testutil.RestartablePortRun(t, 1), "log_level": "warn"})
 }
 
 func chat(t *testing.T, url string) int {

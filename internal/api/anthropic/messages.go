@@ -30,10 +30,13 @@ type messagesRequest struct {
 var messagesFields = wire.SetOf("model", "messages", "max_tokens", "metadata", "output_config",
 	"stop_sequences", "stream", "system", "temperature", "tool_choice", "tools", "top_k", "top_p",
 	"kv_transfer_params", "chat_template", "chat_template_kwargs", "thinking", "service_tier", "container",
-	"mcp_servers", "context_management")
+	"mcp_servers", "context_management", "thread")
 
 func (MessagesSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
 	s.LogUnknownFields(o, r, messagesFields)
+	if raw, ok := o.Raw("thread"); ok && !wire.IsNull(raw) {
+		return nil, errThreadUnsupported()
+	}
 	if !o.Has("model") {
 		return nil, wire.ErrFieldRequired("model")
 	}
@@ -302,7 +305,8 @@ func toolResultText(raw json.RawMessage, path string) (string, *wire.APIError) {
 
 // anthropicTools translates tools (input_schema → function parameters) and
 // tool_choice (any → required, tool → a named function) as vLLM does; with
-// tools and no tool_choice the choice is auto.
+// tools and no tool_choice the choice is auto. tool_choice's
+// disable_parallel_tool_use becomes parallel_tool_calls false.
 func anthropicTools(o wire.Object, chat map[string]json.RawMessage) *wire.APIError {
 	if raw, ok := o.Kind("tools", "array"); ok {
 		var tools []struct {
@@ -334,6 +338,11 @@ func anthropicTools(o wire.Object, chat map[string]json.RawMessage) *wire.APIErr
 	}
 	typ, _ := tc.String("type")
 	name, hasName := tc.String("name")
+	// Anthropic's disable_parallel_tool_use is the chat request's
+	// parallel_tool_calls false: at most one call per answer.
+	if tc.Bool("disable_parallel_tool_use", false) {
+		chat["parallel_tool_calls"] = json.RawMessage("false")
+	}
 	if e := o.Failed(); e != nil {
 		return e
 	}

@@ -100,7 +100,8 @@ func (MessagesSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 
 func (MessagesSurface) Encoder(j *pipeline.Job) pipeline.EventEncoder { return &messagesEncoder{j: j} }
 
-// messagesEncoder writes vLLM's Anthropic stream: message_start with the
+// messagesEncoder writes vLLM's Anthropic stream (with message_start's
+// message typed as Anthropic's API types it): message_start with the
 // first token, one content block per run of thinking or text, deltas per
 // token, then content_block_stop, message_delta and message_stop. Each
 // event is "event: <type>\ndata: <json>\n\n"; the JSON omits unset fields
@@ -158,13 +159,18 @@ func (m *messagesEncoder) renderCall(b []byte, ch *pipeline.Choice, pos int) []b
 
 func (m *messagesEncoder) Begin(b []byte) []byte { return b }
 
+// messageStart writes message_start. Its message carries "type":"message"
+// and "role":"assistant" as Anthropic's API sends them; vLLM's dump drops
+// both (exclude_unset), and then the SDK's accumulated finalMessage() has
+// neither, so its tool runner does not recognise a streamed tool_use reply
+// (docs/http-api.md).
 func (m *messagesEncoder) messageStart(b []byte) []byte {
 	m.started = true
 	g := m.j.G
 	b = pipeline.AppendEventHeader(b, "message_start")
 	b = append(b, `{"type":"message_start","message":{"id":"chatcmpl-`...)
 	b = jsonenc.AppendStringContent(b, g.BaseID)
-	b = append(b, `","content":[],"model":`...)
+	b = append(b, `","type":"message","role":"assistant","content":[],"model":`...)
 	b = jsonenc.AppendString(b, g.Model)
 	b = append(b, `,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(messagesReq(g).promptTokens), 10)

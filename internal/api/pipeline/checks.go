@@ -241,6 +241,9 @@ func (s *Server) checkConstraints(ctx context.Context, g *GenRequest, in *GenInp
 	if g.tools, e = toolcall.ParseTools(sc, in.Body, s.opts.Tools.AutoToolChoice, s.opts.Tools.Parser); e != nil {
 		return e
 	}
+	if g.tools != nil {
+		g.tools.SetConversation(in.Msgs)
+	}
 	if raw, _ := in.Body.Raw("tool_choice"); s.opts.Tools.ExcludeWhenChoiceNone && string(raw) == `"none"` {
 		in.ToolsJSON = nil // vLLM renders no tools then
 	}

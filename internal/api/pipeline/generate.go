@@ -185,6 +185,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 		Reqs: make([]engine.Request, total), Ch: make([]Choice, total)}
 	arrival := eng.Clock().Now()
 	base := s.PlanParams(g)
+	auto := toolcall.AutoPolicy{Probability: s.opts.Tools.CallProbability, AfterResult: s.opts.Tools.AfterResultProbability}
 	label := "cmpl-" + g.BaseID // the response id, for inspectors (the live UI)
 	if g.Chat {
 		label = "chatcmpl-" + g.BaseID
@@ -200,7 +201,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 				// A prefill computes the prompt and samples one token.
 				p.MaxTokens, p.MinTokens = 1, min(p.MinTokens, 1)
 			}
-			res, calls := toolcall.PlanChoice(g.tools, g.structured, p, ps.IDs, s.opts.Tools.CallProbability, s.opts.Tools.Parser)
+			res, calls := toolcall.PlanChoice(g.tools, g.structured, p, ps.IDs, auto, s.opts.Tools.Parser)
 			if g.echo && calls == nil && g.structured == nil {
 				// Echo mode answers with the prompt unless the answer is a
 				// tool call or constrained, as llm-d-inference-sim echoes

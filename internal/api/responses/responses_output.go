@@ -231,7 +231,13 @@ func appendOutputItems(j *pipeline.Job, b []byte, out *responseOutput) []byte {
 	return b
 }
 
-// appendResponseUsage appends vLLM's Responses usage (one turn).
+// appendResponseUsage appends the Responses usage of one turn: vLLM's
+// counts without its per-turn arrays (input_tokens_per_turn,
+// cached_tokens_per_turn, output_tokens_per_turn,
+// tool_output_tokens_per_turn). The official schema types every field of
+// the two details objects as a number, and the OpenAI Agents SDK's
+// validation of a streamed usage throws on an array there
+// (docs/http-api.md).
 func appendResponseUsage(j *pipeline.Job, b []byte, out *responseOutput) []byte {
 	p := int64(len(j.G.Prompts[0].IDs))
 	cached := int64(j.Ch[0].Fin.CachedTokens)
@@ -240,17 +246,11 @@ func appendResponseUsage(j *pipeline.Job, b []byte, out *responseOutput) []byte 
 	b = strconv.AppendInt(b, p, 10)
 	b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
 	b = strconv.AppendInt(b, cached, 10)
-	b = append(b, `,"input_tokens_per_turn":[`...)
-	b = strconv.AppendInt(b, p, 10)
-	b = append(b, `],"cached_tokens_per_turn":[`...)
-	b = strconv.AppendInt(b, cached, 10)
-	b = append(b, `]},"output_tokens":`...)
+	b = append(b, `},"output_tokens":`...)
 	b = strconv.AppendInt(b, o, 10)
 	b = append(b, `,"output_tokens_details":{"reasoning_tokens":`...)
 	b = strconv.AppendInt(b, int64(out.reasoningTokens), 10)
-	b = append(b, `,"tool_output_tokens":0,"output_tokens_per_turn":[`...)
-	b = strconv.AppendInt(b, o, 10)
-	b = append(b, `],"tool_output_tokens_per_turn":[0]},"total_tokens":`...)
+	b = append(b, `,"tool_output_tokens":0},"total_tokens":`...)
 	b = strconv.AppendInt(b, p+o, 10)
 	return append(b, '}')
 }

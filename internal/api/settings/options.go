@@ -204,8 +204,13 @@ type ToolOptions struct {
 	// Parser is vLLM's tool call parser name: the text format of the
 	// generated calls.
 	Parser string
-	// CallProbability is the chance that an "auto" request calls a tool.
+	// CallProbability is the chance that an "auto" answer calls a tool
+	// when it does not follow a tool result.
 	CallProbability float64
+	// AfterResultProbability is the chance that an "auto" answer right
+	// after a tool result calls a tool again; after k consecutive tool
+	// rounds, its k-th power.
+	AfterResultProbability float64
 	// ExcludeWhenChoiceNone renders no tools when tool_choice is "none".
 	ExcludeWhenChoiceNone bool
 }

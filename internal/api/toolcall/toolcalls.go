@@ -92,9 +92,12 @@ const (
 	saltCallBase   = 1 << 16  // + k: call k's arguments and id
 )
 
-// wantsCall draws the seeded tool_choice "auto" decision.
-func wantsCall(seed uint64, probability float64) bool {
-	r := float64(subSeed(seed, saltDecide)>>11) / (1 << 53)
+// wantsCall draws the seeded tool_choice "auto" decision. The draw mixes
+// the choice's seed with a hash of the conversation (its prompt), so a
+// fixed request seed still decides afresh on each turn of an agent loop,
+// and the same conversation always decides the same way.
+func wantsCall(seed, conversation uint64, probability float64) bool {
+	r := float64(subSeed(seed^conversation, saltDecide)>>11) / (1 << 53)
 	return r < probability
 }
 
@@ -320,13 +323,16 @@ func appendCallHeader(b []byte, index int, call PlannedCall, style toolChoiceKin
 }
 
 // PlanChoice plans one choice: tool calls (always for a named or required
-// tool_choice, by the seeded --tool-call-probability draw for auto), else
-// the structured output, else free text.
-func PlanChoice(tools *ToolSpec, structured *StructuredSpec, p plan.Params, prompt []uint32, callProbability float64, parser string) (plan.Result, *ChoiceCalls) {
+// tool_choice, for auto by a seeded draw with the policy's probability for
+// the conversation), else the structured output, else free text.
+func PlanChoice(tools *ToolSpec, structured *StructuredSpec, p plan.Params, prompt []uint32, auto AutoPolicy, parser string) (plan.Result, *ChoiceCalls) {
 	seed := choiceSeed(p.Seed, p.Choice)
-	if tools != nil && (tools.choice != toolChoiceAuto || wantsCall(seed, callProbability)) {
-		parts, calls := planCalls(tools, parser, seed, plan.RequestSeed(nil, 0, prompt))
-		return plan.Text(p, parts), calls
+	if tools != nil {
+		conversation := plan.RequestSeed(nil, 0, prompt)
+		if tools.choice != toolChoiceAuto || wantsCall(seed, conversation, auto.CallProbability(tools.conv)) {
+			parts, calls := planCalls(tools, parser, seed, conversation)
+			return plan.Text(p, parts), calls
+		}
 	}
 	if structured != nil {
 		return plan.Text(p, []string{structured.text(subSeed(seed, saltStructured))}), nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/schemagen"
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
 // toolChoiceKind is the request's tool_choice.
@@ -35,7 +36,12 @@ type ToolSpec struct {
 	choice   toolChoiceKind
 	named    int  // index into tools for toolChoiceNamed
 	parallel bool // parallel_tool_calls (default true)
+	conv     Conversation
 }
+
+// SetConversation records where the request's messages stand in an agent
+// loop, which the "auto" decision reads.
+func (s *ToolSpec) SetConversation(msgs []tokenizer.Message) { s.conv = ReadConversation(msgs) }
 
 // emptyParams is the schema of a function without parameters: vLLM
 // generates "{}" for those.

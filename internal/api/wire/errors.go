@@ -33,6 +33,9 @@ type APIError struct {
 	Type    string
 	Message string
 	Param   string // "" = null
+	// Code is Anthropic's machine-readable error.details.error_code (""
+	// = no details); only the Messages surface writes it.
+	Code string
 }
 
 func (e *APIError) Error() string { return e.Message }
