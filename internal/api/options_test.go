@@ -36,6 +36,7 @@ func testOptions(cfg *config.Config) settings.Options {
 			ReasoningField:     settings.ReasoningField(cfg.ReasoningField),
 			PerPassChunks:      cfg.SpeculativeConfig != nil,
 			PriorityScheduling: cfg.SchedulingPolicy == engine.SchedulePriority,
+			Echo:               cfg.ResponseMode == config.ResponseEcho,
 		},
 		Tools: settings.ToolOptions{AutoToolChoice: cfg.EnableAutoToolChoice, Parser: cfg.ToolCallParser,
 			CallProbability: cfg.ToolCallProbability, AfterResultProbability: cfg.ToolCallAfterResultProbability,

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/mocker-server/mocker-server/internal/api/anthropic"
+	"github.com/mocker-server/mocker-server/internal/api/audio"
 	"github.com/mocker-server/mocker-server/internal/api/embeddings"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/pooling"
@@ -34,6 +35,9 @@ func mountSurfaces(s *pipeline.Server, r interface {
 		r.Method(http.MethodPost, "/v1/responses/{id}/cancel", responses.HandleCancelResponse(rs.Store))
 		r.Method(http.MethodPost, "/v1/messages", anthropicGate(pipeline.HandleSurface(s, anthropic.MessagesSurface{})))
 		r.Method(http.MethodPost, "/v1/messages/count_tokens", anthropic.HandleCountTokens(s))
+		// Speech to text: a Whisper-class model generates its transcript.
+		r.Method(http.MethodPost, "/v1/audio/transcriptions", gate(pipeline.HandleSurfaceBody(s, audio.Surface{Task: audio.Transcribe}, audio.DecodeMultipart)))
+		r.Method(http.MethodPost, "/v1/audio/translations", gate(pipeline.HandleSurfaceBody(s, audio.Surface{Task: audio.Translate}, audio.DecodeMultipart)))
 	}
 	// One basis: every pooling endpoint computes from the vectors
 	// /v1/embeddings returns.

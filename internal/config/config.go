@@ -32,6 +32,9 @@ type Config struct {
 	Seed     int64    `json:"seed"`
 	// OutputLenMode is natural, max or random (internal/plan's LenMode).
 	OutputLenMode string `json:"output_len_mode"`
+	// ResponseMode is what an answer says: generated tokens, or the prompt
+	// echoed back (llm-d-inference-sim's --mode echo).
+	ResponseMode ResponseMode `json:"response_mode"`
 	// NaturalOutputLen is the median natural answer length in tokens.
 	NaturalOutputLen int `json:"natural_output_len"`
 	// NaturalOutputLenSigma is the log-normal shape σ of natural lengths.
@@ -91,8 +94,15 @@ type Config struct {
 	PlannerProfileData string                 `json:"planner_profile_data"`
 	FixedPrefillMs     float64                `json:"fixed_prefill_ms"`
 	FixedDecodeMs      float64                `json:"fixed_decode_ms"`
-	SpeedupRatio       float64                `json:"speedup_ratio"`
-	DecodeSpeedupRatio float64                `json:"decode_speedup_ratio"`
+	// The fixed model's extensions (engine.FixedJitter; llm-d-inference-sim's
+	// latency flags map onto them): per-token prefill cost, the standard
+	// deviations of the two terms, and the load factor of a full batch.
+	FixedPrefillMsPerToken float64 `json:"fixed_prefill_ms_per_token"`
+	FixedPrefillStdMs      float64 `json:"fixed_prefill_std_ms"`
+	FixedDecodeStdMs       float64 `json:"fixed_decode_std_ms"`
+	FixedLoadFactor        float64 `json:"fixed_load_factor"`
+	SpeedupRatio           float64 `json:"speedup_ratio"`
+	DecodeSpeedupRatio     float64 `json:"decode_speedup_ratio"`
 
 	// Hardware timing model (docs/hardware.md; hardware.go). The vLLM
 	// settings below it take effect only with Hardware set.
@@ -121,6 +131,7 @@ type Config struct {
 	AdvertiseHost           string                    `json:"advertise_host"`     // empty until Load resolves it
 	KVBytesPerToken         int64                     `json:"kv_bytes_per_token"`
 	KVTransferBandwidth     float64                   `json:"kv_transfer_bandwidth"` // GB/s
+	KVTransferLatencyMs     float64                   `json:"kv_transfer_latency_ms"`
 	KVTransferTimingMode    engine.TransferTimingMode `json:"kv_transfer_timing_mode"`
 	HandoffSessionTimeoutMs int64                     `json:"handoff_session_timeout_ms"`
 
@@ -316,6 +327,7 @@ func Default() Config {
 		Port:                  8000,
 		GRPCPort:              -1,
 		OutputLenMode:         "natural",
+		ResponseMode:          ResponseGenerate,
 		NaturalOutputLen:      128,
 		NaturalOutputLenSigma: defaultNaturalSigma,
 		ReasoningField:        "reasoning",
@@ -356,6 +368,7 @@ func Default() Config {
 		TimingModel:        engine.TimingPolynomial,
 		FixedPrefillMs:     20.0,
 		FixedDecodeMs:      10.0,
+		FixedLoadFactor:    1,
 		SpeedupRatio:       1.0,
 		DecodeSpeedupRatio: 1.0,
 

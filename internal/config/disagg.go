@@ -172,18 +172,22 @@ func (c *Config) HandoffTimeout() time.Duration {
 }
 
 // TransferDelay is the modeled time to move tokens of KV at the configured
-// bandwidth on an otherwise idle link, after the speedup ratio (0 when any
-// of them means "no delay").
+// bandwidth on an otherwise idle link, at least the transfer latency, after
+// the speedup ratio (0 when they mean "no delay").
 func (c *Config) TransferDelay(tokens int) time.Duration {
-	if c.KVBytesPerToken <= 0 || c.KVTransferBandwidth <= 0 || engine.NoDelay(c.SpeedupRatio) {
+	if engine.NoDelay(c.SpeedupRatio) {
 		return 0
 	}
+	latency := time.Duration(c.KVTransferLatencyMs / c.SpeedupRatio * float64(time.Millisecond))
+	if c.KVBytesPerToken <= 0 || c.KVTransferBandwidth <= 0 {
+		return latency
+	}
 	secs := float64(tokens) * float64(c.KVBytesPerToken) / (c.KVTransferBandwidth * 1e9) / c.SpeedupRatio
-	return time.Duration(secs * float64(time.Second))
+	return max(time.Duration(secs*float64(time.Second)), latency)
 }
 
 // engineTransfer is the engine's transfer link configuration.
 func (c *Config) engineTransfer() engine.TransferConfig {
 	return engine.TransferConfig{BytesPerToken: c.KVBytesPerToken, BandwidthGBps: c.KVTransferBandwidth,
-		Mode: engine.TransferTimingMode(c.KVTransferTimingMode)}
+		Mode: engine.TransferTimingMode(c.KVTransferTimingMode), Latency: time.Duration(c.KVTransferLatencyMs * float64(time.Millisecond))}
 }

@@ -28,6 +28,18 @@ const (
 	RouteLeastLoaded DPRouting = "least_loaded"
 )
 
+// ResponseMode is what a generation answers (--response-mode).
+type ResponseMode string
+
+// Response modes.
+const (
+	// ResponseGenerate answers with the planned output tokens.
+	ResponseGenerate ResponseMode = "generate"
+	// ResponseEcho answers with the prompt: the last message of a chat,
+	// the prompt of a completion (llm-d-inference-sim's --mode echo).
+	ResponseEcho ResponseMode = "echo"
+)
+
 // MetricsFamily selects the metric families (--metrics-family).
 type MetricsFamily string
 

@@ -63,6 +63,7 @@ var flagTable = []flagSpec{
 	{name: "output-len-mode", key: "output_len_mode", kind: flagString, usage: "output length mode: natural (answers end at a seeded log-normal length, capped by max_tokens) | max (exactly max_tokens, for load tests) | random (uniform natural length up to 2 × --natural-output-len)", group: GroupServer, scope: ScopeServer},
 	{name: "natural-output-len", key: "natural_output_len", kind: flagInt, usage: "median length in tokens of answers that end naturally (mean for --output-len-mode random)", group: GroupServer, scope: ScopeServer},
 	{name: "natural-output-len-sigma", key: "natural_output_len_sigma", kind: flagFloat, usage: "log-normal shape σ of natural answer lengths (0-4]; p90 = median × e^(1.2816σ)", group: GroupServer, scope: ScopeServer},
+	{name: "response-mode", key: "response_mode", kind: flagString, usage: "answers: generate (planned tokens) | echo (the prompt, or a chat's last message; llm-d-inference-sim's --mode echo)", group: GroupServer, scope: ScopeServer},
 	{name: "embedding-dim", key: "embedding_dim", kind: flagInt, usage: "length of /v1/embeddings vectors (requests may ask for fewer with dimensions)", group: GroupServer, scope: ScopeServer},
 	{name: "runner", key: "runner", kind: flagString, usage: "model runner: auto (generation endpoints and /v1/embeddings) | generate | pooling (embeddings, /pooling, /score, /rerank, /classify; no generation) (docs/pooling.md)", group: GroupServer, scope: ScopeServer},
 	{name: "convert", key: "convert", kind: flagString, usage: "pooling task of --runner pooling: auto (= embed) | embed (bi-encoder) | classify (classifier; a cross-encoder with --num-labels 1) | none", group: GroupServer, scope: ScopeServer},
@@ -114,6 +115,10 @@ var flagTable = []flagSpec{
 	{name: "planner-profile-data", key: "planner_profile_data", kind: flagString, usage: "NPZ or JSON planner profile (implies --timing-model interpolated)", group: GroupTiming, scope: ScopeAll},
 	{name: "fixed-prefill-ms", key: "fixed_prefill_ms", kind: flagFloat, usage: "fixed timing model: prefill pass ms", group: GroupTiming, scope: ScopeAll},
 	{name: "fixed-decode-ms", key: "fixed_decode_ms", kind: flagFloat, usage: "fixed timing model: decode pass ms", group: GroupTiming, scope: ScopeAll},
+	{name: "fixed-prefill-ms-per-token", key: "fixed_prefill_ms_per_token", kind: flagFloat, usage: "fixed timing model: prefill ms added per new prompt token", group: GroupTiming, scope: ScopeAll},
+	{name: "fixed-prefill-std-ms", key: "fixed_prefill_std_ms", kind: flagFloat, usage: "fixed timing model: standard deviation of the prefill term (seeded; at most 0.3 × fixed_prefill_ms)", group: GroupTiming, scope: ScopeAll},
+	{name: "fixed-decode-std-ms", key: "fixed_decode_std_ms", kind: flagFloat, usage: "fixed timing model: standard deviation of the decode term (seeded; at most 0.3 × fixed_decode_ms)", group: GroupTiming, scope: ScopeAll},
+	{name: "fixed-load-factor", key: "fixed_load_factor", kind: flagFloat, usage: "fixed timing model: factor (>= 1) on a pass of max_num_seqs sequences, falling linearly to 1 for one", group: GroupTiming, scope: ScopeAll},
 	{name: "speedup-ratio", key: "speedup_ratio", kind: flagFloat, usage: "divisor of modeled durations (0 or inf = no delay)", group: GroupTiming, scope: ScopeAll},
 	{name: "decode-speedup-ratio", key: "decode_speedup_ratio", kind: flagFloat, usage: "extra divisor of decode durations (0 or inf = no delay)", group: GroupTiming, scope: ScopeAll},
 	{name: "hardware", key: "hardware", kind: flagString, usage: "GPU of the hardware timing model (docs/hardware.md): h100_sxm | h200_sxm | b200_sxm | gb200 | a100_sxm | l40s | gh200 | h100_pcie | a100_pcie | b300_sxm | gb300 | l4; --model gives the shape; sizes the KV pool", group: GroupTiming, scope: ScopeAll},
@@ -141,6 +146,7 @@ var flagTable = []flagSpec{
 	{name: "kv-head-dim", key: "kv_model_shape.head_dim", kind: flagInt, usage: "model shape for kv_bytes_per_token: head size", group: GroupDisaggregation, scope: ScopeAll},
 	{name: "kv-dtype", key: "kv_model_shape.dtype", kind: flagString, usage: "model shape for kv_bytes_per_token: KV dtype: float16 | bfloat16 | float32 | fp8", group: GroupDisaggregation, scope: ScopeAll},
 	{name: "kv-transfer-bandwidth", key: "kv_transfer_bandwidth", kind: flagFloat, usage: "KV transfer bandwidth in GB/s, shared by a decode rank's concurrent transfers (0 = no delay)", group: GroupDisaggregation, scope: ScopeServer},
+	{name: "kv-transfer-latency-ms", key: "kv_transfer_latency_ms", kind: flagFloat, usage: "ms every KV transfer takes at least, its bytes aside (connection setup; llm-d-inference-sim's kv-cache-transfer-latency)", group: GroupDisaggregation, scope: ScopeAll},
 	{name: "kv-transfer-timing-mode", key: "kv_transfer_timing_mode", kind: flagString, usage: "transfer size: full_prompt | destination_missing (only the blocks the decode rank lacks)", group: GroupDisaggregation, scope: ScopeServer},
 	{name: "handoff-session-timeout-ms", key: "handoff_session_timeout_ms", kind: flagInt, usage: "maximum time a prefill holds its blocks for the decode side", group: GroupDisaggregation, scope: ScopeServer},
 
@@ -183,7 +189,7 @@ var flagTable = []flagSpec{
 	{name: "rpm", key: "rpm", kind: flagInt, usage: "requests per minute before 429 (0 = no limit)", group: GroupFaults, scope: ScopeServer},
 	{name: "tpm", key: "tpm", kind: flagInt, usage: "tokens (prompt + max tokens) per minute before 429 (0 = no limit)", group: GroupFaults, scope: ScopeServer},
 	{name: "failure-rate", key: "failure_rate", kind: flagFloat, usage: "probability (0-1, seeded by --seed) that a request gets one of --failure-types", group: GroupFaults, scope: ScopeServer},
-	{name: "failure-types", key: "failure_types", kind: flagList, split: true, usage: "faults drawn by --failure-rate, e.g. rate_limit,truncate;after=5 (default all but timeout)", group: GroupFaults, scope: ScopeServer},
+	{name: "failure-types", key: "failure_types", kind: flagList, split: true, usage: "faults drawn by --failure-rate, e.g. rate_limit,truncate;after=5 (default all but timeout, invalid_api_key, invalid_request, model_not_found)", group: GroupFaults, scope: ScopeServer},
 	{name: "failure-script", key: "failure_script", kind: flagString, usage: "failure script, inline or @FILE, e.g. 'first 3: rate_limit; then ok'", group: GroupFaults, scope: ScopeServer},
 	{name: "allow-fault-headers", key: "allow_fault_headers", kind: flagBool, usage: "let requests pick a fault with X-Mocker-Fault", group: GroupFaults, scope: ScopeServer},
 
@@ -261,11 +267,12 @@ func RegisterFlags(fs *pflag.FlagSet) {
 		}
 		SetFlagGroup(fs, s.name, s.group.String())
 	}
-	fs.String(FlagConfig, "", "YAML or JSON configuration file: the project's keys (configs/), or a vLLM config file (keys are vllm serve argument names; docs/vllm-flags.md)")
+	fs.String(FlagConfig, "", "YAML or JSON configuration file: the project's keys (configs/), or a vLLM config file (keys are vllm serve argument names; docs/vllm-flags.md), or an llm-d-inference-sim one (docs/migrating-from-llm-d-inference-sim.md)")
 	fs.String(FlagExtraEngineArgs, "", "inline JSON object, or a JSON/YAML file, overriding --config")
 	SetFlagGroup(fs, FlagConfig, GroupVLLM.String())
 	SetFlagGroup(fs, FlagExtraEngineArgs, GroupVLLM.String())
 	registerVLLMFlags(fs)
+	registerSimFlags(fs)
 }
 
 // defaultText formats a default value for --help (zero values print nothing).
@@ -292,6 +299,7 @@ func defaultText(def reflect.Value, key string) string {
 // the rules it applies to files. Flags not registered on fs are skipped.
 func FlagOverlay(fs *pflag.FlagSet) map[string]any {
 	out := map[string]any{}
+	simOverlay(fs, out)
 	for _, s := range flagTable {
 		f := fs.Lookup(s.name)
 		if f == nil {

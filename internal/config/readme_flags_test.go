@@ -51,7 +51,7 @@ func readmeFlagTable() string {
 			mdDefault(defV, s.key), mdEscape(s.usage))
 	}
 	fmt.Fprintf(&b, "| `--%s` | — | %s | %s |\n", FlagConfig, markdownNoneCell,
-		"YAML or JSON configuration file with the JSON keys of this table (examples in `configs/`), or vLLM's config file whose keys are `vllm serve` argument names (docs/vllm-flags.md)")
+		"YAML or JSON configuration file with the JSON keys of this table (examples in `configs/`), or vLLM's config file whose keys are `vllm serve` argument names (docs/vllm-flags.md), or llm-d-inference-sim's (docs/migrating-from-llm-d-inference-sim.md)")
 	fmt.Fprintf(&b, "| `--%s` | — | %s | %s |\n", FlagExtraEngineArgs, markdownNoneCell,
 		"inline JSON object, or a JSON/YAML file, with the same keys; overrides `--config`")
 	// The admin API's flags are the command's (serve and fleet), not

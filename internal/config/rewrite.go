@@ -10,6 +10,7 @@ const (
 	arityOne                       // --x VALUE
 	arityMany                      // --x V1 V2 ... (argparse nargs="+")
 	arityOptional                  // --x or --x VALUE (argparse nargs="?")
+	arityBool                      // --x, or --x true|false (pflag reads only --x=true)
 )
 
 // arityOf returns the arity of a canonical flag name; unknown names read
@@ -42,6 +43,12 @@ func arityOf(name string) flagArity {
 			return arityOptional
 		}
 		return arityOne
+	}
+	if f := simFlagByName[name]; f != nil && f.kind == simBool {
+		// llm-d-inference-sim's guides write --enable-kvcache true; its
+		// pflag parser leaves the "true" as an ignored argument, which
+		// here would be the positional MODEL.
+		return arityBool
 	}
 	return arityNone
 }
@@ -102,6 +109,11 @@ func RewriteArgs(args []string) []string {
 			}
 		case arityOptional:
 			if i+1 < len(args) && isListValue(args[i+1]) {
+				i++
+				out[len(out)-1] = a + "=" + args[i]
+			}
+		case arityBool:
+			if i+1 < len(args) && (strings.EqualFold(args[i+1], "true") || strings.EqualFold(args[i+1], "false")) {
 				i++
 				out[len(out)-1] = a + "=" + args[i]
 			}

@@ -57,6 +57,7 @@ var fieldOpts = map[string]fieldOpt{
 	"decode_speedup_ratio":   {inf: true},
 
 	"output_len_mode":          {enum: enum("natural", "max", "random")},
+	"response_mode":            {enum: typedEnum(ResponseGenerate, ResponseEcho)},
 	"reasoning_field":          {enum: enum("reasoning", "reasoning_content")},
 	"metrics_family":           {enum: typedEnum(MetricsAuto, MetricsVLLM, MetricsSGLang, MetricsBoth)},
 	"runner":                   {enum: typedEnum(RunnerAuto, RunnerGenerate, RunnerPooling, RunnerDraft)},

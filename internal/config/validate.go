@@ -244,6 +244,7 @@ func (c *Config) validate() ([]problem, []string) {
 	// Timing fields.
 	v.nonNegFinite("fixed_prefill_ms", c.FixedPrefillMs)
 	v.nonNegFinite("fixed_decode_ms", c.FixedDecodeMs)
+	v.fixedJitter(c)
 	v.speedup("speedup_ratio", c.SpeedupRatio)
 	v.speedup("decode_speedup_ratio", c.DecodeSpeedupRatio)
 	// Presence only; the profile is loaded and validated at startup.
@@ -272,6 +273,7 @@ func (c *Config) validate() ([]problem, []string) {
 	v.port("bootstrap_port", c.BootstrapPort)
 	v.intMin("kv_bytes_per_token", c.KVBytesPerToken, 0)
 	v.nonNegFinite("kv_transfer_bandwidth", c.KVTransferBandwidth)
+	v.nonNegFinite("kv_transfer_latency_ms", c.KVTransferLatencyMs)
 	v.intMin("handoff_session_timeout_ms", c.HandoffSessionTimeoutMs, 1)
 
 	// KV events and FPM.

@@ -68,6 +68,9 @@ func NoEffectFlags(fs *pflag.FlagSet) []string {
 			out = append(out, u.describe())
 		}
 	}
+	for _, v := range simNoEffect(fs) {
+		out = append(out, v.describe())
+	}
 	return out
 }
 
@@ -80,5 +83,5 @@ func notYetVLLMFlags(fs *pflag.FlagSet) []string {
 			out = append(out, fmt.Sprintf("not supported yet: %s (needs %s)", u.describe(), u.flag.notYet))
 		}
 	}
-	return out
+	return append(out, notYetSimFlags(fs)...)
 }

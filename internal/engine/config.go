@@ -192,6 +192,9 @@ type TimingConfig struct {
 	// FixedPrefillMs and FixedDecodeMs are the fixed model's constants.
 	FixedPrefillMs float64
 	FixedDecodeMs  float64
+	// Jitter adds per-token prefill cost, seeded jitter and a load factor
+	// to the fixed model (JitteredFixedTiming); zero adds nothing.
+	Jitter FixedJitter
 	// Profile is the interpolated model's measured data, loaded once by
 	// the caller and shared read-only by every rank.
 	Profile *Profile

@@ -49,6 +49,7 @@ func (o *recordingObserver) ObservePass(r *PassReport) {
 	c.Spec.AcceptedPerPos = append([]int(nil), r.Spec.AcceptedPerPos...)
 	c.TierHits = append([]int(nil), r.TierHits...)
 	c.Transfers = append([]KVTransfer(nil), r.Transfers...)
+	c.Handoffs = append([]TransferRecord(nil), r.Handoffs...)
 	o.passes = append(o.passes, c)
 	o.finished = append(o.finished, r.Finished...)
 }

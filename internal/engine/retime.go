@@ -34,7 +34,8 @@ func (c *Core) SetSpeedupRatio(ratio float64) {
 	c.prefillDiv = divisor(ratio)
 	c.decodeDiv = c.prefillDiv * divisor(c.cfg.DecodeSpeedupRatio)
 	// Transfers in flight continue at the new speed.
-	c.link.bytesPerSec = newTransferLink(c.cfg.Transfer, ratio).bytesPerSec
+	fresh := newTransferLink(c.cfg.Transfer, ratio)
+	c.link.bytesPerSec, c.link.latency = fresh.bytesPerSec, fresh.latency
 }
 
 // SpeedupRatio returns the speedup ratio in effect.

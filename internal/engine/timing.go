@@ -54,7 +54,14 @@ func NewTimingModel(tc TimingConfig) (TimingModel, error) {
 				return nil, fmt.Errorf("timing model fixed: %s must be finite and >= 0, got %v", f.key, f.v)
 			}
 		}
-		return FixedTiming{Prefill: tc.FixedPrefillMs, Decode: tc.FixedDecodeMs}, nil
+		fixed := FixedTiming{Prefill: tc.FixedPrefillMs, Decode: tc.FixedDecodeMs}
+		if !tc.Jitter.active() {
+			return fixed, nil
+		}
+		if err := tc.Jitter.validate(); err != nil {
+			return nil, err
+		}
+		return JitteredFixedTiming{FixedTiming: fixed, J: tc.Jitter}, nil
 	case TimingInterpolated:
 		if tc.Profile == nil {
 			return nil, errors.New("timing model interpolated requires planner_profile_data")

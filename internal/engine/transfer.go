@@ -29,6 +29,13 @@ type TransferConfig struct {
 	BandwidthGBps float64
 	// Mode chooses which tokens are moved; "" means full_prompt.
 	Mode TransferTimingMode
+	// Latency is a fixed time every transfer takes at least, its bytes
+	// aside: the connection's setup and round trips
+	// (llm-d-inference-sim's kv-cache-transfer-latency). A transfer
+	// completes when its bytes have moved and Latency has passed since it
+	// started; once its bytes have moved it no longer shares the
+	// bandwidth.
+	Latency time.Duration
 }
 
 // transferLink models a decode rank's incoming KV link as a processor-sharing
@@ -37,7 +44,8 @@ type TransferConfig struct {
 // bytes demand. It is a pure function of the times it is given: no clock,
 // no sleeping.
 type transferLink struct {
-	bytesPerSec float64 // +Inf: instant
+	bytesPerSec float64       // +Inf: instant
+	latency     time.Duration // after the speedup ratio
 	flows       []*transferFlow
 	last        time.Time // the instant the flows' remaining bytes refer to
 }
@@ -49,6 +57,7 @@ type transferFlow struct {
 	tokens    int
 	remaining float64
 	start     time.Time
+	ready     time.Time // start + the link's latency
 }
 
 func newTransferLink(cfg TransferConfig, speedup float64) transferLink {
@@ -56,15 +65,22 @@ func newTransferLink(cfg TransferConfig, speedup float64) transferLink {
 	if cfg.BandwidthGBps <= 0 || cfg.BytesPerToken <= 0 || NoDelay(speedup) {
 		bps = math.Inf(1)
 	}
-	return transferLink{bytesPerSec: bps}
+	var lat time.Duration
+	if cfg.Latency > 0 && !NoDelay(speedup) {
+		lat = time.Duration(float64(cfg.Latency) / speedup)
+	}
+	return transferLink{bytesPerSec: bps, latency: lat}
 }
 
-// advance moves the link to now, draining each flow by its share.
+// advance moves the link to now, draining each flow whose bytes are still
+// moving by its share.
 func (l *transferLink) advance(now time.Time) {
-	if n := len(l.flows); n > 0 && now.After(l.last) && !math.IsInf(l.bytesPerSec, 1) {
+	if n := l.moving(); n > 0 && now.After(l.last) && !math.IsInf(l.bytesPerSec, 1) {
 		share := l.bytesPerSec * now.Sub(l.last).Seconds() / float64(n)
 		for _, f := range l.flows {
-			f.remaining -= share
+			if !l.moved(f) {
+				f.remaining -= share
+			}
 		}
 	}
 	if now.After(l.last) || l.last.IsZero() {
@@ -76,30 +92,64 @@ func (l *transferLink) advance(now time.Time) {
 func (l *transferLink) add(f *transferFlow, now time.Time) {
 	l.advance(now)
 	f.start = now
+	f.ready = now.Add(l.latency)
 	f.remaining = float64(f.bytes)
 	l.flows = append(l.flows, f)
 }
 
-// done reports whether a flow has no bytes left. The tolerance is what the
+// moved reports whether a flow has no bytes left. The tolerance is what the
 // whole link moves in a nanosecond, the resolution of the times it is given.
-func (l *transferLink) done(f *transferFlow) bool {
+func (l *transferLink) moved(f *transferFlow) bool {
 	return math.IsInf(l.bytesPerSec, 1) || f.remaining <= l.bytesPerSec*1e-9
 }
 
-// next returns when the next flow completes if no other flow starts.
+// moving counts the flows whose bytes are still moving.
+func (l *transferLink) moving() int {
+	n := 0
+	for _, f := range l.flows {
+		if !l.moved(f) {
+			n++
+		}
+	}
+	return n
+}
+
+// done reports whether a flow has completed at now: its bytes moved and
+// the latency passed.
+func (l *transferLink) done(f *transferFlow, now time.Time) bool {
+	return l.moved(f) && !now.Before(f.ready)
+}
+
+// next returns the link's next event if no other flow starts: a flow's
+// bytes finishing (which may complete it, and changes the others' shares)
+// or a moved flow's latency passing.
 func (l *transferLink) next() (time.Time, bool) {
 	if len(l.flows) == 0 {
 		return time.Time{}, false
 	}
-	least := math.Inf(1)
+	least, n := math.Inf(1), 0
+	var at time.Time
 	for _, f := range l.flows {
-		if l.done(f) {
-			return l.last, true
+		if l.moved(f) {
+			t := f.ready
+			if t.Before(l.last) {
+				t = l.last
+			}
+			if at.IsZero() || t.Before(at) {
+				at = t
+			}
+			continue
 		}
+		n++
 		least = min(least, f.remaining)
 	}
-	secs := least * float64(len(l.flows)) / l.bytesPerSec
-	return l.last.Add(time.Duration(math.Ceil(secs * 1e9))), true
+	if n > 0 {
+		secs := least * float64(n) / l.bytesPerSec
+		if t := l.last.Add(time.Duration(math.Ceil(secs * 1e9))); at.IsZero() || t.Before(at) {
+			at = t
+		}
+	}
+	return at, true
 }
 
 // complete advances to now and removes and returns the finished flows, in
@@ -108,7 +158,7 @@ func (l *transferLink) complete(now time.Time, dst []*transferFlow) []*transferF
 	l.advance(now)
 	kept := l.flows[:0]
 	for _, f := range l.flows {
-		if l.done(f) {
+		if l.done(f, now) {
 			dst = append(dst, f)
 		} else {
 			kept = append(kept, f)

@@ -29,11 +29,30 @@ const (
 	StreamError    Kind = "stream_error"     // an error event after N tokens, then [DONE]
 	SlowFirstToken Kind = "slow_first_token" // extra delay before the request starts
 	Reset          Kind = "reset"            // TCP reset after N tokens
+
+	// llm-d-inference-sim's failure types that have no kind above
+	// (docs/migrating-from-llm-d-inference-sim.md). They are not drawn by
+	// default, so --failure-rate without --failure-types draws what it
+	// always drew.
+	InvalidAPIKey  Kind = "invalid_api_key" // 401, as a wrong API key is answered
+	InvalidRequest Kind = "invalid_request" // 400 naming a missing parameter
+	ModelNotFound  Kind = "model_not_found" // 404, as an unknown model is answered
 )
 
 // Kinds lists every fault kind except None, in documentation order.
 var Kinds = []Kind{RateLimit, ServerError, Unavailable, ContextLength, Timeout, Stall,
-	Truncate, StreamError, SlowFirstToken, Reset}
+	Truncate, StreamError, SlowFirstToken, Reset, InvalidAPIKey, InvalidRequest, ModelNotFound}
+
+// drawnByDefault reports whether --failure-rate draws k when no
+// --failure-types are given: every kind but timeout (a request that never
+// ends is asked for by name) and llm-d-inference-sim's additions.
+func (k Kind) drawnByDefault() bool {
+	switch k {
+	case Timeout, InvalidAPIKey, InvalidRequest, ModelNotFound:
+		return false
+	}
+	return true
+}
 
 // Defaults of the fault parameters when a specification names none.
 const (

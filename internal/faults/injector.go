@@ -57,7 +57,7 @@ func compile(s Settings) (*compiled, error) {
 	}
 	if len(s.FailureTypes) == 0 {
 		for _, k := range Kinds {
-			if k != Timeout {
+			if k.drawnByDefault() {
 				f, _ := Parse(string(k))
 				c.types = append(c.types, f)
 			}

@@ -59,8 +59,14 @@ func TestInjector_RateDrawsEveryListedTypeAndDefaultsToAllButTimeout(t *testing.
 		d, _ := in.Decide("")
 		seen[d.Fault.Kind]++
 	}
-	if seen[Timeout] != 0 || len(seen) != len(Kinds)-1 {
-		t.Errorf("default types drawn: %v", seen)
+	// Every kind but timeout and llm-d-inference-sim's three.
+	for _, k := range Kinds {
+		if drawn := seen[k] > 0; drawn != k.drawnByDefault() {
+			t.Errorf("default types drawn: %v; %s drawn = %v", seen, k, drawn)
+		}
+	}
+	if len(seen) != len(Kinds)-4 {
+		t.Errorf("default types drawn: %v, want %d kinds", seen, len(Kinds)-4)
 	}
 	in = mustNew(t, Settings{FailureRate: 1, FailureTypes: []string{"truncate;after=5", "timeout"}}, Options{})
 	for range 200 {

@@ -35,6 +35,7 @@ func apiOptions(cfg *config.Config) api.Options {
 			ReasoningField:     api.ReasoningField(cfg.ReasoningField),
 			PerPassChunks:      cfg.SpeculativeConfig != nil,
 			PriorityScheduling: cfg.SchedulingPolicy == engine.SchedulePriority,
+			Echo:               cfg.ResponseMode == config.ResponseEcho,
 		},
 		Tools: api.ToolOptions{AutoToolChoice: cfg.EnableAutoToolChoice, Parser: cfg.ToolCallParser,
 			CallProbability: cfg.ToolCallProbability, AfterResultProbability: cfg.ToolCallAfterResultProbability,

@@ -76,6 +76,15 @@ func (s *Server) statusFault(g *GenRequest, f faults.Fault) *wire.APIError {
 	case faults.ContextLength:
 		ps := &g.Prompts[0]
 		return contextLengthError(s.opts.Model.MaxModelLen, ps.M, len(ps.IDs), true)
+	case faults.InvalidAPIKey:
+		return &wire.APIError{Status: http.StatusUnauthorized, Type: wire.TypeUnauthorized,
+			Message: "Incorrect API key provided (injected fault)."}
+	case faults.InvalidRequest:
+		return &wire.APIError{Status: http.StatusBadRequest, Type: wire.TypeBadRequestError,
+			Message: "Invalid request: missing required parameter 'model' (injected fault).", Param: "model"}
+	case faults.ModelNotFound:
+		return &wire.APIError{Status: http.StatusNotFound, Type: wire.TypeNotFound,
+			Message: "The model `" + g.Model + "-nonexistent` does not exist (injected fault).", Param: "model"}
 	}
 	return nil
 }

@@ -51,14 +51,26 @@ func errorWriterOf(surf Surface) ErrorWriter {
 	return wire.WriteError
 }
 
-// HandleSurface serves one generation endpoint.
+// HandleSurface serves one generation endpoint whose body is one JSON
+// object.
 func HandleSurface(s *Server, surf Surface) http.Handler {
+	return HandleSurfaceBody(s, surf, wire.DecodeBody)
+}
+
+// BodyDecoder reads a request's body into the fields a Surface parses,
+// refusing a body over limit bytes: wire.DecodeBody for JSON, the audio
+// endpoints' multipart reader.
+type BodyDecoder func(w http.ResponseWriter, r *http.Request, limit int64) (wire.Object, *wire.APIError)
+
+// HandleSurfaceBody serves one generation endpoint whose body decode
+// reads.
+func HandleSurfaceBody(s *Server, surf Surface, decode BodyDecoder) http.Handler {
 	fail := errorWriterOf(surf)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		created := s.now().Unix()
 		// The body has been read (ReadBodies): only now does the request
 		// count as load.
-		o, e := wire.DecodeBody(w, r, s.opts.HTTP.MaxRequestBodyBytes)
+		o, e := decode(w, r, s.opts.HTTP.MaxRequestBodyBytes)
 		if e != nil {
 			fail(w, e)
 			return
@@ -190,6 +202,12 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 				p.MaxTokens, p.MinTokens = 1, min(p.MinTokens, 1)
 			}
 			res, calls := toolcall.PlanChoice(g.tools, g.structured, p, ps.IDs, auto, s.opts.Tools.Parser)
+			if g.echo && calls == nil && g.structured == nil {
+				// Echo mode answers with the prompt unless the answer is a
+				// tool call or constrained, as llm-d-inference-sim echoes
+				// only when it makes no tool calls.
+				res = plan.Echo(p, ps.EchoText)
+			}
 			j.Ch[idx] = Choice{Prompt: pi, Plan: res, Calls: calls}
 			j.Reqs[idx] = engine.Request{
 				ID:              engine.NewRequestID(),

@@ -65,6 +65,16 @@ type GenRequest struct {
 	// Ext is what only one surface's requests carry: that surface's own
 	// request type (nil elsewhere), which only its package reads.
 	Ext any
+
+	// NaturalLen, when > 0, is the median of the natural length of each
+	// output (internal/plan; under --output-len-mode max an output ends
+	// naturally only when the client did not set the limit, MaxFromClient,
+	// as a chat without max_tokens): the audio endpoints, whose transcript's
+	// length follows the audio's.
+	NaturalLen    int
+	MaxFromClient bool
+
+	echo bool // answer with Prompts[i].EchoText (--response-mode echo)
 }
 
 // PromptSpec is one prompt after tokenization and the max-token and
@@ -74,6 +84,10 @@ type PromptSpec struct {
 	Text   string   // the prompt text as given (string prompts, chat), for echo
 	IsText bool     // given as text (context-length message form)
 	M      int      // effective max tokens
+	// EchoText is what the answer repeats under GenerationOptions.Echo:
+	// a chat's last message, a completion's prompt as sent (token ids as
+	// "1,2,3", as llm-d-inference-sim echoes them).
+	EchoText string
 }
 
 // BuildGenerate runs the phases every generation surface shares on a
@@ -121,6 +135,10 @@ func (s *Server) BuildGenerateMeta(in *GenInput, m Meta) (*GenRequest, *wire.API
 	}
 	if e := s.checkPrompts(g, raw); e != nil {
 		return nil, e
+	}
+	if s.opts.Generation.Echo && !in.NoEcho {
+		setEchoTexts(g, in, raw)
+		g.echo = true
 	}
 	return g, s.checkCapacity(g)
 }
@@ -287,6 +305,9 @@ func (s *Server) PlanParams(g *GenRequest) plan.Params {
 		Model:                  s.tok,
 	}
 	p.Reasoning = s.opts.Generation.Reasoning
+	if g.NaturalLen > 0 {
+		p.Chat, p.SetsMax, p.NaturalOutputLen = true, g.MaxFromClient, g.NaturalLen
+	}
 	return p
 }
 
@@ -312,3 +333,10 @@ func (s *Server) CheckModel(o wire.Object) *wire.APIError {
 	}
 	return nil
 }
+
+// IncludeUsage reports whether a stream ends with a usage chunk
+// (stream_options.include_usage, or --enable-force-include-usage).
+func (g *GenRequest) IncludeUsage() bool { return g.includeUsage }
+
+// ContinuousUsage reports whether every chunk of a stream carries usage.
+func (g *GenRequest) ContinuousUsage() bool { return g.continuousUsage }

@@ -76,6 +76,10 @@ type GenInput struct {
 	Sampling    SamplingInput
 	SuffixSet   bool
 	BestOf      wire.Num
+	// NoEcho keeps the planned output under --response-mode echo: a
+	// request whose prompt is not text a client sent (the audio
+	// endpoints' encoder positions).
+	NoEcho bool
 }
 
 // SamplingInput are the sampling parameters that have no effect on the

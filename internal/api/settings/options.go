@@ -183,6 +183,9 @@ type GenerationOptions struct {
 	PerPassChunks bool
 	// PriorityScheduling accepts a non-zero priority field.
 	PriorityScheduling bool
+	// Echo answers with the prompt instead of planned tokens
+	// (--response-mode echo; plan.Echo).
+	Echo bool
 }
 
 // ReasoningField is the JSON name of reasoning text.

@@ -23,6 +23,7 @@ const (
 	TypeUnavailable     = "ServiceUnavailableError"
 	TypeRequestTimeout  = "Request Timeout"
 	TypeRateLimit       = "RateLimitError"
+	TypeUnauthorized    = "AuthenticationError"
 )
 
 // APIError is an error answered with vLLM's nested error shape:
