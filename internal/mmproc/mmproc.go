@@ -1,0 +1,210 @@
+// Package mmproc holds the multimodal processor rules of the model families
+// vLLM serves: how many placeholder tokens an image, audio clip or video
+// becomes for a model, the placeholder text the chat template renders and
+// what vLLM's processor replaces it with, and the encoder's FLOPs for the
+// timing model. A Processor comes from a model directory's
+// preprocessor_config.json and config.json (ForModel) or from a small
+// catalogue of known model ids. It reads no files: the caller hands it the
+// files' contents. The derivations are in docs/multimodal.md.
+package mmproc
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mocker-server/mocker-server/internal/media"
+)
+
+// Family is a multimodal processor family, named after vLLM's model files.
+type Family string
+
+// The families the package knows.
+const (
+	FamilyQwen2VL    Family = "qwen2_vl"
+	FamilyQwen25VL   Family = "qwen2_5_vl"
+	FamilyQwen3VL    Family = "qwen3_vl"
+	FamilyGemma3     Family = "gemma3"
+	FamilyLlava      Family = "llava"
+	FamilyLlama4     Family = "llama4"
+	FamilyPixtral    Family = "pixtral"
+	FamilyQwen2Audio Family = "qwen2_audio"
+)
+
+// ModelFiles are the contents of a model directory's processor files; a nil
+// field means the file is absent.
+type ModelFiles struct {
+	Config                  []byte // config.json
+	PreprocessorConfig      []byte // preprocessor_config.json
+	ProcessorConfig         []byte // processor_config.json (Gemma 3's image_seq_length, Llama 4, …)
+	VideoPreprocessorConfig []byte // video_preprocessor_config.json (Qwen3-VL)
+}
+
+// Errors, for errors.Is.
+var (
+	// ErrUnknownModel: neither the files nor the catalogue name a
+	// multimodal family.
+	ErrUnknownModel = errors.New("not a known multimodal model")
+	// ErrModality: the model does not accept this kind of item (vLLM:
+	// "… is not supported for this model").
+	ErrModality = errors.New("modality not supported by this model")
+	// ErrBadItem: the item lacks what its token count needs (an image with
+	// no size, audio with no duration) or is outside the processor's range.
+	ErrBadItem = errors.New("media item cannot be processed")
+	// ErrBadConfig: a processor or model config file is malformed.
+	ErrBadConfig = errors.New("bad multimodal processor config")
+)
+
+// Piece is one run of a replacement: Count copies of the text Token (one
+// token of the model's vocabulary, or a short text such as Gemma 3's
+// "\n\n"). Embed marks the positions the encoder's output fills (vLLM's
+// is_embed); the others are structural tokens of the sequence.
+type Piece struct {
+	Token string
+	Count int
+	Embed bool
+}
+
+// Replacement is what vLLM's processor puts in the prompt for one item: the
+// template's placeholder Target is replaced by the Pieces in order.
+type Replacement struct {
+	// Target is the placeholder text the chat template renders for the
+	// item (e.g. "<|image_pad|>"), which the Pieces replace.
+	Target string
+	Pieces []Piece
+}
+
+// Len returns the number of pieces' tokens, counting each Piece.Token as
+// one token: the item's length in the prompt (vLLM's PlaceholderRange
+// length).
+func (r Replacement) Len() int {
+	n := 0
+	for _, p := range r.Pieces {
+		n += p.Count
+	}
+	return n
+}
+
+// Embeds returns the number of positions the encoder's output fills.
+func (r Replacement) Embeds() int {
+	n := 0
+	for _, p := range r.Pieces {
+		if p.Embed {
+			n += p.Count
+		}
+	}
+	return n
+}
+
+// Text returns the replacement as one string (each piece's token repeated).
+func (r Replacement) Text() string {
+	b := make([]byte, 0, r.textLen())
+	for _, p := range r.Pieces {
+		for range p.Count {
+			b = append(b, p.Token...)
+		}
+	}
+	return string(b)
+}
+
+func (r Replacement) textLen() int {
+	n := 0
+	for _, p := range r.Pieces {
+		n += len(p.Token) * p.Count
+	}
+	return n
+}
+
+// Processor applies one model's multimodal rules. Safe for concurrent use.
+type Processor struct {
+	family Family
+	model  string
+	rules  rules
+}
+
+// rules is one family's implementation.
+type rules interface {
+	modalities() []media.Kind
+	// placeholder is the text the chat template renders for one item of k.
+	placeholder(k media.Kind) string
+	replacement(it media.Item) (Replacement, error)
+	encoderFLOPs(it media.Item) (float64, error)
+}
+
+// Family returns the processor's family.
+func (p *Processor) Family() Family { return p.family }
+
+// Model returns the model id or directory the processor was made for.
+func (p *Processor) Model() string { return p.model }
+
+// Supports reports whether the model accepts items of kind k.
+func (p *Processor) Supports(k media.Kind) bool {
+	for _, m := range p.rules.modalities() {
+		if m == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Modalities returns the kinds of items the model accepts.
+func (p *Processor) Modalities() []media.Kind {
+	return append([]media.Kind(nil), p.rules.modalities()...)
+}
+
+// Placeholder returns the text the model's chat template renders for one
+// item of kind k (the Target of its Replacement), or "" if unsupported.
+func (p *Processor) Placeholder(k media.Kind) string {
+	if !p.Supports(k) {
+		return ""
+	}
+	return p.rules.placeholder(k)
+}
+
+// Replace returns what vLLM's processor puts in the prompt for it.
+func (p *Processor) Replace(it media.Item) (Replacement, error) {
+	if err := p.check(it); err != nil {
+		return Replacement{}, err
+	}
+	return p.rules.replacement(it)
+}
+
+// Tokens returns the number of prompt tokens the item occupies after
+// expansion: its Replacement's Len.
+func (p *Processor) Tokens(it media.Item) (int, error) {
+	r, err := p.Replace(it)
+	if err != nil {
+		return 0, err
+	}
+	return r.Len(), nil
+}
+
+// EncoderFLOPs returns the floating-point operations of the model's vision
+// or audio encoder for one item (0 for precomputed embeddings).
+func (p *Processor) EncoderFLOPs(it media.Item) (float64, error) {
+	if err := p.check(it); err != nil {
+		return 0, err
+	}
+	if it.Kind == media.KindEmbeds {
+		return 0, nil
+	}
+	return p.rules.encoderFLOPs(it)
+}
+
+func (p *Processor) check(it media.Item) error {
+	k := it.Kind
+	if k == media.KindEmbeds {
+		k = media.KindImage
+	}
+	if !p.Supports(k) {
+		return fmt.Errorf("%w: %s input for %s", ErrModality, it.Kind, p.family)
+	}
+	return nil
+}
+
+// ForModel returns the processor for a model: from its files when they name
+// a known architecture (config.json's architectures or model_type), else
+// from the catalogue of known ids. ErrUnknownModel means the model is not
+// multimodal as far as the package knows.
+func ForModel(id string, files ModelFiles) (*Processor, error) {
+	return forModel(id, files)
+}

@@ -1,0 +1,5 @@
+package mmproc
+
+func forModel(id string, files ModelFiles) (*Processor, error) {
+	return nil, ErrUnknownModel
+}
