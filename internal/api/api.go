@@ -41,6 +41,7 @@ type (
 	BudgetOptions           = settings.BudgetOptions
 	LoRAOptions             = settings.LoRAOptions
 	LoRAModule              = settings.LoRAModule
+	MultimodalOptions       = settings.MultimodalOptions
 	PDOptions               = settings.PDOptions
 	SGLangOptions           = settings.SGLangOptions
 	ReasoningField          = settings.ReasoningField

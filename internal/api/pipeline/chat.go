@@ -11,6 +11,13 @@ import (
 // RenderChat renders a parsed chat request with the configured template,
 // or with the built-in ChatML template when none is configured.
 func (s *Server) RenderChat(o wire.Object, msgs []tokenizer.Message, tools []byte, addGen, contFinal bool) (string, *wire.APIError) {
+	return s.renderChat(o, msgs, nil, tools, addGen, contFinal)
+}
+
+// renderChat renders the messages; a chat request with multimodal items
+// passes them so that each is rendered as vLLM's chat parser hands it to
+// the template (placeholderMessages).
+func (s *Server) renderChat(o wire.Object, msgs []tokenizer.Message, items []mmItem, tools []byte, addGen, contFinal bool) (string, *wire.APIError) {
 	chat := s.chat
 	if o.Has("chat_template") {
 		// vLLM renders a request's own template only when the operator
@@ -30,9 +37,19 @@ func (s *Server) RenderChat(o wire.Object, msgs []tokenizer.Message, tools []byt
 		}
 	}
 	if chat == nil {
+		if len(items) > 0 {
+			msgs = placeholderTexts(msgs, items)
+		}
 		return tokenizer.RenderChat(msgs, tools, addGen, contFinal), nil
 	}
 	messages, _ := o.Raw("messages")
+	if len(items) > 0 {
+		sc, _ := chat.(interface{ StringContent() bool })
+		var e *wire.APIError
+		if messages, e = placeholderMessages(messages, msgs, items, sc != nil && sc.StringContent()); e != nil {
+			return "", e
+		}
+	}
 	messages, e := toolcall.ArgumentsAsObjects(messages)
 	if e != nil {
 		return "", e

@@ -193,6 +193,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 			j.Reqs[idx] = engine.Request{
 				ID:              engine.NewRequestID(),
 				Prompt:          ps.IDs,
+				MM:              ps.MM,
 				PlannedOutput:   res.IDs,
 				FinishReason:    res.FinishReason,
 				MaxOutputTokens: ps.M,

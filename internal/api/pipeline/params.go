@@ -9,6 +9,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
@@ -73,6 +74,8 @@ type PromptSpec struct {
 	Text   string   // the prompt text as given (string prompts, chat), for echo
 	IsText bool     // given as text (context-length message form)
 	M      int      // effective max tokens
+	// MM are the prompt's multimodal items' placeholder runs in IDs.
+	MM []kv.MMFeature
 }
 
 // BuildGenerate runs the phases every generation surface shares on a
@@ -121,6 +124,21 @@ func (s *Server) BuildGenerate(in *GenInput, r *http.Request) (*GenRequest, *wir
 // tokenizePrompts renders a chat request with its template or tokenizes
 // the text prompts of a completions request (phase 9).
 func (s *Server) tokenizePrompts(in *GenInput) ([]input.RawPrompt, *wire.APIError) {
+	if in.Chat && len(in.Media) > 0 {
+		items, e := s.resolveMedia(in.Media)
+		if e != nil {
+			return nil, e
+		}
+		text, e := s.renderChat(in.Body, in.Msgs, items, in.ToolsJSON, in.AddGen, in.ContFinal)
+		if e != nil {
+			return nil, e
+		}
+		ids, mm, e := s.expandPrompt(text, items, false)
+		if e != nil {
+			return nil, e
+		}
+		return []input.RawPrompt{{Text: text, IDs: ids, IsText: true, MM: mm}}, nil
+	}
 	if in.Chat {
 		text, e := s.RenderChat(in.Body, in.Msgs, in.ToolsJSON, in.AddGen, in.ContFinal)
 		if e != nil {
@@ -221,7 +239,7 @@ func (s *Server) checkPrompt(g *GenRequest, rp input.RawPrompt) (PromptSpec, *wi
 	if g.minTokens > m {
 		return PromptSpec{}, wire.ErrInvalid("min_tokens", "min_tokens must be less than or equal to max_tokens=%d, got %d.", m, g.minTokens)
 	}
-	ps := PromptSpec{IDs: ids, Text: rp.Text, IsText: rp.IsText, M: m}
+	ps := PromptSpec{IDs: ids, Text: rp.Text, IsText: rp.IsText, M: m, MM: truncatedMM(rp.MM, len(rp.IDs)-len(ids))}
 	if !rp.IsText || truncated {
 		ps.Text = tokenizer.DecodeLiteral(ids)
 	}
@@ -303,4 +321,21 @@ func (s *Server) CheckModel(o wire.Object) *wire.APIError {
 			Message: "The model `" + model + "` does not exist.", Param: "model"}
 	}
 	return nil
+}
+
+// truncatedMM shifts the items' runs by the cut tokens of a truncated
+// prompt; an item whose run was cut, even in part, leaves the prompt (its
+// tokens are then ordinary ones to the block hash).
+func truncatedMM(mm []kv.MMFeature, cut int) []kv.MMFeature {
+	if cut == 0 || len(mm) == 0 {
+		return mm
+	}
+	out := make([]kv.MMFeature, 0, len(mm))
+	for _, f := range mm {
+		if f.Offset >= cut {
+			f.Offset -= cut
+			out = append(out, f)
+		}
+	}
+	return out
 }
