@@ -42,6 +42,7 @@ type (
 	LoRAOptions             = settings.LoRAOptions
 	LoRAModule              = settings.LoRAModule
 	MultimodalOptions       = settings.MultimodalOptions
+	MMObserver              = settings.MMObserver
 	PDOptions               = settings.PDOptions
 	SGLangOptions           = settings.SGLangOptions
 	ReasoningField          = settings.ReasoningField

@@ -121,6 +121,8 @@ func (d *decoder) decodeValue(fv reflect.Value, v any, path string) {
 			*p = DefaultKVEventsConfig()
 		case *OffloadBandwidth:
 			*p = DefaultOffloadBandwidth()
+		case *UnfetchedMedia:
+			*p = DefaultUnfetchedMedia()
 		}
 		before := len(d.probs)
 		d.decodeValue(nv.Elem(), v, path)

@@ -141,6 +141,7 @@ type Registry struct {
 	ranks      []*rankObserver
 	kvPub      *kvPublisherCollector
 	faults     *prometheus.CounterVec
+	mm         multimodal
 }
 
 // New builds the registry opts describe: its families, deprecated vLLM
@@ -176,6 +177,7 @@ func New(opts Options, version string) *Registry {
 	r.buildMocker(version)
 	r.buildFaults()
 	r.buildDisagg()
+	r.buildMultimodal()
 	return r
 }
 

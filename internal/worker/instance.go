@@ -89,7 +89,9 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 	if err != nil {
 		return nil, err
 	}
-	in.srv = api.NewServer(apiOptions(cfg), engines, api.Deps{
+	opts := apiOptions(cfg)
+	opts.Multimodal = multimodalOptions(cfg, w.files.mm)
+	in.srv = api.NewServer(opts, engines, api.Deps{
 		Logger:              w.log,
 		Metrics:             w.opts.Metrics,
 		Requests:            w.opts.Requests,
@@ -100,6 +102,7 @@ func (w *Worker) startInstance(port int, beforeServe func(*instance) error) (*in
 		Tokenizer:           w.files.model,
 		ChatTemplate:        w.files.chat,
 		RequestChatTemplate: requestChatTemplate(cfg, w.files.chat),
+		MM:                  w.opts.MM,
 
 		KVTransfer:       deps.KVTransfer,
 		SideChannel:      deps.SideChannel,

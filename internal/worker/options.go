@@ -60,6 +60,8 @@ type Options struct {
 	Metrics     http.Handler
 	Requests    api.RequestObserver
 	DeliveryLag api.DeliveryLagObserver
+	// MM counts multimodal cache lookups and unfetched items.
+	MM api.MMObserver
 	// Faults counts injected faults (mocker_injected_faults_total).
 	Faults api.FaultObserver
 	// Transfers counts failed KV pulls and release notifications of
@@ -135,7 +137,7 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 			return metrics.TeeFPM(reg.FPMSink(r), pubs.FPMSink(r))
 		},
 	}
-	opts.Metrics, opts.Requests, opts.DeliveryLag, opts.Faults = reg.Handler(), reg, reg, reg
+	opts.Metrics, opts.Requests, opts.DeliveryLag, opts.Faults, opts.MM = reg.Handler(), reg, reg, reg, reg
 	opts.Transfers = reg
 	release := opts.Release
 	opts.Release = func() {
