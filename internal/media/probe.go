@@ -3,6 +3,7 @@ package media
 import (
 	"bytes"
 	"fmt"
+	"time"
 )
 
 // Limits bound what Probe accepts beyond well-formedness. The zero value
@@ -11,6 +12,9 @@ type Limits struct {
 	// MaxPixels is the largest width×height an image or video frame may
 	// declare; 0 means DefaultMaxPixels.
 	MaxPixels int64
+	// MaxDuration is the longest audio or video an item may declare; 0
+	// means no limit.
+	MaxDuration time.Duration
 }
 
 // DefaultMaxPixels is PIL's decompression-bomb error threshold
@@ -78,6 +82,9 @@ func ProbeLimits(data []byte, lim Limits) (Item, error) {
 		if int64(it.Width)*int64(it.Height) > lim.maxPixels() {
 			return Item{}, fmt.Errorf("%w: %s declares %dx%d pixels, limit %d", ErrTooLarge, it.Format, it.Width, it.Height, lim.maxPixels())
 		}
+	}
+	if lim.MaxDuration > 0 && it.Duration > lim.MaxDuration {
+		return Item{}, fmt.Errorf("%w: %s lasts %v, limit %v", ErrTooLarge, it.Format, it.Duration, lim.MaxDuration)
 	}
 	return it, nil
 }

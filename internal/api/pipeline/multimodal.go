@@ -167,7 +167,7 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 			return mmItem{}, wire.ErrInvalid(field, "The %s part holds %s data (%s), not %s.", p.Modality, it.Kind, it.Format, want)
 		}
 		if !hit {
-			if it.Hash, _, _ = media.Hash(data, mo.Hash); it.Hash == "" {
+			if it.Hash, _, _ = media.Hash(it.Kind, data, mo.Hash); it.Hash == "" {
 				return mmItem{}, wire.ErrInvalid(field, "The %s cannot be hashed.", p.Modality)
 			}
 			s.mmCache.store(data, it)
@@ -178,7 +178,7 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 	}
 	if remote != "" {
 		// vLLM hashes the fetched bytes; unfetched, the URL names the item.
-		it.Hash, _ = media.HashBytes([]byte(remote), mo.Hash)
+		it.Hash, _, _ = media.Hash(it.Kind, []byte(remote), mo.Hash)
 	}
 	repl, err := mo.Processor.Replace(it)
 	if err != nil {

@@ -1,0 +1,49 @@
+package mmproc
+
+import (
+	"maps"
+	"slices"
+)
+
+// known is a catalogue entry: the config.json and preprocessor_config.json
+// fields the processors read, as the model's published files have them.
+type known struct{ config, preprocessor string }
+
+const (
+	qwen2VLVision  = `"vision_config":{"depth":32,"embed_dim":1280,"mlp_ratio":4,"num_heads":16,"patch_size":14,"spatial_merge_size":2,"temporal_patch_size":2}`
+	qwen25VLVision = `"depth":32,"hidden_size":1280,"intermediate_size":3420,"num_heads":16,"patch_size":14,"spatial_merge_size":2,"temporal_patch_size":2,"window_size":112,"fullatt_block_indexes":[7,15,23,31]`
+	qwenPre        = `{"min_pixels":3136,"max_pixels":12845056,"patch_size":14,"temporal_patch_size":2,"merge_size":2}`
+	qwen3VLPre     = `{"size":{"shortest_edge":65536,"longest_edge":16777216},"patch_size":16,"temporal_patch_size":2,"merge_size":2}`
+	gemma3Vision   = `"vision_config":{"model_type":"siglip_vision_model","hidden_size":1152,"intermediate_size":4304,"num_hidden_layers":27,"image_size":896,"patch_size":14},"mm_tokens_per_image":256`
+	llama4Config   = `{"architectures":["Llama4ForConditionalGeneration"],"vision_config":{"hidden_size":1408,"intermediate_size":5632,"num_hidden_layers":34,"image_size":336,"patch_size":14,"pixel_shuffle_ratio":0.5},"text_config":{"hidden_size":5120}}`
+	llama4Pre      = `{"max_patches":16,"resize_to_max_canvas":false,"size":{"height":336,"width":336}}`
+)
+
+// catalogue holds the known model ids, lowercased, for a --model that is
+// an id rather than a directory.
+var catalogue = map[string]known{
+	"qwen/qwen2-vl-2b-instruct": {`{"architectures":["Qwen2VLForConditionalGeneration"],` + qwen2VLVision + `,"text_config":{"hidden_size":1536}}`, qwenPre},
+	"qwen/qwen2-vl-7b-instruct": {`{"architectures":["Qwen2VLForConditionalGeneration"],` + qwen2VLVision + `,"text_config":{"hidden_size":3584}}`, qwenPre},
+
+	"qwen/qwen2.5-vl-3b-instruct":  {`{"architectures":["Qwen2_5_VLForConditionalGeneration"],"vision_config":{` + qwen25VLVision + `,"out_hidden_size":2048}}`, qwenPre},
+	"qwen/qwen2.5-vl-7b-instruct":  {`{"architectures":["Qwen2_5_VLForConditionalGeneration"],"vision_config":{` + qwen25VLVision + `,"out_hidden_size":3584}}`, qwenPre},
+	"qwen/qwen2.5-vl-32b-instruct": {`{"architectures":["Qwen2_5_VLForConditionalGeneration"],"vision_config":{` + qwen25VLVision + `,"out_hidden_size":5120}}`, qwenPre},
+	"qwen/qwen2.5-vl-72b-instruct": {`{"architectures":["Qwen2_5_VLForConditionalGeneration"],"vision_config":{` + qwen25VLVision + `,"out_hidden_size":8192}}`, qwenPre},
+
+	"qwen/qwen3-vl-8b-instruct":                     {`{"architectures":["Qwen3VLForConditionalGeneration"],"vision_config":{"depth":27,"hidden_size":1152,"intermediate_size":4304,"patch_size":16,"spatial_merge_size":2,"temporal_patch_size":2,"out_hidden_size":4096}}`, qwen3VLPre},
+	"qwen/qwen3-vl-30b-a3b-instruct":                {`{"architectures":["Qwen3VLMoeForConditionalGeneration"],"vision_config":{"depth":27,"hidden_size":1152,"intermediate_size":4304,"patch_size":16,"spatial_merge_size":2,"temporal_patch_size":2,"out_hidden_size":2048}}`, qwen3VLPre},
+	"qwen/qwen3-vl-235b-a22b-instruct":              {`{"architectures":["Qwen3VLMoeForConditionalGeneration"],"vision_config":{"depth":27,"hidden_size":1152,"intermediate_size":4304,"patch_size":16,"spatial_merge_size":2,"temporal_patch_size":2,"out_hidden_size":4096}}`, qwen3VLPre},
+	"google/gemma-3-4b-it":                          {`{"architectures":["Gemma3ForConditionalGeneration"],` + gemma3Vision + `,"text_config":{"hidden_size":2560}}`, `{}`},
+	"google/gemma-3-12b-it":                         {`{"architectures":["Gemma3ForConditionalGeneration"],` + gemma3Vision + `,"text_config":{"hidden_size":3840}}`, `{}`},
+	"google/gemma-3-27b-it":                         {`{"architectures":["Gemma3ForConditionalGeneration"],` + gemma3Vision + `,"text_config":{"hidden_size":5376}}`, `{}`},
+	"llava-hf/llava-1.5-7b-hf":                      {`{"architectures":["LlavaForConditionalGeneration"],"vision_feature_select_strategy":"default","vision_feature_layer":-2,"vision_config":{"model_type":"clip_vision_model","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":336,"patch_size":14},"text_config":{"hidden_size":4096}}`, `{}`},
+	"llava-hf/llava-1.5-13b-hf":                     {`{"architectures":["LlavaForConditionalGeneration"],"vision_feature_select_strategy":"default","vision_feature_layer":-2,"vision_config":{"model_type":"clip_vision_model","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":336,"patch_size":14},"text_config":{"hidden_size":5120}}`, `{}`},
+	"meta-llama/llama-4-scout-17b-16e-instruct":     {llama4Config, llama4Pre},
+	"meta-llama/llama-4-maverick-17b-128e-instruct": {llama4Config, llama4Pre},
+	"mistral-community/pixtral-12b":                 {`{"architectures":["LlavaForConditionalGeneration"],"vision_config":{"model_type":"pixtral","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":1024,"patch_size":16},"text_config":{"hidden_size":5120}}`, `{"patch_size":{"height":16,"width":16},"size":{"longest_edge":1024}}`},
+	"mistralai/mistral-small-3.1-24b-instruct-2503": {`{"architectures":["Mistral3ForConditionalGeneration"],"spatial_merge_size":2,"vision_config":{"model_type":"pixtral","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":1540,"patch_size":14},"text_config":{"hidden_size":5120}}`, `{"patch_size":14,"size":{"longest_edge":1540}}`},
+	"qwen/qwen2-audio-7b-instruct":                  {`{"architectures":["Qwen2AudioForConditionalGeneration"],"audio_config":{"d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500},"text_config":{"hidden_size":4096}}`, `{"feature_size":128,"sampling_rate":16000,"hop_length":160,"chunk_length":30,"n_samples":480000}`},
+}
+
+// Known returns the catalogue's model ids, sorted.
+func Known() []string { return slices.Sorted(maps.Keys(catalogue)) }

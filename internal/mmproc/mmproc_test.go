@@ -1,0 +1,118 @@
+package mmproc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/mocker-server/mocker-server/internal/media"
+)
+
+// refCase is one row of testdata/cases.json, whose expected counts come
+// from testdata/ref.py: the processors' rules evaluated in Python.
+type refCase struct {
+	Model     string   `json:"model"`
+	Kind      string   `json:"kind"`
+	Width     int      `json:"width"`
+	Height    int      `json:"height"`
+	Sizes     [][2]int `json:"sizes,omitempty"`
+	MinPixels int      `json:"min_pixels,omitempty"`
+	MaxPixels int      `json:"max_pixels,omitempty"`
+	Seconds   float64  `json:"seconds,omitempty"`
+	Rate      int      `json:"rate,omitempty"`
+	Tokens    *int     `json:"tokens"`
+}
+
+func (c refCase) String() string {
+	switch c.Kind {
+	case "audio":
+		return fmt.Sprintf("%s audio %gs@%d", c.Model, c.Seconds, c.Rate)
+	case "images":
+		return fmt.Sprintf("%s images %v", c.Model, c.Sizes)
+	}
+	s := fmt.Sprintf("%s %dx%d", c.Model, c.Width, c.Height)
+	if c.MinPixels > 0 {
+		s += fmt.Sprintf(" pixels [%d, %d]", c.MinPixels, c.MaxPixels)
+	}
+	return s
+}
+
+func loadCases(t testing.TB) []refCase {
+	t.Helper()
+	b, err := os.ReadFile("testdata/cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs []refCase
+	if err := json.Unmarshal(b, &cs); err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func processorFor(t testing.TB, c refCase) *Processor {
+	t.Helper()
+	files := ModelFiles{}
+	if c.MinPixels > 0 {
+		k := catalogue[lower(c.Model)]
+		files.Config = []byte(k.config)
+		files.PreprocessorConfig = fmt.Appendf(nil, `{"min_pixels":%d,"max_pixels":%d,"patch_size":14,"merge_size":2,"temporal_patch_size":2}`, c.MinPixels, c.MaxPixels)
+	}
+	p, err := ForModel(c.Model, files)
+	if err != nil {
+		t.Fatalf("%s: %v", c.Model, err)
+	}
+	return p
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// TestTokenTable checks every case of testdata/cases.json: images from 1×1
+// to 4096×4096 with odd aspect ratios for Qwen2-VL, Qwen2.5-VL, Qwen3-VL,
+// Gemma 3, LLaVA-1.5, Pixtral, Mistral Small 3.1 and Llama 4; min/max
+// pixel clamps; several images per prompt; Qwen2-Audio from 1 ms to 5 min
+// at three sample rates. A null count is a case the processor refuses.
+func TestTokenTable(t *testing.T) {
+	cases := loadCases(t)
+	if len(cases) < 250 {
+		t.Fatalf("only %d cases", len(cases))
+	}
+	for _, c := range cases {
+		p := processorFor(t, c)
+		var (
+			got int
+			err error
+		)
+		switch c.Kind {
+		case "image":
+			got, err = p.Tokens(media.Item{Kind: media.KindImage, Width: c.Width, Height: c.Height})
+		case "images":
+			for _, s := range c.Sizes {
+				n, e := p.Tokens(media.Item{Kind: media.KindImage, Width: s[0], Height: s[1]})
+				got, err = got+n, errors.Join(err, e)
+			}
+		case "audio":
+			d := time.Duration(c.Seconds * float64(time.Second))
+			got, err = p.Tokens(media.Item{Kind: media.KindAudio, Duration: d, SampleRate: c.Rate})
+		default:
+			t.Fatalf("kind %q", c.Kind)
+		}
+		switch {
+		case c.Tokens == nil && !errors.Is(err, ErrBadItem):
+			t.Errorf("%s: got %d, %v; want ErrBadItem", c, got, err)
+		case c.Tokens != nil && (err != nil || got != *c.Tokens):
+			t.Errorf("%s: got %d, %v; want %d", c, got, err, *c.Tokens)
+		}
+	}
+}

@@ -1,5 +1,0 @@
-package mmproc
-
-func forModel(id string, files ModelFiles) (*Processor, error) {
-	return nil, ErrUnknownModel
-}

@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+"""Expected placeholder token counts for cases.json, computed in Python —
+the language vLLM's processors run in, so round() is Python's (half to
+even), // floors and int() truncates as they do there — from the rules of
+the processors as published (transformers' image processors and vLLM's
+model processing classes; docs/multimodal.md gives the derivations). It
+shares no code with the Go implementation. Run: ./ref.py > cases.json"""
+import json, math
+
+def smart_resize(h, w, factor, min_px, max_px):
+    if max(h, w) / min(h, w) > 200:
+        return None  # the processor raises
+    hb, wb = round(h / factor) * factor, round(w / factor) * factor
+    if hb * wb > max_px:
+        beta = math.sqrt(h * w / max_px)
+        hb = max(factor, math.floor(h / beta / factor) * factor)
+        wb = max(factor, math.floor(w / beta / factor) * factor)
+    elif hb * wb < min_px:
+        beta = math.sqrt(min_px / (h * w))
+        hb = math.ceil(h * beta / factor) * factor
+        wb = math.ceil(w * beta / factor) * factor
+    return hb, wb
+
+def qwen(h, w, patch, min_px, max_px):
+    r = smart_resize(h, w, patch * 2, min_px, max_px)
+    if r is None:
+        return None
+    return (r[0] // patch) * (r[1] // patch) // 4  # grid_t = 1, merge 2×2
+
+def gemma3(h, w):
+    return 2 + 256 + 2  # "\n\n", <start_of_image>, 256 soft tokens, <end_of_image>, "\n\n"
+
+def llava(h, w):
+    return (336 // 14) ** 2
+
+def pixtral(h, w, longest, unit):
+    ratio = max(w / longest, h / longest)
+    if ratio > 1:
+        w, h = int(math.floor(w / ratio)), int(math.floor(h / ratio))
+    rows, cols = (h - 1) // unit + 1, (w - 1) // unit + 1
+    return rows * (cols + 1)  # [IMG]×cols + [IMG_BREAK] per row, the last one [IMG_END]
+
+def llama4_canvases(max_tiles, tile):
+    by_ratio = {}
+    for n in range(max_tiles, 0, -1):
+        for f in sorted(d for d in range(1, n + 1) if n % d == 0):
+            by_ratio.setdefault(f / (n // f), []).append((f, n // f))
+    return [(a * tile, b * tile) for v in by_ratio.values() for a, b in v]
+
+def llama4(h, w, max_tiles=16, tile=336):
+    canv = llama4_canvases(max_tiles, tile)
+    scales = [min(ch / h, cw / w) for ch, cw in canv]
+    ups = [s for s in scales if s >= 1]
+    sel = min(ups) if ups else max(s for s in scales if s < 1)
+    cands = [c for c, s in zip(canv, scales) if s == sel]
+    ch, cw = min(cands, key=lambda c: c[0] * c[1])  # min() keeps the first of equals
+    rows, cols = ch // tile, cw // tile
+    per = (tile // 14) ** 2 // 4
+    n = 3 + per  # <|image_start|>, <|image|>, the global tile's patches, <|image_end|>
+    if rows * cols > 1:
+        n += rows * cols * per + rows * (cols - 1) + rows
+    return n
+
+def qwen2_audio(seconds, rate):
+    n = round(seconds * rate)
+    if rate != 16000:
+        n = math.ceil(n * 16000 / rate)
+    n = min(n, 480000)
+    frames = len(range(0, n, 160))  # the attention mask, every 160th sample
+    conv = (frames - 1) // 2 + 1
+    out = (conv - 2) // 2 + 1
+    return out if out > 0 else None
+
+sizes = [(1, 1), (10, 10), (27, 28), (28, 28), (29, 29), (42, 42), (56, 56), (70, 70), (100, 3),
+         (224, 224), (336, 336), (480, 640), (512, 512), (600, 800), (720, 1280), (768, 1024),
+         (1000, 1), (1024, 1024), (1080, 1920), (1123, 797), (1536, 1536), (2048, 2048),
+         (2160, 3840), (3000, 40), (4000, 20), (4096, 4096), (4096, 1024), (13, 2601), (333, 777)]
+cases = []
+for h, w in sizes:
+    for model, n in [
+        ("Qwen/Qwen2.5-VL-7B-Instruct", qwen(h, w, 14, 3136, 12845056)),
+        ("Qwen/Qwen2-VL-7B-Instruct", qwen(h, w, 14, 3136, 12845056)),
+        ("Qwen/Qwen3-VL-8B-Instruct", qwen(h, w, 16, 65536, 16777216)),
+        ("google/gemma-3-4b-it", gemma3(h, w)),
+        ("llava-hf/llava-1.5-7b-hf", llava(h, w)),
+        ("mistral-community/pixtral-12b", pixtral(h, w, 1024, 16)),
+        ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", pixtral(h, w, 1540, 28)),
+        ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4(h, w)),
+    ]:
+        cases.append({"model": model, "kind": "image", "width": w, "height": h, "tokens": n})
+# min/max pixel clamps set through the preprocessor config
+for h, w in [(28, 28), (1024, 1024), (4096, 4096), (100, 3000), (56, 56)]:
+    for lo, hi in [(256 * 28 * 28, 1280 * 28 * 28), (4 * 28 * 28, 16 * 28 * 28), (100000, 200000)]:
+        cases.append({"model": "Qwen/Qwen2.5-VL-7B-Instruct", "kind": "image", "width": w, "height": h,
+                      "min_pixels": lo, "max_pixels": hi, "tokens": qwen(h, w, 14, lo, hi)})
+for secs in [0.001, 0.01, 0.02, 0.025, 0.1, 0.5, 1, 2.5, 7.3, 10, 29.99, 30, 30.01, 60, 300]:
+    for rate in [16000, 44100, 8000]:
+        cases.append({"model": "Qwen/Qwen2-Audio-7B-Instruct", "kind": "audio", "seconds": secs,
+                      "rate": rate, "tokens": qwen2_audio(secs, rate)})
+# several images in one prompt: the counts add up
+for model, f in [("Qwen/Qwen2.5-VL-7B-Instruct", lambda h, w: qwen(h, w, 14, 3136, 12845056)),
+                 ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4),
+                 ("mistral-community/pixtral-12b", lambda h, w: pixtral(h, w, 1024, 16))]:
+    imgs = [(1024, 1024), (480, 640), (56, 56), (2160, 3840)]
+    cases.append({"model": model, "kind": "images", "sizes": [[w, h] for h, w in imgs],
+                  "tokens": sum(f(h, w) for h, w in imgs)})
+json.dump(cases, __import__("sys").stdout, indent=0)
+print()
