@@ -292,7 +292,7 @@ func (e tooLargeError) Unwrap() error { return media.ErrTooLarge }
 func mediaTooLarge(n, limit int) error { return tooLargeError{n, limit} }
 
 func tooLarge(field string, n, limit int) *wire.APIError {
-	return wire.ErrInvalid(field, "The media item is %d bytes, more than the limit of %d bytes (--max-request-body-bytes).", n, limit)
+	return wire.ErrInvalid(field, "The media item is too large (--max-media-item-bytes): %d bytes, limit %d", n, limit)
 }
 
 // mediaError maps the media package's errors to the part's 400.
@@ -303,7 +303,8 @@ func mediaError(field string, err error, limit int) *wire.APIError {
 		if errors.As(err, &tl) {
 			return tooLarge(field, tl.n, limit)
 		}
-		return wire.ErrInvalid(field, "The media item is too large: %s", err.Error())
+		return wire.ErrInvalid(field, "The media item is too large (--max-media-item-bytes): %s",
+			strings.TrimPrefix(err.Error(), media.ErrTooLarge.Error()+": "))
 	case errors.Is(err, media.ErrCorrupt):
 		return wire.ErrInvalid(field, "The media data is corrupt: %s", err.Error())
 	case errors.Is(err, media.ErrUnsupported):
