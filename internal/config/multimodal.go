@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/engine"
 )
 
 // MMEncoderTPMode is vLLM's --mm-encoder-tp-mode: how the multimodal
@@ -131,4 +133,14 @@ func (c *Config) Unfetched() UnfetchedMedia {
 		return DefaultUnfetchedMedia()
 	}
 	return *c.MMUnfetchedMedia
+}
+
+// engineMM is the engine's multimodal encoder settings: data-parallel
+// encoding spreads a pass's items over the tensor-parallel GPUs.
+func (c *Config) engineMM() engine.MMConfig {
+	m := engine.MMConfig{EncoderMsPerToken: c.MMEncoderMsPerToken, DisableChunkedMMInput: c.DisableChunkedMMInput}
+	if c.MMEncoderTPMode == MMEncoderData {
+		m.EncoderDataParallel = max(c.TensorParallelSize, 1)
+	}
+	return m
 }

@@ -18,7 +18,9 @@ type Core struct {
 	cfg  Config
 	rank int
 
-	kv        *kvManager
+	kv *kvManager
+	// enc is the encoder cache of multimodal items (vLLM scheduler only).
+	enc       *encoderCache
 	scheduler scheduler
 	timing    TimingModel
 	// passTimer is timing when it prices passes by their contents
@@ -163,6 +165,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 	} else {
 		c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption),
 			staticBatch: cfg.Type == EngineTRTLLM && cfg.Capacity == CapacityStaticBatch}
+		c.enc = newEncoderCache(cfg.MaxNumBatchedTokens)
 	}
 	c.lora.cfg = cfg.LoRA
 	c.report.TierHits = kvm.tierHits
@@ -292,6 +295,7 @@ func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
 	if held == nil {
 		c.kv.free(s)
 	}
+	c.releaseEncoder(s)
 	notifyRemoteEnded(s)
 	s.status = statusFinished
 	delete(c.byID, s.req.ID)
@@ -435,6 +439,7 @@ func (c *Core) preempt(victim *sequence) int {
 	}
 	c.running = append(c.running[:idx], c.running[idx+1:]...)
 	c.kv.free(victim)
+	c.releaseEncoder(victim)
 	victim.numComputedTokens = 0
 	victim.status = statusPreempted
 	victim.numPreemptions++

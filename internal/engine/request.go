@@ -112,6 +112,10 @@ type sequence struct {
 	firstToken     time.Time
 	lastToken      time.Time
 
+	// encHeld are the identifiers of the multimodal items whose encoder
+	// output the sequence holds in the encoder cache (encoder.go).
+	encHeld []string
+
 	// Per-pass bookkeeping, valid between BeginPass and EndPass.
 	passTokens  int  // tokens scheduled this pass (refunded on preemption)
 	passPrefix  int  // KV available before this pass's computation (prefill batch only)

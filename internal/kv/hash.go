@@ -73,10 +73,9 @@ type HashChain struct {
 	// adapter is the LoRA adapter's name ("" for the base model); it is
 	// mixed into every block.
 	adapter string
-	// mm holds the prompt's multimodal items and its length (Keys.MM,
-	// Keys.PromptLen); mmBuf is scratch for one block's keys.
-	mm     Keys
-	mmBuf  []MMKey
+	// mm holds the prompt's multimodal items (nil for a text prompt, so
+	// the chains of text requests stay small).
+	mm     *mmChain
 	hashes []uint64
 	// last is the full digest of the last hashed block (sha256_cbor only):
 	// the digest chain uses all 32 bytes, the wire value only 8.
@@ -99,7 +98,7 @@ func (h *Hasher) NewChain(salt string) HashChain {
 func (h *Hasher) NewKeyedChain(keys Keys) HashChain {
 	c := HashChain{salt: keys.Salt, adapter: keys.Adapter.Name}
 	if len(keys.MM) > 0 {
-		c.mm = Keys{MM: keys.MM, PromptLen: keys.PromptLen}
+		c.mm = &mmChain{keys: Keys{MM: keys.MM, PromptLen: keys.PromptLen}}
 	}
 	return c
 }
@@ -152,8 +151,7 @@ func (h *Hasher) xxh3Block(c *HashChain, i int, block []uint32) uint64 {
 		binary.LittleEndian.PutUint32(buf[4*j:], t)
 	}
 	copy(buf[4*len(block):], c.adapter)
-	c.mmBuf = c.mm.mmKeys(c.mmBuf[:0], i, h.blockSize)
-	for _, k := range c.mmBuf {
+	for _, k := range c.mm.blockKeys(i, h.blockSize) {
 		buf = appendMMLocal(buf, k)
 	}
 	c.buf = buf
@@ -210,8 +208,8 @@ func (h *Hasher) sha256Block(c *HashChain, i int, block []uint32) uint64 {
 	// multimodal items' (identifier, offset) pairs, then the salt (block
 	// 0); null when there are none.
 	salted := i == 0 && c.salt != ""
-	c.mmBuf = c.mm.mmKeys(c.mmBuf[:0], i, h.blockSize)
-	switch n := boolInt(c.adapter != "") + len(c.mmBuf) + boolInt(salted); n {
+	mm := c.mm.blockKeys(i, h.blockSize)
+	switch n := boolInt(c.adapter != "") + len(mm) + boolInt(salted); n {
 	case 0:
 		buf = append(buf, cborNull)
 	default:
@@ -219,7 +217,7 @@ func (h *Hasher) sha256Block(c *HashChain, i int, block []uint32) uint64 {
 		if c.adapter != "" {
 			buf = appendCBORText(buf, c.adapter)
 		}
-		for _, k := range c.mmBuf {
+		for _, k := range mm {
 			buf = appendCBORHead(buf, cborArray, 2)
 			buf = appendCBORText(buf, k.Identifier)
 			buf = appendCBORInt(buf, k.Offset)

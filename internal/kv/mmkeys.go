@@ -51,6 +51,23 @@ func (k *Keys) mmKeys(dst []MMKey, i, bs int) []MMKey {
 	return dst
 }
 
+// mmChain is a hash chain's multimodal state: the items and scratch for
+// one block's keys.
+type mmChain struct {
+	keys Keys
+	buf  []MMKey
+}
+
+// blockKeys returns block i's multimodal keys (nil for a nil chain); the
+// slice is reused by the next call.
+func (m *mmChain) blockKeys(i, bs int) []MMKey {
+	if m == nil {
+		return nil
+	}
+	m.buf = m.keys.mmKeys(m.buf[:0], i, bs)
+	return m.buf
+}
+
 // appendCBORInt appends v as a CBOR integer (major type 0 or 1).
 func appendCBORInt(buf []byte, v int) []byte {
 	if v >= 0 {
