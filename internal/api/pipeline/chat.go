@@ -5,6 +5,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/mmproc"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
@@ -38,7 +39,7 @@ func (s *Server) renderChat(o wire.Object, msgs []tokenizer.Message, items []mmI
 	}
 	if chat == nil {
 		if len(items) > 0 {
-			msgs = placeholderTexts(msgs, items)
+			msgs = placeholderTexts(s.placeholderFamily(), msgs, items)
 		}
 		return tokenizer.RenderChat(msgs, tools, addGen, contFinal), nil
 	}
@@ -46,7 +47,7 @@ func (s *Server) renderChat(o wire.Object, msgs []tokenizer.Message, items []mmI
 	if len(items) > 0 {
 		sc, _ := chat.(interface{ StringContent() bool })
 		var e *wire.APIError
-		if messages, e = placeholderMessages(messages, msgs, items, sc != nil && sc.StringContent()); e != nil {
+		if messages, e = placeholderMessages(s.placeholderFamily(), messages, msgs, items, sc != nil && sc.StringContent()); e != nil {
 			return "", e
 		}
 	}
@@ -68,4 +69,14 @@ func (s *Server) renderChat(o wire.Object, msgs []tokenizer.Message, items []mmI
 		return "", wire.ErrInvalid("", "%s", err.Error())
 	}
 	return text, nil
+}
+
+// placeholderFamily is the family whose placeholder text a "string"
+// content gets; the built-in tokenizer has no marker tokens, so it gets the
+// processor's target alone (its stand-in, docs/multimodal.md).
+func (s *Server) placeholderFamily() mmproc.Family {
+	if tokenizer.IsBuiltin(s.tok) {
+		return ""
+	}
+	return s.opts.Multimodal.Processor.Family()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/kv"
+	"github.com/mocker-server/mocker-server/internal/mmproc"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
@@ -27,13 +28,19 @@ import (
 // placeholderTexts returns the messages with each item's placeholder text
 // in front of its message's text, "\n"-joined (vLLM's
 // _get_full_multimodal_text_prompt without interleaving).
-func placeholderTexts(msgs []tokenizer.Message, items []mmItem) []tokenizer.Message {
+func placeholderTexts(fam mmproc.Family, msgs []tokenizer.Message, items []mmItem) []tokenizer.Message {
 	out := append([]tokenizer.Message(nil), msgs...)
+	seen := map[input.Modality]int{}
+	texts := make([]string, len(items))
+	for i, it := range items {
+		seen[it.part.Modality]++
+		texts[i] = placeholderText(fam, it, seen[it.part.Modality])
+	}
 	for m := range out {
 		var phs []string
-		for _, it := range items {
+		for i, it := range items {
 			if it.part.Msg == m {
-				phs = append(phs, it.repl.Target)
+				phs = append(phs, texts[i])
 			}
 		}
 		if len(phs) > 0 {
@@ -48,12 +55,12 @@ func placeholderTexts(msgs []tokenizer.Message, items []mmItem) []tokenizer.Mess
 // the string of placeholderTexts (asString) or the list of its parts with
 // each item as {"type": "<modality>"} and each text as {"type": "text",
 // "text": …}. Other keys keep their order.
-func placeholderMessages(raw json.RawMessage, msgs []tokenizer.Message, items []mmItem, asString bool) (json.RawMessage, *wire.APIError) {
+func placeholderMessages(fam mmproc.Family, raw json.RawMessage, msgs []tokenizer.Message, items []mmItem, asString bool) (json.RawMessage, *wire.APIError) {
 	elems, e := wire.ParseArray(raw, "messages")
 	if e != nil {
 		return nil, e
 	}
-	texts := placeholderTexts(msgs, items)
+	texts := placeholderTexts(fam, msgs, items)
 	for m := range elems {
 		var mine []mmItem
 		for _, it := range items {
@@ -85,6 +92,20 @@ func placeholderMessages(raw json.RawMessage, msgs []tokenizer.Message, items []
 	}
 	b.WriteByte(']')
 	return b.Bytes(), nil
+}
+
+// placeholderText is the text vLLM's chat parser puts in a "string"
+// content for the n-th item of its modality: the model class's
+// get_placeholder_str (vLLM's model files), which wraps the processor's
+// target in the model's markers; other families get the target alone.
+func placeholderText(fam mmproc.Family, it mmItem, n int) string {
+	switch fam {
+	case mmproc.FamilyQwen2VL, mmproc.FamilyQwen25VL, mmproc.FamilyQwen3VL:
+		return "<|vision_start|>" + it.repl.Target + "<|vision_end|>"
+	case mmproc.FamilyQwen2Audio:
+		return "Audio " + wire.Itoa(n) + ": <|audio_bos|>" + it.repl.Target + "<|audio_eos|>"
+	}
+	return it.repl.Target
 }
 
 // openAIParts rebuilds a message's content parts in vLLM's "openai" form.
