@@ -344,11 +344,32 @@ func ParseString(r json.RawMessage, path string) (string, *APIError) {
 	if len(r) == 0 || r[0] != '"' {
 		return "", ErrFieldType(path, "string")
 	}
+	if s, ok := plainString(r); ok {
+		return s, nil
+	}
 	var s string
 	if err := json.Unmarshal(r, &s); err != nil {
 		return "", ErrFieldType(path, "string")
 	}
 	return s, nil
+}
+
+// plainString is the fast path of ParseString: a string without escapes,
+// control characters or invalid UTF-8 is its bytes between the quotes (a
+// multimodal data URL is megabytes of such text, which encoding/json would
+// scan twice).
+func plainString(r []byte) (string, bool) {
+	n := len(r)
+	if n < 2 || r[n-1] != '"' {
+		return "", false
+	}
+	body := r[1 : n-1]
+	for _, c := range body {
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return "", false
+		}
+	}
+	return string(body), true
 }
 
 func ParseArray(r json.RawMessage, path string) ([]json.RawMessage, *APIError) {
