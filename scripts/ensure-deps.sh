@@ -6,7 +6,8 @@
 # cross-language KV-event check needs: Debian's python3 with python3-zmq and
 # python3-msgpack, and curl; and python3-jinja2, the reference the chat
 # template tests compare against; python3-xxhash and python3-cbor2 for
-# scripts/kv_block_hashes.py (block hashes computed independently of Go).
+# scripts/kv_block_hashes.py (block hashes computed independently of Go);
+# python3-pil, python3-numpy and b3sum for the multimodal references.
 # With --browser, what the replay HTML check needs: Debian's chromium, node
 # and npm.
 #
@@ -40,6 +41,10 @@ if [ "${1:-}" = "--python" ]; then
   /usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1 || want+=(python3-jinja2)
   /usr/bin/python3 -c 'import xxhash' >/dev/null 2>&1 || want+=(python3-xxhash)
   /usr/bin/python3 -c 'import cbor2' >/dev/null 2>&1 || want+=(python3-cbor2)
+  # The multimodal references (internal/media and internal/mmproc testdata):
+  # PIL and NumPy, and b3sum for the blake3 digest.
+  /usr/bin/python3 -c 'import PIL, numpy' >/dev/null 2>&1 || want+=(python3-pil python3-numpy)
+  command -v b3sum >/dev/null 2>&1 || want+=(b3sum)
   command -v curl >/dev/null 2>&1 || want+=(curl)
 fi
 if [ "${1:-}" = "--browser" ]; then

@@ -3,59 +3,36 @@ package media
 import (
 	"encoding/base64"
 	"fmt"
-	"net/url"
 	"strings"
 	"unsafe"
 )
 
 // ParseDataURL decodes an RFC 2397 data URL ("data:image/png;base64,…")
-// into its media type and payload. limit bounds the payload: the decoded
-// length is computed from the encoded length before anything is allocated,
-// so a 100 MB data URL costs no allocation when limit is 20 MB. A limit <= 0
-// means no limit. Errors wrap ErrNotDataURL, ErrCorrupt (bad base64, bad
-// percent-encoding) or ErrTooLarge.
+// into its media type and payload, as vLLM's MediaConnector reads one:
+// the last parameter must be exactly "base64" (vLLM: "Only base64 data URLs
+// are supported for now", here ErrUnsupported), and the payload is decoded
+// as pybase64.b64decode(validate=True) decodes it — the standard alphabet,
+// correct padding, no whitespace (ErrCorrupt otherwise). The media type is
+// the part before any other parameter, lowercased ("" when omitted).
 //
-// The media type is lowercased with its parameters removed; an omitted type
-// is "text/plain", as RFC 2397 says.
+// limit bounds the payload: the decoded length is computed from the
+// encoded length before anything is allocated, so a 100 MB data URL costs
+// no allocation when limit is 20 MB (ErrTooLarge). A limit <= 0 means no
+// limit. A string that is not a data: URL is ErrNotDataURL.
 func ParseDataURL(s string, limit int) (mime string, data []byte, err error) {
 	if len(s) < 5 || !strings.EqualFold(s[:5], "data:") {
 		return "", nil, ErrNotDataURL
 	}
-	rest := s[5:]
-	comma := strings.IndexByte(rest, ',')
-	if comma < 0 {
-		return "", nil, fmt.Errorf("%w: data URL has no comma", ErrCorrupt)
+	spec, payload, ok := strings.Cut(s[5:], ",")
+	if !ok {
+		return "", nil, fmt.Errorf("%w: data URL %.32q has no ',' separator", ErrCorrupt, s)
 	}
-	header, payload := rest[:comma], rest[comma+1:]
-	isBase64 := false
-	if i := strings.LastIndexByte(header, ';'); i >= 0 && strings.EqualFold(strings.TrimSpace(header[i+1:]), "base64") {
-		isBase64 = true
-		header = header[:i]
+	i := strings.LastIndexByte(spec, ';')
+	if i < 0 || spec[i+1:] != "base64" {
+		return "", nil, fmt.Errorf("%w: only base64 data URLs are supported", ErrUnsupported)
 	}
-	mime = header
-	if i := strings.IndexByte(mime, ';'); i >= 0 {
-		mime = mime[:i]
-	}
+	mime, _, _ = strings.Cut(spec[:i], ";")
 	mime = strings.ToLower(strings.TrimSpace(mime))
-	if mime == "" {
-		mime = "text/plain"
-	}
-	if !isBase64 {
-		if limit > 0 && len(payload) > 3*limit { // each byte is at most "%XX"
-			// The unescaped form may still fit; check after unescaping.
-			if strings.Count(payload, "%") == 0 {
-				return "", nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(payload), limit)
-			}
-		}
-		u, err := url.PathUnescape(payload)
-		if err != nil {
-			return "", nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-		}
-		if limit > 0 && len(u) > limit {
-			return "", nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(u), limit)
-		}
-		return mime, []byte(u), nil
-	}
 	data, err = decodeBase64(payload, limit)
 	if err != nil {
 		return "", nil, err
@@ -63,16 +40,21 @@ func ParseDataURL(s string, limit int) (mime string, data []byte, err error) {
 	return mime, data, nil
 }
 
-// decodeBase64 decodes standard base64, with or without padding, checking
-// the decoded size against limit before allocating.
+// decodeBase64 decodes padded standard base64, checking the decoded size
+// against limit before allocating.
 func decodeBase64(payload string, limit int) ([]byte, error) {
-	enc := base64.StdEncoding
 	n := len(payload)
 	if n%4 != 0 {
-		enc = base64.RawStdEncoding
+		return nil, fmt.Errorf("%w: base64: incorrect padding (%d characters)", ErrCorrupt, n)
 	}
+	enc := base64.StdEncoding
 	if limit > 0 && enc.DecodedLen(n)-2 > limit {
 		return nil, fmt.Errorf("%w: about %d bytes, limit %d", ErrTooLarge, enc.DecodedLen(n), limit)
+	}
+	// Go's decoder skips CR and LF, which Python's validating decoder
+	// refuses.
+	if i := strings.IndexAny(payload, "\r\n"); i >= 0 {
+		return nil, fmt.Errorf("%w: base64: non-alphabet character at %d", ErrCorrupt, i)
 	}
 	buf := make([]byte, enc.DecodedLen(n))
 	// Decode only reads its source: viewing the string's bytes saves a copy

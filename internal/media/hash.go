@@ -60,7 +60,9 @@ type HashOptions struct {
 	// Hugging Face id or a path), not --served-model-name.
 	ModelID string
 	// MMProcessorKwargs are the request's mm_processor_kwargs merged over
-	// the server's (vLLM hashes them with every item when non-empty). Values
+	// the server's (vLLM hashes them with every item when non-empty; the
+	// other modalities' images_kwargs/videos_kwargs/audio_kwargs groups are
+	// left out of an item's hash, as vLLM leaves them out). Values
 	// are JSON values as encoding/json decodes them with UseNumber:
 	// json.Number, string, bool, nil, []any, map[string]any.
 	MMProcessorKwargs []Field
@@ -132,8 +134,8 @@ func Hash(kind Kind, data []byte, opt HashOptions) (string, Exactness, error) {
 	if len(opt.MediaIOKwargs) > 0 {
 		kw = append(kw, kv{"media_io_kwargs", mapping{{modality, fieldsMapping(opt.MediaIOKwargs)}}})
 	}
-	if len(opt.MMProcessorKwargs) > 0 {
-		kw = append(kw, kv{"mm_processor_kwargs", fieldsMapping(opt.MMProcessorKwargs)})
+	if pk := scopedKwargs(opt.MMProcessorKwargs, modality); len(pk) > 0 {
+		kw = append(kw, kv{"mm_processor_kwargs", pk})
 	}
 	kw = append(kw, kv{"model_id", opt.ModelID})
 	slices.SortStableFunc(kw, func(a, b kv) int { return strings.Compare(a.k, b.k) })
@@ -334,4 +336,30 @@ func sortedMap(m map[string]any) mapping {
 	}
 	slices.SortFunc(out, func(a, b kv) int { return strings.Compare(a.k, b.k) })
 	return out
+}
+
+// modalityKwargs are the HF processor's modality-scoped kwargs groups.
+var modalityKwargs = map[string]string{"image": "images_kwargs", "video": "videos_kwargs", "audio": "audio_kwargs"}
+
+// scopedKwargs keeps the flat kwargs and the item's own modality group,
+// dropping the other modalities' groups, as get_mm_item_hash does so that
+// an image's hash does not change with the request's video settings.
+func scopedKwargs(fs []Field, modality string) mapping {
+	m := make(mapping, 0, len(fs))
+	for _, f := range fs {
+		if g, scoped := isModalityGroup(f.Key); scoped && g != modality {
+			continue
+		}
+		m = append(m, kv{f.Key, f.Value})
+	}
+	return m
+}
+
+func isModalityGroup(key string) (modality string, ok bool) {
+	for mod, k := range modalityKwargs {
+		if k == key {
+			return mod, true
+		}
+	}
+	return "", false
 }

@@ -67,6 +67,16 @@ func TestHashDistinguishes(t *testing.T) {
 			t.Errorf("%s: same hash", name)
 		}
 	}
+	// Another modality's kwargs group does not change an image's hash;
+	// its own group does.
+	vid, _ := FieldsFromJSON([]byte(`{"videos_kwargs": {"fps": 2}}`))
+	if h, _, _ := Hash(KindImage, png, HashOptions{ModelID: "m", MMProcessorKwargs: vid}); h != base {
+		t.Error("videos_kwargs changed an image's hash")
+	}
+	own, _ := FieldsFromJSON([]byte(`{"images_kwargs": {"max_pixels": 1000}}`))
+	if h, _, _ := Hash(KindImage, png, HashOptions{ModelID: "m", MMProcessorKwargs: own}); h == base {
+		t.Error("images_kwargs did not change an image's hash")
+	}
 	if h, _, _ := Hash(KindImage, png[:len(png)-1], HashOptions{ModelID: "m"}); h == base {
 		t.Error("different bytes, same hash")
 	}

@@ -60,9 +60,11 @@ const (
 	FormatFLAC
 	FormatOGG
 	FormatMP4
+	FormatBMP
+	FormatTIFF
 )
 
-var formatNames = [...]string{"unknown", "png", "jpeg", "webp", "gif", "wav", "mp3", "flac", "ogg", "mp4"}
+var formatNames = [...]string{"unknown", "png", "jpeg", "webp", "gif", "wav", "mp3", "flac", "ogg", "mp4", "bmp", "tiff"}
 
 // String returns the format's short name ("png", "wav", …).
 func (f Format) String() string {
@@ -94,6 +96,10 @@ func (f Format) MIME() string {
 		return "audio/ogg"
 	case FormatMP4:
 		return "video/mp4"
+	case FormatBMP:
+		return "image/bmp"
+	case FormatTIFF:
+		return "image/tiff"
 	}
 	return ""
 }
@@ -101,7 +107,7 @@ func (f Format) MIME() string {
 // Kind returns the modality a format carries.
 func (f Format) Kind() Kind {
 	switch f {
-	case FormatPNG, FormatJPEG, FormatWebP, FormatGIF:
+	case FormatPNG, FormatJPEG, FormatWebP, FormatGIF, FormatBMP, FormatTIFF:
 		return KindImage
 	case FormatWAV, FormatMP3, FormatFLAC, FormatOGG:
 		return KindAudio
@@ -133,8 +139,8 @@ type Item struct {
 	EmbedTokens int
 	// Size is the length in bytes of the encoded item.
 	Size int
-	// Hash is the item's multimodal hash as vLLM computes it (hex), set by
-	// Hash or HashBytes; Probe leaves it empty.
+	// Hash is the item's multimodal hash (hex), for the caller to set from
+	// the package's Hash; Probe leaves it empty.
 	Hash string
 }
 

@@ -34,7 +34,7 @@ func (l Limits) maxPixels() int64 {
 func Probe(data []byte) (Item, error) { return ProbeLimits(data, Limits{}) }
 
 // ProbeLimits detects the format of data from its magic bytes and reads its
-// headers: the pixel size of a PNG, JPEG, WebP or GIF image; the duration,
+// headers: the pixel size of a PNG, JPEG, WebP, GIF, BMP or TIFF image; the duration,
 // sample rate and channels of a WAV, MP3, FLAC or Ogg (Vorbis, Opus) clip;
 // the frame size, duration and frame count of an MP4 video. It reads no
 // more than the headers (and, for MP3 without a Xing/Info frame, the frame
@@ -67,6 +67,10 @@ func ProbeLimits(data []byte, lim Limits) (Item, error) {
 		it, err = probeOGG(data)
 	case FormatMP4:
 		it, err = probeMP4(data)
+	case FormatBMP:
+		it, err = probeBMP(data)
+	case FormatTIFF:
+		it, err = probeTIFF(data)
 	default:
 		return Item{}, fmt.Errorf("%w: unrecognised leading bytes", ErrUnsupported)
 	}
@@ -107,7 +111,15 @@ func Detect(data []byte) Format {
 	case bytes.HasPrefix(data, []byte("OggS")):
 		return FormatOGG
 	case len(data) >= 12 && string(data[4:8]) == "ftyp":
+		switch string(data[8:12]) {
+		case "heic", "heix", "mif1", "msf1", "avif", "avis":
+			return FormatUnknown // HEIF and AVIF images: not read
+		}
 		return FormatMP4
+	case len(data) >= 26 && string(data[:2]) == "BM":
+		return FormatBMP
+	case len(data) >= 8 && (string(data[:4]) == "II*\x00" || string(data[:4]) == "MM\x00*"):
+		return FormatTIFF
 	case bytes.HasPrefix(data, []byte("ID3")) || (len(data) >= 2 && data[0] == 0xFF && data[1]&0xE0 == 0xE0):
 		return FormatMP3
 	}

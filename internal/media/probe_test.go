@@ -96,11 +96,12 @@ func TestProbeFixtures(t *testing.T) {
 				t.Fatalf("got %s %d Hz × %d, want audio %d Hz × %d", it.Kind, it.SampleRate, it.Channels, want.Rate, want.Channels)
 			}
 			samples, slack := nominalSamples(t, name, want.Rate), 1
-			if it.Format == FormatMP3 {
-				// These files have no LAME tag, so nothing says how much
+			if it.Format == FormatMP3 && !strings.Contains(name, "lame") {
+				// sox's MP3s have no LAME tag, so nothing says how much
 				// of the last frame is padding: a decoder (and the probe)
 				// keeps whole frames, soxi trims differently; agree with
-				// soxi within one frame.
+				// soxi within one frame. The lame-made file's tag gives
+				// the exact (gapless) length, which soxi ignores.
 				samples, slack = want.Samples, 1152
 			}
 			got := int(it.Duration * time.Duration(want.Rate) / time.Second)
@@ -236,4 +237,22 @@ func pngBomb(t *testing.T, w, h int) []byte {
 	chunk("IDAT", idat.Bytes())
 	chunk("IEND", nil)
 	return b.Bytes()
+}
+
+// A big-endian TIFF directory, built by hand (PIL writes little-endian).
+func TestProbeTIFFBigEndian(t *testing.T) {
+	b := []byte("MM\x00*\x00\x00\x00\x08\x00\x02")
+	b = append(b, 1, 0, 0, 3, 0, 0, 0, 1, 0, 7, 0, 0) // ImageWidth SHORT 7
+	b = append(b, 1, 1, 0, 4, 0, 0, 0, 1, 0, 0, 0, 9) // ImageLength LONG 9
+	it, err := Probe(b)
+	if err != nil || it.Format != FormatTIFF || it.Width != 7 || it.Height != 9 {
+		t.Fatalf("got %+v, %v", it, err)
+	}
+	if _, err := Probe(b[:len(b)-4]); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("truncated directory: %v", err)
+	}
+	// HEIF/AVIF share MP4's ftyp box but are images the probe does not read.
+	if _, err := Probe([]byte("\x00\x00\x00\x18ftypavif\x00\x00\x00\x00")); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("avif: %v", err)
+	}
 }

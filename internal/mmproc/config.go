@@ -98,17 +98,16 @@ var architectureFamilies = map[string]Family{
 }
 
 var modelTypeFamilies = map[string]Family{
-	"qwen2_vl":       FamilyQwen2VL,
-	"qwen2_5_vl":     FamilyQwen25VL,
-	"qwen3_vl":       FamilyQwen3VL,
-	"qwen3_vl_moe":   FamilyQwen3VL,
-	"gemma3":         FamilyGemma3,
-	"llava":          FamilyLlava,
-	"llama4":         FamilyLlama4,
-	"mistral3":       FamilyPixtral,
-	"pixtral":        FamilyPixtral,
-	"qwen2_audio":    FamilyQwen2Audio,
-	"qwen2_5_vl_moe": FamilyQwen25VL,
+	"qwen2_vl":     FamilyQwen2VL,
+	"qwen2_5_vl":   FamilyQwen25VL,
+	"qwen3_vl":     FamilyQwen3VL,
+	"qwen3_vl_moe": FamilyQwen3VL,
+	"gemma3":       FamilyGemma3,
+	"llava":        FamilyLlava,
+	"llama4":       FamilyLlama4,
+	"mistral3":     FamilyPixtral,
+	"pixtral":      FamilyPixtral,
+	"qwen2_audio":  FamilyQwen2Audio,
 }
 
 func forModel(id string, files ModelFiles) (*Processor, error) {

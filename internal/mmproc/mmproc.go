@@ -71,6 +71,13 @@ type Replacement struct {
 	// item (e.g. "<|image_pad|>"), which the Pieces replace.
 	Target string
 	Pieces []Piece
+	// Before and After are the tokens the chat template renders just
+	// before and after Target that vLLM's placeholder range — and so the
+	// KV blocks keyed by the item's hash — covers as well: Qwen2-Audio's
+	// <|audio_bos|> and <|audio_eos|>, which vLLM finds around the audio
+	// tokens the HF processor expanded. Empty for the other families, whose
+	// range is exactly the Pieces.
+	Before, After []string
 }
 
 // Len returns the number of pieces' tokens, counting each Piece.Token as

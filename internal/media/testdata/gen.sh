@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerates the media fixtures and facts.json, their facts as independent
 # readers report them: PIL (Debian python3-pil) for images, soxi for audio.
-# Needs /usr/bin/python3 with python3-pil, and sox with libsox-fmt-mp3.
+# Needs /usr/bin/python3 with python3-pil, sox with libsox-fmt-mp3, and lame.
 set -eu
 cd "$(dirname "$0")"
 /usr/bin/python3 - <<'PY'
@@ -25,12 +25,19 @@ a, b = pic(32, 24), pic(32, 24).rotate(90)
 a.save("anim_32x24.webp", save_all=True, append_images=[b], duration=100)
 a.save("anim_32x24.gif", save_all=True, append_images=[b, a], duration=100)
 pic(5, 3, "L").save("gray_5x3.gif")
+pic(45, 23).save("rgb_45x23.bmp")
+pic(45, 23).save("rgb_45x23.tif")
+pic(45, 23).convert("L").save("gray_45x23_lzw.tif", compression="tiff_lzw")
 PY
 sox -n -r 16000 -c 1 -b 16 tone_1s_16k.wav synth 1 sine 440
 sox -n -r 8000 -c 2 -b 16 tone_100ms_8k_stereo.wav synth 0.1 sine 300
 sox -n -r 44100 -c 2 -C 32 tone_2s_44k.mp3 synth 2 sine 440
 sox -n -r 16000 -c 1 -C 16 tone_1500ms_16k.mp3 synth 1.5 sine 440
 sox -n -r 22050 -c 1 tone_3s_22k.flac synth 3 sine 440
+# LAME (Debian's lame) writes a Xing header with the encoder delay and
+# padding; -V 7 also resamples to 32 kHz.
+sox -n -r 44100 -c 2 -b 16 "${TMPDIR:-/tmp}/lame-src.wav" synth 1.3 sine 500
+lame --quiet -V 7 "${TMPDIR:-/tmp}/lame-src.wav" tone_1300ms_44k_lame.mp3
 sox -n -r 16000 -c 1 tone_2500ms_16k.ogg synth 2.5 sine 440
 /usr/bin/python3 - <<'PY' > facts.json
 import json, os, subprocess
@@ -38,7 +45,7 @@ from PIL import Image
 out = {}
 for f in sorted(os.listdir(".")):
     ext = f.rsplit(".", 1)[-1]
-    if ext in ("png", "jpg", "webp", "gif"):
+    if ext in ("png", "jpg", "webp", "gif", "bmp", "tif"):
         im = Image.open(f)
         out[f] = {"width": im.size[0], "height": im.size[1], "frames": getattr(im, "n_frames", 1)}
     elif ext in ("wav", "mp3", "flac", "ogg"):

@@ -85,13 +85,15 @@ for fixture, model, kwargs in [
     ("rgb_97x61.png", "/models/qwen2.5-vl", None),
     ("baseline_121x80.jpg", "Qwen/Qwen2.5-VL-7B-Instruct", None),
     ("lossy_77x41.webp", "google/gemma-3-4b-it", {"max_pixels": 1003520, "fps": 2.0, "do_pan_and_scan": True, "tag": "x", "sizes": [1, 2]}),
+    ("anim_32x24.gif", "m", {"videos_kwargs": {"fps": 1}, "images_kwargs": {"min_pixels": 3136, "crop": None}, "n": -7}),
 ]:
     data = open(fixture, "rb").read()
     for scheme in ("keyed", "framed"):
         for alg in ("blake3", "sha256", "sha512"):
             kw = {"model_id": model, "image": Image(data)}
             if kwargs:
-                kw["mm_processor_kwargs"] = kwargs
+                # The other modalities' kwargs groups stay out of an image's hash.
+                kw["mm_processor_kwargs"] = {k: v for k, v in kwargs.items() if k not in ("videos_kwargs", "audio_kwargs")}
             cases.append({"fixture": fixture, "model_id": model, "mm_processor_kwargs": kwargs,
                           "scheme": scheme, "algorithm": alg, "hash": digest(alg, stream(scheme, **kw))})
 json.dump(cases, sys.stdout, indent=1)

@@ -1,0 +1,123 @@
+package media
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// npyMagic opens a NumPy .npy file, the form of image_embeds vLLM reads
+// without unpickling (ImageEmbeddingMediaIO checks for it first).
+var npyMagic = []byte("\x93NUMPY")
+
+// ProbeEmbeds reads the header of an image_embeds payload in NumPy's .npy
+// format: its shape and dtype, checked against the data that follows (a
+// shape whose elements the data cannot hold lies: ErrCorrupt). A 2-D
+// (tokens, hidden) array is one item of that many placeholder tokens;
+// a 3-D (items, tokens, hidden) array reports the tokens of each item and
+// Frames = items. A pickled torch tensor (the other form vLLM accepts) is
+// ErrUnsupported: reading it means unpickling.
+func ProbeEmbeds(data []byte) (Item, error) {
+	const what = "image_embeds"
+	if len(data) < 10 || string(data[:6]) != string(npyMagic) {
+		return Item{}, fmt.Errorf("%w: %s that is not a .npy array", ErrUnsupported, what)
+	}
+	var hlen, start int
+	switch data[6] {
+	case 1:
+		hlen, start = int(binary.LittleEndian.Uint16(data[8:])), 10
+	case 2, 3:
+		if len(data) < 12 {
+			return Item{}, fmt.Errorf("%w: %s: short header", ErrCorrupt, what)
+		}
+		hlen, start = int(binary.LittleEndian.Uint32(data[8:])), 12
+	default:
+		return Item{}, fmt.Errorf("%w: %s: .npy version %d", ErrUnsupported, what, data[6])
+	}
+	if hlen < 0 || start+hlen > len(data) || hlen > 1<<16 {
+		return Item{}, fmt.Errorf("%w: %s: header of %d bytes past the data", ErrCorrupt, what, hlen)
+	}
+	header := string(data[start : start+hlen])
+	descr, ok := npyField(header, "descr")
+	if !ok {
+		return Item{}, fmt.Errorf("%w: %s: no descr", ErrCorrupt, what)
+	}
+	size, ok := npyItemSize(strings.Trim(descr, `'"`))
+	if !ok {
+		return Item{}, fmt.Errorf("%w: %s: dtype %s", ErrUnsupported, what, descr)
+	}
+	shapeText, ok := npyField(header, "shape")
+	if !ok || !strings.HasPrefix(shapeText, "(") {
+		return Item{}, fmt.Errorf("%w: %s: no shape", ErrCorrupt, what)
+	}
+	var shape []uint64
+	for _, f := range strings.Split(strings.Trim(shapeText, "()"), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(f, 10, 40)
+		if err != nil {
+			return Item{}, fmt.Errorf("%w: %s: shape %s", ErrCorrupt, what, shapeText)
+		}
+		shape = append(shape, n)
+	}
+	if len(shape) < 2 || len(shape) > 3 {
+		return Item{}, fmt.Errorf("%w: %s of shape %s (want (tokens, hidden) or (items, tokens, hidden))", ErrCorrupt, what, shapeText)
+	}
+	elems := uint64(1)
+	for _, n := range shape {
+		if elems = elems * n; elems > 1<<40 {
+			return Item{}, fmt.Errorf("%w: %s of shape %s", ErrTooLarge, what, shapeText)
+		}
+	}
+	if have := uint64(len(data) - start - hlen); elems*size > have {
+		return Item{}, fmt.Errorf("%w: %s: shape %s needs %d bytes, %d follow the header", ErrCorrupt, what, shapeText, elems*size, have)
+	}
+	it := Item{Kind: KindEmbeds, Size: len(data), EmbedTokens: int(shape[len(shape)-2])}
+	if len(shape) == 3 {
+		it.Frames = int(shape[0])
+	}
+	if it.EmbedTokens == 0 {
+		return Item{}, fmt.Errorf("%w: %s with no rows", ErrCorrupt, what)
+	}
+	return it, nil
+}
+
+// npyField returns the text of a key's value in the header's Python dict
+// literal: a quoted string or a parenthesized tuple.
+func npyField(header, key string) (string, bool) {
+	i := strings.Index(header, "'"+key+"'")
+	if i < 0 {
+		return "", false
+	}
+	rest := strings.TrimSpace(header[i+len(key)+2:])
+	rest, ok := strings.CutPrefix(rest, ":")
+	if !ok {
+		return "", false
+	}
+	rest = strings.TrimSpace(rest)
+	var end int
+	switch {
+	case strings.HasPrefix(rest, "("):
+		end = strings.IndexByte(rest, ')') + 1
+	case strings.HasPrefix(rest, "'"):
+		end = strings.IndexByte(rest[1:], '\'') + 2
+	default:
+		end = strings.IndexAny(rest, ",}")
+	}
+	if end <= 0 {
+		return "", false
+	}
+	return rest[:end], true
+}
+
+// npyItemSize returns the bytes per element of a NumPy dtype string such
+// as "<f4" or "<f2" (bfloat16 has no NumPy dtype and comes pickled).
+func npyItemSize(d string) (uint64, bool) {
+	if len(d) < 3 || !strings.ContainsRune("<>|=", rune(d[0])) || !strings.ContainsRune("fiuc", rune(d[1])) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(d[2:], 10, 8)
+	return n, err == nil && n > 0
+}

@@ -1,0 +1,124 @@
+package mmproc
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/mocker-server/mocker-server/internal/media"
+)
+
+// kwargsRules is a family whose counts a request's mm_processor_kwargs
+// can change.
+type kwargsRules interface {
+	withKwargs(kw map[string]any) (rules, error)
+}
+
+// WithKwargs returns the processor as a request's mm_processor_kwargs
+// (media.FieldsFromJSON) configure it, as vLLM merges them over the
+// model's processor settings: Qwen's min_pixels and max_pixels (flat or
+// under images_kwargs, or size.shortest_edge/longest_edge), Gemma 3's
+// do_pan_and_scan (true is ErrBadConfig: not modelled). Keys a family does
+// not take are dropped, as vLLM drops kwargs its processor does not
+// accept. The receiver is unchanged; with no kwargs it is returned as is.
+func (p *Processor) WithKwargs(fs []media.Field) (*Processor, error) {
+	if len(fs) == 0 {
+		return p, nil
+	}
+	kr, ok := p.rules.(kwargsRules)
+	if !ok {
+		return p, nil
+	}
+	kw := flattenKwargs(fs)
+	r, err := kr.withKwargs(kw)
+	if err != nil {
+		return nil, err
+	}
+	q := *p
+	q.rules = r
+	return &q, nil
+}
+
+// flattenKwargs merges the modality-scoped images_kwargs over the flat
+// keys, the way the HF processor resolves them.
+func flattenKwargs(fs []media.Field) map[string]any {
+	kw := map[string]any{}
+	for _, f := range fs {
+		kw[f.Key] = f.Value
+	}
+	if sub, ok := kw["images_kwargs"].([]media.Field); ok {
+		for _, f := range sub {
+			kw[f.Key] = f.Value
+		}
+	}
+	if size, ok := kw["size"].([]media.Field); ok {
+		for _, f := range size {
+			switch f.Key {
+			case "shortest_edge":
+				if _, set := kw["min_pixels"]; !set {
+					kw["min_pixels"] = f.Value
+				}
+			case "longest_edge":
+				if _, set := kw["max_pixels"]; !set {
+					kw["max_pixels"] = f.Value
+				}
+			}
+		}
+	}
+	return kw
+}
+
+// intKwarg reads an integer kwarg (a JSON number with an integral value).
+func intKwarg(kw map[string]any, key string) (int, bool, error) {
+	v, ok := kw[key]
+	if !ok || v == nil {
+		return 0, false, nil
+	}
+	var f float64
+	switch x := v.(type) {
+	case json.Number:
+		var err error
+		if f, err = x.Float64(); err != nil {
+			return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v", ErrBadConfig, key, v)
+		}
+	case float64:
+		f = x
+	case int:
+		f = float64(x)
+	default:
+		return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v is not a number", ErrBadConfig, key, v)
+	}
+	if f != math.Trunc(f) || f < 1 || f > 1<<40 {
+		return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v is not a positive integer", ErrBadConfig, key, v)
+	}
+	return int(f), true, nil
+}
+
+func (q *qwenVL) withKwargs(kw map[string]any) (rules, error) {
+	c := *q
+	lo, okLo, err := intKwarg(kw, "min_pixels")
+	if err != nil {
+		return nil, err
+	}
+	hi, okHi, err := intKwarg(kw, "max_pixels")
+	if err != nil {
+		return nil, err
+	}
+	if okLo {
+		c.minPixels = lo
+	}
+	if okHi {
+		c.maxPixels = hi
+	}
+	if c.minPixels > c.maxPixels {
+		return nil, fmt.Errorf("%w: mm_processor_kwargs min_pixels %d > max_pixels %d", ErrBadConfig, c.minPixels, c.maxPixels)
+	}
+	return &c, nil
+}
+
+func (g *gemma3) withKwargs(kw map[string]any) (rules, error) {
+	if b, ok := kw["do_pan_and_scan"].(bool); ok && b {
+		return nil, fmt.Errorf("%w: Gemma 3 with do_pan_and_scan is not modelled", ErrBadConfig)
+	}
+	return g, nil
+}

@@ -1,0 +1,115 @@
+package mmproc
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/mocker-server/mocker-server/internal/media"
+	"github.com/mocker-server/mocker-server/internal/testutil"
+)
+
+// jsResult is one case as testdata/jsref.mjs answers it.
+type jsResult struct {
+	refCase
+	JS    *int   `json:"js"`
+	Error string `json:"error"`
+}
+
+// TestTokensAgainstTransformersJS runs the image cases of cases.json (up to
+// 0.6 megapixels, to keep the run short; Llama 4 has no processor there, and
+// Qwen2-VL's rules are Qwen2.5-VL's)
+// through
+// @huggingface/transformers — an independent implementation of the Hugging
+// Face processors — and compares. transformers.js differs from the Python
+// processors vLLM runs in two documented ways, both in Qwen's smart_resize:
+// JavaScript's Math.round rounds halves up where Python rounds them to even,
+// and it first scales a side shorter than the factor up to it. Every
+// disagreement must be one of those: the test recomputes it under the
+// JavaScript rules and lists it.
+func TestTokensAgainstTransformersJS(t *testing.T) {
+	modules := testutil.NodeModules(t)
+	var sel []refCase
+	for _, c := range loadCases(t) {
+		if c.Kind == "image" && c.Width*c.Height <= 600_000 && !strings.HasPrefix(c.Model, "meta-llama/") && !strings.HasPrefix(c.Model, "Qwen/Qwen2-VL") {
+			sel = append(sel, c)
+		}
+	}
+	in, _ := json.Marshal(sel)
+	cmd := exec.Command("node", "testdata/jsref.mjs", modules)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node jsref.mjs: %v\n%s", err, stderr.String())
+	}
+	var res []jsResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(sel) {
+		t.Fatalf("%d answers for %d cases", len(res), len(sel))
+	}
+	agree, explained := 0, 0
+	var table strings.Builder
+	for _, r := range res {
+		p := processorFor(t, r.refCase)
+		got, err := p.Tokens(media.Item{Kind: media.KindImage, Width: r.Width, Height: r.Height})
+		if r.JS == nil {
+			if err == nil {
+				t.Errorf("%s: transformers.js refused (%s), Go counts %d", r.refCase, r.Error, got)
+			}
+			agree++
+			continue
+		}
+		if err == nil && got == *r.JS {
+			agree++
+			continue
+		}
+		q, ok := p.rules.(*qwenVL)
+		if !ok {
+			t.Errorf("%s: Go %d (%v), transformers.js %d", r.refCase, got, err, *r.JS)
+			continue
+		}
+		js := jsSmartResizeTokens(r.Height, r.Width, q.patch*q.merge, q.minPixels, q.maxPixels, q.patch)
+		if js != *r.JS {
+			t.Errorf("%s: Go %d (%v), transformers.js %d, not explained by its rounding (which gives %d)", r.refCase, got, err, *r.JS, js)
+			continue
+		}
+		explained++
+		table.WriteString("| " + r.refCase.String() + " | " + itoa(got) + " | " + itoa(*r.JS) + " |\n")
+	}
+	t.Logf("%d cases agree, %d differ only by transformers.js's rounding or small-side upscaling:\n| case | Python rules (vLLM) | transformers.js |\n|---|---|---|\n%s", agree, explained, table.String())
+	if agree < len(res)*3/4 {
+		t.Errorf("only %d of %d agree", agree, len(res))
+	}
+}
+
+// jsSmartResizeTokens is transformers.js's smart_resize (half-up rounding;
+// sides under the factor scaled up first), to explain its differences.
+func jsSmartResizeTokens(h, w, factor, minPx, maxPx, patch int) int {
+	hf, wf, f := float64(h), float64(w), float64(factor)
+	if h < factor || w < factor {
+		s := max(f/hf, f/wf)
+		hf, wf = math.Floor(hf*s+0.5), math.Floor(wf*s+0.5)
+	}
+	hb := math.Floor(hf/f+0.5) * f
+	wb := math.Floor(wf/f+0.5) * f
+	switch {
+	case hb*wb > float64(maxPx):
+		beta := math.Sqrt(hf * wf / float64(maxPx))
+		hb = max(f, math.Floor(hf/beta/f)*f)
+		wb = max(f, math.Floor(wf/beta/f)*f)
+	case hb*wb < float64(minPx):
+		beta := math.Sqrt(float64(minPx) / (hf * wf))
+		hb = math.Ceil(hf*beta/f) * f
+		wb = math.Ceil(wf*beta/f) * f
+	}
+	return int(hb) / patch * (int(wb) / patch) / 4
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
