@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 
@@ -248,7 +249,33 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]u
 		pos = o.pos + len(it.repl.Target)
 	}
 	ids = append(ids, s.tok.Encode(text[pos:], addSpecial && len(occs) == 0)...)
+	if !tokenizer.IsBuiltin(s.tok) {
+		for k, o := range occs {
+			s.widenRange(ids, &feats[k], items[o.item].repl)
+		}
+	}
 	return ids, feats, nil
+}
+
+// widenRange extends an item's range over the tokens vLLM's placeholder
+// range also covers around the replacement (Replacement.Before and After:
+// Qwen2-Audio's <|audio_bos|> and <|audio_eos|>), when the template put
+// them there.
+func (s *Server) widenRange(ids []uint32, f *kv.MMFeature, r mmproc.Replacement) {
+	var before, after []uint32
+	for _, t := range r.Before {
+		before = append(before, s.tok.Encode(t, false)...)
+	}
+	for _, t := range r.After {
+		after = append(after, s.tok.Encode(t, false)...)
+	}
+	if n := len(before); n > 0 && f.Offset >= n && slices.Equal(ids[f.Offset-n:f.Offset], before) {
+		f.Offset -= n
+		f.Length += n
+	}
+	if end, n := f.Offset+f.Length, len(after); n > 0 && end+n <= len(ids) && slices.Equal(ids[end:end+n], after) {
+		f.Length += n
+	}
 }
 
 // appendReplacement appends an item's replacement tokens: each piece's
