@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -148,5 +149,51 @@ func TestNodeSDK_ImageAndAudioRequests(t *testing.T) {
 	}
 	if res.ChatAudio.PromptTokens <= 75 || res.ChatAudio.Text == "" {
 		t.Errorf("chat audio: %+v", res.ChatAudio)
+	}
+}
+
+// The Vercel AI SDK's image parts (testdata/sdk/vercel_image.mjs): bytes
+// and a URL over chat completions, bytes over the Responses API. The
+// packages (ai, @ai-sdk/openai) come with the agent-loop tests' npm-ref
+// additions; without them the test says so and skips.
+func TestVercelAISDK_ImageParts(t *testing.T) {
+	modules := testutil.NodeModules(t)
+	if _, err := os.Stat(filepath.Join(modules, "ai", "package.json")); err != nil {
+		t.Skip("the npm-ref modules have no Vercel AI SDK (ai, @ai-sdk/openai)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testutil.SkipOrFail(t, "node not found: %v", err)
+	}
+	env := startServer(t, sdkKeyed)
+	img := pngBytes(t, 640, 480, 5)
+	in, _ := json.Marshal(map[string]string{"png": base64.StdEncoding.EncodeToString(img), "base": env.URL})
+	script, _ := filepath.Abs(filepath.Join("testdata", "sdk", "vercel_image.mjs"))
+	cmd := exec.Command(node, script)
+	cmd.Env = append(cmd.Environ(), "SDK_MODULES="+modules)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%.4000s\n%s", err, out, stderr.String())
+	}
+	var res map[string]struct {
+		InputTokens int    `json:"input_tokens"`
+		Text        string `json:"text"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	text := int(jsonOf(t, env.post("/tokenize", `{"messages":[{"role":"user","content":"What is in this picture?"}]}`,
+		"Authorization", "Bearer sk-test").Body)["count"].(float64))
+	for name, want := range map[string]int{
+		"chat_bytes":      text + 1 + qwen25VLTokens(640, 480),
+		"chat_url":        text + 1 + qwen25VLTokens(1024, 1024),
+		"responses_bytes": text + 1 + qwen25VLTokens(640, 480),
+	} {
+		if r := res[name]; r.InputTokens != want || r.Text == "" {
+			t.Errorf("%s: %d input tokens, want %d; text %q", name, r.InputTokens, want, r.Text)
+		}
 	}
 }
