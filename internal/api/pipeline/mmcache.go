@@ -14,7 +14,8 @@ import (
 // xxh3 pass over its bytes instead of a probe and vLLM's hash (which
 // decodes a PNG's pixels). Each entry is charged the bytes vLLM's cache
 // would hold for it: the processed tensors, estimated from the item's size
-// (processedBytes). A zero budget disables it, as vLLM's 0 does.
+// (processedBytes). A zero budget disables it, as vLLM's 0 does. Keys are
+// the item as sent (mmKey), so a repeat skips the base64 decode too.
 type mmCache struct {
 	mu     sync.Mutex
 	budget int64
@@ -35,12 +36,19 @@ func newMMCache(budget int64) *mmCache {
 
 func (c *mmCache) enabled() bool { return c != nil && c.budget > 0 }
 
-// lookup returns the cached facts (with the hash) of data's item.
-func (c *mmCache) lookup(data []byte) (mmEntry, bool) {
+// mmKey is an item's cache key: xxh3-128 of the item as the request
+// carries it (a data URL, an input_audio payload: a repeat skips even the
+// base64 decode) or of a local file's bytes.
+type mmKey = xxh3.Uint128
+
+func keyOfText(s string) mmKey  { return xxh3.HashString128(s) }
+func keyOfBytes(b []byte) mmKey { return xxh3.Hash128(b) }
+
+// lookup returns the cached facts (with the hash) of the item keyed k.
+func (c *mmCache) lookup(k mmKey) (mmEntry, bool) {
 	if !c.enabled() {
 		return mmEntry{}, false
 	}
-	k := xxh3.Hash128(data)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.byKey[k]
@@ -54,7 +62,7 @@ func (c *mmCache) lookup(data []byte) (mmEntry, bool) {
 // store keeps data's item, evicting the least recently used entries to
 // stay within the budget; an item larger than the whole budget is not
 // kept.
-func (c *mmCache) store(data []byte, it media.Item) {
+func (c *mmCache) store(k mmKey, it media.Item) {
 	if !c.enabled() {
 		return
 	}
@@ -62,7 +70,6 @@ func (c *mmCache) store(data []byte, it media.Item) {
 	if size > c.budget {
 		return
 	}
-	k := xxh3.Hash128(data)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.byKey[k]; ok {

@@ -110,8 +110,20 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 	var (
 		data   []byte
 		remote string
+		key    mmKey
+		hit    bool
+		cached mmEntry
 	)
+	inline := p.Data
+	if inline == "" && len(p.URL) >= 5 && strings.EqualFold(p.URL[:5], "data:") {
+		inline = p.URL
+	}
+	if inline != "" && s.mmCache.enabled() {
+		key = keyOfText(inline)
+		cached, hit = s.mmCache.lookup(key)
+	}
 	switch {
+	case hit:
 	case p.Data != "": // input_audio
 		if mo.MaxItemBytes > 0 && len(p.Data)/4*3 > mo.MaxItemBytes+2 {
 			return mmItem{}, tooLarge(field, len(p.Data)/4*3, mo.MaxItemBytes)
@@ -143,6 +155,10 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 				}
 				return mmItem{}, wire.ErrInvalid(field, "%s", err.Error())
 			}
+			if s.mmCache.enabled() {
+				key = keyOfBytes(data)
+				cached, hit = s.mmCache.lookup(key)
+			}
 		default:
 			return mmItem{}, wire.ErrInvalid(field, "The URL must be either a HTTP, data or file URL.")
 		}
@@ -154,7 +170,6 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 			s.mmObs.ObserveUnfetchedMedia(string(p.Modality))
 		}
 	} else {
-		cached, hit := s.mmCache.lookup(data)
 		if hit {
 			it = cached.item
 		} else {
@@ -170,7 +185,7 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 			if it.Hash, _, _ = media.Hash(it.Kind, data, mo.Hash); it.Hash == "" {
 				return mmItem{}, wire.ErrInvalid(field, "The %s cannot be hashed.", p.Modality)
 			}
-			s.mmCache.store(data, it)
+			s.mmCache.store(key, it)
 		}
 		if s.mmObs != nil && s.mmCache.enabled() {
 			s.mmObs.ObserveMMCache(1, boolInt(hit))
