@@ -255,6 +255,11 @@ func (o Object) Elem(raw json.RawMessage, path, want string) (Object, bool) {
 		o.Fail(ErrFieldType(path, want))
 		return Object{}, false
 	}
+	if len(raw) >= splitMin {
+		if m, ok := splitObject(raw); ok {
+			return Object{M: m, path: path, Err: o.Err}, true
+		}
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		o.Fail(ErrFieldType(path, want))
@@ -375,6 +380,11 @@ func plainString(r []byte) (string, bool) {
 func ParseArray(r json.RawMessage, path string) ([]json.RawMessage, *APIError) {
 	if len(r) == 0 || r[0] != '[' {
 		return nil, ErrFieldType(path, "array")
+	}
+	if len(r) >= splitMin {
+		if a, ok := splitArray(r); ok {
+			return a, nil
+		}
 	}
 	var a []json.RawMessage
 	if err := json.Unmarshal(r, &a); err != nil {
