@@ -65,46 +65,10 @@ func ParseMessages(o wire.Object) (msgs []tokenizer.Message, media []MediaPart, 
 			case '"':
 				content, _ = m.String("content")
 			case '[':
-				parts, _ := m.Array("content")
-				b.Reset()
-				texts := 0
-				for j, pr := range parts {
-					ppath := path + ".content[" + wire.Itoa(j) + "]"
-					part, ok := o.Elem(pr, ppath, "object")
-					if !ok {
-						return nil, nil, ""
-					}
-					typ, hasType := part.String("type")
-					if !hasType {
-						if o.Failed() == nil {
-							o.Fail(wire.ErrFieldRequired(ppath + ".type"))
-						}
-						return nil, nil, ""
-					}
-					if typ != "text" {
-						if mp, isMedia := parseMediaPart(o, part, typ, ppath); isMedia {
-							if o.Failed() != nil {
-								return nil, nil, ""
-							}
-							mp.Msg = i
-							media = append(media, mp)
-						} else if badPart == "" {
-							badPart = ppath + ".type"
-						}
-						continue
-					}
-					if !part.Has("text") {
-						o.Fail(wire.ErrFieldRequired(ppath + ".text"))
-						return nil, nil, ""
-					}
-					text, _ := part.String("text")
-					if texts > 0 {
-						b.WriteByte('\n')
-					}
-					texts++
-					b.WriteString(text)
+				var ok bool
+				if content, ok = parseContentParts(o, m, &b, path, i, &media, &badPart); !ok {
+					return nil, nil, ""
 				}
-				content = b.String()
 			case 'n':
 				// null content: an assistant turn that only calls tools.
 			default:
@@ -119,6 +83,53 @@ func ParseMessages(o wire.Object) (msgs []tokenizer.Message, media []MediaPart, 
 		msgs = append(msgs, tokenizer.Message{Role: role, Content: content, ToolCalls: calls})
 	}
 	return msgs, media, badPart
+}
+
+// parseContentParts reads message i's content parts: its text parts joined
+// by newlines, its multimodal parts appended to media, the path of the
+// first part of no known type kept in badPart. false: a type error was
+// recorded on o.
+func parseContentParts(o, m wire.Object, b *strings.Builder, path string, i int, media *[]MediaPart, badPart *string) (string, bool) {
+	parts, _ := m.Array("content")
+	b.Reset()
+	texts := 0
+	for j, pr := range parts {
+		ppath := path + ".content[" + wire.Itoa(j) + "]"
+		part, ok := o.Elem(pr, ppath, "object")
+		if !ok {
+			return "", false
+		}
+		typ, hasType := part.String("type")
+		if !hasType {
+			if o.Failed() == nil {
+				o.Fail(wire.ErrFieldRequired(ppath + ".type"))
+			}
+			return "", false
+		}
+		if typ != "text" {
+			if mp, isMedia := parseMediaPart(o, part, typ, ppath); isMedia {
+				if o.Failed() != nil {
+					return "", false
+				}
+				mp.Msg = i
+				*media = append(*media, mp)
+			} else if *badPart == "" {
+				*badPart = ppath + ".type"
+			}
+			continue
+		}
+		if !part.Has("text") {
+			o.Fail(wire.ErrFieldRequired(ppath + ".text"))
+			return "", false
+		}
+		text, _ := part.String("text")
+		if texts > 0 {
+			b.WriteByte('\n')
+		}
+		texts++
+		b.WriteString(text)
+	}
+	return b.String(), true
 }
 
 // ParsePrompt reads the completions prompt: a string, an array of strings,

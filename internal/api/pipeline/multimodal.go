@@ -107,62 +107,11 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 		// the mock cannot read the tensor's shape.
 		return mmItem{}, wire.ErrInvalid(field, "image_embeds (a serialized torch tensor) is not supported by mocker-server; send the image itself")
 	}
-	var (
-		data   []byte
-		remote string
-		key    mmKey
-		hit    bool
-		cached mmEntry
-	)
-	inline := p.Data
-	if inline == "" && len(p.URL) >= 5 && strings.EqualFold(p.URL[:5], "data:") {
-		inline = p.URL
+	src, e := s.partSource(p)
+	if e != nil {
+		return mmItem{}, e
 	}
-	if inline != "" && s.mmCache.enabled() {
-		key = keyOfText(inline)
-		cached, hit = s.mmCache.lookup(key)
-	}
-	switch {
-	case hit:
-	case p.Data != "": // input_audio
-		if mo.MaxItemBytes > 0 && len(p.Data)/4*3 > mo.MaxItemBytes+2 {
-			return mmItem{}, tooLarge(field, len(p.Data)/4*3, mo.MaxItemBytes)
-		}
-		var err error
-		if _, data, err = media.ParseDataURL("data:;base64,"+p.Data, mo.MaxItemBytes); err != nil {
-			return mmItem{}, mediaError(field, err, mo.MaxItemBytes)
-		}
-	case len(p.URL) >= 5 && strings.EqualFold(p.URL[:5], "data:"):
-		var err error
-		if _, data, err = media.ParseDataURL(p.URL, mo.MaxItemBytes); err != nil {
-			return mmItem{}, mediaError(field, err, mo.MaxItemBytes)
-		}
-	default:
-		u, err := url.Parse(p.URL)
-		if err != nil {
-			return mmItem{}, wire.ErrInvalid(field, "Invalid media URL: %s", err.Error())
-		}
-		switch strings.ToLower(u.Scheme) {
-		case "http", "https":
-			if e := checkMediaDomain(mo.AllowedMediaDomains, u, field); e != nil {
-				return mmItem{}, e
-			}
-			remote = p.URL
-		case "file":
-			if data, err = readLocalMedia(mo, u); err != nil {
-				if errors.Is(err, media.ErrTooLarge) {
-					return mmItem{}, mediaError(field, err, mo.MaxItemBytes)
-				}
-				return mmItem{}, wire.ErrInvalid(field, "%s", err.Error())
-			}
-			if s.mmCache.enabled() {
-				key = keyOfBytes(data)
-				cached, hit = s.mmCache.lookup(key)
-			}
-		default:
-			return mmItem{}, wire.ErrInvalid(field, "The URL must be either a HTTP, data or file URL.")
-		}
-	}
+	data, remote, key, hit, cached := src.data, src.remote, src.key, src.hit, src.cached
 	var it media.Item
 	if remote != "" {
 		it = remoteItem(mo, p.Modality)
@@ -336,4 +285,79 @@ func mmFeatures(items []mmItem, offsets []int, lengths []int) []kv.MMFeature {
 		out[i] = kv.MMFeature{Identifier: it.id, Offset: offsets[i], Length: lengths[i]}
 	}
 	return out
+}
+
+// partSource is where a part's bytes are: decoded (data), an unfetched
+// URL (remote), or a processor-cache hit (cached) under key.
+type partSource struct {
+	data   []byte
+	remote string
+	key    mmKey
+	hit    bool
+	cached mmEntry
+}
+
+// partSource finds a part's bytes: a cache hit on the item as sent, a
+// decoded data URL or input_audio payload, a local file under
+// --allowed-local-media-path, or an http(s) URL left unfetched.
+func (s *Server) partSource(p input.MediaPart) (partSource, *wire.APIError) {
+	mo := &s.opts.Multimodal
+	field := p.Path
+	var (
+		data   []byte
+		remote string
+		key    mmKey
+		hit    bool
+		cached mmEntry
+	)
+	inline := p.Data
+	if inline == "" && len(p.URL) >= 5 && strings.EqualFold(p.URL[:5], "data:") {
+		inline = p.URL
+	}
+	if inline != "" && s.mmCache.enabled() {
+		key = keyOfText(inline)
+		cached, hit = s.mmCache.lookup(key)
+	}
+	switch {
+	case hit:
+	case p.Data != "": // input_audio
+		if mo.MaxItemBytes > 0 && len(p.Data)/4*3 > mo.MaxItemBytes+2 {
+			return partSource{}, tooLarge(field, len(p.Data)/4*3, mo.MaxItemBytes)
+		}
+		var err error
+		if _, data, err = media.ParseDataURL("data:;base64,"+p.Data, mo.MaxItemBytes); err != nil {
+			return partSource{}, mediaError(field, err, mo.MaxItemBytes)
+		}
+	case len(p.URL) >= 5 && strings.EqualFold(p.URL[:5], "data:"):
+		var err error
+		if _, data, err = media.ParseDataURL(p.URL, mo.MaxItemBytes); err != nil {
+			return partSource{}, mediaError(field, err, mo.MaxItemBytes)
+		}
+	default:
+		u, err := url.Parse(p.URL)
+		if err != nil {
+			return partSource{}, wire.ErrInvalid(field, "Invalid media URL: %s", err.Error())
+		}
+		switch strings.ToLower(u.Scheme) {
+		case "http", "https":
+			if e := checkMediaDomain(mo.AllowedMediaDomains, u, field); e != nil {
+				return partSource{}, e
+			}
+			remote = p.URL
+		case "file":
+			if data, err = readLocalMedia(mo, u); err != nil {
+				if errors.Is(err, media.ErrTooLarge) {
+					return partSource{}, mediaError(field, err, mo.MaxItemBytes)
+				}
+				return partSource{}, wire.ErrInvalid(field, "%s", err.Error())
+			}
+			if s.mmCache.enabled() {
+				key = keyOfBytes(data)
+				cached, hit = s.mmCache.lookup(key)
+			}
+		default:
+			return partSource{}, wire.ErrInvalid(field, "The URL must be either a HTTP, data or file URL.")
+		}
+	}
+	return partSource{data: data, remote: remote, key: key, hit: hit, cached: cached}, nil
 }
