@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mocker-server/mocker-server/internal/api/settings"
+	"github.com/mocker-server/mocker-server/internal/chattemplate"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/media"
@@ -309,5 +310,58 @@ func TestMultimodal_MessagesAndResponsesImagesCountAsChatsDo(t *testing.T) {
 	}
 	if got := jsonOf(t, r.Body)["usage"].(map[string]any)["prompt_tokens"].(float64); int(got) != int(want)-qwen25VLTokens(500, 300)+qwen25VLTokens(1024, 1024) {
 		t.Errorf("http image prompt %v", got)
+	}
+}
+
+// A template that loops over content ("openai" format, like Qwen2-VL's)
+// gets each image as {"type": "image"} and renders its own placeholder; a
+// template that takes content as a string gets the placeholder line
+// before the text. Both expand to the same image tokens.
+func TestMultimodal_TemplatesGetItemsInTheirContentFormat(t *testing.T) {
+	loop := `{% for m in messages %}<|im_start|>{{ m.role }}
+{% if m.content is string %}{{ m.content }}{% else %}{% for p in m.content %}{% if p.type == 'image' %}<|image_pad|>{% elif p.type == 'text' %}{{ p.text }}{% endif %}{% endfor %}{% endif %}<|im_end|>
+{% endfor %}<|im_start|>assistant
+`
+	str := `{% for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor %}<|im_start|>assistant
+`
+	img := pngBytes(t, 320, 240, 4)
+	body := strings.Replace(chatWithImage("Look.", dataURL("image/png", img), 1), `"max_tokens":1,`, "", 1)
+	for _, tc := range []struct {
+		name, tmpl, rendered string
+	}{
+		{"openai format", loop, "<|im_start|>user\nLook.<|im_end|>\n<|im_start|>assistant"},
+		{"string format", str, "<|im_start|>user\n\nLook.<|im_end|>\n<|im_start|>assistant"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parsed, err := chattemplate.Parse(tc.tmpl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := chattemplate.NewRenderer(parsed, "", "")
+			if got := r.StringContent(); got != (tc.name == "string format") {
+				t.Fatalf("detected string content %v", got)
+			}
+			env := startServer(t, nil, settings.Deps{ChatTemplate: r})
+			tk := env.post("/tokenize", body)
+			if tk.Status != 200 {
+				t.Fatalf("%d %s", tk.Status, tk.Body)
+			}
+			var got struct{ Tokens []uint32 }
+			_ = json.Unmarshal([]byte(tk.Body), &got)
+			standIn := uint32(tokenizer.VocabSize - 1)
+			n := qwen25VLTokens(320, 240)
+			first := slices.Index(got.Tokens, standIn)
+			if first < 0 || !slices.Equal(got.Tokens[first:first+n], slices.Repeat([]uint32{standIn}, n)) {
+				t.Fatalf("no run of %d image tokens in %v", n, got.Tokens)
+			}
+			// Without the run, the ids are the template's text around the
+			// placeholder, tokenized as plain text.
+			rest := append(slices.Clone(got.Tokens[:first]), got.Tokens[first+n:]...)
+			if want := tokenizer.Encode(tc.rendered); !slices.Equal(rest, want) {
+				t.Errorf("text tokens %v, want %v (%q)", rest, want, tc.rendered)
+			}
+		})
 	}
 }
