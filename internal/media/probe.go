@@ -120,7 +120,8 @@ func Detect(data []byte) Format {
 		return FormatBMP
 	case len(data) >= 8 && (string(data[:4]) == "II*\x00" || string(data[:4]) == "MM\x00*"):
 		return FormatTIFF
-	case bytes.HasPrefix(data, []byte("ID3")) || (len(data) >= 2 && data[0] == 0xFF && data[1]&0xE0 == 0xE0):
+	case bytes.HasPrefix(data, []byte("ID3")) || (len(data) >= 2 && data[0] == 0xFF && data[1]&0xE0 == 0xE0 && data[1]&0x06 != 0):
+		// A frame sync with a layer; layer bits 00 are AAC's ADTS, not read.
 		return FormatMP3
 	}
 	return FormatUnknown

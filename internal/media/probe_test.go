@@ -251,6 +251,10 @@ func TestProbeTIFFBigEndian(t *testing.T) {
 	if _, err := Probe(b[:len(b)-4]); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("truncated directory: %v", err)
 	}
+	// AAC in ADTS frames shares MPEG audio's sync word but not a layer.
+	if _, err := Probe([]byte{0xFF, 0xF1, 0x50, 0x80, 0x02, 0x1F, 0xFC}); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("adts: %v", err)
+	}
 	// HEIF/AVIF share MP4's ftyp box but are images the probe does not read.
 	if _, err := Probe([]byte("\x00\x00\x00\x18ftypavif\x00\x00\x00\x00")); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("avif: %v", err)

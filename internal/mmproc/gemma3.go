@@ -56,10 +56,19 @@ func (g *gemma3) replacement(it media.Item) (Replacement, error) {
 		{Token: "<image_soft_token>", Count: n, Embed: true},
 		{Token: "<end_of_image>", Count: 1},
 		{Token: "\n\n", Count: 1},
-	}}, nil
+	}, Merges: gemmaNewlineMerges}, nil
 }
 
 func (g *gemma3) encoderFLOPs(media.Item) (float64, error) {
 	// The tower on every patch, then the projection of the pooled tokens.
 	return g.enc.flops(g.patches, 0) + 2*float64(g.tokens)*float64(g.enc.hidden)*float64(g.out), nil
+}
+
+// gemmaNewlineMerges are vLLM's Gemma 3 _apply_token_matches: "\n\n\n" and
+// "\n\n\n\n" are single tokens, so the replacement's "\n\n" next to the
+// template's newlines fuses as the tokenizer would fuse the joined text.
+var gemmaNewlineMerges = []Merge{
+	{First: "\n", Second: "\n\n", Into: "\n\n\n"},
+	{First: "\n\n", Second: "\n", Into: "\n\n\n"},
+	{First: "\n\n", Second: "\n\n", Into: "\n\n\n\n"},
 }

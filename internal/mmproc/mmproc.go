@@ -78,6 +78,41 @@ type Replacement struct {
 	// tokens the HF processor expanded. Empty for the other families, whose
 	// range is exactly the Pieces.
 	Before, After []string
+	// Merges are the adjacent token pairs vLLM's processor fuses into one
+	// token once the replacement is spliced into the prompt's token ids,
+	// so the ids equal what the tokenizer gives for the joined text (Gemma
+	// 3: a "\n" or "\n\n" of the template next to the replacement's
+	// "\n\n"). Apply them with ApplyMerges; empty for other families.
+	Merges []Merge
+}
+
+// Merge fuses the token First followed by the token Second into Into.
+type Merge struct{ First, Second, Into string }
+
+// ApplyMerges fuses, in order, every non-overlapping occurrence of each
+// merge's pair in ids (left to right, as vLLM's replace_token_matches
+// does), looking tokens up with id; a merge whose tokens the vocabulary
+// lacks is skipped. It returns the new ids, reusing the slice.
+func ApplyMerges(ids []uint32, merges []Merge, id func(token string) (uint32, bool)) []uint32 {
+	for _, m := range merges {
+		a, ok1 := id(m.First)
+		b, ok2 := id(m.Second)
+		c, ok3 := id(m.Into)
+		if !ok1 || !ok2 || !ok3 {
+			continue
+		}
+		out := ids[:0]
+		for i := 0; i < len(ids); i++ {
+			if i+1 < len(ids) && ids[i] == a && ids[i+1] == b {
+				out = append(out, c)
+				i++
+				continue
+			}
+			out = append(out, ids[i])
+		}
+		ids = out
+	}
+	return ids
 }
 
 // Len returns the number of pieces' tokens, counting each Piece.Token as

