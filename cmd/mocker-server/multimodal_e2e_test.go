@@ -122,6 +122,17 @@ func TestE2E_MultimodalQwenTokensAndKVEvents(t *testing.T) {
 	if a.Usage.PromptTokens != len(want) || !slices.Equal(a.PromptTokenIDs, want) {
 		t.Fatalf("prompt: %d tokens, want %d\n got %v\nwant %v", a.Usage.PromptTokens, len(want), a.PromptTokenIDs, want)
 	}
+	// /tokenize with the same messages gives the same expanded prompt.
+	var tok struct {
+		Count  int      `json:"count"`
+		Tokens []uint32 `json:"tokens"`
+	}
+	if status, raw := srv.postJSON(t, "/tokenize", map[string]any{"model": "qwen", "messages": []any{
+		map[string]any{"role": "system", "content": system}, map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "image_url", "image_url": map[string]any{"url": e2ePNG(t, 448, 448, 10)}},
+			map[string]any{"type": "text", "text": text}}}}}, &tok); status != 200 || tok.Count != len(want) || !slices.Equal(tok.Tokens, want) {
+		t.Errorf("/tokenize: %d, %d tokens %s", status, tok.Count, raw)
+	}
 	blocksA := collect(full)
 	var chainA []uint64 // A's blocks in prompt order
 	for h, b := range blocksA {
