@@ -94,7 +94,7 @@ var flagTable = []flagSpec{
 	{name: "max-num-batched-tokens", key: "max_num_batched_tokens", kind: flagInt, usage: "token budget per pass (accepts 8k, 8K)", group: GroupEngine, scope: ScopeAll},
 	{name: "disable-chunked-mm-input", key: "disable_chunked_mm_input", kind: flagBool, negatable: true, usage: "never split a multimodal item's placeholder tokens over two prefill chunks (vLLM's flag)", group: GroupEngine, scope: ScopeServer},
 	{name: "mm-encoder-tp-mode", key: "mm_encoder_tp_mode", kind: flagString, usage: "multimodal encoder over the TP GPUs: weights (sharded) | data (each GPU encodes its share of the items), as vLLM", group: GroupTiming, scope: ScopeServer},
-	{name: "mm-encoder-ms-per-token", key: "mm_encoder_ms_per_token", kind: flagFloat, usage: "encoder time per multimodal placeholder token, added to the pass that encodes an item (also with --hardware: the operator tables have no encoder)", group: GroupTiming, scope: ScopeServer},
+	{name: "mm-encoder-ms-per-token", key: "mm_encoder_ms_per_token", kind: flagFloat, usage: "encoder time per multimodal placeholder token, added to the pass that encodes an item (with --hardware: the item's encoder FLOPs at the GPU's measured GEMM efficiency instead)", group: GroupTiming, scope: ScopeServer},
 	{name: "enable-prefix-caching", key: "enable_prefix_caching", kind: flagBool, negatable: true, usage: "enable prefix caching", group: GroupKVCache, scope: ScopeAll},
 	{name: "enable-chunked-prefill", key: "enable_chunked_prefill", kind: flagBool, negatable: true, usage: "enable chunked prefill", group: GroupEngine, scope: ScopeAll},
 	{name: "preemption-mode", key: "preemption_mode", kind: flagString, usage: "preemption victim: lifo | fifo", group: GroupEngine, scope: ScopeAll},

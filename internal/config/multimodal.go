@@ -141,6 +141,8 @@ func (c *Config) engineMM() engine.MMConfig {
 	m := engine.MMConfig{EncoderMsPerToken: c.MMEncoderMsPerToken, DisableChunkedMMInput: c.DisableChunkedMMInput}
 	if c.MMEncoderTPMode == MMEncoderData {
 		m.EncoderDataParallel = max(c.TensorParallelSize, 1)
+	} else {
+		m.EncoderWeightShards = max(c.TensorParallelSize, 1)
 	}
 	return m
 }

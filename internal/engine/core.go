@@ -21,6 +21,7 @@ type Core struct {
 	kv *kvManager
 	// enc is the encoder cache of multimodal items (vLLM scheduler only).
 	enc       *encoderCache
+	encTimer  EncoderTimer // prices encoder FLOPs (the hardware model); nil: per token
 	scheduler scheduler
 	timing    TimingModel
 	// passTimer is timing when it prices passes by their contents
@@ -152,6 +153,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 		inspector: opts.Inspector,
 	}
 	c.passTimer, _ = timing.(PassTimer)
+	c.encTimer, _ = timing.(EncoderTimer)
 	if opts.KVSink == nil && opts.Inspector == nil {
 		// Nobody reads the events: count them for the metrics, and skip
 		// copying every stored block's token ids into records.

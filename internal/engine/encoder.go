@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"cmp"
 	"container/list"
+	"slices"
 	"time"
 )
 
@@ -18,6 +20,10 @@ type MMConfig struct {
 	// for the busiest GPU's share instead of all items (1 or 0: weights
 	// mode, the items one after another on the sharded encoder).
 	EncoderDataParallel int
+	// EncoderWeightShards is the GPUs a weights-mode encoder is sharded
+	// over (the tensor-parallel size); an EncoderTimer divides an item's
+	// FLOPs by it.
+	EncoderWeightShards int
 	// DisableChunkedMMInput never splits an item's tokens over two prefill
 	// chunks (vLLM's --disable-chunked-mm-input).
 	DisableChunkedMMInput bool
@@ -34,9 +40,23 @@ type encoderCache struct {
 	used     int                      // tokens of all entries
 	entries  map[string]*encoderEntry // by item identifier
 	freeable *list.List               // entries no request holds, oldest first
-	// pass state: encoder tokens scheduled this pass and their time
+	// pass state: encoder tokens scheduled this pass and the items
 	passTokens int
-	passItems  []int // tokens per item encoded this pass
+	passItems  []encodeItem
+}
+
+// encodeItem is one item encoded in a pass: its placeholder tokens and
+// its encoder FLOPs (0: unknown, priced per token).
+type encodeItem struct {
+	tokens int
+	flops  float64
+}
+
+// EncoderTimer is implemented by a timing model that prices a multimodal
+// encoder from its FLOPs (the hardware model): the milliseconds of an item
+// of flops FLOPs and tokens placeholder tokens on shards GPUs.
+type EncoderTimer interface {
+	EncoderMs(flops float64, tokens, shards int) float64
 }
 
 type encoderEntry struct {
@@ -106,13 +126,13 @@ func (e *encoderCache) canAllocate(tokens, planned int) bool {
 }
 
 // allocate records that s's item id is encoded this pass.
-func (e *encoderCache) allocate(s *sequence, id string, tokens int) {
-	en := &encoderEntry{id: id, tokens: tokens}
+func (e *encoderCache) allocate(s *sequence, id string, it encodeItem) {
+	en := &encoderEntry{id: id, tokens: it.tokens}
 	e.entries[id] = en
-	e.used += tokens
+	e.used += it.tokens
 	e.hold(s, en)
-	e.passTokens += tokens
-	e.passItems = append(e.passItems, tokens)
+	e.passTokens += it.tokens
+	e.passItems = append(e.passItems, it)
 }
 
 // release drops s's hold on its items (finished, preempted, or every
@@ -139,8 +159,8 @@ func (e *encoderCache) release(s *sequence, keep func(id string) bool) {
 // encodePlan is the items a prefill chunk encodes (scheduleEncoder); they
 // are allocated in the cache only when the chunk is scheduled.
 type encodePlan struct {
-	ids    []string
-	tokens []int
+	ids   []string
+	items []encodeItem
 }
 
 // scheduleEncoder is vLLM v1's Scheduler._try_schedule_encoder_inputs for
@@ -159,7 +179,7 @@ func (c *Core) scheduleEncoder(s *sequence, computed, numNew int) (int, encodePl
 		return numNew, plan
 	}
 	planned := 0
-	for _, f := range mm {
+	for k, f := range mm {
 		start, n := f.Offset, f.Length
 		if start >= computed+numNew {
 			break
@@ -185,7 +205,11 @@ func (c *Core) scheduleEncoder(s *sequence, computed, numNew int) (int, encodePl
 		}
 		planned += n
 		plan.ids = append(plan.ids, f.Identifier)
-		plan.tokens = append(plan.tokens, n)
+		it := encodeItem{tokens: n}
+		if k < len(s.req.MMFLOPs) {
+			it.flops = s.req.MMFLOPs[k]
+		}
+		plan.items = append(plan.items, it)
 	}
 	return numNew, plan
 }
@@ -193,7 +217,7 @@ func (c *Core) scheduleEncoder(s *sequence, computed, numNew int) (int, encodePl
 // commitEncoder allocates a scheduled chunk's planned items.
 func (c *Core) commitEncoder(s *sequence, plan encodePlan) {
 	for i, id := range plan.ids {
-		c.enc.allocate(s, id, plan.tokens[i])
+		c.enc.allocate(s, id, plan.items[i])
 	}
 }
 
@@ -221,39 +245,49 @@ func (c *Core) releaseEncoder(s *sequence) {
 }
 
 // takeEncoderTime returns the encoder time of the pass's items and resets
-// the pass state: their tokens × EncoderMsPerToken, with data-parallel
-// encoding the busiest GPU's share (items dealt round-robin, largest
-// first).
+// the pass state. An item is priced by the EncoderTimer from its FLOPs
+// (sharded over EncoderWeightShards GPUs in weights mode) when the timing
+// model has one and the item's FLOPs are known, else at
+// EncoderMsPerToken per token. In data-parallel mode the items are dealt
+// to the GPUs (largest first onto the least loaded, each at one GPU's
+// speed) and the pass waits for the busiest.
 func (c *Core) takeEncoderTime() time.Duration {
-	if c.enc == nil || c.enc.passTokens == 0 {
+	if c.enc == nil || len(c.enc.passItems) == 0 {
 		return 0
 	}
 	items := c.enc.passItems
-	tokens := c.enc.passTokens
-	if dp := c.cfg.MM.EncoderDataParallel; dp > 1 {
-		loads := make([]int, dp)
-		// Largest first onto the least loaded GPU.
-		sorted := append([]int(nil), items...)
-		for i := 1; i < len(sorted); i++ {
-			for j := i; j > 0 && sorted[j] > sorted[j-1]; j-- {
-				sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
-			}
+	dp := c.cfg.MM.EncoderDataParallel
+	shards := max(c.cfg.MM.EncoderWeightShards, 1)
+	if dp > 1 {
+		shards = 1
+	}
+	costs := make([]float64, len(items))
+	for i, it := range items {
+		if c.encTimer != nil && it.flops > 0 {
+			costs[i] = c.encTimer.EncoderMs(it.flops, it.tokens, shards)
+		} else {
+			costs[i] = float64(it.tokens) * c.cfg.MM.EncoderMsPerToken
 		}
-		for _, n := range sorted {
+	}
+	ms := 0.0
+	if dp > 1 {
+		slices.SortFunc(costs, func(a, b float64) int { return cmp.Compare(b, a) })
+		loads := make([]float64, dp)
+		for _, x := range costs {
 			m := 0
 			for g := range loads {
 				if loads[g] < loads[m] {
 					m = g
 				}
 			}
-			loads[m] += n
+			loads[m] += x
 		}
-		tokens = 0
-		for _, l := range loads {
-			tokens = max(tokens, l)
+		ms = slices.Max(loads)
+	} else {
+		for _, x := range costs {
+			ms += x
 		}
 	}
 	c.enc.passTokens, c.enc.passItems = 0, items[:0]
-	ms := float64(tokens) * c.cfg.MM.EncoderMsPerToken / c.prefillDiv
-	return saturatingDuration(ms * float64(time.Millisecond))
+	return saturatingDuration(ms / c.prefillDiv * float64(time.Millisecond))
 }

@@ -137,3 +137,41 @@ func equalDurations(a, b []time.Duration) bool {
 	}
 	return true
 }
+
+// fixedWithEncoder is 10 ms fixed passes whose encoder costs 1 ms per
+// TFLOP per shard.
+type fixedWithEncoder struct{ FixedTiming }
+
+func (fixedWithEncoder) EncoderMs(flops float64, _, shards int) float64 {
+	return flops / 1e12 / float64(shards)
+}
+
+// With an EncoderTimer (the hardware model) an item with known FLOPs is
+// priced from them, sharded in weights mode; an item without FLOPs keeps
+// the per-token cost.
+func TestEncoderTimerPricesItemsByTheirFLOPs(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		shards int
+		flops  []float64
+		want   time.Duration
+	}{
+		{"known FLOPs", 1, []float64{30e12}, 10*time.Millisecond + 10*time.Millisecond + 30*time.Millisecond},
+		{"sharded over 2", 2, []float64{30e12}, 10*time.Millisecond + 10*time.Millisecond + 15*time.Millisecond},
+		{"unknown: per token", 1, nil, 10*time.Millisecond + 10*time.Millisecond + 40*time.Millisecond},
+	} {
+		h := encoderHarness(t, func(c *Config) {
+			c.MaxNumBatchedTokens = 256
+			c.TimingModel = fixedWithEncoder{FixedTiming{Prefill: 10, Decode: 10}}
+			c.MM.EncoderWeightShards = tc.shards
+		})
+		r := h.request(seqTokens(1, 100), seqTokens(1000, 1))
+		r.MM = []kv.MMFeature{{Identifier: "a", Offset: 5, Length: 40}}
+		r.MMFLOPs = tc.flops
+		h.sim.SubmitAt(0, r)
+		h.sim.Run(0)
+		if d := passDurations(h)[0]; d != tc.want {
+			t.Errorf("%s: first pass %v, want %v", tc.name, d, tc.want)
+		}
+	}
+}

@@ -38,6 +38,9 @@ type Request struct {
 	// cover, and the scheduler runs their encoder before those tokens
 	// (encoder.go). Nil for a text prompt.
 	MM []kv.MMFeature
+	// MMFLOPs are the encoder FLOPs of each item of MM (nil or 0: priced
+	// per token), for a timing model that is an EncoderTimer.
+	MMFLOPs []float64
 	// Label is the caller's name for the request (the API's response id),
 	// shown by inspectors; the engine does not use it.
 	Label string

@@ -24,8 +24,10 @@ type RawPrompt struct {
 	Text   string
 	IDs    []uint32
 	IsText bool
-	// MM are a multimodal chat prompt's items' placeholder runs in IDs.
-	MM []kv.MMFeature
+	// MM are a multimodal chat prompt's items' placeholder runs in IDs,
+	// MMFLOPs their encoder FLOPs (0: unknown).
+	MM      []kv.MMFeature
+	MMFLOPs []float64
 }
 
 // ParseMessages reads the chat messages (types only): each message's text

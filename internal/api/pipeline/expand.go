@@ -205,7 +205,9 @@ func replaceKey(obj json.RawMessage, key string, val []byte) json.RawMessage {
 // length) in them, in prompt order. A prompt whose placeholders do not
 // match its items (a template that drops an item, or text that contains a
 // placeholder) is a 400, as vLLM's processor refuses it.
-func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]uint32, []kv.MMFeature, *wire.APIError) {
+//
+// flops are the items' encoder FLOPs in the same (prompt) order.
+func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]uint32, []kv.MMFeature, []float64, *wire.APIError) {
 	type occ struct{ pos, item int }
 	var occs []occ
 	byTarget := map[string][]int{} // target → its items in order
@@ -232,13 +234,14 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]u
 		}
 		if n != len(idx) {
 			m := items[idx[0]].part.Modality
-			return nil, nil, wire.ErrInvalid("messages", "Expected there to be %d prompt placeholders %q corresponding to %d %s items, but instead found %d prompt placeholders! Make sure the chat template renders every %s part.",
+			return nil, nil, nil, wire.ErrInvalid("messages", "Expected there to be %d prompt placeholders %q corresponding to %d %s items, but instead found %d prompt placeholders! Make sure the chat template renders every %s part.",
 				len(idx), t, len(idx), m, n, m)
 		}
 	}
 	sort.Slice(occs, func(a, b int) bool { return occs[a].pos < occs[b].pos })
 	ids := make([]uint32, 0, len(text)/3)
 	feats := make([]kv.MMFeature, 0, len(items))
+	flops := make([]float64, 0, len(items))
 	pos := 0
 	for k, o := range occs {
 		ids = append(ids, s.tok.Encode(text[pos:o.pos], addSpecial && k == 0)...)
@@ -246,6 +249,7 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]u
 		start := len(ids)
 		ids = s.appendReplacement(ids, it)
 		feats = append(feats, kv.MMFeature{Identifier: it.id, Offset: start, Length: len(ids) - start})
+		flops = append(flops, it.flops)
 		pos = o.pos + len(it.repl.Target)
 	}
 	ids = append(ids, s.tok.Encode(text[pos:], addSpecial && len(occs) == 0)...)
@@ -254,7 +258,7 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]u
 			s.widenRange(ids, &feats[k], items[o.item].repl)
 		}
 	}
-	return ids, feats, nil
+	return ids, feats, flops, nil
 }
 
 // widenRange extends an item's range over the tokens vLLM's placeholder
@@ -324,6 +328,6 @@ func (s *Server) TokenizeMultimodal(o wire.Object, msgs []tokenizer.Message, par
 	if e != nil {
 		return nil, e
 	}
-	ids, _, e := s.expandPrompt(text, items, addSpecial)
+	ids, _, _, e := s.expandPrompt(text, items, addSpecial)
 	return ids, e
 }

@@ -194,6 +194,7 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 				ID:              engine.NewRequestID(),
 				Prompt:          ps.IDs,
 				MM:              ps.MM,
+				MMFLOPs:         ps.MMFLOPs,
 				PlannedOutput:   res.IDs,
 				FinishReason:    res.FinishReason,
 				MaxOutputTokens: ps.M,

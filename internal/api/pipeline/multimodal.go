@@ -10,7 +10,6 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
-	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/media"
 	"github.com/mocker-server/mocker-server/internal/mmproc"
 )
@@ -31,6 +30,9 @@ type mmItem struct {
 	// id is the item's identifier in block hashes: the part's uuid when it
 	// has one (vLLM uses it in place of the hash), else its mm hash.
 	id string
+	// flops is the item's encoder FLOPs (0: unknown), for the hardware
+	// timing model.
+	flops float64
 }
 
 // resolveMedia checks the parts against --limit-mm-per-prompt and the
@@ -152,7 +154,8 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 	if p.UUID != "" {
 		id = p.UUID
 	}
-	return mmItem{part: p, item: it, repl: repl, id: id}, nil
+	flops, _ := mo.Processor.EncoderFLOPs(it) // 0 on error: priced per token
+	return mmItem{part: p, item: it, repl: repl, id: id, flops: flops}, nil
 }
 
 func boolInt(b bool) int {
@@ -275,16 +278,6 @@ func mediaError(field string, err error, limit int) *wire.APIError {
 		return wire.ErrInvalid(field, "The media format is not supported: %s", err.Error())
 	}
 	return wire.ErrInvalid(field, "The media item cannot be read: %s", err.Error())
-}
-
-// mmFeatures lists the items' placeholder runs in the prompt for the
-// engine (block-hash extra keys, encoder scheduling).
-func mmFeatures(items []mmItem, offsets []int, lengths []int) []kv.MMFeature {
-	out := make([]kv.MMFeature, len(items))
-	for i, it := range items {
-		out[i] = kv.MMFeature{Identifier: it.id, Offset: offsets[i], Length: lengths[i]}
-	}
-	return out
 }
 
 // partSource is where a part's bytes are: decoded (data), an unfetched

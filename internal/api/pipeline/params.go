@@ -74,8 +74,10 @@ type PromptSpec struct {
 	Text   string   // the prompt text as given (string prompts, chat), for echo
 	IsText bool     // given as text (context-length message form)
 	M      int      // effective max tokens
-	// MM are the prompt's multimodal items' placeholder runs in IDs.
-	MM []kv.MMFeature
+	// MM are the prompt's multimodal items' placeholder runs in IDs, and
+	// MMFLOPs their encoder FLOPs.
+	MM      []kv.MMFeature
+	MMFLOPs []float64
 }
 
 // BuildGenerate runs the phases every generation surface shares on a
@@ -133,11 +135,11 @@ func (s *Server) tokenizePrompts(in *GenInput) ([]input.RawPrompt, *wire.APIErro
 		if e != nil {
 			return nil, e
 		}
-		ids, mm, e := s.expandPrompt(text, items, false)
+		ids, mm, flops, e := s.expandPrompt(text, items, false)
 		if e != nil {
 			return nil, e
 		}
-		return []input.RawPrompt{{Text: text, IDs: ids, IsText: true, MM: mm}}, nil
+		return []input.RawPrompt{{Text: text, IDs: ids, IsText: true, MM: mm, MMFLOPs: flops}}, nil
 	}
 	if in.Chat {
 		text, e := s.RenderChat(in.Body, in.Msgs, in.ToolsJSON, in.AddGen, in.ContFinal)
@@ -239,7 +241,8 @@ func (s *Server) checkPrompt(g *GenRequest, rp input.RawPrompt) (PromptSpec, *wi
 	if g.minTokens > m {
 		return PromptSpec{}, wire.ErrInvalid("min_tokens", "min_tokens must be less than or equal to max_tokens=%d, got %d.", m, g.minTokens)
 	}
-	ps := PromptSpec{IDs: ids, Text: rp.Text, IsText: rp.IsText, M: m, MM: truncatedMM(rp.MM, len(rp.IDs)-len(ids))}
+	ps := PromptSpec{IDs: ids, Text: rp.Text, IsText: rp.IsText, M: m}
+	ps.MM, ps.MMFLOPs = truncatedMM(rp.MM, rp.MMFLOPs, len(rp.IDs)-len(ids))
 	if !rp.IsText || truncated {
 		ps.Text = tokenizer.DecodeLiteral(ids)
 	}
@@ -326,16 +329,20 @@ func (s *Server) CheckModel(o wire.Object) *wire.APIError {
 // truncatedMM shifts the items' runs by the cut tokens of a truncated
 // prompt; an item whose run was cut, even in part, leaves the prompt (its
 // tokens are then ordinary ones to the block hash).
-func truncatedMM(mm []kv.MMFeature, cut int) []kv.MMFeature {
+func truncatedMM(mm []kv.MMFeature, flops []float64, cut int) ([]kv.MMFeature, []float64) {
 	if cut == 0 || len(mm) == 0 {
-		return mm
+		return mm, flops
 	}
 	out := make([]kv.MMFeature, 0, len(mm))
-	for _, f := range mm {
+	var outF []float64
+	for i, f := range mm {
 		if f.Offset >= cut {
 			f.Offset -= cut
 			out = append(out, f)
+			if i < len(flops) {
+				outF = append(outF, flops[i])
+			}
 		}
 	}
-	return out
+	return out, outF
 }
