@@ -8,6 +8,8 @@ import (
 	"image"
 	"image/png"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/media"
+	"github.com/mocker-server/mocker-server/internal/metrics"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
@@ -363,5 +366,70 @@ func TestMultimodal_TemplatesGetItemsInTheirContentFormat(t *testing.T) {
 				t.Errorf("text tokens %v, want %v (%q)", rest, want, tc.rendered)
 			}
 		})
+	}
+}
+
+func TestMultimodal_LocalFilesAndDomainsAsVLLMAllowsThem(t *testing.T) {
+	dir := t.TempDir()
+	img := pngBytes(t, 64, 64, 3)
+	inside := filepath.Join(dir, "cat.png")
+	if err := os.WriteFile(inside, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "dog.png")
+	if err := os.WriteFile(outside, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link.png")); err != nil {
+		t.Fatal(err)
+	}
+	closed := startServer(t, nil)
+	r := closed.post("/v1/chat/completions", chatWithImage("hi", "file://"+inside, 1))
+	if msg, _, _, _ := errorOf(t, r); r.Status != 400 || msg != "Cannot load local files without `--allowed-local-media-path`." {
+		t.Errorf("no local path: %d %s", r.Status, r.Body)
+	}
+	env := startServer(t, map[string]any{"allowed_local_media_path": dir, "allowed_media_domains": []any{"images.example.com"}})
+	if r := env.post("/v1/chat/completions", chatWithImage("hi", "file://"+inside, 1)); r.Status != 200 {
+		t.Errorf("inside: %d %s", r.Status, r.Body)
+	}
+	for _, u := range []string{"file://" + outside, "file://" + filepath.Join(dir, "link.png"), "file://" + dir + "/../" + filepath.Base(filepath.Dir(outside)) + "/dog.png"} {
+		r := env.post("/v1/chat/completions", chatWithImage("hi", u, 1))
+		if msg, _, _, _ := errorOf(t, r); r.Status != 400 || !strings.Contains(msg, "must be a subpath of `--allowed-local-media-path`") {
+			t.Errorf("%s: %d %s", u, r.Status, r.Body)
+		}
+	}
+	r = env.post("/v1/chat/completions", chatWithImage("hi", "https://evil.example.org/x.png", 1))
+	if msg, _, _, _ := errorOf(t, r); r.Status != 400 || msg != "The URL must be from one of the allowed domains: ['images.example.com']. Input URL domain: evil.example.org" {
+		t.Errorf("other domain: %d %s", r.Status, r.Body)
+	}
+	if r := env.post("/v1/chat/completions", chatWithImage("hi", "https://images.example.com/x.png", 1)); r.Status != 200 {
+		t.Errorf("allowed domain: %d %s", r.Status, r.Body)
+	}
+}
+
+// The processor cache's counters: a repeated item is a hit; an unfetched
+// URL is counted by modality.
+func TestMultimodal_CacheAndUnfetchedMetrics(t *testing.T) {
+	cfg := testConfig(t, nil)
+	reg := metrics.New(metrics.Options{Model: cfg.ServedName(), BlockSize: cfg.EffectiveBlockSize(), NumGPUBlocks: cfg.NumGPUBlocks,
+		MaxModelLen: cfg.MaxModelLen, EnablePrefixCaching: true}, "test")
+	env := startServerWith(t, cfg, func(r int) engine.Options { return engine.Options{Rank: r} }, settings.Deps{Metrics: reg.Handler(), MM: reg})
+	img := dataURL("image/png", pngBytes(t, 64, 64, 3))
+	for range 3 {
+		if r := env.post("/v1/chat/completions", chatWithImage("hi", img, 1)); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	}
+	env.post("/v1/chat/completions", chatWithImage("hi", "https://example.com/a.png", 1))
+	m := env.Get("/metrics").Body
+	for _, want := range []string{
+		`vllm:mm_cache_queries_total{engine="0",model_name="mocker-model"} 3`,
+		`vllm:mm_cache_hits_total{engine="0",model_name="mocker-model"} 2`,
+		`mocker_mm_unfetched_items_total{modality="image"} 1`,
+		`mocker_mm_unfetched_items_total{modality="audio"} 0`,
+	} {
+		if !strings.Contains(m, want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 }
