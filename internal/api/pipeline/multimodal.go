@@ -15,7 +15,7 @@ import (
 )
 
 // A chat request's multimodal parts (docs/multimodal.md): each part's bytes
-// are found (a data URL decoded, a local file's head read, an http(s) URL
+// are found (a data URL decoded, a local file read within the size bound, an http(s) URL
 // sized from the configured defaults, never fetched), their headers probed,
 // the model's processor gives the tokens the item becomes and vLLM's
 // multimodal hash names it. Rendering then puts the processor's placeholder
