@@ -41,6 +41,8 @@ type (
 	BudgetOptions           = settings.BudgetOptions
 	LoRAOptions             = settings.LoRAOptions
 	LoRAModule              = settings.LoRAModule
+	MultimodalOptions       = settings.MultimodalOptions
+	MMObserver              = settings.MMObserver
 	PDOptions               = settings.PDOptions
 	SGLangOptions           = settings.SGLangOptions
 	ReasoningField          = settings.ReasoningField

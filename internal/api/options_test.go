@@ -6,6 +6,8 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/media"
+	"github.com/mocker-server/mocker-server/internal/mmproc"
 	"github.com/mocker-server/mocker-server/internal/plan"
 )
 
@@ -67,7 +69,33 @@ func testOptions(cfg *config.Config) settings.Options {
 	if cfg.EngineType == engine.EngineSGLang {
 		o.SGLang = testSGLangOptions(cfg)
 	}
+	o.Multimodal = testMultimodalOptions(cfg)
 	return o
+}
+
+// testMultimodalOptions are worker's multimodalOptions for a model id
+// (no model directory): the catalogue's processor, else
+// --mm-processor-model's.
+func testMultimodalOptions(cfg *config.Config) settings.MultimodalOptions {
+	p, err := mmproc.ForModel(cfg.Model, mmproc.ModelFiles{})
+	if err != nil && cfg.MMProcessorModel != "none" {
+		p, _ = mmproc.ForModel(cfg.MMProcessorModel, mmproc.ModelFiles{})
+	}
+	limits, _ := cfg.MMLimits()
+	u := cfg.Unfetched()
+	return settings.MultimodalOptions{
+		Processor:             p,
+		LimitPerPrompt:        limits,
+		MaxItemBytes:          cfg.MaxMediaItemBytes,
+		AllowedLocalMediaPath: cfg.AllowedLocalMediaPath,
+		AllowedMediaDomains:   cfg.AllowedMediaDomains,
+		RemoteImageWidth:      u.ImageWidth,
+		RemoteImageHeight:     u.ImageHeight,
+		RemoteDuration:        u.AudioDuration(),
+		RemoteVideoFrames:     u.VideoFrames,
+		Hash:                  media.HashOptions{ModelID: cfg.Model},
+		ProcessorCacheBytes:   cfg.MMProcessorCacheBytes(),
+	}
 }
 
 // testPDOptions are the disaggregation settings of the HTTP layer.

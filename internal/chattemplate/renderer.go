@@ -31,3 +31,9 @@ func (r Renderer) RenderChat(messages, tools json.RawMessage, addGenerationPromp
 		ContentFormat:        r.ContentFormat,
 	})
 }
+
+// StringContent reports whether the template takes message content as one
+// string (vLLM's "string" format), so a multimodal part must be rendered as
+// its placeholder text in the content rather than as a {"type": "image"}
+// part.
+func (r Renderer) StringContent() bool { return r.ContentFormat == ContentString }

@@ -145,6 +145,21 @@ type Config struct {
 	// kv_transfer_config with the OffloadingConnector is the other way to
 	// a CPU tier (KVTransferConfig, above).
 
+	// Multimodal inputs (docs/multimodal.md; multimodal.go).
+	LimitMMPerPrompt      *MMLimitSpec    `json:"limit_mm_per_prompt"` // nil: vLLM's defaults
+	AllowedLocalMediaPath string          `json:"allowed_local_media_path"`
+	AllowedMediaDomains   []string        `json:"allowed_media_domains"`
+	MMProcessorCacheGB    float64         `json:"mm_processor_cache_gb"`
+	MMEncoderTPMode       MMEncoderTPMode `json:"mm_encoder_tp_mode"`
+	DisableChunkedMMInput bool            `json:"disable_chunked_mm_input"`
+	// MMProcessorModel names the model whose multimodal processor applies
+	// when --model is not a multimodal model the mock knows ("none": a
+	// text-only model, media refused as vLLM refuses them).
+	MMProcessorModel    string          `json:"mm_processor_model"`
+	MMEncoderMsPerToken float64         `json:"mm_encoder_ms_per_token"`
+	MaxMediaItemBytes   int             `json:"max_media_item_bytes"`
+	MMUnfetchedMedia    *UnfetchedMedia `json:"mm_unfetched_media"` // nil: DefaultUnfetchedMedia
+
 	// Sleep mode (docs/sleep-mode.md; sleep.go).
 	EnableSleepMode    bool    `json:"enable_sleep_mode"`
 	SleepWeightsGB     float64 `json:"sleep_weights_gb"`     // weights a wake-up reloads
@@ -364,6 +379,13 @@ func Default() Config {
 		},
 		TRTLLM:          TRTLLMConfig{CapacitySchedulerPolicy: engine.CapacityGuaranteedNoEvict},
 		EvictionBackend: kv.EvictLRU,
+
+		AllowedMediaDomains: []string{},
+		MMProcessorCacheGB:  4,
+		MMEncoderTPMode:     MMEncoderWeights,
+		MMProcessorModel:    DefaultMMProcessorModel,
+		MMEncoderMsPerToken: 0.02,
+		MaxMediaItemBytes:   20 << 20,
 
 		TimingModel:        engine.TimingPolynomial,
 		FixedPrefillMs:     20.0,

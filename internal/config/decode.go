@@ -121,6 +121,8 @@ func (d *decoder) decodeValue(fv reflect.Value, v any, path string) {
 			*p = DefaultKVEventsConfig()
 		case *OffloadBandwidth:
 			*p = DefaultOffloadBandwidth()
+		case *UnfetchedMedia:
+			*p = DefaultUnfetchedMedia()
 		}
 		before := len(d.probs)
 		d.decodeValue(nv.Elem(), v, path)
@@ -232,7 +234,7 @@ func (d *decoder) decodeValue(fv reflect.Value, v any, path string) {
 	case reflect.Map:
 		// A free-form object (kv_connector_extra_config): kept as given,
 		// for the consumer that knows its keys to read.
-		if fv.Type() != reflect.TypeFor[map[string]any]() {
+		if !reflect.TypeFor[map[string]any]().ConvertibleTo(fv.Type()) {
 			d.fail(path, "%s has an unsupported type %s", path, fv.Type())
 			return
 		}
@@ -241,7 +243,7 @@ func (d *decoder) decodeValue(fv reflect.Value, v any, path string) {
 			d.fail(path, "%s must be an object, got %s", path, describe(v))
 			return
 		}
-		fv.Set(reflect.ValueOf(m))
+		fv.Set(reflect.ValueOf(m).Convert(fv.Type()))
 
 	default:
 		d.fail(path, "%s has an unsupported type %s", path, fv.Type())

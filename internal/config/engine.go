@@ -45,6 +45,7 @@ func (c *Config) EngineConfig(profile *engine.Profile) engine.Config {
 		Transfer:           c.engineTransfer(),
 		TimingModel:        c.hardwareTimingModel(),
 		Sleep:              c.engineSleep(),
+		MM:                 c.engineMM(),
 	}
 }
 

@@ -84,6 +84,13 @@ var flagTable = []flagSpec{
 	{name: "tool-call-probability", key: "tool_call_probability", kind: flagFloat, usage: `probability (0-1, seeded) that a tool_choice "auto" answer calls tools (a turn that does not follow a tool result)`, group: GroupTools, scope: ScopeServer},
 	{name: "tool-call-after-result-probability", key: "tool_call_after_result_probability", kind: flagFloat, usage: `probability (0-1, seeded) that a tool_choice "auto" answer right after a tool result calls tools again; after k consecutive tool rounds, its k-th power`, group: GroupTools, scope: ScopeServer},
 	{name: "exclude-tools-when-tool-choice-none", key: "exclude_tools_when_tool_choice_none", kind: flagBool, negatable: true, usage: `leave tools out of the prompt when tool_choice is "none"`, group: GroupTools, scope: ScopeServer},
+	{name: "limit-mm-per-prompt", key: "limit_mm_per_prompt", kind: flagJSON, usage: `most multimodal items of a modality per prompt, as vLLM: {"image":2,"video":0} or {"video":{"count":1}} (default 999 each; a modality the model has no encoder for: 0)`, group: GroupServer, scope: ScopeServer},
+	{name: "allowed-local-media-path", key: "allowed_local_media_path", kind: flagString, usage: "directory whose files file:// media URLs may name (vLLM's flag; default: none)", group: GroupServer, scope: ScopeServer},
+	{name: "allowed-media-domains", key: "allowed_media_domains", kind: flagList, split: true, usage: "hosts http(s) media URLs may name (vLLM's flag; default: any); the mock fetches nothing either way (--mm-unfetched-media)", group: GroupServer, scope: ScopeServer},
+	{name: "mm-processor-cache-gb", key: "mm_processor_cache_gb", kind: flagFloat, usage: "multimodal processor cache in GiB: repeated items skip probing and hashing, counted by vllm:mm_cache_queries/hits (0 = off)", group: GroupServer, scope: ScopeServer},
+	{name: "mm-processor-model", key: "mm_processor_model", kind: flagString, usage: `model id whose multimodal processor applies when --model is not a multimodal model the mock knows ("none": text-only, media refused as vLLM refuses them)`, group: GroupServer, scope: ScopeServer},
+	{name: "max-media-item-bytes", key: "max_media_item_bytes", kind: flagInt, usage: "largest decoded multimodal item (data URL payload, local file), accepts 20M etc.; larger is a 400", group: GroupServer, scope: ScopeServer},
+	{name: "mm-unfetched-media", key: "mm_unfetched_media", kind: flagJSON, usage: `size of an http(s) media item, which the mock does not fetch: {"image_width":1024,"image_height":1024,"audio_seconds":10,"video_frames":16}`, group: GroupServer, scope: ScopeServer},
 
 	// Engine and scheduler.
 	{name: "engine-type", key: "engine_type", kind: flagString, usage: "engine type: vllm | sglang | trtllm", group: GroupEngine, scope: ScopeAll},
@@ -92,6 +99,9 @@ var flagTable = []flagSpec{
 	{name: "max-model-len", key: "max_model_len", kind: flagInt, usage: "maximum sequence length (accepts 32k = 32000, 32K = 32768)", group: GroupEngine, scope: ScopeAll},
 	{name: "max-num-seqs", key: "max_num_seqs", kind: flagInt, usage: "maximum running sequences per DP rank", group: GroupEngine, scope: ScopeAll},
 	{name: "max-num-batched-tokens", key: "max_num_batched_tokens", kind: flagInt, usage: "token budget per pass (accepts 8k, 8K)", group: GroupEngine, scope: ScopeAll},
+	{name: "disable-chunked-mm-input", key: "disable_chunked_mm_input", kind: flagBool, negatable: true, usage: "never split a multimodal item's placeholder tokens over two prefill chunks (vLLM's flag)", group: GroupEngine, scope: ScopeServer},
+	{name: "mm-encoder-tp-mode", key: "mm_encoder_tp_mode", kind: flagString, usage: "multimodal encoder over the TP GPUs: weights (sharded) | data (each GPU encodes its share of the items), as vLLM", group: GroupTiming, scope: ScopeServer},
+	{name: "mm-encoder-ms-per-token", key: "mm_encoder_ms_per_token", kind: flagFloat, usage: "encoder time per multimodal placeholder token, added to the pass that encodes an item (with --hardware: the item's encoder FLOPs at the GPU's measured GEMM efficiency instead)", group: GroupTiming, scope: ScopeServer},
 	{name: "enable-prefix-caching", key: "enable_prefix_caching", kind: flagBool, negatable: true, usage: "enable prefix caching", group: GroupKVCache, scope: ScopeAll},
 	{name: "enable-chunked-prefill", key: "enable_chunked_prefill", kind: flagBool, negatable: true, usage: "enable chunked prefill", group: GroupEngine, scope: ScopeAll},
 	{name: "preemption-mode", key: "preemption_mode", kind: flagString, usage: "preemption victim: lifo | fifo", group: GroupEngine, scope: ScopeAll},

@@ -53,6 +53,8 @@ var fieldOpts = map[string]fieldOpt{
 	"max_model_len":          {hr: true},
 	"max_num_batched_tokens": {hr: true},
 	"max_request_body_bytes": {hr: true},
+	"max_media_item_bytes":   {hr: true},
+	"mm_encoder_tp_mode":     {enum: typedEnum(MMEncoderWeights, MMEncoderData)},
 	"speedup_ratio":          {inf: true},
 	"decode_speedup_ratio":   {inf: true},
 
@@ -95,7 +97,8 @@ var legacyKeys = map[string]bool{"is_prefill": true, "is_decode": true}
 // jsonStringObjects are object-valued keys that may also be given as a string
 // holding a JSON object (the CLI form, e.g. --kv-events-config '<json>').
 var jsonStringObjects = map[string]bool{"reasoning": true, "kv_events_config": true,
-	"speculative_config": true, "kv_transfer_config": true, "offload_bandwidth": true}
+	"speculative_config": true, "kv_transfer_config": true, "offload_bandwidth": true,
+	"limit_mm_per_prompt": true, "mm_unfetched_media": true}
 
 // normalizeEnum lowercases s and replaces "-" with "_".
 func normalizeEnum(s string) string {

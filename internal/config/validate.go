@@ -346,6 +346,7 @@ func (c *Config) validate() ([]problem, []string) {
 	v.validateLoRA(c)
 	v.validateSpeculative(c)
 	v.validateOffload(c)
+	v.validateMultimodal(c)
 	v.validateDisagg(c)
 	v.validateSleep(c)
 	if c.KVEventsEnabled() {

@@ -158,6 +158,9 @@ type Config struct {
 
 	// Sleep enables vLLM's sleep mode and prices waking up (sleep.go).
 	Sleep SleepConfig
+
+	// MM prices and schedules the encoder of multimodal items (encoder.go).
+	MM MMConfig
 }
 
 // EvictionBackend names the block pool's eviction backend (kv.EvictLRU,

@@ -18,7 +18,10 @@ type Core struct {
 	cfg  Config
 	rank int
 
-	kv        *kvManager
+	kv *kvManager
+	// enc is the encoder cache of multimodal items (vLLM scheduler only).
+	enc       *encoderCache
+	encTimer  EncoderTimer // prices encoder FLOPs (the hardware model); nil: per token
 	scheduler scheduler
 	timing    TimingModel
 	// passTimer is timing when it prices passes by their contents
@@ -154,6 +157,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 	}
 	c.passTimer, _ = timing.(PassTimer)
 	c.cachedTimer, _ = timing.(CachedPrefillTimer)
+	c.encTimer, _ = timing.(EncoderTimer)
 	if opts.KVSink == nil && opts.Inspector == nil {
 		// Nobody reads the events: count them for the metrics, and skip
 		// copying every stored block's token ids into records.
@@ -167,6 +171,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 	} else {
 		c.scheduler = &vllmScheduler{core: c, victim: newVictimPolicy(cfg.Scheduling, cfg.Preemption),
 			staticBatch: cfg.Type == EngineTRTLLM && cfg.Capacity == CapacityStaticBatch}
+		c.enc = newEncoderCache(cfg.MaxNumBatchedTokens)
 	}
 	c.lora.cfg = cfg.LoRA
 	c.report.TierHits = kvm.tierHits
@@ -296,6 +301,7 @@ func (c *Core) finish(s *sequence, reason FinishReason, now time.Time) {
 	if held == nil {
 		c.kv.free(s)
 	}
+	c.releaseEncoder(s)
 	notifyRemoteEnded(s)
 	s.status = statusFinished
 	delete(c.byID, s.req.ID)
@@ -439,6 +445,7 @@ func (c *Core) preempt(victim *sequence) int {
 	}
 	c.running = append(c.running[:idx], c.running[idx+1:]...)
 	c.kv.free(victim)
+	c.releaseEncoder(victim)
 	victim.numComputedTokens = 0
 	victim.status = statusPreempted
 	victim.numPreemptions++

@@ -218,7 +218,10 @@ type admission struct {
 // the free blocks not claimed by running sequences (claimed), takes the
 // hits and allocates the rest. Anything but allocated leaves the pool as it
 // was and the sequence waiting.
-func (m *kvManager) admit(s *sequence, budget, claimed int, chunkedPrefill bool) admission {
+//
+// fit, when set, may shorten the chunk (the encoder's rule, encoder.go);
+// a chunk it makes empty cannot be admitted this pass.
+func (m *kvManager) admit(s *sequence, budget, claimed int, chunkedPrefill bool, fit func(cached, chunk int) int) admission {
 	hits, numActiveHits := m.computedBlocks(s)
 	numLoads := 0
 	if m.lower != nil {
@@ -233,6 +236,11 @@ func (m *kvManager) admit(s *sequence, budget, claimed int, chunkedPrefill bool)
 	needed := ceilDiv(m.claims.admissionTokens(s), m.blockSize) - numActiveHits
 	if needed > m.pool.NumFree()-claimed {
 		return admission{outcome: allocMustWait}
+	}
+	if fit != nil {
+		if chunk = fit(cachedTokens, chunk); chunk == 0 {
+			return admission{outcome: allocMustWait}
+		}
 	}
 	m.pool.Touch(hits)
 	if numLoads > 0 {

@@ -102,6 +102,7 @@ func (c *Core) planPass(start time.Time) time.Duration {
 	d := saturatingDuration((prefillMs + decodeMs) * float64(time.Millisecond))
 	d += c.loraLoadTime()
 	d += c.kv.takeLoadTime()
+	d += c.takeEncoderTime()
 	c.report.Transfers = c.kv.takeTransfers(c.report.Transfers)
 
 	scheduled := prefillN+decodeTokens > 0

@@ -33,6 +33,14 @@ type Request struct {
 	// base model). It counts against Config.LoRA.MaxLoRAs and enters the
 	// request's block hashes.
 	Adapter kv.Adapter
+	// MM are the prompt's multimodal items (sorted by offset): their
+	// identifiers enter the hashes of the blocks their placeholder tokens
+	// cover, and the scheduler runs their encoder before those tokens
+	// (encoder.go). Nil for a text prompt.
+	MM []kv.MMFeature
+	// MMFLOPs are the encoder FLOPs of each item of MM (nil or 0: priced
+	// per token), for a timing model that is an EncoderTimer.
+	MMFLOPs []float64
 	// Label is the caller's name for the request (the API's response id),
 	// shown by inspectors; the engine does not use it.
 	Label string
@@ -48,7 +56,13 @@ type Request struct {
 }
 
 // hashKeys returns what besides its tokens enters the request's block hashes.
-func (r *Request) hashKeys() kv.Keys { return kv.Keys{Salt: r.CacheSalt, Adapter: r.Adapter} }
+func (r *Request) hashKeys() kv.Keys {
+	k := kv.Keys{Salt: r.CacheSalt, Adapter: r.Adapter}
+	if len(r.MM) > 0 {
+		k.MM, k.PromptLen = r.MM, len(r.Prompt)
+	}
+	return k
+}
 
 var lastRequestID atomic.Uint64
 
@@ -100,6 +114,10 @@ type sequence struct {
 	firstScheduled time.Time
 	firstToken     time.Time
 	lastToken      time.Time
+
+	// encHeld are the identifiers of the multimodal items whose encoder
+	// output the sequence holds in the encoder cache (encoder.go).
+	encHeld []string
 
 	// Per-pass bookkeeping, valid between BeginPass and EndPass.
 	passTokens  int  // tokens scheduled this pass (refunded on preemption)

@@ -29,6 +29,13 @@ type vllmScheduler struct {
 
 // schedule runs the two steps of a vLLM pass.
 func (v *vllmScheduler) schedule(start time.Time) {
+	if v.core.enc != nil {
+		// Items whose tokens last pass computed leave the encoder cache's
+		// holds (vLLM frees them after each step).
+		for _, s := range v.core.running {
+			v.core.releaseConsumed(s)
+		}
+	}
 	budget := v.core.cfg.MaxNumBatchedTokens
 	budget, preempted := v.scheduleRunning(start, budget)
 	if preempted {
@@ -51,6 +58,12 @@ func (v *vllmScheduler) scheduleRunning(start time.Time, budget int) (int, bool)
 		s := c.running[i]
 		computedBefore := s.numComputedTokens
 		numNew := min(s.numTokens()-s.numComputedTokens, budget)
+		var enc encodePlan
+		if computedBefore < s.numPromptTokens {
+			if numNew, enc = c.scheduleEncoder(s, computedBefore, numNew); numNew == 0 {
+				continue // its next item cannot be encoded this pass
+			}
+		}
 		drafts := 0
 		if c.cfg.Speculative.Enabled() && numNew == 1 && computedBefore >= s.numPromptTokens && s.numGeneratedTokens > 0 {
 			// A decoding sequence verifies its drafts: they take slots
@@ -93,6 +106,7 @@ func (v *vllmScheduler) scheduleRunning(start time.Time, budget int) (int, bool)
 		if !scheduled {
 			continue
 		}
+		c.commitEncoder(s, enc)
 		s.numComputedTokens += numNew
 		budget -= numNew + drafts
 		s.scheduled = true
@@ -176,10 +190,15 @@ func (v *vllmScheduler) admitWaiting(start time.Time, budget int) {
 			}
 			continue
 		}
-		adm := c.kv.admit(s, budget, claimed, c.cfg.EnableChunkedPrefill)
+		var enc encodePlan
+		adm := c.kv.admit(s, budget, claimed, c.cfg.EnableChunkedPrefill, func(cached, chunk int) int {
+			chunk, enc = c.scheduleEncoder(s, cached, chunk)
+			return chunk
+		})
 		if adm.outcome != allocated {
 			break
 		}
+		c.commitEncoder(s, enc)
 		if adapter != 0 && !slices.Contains(loras, adapter) {
 			loras = append(loras, adapter)
 		}

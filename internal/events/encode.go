@@ -224,7 +224,9 @@ func appendTokens(dst []byte, ts []uint32) []byte {
 	return buf[:n]
 }
 
-// appendExtraKeys writes one entry per block: null, or the block's keys.
+// appendExtraKeys writes one entry per block: null, or the block's keys in
+// vLLM's order: the adapter name, the multimodal (identifier, offset)
+// pairs, then the salt.
 func appendExtraKeys(dst []byte, e *kv.Event) []byte {
 	if e.Medium != "" {
 		// An offload tier's BlockStored leaves extra_keys at vLLM's
@@ -234,12 +236,29 @@ func appendExtraKeys(dst []byte, e *kv.Event) []byte {
 	n := len(e.BlockHashes)
 	dst = appendArrayHeader(dst, n)
 	for i := range n {
-		if i >= len(e.ExtraKeys) || e.ExtraKeys[i] == nil {
+		var strs []string
+		var mm []kv.MMKey
+		if i < len(e.ExtraKeys) {
+			strs = e.ExtraKeys[i]
+		}
+		if i < len(e.MMKeys) {
+			mm = e.MMKeys[i]
+		}
+		if strs == nil && len(mm) == 0 {
 			dst = append(dst, mpNil)
 			continue
 		}
-		dst = appendArrayHeader(dst, len(e.ExtraKeys[i]))
-		for _, s := range e.ExtraKeys[i] {
+		dst = appendArrayHeader(dst, len(strs)+len(mm))
+		if len(mm) > 0 && e.Adapter.Name != "" && len(strs) > 0 {
+			dst = appendString(dst, strs[0])
+			strs = strs[1:]
+		}
+		for _, k := range mm {
+			dst = appendArrayHeader(dst, 2)
+			dst = appendString(dst, k.Identifier)
+			dst = appendInt(dst, int64(k.Offset))
+		}
+		for _, s := range strs {
 			dst = appendString(dst, s)
 		}
 	}

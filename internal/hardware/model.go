@@ -53,6 +53,7 @@ type Model struct {
 
 	// Per-layer linear layers (one GPU's share).
 	qkv, o          curve
+	oN, oK          int // the o projection's GEMM shape (EncoderMs)
 	mlaQA, mlaQB    curve
 	mlaKVA, mlaKVB  curve
 	gateUp, down    curve
@@ -210,9 +211,11 @@ func (m *Model) build(ft *frameworkTables) error {
 		m.mlaKVA = gemm(a.KVLoRARank+a.QKRopeDim, h)
 		m.mlaKVB = gemm(heads*(a.QKNopeDim+a.VHeadDim), a.KVLoRARank)
 		m.o = gemm(h, heads*a.VHeadDim)
+		m.oN, m.oK = h, heads*a.VHeadDim
 	} else {
 		m.qkv = gemm((heads+2*kvHeads)*s.HeadDim, h)
 		m.o = gemm(h, heads*s.HeadDim)
+		m.oN, m.oK = h, heads*s.HeadDim
 	}
 	m.moeLayers = s.MoELayers()
 	m.denseLayers = s.Layers - m.moeLayers

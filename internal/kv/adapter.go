@@ -22,6 +22,12 @@ type Keys struct {
 	Salt string
 	// Adapter is the request's LoRA adapter; its name enters every block.
 	Adapter Adapter
+	// MM are the prompt's multimodal items sorted by offset; an item enters
+	// the blocks its placeholder tokens cover, between the adapter name and
+	// the salt (vLLM's order). PromptLen is the prompt's length in tokens,
+	// which decides how vLLM looks the items up for a block (mmKeys).
+	MM        []MMFeature
+	PromptLen int
 }
 
 // extraKeys returns block i's extra keys in vLLM's order (adapter name,

@@ -11,6 +11,7 @@ import "encoding/binary"
 // CBOR major types, already shifted into the high three bits of a head.
 const (
 	cborUint  = 0 << 5
+	cborNeg   = 1 << 5
 	cborBytes = 2 << 5
 	cborText  = 3 << 5
 	cborArray = 4 << 5

@@ -49,6 +49,10 @@ type Event struct {
 	// adapter's request, then the cache salt on block 0 of a salted one
 	// (Stored).
 	ExtraKeys [][]string
+	// MMKeys has, when the blocks' request had multimodal items, one entry
+	// per stored block: the block's (identifier, offset) keys, which go on
+	// the wire between the adapter name and the salt of ExtraKeys (Stored).
+	MMKeys [][]MMKey
 	// Adapter is the LoRA adapter the blocks were computed under; the zero
 	// value (base model) is encoded as nil lora_id and lora_name (Stored).
 	Adapter Adapter

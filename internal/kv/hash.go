@@ -73,7 +73,10 @@ type HashChain struct {
 	// adapter is the LoRA adapter's name ("" for the base model); it is
 	// mixed into every block.
 	adapter string
-	hashes  []uint64
+	// mm holds the prompt's multimodal items (nil for a text prompt, so
+	// the chains of text requests stay small).
+	mm     *mmChain
+	hashes []uint64
 	// last is the full digest of the last hashed block (sha256_cbor only):
 	// the digest chain uses all 32 bytes, the wire value only 8.
 	last [sha256.Size]byte
@@ -93,7 +96,11 @@ func (h *Hasher) NewChain(salt string) HashChain {
 // (docs/kv-hashing.md), so the same tokens under two adapters never share a
 // hash.
 func (h *Hasher) NewKeyedChain(keys Keys) HashChain {
-	return HashChain{salt: keys.Salt, adapter: keys.Adapter.Name}
+	c := HashChain{salt: keys.Salt, adapter: keys.Adapter.Name}
+	if len(keys.MM) > 0 {
+		c.mm = &mmChain{keys: Keys{MM: keys.MM, PromptLen: keys.PromptLen}}
+	}
+	return c
 }
 
 // Hashes returns the sequence hashes computed so far, one per full block in
@@ -136,14 +143,18 @@ func (h *Hasher) Extend(c *HashChain, tokens []uint32, fullBlocks int) {
 
 // xxh3Block returns S_i for block i under AlgoXXH3: the local hash of the
 // block's little-endian token ids (followed by the adapter name's bytes
-// under a LoRA adapter), chained with S_(i-1); the cache salt enters block
-// 0 only.
+// under a LoRA adapter, then the block's multimodal keys), chained with
+// S_(i-1); the cache salt enters block 0 only.
 func (h *Hasher) xxh3Block(c *HashChain, i int, block []uint32) uint64 {
 	buf := c.scratch(4*len(block) + len(c.adapter))
 	for j, t := range block {
 		binary.LittleEndian.PutUint32(buf[4*j:], t)
 	}
 	copy(buf[4*len(block):], c.adapter)
+	for _, k := range c.mm.blockKeys(i, h.blockSize) {
+		buf = appendMMLocal(buf, k)
+	}
+	c.buf = buf
 	local := xxh3.HashSeed(buf, xxh3Seed)
 	if i > 0 {
 		var pair [16]byte
@@ -193,16 +204,23 @@ func (h *Hasher) sha256Block(c *HashChain, i int, block []uint32) uint64 {
 	for _, t := range block {
 		buf = appendCBORHead(buf, cborUint, uint64(t))
 	}
-	// Extra keys in vLLM's order: the adapter name (every block), then
-	// the salt (block 0); null when there are none.
+	// Extra keys in vLLM's order: the adapter name (every block), the
+	// multimodal items' (identifier, offset) pairs, then the salt (block
+	// 0); null when there are none.
 	salted := i == 0 && c.salt != ""
-	switch n := boolInt(c.adapter != "") + boolInt(salted); n {
+	mm := c.mm.blockKeys(i, h.blockSize)
+	switch n := boolInt(c.adapter != "") + len(mm) + boolInt(salted); n {
 	case 0:
 		buf = append(buf, cborNull)
 	default:
 		buf = appendCBORHead(buf, cborArray, uint64(n))
 		if c.adapter != "" {
 			buf = appendCBORText(buf, c.adapter)
+		}
+		for _, k := range mm {
+			buf = appendCBORHead(buf, cborArray, 2)
+			buf = appendCBORText(buf, k.Identifier)
+			buf = appendCBORInt(buf, k.Offset)
 		}
 		if salted {
 			buf = appendCBORText(buf, c.salt)

@@ -84,6 +84,18 @@ func (r *recorder) stored(hashes []uint64, tokens []uint32, first, end, bs int, 
 			ev.ExtraKeys[i] = keys.extraKeys(first+i, one)
 		}
 	}
+	if len(keys.MM) > 0 {
+		// Rare enough (multimodal prompts' first stores) to allocate.
+		ev.MMKeys = make([][]MMKey, n)
+		var flat []MMKey
+		for i := range n {
+			from := len(flat)
+			flat = keys.mmKeys(flat, first+i, bs)
+			if len(flat) > from {
+				ev.MMKeys[i] = flat[from:len(flat):len(flat)]
+			}
+		}
+	}
 	r.events = append(r.events, ev)
 }
 

@@ -29,6 +29,7 @@ type spec struct {
 	labels []string
 	fixed  map[string][]string // label → values created at startup
 	perDP  bool                // one child set per rank
+	single bool                // one child (engine="0") although vLLM-family
 }
 
 const (
@@ -60,6 +61,8 @@ func vllmSpecs() []spec {
 		{name: "vllm:generation_tokens_total", typ: counter, labels: vl},
 		{name: "vllm:prefix_cache_queries_total", typ: counter, labels: vl},
 		{name: "vllm:prefix_cache_hits_total", typ: counter, labels: vl},
+		{name: "vllm:mm_cache_queries_total", typ: counter, labels: vl, single: true},
+		{name: "vllm:mm_cache_hits_total", typ: counter, labels: vl, single: true},
 		{name: "vllm:request_success_total", typ: counter, labels: []string{"engine", "finished_reason", "model_name"},
 			fixed: map[string][]string{"finished_reason": {"stop", "length", "abort", "error"}}},
 	}
@@ -72,7 +75,7 @@ func vllmSpecs() []spec {
 		s = append(s, spec{name: "vllm:" + h, typ: hist, labels: vl})
 	}
 	for i := range s {
-		s[i].perDP = true
+		s[i].perDP = !s[i].single
 	}
 	return s
 }
@@ -118,6 +121,8 @@ func mockerSpecs() []spec {
 		{name: "mocker_token_delivery_lag_seconds", typ: hist, labels: dl, perDP: true},
 		{name: "mocker_kv_cache_blocks", typ: gauge, labels: []string{"dp_rank", "state"}, perDP: true,
 			fixed: map[string][]string{"state": {"in_use", "cached", "free"}}},
+		{name: "mocker_mm_unfetched_items_total", typ: counter, labels: []string{"modality"},
+			fixed: map[string][]string{"modality": {"image", "audio", "video"}}},
 		{name: "mocker_injected_faults_total", typ: counter, labels: []string{"type"},
 			fixed: map[string][]string{"type": {"rate_limit", "server_error", "unavailable", "context_length", "timeout",
 				"stall", "truncate", "stream_error", "slow_first_token", "reset",

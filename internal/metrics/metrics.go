@@ -142,6 +142,7 @@ type Registry struct {
 	kvPub      *kvPublisherCollector
 	faults     *prometheus.CounterVec
 	http       *httpMetrics // nil without the vLLM family
+	mm         multimodal
 }
 
 // New builds the registry opts describe: its families, deprecated vLLM
@@ -178,6 +179,7 @@ func New(opts Options, version string) *Registry {
 	r.buildMocker(version)
 	r.buildFaults()
 	r.buildDisagg()
+	r.buildMultimodal()
 	return r
 }
 

@@ -96,6 +96,7 @@ func (w *Worker) startInstance(port, grpcPort int, beforeServe func(*instance) e
 	}
 	opts := apiOptions(cfg)
 	opts.HTTP.WorkerID = w.opts.ID
+	opts.Multimodal = multimodalOptions(cfg, w.files.mm)
 	in.srv = api.NewServer(opts, engines, api.Deps{
 		Logger:              w.log,
 		Metrics:             w.opts.Metrics,
@@ -108,6 +109,7 @@ func (w *Worker) startInstance(port, grpcPort int, beforeServe func(*instance) e
 		Tokenizer:           w.files.model,
 		ChatTemplate:        w.files.chat,
 		RequestChatTemplate: requestChatTemplate(cfg, w.files.chat),
+		MM:                  w.opts.MM,
 
 		KVTransfer:       deps.KVTransfer,
 		SideChannel:      deps.SideChannel,

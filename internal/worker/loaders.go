@@ -7,6 +7,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/mmproc"
 	"github.com/mocker-server/mocker-server/internal/profile"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
@@ -88,6 +89,7 @@ type files struct {
 	profile *engine.Profile
 	model   tokenizer.Model
 	chat    api.ChatRenderer
+	mm      *mmproc.Processor // nil: a text-only model
 }
 
 // load reads the files cfg names. A profile that fails to load or validate
@@ -103,6 +105,9 @@ func (l Loaders) load(cfg *config.Config) (files, error) {
 		if f.model, f.chat, err = l.TextModel(cfg); err != nil {
 			return f, err
 		}
+	}
+	if f.mm, err = loadMMProcessor(cfg); err != nil {
+		return f, err
 	}
 	return f, nil
 }

@@ -63,6 +63,8 @@ type Options struct {
 	// HTTP counts every request in vLLM's HTTP metrics (http_requests_total,
 	// …); may be nil.
 	HTTP api.HTTPInstrumenter
+	// MM counts multimodal cache lookups and unfetched items.
+	MM api.MMObserver
 	// Faults counts injected faults (mocker_injected_faults_total).
 	Faults api.FaultObserver
 	// Transfers counts failed KV pulls and release notifications of
@@ -143,7 +145,7 @@ func Production(cfg *config.Config, opts Options) (Options, error) {
 			return metrics.TeeFPM(reg.FPMSink(r), pubs.FPMSink(r))
 		},
 	}
-	opts.Metrics, opts.Requests, opts.DeliveryLag, opts.Faults = reg.Handler(), reg, reg, reg
+	opts.Metrics, opts.Requests, opts.DeliveryLag, opts.Faults, opts.MM = reg.Handler(), reg, reg, reg, reg
 	opts.HTTP = reg
 	opts.Transfers = reg
 	opts.KVEvents = func(r int) (string, string, bool) {

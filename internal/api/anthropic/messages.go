@@ -101,7 +101,7 @@ func messagesInput(o wire.Object, maxTokens wire.Num) (*pipeline.GenInput, *wire
 	if e := o.Failed(); e != nil {
 		return nil, e
 	}
-	in.Msgs, in.BadPart = input.ParseMessages(in.Body)
+	in.Msgs, in.Media, in.BadPart = input.ParseMessages(in.Body)
 	if a, ok := in.Body.Kind("tools", "array"); ok {
 		in.ToolsJSON = wire.CompactJSON(a)
 	}
@@ -220,6 +220,27 @@ type anthropicBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	Thinking  *string         `json:"thinking"`
+	Source    *imageSource    `json:"source"`
+}
+
+// imageSource is an image block's source: base64 data with its media
+// type, or a URL.
+type imageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+	URL       string `json:"url"`
+}
+
+// chatPart is a chat content part of the translation (text or image_url).
+type chatPart struct {
+	Type     string        `json:"type"`
+	Text     *string       `json:"text,omitempty"`
+	ImageURL *chatImageURL `json:"image_url,omitempty"`
+}
+
+type chatImageURL struct {
+	URL string `json:"url"`
 }
 
 // translateBlocks turns one message's content blocks into a chat message
@@ -231,6 +252,7 @@ func translateBlocks(role string, content json.RawMessage, path string) (input.C
 		return msg, nil, wire.ErrFieldType(path, "string or array")
 	}
 	var texts []string
+	var parts []chatPart // text and images in order, when there is an image
 	var toolMsgs []input.ChatMessageIn
 	for i, raw := range elems {
 		bpath := path + "[" + wire.Itoa(i) + "]"
@@ -242,6 +264,8 @@ func translateBlocks(role string, content json.RawMessage, path string) (input.C
 		case "text":
 			if blk.Text != "" {
 				texts = append(texts, blk.Text)
+				t := blk.Text
+				parts = append(parts, chatPart{Type: "text", Text: &t})
 			}
 		case "thinking", "redacted_thinking":
 			// Earlier reasoning echoed back: accepted, not rendered.
@@ -267,15 +291,35 @@ func translateBlocks(role string, content json.RawMessage, path string) (input.C
 			} else {
 				texts = append(texts, "Tool result: "+text)
 			}
-		case "image", "document":
-			return msg, nil, wire.ErrInvalid(bpath+".type", "Only text content parts are supported by mocker-server.")
+		case "image":
+			// vLLM's translation: an image_url part with the base64 data
+			// as a data URL, or the source's URL.
+			src := blk.Source
+			switch {
+			case src == nil:
+				return msg, nil, wire.ErrFieldRequired(bpath + ".source")
+			case src.Type == "base64":
+				if src.MediaType == "" || src.Data == "" {
+					return msg, nil, wire.ErrFieldRequired(bpath + ".source.data")
+				}
+				parts = append(parts, chatPart{Type: "image_url", ImageURL: &chatImageURL{URL: "data:" + src.MediaType + ";base64," + src.Data}})
+			case src.Type == "url" && src.URL != "":
+				parts = append(parts, chatPart{Type: "image_url", ImageURL: &chatImageURL{URL: src.URL}})
+			default:
+				return msg, nil, wire.ErrInvalid(bpath+".source.type", "Image source type must be 'base64' or 'url', got '%s'", src.Type)
+			}
+		case "document":
+			return msg, nil, wire.ErrInvalid(bpath+".type", "document blocks are not supported by mocker-server.")
 		case "":
 			return msg, nil, wire.ErrFieldRequired(bpath + ".type")
 		default:
 			return msg, nil, wire.ErrInvalid(bpath+".type", "Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking'", blk.Type)
 		}
 	}
-	if len(texts) > 0 {
+	switch {
+	case len(parts) > len(texts):
+		msg.Content, _ = json.Marshal(parts)
+	case len(texts) > 0:
 		msg.Content, _ = json.Marshal(strings.Join(texts, "\n"))
 	}
 	return msg, toolMsgs, nil

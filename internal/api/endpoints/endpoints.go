@@ -146,6 +146,7 @@ func HandleTokenize(s *pipeline.Server) http.Handler {
 		hasPrompt, hasMessages := o.Has("prompt"), o.Has("messages")
 		var text string
 		var addSpecial bool
+		var mmIDs []uint32 // a multimodal chat's expanded prompt
 		switch {
 		case hasPrompt && hasMessages:
 			wire.WriteError(w, wire.ErrInvalid("", "Either `prompt` or `messages` must be given, not both."))
@@ -154,7 +155,7 @@ func HandleTokenize(s *pipeline.Server) http.Handler {
 			text, _ = o.String("prompt")
 			addSpecial = o.Bool("add_special_tokens", true)
 		case hasMessages:
-			msgs, badPart := input.ParseMessages(o)
+			msgs, parts, badPart := input.ParseMessages(o)
 			var tools []byte
 			if a, ok := o.Kind("tools", "array"); ok {
 				tools = wire.CompactJSON(a)
@@ -170,7 +171,12 @@ func HandleTokenize(s *pipeline.Server) http.Handler {
 					o.Fail(e)
 				}
 			}
-			if e := o.Failed(); e == nil {
+			if e := o.Failed(); e == nil && len(parts) > 0 {
+				var re *wire.APIError
+				if mmIDs, re = s.TokenizeMultimodal(o, msgs, parts, tools, addGen, contFinal, addSpecial); re != nil {
+					o.Fail(re)
+				}
+			} else if e == nil {
 				var re *wire.APIError
 				if text, re = s.RenderChat(o, msgs, tools, addGen, contFinal); re != nil {
 					o.Fail(re)
@@ -189,9 +195,18 @@ func HandleTokenize(s *pipeline.Server) http.Handler {
 			wire.WriteError(w, e)
 			return
 		}
-		resp := tokenizeResponse{Tokens: s.Tokenizer().Encode(text, addSpecial), MaxModelLen: s.Opts().Model.MaxModelLen}
+		resp := tokenizeResponse{Tokens: mmIDs, MaxModelLen: s.Opts().Model.MaxModelLen}
+		if mmIDs == nil {
+			resp.Tokens = s.Tokenizer().Encode(text, addSpecial)
+		}
 		resp.Count = len(resp.Tokens)
-		if strs {
+		switch {
+		case strs && mmIDs != nil:
+			resp.TokenStrs = make([]string, len(mmIDs))
+			for i, id := range mmIDs {
+				resp.TokenStrs[i] = s.Tokenizer().TokenText(id)
+			}
+		case strs:
 			resp.TokenStrs = s.Tokenizer().TokenStrings(text, resp.Tokens)
 		}
 		wire.Encode(w, http.StatusOK, resp)

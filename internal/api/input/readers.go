@@ -12,6 +12,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
@@ -23,22 +24,29 @@ type RawPrompt struct {
 	Text   string
 	IDs    []uint32
 	IsText bool
+	// MM are a multimodal chat prompt's items' placeholder runs in IDs,
+	// MMFLOPs their encoder FLOPs (0: unknown).
+	MM      []kv.MMFeature
+	MMFLOPs []float64
 }
 
-// ParseMessages reads the chat messages (types only). It returns the path
-// of the first non-text content part, if any, for the value check.
-func ParseMessages(o wire.Object) (msgs []tokenizer.Message, badPart string) {
+// ParseMessages reads the chat messages (types only): each message's text
+// (its text parts joined by newlines) and, separately, its multimodal parts
+// in order (image_url, input_image, audio_url, input_audio, video_url,
+// image_embeds). It returns the path of the first part of another type, if
+// any, for the value check.
+func ParseMessages(o wire.Object) (msgs []tokenizer.Message, media []MediaPart, badPart string) {
 	arr, ok := o.Raw("messages")
 	if !ok {
 		if o.Failed() == nil {
 			o.Fail(wire.ErrFieldRequired("messages"))
 		}
-		return nil, ""
+		return nil, nil, ""
 	}
 	elems, e := wire.ParseArray(arr, "messages")
 	if e != nil {
 		o.Fail(e)
-		return nil, ""
+		return nil, nil, ""
 	}
 	msgs = make([]tokenizer.Message, 0, len(elems))
 	var b strings.Builder
@@ -46,11 +54,11 @@ func ParseMessages(o wire.Object) (msgs []tokenizer.Message, badPart string) {
 		path := "messages[" + wire.Itoa(i) + "]"
 		m, ok := o.Elem(raw, path, "object")
 		if !ok {
-			return nil, ""
+			return nil, nil, ""
 		}
 		if !m.Has("role") {
 			o.Fail(wire.ErrFieldRequired(path + ".role"))
-			return nil, ""
+			return nil, nil, ""
 		}
 		role, _ := m.String("role")
 		var content string
@@ -59,52 +67,71 @@ func ParseMessages(o wire.Object) (msgs []tokenizer.Message, badPart string) {
 			case '"':
 				content, _ = m.String("content")
 			case '[':
-				parts, _ := m.Array("content")
-				b.Reset()
-				for j, pr := range parts {
-					ppath := path + ".content[" + wire.Itoa(j) + "]"
-					part, ok := o.Elem(pr, ppath, "object")
-					if !ok {
-						return nil, ""
-					}
-					typ, hasType := part.String("type")
-					if !hasType {
-						if o.Failed() == nil {
-							o.Fail(wire.ErrFieldRequired(ppath + ".type"))
-						}
-						return nil, ""
-					}
-					if typ != "text" {
-						if badPart == "" {
-							badPart = ppath + ".type"
-						}
-						continue
-					}
-					if !part.Has("text") {
-						o.Fail(wire.ErrFieldRequired(ppath + ".text"))
-						return nil, ""
-					}
-					text, _ := part.String("text")
-					if b.Len() > 0 || j > 0 {
-						b.WriteByte('\n')
-					}
-					b.WriteString(text)
+				var ok bool
+				if content, ok = parseContentParts(o, m, &b, path, i, &media, &badPart); !ok {
+					return nil, nil, ""
 				}
-				content = b.String()
 			case 'n':
 				// null content: an assistant turn that only calls tools.
 			default:
 				o.Fail(wire.ErrFieldType(path+".content", "string"))
-				return nil, ""
+				return nil, nil, ""
 			}
 		}
 		calls := toolcall.ParseToolCalls(o, m, path)
 		if o.Failed() != nil {
-			return nil, ""
+			return nil, nil, ""
 		}
 		msgs = append(msgs, tokenizer.Message{Role: role, Content: content, ToolCalls: calls})
 	}
-	return msgs, badPart
+	return msgs, media, badPart
+}
+
+// parseContentParts reads message i's content parts: its text parts joined
+// by newlines, its multimodal parts appended to media, the path of the
+// first part of no known type kept in badPart. false: a type error was
+// recorded on o.
+func parseContentParts(o, m wire.Object, b *strings.Builder, path string, i int, media *[]MediaPart, badPart *string) (string, bool) {
+	parts, _ := m.Array("content")
+	b.Reset()
+	texts := 0
+	for j, pr := range parts {
+		ppath := path + ".content[" + wire.Itoa(j) + "]"
+		part, ok := o.Elem(pr, ppath, "object")
+		if !ok {
+			return "", false
+		}
+		typ, hasType := part.String("type")
+		if !hasType {
+			if o.Failed() == nil {
+				o.Fail(wire.ErrFieldRequired(ppath + ".type"))
+			}
+			return "", false
+		}
+		if typ != "text" {
+			if mp, isMedia := parseMediaPart(o, part, typ, ppath); isMedia {
+				if o.Failed() != nil {
+					return "", false
+				}
+				mp.Msg = i
+				*media = append(*media, mp)
+			} else if *badPart == "" {
+				*badPart = ppath + ".type"
+			}
+			continue
+		}
+		if !part.Has("text") {
+			o.Fail(wire.ErrFieldRequired(ppath + ".text"))
+			return "", false
+		}
+		text, _ := part.String("text")
+		if texts > 0 {
+			b.WriteByte('\n')
+		}
+		texts++
+		b.WriteString(text)
+	}
+	return b.String(), true
 }
 
 // ParsePrompt reads the completions prompt: a string, an array of strings,

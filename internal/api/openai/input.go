@@ -65,7 +65,7 @@ func logUnknownGenFields(s *pipeline.Server, o wire.Object, r *http.Request, cha
 func readGenInput(o wire.Object, chat bool, vocabSize int) *pipeline.GenInput {
 	in := &pipeline.GenInput{Chat: chat, Body: o}
 	if chat {
-		in.Msgs, in.BadPart = input.ParseMessages(o)
+		in.Msgs, in.Media, in.BadPart = input.ParseMessages(o)
 		if a, ok := o.Kind("tools", "array"); ok {
 			in.ToolsJSON = wire.CompactJSON(a)
 		}

@@ -6,12 +6,20 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/mmproc"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
 // RenderChat renders a parsed chat request with the configured template,
 // or with the built-in ChatML template when none is configured.
 func (s *Server) RenderChat(o wire.Object, msgs []tokenizer.Message, tools []byte, addGen, contFinal bool) (string, *wire.APIError) {
+	return s.renderChat(o, msgs, nil, tools, addGen, contFinal)
+}
+
+// renderChat renders the messages; a chat request with multimodal items
+// passes them so that each is rendered as vLLM's chat parser hands it to
+// the template (placeholderMessages).
+func (s *Server) renderChat(o wire.Object, msgs []tokenizer.Message, items []mmItem, tools []byte, addGen, contFinal bool) (string, *wire.APIError) {
 	chat := s.chat
 	if o.Has("chat_template") {
 		// vLLM renders a request's own template only when the operator
@@ -31,9 +39,19 @@ func (s *Server) RenderChat(o wire.Object, msgs []tokenizer.Message, tools []byt
 		}
 	}
 	if chat == nil {
+		if len(items) > 0 {
+			msgs = placeholderTexts(s.placeholderFamily(), msgs, items)
+		}
 		return tokenizer.RenderChat(msgs, tools, addGen, contFinal), nil
 	}
 	messages, _ := o.Raw("messages")
+	if len(items) > 0 {
+		sc, _ := chat.(interface{ StringContent() bool })
+		var e *wire.APIError
+		if messages, e = placeholderMessages(s.placeholderFamily(), messages, msgs, items, sc != nil && sc.StringContent()); e != nil {
+			return "", e
+		}
+	}
 	messages, e := toolcall.ArgumentsAsObjects(messages)
 	if e != nil {
 		return "", e
@@ -59,7 +77,11 @@ func (s *Server) RenderChat(o wire.Object, msgs []tokenizer.Message, tools []byt
 // add_generation_prompt and add_special_tokens false (its
 // ChatRequestOptionsMixin), tools and chat_template_kwargs as in chat.
 func (s *Server) PoolingChatIDs(o wire.Object) ([]uint32, *wire.APIError) {
-	msgs, badPart := input.ParseMessages(o)
+	msgs, media, badPart := input.ParseMessages(o)
+	if len(media) > 0 && badPart == "" {
+		// Multimodal pooling is not built (docs/pooling.md).
+		return nil, wire.ErrInvalid(media[0].Path+".type", "The pooling endpoints of mocker-server take text content parts only.")
+	}
 	var tools []byte
 	if a, ok := o.Kind("tools", "array"); ok {
 		tools = wire.CompactJSON(a)
@@ -81,4 +103,14 @@ func (s *Server) PoolingChatIDs(o wire.Object) ([]uint32, *wire.APIError) {
 		return nil, e
 	}
 	return s.tok.Encode(text, addSpecial), nil
+}
+
+// placeholderFamily is the family whose placeholder text a "string"
+// content gets; the built-in tokenizer has no marker tokens, so it gets the
+// processor's target alone (its stand-in, docs/multimodal.md).
+func (s *Server) placeholderFamily() mmproc.Family {
+	if tokenizer.IsBuiltin(s.tok) {
+		return ""
+	}
+	return s.opts.Multimodal.Processor.Family()
 }

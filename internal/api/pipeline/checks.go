@@ -28,7 +28,7 @@ func checkInputs(_ *GenRequest, in *GenInput) *wire.APIError {
 }
 
 // CheckMessages checks chat messages (also /tokenize's): at least one,
-// text content parts only. param names the messages field ("" =
+// content parts of known types only. param names the messages field ("" =
 // messages).
 func CheckMessages(msgs []tokenizer.Message, badPart, param string) *wire.APIError {
 	if param == "" {
@@ -38,7 +38,7 @@ func CheckMessages(msgs []tokenizer.Message, badPart, param string) *wire.APIErr
 	case len(msgs) == 0:
 		return wire.ErrInvalid(param, "messages must contain at least one message")
 	case badPart != "":
-		return wire.ErrInvalid(badPart, "Only text content parts are supported by mocker-server.")
+		return wire.ErrInvalid(badPart, "Unsupported content part type: supported are text, image_url, input_image, input_audio, audio_url, video_url and image_embeds.")
 	}
 	return nil
 }

@@ -212,6 +212,8 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 			j.Reqs[idx] = engine.Request{
 				ID:              engine.NewRequestID(),
 				Prompt:          ps.IDs,
+				MM:              ps.MM,
+				MMFLOPs:         ps.MMFLOPs,
 				PlannedOutput:   res.IDs,
 				FinishReason:    res.FinishReason,
 				MaxOutputTokens: ps.M,

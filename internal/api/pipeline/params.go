@@ -9,6 +9,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/plan"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
@@ -88,6 +89,10 @@ type PromptSpec struct {
 	// a chat's last message, a completion's prompt as sent (token ids as
 	// "1,2,3", as llm-d-inference-sim echoes them).
 	EchoText string
+	// MM are the prompt's multimodal items' placeholder runs in IDs, and
+	// MMFLOPs their encoder FLOPs.
+	MM      []kv.MMFeature
+	MMFLOPs []float64
 }
 
 // BuildGenerate runs the phases every generation surface shares on a
@@ -146,6 +151,21 @@ func (s *Server) BuildGenerateMeta(in *GenInput, m Meta) (*GenRequest, *wire.API
 // tokenizePrompts renders a chat request with its template or tokenizes
 // the text prompts of a completions request (phase 9).
 func (s *Server) tokenizePrompts(in *GenInput) ([]input.RawPrompt, *wire.APIError) {
+	if in.Chat && len(in.Media) > 0 {
+		items, e := s.resolveMedia(in.Media)
+		if e != nil {
+			return nil, e
+		}
+		text, e := s.renderChat(in.Body, in.Msgs, items, in.ToolsJSON, in.AddGen, in.ContFinal)
+		if e != nil {
+			return nil, e
+		}
+		ids, mm, flops, e := s.expandPrompt(text, items, false)
+		if e != nil {
+			return nil, e
+		}
+		return []input.RawPrompt{{Text: text, IDs: ids, IsText: true, MM: mm, MMFLOPs: flops}}, nil
+	}
 	if in.Chat {
 		text, e := s.RenderChat(in.Body, in.Msgs, in.ToolsJSON, in.AddGen, in.ContFinal)
 		if e != nil {
@@ -247,6 +267,7 @@ func (s *Server) checkPrompt(g *GenRequest, rp input.RawPrompt) (PromptSpec, *wi
 		return PromptSpec{}, wire.ErrInvalid("min_tokens", "min_tokens must be less than or equal to max_tokens=%d, got %d.", m, g.minTokens)
 	}
 	ps := PromptSpec{IDs: ids, Text: rp.Text, IsText: rp.IsText, M: m}
+	ps.MM, ps.MMFLOPs = truncatedMM(rp.MM, rp.MMFLOPs, len(rp.IDs)-len(ids))
 	if !rp.IsText || truncated {
 		ps.Text = tokenizer.DecodeLiteral(ids)
 	}
@@ -340,3 +361,24 @@ func (g *GenRequest) IncludeUsage() bool { return g.includeUsage }
 
 // ContinuousUsage reports whether every chunk of a stream carries usage.
 func (g *GenRequest) ContinuousUsage() bool { return g.continuousUsage }
+
+// truncatedMM shifts the items' runs by the cut tokens of a truncated
+// prompt; an item whose run was cut, even in part, leaves the prompt (its
+// tokens are then ordinary ones to the block hash).
+func truncatedMM(mm []kv.MMFeature, flops []float64, cut int) ([]kv.MMFeature, []float64) {
+	if cut == 0 || len(mm) == 0 {
+		return mm, flops
+	}
+	out := make([]kv.MMFeature, 0, len(mm))
+	var outF []float64
+	for i, f := range mm {
+		if f.Offset >= cut {
+			f.Offset -= cut
+			out = append(out, f)
+			if i < len(flops) {
+				outF = append(outF, flops[i])
+			}
+		}
+	}
+	return out, outF
+}

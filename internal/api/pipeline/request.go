@@ -28,7 +28,9 @@ type GenInput struct {
 	// Chat: the messages and the template's inputs.
 	Msgs      []tokenizer.Message
 	MsgsParam string // the surface's name of messages ("" = messages)
-	BadPart   string // path of a non-text content part
+	BadPart   string // path of a content part of no known type
+	// Media are the messages' multimodal parts in order (multimodal.go).
+	Media     []input.MediaPart
 	ToolsJSON []byte // the tools the template renders (compact JSON)
 	AddGen    bool
 	ContFinal bool

@@ -44,6 +44,8 @@ type Server struct {
 	kvt     disagg.KVTransfer
 	side    http.Handler
 	pdObs   disagg.TransferFailureObserver
+	mmObs   settings.MMObserver
+	mmCache *mmCache
 
 	faults   *faults.Injector
 	faultObs settings.FaultObserver
@@ -94,6 +96,8 @@ func NewServer(opts settings.Options, engines []*engine.Engine, deps settings.De
 		kvt:      deps.KVTransfer,
 		side:     deps.SideChannel,
 		pdObs:    deps.TransferFailures,
+		mmObs:    deps.MM,
+		mmCache:  newMMCache(opts.Multimodal.ProcessorCacheBytes),
 		version:  deps.Version,
 		now:      deps.Now,
 		faults:   deps.Faults,

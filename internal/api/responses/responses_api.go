@@ -138,7 +138,7 @@ func responsesInput(s *pipeline.Server, o, body wire.Object, req *responsesReque
 	if e := o.Failed(); e != nil {
 		return nil, e
 	}
-	in.Msgs, in.BadPart = input.ParseMessages(body)
+	in.Msgs, in.Media, in.BadPart = input.ParseMessages(body)
 	if a, ok := body.Kind("tools", "array"); ok {
 		in.ToolsJSON = wire.CompactJSON(a)
 	}
@@ -368,11 +368,10 @@ func responsesInputItem(raw json.RawMessage, path string) (*input.ChatMessageIn,
 		default:
 			return nil, wire.ErrInvalid(path+".role", "role must be 'user', 'assistant', 'system' or 'developer', got '%s'", it.Role)
 		}
-		text, e := responsesContentText(it.Content, path+".content")
+		c, e := responsesContent(it.Content, path+".content")
 		if e != nil {
 			return nil, e
 		}
-		c, _ := json.Marshal(text)
 		return &input.ChatMessageIn{Role: it.Role, Content: c}, nil
 	case "function_call":
 		if it.CallID == "" || it.Name == "" {
@@ -397,32 +396,67 @@ func responsesInputItem(raw json.RawMessage, path string) (*input.ChatMessageIn,
 	return nil, wire.ErrInvalid(path+".type", "Unknown input item type '%s': supported are 'message', 'function_call', 'function_call_output' and 'reasoning'", it.Type)
 }
 
-// responsesContentText is a message's content: a string, or its text parts
-// (input_text, output_text) joined by newlines.
-func responsesContentText(raw json.RawMessage, path string) (string, *wire.APIError) {
+// responsesContent is a message's content for the chat template: a
+// string, or its text parts (input_text, output_text) joined by newlines;
+// with an input_image part, the list of chat parts in order (the image as
+// an image_url part, as vLLM's chat parser reads input_image).
+func responsesContent(raw json.RawMessage, path string) (json.RawMessage, *wire.APIError) {
 	if len(raw) == 0 || wire.IsNull(raw) {
-		return "", wire.ErrFieldRequired(path)
+		return nil, wire.ErrFieldRequired(path)
 	}
 	if raw[0] == '"' {
-		return wire.ParseString(raw, path)
+		text, e := wire.ParseString(raw, path)
+		if e != nil {
+			return nil, e
+		}
+		c, _ := json.Marshal(text)
+		return c, nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		ImageURL json.RawMessage `json:"image_url"`
+		FileID   string          `json:"file_id"`
 	}
 	if json.Unmarshal(raw, &parts) != nil {
-		return "", wire.ErrFieldType(path, "string or array")
+		return nil, wire.ErrFieldType(path, "string or array")
 	}
 	texts := make([]string, 0, len(parts))
+	type chatPart struct {
+		Type     string          `json:"type"`
+		Text     *string         `json:"text,omitempty"`
+		ImageURL json.RawMessage `json:"image_url,omitempty"`
+	}
+	var chat []chatPart
+	images := 0
 	for i, p := range parts {
+		ppath := path + "[" + wire.Itoa(i) + "]"
 		switch p.Type {
 		case "input_text", "output_text", "text":
 			texts = append(texts, p.Text)
+			t := p.Text
+			chat = append(chat, chatPart{Type: "text", Text: &t})
+		case "input_image":
+			if len(p.ImageURL) == 0 || wire.IsNull(p.ImageURL) {
+				if p.FileID != "" {
+					return nil, wire.ErrInvalid(ppath+".file_id", "input_image by file_id is not supported: send image_url")
+				}
+				return nil, wire.ErrFieldRequired(ppath + ".image_url")
+			}
+			chat = append(chat, chatPart{Type: "image_url", ImageURL: p.ImageURL})
+			images++
+		case "input_file":
+			return nil, wire.ErrInvalid(ppath+".type", "input_file content parts are not supported (vLLM's Responses API reads input_text and input_image).")
 		default:
-			return "", wire.ErrInvalid(path+"["+wire.Itoa(i)+"].type", "Only text content parts are supported by mocker-server.")
+			return nil, wire.ErrInvalid(ppath+".type", "Unsupported content part type '%s': supported are input_text, output_text and input_image.", p.Type)
 		}
 	}
-	return strings.Join(texts, "\n"), nil
+	if images > 0 {
+		c, _ := json.Marshal(chat)
+		return c, nil
+	}
+	c, _ := json.Marshal(strings.Join(texts, "\n"))
+	return c, nil
 }
 
 // responsesReq is the Responses request a generation request carries.

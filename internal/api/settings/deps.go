@@ -82,6 +82,8 @@ type Deps struct {
 	SideChannel http.Handler
 	// TransferFailures counts failed KV pulls (may be nil).
 	TransferFailures disagg.TransferFailureObserver
+	// MM counts multimodal cache lookups and unfetched items (may be nil).
+	MM MMObserver
 }
 
 // ChatRenderer turns a chat request into prompt text with a model's chat

@@ -24,6 +24,7 @@ type Options struct {
 	Budgets    BudgetOptions
 	LoRA       LoRAOptions
 	PD         PDOptions
+	Multimodal MultimodalOptions
 	// SGLang mounts SGLang's native endpoints (docs/sglang.md) and holds
 	// what /get_server_info reports; nil in the other engine modes.
 	SGLang *SGLangOptions

@@ -260,6 +260,11 @@ func (o Object) Elem(raw json.RawMessage, path, want string) (Object, bool) {
 		o.Fail(ErrFieldType(path, want))
 		return Object{}, false
 	}
+	if len(raw) >= splitMin {
+		if m, ok := splitObject(raw); ok {
+			return Object{M: m, path: path, Err: o.Err}, true
+		}
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		o.Fail(ErrFieldType(path, want))
@@ -349,6 +354,9 @@ func ParseString(r json.RawMessage, path string) (string, *APIError) {
 	if len(r) == 0 || r[0] != '"' {
 		return "", ErrFieldType(path, "string")
 	}
+	if s, ok := plainString(r); ok {
+		return s, nil
+	}
 	var s string
 	if err := json.Unmarshal(r, &s); err != nil {
 		return "", ErrFieldType(path, "string")
@@ -356,9 +364,32 @@ func ParseString(r json.RawMessage, path string) (string, *APIError) {
 	return s, nil
 }
 
+// plainString is the fast path of ParseString: a string without escapes,
+// control characters or invalid UTF-8 is its bytes between the quotes (a
+// multimodal data URL is megabytes of such text, which encoding/json would
+// scan twice).
+func plainString(r []byte) (string, bool) {
+	n := len(r)
+	if n < 2 || r[n-1] != '"' {
+		return "", false
+	}
+	body := r[1 : n-1]
+	for _, c := range body {
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return "", false
+		}
+	}
+	return string(body), true
+}
+
 func ParseArray(r json.RawMessage, path string) ([]json.RawMessage, *APIError) {
 	if len(r) == 0 || r[0] != '[' {
 		return nil, ErrFieldType(path, "array")
+	}
+	if len(r) >= splitMin {
+		if a, ok := splitArray(r); ok {
+			return a, nil
+		}
 	}
 	var a []json.RawMessage
 	if err := json.Unmarshal(r, &a); err != nil {

@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mocker-server/mocker-server/internal/kv"
+)
+
+// encoderHarness: fixed 10 ms prefill passes, a 64-token budget, 1 ms of
+// encoder time per item token.
+func encoderHarness(t *testing.T, mutate func(c *Config)) *harness {
+	return newHarness(t, func(c *Config) {
+		c.Timing = TimingConfig{Model: TimingFixed, FixedPrefillMs: 10, FixedDecodeMs: 10}
+		c.MaxNumBatchedTokens = 64
+		c.BlockSize = 16
+		c.MM = MMConfig{EncoderMsPerToken: 1}
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+}
+
+func passDurations(h *harness) []time.Duration {
+	var d []time.Duration
+	for _, p := range h.obs.passes {
+		if p.IsPass {
+			d = append(d, p.Duration)
+		}
+	}
+	return d
+}
+
+func passTokens(h *harness) []int {
+	var n []int
+	for _, p := range h.obs.passes {
+		if p.IsPass {
+			n = append(n, p.IterationTokens)
+		}
+	}
+	return n
+}
+
+// A 100-token image at offset 10 of a 150-token prompt, budget 64: the
+// first chunk reaches the image, so its encoder runs in pass 1 (100 ms on
+// top of the 10 ms prefill) even though the chunk covers only part of it;
+// the later chunks find it in the encoder cache. A second request with the
+// same image after the first finished encodes nothing: the released entry
+// is still cached.
+func TestEncoderRunsOnceWhenTheChunkReachesTheItemAndIsCached(t *testing.T) {
+	h := encoderHarness(t, nil)
+	mm := []kv.MMFeature{{Identifier: "img", Offset: 10, Length: 100}}
+	a := h.request(seqTokens(1, 150), seqTokens(1000, 1))
+	a.MM = mm
+	h.sim.SubmitAt(0, a)
+	h.sim.Run(0)
+	// The last chunk also samples the first token (10 ms of decode).
+	want := []time.Duration{110 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}
+	if got := passDurations(h); !equalDurations(got, want) {
+		t.Fatalf("passes %v, want %v", got, want)
+	}
+	if got := passTokens(h); got[0] != 64 || got[1] != 64 || got[2] != 22 {
+		t.Errorf("chunks %v, want 64 64 22", got)
+	}
+	// The same image in another prompt (different text): no encoder time.
+	b := h.request(seqTokens(5000, 150), seqTokens(1000, 1))
+	b.MM = mm
+	h.sim.SubmitAt(time.Second, b)
+	h.sim.Run(0)
+	if got, want := passDurations(h)[3:], []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}; !equalDurations(got, want) {
+		t.Errorf("repeat passes %v, want %v (no encoder)", got, want)
+	}
+}
+
+// --disable-chunked-mm-input: a chunk that would end inside the image
+// stops before it; the image's own chunk may still be cut by the budget
+// when the image alone is larger (vLLM splits only what it must).
+func TestDisableChunkedMMInputStopsTheChunkBeforeTheItem(t *testing.T) {
+	h := encoderHarness(t, func(c *Config) { c.MM.DisableChunkedMMInput = true })
+	r := h.request(seqTokens(1, 150), seqTokens(1000, 1))
+	r.MM = []kv.MMFeature{{Identifier: "img", Offset: 10, Length: 80}}
+	h.sim.SubmitAt(0, r)
+	h.sim.Run(0)
+	// Pass 1: 10 text tokens (the image would be cut at 64). Pass 2: from
+	// the image on, 64 tokens with the image's 80 ms encoder: an 80-token
+	// image cannot fit a 64-token chunk, so it is split there.
+	got, want := passTokens(h), []int{10, 64, 64, 12}
+	if len(got) != len(want) {
+		t.Fatalf("chunks %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("chunks %v, want %v", got, want)
+		}
+	}
+	if d := passDurations(h); d[0] != 10*time.Millisecond || d[1] != 90*time.Millisecond {
+		t.Errorf("passes %v: want 10ms then 90ms (80 ms encoder)", d)
+	}
+	// Without the flag the first chunk takes 64 tokens, cutting the image.
+	h = encoderHarness(t, nil)
+	r = h.request(seqTokens(1, 150), seqTokens(1000, 1))
+	r.MM = []kv.MMFeature{{Identifier: "img", Offset: 10, Length: 80}}
+	h.sim.SubmitAt(0, r)
+	h.sim.Run(0)
+	if got := passTokens(h); got[0] != 64 {
+		t.Errorf("chunked: chunks %v, want 64 first", got)
+	}
+}
+
+// Data-parallel encoding (--mm-encoder-tp-mode data over 2 GPUs): two
+// 40-token images in one pass cost the busiest GPU's 40 ms, not 80 (on
+// top of 10 ms prefill and 10 ms for the first token).
+func TestEncoderDataParallelSplitsThePassesItems(t *testing.T) {
+	for _, tc := range []struct {
+		dp   int
+		want time.Duration
+	}{{0, 100 * time.Millisecond}, {2, 60 * time.Millisecond}} {
+		h := encoderHarness(t, func(c *Config) { c.MaxNumBatchedTokens = 256; c.MM.EncoderDataParallel = tc.dp })
+		r := h.request(seqTokens(1, 100), seqTokens(1000, 1))
+		r.MM = []kv.MMFeature{{Identifier: "a", Offset: 5, Length: 40}, {Identifier: "b", Offset: 50, Length: 40}}
+		h.sim.SubmitAt(0, r)
+		h.sim.Run(0)
+		if d := passDurations(h)[0]; d != tc.want {
+			t.Errorf("dp=%d: first pass %v, want %v", tc.dp, d, tc.want)
+		}
+	}
+}
+
+func equalDurations(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fixedWithEncoder is 10 ms fixed passes whose encoder costs 1 ms per
+// TFLOP per shard.
+type fixedWithEncoder struct{ FixedTiming }
+
+func (fixedWithEncoder) EncoderMs(flops float64, _, shards int) float64 {
+	return flops / 1e12 / float64(shards)
+}
+
+// With an EncoderTimer (the hardware model) an item with known FLOPs is
+// priced from them, sharded in weights mode; an item without FLOPs keeps
+// the per-token cost.
+func TestEncoderTimerPricesItemsByTheirFLOPs(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		shards int
+		flops  []float64
+		want   time.Duration
+	}{
+		{"known FLOPs", 1, []float64{30e12}, 10*time.Millisecond + 10*time.Millisecond + 30*time.Millisecond},
+		{"sharded over 2", 2, []float64{30e12}, 10*time.Millisecond + 10*time.Millisecond + 15*time.Millisecond},
+		{"unknown: per token", 1, nil, 10*time.Millisecond + 10*time.Millisecond + 40*time.Millisecond},
+	} {
+		h := encoderHarness(t, func(c *Config) {
+			c.MaxNumBatchedTokens = 256
+			c.TimingModel = fixedWithEncoder{FixedTiming{Prefill: 10, Decode: 10}}
+			c.MM.EncoderWeightShards = tc.shards
+		})
+		r := h.request(seqTokens(1, 100), seqTokens(1000, 1))
+		r.MM = []kv.MMFeature{{Identifier: "a", Offset: 5, Length: 40}}
+		r.MMFLOPs = tc.flops
+		h.sim.SubmitAt(0, r)
+		h.sim.Run(0)
+		if d := passDurations(h)[0]; d != tc.want {
+			t.Errorf("%s: first pass %v, want %v", tc.name, d, tc.want)
+		}
+	}
+}
