@@ -126,7 +126,7 @@ func mockerSpecs() []spec {
 		{name: "mocker_injected_faults_total", typ: counter, labels: []string{"type"},
 			fixed: map[string][]string{"type": {"rate_limit", "server_error", "unavailable", "context_length", "timeout",
 				"stall", "truncate", "stream_error", "slow_first_token", "reset",
-				"limit_concurrency", "limit_rpm", "limit_tpm"}}},
+				"limit_concurrency", "limit_rpm", "limit_tpm", "invalid_api_key", "invalid_request", "model_not_found"}}},
 	}
 	for _, f := range []string{"num_prefill_requests", "sum_prefill_tokens", "var_prefill_length",
 		"sum_prefill_kv_tokens", "num_decode_requests", "sum_decode_kv_tokens", "var_decode_kv_tokens",
