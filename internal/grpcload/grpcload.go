@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -327,24 +326,11 @@ func (r *Result) WriteTable(w io.Writer) {
 		c.Addr, c.Protocol, c.Concurrency, c.Conns)
 	fmt.Fprintf(w, "  prompt %d ids, max_tokens %d\n", c.PromptTokens, c.MaxTokens)
 	fmt.Fprintf(w, "requests    %d ok, %d errors in %.2f s\n", r.Requests, r.Errors, r.WallSeconds)
-	keys := make([]string, 0, len(r.ErrorKinds))
-	for k := range r.ErrorKinds {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %6d × %s\n", r.ErrorKinds[k], k)
-	}
+	loadgen.WriteErrorKinds(w, r.ErrorKinds)
 	if r.MismatchedLengths > 0 {
 		fmt.Fprintf(w, "  warning: %d requests returned another token count than max_tokens\n", r.MismatchedLengths)
 	}
 	fmt.Fprintf(w, "throughput  %.1f req/s, %.0f output tok/s (%d tokens, %d chunks)\n",
 		r.RequestsPerSecond, r.OutputTokensPerSec, r.OutputTokens, r.Chunks)
-	fmt.Fprintf(w, "%-10s %10s %10s %10s %10s %10s %10s\n", "latency ms", "mean", "p50", "p90", "p99", "max", "n")
-	row := func(name string, d loadgen.Dist) {
-		fmt.Fprintf(w, "%-10s %10.2f %10.2f %10.2f %10.2f %10.2f %10d\n", name, d.Mean, d.P50, d.P90, d.P99, d.Max, d.Count)
-	}
-	row("TTFT", r.TTFT)
-	row("ITL", r.ITL)
-	row("E2E", r.E2E)
+	loadgen.WriteLatencies(w, r.TTFT, r.ITL, r.E2E)
 }
