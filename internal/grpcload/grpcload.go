@@ -128,13 +128,7 @@ func (g sglangGen) stream(ctx context.Context, id string, prompt []uint32, maxTo
 	if err != nil {
 		return nil, err
 	}
-	return func() ([]uint32, error) {
-		r, err := s.Recv()
-		if err != nil {
-			return nil, err
-		}
-		return r.GetChunk().GetTokenIds(), nil
-	}, nil
+	return chunkIDs(s.Recv), nil
 }
 
 type vllmGen struct{ c vllmpb.VllmEngineClient }
@@ -152,13 +146,20 @@ func (g vllmGen) stream(ctx context.Context, id string, prompt []uint32, maxToke
 	if err != nil {
 		return nil, err
 	}
+	return chunkIDs(s.Recv), nil
+}
+
+// chunkIDs turns a Generate stream's Recv into a generator's next: the token
+// ids of each response's chunk in turn. Both protocols' generated responses
+// have the same getters, on different types.
+func chunkIDs[R interface{ GetChunk() C }, C interface{ GetTokenIds() []uint32 }](recv func() (R, error)) func() ([]uint32, error) {
 	return func() ([]uint32, error) {
-		r, err := s.Recv()
+		r, err := recv()
 		if err != nil {
 			return nil, err
 		}
 		return r.GetChunk().GetTokenIds(), nil
-	}, nil
+	}
 }
 
 // worker is one stream slot's measurements.
