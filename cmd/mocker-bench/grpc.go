@@ -47,24 +47,9 @@ func runGRPC(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mocker-bench grpc: %v\n", err)
 		return 2
 	}
-	if *jsonOut != "-" {
-		res.WriteTable(stdout)
-	}
-	if *jsonOut != "" {
-		w := stdout
-		if *jsonOut != "-" {
-			f, err := os.Create(*jsonOut)
-			if err != nil {
-				fmt.Fprintf(stderr, "mocker-bench grpc: %v\n", err)
-				return 1
-			}
-			defer f.Close()
-			w = f
-		}
-		if err := writeJSON(w, res); err != nil {
-			fmt.Fprintf(stderr, "mocker-bench grpc: %v\n", err)
-			return 1
-		}
+	if err := writeReport(stdout, *jsonOut, res.WriteTable, func(w io.Writer) error { return writeJSON(w, res) }); err != nil {
+		fmt.Fprintf(stderr, "mocker-bench grpc: %v\n", err)
+		return 1
 	}
 	if res.Errors > 0 {
 		return 3

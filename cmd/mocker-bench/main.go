@@ -103,24 +103,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mocker-bench: %v\n", err)
 		return 1
 	}
-	if *jsonOut != "-" {
-		res.WriteTable(stdout)
-	}
-	if *jsonOut != "" {
-		w := stdout
-		if *jsonOut != "-" {
-			f, err := os.Create(*jsonOut)
-			if err != nil {
-				fmt.Fprintf(stderr, "mocker-bench: %v\n", err)
-				return 1
-			}
-			defer f.Close()
-			w = f
-		}
-		if err := res.WriteJSON(w); err != nil {
-			fmt.Fprintf(stderr, "mocker-bench: %v\n", err)
-			return 1
-		}
+	if err := writeReport(stdout, *jsonOut, res.WriteTable, res.WriteJSON); err != nil {
+		fmt.Fprintf(stderr, "mocker-bench: %v\n", err)
+		return 1
 	}
 	if res.Errors > 0 {
 		return 3
@@ -198,29 +183,12 @@ func runFloor(cmd string, args []string, stdout, stderr io.Writer) int {
 				cfg.Addr, cfg.Conns, n, want)
 		}
 		report = func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(floorRead{Config: cfg, BytesReceived: n, ExpectedBytes: want})
+			return writeJSON(w, floorRead{Config: cfg, BytesReceived: n, ExpectedBytes: want})
 		}
 	}
-	if *jsonOut != "-" {
-		table(stdout)
-	}
-	if *jsonOut != "" {
-		w := stdout
-		if *jsonOut != "-" {
-			f, err := os.Create(*jsonOut)
-			if err != nil {
-				fmt.Fprintf(stderr, "mocker-bench %s: %v\n", cmd, err)
-				return 1
-			}
-			defer f.Close()
-			w = f
-		}
-		if err := report(w); err != nil {
-			fmt.Fprintf(stderr, "mocker-bench %s: %v\n", cmd, err)
-			return 1
-		}
+	if err := writeReport(stdout, *jsonOut, table, report); err != nil {
+		fmt.Fprintf(stderr, "mocker-bench %s: %v\n", cmd, err)
+		return 1
 	}
 	return status
 }
@@ -230,4 +198,28 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// writeReport writes a run's report where --json (jsonOut) sends it: the
+// table on stdout unless jsonOut is "-", and the JSON report on stdout ("-")
+// or into the file jsonOut names (none when it is empty).
+func writeReport(stdout io.Writer, jsonOut string, table func(io.Writer), report func(io.Writer) error) error {
+	if jsonOut != "-" {
+		table(stdout)
+	}
+	switch jsonOut {
+	case "":
+		return nil
+	case "-":
+		return report(stdout)
+	}
+	f, err := os.Create(jsonOut)
+	if err != nil {
+		return err
+	}
+	if err := report(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,13 +1,16 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
@@ -289,5 +292,22 @@ func TestSGLangRoutesNeedTheAPIKey(t *testing.T) {
 	// The probe stays open, as in SGLang.
 	if res := e.Get("/health_generate"); res.Status != http.StatusOK {
 		t.Errorf("/health_generate without a key: %d", res.Status)
+	}
+}
+
+// TestHealthProbe_TimeoutAndClientGone: the one-token probe behind
+// /health_generate and the gRPC HealthCheck reports a token that does not
+// come in time as ErrProbeTimeout and a context that ends first as its
+// error (prefill here takes a minute).
+func TestHealthProbe_TimeoutAndClientGone(t *testing.T) {
+	env := startServer(t, map[string]any{"speedup_ratio": 1.0, "timing_model": "fixed",
+		"fixed_prefill_ms": 60000.0, "fixed_decode_ms": 1.0})
+	if err := env.srv.HealthProbe(context.Background(), 50*time.Millisecond); !errors.Is(err, pipeline.ErrProbeTimeout) {
+		t.Errorf("probe against a minute's prefill with a 50 ms timeout: %v, want ErrProbeTimeout", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := env.srv.HealthProbe(ctx, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("probe whose context ends first: %v, want context.DeadlineExceeded", err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,13 +128,7 @@ func (g sglangGen) stream(ctx context.Context, id string, prompt []uint32, maxTo
 	if err != nil {
 		return nil, err
 	}
-	return func() ([]uint32, error) {
-		r, err := s.Recv()
-		if err != nil {
-			return nil, err
-		}
-		return r.GetChunk().GetTokenIds(), nil
-	}, nil
+	return chunkIDs(s.Recv), nil
 }
 
 type vllmGen struct{ c vllmpb.VllmEngineClient }
@@ -153,13 +146,20 @@ func (g vllmGen) stream(ctx context.Context, id string, prompt []uint32, maxToke
 	if err != nil {
 		return nil, err
 	}
+	return chunkIDs(s.Recv), nil
+}
+
+// chunkIDs turns a Generate stream's Recv into a generator's next: the token
+// ids of each response's chunk in turn. Both protocols' generated responses
+// have the same getters, on different types.
+func chunkIDs[R interface{ GetChunk() C }, C interface{ GetTokenIds() []uint32 }](recv func() (R, error)) func() ([]uint32, error) {
 	return func() ([]uint32, error) {
-		r, err := s.Recv()
+		r, err := recv()
 		if err != nil {
 			return nil, err
 		}
 		return r.GetChunk().GetTokenIds(), nil
-	}, nil
+	}
 }
 
 // worker is one stream slot's measurements.
@@ -327,24 +327,11 @@ func (r *Result) WriteTable(w io.Writer) {
 		c.Addr, c.Protocol, c.Concurrency, c.Conns)
 	fmt.Fprintf(w, "  prompt %d ids, max_tokens %d\n", c.PromptTokens, c.MaxTokens)
 	fmt.Fprintf(w, "requests    %d ok, %d errors in %.2f s\n", r.Requests, r.Errors, r.WallSeconds)
-	keys := make([]string, 0, len(r.ErrorKinds))
-	for k := range r.ErrorKinds {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %6d × %s\n", r.ErrorKinds[k], k)
-	}
+	loadgen.WriteErrorKinds(w, r.ErrorKinds)
 	if r.MismatchedLengths > 0 {
 		fmt.Fprintf(w, "  warning: %d requests returned another token count than max_tokens\n", r.MismatchedLengths)
 	}
 	fmt.Fprintf(w, "throughput  %.1f req/s, %.0f output tok/s (%d tokens, %d chunks)\n",
 		r.RequestsPerSecond, r.OutputTokensPerSec, r.OutputTokens, r.Chunks)
-	fmt.Fprintf(w, "%-10s %10s %10s %10s %10s %10s %10s\n", "latency ms", "mean", "p50", "p90", "p99", "max", "n")
-	row := func(name string, d loadgen.Dist) {
-		fmt.Fprintf(w, "%-10s %10.2f %10.2f %10.2f %10.2f %10.2f %10d\n", name, d.Mean, d.P50, d.P90, d.P99, d.Max, d.Count)
-	}
-	row("TTFT", r.TTFT)
-	row("ITL", r.ITL)
-	row("E2E", r.E2E)
+	loadgen.WriteLatencies(w, r.TTFT, r.ITL, r.E2E)
 }

@@ -2,6 +2,8 @@ package grpcload_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +37,12 @@ func TestRunCountsEveryToken(t *testing.T) {
 			}
 			if res.E2E.Count != 64 || res.TTFT.Count != 64 || res.Chunks < 64 || res.ITL.Count != int(res.Chunks)-64 {
 				t.Errorf("latencies: %d e2e, %d ttft, %d itl over %d chunks", res.E2E.Count, res.TTFT.Count, res.ITL.Count, res.Chunks)
+			}
+			var tbl strings.Builder
+			res.WriteTable(&tbl)
+			if !strings.Contains(tbl.String(), "requests    64 ok, 0 errors") || !strings.Contains(tbl.String(), "latency ms       mean") ||
+				!strings.Contains(tbl.String(), fmt.Sprintf("%10d\nITL ", 64)) {
+				t.Errorf("table:\n%s", tbl.String())
 			}
 		})
 	}

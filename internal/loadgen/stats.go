@@ -112,28 +112,39 @@ func (r *Result) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "  prompt ≈%d words (server counted %.1f tokens), max_tokens %d, stream %v\n",
 		c.PromptTokens, r.PromptTokensMean, c.MaxTokens, !c.NoStream)
 	fmt.Fprintf(w, "requests    %d ok, %d errors in %.2f s\n", r.Requests, r.Errors, r.WallSeconds)
-	if len(r.ErrorKinds) > 0 {
-		keys := make([]string, 0, len(r.ErrorKinds))
-		for k := range r.ErrorKinds {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(w, "  %6d × %s\n", r.ErrorKinds[k], k)
-		}
-	}
+	WriteErrorKinds(w, r.ErrorKinds)
 	if r.MismatchedLengths > 0 {
 		fmt.Fprintf(w, "  warning: %d requests returned completion_tokens != max_tokens\n", r.MismatchedLengths)
 	}
 	fmt.Fprintf(w, "throughput  %.1f req/s, %.0f output tok/s (%d tokens)\n",
 		r.RequestsPerSecond, r.OutputTokensPerSec, r.OutputTokens)
+	WriteLatencies(w, r.TTFT, r.ITL, r.E2E)
+}
+
+// WriteErrorKinds writes one table line per error kind, sorted by kind, so
+// every load client's report lists its errors alike.
+func WriteErrorKinds(w io.Writer, kinds map[string]int) {
+	keys := make([]string, 0, len(kinds))
+	for k := range kinds {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %6d × %s\n", kinds[k], k)
+	}
+}
+
+// WriteLatencies writes the latency table (milliseconds) of TTFT, ITL and
+// end to end, the same columns for every load client so runs compare line
+// by line.
+func WriteLatencies(w io.Writer, ttft, itl, e2e Dist) {
 	fmt.Fprintf(w, "%-10s %10s %10s %10s %10s %10s %10s\n", "latency ms", "mean", "p50", "p90", "p99", "max", "n")
 	row := func(name string, d Dist) {
 		fmt.Fprintf(w, "%-10s %10.2f %10.2f %10.2f %10.2f %10.2f %10d\n", name, d.Mean, d.P50, d.P90, d.P99, d.Max, d.Count)
 	}
-	row("TTFT", r.TTFT)
-	row("ITL", r.ITL)
-	row("E2E", r.E2E)
+	row("TTFT", ttft)
+	row("ITL", itl)
+	row("E2E", e2e)
 }
 
 // errKind shortens an error to a stable kind for counting.

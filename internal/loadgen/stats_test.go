@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -65,5 +66,23 @@ func TestSummarize(t *testing.T) {
 				t.Errorf("Summarize = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestReportRows checks the rows every load client's table shares: error
+// kinds sorted by name, and the latency table's columns.
+func TestReportRows(t *testing.T) {
+	var b strings.Builder
+	WriteErrorKinds(&b, map[string]int{"timeout": 2, "HTTP 500": 7})
+	WriteErrorKinds(&b, nil)
+	WriteLatencies(&b, Dist{Count: 3, Mean: 1.5, P50: 1, P90: 2, P99: 2.5, Max: 3}, Dist{Count: 9}, Dist{Count: 3, Max: 12.345})
+	want := "       7 × HTTP 500\n" +
+		"       2 × timeout\n" +
+		"latency ms       mean        p50        p90        p99        max          n\n" +
+		"TTFT             1.50       1.00       2.00       2.50       3.00          3\n" +
+		"ITL              0.00       0.00       0.00       0.00       0.00          9\n" +
+		"E2E              0.00       0.00       0.00       0.00      12.35          3\n"
+	if b.String() != want {
+		t.Errorf("rows:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

@@ -177,6 +177,16 @@ func forModel(id string, files ModelFiles) (*Processor, error) {
 	return &Processor{family: fam, model: id, rules: r}, nil
 }
 
+// textHidden is the language model's hidden size (text_config.hidden_size),
+// the width of the embeddings a processor hands it, or def when the config
+// does not give it.
+func (c *hfConfig) textHidden(def int) int {
+	if c.TextConfig != nil && c.TextConfig.HiddenSize > 0 {
+		return c.TextConfig.HiddenSize
+	}
+	return def
+}
+
 // positive returns the first positive value, for config fields with
 // several spellings and a default.
 func positive(vs ...int) int {

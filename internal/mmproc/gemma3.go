@@ -30,10 +30,7 @@ func newGemma3(cfg *hfConfig, pre *preprocessorConfig) (*gemma3, error) {
 	g.enc = vit{layers: positive(vc.NumHiddenLayers, 27), hidden: positive(vc.HiddenSize, 1152), inter: positive(vc.IntermediateSize, 4304), patchIn: 3 * patch * patch}
 	side := positive(vc.ImageSize, 896) / patch
 	g.patches = side * side
-	g.out = 2560
-	if cfg.TextConfig != nil && cfg.TextConfig.HiddenSize > 0 {
-		g.out = cfg.TextConfig.HiddenSize
-	}
+	g.out = cfg.textHidden(2560)
 	return g, nil
 }
 

@@ -37,10 +37,7 @@ func newLlava(cfg *hfConfig) (*llava, error) {
 		layers--
 	}
 	l.enc = vit{layers: max(layers, 1), hidden: positive(vc.HiddenSize, 1024), inter: positive(vc.IntermediateSize, 4096), patchIn: 3 * patch * patch}
-	l.out = 4096
-	if cfg.TextConfig != nil && cfg.TextConfig.HiddenSize > 0 {
-		l.out = cfg.TextConfig.HiddenSize
-	}
+	l.out = cfg.textHidden(4096)
 	return l, nil
 }
 

@@ -26,10 +26,7 @@ func newPixtral(cfg *hfConfig, pre *preprocessorConfig) (*pixtral, error) {
 		longest = pre.Size.LongestEdge
 	}
 	p.longest = positive(longest, vc.ImageSize, 1024)
-	out := 5120
-	if cfg.TextConfig != nil && cfg.TextConfig.HiddenSize > 0 {
-		out = cfg.TextConfig.HiddenSize
-	}
+	out := cfg.textHidden(5120)
 	h := positive(vc.HiddenSize, 1024)
 	p.enc = vit{layers: positive(vc.NumHiddenLayers, 24), hidden: h, inter: positive(vc.IntermediateSize, 4096), gated: true, patchIn: 3 * p.patch * p.patch, mergeIn: h * p.merge * p.merge, out: out}
 	return p, nil

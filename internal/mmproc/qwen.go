@@ -83,8 +83,8 @@ func newQwenVL(fam Family, cfg *hfConfig, pre, video *preprocessorConfig) (*qwen
 	q.enc.patchIn = 3 * q.temporal * q.patch * q.patch
 	q.enc.mergeIn = q.enc.hidden * q.merge * q.merge
 	q.enc.out = positive(vc.OutHiddenSize, vc.HiddenSize)
-	if cfg.TextConfig != nil && cfg.TextConfig.HiddenSize > 0 && fam != FamilyQwen25VL {
-		q.enc.out = cfg.TextConfig.HiddenSize
+	if fam != FamilyQwen25VL {
+		q.enc.out = cfg.textHidden(q.enc.out)
 	}
 	return q, nil
 }

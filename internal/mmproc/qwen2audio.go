@@ -32,10 +32,7 @@ func newQwen2Audio(cfg *hfConfig, pre *preprocessorConfig) (*qwen2Audio, error) 
 	}
 	q.enc = vit{layers: positive(ac.EncoderLayers, 32), hidden: positive(ac.DModel, 1280), inter: positive(ac.EncoderFFN, 5120)}
 	q.positions = positive(ac.MaxSourcePos, q.nSamples/q.hop/2)
-	q.out = 4096
-	if cfg.TextConfig != nil && cfg.TextConfig.HiddenSize > 0 {
-		q.out = cfg.TextConfig.HiddenSize
-	}
+	q.out = cfg.textHidden(4096)
 	return q, nil
 }
 

@@ -212,13 +212,7 @@ func (es EmbeddingsSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 	}
 	vec := make([]float32, j.S.Opts().EmbeddingDim)
 	b := make([]byte, 0, 256+len(g.Prompts)*(embedReq(g).dims*22+64))
-	b = append(b, `{"id":"embd-`...)
-	b = jsonenc.AppendStringContent(b, g.BaseID)
-	b = append(b, `","object":"list","created":`...)
-	b = strconv.AppendInt(b, g.Created, 10)
-	b = append(b, `,"model":`...)
-	b = jsonenc.AppendString(b, g.Model)
-	b = append(b, `,"data":[`...)
+	b = AppendListHead(b, "embd-", g)
 	for i := range g.Prompts {
 		if i > 0 {
 			b = append(b, ',')
@@ -331,6 +325,21 @@ func (eb *EmbedBasis) Embed(dst []float32, ids []uint32, dims int) []float32 {
 		acc[k] = float32(float64(a) / norm)
 	}
 	return acc
+}
+
+// AppendListHead appends the head of a list response of g (vLLM's
+// embedding, pooling, classification and score responses share it) up to
+// and including the opening bracket of "data": the id is idPrefix followed
+// by g's BaseID (idPrefix is a constant of the caller's, written as is).
+func AppendListHead(b []byte, idPrefix string, g *pipeline.GenRequest) []byte {
+	b = append(b, `{"id":"`...)
+	b = append(b, idPrefix...)
+	b = jsonenc.AppendStringContent(b, g.BaseID)
+	b = append(b, `","object":"list","created":`...)
+	b = strconv.AppendInt(b, g.Created, 10)
+	b = append(b, `,"model":`...)
+	b = jsonenc.AppendString(b, g.Model)
+	return append(b, `,"data":[`...)
 }
 
 // AppendFloats appends v as a JSON array the way vLLM writes it

@@ -8,7 +8,6 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/httperr"
-	"github.com/mocker-server/mocker-server/internal/jsonenc"
 )
 
 // ClassifySurface is POST /classify (vLLM's ServingClassification) on a
@@ -59,13 +58,7 @@ func (cs ClassifySurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 	h := head{basis: cs.Basis, dim: j.S.Opts().EmbeddingDim}
 	vec, p := make([]float32, h.dim), make([]float32, cr.labels)
 	b := make([]byte, 0, 192+len(g.Prompts)*(64+cr.labels*22))
-	b = append(b, `{"id":"classify-`...)
-	b = jsonenc.AppendStringContent(b, g.BaseID)
-	b = append(b, `","object":"list","created":`...)
-	b = strconv.AppendInt(b, g.Created, 10)
-	b = append(b, `,"model":`...)
-	b = jsonenc.AppendString(b, g.Model)
-	b = append(b, `,"data":[`...)
+	b = embeddings.AppendListHead(b, "classify-", g)
 	for i := range g.Prompts {
 		if i > 0 {
 			b = append(b, ',')

@@ -9,7 +9,6 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 	"github.com/mocker-server/mocker-server/internal/httperr"
-	"github.com/mocker-server/mocker-server/internal/jsonenc"
 )
 
 // PoolingSurface is POST /pooling (vLLM's ServingPooling): the raw pooler
@@ -87,13 +86,7 @@ func (ps PoolingSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 	h := head{basis: ps.Basis, dim: j.S.Opts().EmbeddingDim}
 	vec, p := make([]float32, h.dim), make([]float32, pr.labels)
 	b := make([]byte, 0, 192+len(g.Prompts)*(64+max(pr.dims, pr.labels)*22))
-	b = append(b, `{"id":"pool-`...)
-	b = jsonenc.AppendStringContent(b, g.BaseID)
-	b = append(b, `","object":"list","created":`...)
-	b = strconv.AppendInt(b, g.Created, 10)
-	b = append(b, `,"model":`...)
-	b = jsonenc.AppendString(b, g.Model)
-	b = append(b, `,"data":[`...)
+	b = embeddings.AppendListHead(b, "pool-", g)
 	for i := range g.Prompts {
 		if i > 0 {
 			b = append(b, ',')

@@ -272,13 +272,7 @@ func (ss ScoreSurface) Respond(j *pipeline.Job, w http.ResponseWriter) {
 		return
 	}
 	b := make([]byte, 0, 192+len(scores)*48)
-	b = append(b, `{"id":"score-`...)
-	b = jsonenc.AppendStringContent(b, g.BaseID)
-	b = append(b, `","object":"list","created":`...)
-	b = strconv.AppendInt(b, g.Created, 10)
-	b = append(b, `,"model":`...)
-	b = jsonenc.AppendString(b, g.Model)
-	b = append(b, `,"data":[`...)
+	b = embeddings.AppendListHead(b, "score-", g)
 	for i, sc := range scores {
 		if i > 0 {
 			b = append(b, ',')

@@ -6,6 +6,7 @@ package sglang
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -376,42 +377,13 @@ func handleSGLangHealthGenerate(s *pipeline.Server) http.Handler {
 			writeSGLangError(w, wire.ErrEngineDead)
 			return
 		}
-		rank := s.PickRank()
-		eng := s.Engines()[rank]
-		out := engine.NewOutput()
-		req := &engine.Request{ID: engine.NewRequestID(), Prompt: []uint32{0}, PlannedOutput: []uint32{0},
-			MaxOutputTokens: 1, ArrivalTime: eng.Clock().Now(), Out: out}
-		if err := eng.Submit(req); err != nil {
+		switch err := s.HealthProbe(r.Context(), 20*time.Second); {
+		case err == nil:
+			w.Header().Set("Content-Length", "0")
+			w.WriteHeader(http.StatusOK)
+		case errors.Is(err, pipeline.ErrProbeTimeout), errors.Is(err, pipeline.ErrProbeNotRunning):
 			writeSGLangError(w, wire.ErrEngineDead)
-			return
-		}
-		timeout := time.NewTimer(20 * time.Second)
-		defer timeout.Stop()
-		var items []engine.OutputItem
-		for {
-			select {
-			case <-out.Ready():
-				items = out.Drain(items[:0])
-				for _, it := range items {
-					if it.Final {
-						if it.Finished.Reason == engine.FinishAbort {
-							writeSGLangError(w, wire.ErrEngineDead)
-							return
-						}
-						w.Header().Set("Content-Length", "0")
-						w.WriteHeader(http.StatusOK)
-						return
-					}
-				}
-			case <-timeout.C:
-				eng.Cancel(req.ID)
-				writeSGLangError(w, wire.ErrEngineDead)
-				return
-			case <-r.Context().Done():
-				eng.Cancel(req.ID)
-				return
-			}
-		}
+		} // otherwise the client went away: nobody to answer
 	})
 }
 

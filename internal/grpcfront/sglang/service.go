@@ -11,6 +11,7 @@ package sglang
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,6 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/embeddings"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
-	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/grpcfront"
 	pb "github.com/mocker-server/mocker-server/internal/grpcfront/sglang/sglangpb"
 )
@@ -101,36 +101,15 @@ func (sv *Service) HealthCheck(ctx context.Context, _ *pb.HealthCheckRequest) (*
 	if !sv.s.Healthy() {
 		return &pb.HealthCheckResponse{Healthy: false, Message: "The engine is not running."}, nil
 	}
-	eng := sv.s.Engines()[sv.s.PickRank()]
-	out := engine.NewOutput()
-	req := &engine.Request{ID: engine.NewRequestID(), Prompt: []uint32{0}, PlannedOutput: []uint32{0},
-		MaxOutputTokens: 1, ArrivalTime: eng.Clock().Now(), Out: out}
-	if err := eng.Submit(req); err != nil {
+	switch err := sv.s.HealthProbe(ctx, healthTimeout); {
+	case err == nil:
+		return &pb.HealthCheckResponse{Healthy: true, Message: "Health check passed"}, nil
+	case errors.Is(err, pipeline.ErrProbeTimeout):
+		return &pb.HealthCheckResponse{Healthy: false, Message: "Health check timeout after 20s"}, nil
+	case errors.Is(err, pipeline.ErrProbeNotRunning):
 		return &pb.HealthCheckResponse{Healthy: false, Message: "The engine is not running."}, nil
-	}
-	timeout := time.NewTimer(healthTimeout)
-	defer timeout.Stop()
-	var items []engine.OutputItem
-	for {
-		select {
-		case <-out.Ready():
-			items = out.Drain(items[:0])
-			for _, it := range items {
-				if it.Final {
-					if it.Finished.Reason == engine.FinishAbort {
-						return &pb.HealthCheckResponse{Healthy: false, Message: "The engine is not running."}, nil
-					}
-					return &pb.HealthCheckResponse{Healthy: true, Message: "Health check passed"}, nil
-				}
-			}
-		case <-timeout.C:
-			eng.Cancel(req.ID)
-			return &pb.HealthCheckResponse{Healthy: false,
-				Message: "Health check timeout after 20s"}, nil
-		case <-ctx.Done():
-			eng.Cancel(req.ID)
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
+	default: // ctx ended
+		return nil, status.FromContextError(err).Err()
 	}
 }
 
