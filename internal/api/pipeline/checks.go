@@ -232,7 +232,11 @@ func (s *Server) checkConstraints(ctx context.Context, g *GenRequest, in *GenInp
 	var e *wire.APIError
 	b := s.opts.Budgets
 	sc := toolcall.SchemaContext{Ctx: ctx, MaxBytes: b.MaxSchemaBytes, MaxEnum: b.MaxSchemaEnum, MaxSteps: b.MaxSchemaSteps}
-	if g.structured, e = toolcall.ParseStructured(sc, in.Body); e != nil {
+	parse := toolcall.ParseStructured
+	if in.SGLangConstraint {
+		parse = toolcall.ParseSGLangStructured
+	}
+	if g.structured, e = parse(sc, in.Body); e != nil {
 		return e
 	}
 	if !in.Chat {
