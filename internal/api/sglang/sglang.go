@@ -187,6 +187,9 @@ type sglangRequest struct {
 
 func (sglangSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
 	start := s.Now()
+	if e := s.CheckGenerates(); e != nil {
+		return nil, e
+	}
 	s.LogUnknownFields(o, r, sglangFields)
 	in, batch, e := sglangInput(o, s.Tokenizer().VocabSize())
 	if e != nil {
