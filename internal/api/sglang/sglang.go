@@ -340,7 +340,7 @@ func handleSGLangModelInfo(s *pipeline.Server) http.Handler {
 	body := map[string]any{
 		"model_path":                s.Opts().Model.Path,
 		"tokenizer_path":            tokenizer,
-		"is_generation":             true,
+		"is_generation":             s.Opts().Pooling.Generates(), // false under --runner pooling
 		"preferred_sampling_params": nil,
 		"weight_version":            "default",
 		"has_image_understanding":   false,

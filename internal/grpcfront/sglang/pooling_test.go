@@ -36,6 +36,13 @@ func TestPoolingModelRefusesGenerate(t *testing.T) {
 	if err != nil || info.GetIsGeneration() {
 		t.Fatalf("GetModelInfo: %v, is_generation %v", err, info.GetIsGeneration())
 	}
+	var httpInfo struct {
+		IsGeneration *bool `json:"is_generation"`
+	}
+	getJSON(t, e.url+"/get_model_info", &httpInfo)
+	if httpInfo.IsGeneration == nil || *httpInfo.IsGeneration {
+		t.Fatalf("/get_model_info is_generation %v", httpInfo.IsGeneration)
+	}
 	r, err := e.c.Embed(ctx(t), &pb.EmbedRequest{RequestId: "e", Tokenized: &pb.TokenizedInput{InputIds: ids(10, 4)}})
 	if err != nil || len(r.GetEmbedding()) == 0 {
 		t.Fatalf("Embed on a pooling model: %v", err)
