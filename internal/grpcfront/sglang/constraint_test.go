@@ -149,6 +149,24 @@ func TestConstraintsShapeTheOutput(t *testing.T) {
 			t.Fatalf("prompt %d: HTTP /generate gave %q, gRPC %q", i, httpText, text)
 		}
 	}
+	// A streamed constrained call delivers the same ids in its chunks, and
+	// HTTP takes the schema as an object too.
+	in := ids(100, 6)
+	sp := sampling(512)
+	sp.Constraint = &pb.SamplingParams_JsonSchema{JsonSchema: personSchema}
+	want := e.constrained(t, in, sp)
+	s, err := e.c.Generate(ctx(t), &pb.GenerateRequest{RequestId: "s", Stream: true, Tokenized: &pb.TokenizedInput{InputIds: in}, SamplingParams: sp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed, _, err := collect(s)
+	if err != nil || !slices.Equal(streamed, want) {
+		t.Fatalf("streamed %v (%v), want %v", streamed, err, want)
+	}
+	schemaObject := json.RawMessage(personSchema) // sent as is: property order matters to the output
+	if _, httpIDs := e.generateHTTP(t, in, map[string]any{"max_new_tokens": 512, "json_schema": schemaObject}); !slices.Equal(httpIDs, want) {
+		t.Fatalf("schema object over HTTP: %v, want %v", httpIDs, want)
+	}
 	// Free text (no constraint) is not JSON: the constraint did the work.
 	free := dec.text(e.constrained(t, ids(100, 6), sampling(64)))
 	if json.Valid([]byte(free)) || full.MatchString(free) {
