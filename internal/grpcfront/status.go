@@ -53,3 +53,18 @@ func ContextStatus(ctx context.Context) error {
 	}
 	return status.FromContextError(ctx.Err()).Err()
 }
+
+// NotGenerating is FAILED_PRECONDITION for a generation call on a server
+// whose model has no generation task (--runner pooling), where the HTTP
+// API has no generation routes: the request is well formed, the model
+// cannot serve it. nil when the model generates. Neither upstream servicer
+// checks (vLLM's input processor leaves the generation-task check as a
+// TODO and SGLang's only refuses the converse), so the code and the
+// message are the mock's; HTTP /generate answers the same message with
+// a 400.
+func NotGenerating(s *pipeline.Server) error {
+	if s.Opts().Pooling.Generates() {
+		return nil
+	}
+	return status.Error(codes.FailedPrecondition, pipeline.NotGeneratingMessage)
+}

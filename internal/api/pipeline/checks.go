@@ -232,7 +232,11 @@ func (s *Server) checkConstraints(ctx context.Context, g *GenRequest, in *GenInp
 	var e *wire.APIError
 	b := s.opts.Budgets
 	sc := toolcall.SchemaContext{Ctx: ctx, MaxBytes: b.MaxSchemaBytes, MaxEnum: b.MaxSchemaEnum, MaxSteps: b.MaxSchemaSteps}
-	if g.structured, e = toolcall.ParseStructured(sc, in.Body); e != nil {
+	parse := toolcall.ParseStructured
+	if in.SGLangConstraint {
+		parse = toolcall.ParseSGLangStructured
+	}
+	if g.structured, e = parse(sc, in.Body); e != nil {
 		return e
 	}
 	if !in.Chat {
@@ -261,4 +265,18 @@ func (s *Server) SetPriority(g *GenRequest, priority wire.Num) *wire.APIError {
 	}
 	g.priority = int(max(min(priority.I, 1<<31-1), -(1 << 31)))
 	return nil
+}
+
+// NotGeneratingMessage answers a generation request to a model with no
+// generation task (--runner pooling) on the surfaces that exist for
+// every runner: SGLang's /generate and the gRPC services' Generate.
+const NotGeneratingMessage = "This model does not support generation: mocker-server serves it as a pooling model (--runner pooling)."
+
+// CheckGenerates is a 400 with NotGeneratingMessage when the served
+// model has no generation task; nil when it generates.
+func (s *Server) CheckGenerates() *wire.APIError {
+	if s.opts.Pooling.Generates() {
+		return nil
+	}
+	return wire.ErrInvalid("", NotGeneratingMessage)
 }

@@ -20,6 +20,10 @@ type GenInput struct {
 	// read (response_format, tools, chat_template_kwargs, …); a surface
 	// without them gives an empty object (EmptyObject).
 	Body wire.Object
+	// SGLangConstraint says Body is SGLang's sampling_params: the
+	// constraint phase reads SGLang's names (regex, json_schema, ebnf,
+	// structural_tag) instead of vLLM's and OpenAI's.
+	SGLangConstraint bool
 
 	Model    string
 	HasModel bool

@@ -54,7 +54,9 @@ func writeSGLangError(w http.ResponseWriter, e *wire.APIError) {
 
 // sglangFields are the /generate fields the server reads; others are
 // logged at debug level and ignored.
-var sglangFields = wire.SetOf("text", "input_ids", "sampling_params", "stream", "rid")
+var sglangFields = wire.SetOf("text", "input_ids", "sampling_params", "stream", "rid",
+	"return_logprob", "return_hidden_states", "custom_logit_processor", "input_embeds",
+	"image_data", "video_data", "audio_data")
 
 // sglangInput reads a /generate body straight into the typed generation
 // input: text or input_ids are the prompts (a string, strings, ids or id
@@ -62,6 +64,9 @@ var sglangFields = wire.SetOf("text", "input_ids", "sampling_params", "stream", 
 // SGLang's names. batch says whether the input was a list (the answer is
 // then a list too).
 func sglangInput(o wire.Object, vocabSize int) (in *pipeline.GenInput, batch bool, e *wire.APIError) {
+	if e := refuseUnsupported(o); e != nil {
+		return nil, false, e
+	}
 	text, hasText := o.Raw("text")
 	ids, hasIDs := o.Raw("input_ids")
 	hasText = hasText && !wire.IsNull(text)
@@ -90,6 +95,9 @@ func sglangInput(o wire.Object, vocabSize int) (in *pipeline.GenInput, batch boo
 		sp = wire.Object{Err: o.Err} // absent: every default
 	}
 	readSGLangSampling(sp, in)
+	// The constraint phase reads regex / json_schema / ebnf /
+	// structural_tag from sampling_params itself.
+	in.Body, in.SGLangConstraint = sp, true
 	in.MaxTokens, in.MaxTokensName = sp.Int("max_new_tokens"), "max_new_tokens"
 	if !in.MaxTokens.Set {
 		in.MaxTokens = wire.Num{I: sglangDefaultMaxNewTokens, F: sglangDefaultMaxNewTokens,
@@ -98,6 +106,53 @@ func sglangInput(o wire.Object, vocabSize int) (in *pipeline.GenInput, batch boo
 	in.Stream = o.Bool("stream", false)
 	in.BodyID, _ = o.String("rid")
 	return in, batch, o.Failed()
+}
+
+// unsupportedFields are the /generate fields SGLang applies and the mock
+// cannot (no model: no logprobs, hidden states, logit processors,
+// embeddings or media): asking for them is a 400, not a silent no-op.
+// false, null and empty values ask for nothing and pass.
+var unsupportedFields = []string{"return_logprob", "return_hidden_states", "custom_logit_processor",
+	"input_embeds", "image_data", "video_data", "audio_data"}
+
+// refuseUnsupported answers 400 "… is not supported by mocker-server" for
+// the first unsupportedFields entry the body sets, and for a non-empty
+// sampling_params.logit_bias; the gRPC service refuses the same fields
+// (internal/grpcfront/sglang).
+func refuseUnsupported(o wire.Object) *wire.APIError {
+	for _, key := range unsupportedFields {
+		if raw, ok := o.Raw(key); ok && asksSomething(raw) {
+			return wire.ErrInvalid(key, "%s is not supported by mocker-server", key)
+		}
+	}
+	if sp, ok := o.Object("sampling_params"); ok {
+		if raw, ok := sp.Raw("logit_bias"); ok && asksSomething(raw) {
+			return wire.ErrInvalid("sampling_params.logit_bias", "sampling_params.logit_bias is not supported by mocker-server")
+		}
+	}
+	return o.Failed()
+}
+
+// asksSomething reports whether a JSON value asks for a feature: anything
+// but null, false, "", [] and {}.
+func asksSomething(raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return true
+	}
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -133,6 +188,9 @@ type sglangRequest struct {
 
 func (sglangSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pipeline.GenRequest, *wire.APIError) {
 	start := s.Now()
+	if e := s.CheckGenerates(); e != nil {
+		return nil, e
+	}
 	s.LogUnknownFields(o, r, sglangFields)
 	in, batch, e := sglangInput(o, s.Tokenizer().VocabSize())
 	if e != nil {
@@ -283,7 +341,7 @@ func handleSGLangModelInfo(s *pipeline.Server) http.Handler {
 	body := map[string]any{
 		"model_path":                s.Opts().Model.Path,
 		"tokenizer_path":            tokenizer,
-		"is_generation":             true,
+		"is_generation":             s.Opts().Pooling.Generates(), // false under --runner pooling
 		"preferred_sampling_params": nil,
 		"weight_version":            "default",
 		"has_image_understanding":   false,

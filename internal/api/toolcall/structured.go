@@ -183,3 +183,51 @@ func parseResponseFormat(sc SchemaContext, o wire.Object) (*StructuredSpec, *wir
 	}
 	return nil, nil
 }
+
+// sglangConstraintKeys are the constraint fields of SGLang's
+// sampling_params, in the order SGLang's scheduler picks a grammar from
+// them.
+var sglangConstraintKeys = []string{"json_schema", "regex", "ebnf", "structural_tag"}
+
+// ParseSGLangStructured reads the output constraint of SGLang's
+// sampling_params (HTTP /generate, or the gRPC constraint oneof in the
+// same names): json_schema (a schema as a JSON string, or the schema
+// object) and regex are applied; ebnf and structural_tag are refused,
+// as the mock has no grammar engine. nil means free text.
+func ParseSGLangStructured(sc SchemaContext, sp wire.Object) (*StructuredSpec, *wire.APIError) {
+	var set []string
+	for _, key := range sglangConstraintKeys {
+		if sp.Has(key) {
+			set = append(set, key)
+		}
+	}
+	if len(set) == 0 {
+		return nil, nil
+	}
+	if len(set) > 1 && set[1] != "structural_tag" {
+		// SGLang's SamplingParams.verify, in its words.
+		return nil, wire.ErrInvalid(set[1], "Only one of regex, json_schema, or ebnf can be set.")
+	}
+	switch key := set[0]; key {
+	case "json_schema":
+		raw, _ := sp.Raw(key)
+		if raw[0] == '"' { // SGLang's form: the schema as a JSON string
+			var text string
+			_ = json.Unmarshal(raw, &text)
+			raw = json.RawMessage(text)
+		}
+		return compileSchemaSpec(sc, raw, key)
+	case "regex":
+		pattern, ok := sp.String(key)
+		if !ok {
+			return nil, sp.Failed()
+		}
+		re, err := schemagen.CompileRegex(pattern)
+		if err != nil {
+			return nil, wire.ErrInvalid(key, "regex: %s", err.Error())
+		}
+		return &StructuredSpec{kind: structuredRegex, regex: re}, nil
+	default:
+		return nil, wire.ErrInvalid(key, "%s is not supported by mocker-server (only json_schema and regex constraints)", key)
+	}
+}

@@ -41,6 +41,9 @@ func (sv *Service) Generate(req *pb.GenerateRequest, stream pb.SglangScheduler_G
 	if e := sv.gate(); e != nil {
 		return grpcfront.Status(e)
 	}
+	if err := grpcfront.NotGenerating(sv.s); err != nil {
+		return err
+	}
 	opts := sv.s.Opts()
 	in, e := genInput(req, sv.s.Tokenizer().VocabSize(), opts.Model.MaxModelLen, sv.maxReqInputLen())
 	if e != nil {

@@ -30,7 +30,7 @@ func (sv *Service) GetModelInfo(context.Context, *pb.GetModelInfoRequest) (*pb.G
 	return &pb.GetModelInfoResponse{
 		ModelPath:        o.Model.Path,
 		TokenizerPath:    tokPath,
-		IsGeneration:     true,
+		IsGeneration:     o.Pooling.Generates(),
 		WeightVersion:    "default",
 		ServedModelName:  o.Model.ServedName(),
 		MaxContextLength: int32(n),

@@ -1,7 +1,10 @@
 package sglang
 
 import (
+	"encoding/json"
 	"strconv"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
@@ -9,10 +12,60 @@ import (
 	pb "github.com/mocker-server/mocker-server/internal/grpcfront/sglang/sglangpb"
 )
 
-// The GenerateRequest fields the mock reads. Everything else (multimodal
-// inputs, hidden states, logprobs, custom logit processors, disaggregation
-// bootstrap fields) is accepted and ignored: the mock has no model to apply
-// them to, and SGLang's servicer also accepts them.
+// The GenerateRequest fields the mock reads are below. What SGLang
+// applies and the mock cannot (logprobs, hidden states, custom logit
+// processors, input embeddings, multimodal inputs, logit_bias, grammar
+// constraints) is refused by unsupported, as HTTP /generate refuses it;
+// the disaggregation bootstrap fields, timestamp, log_metrics and the
+// logprob detail fields (meaningful only with return_logprob) are
+// accepted and ignored.
+
+// unsupported is the INVALID_ARGUMENT error for the first field the
+// request sets that the mock cannot apply, in HTTP /generate's words;
+// nil when there is none.
+func unsupported(req *pb.GenerateRequest) *wire.APIError {
+	field := ""
+	sp := req.GetSamplingParams()
+	switch {
+	case req.GetReturnLogprob():
+		field = "return_logprob"
+	case req.GetReturnHiddenStates():
+		field = "return_hidden_states"
+	case req.GetCustomLogitProcessor() != "":
+		field = "custom_logit_processor"
+	case len(req.GetInputEmbeds()) > 0:
+		field = "input_embeds"
+	case proto.Size(req.GetMmInputs()) > 0: // an empty message asks for nothing
+		field = "mm_inputs"
+	case len(sp.GetLogitBias()) > 0:
+		field = "sampling_params.logit_bias"
+	default:
+		return nil
+	}
+	return wire.ErrInvalid(field, "%s is not supported by mocker-server", field)
+}
+
+// constraintBody is the constraint oneof as the sampling_params object
+// HTTP /generate's constraint phase reads (SGLang's names; ebnf_grammar
+// is HTTP's ebnf), so both paths apply and refuse constraints alike.
+func constraintBody(sp *pb.SamplingParams) (wire.Object, *wire.APIError) {
+	c := map[string]string{}
+	switch k := sp.GetConstraint().(type) {
+	case *pb.SamplingParams_Regex:
+		c["regex"] = k.Regex
+	case *pb.SamplingParams_JsonSchema:
+		c["json_schema"] = k.JsonSchema
+	case *pb.SamplingParams_EbnfGrammar:
+		c["ebnf"] = k.EbnfGrammar
+	case *pb.SamplingParams_StructuralTag:
+		c["structural_tag"] = k.StructuralTag
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return wire.Object{}, wire.ErrInvalid("", "invalid constraint: %v", err)
+	}
+	return wire.ParseObject(b)
+}
 
 // genInput turns a GenerateRequest into the pipeline's typed generation
 // input, with SGLang's defaults where the proto leaves a field at its zero
@@ -30,8 +83,11 @@ func genInput(req *pb.GenerateRequest, vocabSize, maxModelLen, maxInput int) (*p
 	if len(ids) >= maxInput {
 		return nil, wire.ErrInvalid("input_ids", "Input length (%d tokens) exceeds the maximum allowed length (%d tokens). Use a shorter input or enable --allow-auto-truncate.", len(ids), maxInput)
 	}
+	if e := unsupported(req); e != nil {
+		return nil, e
+	}
 	in := &pipeline.GenInput{Body: pipeline.EmptyObject(), IncludeUsage: true, BodyID: req.GetRequestId(),
-		Stream: req.GetStream(), MaxTokensName: "max_new_tokens"}
+		Stream: req.GetStream(), MaxTokensName: "max_new_tokens", SGLangConstraint: true}
 	in.Prompts = []input.RawPrompt{{IDs: ids}}
 	switch {
 	case len(ids) == 0:
@@ -50,6 +106,13 @@ func genInput(req *pb.GenerateRequest, vocabSize, maxModelLen, maxInput int) (*p
 	}
 	if e := readSampling(sp, in, len(ids), maxModelLen); e != nil {
 		return nil, e
+	}
+	if sp.GetConstraint() != nil {
+		body, e := constraintBody(sp)
+		if e != nil {
+			return nil, e
+		}
+		in.Body = body
 	}
 	return in, nil
 }

@@ -29,6 +29,9 @@ func (v *Service) Generate(req *vllmpb.GenerateRequest, stream grpc.ServerStream
 	if e := v.s.Admission(); e != nil {
 		return grpcfront.Status(e)
 	}
+	if err := grpcfront.NotGenerating(v.s); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
 	c := &call{abort: cancel}

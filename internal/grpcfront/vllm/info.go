@@ -28,12 +28,12 @@ func (v *Service) Abort(_ context.Context, req *vllmpb.AbortRequest) (*vllmpb.Ab
 }
 
 // GetModelInfo describes the served model as vLLM's model_config does: the
-// model path the server was started with, a generation model, the context
-// length and the tokenizer's vocabulary; no vision.
+// model path the server was started with, a generation model (false
+// under --runner pooling), the context length and the tokenizer's vocabulary; no vision.
 func (v *Service) GetModelInfo(context.Context, *vllmpb.GetModelInfoRequest) (*vllmpb.GetModelInfoResponse, error) {
 	return &vllmpb.GetModelInfoResponse{
 		ModelPath:        v.d.Model,
-		IsGeneration:     true,
+		IsGeneration:     v.s.Opts().Pooling.Generates(),
 		MaxContextLength: uint32(v.s.Opts().Model.MaxModelLen),
 		VocabSize:        uint32(v.s.Tokenizer().VocabSize()),
 	}, nil
