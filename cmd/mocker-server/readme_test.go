@@ -252,12 +252,14 @@ func runDocCommands(t *testing.T, dir string, commands [][]string) {
 	for _, args := range commands {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			sub := args[0]
-			if sub != "fleet" && sub != "replay" {
+			if sub != "fleet" && (sub == "serve" || strings.HasPrefix(sub, "-")) {
 				sub = "serve"
 			}
 			testutil.WithPortRuns(t, len(portFlags)+1, 32, func(bases []int) error {
 				ported := withFreePorts(args, bases)
-				if sub == "replay" {
+				if sub != "serve" && sub != "fleet" {
+					// replay, calibrate --dry-run, …: commands that end by
+					// themselves.
 					return runReadmeBatch(t, bin, dir, ported)
 				}
 				return runReadmeServer(t, bin, dir, sub, ported)
