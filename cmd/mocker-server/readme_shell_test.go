@@ -44,6 +44,9 @@ func runDocShell(t *testing.T, dir string, block shellBlock) {
 			for i, args := range servers {
 				ported := withFreePorts(args, bases[i*(len(portFlags)+1):])
 				moved[portOf(args)] = portOf(ported)
+				if g := flagValue(args, "--grpc-port"); g != "" {
+					moved[g] = flagValue(ported, "--grpc-port")
+				}
 				srv, err := startReadmeServer(t, bin, dir, "serve", ported)
 				if err != nil {
 					return err
@@ -92,10 +95,18 @@ func splitShellSession(t *testing.T, lines []string) (servers [][]string, script
 // portOf returns the --port of a serve command's arguments, 8000 when
 // absent (the default).
 func portOf(args []string) string {
-	if i := slices.Index(args, "--port"); i >= 0 && i+1 < len(args) {
-		return args[i+1]
+	if p := flagValue(args, "--port"); p != "" {
+		return p
 	}
 	return "8000"
+}
+
+// flagValue returns the value after flag in args, "" when absent.
+func flagValue(args []string, flag string) string {
+	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
 }
 
 var hostPortRE = regexp.MustCompile(`\b(localhost|127\.0\.0\.1):(\d+)\b`)
@@ -121,11 +132,18 @@ func runShellScript(t *testing.T, dir, bin, script, expect string) {
 			t.Fatalf("the docs' shell sessions need %s (scripts/ensure-deps.sh --python installs it): %v", tool, err)
 		}
 	}
+	path := filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH")
+	if strings.Contains(script, "grpcurl ") {
+		// docs/grpc.md's sessions: grpcurl built from its module as the
+		// gRPC tests use it (scripts/grpcurl.sh), before the session's clock
+		// starts.
+		path = filepath.Dir(testutil.Grpcurl(t)) + string(os.PathListSeparator) + path
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "PATH="+path)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -34,13 +34,16 @@ import (
 // and testdata/. A block after "<!-- readme-test: shell expect "TEXT" -->"
 // is a shell session (readme_shell_test.go): its "mocker-server … &" lines
 // are started as servers on free ports, the rest runs in bash with the
-// built binary first on PATH and must print TEXT.
+// built binary first on PATH (and grpcurl, when the session calls it) and
+// must print TEXT.
 
 var (
 	readmeMarkerRE = regexp.MustCompile(`^<!-- readme-test: (run|file (\S+)|shell expect "([^"]+)")(\s.*)?-->$`)
 	// portFlags are moved to free ports; each gets a run of consecutive
 	// ports, since a fleet's worker i (and DP rank r) adds to them.
-	portFlags = []string{"--port", "--base-port", "--admin-port", "--zmq-kv-events-port", "--zmq-replay-port", "--bootstrap-port"}
+	// --grpc-port moves only when it names a port: 0 (the OS picks) and
+	// -1 (no gRPC server) keep their meaning.
+	portFlags = []string{"--port", "--base-port", "--admin-port", "--zmq-kv-events-port", "--zmq-replay-port", "--bootstrap-port", "--grpc-port"}
 )
 
 // readmeBlocks returns the marked commands, files and shell sessions of a
@@ -179,6 +182,10 @@ func withFreePorts(args []string, bases []int) []string {
 	for i, flag := range portFlags {
 		j := slices.Index(out, flag)
 		switch {
+		case flag == "--grpc-port" && j >= 0 && j+1 < len(out):
+			if n, err := strconv.Atoi(out[j+1]); err == nil && n > 0 {
+				out[j+1] = strconv.Itoa(bases[i])
+			}
 		case j >= 0 && j+1 < len(out):
 			out[j+1] = strconv.Itoa(bases[i])
 		case need[flag]:
@@ -245,12 +252,14 @@ func runDocCommands(t *testing.T, dir string, commands [][]string) {
 	for _, args := range commands {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			sub := args[0]
-			if sub != "fleet" && sub != "replay" {
+			if sub != "fleet" && (sub == "serve" || strings.HasPrefix(sub, "-")) {
 				sub = "serve"
 			}
 			testutil.WithPortRuns(t, len(portFlags)+1, 32, func(bases []int) error {
 				ported := withFreePorts(args, bases)
-				if sub == "replay" {
+				if sub != "serve" && sub != "fleet" {
+					// replay, calibrate --dry-run, …: commands that end by
+					// themselves.
 					return runReadmeBatch(t, bin, dir, ported)
 				}
 				return runReadmeServer(t, bin, dir, sub, ported)
