@@ -5,8 +5,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mocker-server/mocker-server/internal/api/settings"
+	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/kv"
+	"github.com/mocker-server/mocker-server/internal/media"
+	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
 // torchEmbeds reads a torch.save fixture written by torch itself
@@ -21,11 +28,23 @@ func torchEmbeds(t *testing.T, name string) string {
 }
 
 func chatWithParts(text string, parts ...map[string]any) string {
+	return chatWithSystem("", text, parts...)
+}
+
+// chatWithSystem puts a system message first (when system is not ""), so
+// the text before the user's parts is known whatever the template does
+// with a message's parts.
+func chatWithSystem(system, text string, parts ...map[string]any) string {
 	content := []any{map[string]any{"type": "text", "text": text}}
 	for _, p := range parts {
 		content = append(content, p)
 	}
-	b, _ := json.Marshal(map[string]any{"max_tokens": 2, "messages": []any{map[string]any{"role": "user", "content": content}}})
+	var msgs []any
+	if system != "" {
+		msgs = append(msgs, map[string]any{"role": "system", "content": system})
+	}
+	msgs = append(msgs, map[string]any{"role": "user", "content": content})
+	b, _ := json.Marshal(map[string]any{"max_tokens": 2, "messages": msgs})
 	return string(b)
 }
 
@@ -98,5 +117,70 @@ func TestMultimodal_ImageEmbedsRefusals(t *testing.T) {
 	}
 	if got := promptTokens(t, env.post("/v1/chat/completions", chatWithParts("x", embedsPart(torchEmbeds(t, "embeds_4x8_f4.pt"))))); got <= 4 {
 		t.Errorf("after bad input: prompt_tokens %d", got)
+	}
+}
+
+// The same tensor reuses its blocks; another tensor of the same shape
+// shares only the blocks before its placeholders, whose extra keys are the
+// payload's hash.
+func TestMultimodal_ImageEmbedsEnterTheBlockHashes(t *testing.T) {
+	cfg := testConfig(t, map[string]any{"block_size": 16, "enable_mm_embeds": true})
+	rec := &kvStore{}
+	env := startServerWith(t, cfg, func(r int) engine.Options { return engine.Options{Rank: r, KVSink: rec} }, settings.Deps{})
+	text := strings.Repeat("a long shared question about the features ", 12)
+	a, b := torchEmbeds(t, "embeds_4x8_f4.pt"), torchEmbeds(t, "embeds_4x8_f2.pt")
+	send := func(payload string) (int, []kv.Event) {
+		p := promptTokens(t, env.post("/v1/chat/completions", chatWithSystem(text, "what?", embedsPart(payload))))
+		return p, rec.take()
+	}
+	p, evA := send(a)
+	var hashesA []uint64
+	var keys [][]kv.MMKey
+	for _, e := range evA {
+		hashesA = append(hashesA, e.BlockHashes...)
+		for i := range e.BlockHashes {
+			var k []kv.MMKey
+			if i < len(e.MMKeys) {
+				k = e.MMKeys[i]
+			}
+			keys = append(keys, k)
+		}
+	}
+	tk := env.post("/tokenize", strings.Replace(chatWithSystem(text, "what?", embedsPart(a)), `"max_tokens":2,`, "", 1))
+	var tok struct{ Tokens []uint32 }
+	_ = json.Unmarshal([]byte(tk.Body), &tok)
+	off := slices.Index(tok.Tokens, uint32(tokenizer.VocabSize-1))
+	if off < 16 || len(hashesA) != p/16 || len(tok.Tokens) != p {
+		t.Fatalf("embeddings at %d; %d blocks for %d tokens (/tokenize %d)", off, len(hashesA), p, len(tok.Tokens))
+	}
+	raw, _ := base64.StdEncoding.DecodeString(a)
+	id, _, err := media.Hash(media.KindEmbeds, raw, media.HashOptions{ModelID: cfg.Model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for blk := range hashesA {
+		var want []kv.MMKey
+		if start := blk * 16; start < off+4 && start+16 > off {
+			want = []kv.MMKey{{Identifier: id, Offset: off - start}}
+		}
+		if !slices.Equal(keys[blk], want) {
+			t.Errorf("block %d extra keys %v, want %v", blk, keys[blk], want)
+		}
+	}
+	_, evB := send(b)
+	var hashesB []uint64
+	for _, e := range evB {
+		hashesB = append(hashesB, e.BlockHashes...)
+	}
+	if shared := off / 16; len(hashesB) != len(hashesA)-shared {
+		t.Errorf("tensor B stored %d blocks, want %d (shared %d)", len(hashesB), len(hashesA)-shared, shared)
+	}
+	for _, h := range hashesB {
+		if slices.Contains(hashesA, h) {
+			t.Errorf("block %x of tensor B equals one of tensor A", h)
+		}
+	}
+	if _, ev := send(a); len(ev) != 0 {
+		t.Errorf("the same tensor again stored %d events", len(ev))
 	}
 }
