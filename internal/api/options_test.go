@@ -89,6 +89,7 @@ func testMultimodalOptions(cfg *config.Config) settings.MultimodalOptions {
 		MaxItemBytes:          cfg.MaxMediaItemBytes,
 		AllowedLocalMediaPath: cfg.AllowedLocalMediaPath,
 		AllowedMediaDomains:   cfg.AllowedMediaDomains,
+		EnableEmbeds:          cfg.EnableMMEmbeds,
 		RemoteImageWidth:      u.ImageWidth,
 		RemoteImageHeight:     u.ImageHeight,
 		RemoteDuration:        u.AudioDuration(),

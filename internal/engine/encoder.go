@@ -244,6 +244,11 @@ func (c *Core) releaseEncoder(s *sequence) {
 	}
 }
 
+// PrecomputedEmbeds is the Request.MMFLOPs value of an item sent as
+// embeddings (image_embeds): it holds encoder-cache space and its
+// placeholder tokens like any item, but its encoder time is zero.
+const PrecomputedEmbeds = -1.0
+
 // takeEncoderTime returns the encoder time of the pass's items and resets
 // the pass state. An item is priced by the EncoderTimer from its FLOPs
 // (sharded over EncoderWeightShards GPUs in weights mode) when the timing
@@ -263,6 +268,9 @@ func (c *Core) takeEncoderTime() time.Duration {
 	}
 	costs := make([]float64, len(items))
 	for i, it := range items {
+		if it.flops == PrecomputedEmbeds {
+			continue // costs[i] = 0: the client ran the encoder
+		}
 		if c.encTimer != nil && it.flops > 0 {
 			costs[i] = c.encTimer.EncoderMs(it.flops, it.tokens, shards)
 		} else {

@@ -175,3 +175,21 @@ func TestEncoderTimerPricesItemsByTheirFLOPs(t *testing.T) {
 		}
 	}
 }
+
+// An item sent as embeddings costs no encoder time; the image beside it
+// in the same pass keeps its per-token cost (1 ms a token).
+func TestPrecomputedEmbedsCostNoEncoderTime(t *testing.T) {
+	first := func(flops []float64) time.Duration {
+		h := encoderHarness(t, func(c *Config) { c.MaxNumBatchedTokens = 256 })
+		r := h.request(seqTokens(1, 100), seqTokens(1000, 1))
+		r.MM = []kv.MMFeature{{Identifier: "embeds", Offset: 5, Length: 40}, {Identifier: "image", Offset: 50, Length: 30}}
+		r.MMFLOPs = flops
+		h.sim.SubmitAt(0, r)
+		h.sim.Run(0)
+		return passDurations(h)[0]
+	}
+	both, embeds := first(nil), first([]float64{PrecomputedEmbeds, 0})
+	if both-embeds != 40*time.Millisecond {
+		t.Errorf("first pass %v with both items encoded, %v with the embeddings precomputed: want 40ms less", both, embeds)
+	}
+}

@@ -39,7 +39,8 @@ type Request struct {
 	// (encoder.go). Nil for a text prompt.
 	MM []kv.MMFeature
 	// MMFLOPs are the encoder FLOPs of each item of MM (nil or 0: priced
-	// per token), for a timing model that is an EncoderTimer.
+	// per token), for a timing model that is an EncoderTimer;
+	// PrecomputedEmbeds marks an item whose encoder already ran.
 	MMFLOPs []float64
 	// Label is the caller's name for the request (the API's response id),
 	// shown by inspectors; the engine does not use it.

@@ -1,6 +1,7 @@
 package media
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"strconv"
@@ -11,17 +12,24 @@ import (
 // without unpickling (ImageEmbeddingMediaIO checks for it first).
 var npyMagic = []byte("\x93NUMPY")
 
-// ProbeEmbeds reads the header of an image_embeds payload in NumPy's .npy
-// format: its shape and dtype, checked against the data that follows (a
-// shape whose elements the data cannot hold lies: ErrCorrupt). A 2-D
-// (tokens, hidden) array is one item of that many placeholder tokens;
-// a 3-D (items, tokens, hidden) array reports the tokens of each item and
-// Frames = items. A pickled torch tensor (the other form vLLM accepts) is
-// ErrUnsupported: reading it means unpickling.
+// ProbeEmbeds reads the shape of an image_embeds payload: a torch.save
+// archive (the form vLLM's ImageEmbeddingMediaIO loads with torch.load) or
+// a NumPy .npy array. The shape is checked against the data that follows
+// (a shape whose elements the data cannot hold lies: ErrCorrupt). A 2-D
+// (tokens, hidden) tensor is one item of that many placeholder tokens; a
+// 3-D (items, tokens, hidden) one reports the tokens of each item and
+// Frames = items. Pre-1.6 torch.save files (a bare pickle stream) and
+// anything but one dense floating-point tensor are ErrUnsupported.
 func ProbeEmbeds(data []byte) (Item, error) {
 	const what = "image_embeds"
+	if bytes.HasPrefix(data, zipMagic) {
+		return probeTorch(data)
+	}
+	if len(data) >= 2 && data[0] == 0x80 && data[1] <= 5 {
+		return Item{}, fmt.Errorf("%w: %s: a bare pickle (torch.save before torch 1.6, or _use_new_zipfile_serialization=False); save with a current torch", ErrUnsupported, what)
+	}
 	if len(data) < 10 || string(data[:6]) != string(npyMagic) {
-		return Item{}, fmt.Errorf("%w: %s that is not a .npy array", ErrUnsupported, what)
+		return Item{}, fmt.Errorf("%w: %s that is neither a torch.save archive nor a .npy array", ErrUnsupported, what)
 	}
 	var hlen, start int
 	switch data[6] {

@@ -23,7 +23,7 @@ func TestProbeEmbeds(t *testing.T) {
 	}{
 		"truncated data":  {b[:len(b)-4], ErrCorrupt},
 		"truncated head":  {b[:20], ErrCorrupt},
-		"pickled tensor":  {[]byte("PK\x03\x04 a torch.save zip"), ErrUnsupported},
+		"not a zip":       {[]byte("PK\x03\x04 a torch.save zip"), ErrCorrupt},
 		"empty":           {nil, ErrUnsupported},
 		"bad version":     {append([]byte("\x93NUMPY\x09\x00"), b[8:]...), ErrUnsupported},
 		"one-dimensional": {append(append([]byte{}, b[:10]...), []byte("{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }"+string(make([]byte, 70)))...), ErrCorrupt},

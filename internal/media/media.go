@@ -137,6 +137,9 @@ type Item struct {
 	// EmbedTokens is the first dimension of an image_embeds tensor: the
 	// number of placeholder tokens it stands for.
 	EmbedTokens int
+	// EmbedDtype is an image_embeds tensor's element type as torch names
+	// it ("float32", "float16", "bfloat16", "float64").
+	EmbedDtype string
 	// Size is the length in bytes of the encoded item.
 	Size int
 	// Hash is the item's multimodal hash (hex), for the caller to set from

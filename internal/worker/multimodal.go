@@ -56,6 +56,7 @@ func multimodalOptions(cfg *config.Config, p *mmproc.Processor) api.MultimodalOp
 		MaxItemBytes:          cfg.MaxMediaItemBytes,
 		AllowedLocalMediaPath: cfg.AllowedLocalMediaPath,
 		AllowedMediaDomains:   cfg.AllowedMediaDomains,
+		EnableEmbeds:          cfg.EnableMMEmbeds,
 		RemoteImageWidth:      u.ImageWidth,
 		RemoteImageHeight:     u.ImageHeight,
 		RemoteDuration:        u.AudioDuration(),

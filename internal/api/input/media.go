@@ -90,6 +90,12 @@ func parseMediaPart(o, part wire.Object, typ, path string) (mp MediaPart, ok boo
 		mp.Format, _ = ia.String("format")
 	case "image_embeds":
 		mp.Modality = ModalityImageEmbeds
+		if raw, has := part.Raw("image_embeds"); has && len(raw) > 0 && raw[0] == '{' {
+			// vLLM's per-key form (Qwen2.5-VL: image_embeds with
+			// image_grid_thw); the count would need each model's rule.
+			o.Fail(wire.ErrInvalid(path+".image_embeds", "The dict form of image_embeds (e.g. Qwen2.5-VL's image_embeds with image_grid_thw) is not supported by mocker-server; send one base64 torch.save tensor of shape (tokens, hidden)."))
+			return mp, true
+		}
 		mp.Data, _ = part.String("image_embeds")
 	default:
 		return MediaPart{}, false

@@ -25,7 +25,8 @@ type RawPrompt struct {
 	IDs    []uint32
 	IsText bool
 	// MM are a multimodal chat prompt's items' placeholder runs in IDs,
-	// MMFLOPs their encoder FLOPs (0: unknown).
+	// MMFLOPs their encoder FLOPs (0: unknown; engine.PrecomputedEmbeds:
+	// embeddings the client sent, no encoder time).
 	MM      []kv.MMFeature
 	MMFLOPs []float64
 }

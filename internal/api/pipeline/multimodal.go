@@ -10,6 +10,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/media"
 	"github.com/mocker-server/mocker-server/internal/mmproc"
 )
@@ -43,7 +44,13 @@ func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError
 	}
 	mo := &s.opts.Multimodal
 	counts := map[string]int{}
+	var images, embeds bool
 	for _, p := range parts {
+		images = images || p.Modality == input.ModalityImage
+		embeds = embeds || p.Modality == input.ModalityImageEmbeds
+		if images && embeds {
+			return nil, wire.ErrInvalid(p.Path, "Mixing raw image and embedding inputs is not allowed")
+		}
 		key := p.Modality.LimitKey()
 		counts[key]++
 		if e := checkMMLimit(mo, key, counts[key]); e != nil {
@@ -96,18 +103,34 @@ func kindOf(modality string) media.Kind {
 		return media.KindAudio
 	case "video":
 		return media.KindVideo
+	case "image_embeds":
+		return media.KindEmbeds
 	}
 	return media.KindUnknown
+}
+
+// checkEmbedsPart applies vLLM's gate on image_embeds (--enable-mm-embeds,
+// its message) and refuses an empty payload (the dict form is refused
+// when the part is read).
+func checkEmbedsPart(mo *settings.MultimodalOptions, p input.MediaPart) *wire.APIError {
+	if !mo.EnableEmbeds {
+		return wire.ErrInvalid(p.Path, "You must set `--enable-mm-embeds` to input `image_embeds`")
+	}
+	if p.Data == "" {
+		return wire.ErrInvalid(p.Path+".image_embeds", "image_embeds must be a base64 torch.save tensor of shape (tokens, hidden).")
+	}
+	return nil
 }
 
 // resolvePart finds one part's bytes and facts.
 func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 	mo := &s.opts.Multimodal
 	field := p.Path
-	if p.Modality == input.ModalityImageEmbeds {
-		// A serialized torch tensor: vLLM needs --enable-mm-embeds, and
-		// the mock cannot read the tensor's shape.
-		return mmItem{}, wire.ErrInvalid(field, "image_embeds (a serialized torch tensor) is not supported by mocker-server; send the image itself")
+	embeds := p.Modality == input.ModalityImageEmbeds
+	if embeds {
+		if e := checkEmbedsPart(mo, p); e != nil {
+			return mmItem{}, e
+		}
 	}
 	src, e := s.partSource(p)
 	if e != nil {
@@ -125,12 +148,22 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 			it = cached.item
 		} else {
 			var err error
-			if it, err = media.Probe(data); err != nil {
+			if embeds {
+				it, err = media.ProbeEmbeds(data)
+			} else {
+				it, err = media.Probe(data)
+			}
+			if err != nil {
 				return mmItem{}, mediaError(field, err, mo.MaxItemBytes)
 			}
 		}
 		if want := kindOf(string(p.Modality)); it.Kind != want {
 			return mmItem{}, wire.ErrInvalid(field, "The %s part holds %s data (%s), not %s.", p.Modality, it.Kind, it.Format, want)
+		}
+		if embeds && it.Frames > 0 {
+			// One part is one item in vLLM's tracker; a stacked batch
+			// in one part has no single placeholder count.
+			return mmItem{}, wire.ErrInvalid(field, "image_embeds of shape (%d, %d, hidden) holds %d items; send one (tokens, hidden) tensor per image_embeds part.", it.Frames, it.EmbedTokens, it.Frames)
 		}
 		if !hit {
 			if it.Hash, _, _ = media.Hash(it.Kind, data, mo.Hash); it.Hash == "" {
@@ -155,6 +188,9 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 		id = p.UUID
 	}
 	flops, _ := mo.Processor.EncoderFLOPs(it) // 0 on error: priced per token
+	if embeds {
+		flops = engine.PrecomputedEmbeds // the client ran the encoder
+	}
 	return mmItem{part: p, item: it, repl: repl, id: id, flops: flops}, nil
 }
 

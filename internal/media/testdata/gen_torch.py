@@ -1,0 +1,47 @@
+#!/usr/bin/python3
+"""Writes the torch.save fixtures of the image_embeds tests.
+
+Run with Debian's python3 and python3-torch (1.13):
+    /usr/bin/python3 internal/media/testdata/gen_torch.py
+The tensors are small and seeded; the tests read their shapes only, and
+torch_facts.json records what torch itself reports about each file.
+"""
+import io
+import json
+import os
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+torch.manual_seed(31)
+
+
+def save(name, t):
+    buf = io.BytesIO()  # a BytesIO names the archive "archive", as vLLM's clients send it
+    torch.save(t, buf)
+    with open(os.path.join(HERE, name), "wb") as f:
+        f.write(buf.getvalue())
+    back = torch.load(io.BytesIO(buf.getvalue()), weights_only=True)
+    if isinstance(back, torch.Tensor):
+        return {"shape": list(back.shape), "dtype": str(back.dtype).removeprefix("torch.")}
+    return {"type": type(back).__name__}
+
+
+facts = {
+    "embeds_4x8_f4.pt": save("embeds_4x8_f4.pt", torch.randn(4, 8)),
+    "embeds_4x8_f2.pt": save("embeds_4x8_f2.pt", torch.randn(4, 8).half()),
+    "embeds_4x8_bf16.pt": save("embeds_4x8_bf16.pt", torch.randn(4, 8).bfloat16()),
+    "embeds_3x16_f8.pt": save("embeds_3x16_f8.pt", torch.randn(3, 16, dtype=torch.float64)),
+    # A view: offset 8 into a 6x8 storage, transposed strides.
+    "embeds_view_5x4_f4.pt": save("embeds_view_5x4_f4.pt", torch.randn(6, 8)[1:, :4]),
+    "embeds_T_8x4_f4.pt": save("embeds_T_8x4_f4.pt", torch.randn(4, 8).t()),
+    "embeds_2x5x8_f4.pt": save("embeds_2x5x8_f4.pt", torch.randn(2, 5, 8)),
+    "embeds_1d_f4.pt": save("embeds_1d_f4.pt", torch.randn(8)),
+    # Qwen2.5-VL's dict form, saved whole: a dict, not a tensor.
+    "embeds_dict.pt": save("embeds_dict.pt", {"image_embeds": torch.randn(4, 8),
+                                              "image_grid_thw": torch.tensor([[1, 4, 4]])}),
+    "embeds_int64.pt": save("embeds_int64.pt", torch.arange(12).reshape(3, 4)),
+}
+with open(os.path.join(HERE, "torch_facts.json"), "w") as f:
+    json.dump({"torch": torch.__version__, "files": facts}, f, indent=1, sort_keys=True)
+    f.write("\n")
