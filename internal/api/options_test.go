@@ -1,146 +1,20 @@
 package api
 
 import (
-	"time"
-
 	"github.com/mocker-server/mocker-server/internal/api/settings"
+	"github.com/mocker-server/mocker-server/internal/apiopts"
 	"github.com/mocker-server/mocker-server/internal/config"
-	"github.com/mocker-server/mocker-server/internal/engine"
-	"github.com/mocker-server/mocker-server/internal/media"
 	"github.com/mocker-server/mocker-server/internal/mmproc"
-	"github.com/mocker-server/mocker-server/internal/plan"
 )
 
-// testOptions builds the server's options from a test configuration as
-// internal/worker's apiOptions does in production (the worker imports
-// api, so api's tests cannot call it).
+// testOptions builds the server's options from a test configuration with
+// the code production uses (apiopts.FromConfig). The model is an id, never
+// a directory here: its multimodal processor is the catalogue's, else
+// --mm-processor-model's, as internal/worker loads it for an id.
 func testOptions(cfg *config.Config) settings.Options {
-	o := settings.Options{
-		Model: settings.ModelOptions{ServedNames: cfg.ServedModelName, Path: cfg.Model,
-			Tokenizer: cfg.Tokenizer, MaxModelLen: cfg.MaxModelLen},
-		HTTP: settings.HTTPOptions{
-			APIKeys:                  cfg.APIKey,
-			AdminKey:                 cfg.AdminKey,
-			MaxRequestBodyBytes:      cfg.MaxRequestBodyBytes,
-			RequestBodyTimeout:       time.Duration(cfg.RequestBodyTimeout * float64(time.Second)),
-			StartClosed:              cfg.StartupTime > 0,
-			RequestIDHeaders:         cfg.EnableRequestIDHeaders,
-			PromptTokensDetails:      cfg.EnablePromptTokensDetails,
-			ForceIncludeUsage:        cfg.EnableForceIncludeUsage,
-			TrustRequestChatTemplate: cfg.TrustRequestChatTemplate,
-			DevMode:                  cfg.DevMode,
-			MaxUnflushedTokens:       cfg.MaxUnflushedTokens,
-		},
-		Generation: settings.GenerationOptions{
-			OutputLenMode:      plan.LenMode(cfg.OutputLenMode),
-			NaturalOutputLen:   cfg.NaturalOutputLen,
-			NaturalSigma:       cfg.NaturalOutputLenSigma,
-			ReasoningField:     settings.ReasoningField(cfg.ReasoningField),
-			PerPassChunks:      cfg.SpeculativeConfig != nil,
-			PriorityScheduling: cfg.SchedulingPolicy == engine.SchedulePriority,
-			Echo:               cfg.ResponseMode == config.ResponseEcho,
-		},
-		Tools: settings.ToolOptions{AutoToolChoice: cfg.EnableAutoToolChoice, Parser: cfg.ToolCallParser,
-			CallProbability: cfg.ToolCallProbability, AfterResultProbability: cfg.ToolCallAfterResultProbability,
-			ExcludeWhenChoiceNone: cfg.ExcludeToolsWhenToolChoiceNone},
-		Limits: settings.LimitOptions{MaxConcurrentRequests: cfg.MaxConcurrentRequests, RPM: cfg.RPM, TPM: cfg.TPM},
-		Budgets: settings.BudgetOptions{
-			MaxPromptsPerRequest: cfg.MaxPromptsPerRequest, MaxSequencesPerRequest: cfg.MaxSequencesPerRequest,
-			MaxEmbeddingInputs: cfg.MaxEmbeddingInputs, MaxSchemaBytes: cfg.MaxSchemaBytes,
-			MaxSchemaEnum: cfg.MaxSchemaEnum, MaxSchemaSteps: cfg.MaxSchemaSteps,
-			MaxLoRAAdapters: cfg.MaxLoRAAdapters, MaxResponsesStoreBytes: int64(cfg.MaxResponsesStoreBytes),
-		},
-		LoRA: settings.LoRAOptions{Enabled: cfg.EnableLoRA, RuntimeUpdating: cfg.AllowRuntimeLoRAUpdating,
-			PathCheck: settings.LoRAPathCheck(cfg.LoRAPathCheck), MaxRank: cfg.MaxLoRARank},
-		PD:           testPDOptions(cfg),
-		Faults:       cfg.FaultSettings(),
-		Seed:         cfg.Seed,
-		DPRouting:    settings.DPRouting(cfg.DPRouting),
-		EmbeddingDim: cfg.EmbeddingDim,
-		Pooling:      settings.NewPoolingOptions(string(cfg.Runner), cfg.PoolingTask(), cfg.NumLabels),
-	}
-	if rc := cfg.Reasoning; rc != nil {
-		o.Generation.Reasoning = &plan.Reasoning{StartID: rc.StartThinkingTokenID,
-			EndID: rc.EndThinkingTokenID, Ratio: rc.ThinkingRatio}
-	}
-	for _, m := range cfg.LoRAModuleList() {
-		o.LoRA.Modules = append(o.LoRA.Modules, settings.LoRAModule{Name: m.Name, Path: m.Path, BaseModelName: m.BaseModelName})
-	}
-	if cfg.EngineType == engine.EngineSGLang {
-		o.SGLang = testSGLangOptions(cfg)
-	}
-	o.Multimodal = testMultimodalOptions(cfg)
-	return o
-}
-
-// testMultimodalOptions are worker's multimodalOptions for a model id
-// (no model directory): the catalogue's processor, else
-// --mm-processor-model's.
-func testMultimodalOptions(cfg *config.Config) settings.MultimodalOptions {
 	p, err := mmproc.ForModel(cfg.Model, mmproc.ModelFiles{})
 	if err != nil && cfg.MMProcessorModel != "none" {
 		p, _ = mmproc.ForModel(cfg.MMProcessorModel, mmproc.ModelFiles{})
 	}
-	limits, _ := cfg.MMLimits()
-	u := cfg.Unfetched()
-	return settings.MultimodalOptions{
-		Processor:             p,
-		LimitPerPrompt:        limits,
-		MaxItemBytes:          cfg.MaxMediaItemBytes,
-		AllowedLocalMediaPath: cfg.AllowedLocalMediaPath,
-		AllowedMediaDomains:   cfg.AllowedMediaDomains,
-		EnableEmbeds:          cfg.EnableMMEmbeds,
-		RemoteImageWidth:      u.ImageWidth,
-		RemoteImageHeight:     u.ImageHeight,
-		RemoteDuration:        u.AudioDuration(),
-		RemoteVideoFrames:     u.VideoFrames,
-		Hash:                  media.HashOptions{ModelID: cfg.Model},
-		ProcessorCacheBytes:   cfg.MMProcessorCacheBytes(),
-	}
-}
-
-// testPDOptions are the disaggregation settings of the HTTP layer.
-func testPDOptions(cfg *config.Config) settings.PDOptions {
-	p := settings.PDOptions{
-		Disaggregated:          cfg.Disaggregated(),
-		ServesPrefill:          cfg.ServesPrefill(),
-		ServesDecode:           cfg.ServesDecode(),
-		RoleName:               "--disaggregation-mode " + string(cfg.WorkerType),
-		BootstrapPort:          cfg.BootstrapPort,
-		HandoffTimeout:         cfg.HandoffTimeout(),
-		TransferDelay:          cfg.TransferDelay,
-		RecomputeOnLoadFailure: cfg.RecomputeOnKVLoadFailure(),
-	}
-	switch cfg.WorkerType {
-	case config.WorkerPrefill:
-		p.Role = settings.PDRolePrefill
-	case config.WorkerDecode:
-		p.Role = settings.PDRoleDecode
-	}
-	if t := cfg.PDConnector(); t != nil {
-		p.Connector = true
-		p.RoleName = "kv_role " + t.KVRole
-	}
-	return p
-}
-
-// testSGLangOptions are SGLang's server arguments as /get_server_info reports
-// them.
-func testSGLangOptions(cfg *config.Config) *settings.SGLangOptions {
-	page := cfg.EffectiveBlockSize()
-	maxRunning := cfg.SGLang.MaxRunningRequests
-	if maxRunning == 0 {
-		maxRunning = cfg.MaxNumSeqs
-	}
-	return &settings.SGLangOptions{
-		PageSize:                 page,
-		MaxRunningRequests:       maxRunning,
-		MaxTotalTokens:           cfg.NumGPUBlocks * page,
-		MaxPrefillTokens:         cfg.SGLang.MaxPrefillTokens,
-		ChunkedPrefillSize:       cfg.SGLang.ChunkedPrefillSize,
-		SchedulePolicy:           string(cfg.SGLang.SchedulePolicy),
-		ScheduleConservativeness: cfg.SGLang.ScheduleConservativeness,
-		DisableRadixCache:        !cfg.EnablePrefixCaching,
-		DPSize:                   cfg.DPSize,
-	}
+	return apiopts.FromConfig(cfg, p)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/api"
+	"github.com/mocker-server/mocker-server/internal/apiopts"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/grpcfront"
@@ -94,9 +95,8 @@ func (w *Worker) startInstance(port, grpcPort int, beforeServe func(*instance) e
 	if err != nil {
 		return nil, err
 	}
-	opts := apiOptions(cfg)
+	opts := apiopts.FromConfig(cfg, w.files.mm)
 	opts.HTTP.WorkerID = w.opts.ID
-	opts.Multimodal = multimodalOptions(cfg, w.files.mm)
 	in.srv = api.NewServer(opts, engines, api.Deps{
 		Logger:              w.log,
 		Metrics:             w.opts.Metrics,

@@ -6,9 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mocker-server/mocker-server/internal/api"
 	"github.com/mocker-server/mocker-server/internal/config"
-	"github.com/mocker-server/mocker-server/internal/media"
 	"github.com/mocker-server/mocker-server/internal/mmproc"
 )
 
@@ -44,24 +42,4 @@ func loadMMProcessor(cfg *config.Config) (*mmproc.Processor, error) {
 		return nil, &config.Error{Problems: []string{"--mm-processor-model " + cfg.MMProcessorModel + ": " + err.Error()}}
 	}
 	return p, nil
-}
-
-// multimodalOptions are the HTTP layer's multimodal settings.
-func multimodalOptions(cfg *config.Config, p *mmproc.Processor) api.MultimodalOptions {
-	limits, _ := cfg.MMLimits() // validated by config.Load
-	u := cfg.Unfetched()
-	return api.MultimodalOptions{
-		Processor:             p,
-		LimitPerPrompt:        limits,
-		MaxItemBytes:          cfg.MaxMediaItemBytes,
-		AllowedLocalMediaPath: cfg.AllowedLocalMediaPath,
-		AllowedMediaDomains:   cfg.AllowedMediaDomains,
-		EnableEmbeds:          cfg.EnableMMEmbeds,
-		RemoteImageWidth:      u.ImageWidth,
-		RemoteImageHeight:     u.ImageHeight,
-		RemoteDuration:        u.AudioDuration(),
-		RemoteVideoFrames:     u.VideoFrames,
-		Hash:                  media.HashOptions{ModelID: cfg.Model},
-		ProcessorCacheBytes:   cfg.MMProcessorCacheBytes(),
-	}
 }

@@ -1,21 +1,30 @@
-package worker
+// Package apiopts builds the HTTP layer's settings (api/settings.Options)
+// from the server's configuration, once at startup. It is its own package
+// so that the worker, which composes the server, and the api packages'
+// tests build the options with the same code; the api packages themselves
+// never see the configuration.
+package apiopts
 
 import (
 	"time"
 
-	"github.com/mocker-server/mocker-server/internal/api"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/media"
+	"github.com/mocker-server/mocker-server/internal/mmproc"
 	"github.com/mocker-server/mocker-server/internal/plan"
 )
 
-// apiOptions are the settings of the HTTP layer, taken once from the
-// configuration: api reads nothing else of it.
-func apiOptions(cfg *config.Config) api.Options {
-	o := api.Options{
-		Model: api.ModelOptions{ServedNames: cfg.ServedModelName, Path: cfg.Model,
+// FromConfig returns the settings of the HTTP layer, taken once from the
+// configuration: the api packages read nothing else of it. mm is the served
+// model's multimodal processor (nil: a text-only model); reading it from
+// the model's files is the caller's I/O (internal/worker).
+func FromConfig(cfg *config.Config, mm *mmproc.Processor) settings.Options {
+	o := settings.Options{
+		Model: settings.ModelOptions{ServedNames: cfg.ServedModelName, Path: cfg.Model,
 			Tokenizer: cfg.Tokenizer, MaxModelLen: cfg.MaxModelLen},
-		HTTP: api.HTTPOptions{
+		HTTP: settings.HTTPOptions{
 			APIKeys:                  cfg.APIKey,
 			AdminKey:                 cfg.AdminKey,
 			MaxRequestBodyBytes:      cfg.MaxRequestBodyBytes,
@@ -28,50 +37,51 @@ func apiOptions(cfg *config.Config) api.Options {
 			DevMode:                  cfg.DevMode,
 			MaxUnflushedTokens:       cfg.MaxUnflushedTokens,
 		},
-		Generation: api.GenerationOptions{
+		Generation: settings.GenerationOptions{
 			OutputLenMode:      plan.LenMode(cfg.OutputLenMode),
 			NaturalOutputLen:   cfg.NaturalOutputLen,
 			NaturalSigma:       cfg.NaturalOutputLenSigma,
-			ReasoningField:     api.ReasoningField(cfg.ReasoningField),
+			ReasoningField:     settings.ReasoningField(cfg.ReasoningField),
 			PerPassChunks:      cfg.SpeculativeConfig != nil,
 			PriorityScheduling: cfg.SchedulingPolicy == engine.SchedulePriority,
 			Echo:               cfg.ResponseMode == config.ResponseEcho,
 		},
-		Tools: api.ToolOptions{AutoToolChoice: cfg.EnableAutoToolChoice, Parser: cfg.ToolCallParser,
+		Tools: settings.ToolOptions{AutoToolChoice: cfg.EnableAutoToolChoice, Parser: cfg.ToolCallParser,
 			CallProbability: cfg.ToolCallProbability, AfterResultProbability: cfg.ToolCallAfterResultProbability,
 			ExcludeWhenChoiceNone: cfg.ExcludeToolsWhenToolChoiceNone},
-		Limits: api.LimitOptions{MaxConcurrentRequests: cfg.MaxConcurrentRequests, RPM: cfg.RPM, TPM: cfg.TPM},
-		Budgets: api.BudgetOptions{
+		Limits: settings.LimitOptions{MaxConcurrentRequests: cfg.MaxConcurrentRequests, RPM: cfg.RPM, TPM: cfg.TPM},
+		Budgets: settings.BudgetOptions{
 			MaxPromptsPerRequest: cfg.MaxPromptsPerRequest, MaxSequencesPerRequest: cfg.MaxSequencesPerRequest,
 			MaxEmbeddingInputs: cfg.MaxEmbeddingInputs, MaxSchemaBytes: cfg.MaxSchemaBytes,
 			MaxSchemaEnum: cfg.MaxSchemaEnum, MaxSchemaSteps: cfg.MaxSchemaSteps,
 			MaxLoRAAdapters: cfg.MaxLoRAAdapters, MaxResponsesStoreBytes: int64(cfg.MaxResponsesStoreBytes),
 		},
-		LoRA: api.LoRAOptions{Enabled: cfg.EnableLoRA, RuntimeUpdating: cfg.AllowRuntimeLoRAUpdating,
-			PathCheck: api.LoRAPathCheck(cfg.LoRAPathCheck), MaxRank: cfg.MaxLoRARank},
+		LoRA: settings.LoRAOptions{Enabled: cfg.EnableLoRA, RuntimeUpdating: cfg.AllowRuntimeLoRAUpdating,
+			PathCheck: settings.LoRAPathCheck(cfg.LoRAPathCheck), MaxRank: cfg.MaxLoRARank},
 		PD:           pdOptions(cfg),
 		Faults:       cfg.FaultSettings(),
 		Seed:         cfg.Seed,
-		DPRouting:    api.DPRouting(cfg.DPRouting),
+		DPRouting:    settings.DPRouting(cfg.DPRouting),
 		EmbeddingDim: cfg.EmbeddingDim,
-		Pooling:      api.NewPoolingOptions(string(cfg.Runner), cfg.PoolingTask(), cfg.NumLabels),
+		Pooling:      settings.NewPoolingOptions(string(cfg.Runner), cfg.PoolingTask(), cfg.NumLabels),
 	}
 	if rc := cfg.Reasoning; rc != nil {
 		o.Generation.Reasoning = &plan.Reasoning{StartID: rc.StartThinkingTokenID,
 			EndID: rc.EndThinkingTokenID, Ratio: rc.ThinkingRatio}
 	}
 	for _, m := range cfg.LoRAModuleList() {
-		o.LoRA.Modules = append(o.LoRA.Modules, api.LoRAModule{Name: m.Name, Path: m.Path, BaseModelName: m.BaseModelName})
+		o.LoRA.Modules = append(o.LoRA.Modules, settings.LoRAModule{Name: m.Name, Path: m.Path, BaseModelName: m.BaseModelName})
 	}
 	if cfg.EngineType == engine.EngineSGLang {
 		o.SGLang = sglangOptions(cfg)
 	}
+	o.Multimodal = multimodalOptions(cfg, mm)
 	return o
 }
 
 // pdOptions are the disaggregation settings of the HTTP layer.
-func pdOptions(cfg *config.Config) api.PDOptions {
-	p := api.PDOptions{
+func pdOptions(cfg *config.Config) settings.PDOptions {
+	p := settings.PDOptions{
 		Disaggregated:          cfg.Disaggregated(),
 		ServesPrefill:          cfg.ServesPrefill(),
 		ServesDecode:           cfg.ServesDecode(),
@@ -83,9 +93,9 @@ func pdOptions(cfg *config.Config) api.PDOptions {
 	}
 	switch cfg.WorkerType {
 	case config.WorkerPrefill:
-		p.Role = api.PDRolePrefill
+		p.Role = settings.PDRolePrefill
 	case config.WorkerDecode:
-		p.Role = api.PDRoleDecode
+		p.Role = settings.PDRoleDecode
 	}
 	if t := cfg.PDConnector(); t != nil {
 		p.Connector = true
@@ -96,13 +106,13 @@ func pdOptions(cfg *config.Config) api.PDOptions {
 
 // sglangOptions are SGLang's server arguments as /get_server_info reports
 // them.
-func sglangOptions(cfg *config.Config) *api.SGLangOptions {
+func sglangOptions(cfg *config.Config) *settings.SGLangOptions {
 	page := cfg.EffectiveBlockSize()
 	maxRunning := cfg.SGLang.MaxRunningRequests
 	if maxRunning == 0 {
 		maxRunning = cfg.MaxNumSeqs
 	}
-	return &api.SGLangOptions{
+	return &settings.SGLangOptions{
 		PageSize:                 page,
 		MaxRunningRequests:       maxRunning,
 		MaxTotalTokens:           cfg.NumGPUBlocks * page,
@@ -112,5 +122,25 @@ func sglangOptions(cfg *config.Config) *api.SGLangOptions {
 		ScheduleConservativeness: cfg.SGLang.ScheduleConservativeness,
 		DisableRadixCache:        !cfg.EnablePrefixCaching,
 		DPSize:                   cfg.DPSize,
+	}
+}
+
+// multimodalOptions are the HTTP layer's multimodal settings.
+func multimodalOptions(cfg *config.Config, p *mmproc.Processor) settings.MultimodalOptions {
+	limits, _ := cfg.MMLimits() // validated by config.Load
+	u := cfg.Unfetched()
+	return settings.MultimodalOptions{
+		Processor:             p,
+		LimitPerPrompt:        limits,
+		MaxItemBytes:          cfg.MaxMediaItemBytes,
+		AllowedLocalMediaPath: cfg.AllowedLocalMediaPath,
+		AllowedMediaDomains:   cfg.AllowedMediaDomains,
+		EnableEmbeds:          cfg.EnableMMEmbeds,
+		RemoteImageWidth:      u.ImageWidth,
+		RemoteImageHeight:     u.ImageHeight,
+		RemoteDuration:        u.AudioDuration(),
+		RemoteVideoFrames:     u.VideoFrames,
+		Hash:                  media.HashOptions{ModelID: cfg.Model},
+		ProcessorCacheBytes:   cfg.MMProcessorCacheBytes(),
 	}
 }

@@ -1,27 +1,27 @@
-package worker
+package apiopts
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
-	"github.com/mocker-server/mocker-server/internal/api"
+	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
 )
 
 // The HTTP layer's options carry the configuration's settings under their
 // typed names.
-func TestAPIOptions_FromTheConfiguration(t *testing.T) {
+func TestFromConfig_FromTheConfiguration(t *testing.T) {
 	cfg := testcfg.Load(t, overlayOf(t, `{"engine_type":"sglang","model":"m","served_model_name":["a","b"],
 		"max_model_len":4096,"dp_size":2,"dp_routing":"least_loaded","reasoning_field":"reasoning_content",
 		"scheduling_policy":"priority","startup_time":3,"request_body_timeout":2.5,"max_unflushed_tokens":7,
 		"sglang":{"max_running_requests":9,"schedule_policy":"dfs_weight"},"seed":11,
 		"reasoning":{"start_thinking_token_id":5,"end_thinking_token_id":6,"thinking_ratio":0.5}}`))
-	o := apiOptions(cfg)
+	o := FromConfig(cfg, nil)
 	if o.Model.ServedName() != "a" || o.Model.Path != "m" || o.Model.MaxModelLen != 4096 {
 		t.Errorf("model %+v", o.Model)
 	}
-	if o.DPRouting != api.RouteLeastLoaded || o.Generation.ReasoningField != api.ReasoningFieldReasoningContent ||
+	if o.DPRouting != settings.RouteLeastLoaded || o.Generation.ReasoningField != settings.ReasoningFieldReasoningContent ||
 		!o.Generation.PriorityScheduling || o.Seed != 11 {
 		t.Errorf("routing %q, reasoning field %q, priority %v, seed %d", o.DPRouting, o.Generation.ReasoningField,
 			o.Generation.PriorityScheduling, o.Seed)
@@ -38,9 +38,9 @@ func TestAPIOptions_FromTheConfiguration(t *testing.T) {
 	}
 
 	// vLLM mode: no SGLang endpoints; the defaults.
-	o = apiOptions(testConfig(t))
-	if o.SGLang != nil || o.DPRouting != api.RouteRoundRobin || o.LoRA.PathCheck != api.LoRAPathNone ||
-		o.HTTP.StartClosed || o.PD.Disaggregated || o.PD.Role != api.PDRoleNone {
+	o = FromConfig(testcfg.Load(t, nil), nil)
+	if o.SGLang != nil || o.DPRouting != settings.RouteRoundRobin || o.LoRA.PathCheck != settings.LoRAPathNone ||
+		o.HTTP.StartClosed || o.PD.Disaggregated || o.PD.Role != settings.PDRoleNone {
 		t.Errorf("defaults: sglang %v, routing %q, lora path check %q, closed %v, pd %+v",
 			o.SGLang, o.DPRouting, o.LoRA.PathCheck, o.HTTP.StartClosed, o.PD)
 	}
@@ -58,17 +58,17 @@ func overlayOf(t *testing.T, overlay string) map[string]any {
 
 // Every resource budget of the configuration reaches the HTTP layer: a
 // budget flag the api never sees would silently do nothing.
-func TestAPIOptions_CarryEveryBudget(t *testing.T) {
+func TestFromConfig_CarryEveryBudget(t *testing.T) {
 	cfg := testcfg.Load(t, overlayOf(t, `{"max_prompts_per_request":11,"max_sequences_per_request":22,
 		"max_embedding_inputs":33,"max_schema_bytes":44,"max_schema_enum":55,"max_schema_steps":66,
 		"max_lora_adapters":77,"max_responses_store_bytes":88}`))
-	want := api.BudgetOptions{MaxPromptsPerRequest: 11, MaxSequencesPerRequest: 22, MaxEmbeddingInputs: 33,
+	want := settings.BudgetOptions{MaxPromptsPerRequest: 11, MaxSequencesPerRequest: 22, MaxEmbeddingInputs: 33,
 		MaxSchemaBytes: 44, MaxSchemaEnum: 55, MaxSchemaSteps: 66, MaxLoRAAdapters: 77, MaxResponsesStoreBytes: 88}
-	if got := apiOptions(cfg).Budgets; got != want {
+	if got := FromConfig(cfg, nil).Budgets; got != want {
 		t.Errorf("budgets %+v, want %+v", got, want)
 	}
 	// The defaults are the configuration's (vLLM/OpenAI-like) defaults.
-	if got := apiOptions(testConfig(t)).Budgets; got.MaxPromptsPerRequest != 2048 ||
+	if got := FromConfig(testcfg.Load(t, nil), nil).Budgets; got.MaxPromptsPerRequest != 2048 ||
 		got.MaxSequencesPerRequest != 4096 || got.MaxEmbeddingInputs != 2048 || got.MaxLoRAAdapters != 1024 ||
 		got.MaxResponsesStoreBytes != 256<<20 || got.MaxSchemaEnum == 0 {
 		t.Errorf("default budgets %+v", got)
