@@ -50,6 +50,17 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64) (Object, *A
 // encoding (gRPC's structured-output constraints).
 func ParseObject(body []byte) (Object, *APIError) { return parseObject(body) }
 
+// ObjectOf is the Object a body holding v (marshalled as JSON) would give:
+// the form a front end that is not JSON (gRPC) hands the pipeline's phases
+// that read the body, such as the constraint phase.
+func ObjectOf(v any) (Object, *APIError) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Object{}, ErrInvalid("", "invalid request object: %v", err)
+	}
+	return parseObject(b)
+}
+
 // parseObject parses body as exactly one JSON object.
 func parseObject(body []byte) (Object, *APIError) {
 	dec := json.NewDecoder(bytes.NewReader(body))

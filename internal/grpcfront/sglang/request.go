@@ -1,7 +1,6 @@
 package sglang
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"google.golang.org/protobuf/proto"
@@ -60,11 +59,7 @@ func constraintBody(sp *pb.SamplingParams) (wire.Object, *wire.APIError) {
 	case *pb.SamplingParams_StructuralTag:
 		c["structural_tag"] = k.StructuralTag
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return wire.Object{}, wire.ErrInvalid("", "invalid constraint: %v", err)
-	}
-	return wire.ParseObject(b)
+	return wire.ObjectOf(c)
 }
 
 // genInput turns a GenerateRequest into the pipeline's typed generation

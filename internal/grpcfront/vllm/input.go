@@ -1,7 +1,6 @@
 package vllm
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"github.com/mocker-server/mocker-server/internal/api/input"
@@ -120,11 +119,7 @@ func constraintBody(sp *vllmpb.SamplingParams) (wire.Object, *wire.APIError) {
 	case *vllmpb.SamplingParams_Choice:
 		so["choice"] = append([]string{}, c.Choice.GetChoices()...) // never null
 	}
-	b, err := json.Marshal(map[string]any{"structured_outputs": so})
-	if err != nil {
-		return wire.Object{}, wire.ErrInvalid("", "invalid constraint: %v", err)
-	}
-	return wire.ParseObject(b)
+	return wire.ObjectOf(map[string]any{"structured_outputs": so})
 }
 
 // integer and float are the typed input's numbers of values read from
