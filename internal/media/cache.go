@@ -36,33 +36,48 @@ func Fingerprint(parts ...string) Key {
 	return Key(h.Sum128())
 }
 
+// FingerprintBytes is Fingerprint of one part held as bytes (a local
+// file's content), without copying it into a string.
+func FingerprintBytes(b []byte) Key { return Key(xxh3.Hash128(b)) }
+
 // ItemCache remembers the facts and hash of recently seen items by Key, so
 // a repeated image — the common case of a multi-turn conversation that
 // resends its history — costs one fingerprint pass instead of a base64
-// decode, a probe and a hash. It holds at most its capacity of entries,
-// evicting the least recently used. Safe for concurrent use; the zero
-// value is not usable, use NewItemCache.
+// decode, a probe and a hash. It is the mock's stand-in for vLLM's
+// multimodal processor cache (--mm-processor-cache-gb): each entry is
+// charged the bytes vLLM's cache would hold for it (ProcessedBytes), the
+// least recently used go first when the budget is full, and an item larger
+// than the whole budget is not kept. A nil cache, or one with a budget of
+// 0, holds nothing (vLLM's 0 disables its cache). Safe for concurrent use.
 type ItemCache struct {
-	mu    sync.Mutex
-	max   int
-	byKey map[Key]*list.Element
-	lru   list.List // of *cacheEntry, most recent first
-	hits  uint64
-	miss  uint64
+	mu     sync.Mutex
+	budget int64
+	used   int64
+	byKey  map[Key]*list.Element
+	lru    list.List // of *cacheEntry, most recent first
+	hits   uint64
+	miss   uint64
 }
 
 type cacheEntry struct {
 	key  Key
 	item Item
+	size int64
 }
 
-// NewItemCache returns a cache of at most entries items (at least 1).
-func NewItemCache(entries int) *ItemCache {
-	return &ItemCache{max: max(entries, 1), byKey: make(map[Key]*list.Element)}
+// NewItemCache returns a cache of at most budget bytes of entries.
+func NewItemCache(budget int64) *ItemCache {
+	return &ItemCache{budget: max(budget, 0), byKey: make(map[Key]*list.Element)}
 }
+
+// Enabled reports whether the cache can hold anything.
+func (c *ItemCache) Enabled() bool { return c != nil && c.budget > 0 }
 
 // Get returns the item cached under k and marks it recently used.
 func (c *ItemCache) Get(k Key) (Item, bool) {
+	if !c.Enabled() {
+		return Item{}, false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.byKey[k]
@@ -75,26 +90,58 @@ func (c *ItemCache) Get(k Key) (Item, bool) {
 	return e.Value.(*cacheEntry).item, true
 }
 
-// Put caches it under k, evicting the least recently used entry when full.
+// Put caches it under k, evicting the least recently used entries to stay
+// within the budget.
 func (c *ItemCache) Put(k Key, it Item) {
+	if !c.Enabled() {
+		return
+	}
+	size := ProcessedBytes(it)
+	if size > c.budget {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byKey[k]; ok {
-		e.Value.(*cacheEntry).item = it
+		ce := e.Value.(*cacheEntry)
+		c.used += size - ce.size
+		ce.item, ce.size = it, size
 		c.lru.MoveToFront(e)
-		return
+	} else {
+		c.byKey[k] = c.lru.PushFront(&cacheEntry{key: k, item: it, size: size})
+		c.used += size
 	}
-	c.byKey[k] = c.lru.PushFront(&cacheEntry{key: k, item: it})
-	if c.lru.Len() > c.max {
+	for c.used > c.budget {
 		last := c.lru.Back()
+		ce := last.Value.(*cacheEntry)
 		c.lru.Remove(last)
-		delete(c.byKey, last.Value.(*cacheEntry).key)
+		delete(c.byKey, ce.key)
+		c.used -= ce.size
 	}
 }
 
 // Stats returns the cache's entries, hits and misses so far.
 func (c *ItemCache) Stats() (entries int, hits, misses uint64) {
+	if c == nil {
+		return 0, 0, 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lru.Len(), c.hits, c.miss
+}
+
+// ProcessedBytes estimates what vLLM's processor cache holds for an item:
+// an image's or video's pixel tensor after the processor (3 channels of
+// bfloat16 per pixel and frame), an audio clip's log-mel features (128
+// bins × 100 frames per second, float32), else its encoded size.
+func ProcessedBytes(it Item) int64 {
+	switch it.Kind {
+	case KindImage:
+		return int64(it.Width) * int64(it.Height) * 3 * 2
+	case KindVideo:
+		return int64(it.Width) * int64(it.Height) * 3 * 2 * int64(max(it.Frames, 1))
+	case KindAudio:
+		return int64(it.Duration.Seconds()*100+1) * 128 * 4
+	}
+	return int64(max(it.Size, 1))
 }

@@ -17,6 +17,8 @@ func TestFingerprint(t *testing.T) {
 }
 
 func TestItemCache(t *testing.T) {
+	// Items of no kind are charged their size, at least a byte: a budget
+	// of 2 bytes holds two of them.
 	c := NewItemCache(2)
 	a, b, d := Fingerprint("a"), Fingerprint("b"), Fingerprint("d")
 	c.Put(a, Item{Width: 1})
@@ -56,6 +58,37 @@ func TestItemCache(t *testing.T) {
 	}
 }
 
+// An image is charged its processed pixel tensor (3 × bfloat16 a pixel):
+// a budget of two 100×100 images keeps the two most recent; an image
+// larger than the budget is never kept; a budget of 0 keeps nothing.
+func TestItemCacheChargesProcessedBytes(t *testing.T) {
+	img := func(side int) Item { return Item{Kind: KindImage, Width: side, Height: side} }
+	if got := ProcessedBytes(img(100)); got != 60000 {
+		t.Fatalf("a 100×100 image is charged %d bytes, want 60000", got)
+	}
+	c := NewItemCache(2 * 60000)
+	a, b, d := Fingerprint("a"), Fingerprint("b"), Fingerprint("d")
+	c.Put(a, img(100))
+	c.Put(b, img(100))
+	c.Put(d, img(100)) // evicts a
+	if _, ok := c.Get(a); ok {
+		t.Fatal("a survived past the byte budget")
+	}
+	if _, ok := c.Get(d); !ok {
+		t.Fatal("d was not kept")
+	}
+	big := Fingerprint("big")
+	c.Put(big, img(1000))
+	if _, ok := c.Get(big); ok {
+		t.Fatal("an item larger than the budget was kept")
+	}
+	off := NewItemCache(0)
+	off.Put(a, img(1))
+	if _, ok := off.Get(a); ok || off.Enabled() {
+		t.Fatal("a cache with no budget kept an item")
+	}
+}
+
 // BenchmarkRepeatedImage is the cost of an image a request repeats: the
 // fingerprint of its data URL and a cache hit, against the first sight's
 // decode, probe and hash (BenchmarkImageDataURL/*/all).
@@ -63,8 +96,8 @@ func BenchmarkRepeatedImage(b *testing.B) {
 	for _, noisy := range []bool{false, true} {
 		raw := benchPNG(b, noisy)
 		url := "data:image/png;base64," + base64.StdEncoding.EncodeToString(raw)
-		c := NewItemCache(16)
-		c.Put(Fingerprint(url), Item{Width: 1024})
+		c := NewItemCache(1 << 30)
+		c.Put(Fingerprint(url), Item{Kind: KindImage, Width: 1024, Height: 1024})
 		name := "smooth"
 		if noisy {
 			name = "noisy"

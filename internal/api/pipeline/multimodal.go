@@ -145,7 +145,7 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 		}
 	} else {
 		if hit {
-			it = cached.item
+			it = cached
 		} else {
 			var err error
 			if embeds {
@@ -169,9 +169,9 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 			if it.Hash, _, _ = media.Hash(it.Kind, data, mo.Hash); it.Hash == "" {
 				return mmItem{}, wire.ErrInvalid(field, "The %s cannot be hashed.", p.Modality)
 			}
-			s.mmCache.store(key, it)
+			s.mmCache.Put(key, it)
 		}
-		if s.mmObs != nil && s.mmCache.enabled() {
+		if s.mmObs != nil && s.mmCache.Enabled() {
 			s.mmObs.ObserveMMCache(1, boolInt(hit))
 		}
 	}
@@ -321,9 +321,9 @@ func mediaError(field string, err error, limit int) *wire.APIError {
 type partSource struct {
 	data   []byte
 	remote string
-	key    mmKey
+	key    media.Key
 	hit    bool
-	cached mmEntry
+	cached media.Item
 }
 
 // partSource finds a part's bytes: a cache hit on the item as sent, a
@@ -335,17 +335,17 @@ func (s *Server) partSource(p input.MediaPart) (partSource, *wire.APIError) {
 	var (
 		data   []byte
 		remote string
-		key    mmKey
+		key    media.Key
 		hit    bool
-		cached mmEntry
+		cached media.Item
 	)
 	inline := p.Data
 	if inline == "" && len(p.URL) >= 5 && strings.EqualFold(p.URL[:5], "data:") {
 		inline = p.URL
 	}
-	if inline != "" && s.mmCache.enabled() {
-		key = keyOfText(inline)
-		cached, hit = s.mmCache.lookup(key)
+	if inline != "" && s.mmCache.Enabled() {
+		key = media.Fingerprint(inline)
+		cached, hit = s.mmCache.Get(key)
 	}
 	switch {
 	case hit:
@@ -380,9 +380,9 @@ func (s *Server) partSource(p input.MediaPart) (partSource, *wire.APIError) {
 				}
 				return partSource{}, wire.ErrInvalid(field, "%s", err.Error())
 			}
-			if s.mmCache.enabled() {
-				key = keyOfBytes(data)
-				cached, hit = s.mmCache.lookup(key)
+			if s.mmCache.Enabled() {
+				key = media.FingerprintBytes(data)
+				cached, hit = s.mmCache.Get(key)
 			}
 		default:
 			return partSource{}, wire.ErrInvalid(field, "The URL must be either a HTTP, data or file URL.")

@@ -22,6 +22,7 @@ import (
 	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/faults"
+	"github.com/mocker-server/mocker-server/internal/media"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
 
@@ -45,7 +46,7 @@ type Server struct {
 	side    http.Handler
 	pdObs   disagg.TransferFailureObserver
 	mmObs   settings.MMObserver
-	mmCache *mmCache
+	mmCache *media.ItemCache
 
 	faults   *faults.Injector
 	faultObs settings.FaultObserver
@@ -97,7 +98,7 @@ func NewServer(opts settings.Options, engines []*engine.Engine, deps settings.De
 		side:     deps.SideChannel,
 		pdObs:    deps.TransferFailures,
 		mmObs:    deps.MM,
-		mmCache:  newMMCache(opts.Multimodal.ProcessorCacheBytes),
+		mmCache:  media.NewItemCache(opts.Multimodal.ProcessorCacheBytes),
 		version:  deps.Version,
 		now:      deps.Now,
 		faults:   deps.Faults,
