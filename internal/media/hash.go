@@ -124,6 +124,11 @@ func Hash(kind Kind, data []byte, opt HashOptions) (string, Exactness, error) {
 	case KindEmbeds, KindAudioEmbeds:
 		modality = kind.Modality()
 		if t, err := ReadTensor(data); err == nil {
+			if len(t.Shape) == 3 && t.Shape[0] == 1 {
+				// vLLM's chat parser takes a (1, tokens, hidden) batch
+				// of one as its item t[0].
+				t, _ = t.Index(0)
+			}
 			h, err := HashEmbeds(modality, []NamedTensor{{Tensor: t}}, opt)
 			return h, Exact, err
 		}

@@ -193,6 +193,18 @@ func (p *Processor) Modalities() []media.Kind {
 	return append([]media.Kind(nil), p.rules.modalities()...)
 }
 
+// EmbedsGridMerge returns the spatial merge size of a Qwen-VL family
+// (Qwen2-VL, Qwen2.5-VL, Qwen3-VL), whose data parser takes image_embeds
+// in vLLM's dict form with image_grid_thw: an image of grid (t, h, w) is
+// t·h·w / merge² tokens. ok is false for every other family, whose parser
+// has no dict form.
+func (p *Processor) EmbedsGridMerge() (merge int, ok bool) {
+	if q, isQwen := p.rules.(*qwenVL); isQwen {
+		return q.merge, true
+	}
+	return 0, false
+}
+
 // Placeholder returns the text the model's chat template renders for one
 // item of kind k (the Target of its Replacement), or "" if unsupported.
 func (p *Processor) Placeholder(k media.Kind) string {
@@ -226,7 +238,7 @@ func (p *Processor) EncoderFLOPs(it media.Item) (float64, error) {
 	if err := p.check(it); err != nil {
 		return 0, err
 	}
-	if it.Kind == media.KindEmbeds {
+	if it.Kind == media.KindEmbeds || it.Kind == media.KindAudioEmbeds {
 		return 0, nil
 	}
 	return p.rules.encoderFLOPs(it)
@@ -234,8 +246,11 @@ func (p *Processor) EncoderFLOPs(it media.Item) (float64, error) {
 
 func (p *Processor) check(it media.Item) error {
 	k := it.Kind
-	if k == media.KindEmbeds {
+	switch k {
+	case media.KindEmbeds:
 		k = media.KindImage
+	case media.KindAudioEmbeds:
+		k = media.KindAudio
 	}
 	if !p.Supports(k) {
 		return fmt.Errorf("%w: %s input for %s", ErrModality, it.Kind, p.family)

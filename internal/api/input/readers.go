@@ -34,7 +34,7 @@ type RawPrompt struct {
 // ParseMessages reads the chat messages (types only): each message's text
 // (its text parts joined by newlines) and, separately, its multimodal parts
 // in order (image_url, input_image, audio_url, input_audio, video_url,
-// image_embeds). It returns the path of the first part of another type, if
+// image_embeds, audio_embeds). It returns the path of the first part of another type, if
 // any, for the value check.
 func ParseMessages(o wire.Object) (msgs []tokenizer.Message, media []MediaPart, badPart string) {
 	arr, ok := o.Raw("messages")

@@ -145,12 +145,9 @@ func openAIParts(msg json.RawMessage, items []mmItem) ([]byte, error) {
 }
 
 // itemModality is the type vLLM gives an item's part in the "openai"
-// content format: image_embeds are images there.
+// content format: image_embeds are images there, audio_embeds audio.
 func itemModality(m input.Modality) input.Modality {
-	if m == input.ModalityImageEmbeds {
-		return input.ModalityImage
-	}
-	return m
+	return input.Modality(m.LimitKey())
 }
 
 // replaceKey returns the JSON object obj with key's value replaced by val
@@ -307,7 +304,7 @@ func (s *Server) appendReplacement(ids []uint32, it mmItem) []uint32 {
 // last ids of its vocabulary (docs/multimodal.md).
 func mmStandIn(m input.Modality) uint32 {
 	switch m {
-	case input.ModalityAudio:
+	case input.ModalityAudio, input.ModalityAudioEmbeds:
 		return tokenizer.VocabSize - 2
 	case input.ModalityVideo:
 		return tokenizer.VocabSize - 3
