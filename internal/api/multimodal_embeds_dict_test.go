@@ -225,8 +225,18 @@ func TestMultimodal_AudioEmbeds(t *testing.T) {
 			t.Errorf("%s: %d %.300s", tc.name, r.Status, r.Body)
 		}
 	}
+	// A limit of 0 leaves embeddings in under --enable-mm-embeds, as
+	// vLLM's tracker does (an embeddings-only server), but not raw audio.
+	zero := startServer(t, map[string]any{"enable_mm_embeds": true, "mm_processor_model": model, "limit_mm_per_prompt": map[string]any{"audio": 0}})
+	if got := promptTokens(t, zero.post("/v1/chat/completions", chatWithParts("x", audioPart("embeds_4x8_f4.pt"), audioPart("embeds_4x8_f4.pt")))); got < 8 {
+		t.Errorf("audio_embeds under a limit of 0: prompt_tokens %d", got)
+	}
+	r := zero.post("/v1/chat/completions", chatWithParts("x", wav))
+	if msg, _, _, _ := errorOf(t, r); r.Status != 400 || !strings.Contains(msg, "At most 0 audio(s)") {
+		t.Errorf("raw audio under a limit of 0: %d %s", r.Status, r.Body)
+	}
 	off := startServer(t, map[string]any{"mm_processor_model": model})
-	r := off.post("/v1/chat/completions", chatWithParts("x", audioPart("embeds_4x8_f4.pt")))
+	r = off.post("/v1/chat/completions", chatWithParts("x", audioPart("embeds_4x8_f4.pt")))
 	if msg, _, _, _ := errorOf(t, r); r.Status != 400 || msg != "You must set `--enable-mm-embeds` to input `audio_embeds`" {
 		t.Errorf("without --enable-mm-embeds: %d %s", r.Status, r.Body)
 	}

@@ -55,6 +55,12 @@ func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError
 		}
 		key := p.Modality.LimitKey()
 		counts[key]++
+		if limit, set := mo.LimitPerPrompt[key]; set && limit == 0 && p.Modality.Embeds() && mo.EnableEmbeds {
+			// vLLM's tracker lets embeddings past a limit of 0 under
+			// --enable-mm-embeds: a server that serves precomputed
+			// embeddings only sets the modality's limit to 0.
+			continue
+		}
 		if e := checkMMLimit(mo, key, counts[key]); e != nil {
 			return nil, e
 		}
