@@ -54,6 +54,11 @@ type MediaPart struct {
 	Format string // input_audio.format ("wav", "mp3")
 	UUID   string // the part's uuid, which vLLM uses as the item's hash
 	Path   string // the part's JSON path (messages[0].content[1])
+	// Where the part stands among its message's text parts, for vLLM's
+	// --interleave-mm-strings: TextsBefore text parts precede it, ending
+	// at byte At of the message's joined text (its text parts joined by
+	// newlines), and the message has TextsInMsg text parts.
+	TextsBefore, At, TextsInMsg int
 }
 
 // parseMediaPart reads a content part of a multimodal type into a

@@ -115,6 +115,7 @@ func parseContentParts(o, m wire.Object, b *strings.Builder, path string, i int,
 					return "", false
 				}
 				mp.Msg = i
+				mp.TextsBefore, mp.At = texts, b.Len()
 				*media = append(*media, mp)
 			} else if *badPart == "" {
 				*badPart = ppath + ".type"
@@ -131,6 +132,9 @@ func parseContentParts(o, m wire.Object, b *strings.Builder, path string, i int,
 		}
 		texts++
 		b.WriteString(text)
+	}
+	for k := len(*media) - 1; k >= 0 && (*media)[k].Msg == i; k-- {
+		(*media)[k].TextsInMsg = texts
 	}
 	return b.String(), true
 }

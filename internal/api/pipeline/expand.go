@@ -28,8 +28,11 @@ import (
 
 // placeholderTexts returns the messages with each item's placeholder text
 // in front of its message's text, "\n"-joined (vLLM's
-// _get_full_multimodal_text_prompt without interleaving).
-func placeholderTexts(fam mmproc.Family, msgs []tokenizer.Message, items []mmItem) []tokenizer.Message {
+// _get_full_multimodal_text_prompt without interleaving), or with
+// interleave (--interleave-mm-strings) where its part stands among the
+// message's text parts, every part "\n"-joined (vLLM's
+// _get_interleaved_text_prompt).
+func placeholderTexts(fam mmproc.Family, msgs []tokenizer.Message, items []mmItem, interleave bool) []tokenizer.Message {
 	out := append([]tokenizer.Message(nil), msgs...)
 	seen := map[input.Modality]int{}
 	texts := make([]string, len(items))
@@ -39,16 +42,48 @@ func placeholderTexts(fam mmproc.Family, msgs []tokenizer.Message, items []mmIte
 	}
 	for m := range out {
 		var phs []string
+		var parts []input.MediaPart
 		for i, it := range items {
 			if it.part.Msg == m {
 				phs = append(phs, texts[i])
+				parts = append(parts, it.part)
 			}
 		}
-		if len(phs) > 0 {
+		switch {
+		case len(phs) == 0:
+		case interleave:
+			out[m].Content = interleaved(out[m].Content, phs, parts)
+		default:
 			out[m].Content = strings.Join(append(phs, out[m].Content), "\n")
 		}
 	}
 	return out
+}
+
+// interleaved puts the placeholders phs of a message's media parts among
+// its text parts, whose "\n"-joined text is content: each part knows how
+// many text parts precede it and where they end in content, so the runs
+// of text between the items are slices of content.
+func interleaved(content string, phs []string, parts []input.MediaPart) string {
+	var els []string
+	prevTexts, prevAt := 0, 0
+	from := func() int { // where the text run after the previous item starts
+		if prevTexts == 0 {
+			return 0
+		}
+		return min(prevAt+1, len(content)) // past the "\n" before the next text
+	}
+	for i, p := range parts {
+		if p.TextsBefore > prevTexts && p.At >= from() && p.At <= len(content) {
+			els = append(els, content[from():p.At])
+		}
+		els = append(els, phs[i])
+		prevTexts, prevAt = p.TextsBefore, p.At
+	}
+	if last := parts[len(parts)-1]; last.TextsInMsg > prevTexts {
+		els = append(els, content[from():])
+	}
+	return strings.Join(els, "\n")
 }
 
 // placeholderMessages rewrites the raw messages of a template render: a
@@ -56,12 +91,12 @@ func placeholderTexts(fam mmproc.Family, msgs []tokenizer.Message, items []mmIte
 // the string of placeholderTexts (asString) or the list of its parts with
 // each item as {"type": "<modality>"} and each text as {"type": "text",
 // "text": …}. Other keys keep their order.
-func placeholderMessages(fam mmproc.Family, raw json.RawMessage, msgs []tokenizer.Message, items []mmItem, asString bool) (json.RawMessage, *wire.APIError) {
+func placeholderMessages(fam mmproc.Family, raw json.RawMessage, msgs []tokenizer.Message, items []mmItem, asString, interleave bool) (json.RawMessage, *wire.APIError) {
 	elems, e := wire.ParseArray(raw, "messages")
 	if e != nil {
 		return nil, e
 	}
-	texts := placeholderTexts(fam, msgs, items)
+	texts := placeholderTexts(fam, msgs, items, interleave)
 	for m := range elems {
 		var mine []mmItem
 		for _, it := range items {
