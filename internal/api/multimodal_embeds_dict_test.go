@@ -15,7 +15,8 @@ import (
 
 // tensorVector is one of the hashes Python computed from the tensors
 // Debian's torch loads, as vLLM's hasher serializes them
-// (internal/media/testdata/hashref.py tensors): keyed layout, blake3.
+// (internal/media/testdata/hashref.py tensors): keyed layout, blake3. A
+// fixture of shape (1, tokens, hidden) is hashed as its t[0].
 func tensorVector(t *testing.T, modality, fixture, grid, model string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "media", "testdata", "tensor_hash_vectors.json"))
@@ -32,7 +33,7 @@ func tensorVector(t *testing.T, modality, fixture, grid, model string) string {
 	}
 	for _, v := range vs {
 		if v.Modality == modality && v.Fixture == fixture && v.Grid == grid && v.ModelID == model &&
-			v.Scheme == "keyed" && v.Algorithm == "blake3" && v.Index == nil {
+			v.Scheme == "keyed" && v.Algorithm == "blake3" && (v.Index != nil) == strings.HasPrefix(fixture, "embeds_1x") {
 			return v.Hash
 		}
 	}
@@ -84,6 +85,7 @@ func TestMultimodal_ImageEmbedsHashIsVLLMs(t *testing.T) {
 		{"bfloat16 tensor", "embeds_4x8_bf16.pt", "", embedsPart(torchEmbeds(t, "embeds_4x8_bf16.pt")), 4},
 		{"transposed view", "embeds_T_8x4_f4.pt", "", embedsPart(torchEmbeds(t, "embeds_T_8x4_f4.pt")), 8},
 		{"numpy array", "embeds_77x16_f4.npy", "", embedsPart(torchEmbeds(t, "embeds_77x16_f4.npy")), 77},
+		{"a batch of one", "embeds_1x4x8_f4.pt", "", embedsPart(torchEmbeds(t, "embeds_1x4x8_f4.pt")), 4},
 		{"dict form 1×4×4", "embeds_4x8_f4.pt", "grid_1x4x4.pt", dictPart(torchEmbeds(t, "embeds_4x8_f4.pt"), torchEmbeds(t, "grid_1x4x4.pt")), 4},
 		{"dict form 1×8×8", "embeds_16x8_f4.pt", "grid_1x8x8.pt", dictPart(torchEmbeds(t, "embeds_16x8_f4.pt"), torchEmbeds(t, "grid_1x8x8.pt")), 16},
 		{"dict form, int32 grid", "embeds_4x8_bf16.pt", "grid_i4_1x4x4.pt", dictPart(torchEmbeds(t, "embeds_4x8_bf16.pt"), torchEmbeds(t, "grid_i4_1x4x4.pt")), 4},
