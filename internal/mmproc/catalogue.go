@@ -16,6 +16,9 @@ const (
 	qwen3VLPre     = `{"size":{"shortest_edge":65536,"longest_edge":16777216},"patch_size":16,"temporal_patch_size":2,"merge_size":2}`
 	gemma3Vision   = `"vision_config":{"model_type":"siglip_vision_model","hidden_size":1152,"intermediate_size":4304,"num_hidden_layers":27,"image_size":896,"patch_size":14},"mm_tokens_per_image":256`
 	llama4Config   = `{"architectures":["Llama4ForConditionalGeneration"],"vision_config":{"hidden_size":1408,"intermediate_size":5632,"num_hidden_layers":34,"image_size":336,"patch_size":14,"pixel_shuffle_ratio":0.5},"text_config":{"hidden_size":5120}}`
+	// InternVL 2.5 and 3 (8B): InternViT-300M-448px-V2_5 and the dynamic
+	// tiling settings of the models' config.json.
+	internVLConfig = `{"architectures":["InternVLChatModel"],"model_type":"internvl_chat","downsample_ratio":0.5,"dynamic_image_size":true,"force_image_size":448,"min_dynamic_patch":1,"max_dynamic_patch":12,"use_thumbnail":true,"ps_version":"v2","select_layer":-1,"vision_config":{"hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":448,"patch_size":14},"llm_config":`
 	llama4Pre      = `{"max_patches":16,"resize_to_max_canvas":false,"size":{"height":336,"width":336}}`
 )
 
@@ -42,6 +45,8 @@ var catalogue = map[string]known{
 	"meta-llama/llama-4-maverick-17b-128e-instruct": {llama4Config, llama4Pre},
 	"mistral-community/pixtral-12b":                 {`{"architectures":["LlavaForConditionalGeneration"],"vision_config":{"model_type":"pixtral","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":1024,"patch_size":16},"text_config":{"hidden_size":5120}}`, `{"patch_size":{"height":16,"width":16},"size":{"longest_edge":1024}}`},
 	"mistralai/mistral-small-3.1-24b-instruct-2503": {`{"architectures":["Mistral3ForConditionalGeneration"],"spatial_merge_size":2,"vision_config":{"model_type":"pixtral","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":1540,"patch_size":14},"text_config":{"hidden_size":5120}}`, `{"patch_size":14,"size":{"longest_edge":1540}}`},
+	"opengvlab/internvl2_5-8b":                      {internVLConfig + `{"model_type":"internlm2","hidden_size":4096}}`, `{}`},
+	"opengvlab/internvl3-8b":                        {internVLConfig + `{"model_type":"qwen2","hidden_size":3584}}`, `{}`},
 	"qwen/qwen2-audio-7b-instruct":                  {`{"architectures":["Qwen2AudioForConditionalGeneration"],"audio_config":{"d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500},"text_config":{"hidden_size":4096}}`, `{"feature_size":128,"sampling_rate":16000,"hop_length":160,"chunk_length":30,"n_samples":480000}`},
 }
 

@@ -24,6 +24,18 @@ type hfConfig struct {
 	VisionFeatureLayer          any    `json:"vision_feature_layer"`
 	// Mistral 3 (Pixtral vision)
 	SpatialMergeSize int `json:"spatial_merge_size"`
+	// InternVL (its language model's config is llm_config)
+	LLMConfig *struct {
+		HiddenSize int    `json:"hidden_size"`
+		ModelType  string `json:"model_type"`
+	} `json:"llm_config"`
+	MinDynamicPatch  int     `json:"min_dynamic_patch"`
+	MaxDynamicPatch  int     `json:"max_dynamic_patch"`
+	DynamicImageSize *bool   `json:"dynamic_image_size"`
+	UseThumbnail     *bool   `json:"use_thumbnail"`
+	DownsampleRatio  float64 `json:"downsample_ratio"`
+	ForceImageSize   int     `json:"force_image_size"`
+	SelectLayer      *int    `json:"select_layer"`
 }
 
 // visionConfig spans the vision towers' field names.
@@ -95,19 +107,21 @@ var architectureFamilies = map[string]Family{
 	"Llama4ForConditionalGeneration":     FamilyLlama4,
 	"Mistral3ForConditionalGeneration":   FamilyPixtral,
 	"Qwen2AudioForConditionalGeneration": FamilyQwen2Audio,
+	"InternVLChatModel":                  FamilyInternVL,
 }
 
 var modelTypeFamilies = map[string]Family{
-	"qwen2_vl":     FamilyQwen2VL,
-	"qwen2_5_vl":   FamilyQwen25VL,
-	"qwen3_vl":     FamilyQwen3VL,
-	"qwen3_vl_moe": FamilyQwen3VL,
-	"gemma3":       FamilyGemma3,
-	"llava":        FamilyLlava,
-	"llama4":       FamilyLlama4,
-	"mistral3":     FamilyPixtral,
-	"pixtral":      FamilyPixtral,
-	"qwen2_audio":  FamilyQwen2Audio,
+	"qwen2_vl":      FamilyQwen2VL,
+	"qwen2_5_vl":    FamilyQwen25VL,
+	"qwen3_vl":      FamilyQwen3VL,
+	"qwen3_vl_moe":  FamilyQwen3VL,
+	"gemma3":        FamilyGemma3,
+	"llava":         FamilyLlava,
+	"llama4":        FamilyLlama4,
+	"mistral3":      FamilyPixtral,
+	"pixtral":       FamilyPixtral,
+	"qwen2_audio":   FamilyQwen2Audio,
+	"internvl_chat": FamilyInternVL,
 }
 
 func forModel(id string, files ModelFiles) (*Processor, error) {
@@ -170,6 +184,8 @@ func forModel(id string, files ModelFiles) (*Processor, error) {
 		r, err = newPixtral(&cfg, &pre)
 	case FamilyQwen2Audio:
 		r, err = newQwen2Audio(&cfg, &pre)
+	case FamilyInternVL:
+		r, err = newInternVL(&cfg)
 	}
 	if err != nil {
 		return nil, err
@@ -183,6 +199,9 @@ func forModel(id string, files ModelFiles) (*Processor, error) {
 func (c *hfConfig) textHidden(def int) int {
 	if c.TextConfig != nil && c.TextConfig.HiddenSize > 0 {
 		return c.TextConfig.HiddenSize
+	}
+	if c.LLMConfig != nil && c.LLMConfig.HiddenSize > 0 {
+		return c.LLMConfig.HiddenSize
 	}
 	return def
 }

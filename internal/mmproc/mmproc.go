@@ -28,6 +28,7 @@ const (
 	FamilyLlama4     Family = "llama4"
 	FamilyPixtral    Family = "pixtral"
 	FamilyQwen2Audio Family = "qwen2_audio"
+	FamilyInternVL   Family = "internvl_chat"
 )
 
 // ModelFiles are the contents of a model directory's processor files; a nil

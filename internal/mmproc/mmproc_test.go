@@ -21,6 +21,7 @@ type refCase struct {
 	Sizes     [][2]int `json:"sizes,omitempty"`
 	MinPixels int      `json:"min_pixels,omitempty"`
 	MaxPixels int      `json:"max_pixels,omitempty"`
+	MaxTiles  int      `json:"max_dynamic_patch,omitempty"`
 	Seconds   float64  `json:"seconds,omitempty"`
 	Rate      int      `json:"rate,omitempty"`
 	Tokens    *int     `json:"tokens"`
@@ -36,6 +37,9 @@ func (c refCase) String() string {
 	s := fmt.Sprintf("%s %dx%d", c.Model, c.Width, c.Height)
 	if c.MinPixels > 0 {
 		s += fmt.Sprintf(" pixels [%d, %d]", c.MinPixels, c.MaxPixels)
+	}
+	if c.MaxTiles > 0 {
+		s += fmt.Sprintf(" max_dynamic_patch %d", c.MaxTiles)
 	}
 	return s
 }
@@ -60,6 +64,15 @@ func processorFor(t testing.TB, c refCase) *Processor {
 		k := catalogue[lower(c.Model)]
 		files.Config = []byte(k.config)
 		files.PreprocessorConfig = fmt.Appendf(nil, `{"min_pixels":%d,"max_pixels":%d,"patch_size":14,"merge_size":2,"temporal_patch_size":2}`, c.MinPixels, c.MaxPixels)
+	}
+	if c.MaxTiles > 0 {
+		// The model's config.json with another max_dynamic_patch.
+		cfg := map[string]any{}
+		if err := json.Unmarshal([]byte(catalogue[lower(c.Model)].config), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		cfg["max_dynamic_patch"] = c.MaxTiles
+		files.Config, _ = json.Marshal(cfg)
 	}
 	p, err := ForModel(c.Model, files)
 	if err != nil {

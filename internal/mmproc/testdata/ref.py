@@ -61,6 +61,24 @@ def llama4(h, w, max_tiles=16, tile=336):
         n += rows * cols * per + rows * (cols - 1) + rows
     return n
 
+def internvl(h, w, min_num=1, max_num=12, image_size=448, thumbnail=True):
+    # vLLM's internvl.py: get_internvl_target_ratios, find_closest_aspect_ratio,
+    # calculate_internvl_targets; 256 <IMG_CONTEXT> per crop between <img> and </img>
+    ratios = sorted({(i, j) for n in range(min_num, max_num + 1) for i in range(1, n + 1)
+                     for j in range(1, n + 1) if min_num <= i * j <= max_num}, key=lambda x: x[0] * x[1])
+    aspect = w / h
+    best_diff, best = float('inf'), (1, 1)
+    for r in ratios:
+        diff = abs(aspect - r[0] / r[1])
+        if diff < best_diff:
+            best_diff, best = diff, r
+        elif diff == best_diff and w * h > 0.5 * image_size * image_size * r[0] * r[1]:
+            best = r
+    blocks = best[0] * best[1]
+    if thumbnail and blocks != 1:
+        blocks += 1
+    return 2 + blocks * int((image_size // 14) ** 2 * 0.5 ** 2)
+
 def qwen2_audio(seconds, rate):
     n = round(seconds * rate)
     if rate != 16000:
@@ -86,6 +104,8 @@ for h, w in sizes:
         ("mistral-community/pixtral-12b", pixtral(h, w, 1024, 16)),
         ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", pixtral(h, w, 1540, 28)),
         ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4(h, w)),
+        ("OpenGVLab/InternVL2_5-8B", internvl(h, w)),
+        ("OpenGVLab/InternVL3-8B", internvl(h, w)),
     ]:
         cases.append({"model": model, "kind": "image", "width": w, "height": h, "tokens": n})
 # min/max pixel clamps set through the preprocessor config
@@ -93,6 +113,15 @@ for h, w in [(28, 28), (1024, 1024), (4096, 4096), (100, 3000), (56, 56)]:
     for lo, hi in [(256 * 28 * 28, 1280 * 28 * 28), (4 * 28 * 28, 16 * 28 * 28), (100000, 200000)]:
         cases.append({"model": "Qwen/Qwen2.5-VL-7B-Instruct", "kind": "image", "width": w, "height": h,
                       "min_pixels": lo, "max_pixels": hi, "tokens": qwen(h, w, 14, lo, hi)})
+# InternVL: the grid's tie rule (a larger grid of the same shape wins when the
+# image covers over half of it) and other max_dynamic_patch settings
+for h, w in [(448, 448), (449, 449), (634, 634), (635, 635), (896, 896), (1344, 1344), (1345, 1345),
+             (448, 896), (448, 1344), (900, 300), (1000, 1500), (480, 1600), (4096, 300)]:
+    cases.append({"model": "OpenGVLab/InternVL2_5-8B", "kind": "image", "width": w, "height": h,
+                  "tokens": internvl(h, w)})
+    for mx in [1, 6, 24]:
+        cases.append({"model": "OpenGVLab/InternVL2_5-8B", "kind": "image", "width": w, "height": h,
+                      "max_dynamic_patch": mx, "tokens": internvl(h, w, max_num=mx)})
 for secs in [0.001, 0.01, 0.02, 0.025, 0.1, 0.5, 1, 2.5, 7.3, 10, 29.99, 30, 30.01, 60, 300]:
     for rate in [16000, 44100, 8000]:
         cases.append({"model": "Qwen/Qwen2-Audio-7B-Instruct", "kind": "audio", "seconds": secs,
@@ -100,7 +129,8 @@ for secs in [0.001, 0.01, 0.02, 0.025, 0.1, 0.5, 1, 2.5, 7.3, 10, 29.99, 30, 30.
 # several images in one prompt: the counts add up
 for model, f in [("Qwen/Qwen2.5-VL-7B-Instruct", lambda h, w: qwen(h, w, 14, 3136, 12845056)),
                  ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4),
-                 ("mistral-community/pixtral-12b", lambda h, w: pixtral(h, w, 1024, 16))]:
+                 ("mistral-community/pixtral-12b", lambda h, w: pixtral(h, w, 1024, 16)),
+                 ("OpenGVLab/InternVL3-8B", internvl)]:
     imgs = [(1024, 1024), (480, 640), (56, 56), (2160, 3840)]
     cases.append({"model": model, "kind": "images", "sizes": [[w, h] for h, w in imgs],
                   "tokens": sum(f(h, w) for h, w in imgs)})
