@@ -19,6 +19,10 @@ const (
 	// InternVL 2.5 and 3 (8B): InternViT-300M-448px-V2_5 and the dynamic
 	// tiling settings of the models' config.json.
 	internVLConfig = `{"architectures":["InternVLChatModel"],"model_type":"internvl_chat","downsample_ratio":0.5,"dynamic_image_size":true,"force_image_size":448,"min_dynamic_patch":1,"max_dynamic_patch":12,"use_thumbnail":true,"ps_version":"v2","select_layer":-1,"vision_config":{"hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":448,"patch_size":14},"llm_config":`
+	// Qwen2.5-Omni-7B: the thinker's towers and its feature extractor's
+	// 300-s window (chunk_length 300, n_samples 4,800,000).
+	qwenOmniConfig = `{"architectures":["Qwen2_5OmniModel"],"model_type":"qwen2_5_omni","thinker_config":{"architectures":["Qwen2_5OmniThinkerForConditionalGeneration"],"audio_config":{"d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500,"n_window":100,"output_dim":3584},"vision_config":{` + qwen25VLVision + `,"out_hidden_size":3584},"text_config":{"hidden_size":3584}}}`
+	qwenOmniPre    = `{"min_pixels":3136,"max_pixels":12845056,"patch_size":14,"temporal_patch_size":2,"merge_size":2,"feature_size":128,"sampling_rate":16000,"hop_length":160,"chunk_length":300,"n_samples":4800000}`
 	llama4Pre      = `{"max_patches":16,"resize_to_max_canvas":false,"size":{"height":336,"width":336}}`
 )
 
@@ -47,6 +51,7 @@ var catalogue = map[string]known{
 	"mistralai/mistral-small-3.1-24b-instruct-2503": {`{"architectures":["Mistral3ForConditionalGeneration"],"spatial_merge_size":2,"vision_config":{"model_type":"pixtral","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":1540,"patch_size":14},"text_config":{"hidden_size":5120}}`, `{"patch_size":14,"size":{"longest_edge":1540}}`},
 	"opengvlab/internvl2_5-8b":                      {internVLConfig + `{"model_type":"internlm2","hidden_size":4096}}`, `{}`},
 	"opengvlab/internvl3-8b":                        {internVLConfig + `{"model_type":"qwen2","hidden_size":3584}}`, `{}`},
+	"qwen/qwen2.5-omni-7b":                          {qwenOmniConfig, qwenOmniPre},
 	"qwen/qwen2-audio-7b-instruct":                  {`{"architectures":["Qwen2AudioForConditionalGeneration"],"audio_config":{"d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500},"text_config":{"hidden_size":4096}}`, `{"feature_size":128,"sampling_rate":16000,"hop_length":160,"chunk_length":30,"n_samples":480000}`},
 }
 

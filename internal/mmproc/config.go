@@ -98,30 +98,35 @@ type preprocessorConfig struct {
 
 // architectureFamilies maps config.json architectures to families.
 var architectureFamilies = map[string]Family{
-	"Qwen2VLForConditionalGeneration":    FamilyQwen2VL,
-	"Qwen2_5_VLForConditionalGeneration": FamilyQwen25VL,
-	"Qwen3VLForConditionalGeneration":    FamilyQwen3VL,
-	"Qwen3VLMoeForConditionalGeneration": FamilyQwen3VL,
-	"Gemma3ForConditionalGeneration":     FamilyGemma3,
-	"LlavaForConditionalGeneration":      FamilyLlava, // Pixtral-HF when the vision tower is Pixtral
-	"Llama4ForConditionalGeneration":     FamilyLlama4,
-	"Mistral3ForConditionalGeneration":   FamilyPixtral,
-	"Qwen2AudioForConditionalGeneration": FamilyQwen2Audio,
-	"InternVLChatModel":                  FamilyInternVL,
+	"Qwen2VLForConditionalGeneration":            FamilyQwen2VL,
+	"Qwen2_5_VLForConditionalGeneration":         FamilyQwen25VL,
+	"Qwen3VLForConditionalGeneration":            FamilyQwen3VL,
+	"Qwen3VLMoeForConditionalGeneration":         FamilyQwen3VL,
+	"Gemma3ForConditionalGeneration":             FamilyGemma3,
+	"LlavaForConditionalGeneration":              FamilyLlava, // Pixtral-HF when the vision tower is Pixtral
+	"Llama4ForConditionalGeneration":             FamilyLlama4,
+	"Mistral3ForConditionalGeneration":           FamilyPixtral,
+	"Qwen2AudioForConditionalGeneration":         FamilyQwen2Audio,
+	"InternVLChatModel":                          FamilyInternVL,
+	"Qwen2_5OmniModel":                           FamilyQwen25Omni,
+	"Qwen2_5OmniForConditionalGeneration":        FamilyQwen25Omni,
+	"Qwen2_5OmniThinkerForConditionalGeneration": FamilyQwen25Omni,
 }
 
 var modelTypeFamilies = map[string]Family{
-	"qwen2_vl":      FamilyQwen2VL,
-	"qwen2_5_vl":    FamilyQwen25VL,
-	"qwen3_vl":      FamilyQwen3VL,
-	"qwen3_vl_moe":  FamilyQwen3VL,
-	"gemma3":        FamilyGemma3,
-	"llava":         FamilyLlava,
-	"llama4":        FamilyLlama4,
-	"mistral3":      FamilyPixtral,
-	"pixtral":       FamilyPixtral,
-	"qwen2_audio":   FamilyQwen2Audio,
-	"internvl_chat": FamilyInternVL,
+	"qwen2_vl":             FamilyQwen2VL,
+	"qwen2_5_vl":           FamilyQwen25VL,
+	"qwen3_vl":             FamilyQwen3VL,
+	"qwen3_vl_moe":         FamilyQwen3VL,
+	"gemma3":               FamilyGemma3,
+	"llava":                FamilyLlava,
+	"llama4":               FamilyLlama4,
+	"mistral3":             FamilyPixtral,
+	"pixtral":              FamilyPixtral,
+	"qwen2_audio":          FamilyQwen2Audio,
+	"internvl_chat":        FamilyInternVL,
+	"qwen2_5_omni":         FamilyQwen25Omni,
+	"qwen2_5_omni_thinker": FamilyQwen25Omni,
 }
 
 func forModel(id string, files ModelFiles) (*Processor, error) {
@@ -186,6 +191,8 @@ func forModel(id string, files ModelFiles) (*Processor, error) {
 		r, err = newQwen2Audio(&cfg, &pre)
 	case FamilyInternVL:
 		r, err = newInternVL(&cfg)
+	case FamilyQwen25Omni:
+		r, err = newQwenOmni(files.Config, &cfg, &pre)
 	}
 	if err != nil {
 		return nil, err

@@ -29,6 +29,7 @@ const (
 	FamilyPixtral    Family = "pixtral"
 	FamilyQwen2Audio Family = "qwen2_audio"
 	FamilyInternVL   Family = "internvl_chat"
+	FamilyQwen25Omni Family = "qwen2_5_omni"
 )
 
 // ModelFiles are the contents of a model directory's processor files; a nil

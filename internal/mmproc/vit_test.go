@@ -25,6 +25,8 @@ func tower(t *testing.T, id string) vit {
 		return r.enc
 	case *internVL:
 		return r.enc
+	case *qwenOmni:
+		return r.vision.enc
 	default:
 		t.Fatalf("%s: no tower", id)
 		return vit{}
@@ -51,6 +53,7 @@ func TestTowerSizes(t *testing.T) {
 		{"mistral-community/pixtral-12b", 400e6},
 		{"Qwen/Qwen2-Audio-7B-Instruct", 635e6},
 		{"OpenGVLab/InternVL2_5-8B", 300e6},
+		{"Qwen/Qwen2.5-Omni-7B", 675e6}, // its vision tower is Qwen2.5-VL's
 	} {
 		got := tower(t, c.id).params()
 		if err := got/c.published - 1; math.Abs(err) > 0.08 {

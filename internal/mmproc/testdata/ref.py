@@ -79,11 +79,11 @@ def internvl(h, w, min_num=1, max_num=12, image_size=448, thumbnail=True):
         blocks += 1
     return 2 + blocks * int((image_size // 14) ** 2 * 0.5 ** 2)
 
-def qwen2_audio(seconds, rate):
+def qwen2_audio(seconds, rate, n_samples=480000):
     n = round(seconds * rate)
     if rate != 16000:
         n = math.ceil(n * 16000 / rate)
-    n = min(n, 480000)
+    n = min(n, n_samples)  # WhisperFeatureExtractor truncates to n_samples
     frames = len(range(0, n, 160))  # the attention mask, every 160th sample
     conv = (frames - 1) // 2 + 1
     out = (conv - 2) // 2 + 1
@@ -106,6 +106,8 @@ for h, w in sizes:
         ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4(h, w)),
         ("OpenGVLab/InternVL2_5-8B", internvl(h, w)),
         ("OpenGVLab/InternVL3-8B", internvl(h, w)),
+        # the thinker's images are Qwen2.5-VL's, behind <|IMAGE|>
+        ("Qwen/Qwen2.5-Omni-7B", qwen(h, w, 14, 3136, 12845056)),
     ]:
         cases.append({"model": model, "kind": "image", "width": w, "height": h, "tokens": n})
 # min/max pixel clamps set through the preprocessor config
@@ -126,6 +128,12 @@ for secs in [0.001, 0.01, 0.02, 0.025, 0.1, 0.5, 1, 2.5, 7.3, 10, 29.99, 30, 30.
     for rate in [16000, 44100, 8000]:
         cases.append({"model": "Qwen/Qwen2-Audio-7B-Instruct", "kind": "audio", "seconds": secs,
                       "rate": rate, "tokens": qwen2_audio(secs, rate)})
+# Qwen2.5-Omni: Qwen2-Audio's rule with its preprocessor's 300-s window
+# (chunk_length 300, n_samples 4,800,000)
+for secs in [0.001, 0.01, 0.025, 0.1, 0.5, 1, 7.3, 30, 30.01, 60, 299.99, 300, 300.01, 360]:
+    for rate in [16000, 44100, 8000]:
+        cases.append({"model": "Qwen/Qwen2.5-Omni-7B", "kind": "audio", "seconds": secs,
+                      "rate": rate, "tokens": qwen2_audio(secs, rate, 4800000)})
 # several images in one prompt: the counts add up
 for model, f in [("Qwen/Qwen2.5-VL-7B-Instruct", lambda h, w: qwen(h, w, 14, 3136, 12845056)),
                  ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4),
