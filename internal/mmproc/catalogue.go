@@ -23,6 +23,7 @@ const (
 	// 300-s window (chunk_length 300, n_samples 4,800,000).
 	qwenOmniConfig = `{"architectures":["Qwen2_5OmniModel"],"model_type":"qwen2_5_omni","thinker_config":{"architectures":["Qwen2_5OmniThinkerForConditionalGeneration"],"audio_config":{"d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500,"n_window":100,"output_dim":3584},"vision_config":{` + qwen25VLVision + `,"out_hidden_size":3584},"text_config":{"hidden_size":3584}}}`
 	qwenOmniPre    = `{"min_pixels":3136,"max_pixels":12845056,"patch_size":14,"temporal_patch_size":2,"merge_size":2,"feature_size":128,"sampling_rate":16000,"hop_length":160,"chunk_length":300,"n_samples":4800000}`
+	whisperPre     = `{"chunk_length":30,"feature_size":128,"hop_length":160,"n_samples":480000,"sampling_rate":16000}`
 	llama4Pre      = `{"max_patches":16,"resize_to_max_canvas":false,"size":{"height":336,"width":336}}`
 )
 
@@ -52,7 +53,12 @@ var catalogue = map[string]known{
 	"opengvlab/internvl2_5-8b":                      {internVLConfig + `{"model_type":"internlm2","hidden_size":4096}}`, `{}`},
 	"opengvlab/internvl3-8b":                        {internVLConfig + `{"model_type":"qwen2","hidden_size":3584}}`, `{}`},
 	"qwen/qwen2.5-omni-7b":                          {qwenOmniConfig, qwenOmniPre},
-	"qwen/qwen2-audio-7b-instruct":                  {`{"architectures":["Qwen2AudioForConditionalGeneration"],"audio_config":{"d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500},"text_config":{"hidden_size":4096}}`, `{"feature_size":128,"sampling_rate":16000,"hop_length":160,"chunk_length":30,"n_samples":480000}`},
+	// Whisper: config.json and preprocessor_config.json as published
+	// (large-v3: 128 mel bins; the others 80).
+	"openai/whisper-large-v3":       {`{"architectures":["WhisperForConditionalGeneration"],"model_type":"whisper","d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500,"max_target_positions":448}`, whisperPre},
+	"openai/whisper-large-v3-turbo": {`{"architectures":["WhisperForConditionalGeneration"],"model_type":"whisper","d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500,"max_target_positions":448}`, whisperPre},
+	"openai/whisper-small":          {`{"architectures":["WhisperForConditionalGeneration"],"model_type":"whisper","d_model":768,"encoder_layers":12,"encoder_ffn_dim":3072,"num_mel_bins":80,"max_source_positions":1500,"max_target_positions":448}`, `{"chunk_length":30,"feature_size":80,"hop_length":160,"n_samples":480000,"sampling_rate":16000}`},
+	"qwen/qwen2-audio-7b-instruct":  {`{"architectures":["Qwen2AudioForConditionalGeneration"],"audio_config":{"d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500},"text_config":{"hidden_size":4096}}`, `{"feature_size":128,"sampling_rate":16000,"hop_length":160,"chunk_length":30,"n_samples":480000}`},
 }
 
 // Known returns the catalogue's model ids, sorted.

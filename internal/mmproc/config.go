@@ -36,6 +36,13 @@ type hfConfig struct {
 	DownsampleRatio  float64 `json:"downsample_ratio"`
 	ForceImageSize   int     `json:"force_image_size"`
 	SelectLayer      *int    `json:"select_layer"`
+	// Whisper (its encoder's sizes at the top level)
+	DModel             int `json:"d_model"`
+	EncoderLayers      int `json:"encoder_layers"`
+	EncoderFFNDim      int `json:"encoder_ffn_dim"`
+	NumMelBins         int `json:"num_mel_bins"`
+	MaxSourcePositions int `json:"max_source_positions"`
+	MaxTargetPositions int `json:"max_target_positions"`
 }
 
 // visionConfig spans the vision towers' field names.
@@ -111,6 +118,7 @@ var architectureFamilies = map[string]Family{
 	"Qwen2_5OmniModel":                           FamilyQwen25Omni,
 	"Qwen2_5OmniForConditionalGeneration":        FamilyQwen25Omni,
 	"Qwen2_5OmniThinkerForConditionalGeneration": FamilyQwen25Omni,
+	"WhisperForConditionalGeneration":            FamilyWhisper,
 }
 
 var modelTypeFamilies = map[string]Family{
@@ -127,6 +135,7 @@ var modelTypeFamilies = map[string]Family{
 	"internvl_chat":        FamilyInternVL,
 	"qwen2_5_omni":         FamilyQwen25Omni,
 	"qwen2_5_omni_thinker": FamilyQwen25Omni,
+	"whisper":              FamilyWhisper,
 }
 
 func forModel(id string, files ModelFiles) (*Processor, error) {
@@ -193,6 +202,8 @@ func forModel(id string, files ModelFiles) (*Processor, error) {
 		r, err = newInternVL(&cfg)
 	case FamilyQwen25Omni:
 		r, err = newQwenOmni(files.Config, &cfg, &pre)
+	case FamilyWhisper:
+		r, err = newWhisper(&cfg, &pre)
 	}
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ const (
 	FamilyQwen2Audio Family = "qwen2_audio"
 	FamilyInternVL   Family = "internvl_chat"
 	FamilyQwen25Omni Family = "qwen2_5_omni"
+	FamilyWhisper    Family = "whisper"
 )
 
 // ModelFiles are the contents of a model directory's processor files; a nil

@@ -25,12 +25,15 @@ type refCase struct {
 	Seconds   float64  `json:"seconds,omitempty"`
 	Rate      int      `json:"rate,omitempty"`
 	Tokens    *int     `json:"tokens"`
+	Windows   int      `json:"windows,omitempty"`
 }
 
 func (c refCase) String() string {
 	switch c.Kind {
 	case "audio":
 		return fmt.Sprintf("%s audio %gs@%d", c.Model, c.Seconds, c.Rate)
+	case "transcription":
+		return fmt.Sprintf("%s transcription of %gs", c.Model, c.Seconds)
 	case "images":
 		return fmt.Sprintf("%s images %v", c.Model, c.Sizes)
 	}
@@ -118,6 +121,15 @@ func TestTokenTable(t *testing.T) {
 		case "audio":
 			d := time.Duration(c.Seconds * float64(time.Second))
 			got, err = p.Tokens(media.Item{Kind: media.KindAudio, Duration: d, SampleRate: c.Rate})
+		case "transcription":
+			tr, ok := p.Transcription()
+			if !ok {
+				t.Fatalf("%s: not a transcription model", c)
+			}
+			got = tr.AudioTokens(c.Seconds)
+			if w := tr.Windows(c.Seconds); w != c.Windows {
+				t.Errorf("%s: %d windows, want %d", c, w, c.Windows)
+			}
 		default:
 			t.Fatalf("kind %q", c.Kind)
 		}

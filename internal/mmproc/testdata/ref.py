@@ -89,6 +89,24 @@ def qwen2_audio(seconds, rate, n_samples=480000):
     out = (conv - 2) // 2 + 1
     return out if out > 0 else None
 
+def whisper(seconds, rate=16000, chunk_s=30, overlap_s=1, hop=160):
+    # vLLM speech_to_text.py: _preprocess_speech_to_text, _split_audio and
+    # _find_split_point on audio whose 0.1-s windows are equally loud (the
+    # first candidate wins); whisper.py get_num_audio_tokens
+    n = round(seconds * rate)
+    duration = n / rate
+    chunk, overlap = rate * chunk_s, rate * overlap_s
+    windows = 1
+    if duration > chunk_s:
+        windows, i = 0, 0
+        while i < n:
+            if i + chunk >= n:
+                windows += 1
+                break
+            windows += 1
+            i = i + chunk - overlap  # the quietest window's start: the first
+    return windows, math.ceil(duration * rate / hop)
+
 sizes = [(1, 1), (10, 10), (27, 28), (28, 28), (29, 29), (42, 42), (56, 56), (70, 70), (100, 3),
          (224, 224), (336, 336), (480, 640), (512, 512), (600, 800), (720, 1280), (768, 1024),
          (1000, 1), (1024, 1024), (1080, 1920), (1123, 797), (1536, 1536), (2048, 2048),
@@ -134,6 +152,12 @@ for secs in [0.001, 0.01, 0.025, 0.1, 0.5, 1, 7.3, 30, 30.01, 60, 299.99, 300, 3
     for rate in [16000, 44100, 8000]:
         cases.append({"model": "Qwen/Qwen2.5-Omni-7B", "kind": "audio", "seconds": secs,
                       "rate": rate, "tokens": qwen2_audio(secs, rate, 4800000)})
+# Whisper (openai/whisper-large-v3): the windows of a transcription and
+# the audio tokens its streamed usage adds to the decoder prompt
+for secs in [0.001, 0.01, 0.1, 1, 10, 29.99, 30, 30.01, 58.99, 59, 59.01, 60, 88, 89, 120, 300, 1500]:
+    w, t = whisper(secs)
+    cases.append({"model": "openai/whisper-large-v3", "kind": "transcription", "seconds": secs,
+                  "windows": w, "tokens": t})
 # several images in one prompt: the counts add up
 for model, f in [("Qwen/Qwen2.5-VL-7B-Instruct", lambda h, w: qwen(h, w, 14, 3136, 12845056)),
                  ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4),
