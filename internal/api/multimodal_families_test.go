@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -69,5 +70,12 @@ func TestMultimodal_MoreFamiliesCountAsTheirProcessors(t *testing.T) {
 	r := envs["OpenGVLab/InternVL3-8B"].post("/v1/chat/completions", chatTextAndPart("x", audioPart(wavBytes(1))))
 	if r.Status != 400 {
 		t.Errorf("audio to InternVL: %d %s", r.Status, r.Body)
+	}
+	// Whisper has no chat placeholder: its audio goes through the speech
+	// endpoints, a chat audio part is a 400 saying so.
+	w := startServer(t, map[string]any{"mm_processor_model": "openai/whisper-large-v3"})
+	r = w.post("/v1/chat/completions", chatTextAndPart("x", audioPart(wavBytes(1))))
+	if r.Status != 400 || !strings.Contains(r.Body, "/v1/audio/transcriptions") {
+		t.Errorf("chat audio to Whisper: %d %s", r.Status, r.Body)
 	}
 }
