@@ -58,7 +58,10 @@ var catalogue = map[string]known{
 	"openai/whisper-large-v3":       {`{"architectures":["WhisperForConditionalGeneration"],"model_type":"whisper","d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500,"max_target_positions":448}`, whisperPre},
 	"openai/whisper-large-v3-turbo": {`{"architectures":["WhisperForConditionalGeneration"],"model_type":"whisper","d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500,"max_target_positions":448}`, whisperPre},
 	"openai/whisper-small":          {`{"architectures":["WhisperForConditionalGeneration"],"model_type":"whisper","d_model":768,"encoder_layers":12,"encoder_ffn_dim":3072,"num_mel_bins":80,"max_source_positions":1500,"max_target_positions":448}`, `{"chunk_length":30,"feature_size":80,"hop_length":160,"n_samples":480000,"sampling_rate":16000}`},
-	"qwen/qwen2-audio-7b-instruct":  {`{"architectures":["Qwen2AudioForConditionalGeneration"],"audio_config":{"d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500},"text_config":{"hidden_size":4096}}`, `{"feature_size":128,"sampling_rate":16000,"hop_length":160,"chunk_length":30,"n_samples":480000}`},
+	// Phi-4-multimodal-instruct: config.json's LLM width, audio
+	// embedding and Conformer, preprocessor_config.json's dynamic_hd.
+	"microsoft/phi-4-multimodal-instruct": {`{"architectures":["Phi4MMForCausalLM"],"model_type":"phi4mm","hidden_size":3072,"embd_layer":{"audio_embd_layer":{"compression_rate":8,"downsample_rate":1},"image_embd_layer":{"crop_size":448}},"audio_processor":{"name":"cascades","config":{"attention_dim":1024,"attention_heads":16,"num_blocks":24,"linear_units":1536,"input_size":80,"time_reduction":8}}}`, `{"dynamic_hd":36,"audio_compression_rate":8,"audio_downsample_rate":1,"audio_feat_stride":1}`},
+	"qwen/qwen2-audio-7b-instruct":        {`{"architectures":["Qwen2AudioForConditionalGeneration"],"audio_config":{"d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500},"text_config":{"hidden_size":4096}}`, `{"feature_size":128,"sampling_rate":16000,"hop_length":160,"chunk_length":30,"n_samples":480000}`},
 }
 
 // Known returns the catalogue's model ids, sorted.

@@ -95,6 +95,8 @@ type preprocessorConfig struct {
 	ResizeToMaxCanvas *bool `json:"resize_to_max_canvas"`
 	// Pixtral
 	SpatialMergeSize int `json:"spatial_merge_size"`
+	// Phi-4-multimodal
+	DynamicHD int `json:"dynamic_hd"`
 	// Whisper-style feature extractors
 	SamplingRate int `json:"sampling_rate"`
 	HopLength    int `json:"hop_length"`
@@ -119,6 +121,7 @@ var architectureFamilies = map[string]Family{
 	"Qwen2_5OmniForConditionalGeneration":        FamilyQwen25Omni,
 	"Qwen2_5OmniThinkerForConditionalGeneration": FamilyQwen25Omni,
 	"WhisperForConditionalGeneration":            FamilyWhisper,
+	"Phi4MMForCausalLM":                          FamilyPhi4MM,
 }
 
 var modelTypeFamilies = map[string]Family{
@@ -136,6 +139,7 @@ var modelTypeFamilies = map[string]Family{
 	"qwen2_5_omni":         FamilyQwen25Omni,
 	"qwen2_5_omni_thinker": FamilyQwen25Omni,
 	"whisper":              FamilyWhisper,
+	"phi4mm":               FamilyPhi4MM,
 }
 
 func forModel(id string, files ModelFiles) (*Processor, error) {
@@ -204,6 +208,8 @@ func forModel(id string, files ModelFiles) (*Processor, error) {
 		r, err = newQwenOmni(files.Config, &cfg, &pre)
 	case FamilyWhisper:
 		r, err = newWhisper(&cfg, &pre)
+	case FamilyPhi4MM:
+		r, err = newPhi4MM(files.Config, &pre)
 	}
 	if err != nil {
 		return nil, err

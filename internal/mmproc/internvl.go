@@ -87,6 +87,17 @@ func (v *internVL) placeholder(media.Kind) string { return "<image>" }
 // the thumbnail included: calculate_internvl_targets over
 // get_internvl_target_ratios.
 func (v *internVL) tiles(w, h int) int {
+	g := v.closestGrid(w, h)
+	n := g[0] * g[1]
+	if v.thumbnail && n != 1 {
+		n++
+	}
+	return n
+}
+
+// closestGrid is find_closest_aspect_ratio: the grid (columns, rows) of
+// minTiles..maxTiles crops whose aspect ratio is closest to the image's.
+func (v *internVL) closestGrid(w, h int) [2]int {
 	lo, hi := v.minTiles, v.maxTiles
 	if !v.dynamic {
 		lo, hi = 1, 1
@@ -121,11 +132,7 @@ func (v *internVL) tiles(w, h int) int {
 			}
 		}
 	}
-	n := best[0] * best[1]
-	if v.thumbnail && n != 1 {
-		n++
-	}
-	return n
+	return best
 }
 
 func (v *internVL) replacement(it media.Item) (Replacement, error) {

@@ -79,6 +79,51 @@ def internvl(h, w, min_num=1, max_num=12, image_size=448, thumbnail=True):
         blocks += 1
     return 2 + blocks * int((image_size // 14) ** 2 * 0.5 ** 2)
 
+def phi4mm_image(h, w, dynamic_hd=36, crop=448, patch=14, comp=2):
+    # vLLM phi4mm.py: _find_target_aspect_ratio, _get_padding_size,
+    # _compute_num_image_tokens (find_closest_aspect_ratio as InternVL's)
+    wc, hc = math.ceil(w / float(crop)), math.ceil(h / float(crop))
+    if wc * hc > dynamic_hd:
+        ratios = sorted({(i, j) for i in range(1, dynamic_hd + 1) for j in range(1, dynamic_hd + 1)
+                         if 1 <= i * j <= dynamic_hd}, key=lambda x: x[0] * x[1])
+        aspect, best_diff, best = w / h, float('inf'), (1, 1)
+        for r in ratios:
+            diff = abs(aspect - r[0] / r[1])
+            if diff < best_diff:
+                best_diff, best = diff, r
+            elif diff == best_diff and w * h > 0.5 * crop * crop * r[0] * r[1]:
+                best = r
+        wc, hc = best
+    tw, th = crop * wc, crop * hc
+    rw, rh = tw / w, th / h
+    if rw < rh:
+        pad_w, pad_h = 0, th - int(h * rw)
+    else:
+        pad_w, pad_h = tw - int(w * rh), 0
+    fw, fh = tw // patch, th // patch
+    if pad_w >= patch:
+        fw -= math.floor(pad_w / patch)
+    elif pad_h >= patch:
+        fh -= math.floor(pad_h / patch)
+    pw = fw // comp + (1 if fw % comp else 0)
+    ph = fh // comp + (1 if fh % comp else 0)
+    side = crop // patch // comp
+    return side * side + 1 + pw * ph + ph + side
+
+def phi4mm_audio(seconds, rate):
+    # vLLM audio.py resample_audio_scipy (integer ratio), then phi4mm.py
+    # get_audio_num_frames and _compute_audio_embed_size (compression 8)
+    n = round(seconds * rate)
+    if rate > 16000:
+        down = rate // 16000
+        n = -(-n // down)
+    elif rate < 16000:
+        n = n * (16000 // rate)
+    frames = (n - 400) // 160 + 1
+    if frames < 1:
+        return None
+    return frames // 8 + (1 if frames % 8 else 0)
+
 def qwen2_audio(seconds, rate, n_samples=480000):
     n = round(seconds * rate)
     if rate != 16000:
@@ -126,6 +171,7 @@ for h, w in sizes:
         ("OpenGVLab/InternVL3-8B", internvl(h, w)),
         # the thinker's images are Qwen2.5-VL's, behind <|IMAGE|>
         ("Qwen/Qwen2.5-Omni-7B", qwen(h, w, 14, 3136, 12845056)),
+        ("microsoft/Phi-4-multimodal-instruct", phi4mm_image(h, w)),
     ]:
         cases.append({"model": model, "kind": "image", "width": w, "height": h, "tokens": n})
 # min/max pixel clamps set through the preprocessor config
@@ -152,6 +198,15 @@ for secs in [0.001, 0.01, 0.025, 0.1, 0.5, 1, 7.3, 30, 30.01, 60, 299.99, 300, 3
     for rate in [16000, 44100, 8000]:
         cases.append({"model": "Qwen/Qwen2.5-Omni-7B", "kind": "audio", "seconds": secs,
                       "rate": rate, "tokens": qwen2_audio(secs, rate, 4800000)})
+# Phi-4-multimodal: images past the 36-crop bound, and audio at four rates
+for h, w in [(448, 448), (449, 449), (448, 3000), (2688, 2688), (2689, 2689), (3000, 3000), (300, 8000),
+             (8000, 300), (1000, 700), (14, 5000), (896, 897)]:
+    cases.append({"model": "microsoft/Phi-4-multimodal-instruct", "kind": "image", "width": w, "height": h,
+                  "tokens": phi4mm_image(h, w)})
+for secs in [0.001, 0.02, 0.025, 0.03, 0.1, 0.5, 1, 7.3, 30, 60, 300]:
+    for rate in [16000, 44100, 8000, 22050]:
+        cases.append({"model": "microsoft/Phi-4-multimodal-instruct", "kind": "audio", "seconds": secs,
+                      "rate": rate, "tokens": phi4mm_audio(secs, rate)})
 # Whisper (openai/whisper-large-v3): the windows of a transcription and
 # the audio tokens its streamed usage adds to the decoder prompt
 for secs in [0.001, 0.01, 0.1, 1, 10, 29.99, 30, 30.01, 58.99, 59, 59.01, 60, 88, 89, 120, 300, 1500]:
@@ -162,7 +217,8 @@ for secs in [0.001, 0.01, 0.1, 1, 10, 29.99, 30, 30.01, 58.99, 59, 59.01, 60, 88
 for model, f in [("Qwen/Qwen2.5-VL-7B-Instruct", lambda h, w: qwen(h, w, 14, 3136, 12845056)),
                  ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4),
                  ("mistral-community/pixtral-12b", lambda h, w: pixtral(h, w, 1024, 16)),
-                 ("OpenGVLab/InternVL3-8B", internvl)]:
+                 ("OpenGVLab/InternVL3-8B", internvl),
+                 ("microsoft/Phi-4-multimodal-instruct", phi4mm_image)]:
     imgs = [(1024, 1024), (480, 640), (56, 56), (2160, 3840)]
     cases.append({"model": model, "kind": "images", "sizes": [[w, h] for h, w in imgs],
                   "tokens": sum(f(h, w) for h, w in imgs)})
