@@ -113,3 +113,29 @@ func jsSmartResizeTokens(h, w, factor, minPx, maxPx, patch int) int {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestWhisperWindowAgainstTransformersJS checks the encoder positions of a
+// Whisper window (Transcription.EncoderPositions, and so the engine work
+// of every window) against transformers.js's WhisperFeatureExtractor:
+// every clip up to the window, 0.1 s or 30 s, is padded to the same mel
+// frames, which the encoder's stride-2 convolution halves.
+func TestWhisperWindowAgainstTransformersJS(t *testing.T) {
+	modules := testutil.NodeModules(t)
+	tr, _ := mustModel(t, "openai/whisper-large-v3", ModelFiles{}).Transcription()
+	out, err := exec.Command("node", "testdata/jswhisper.mjs", modules, "128", "0.1", "1", "10", "29.5", "30").Output()
+	if err != nil {
+		t.Fatalf("node jswhisper.mjs: %v", err)
+	}
+	var res []struct {
+		Seconds float64
+		Dims    []int
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res) != 5 {
+		t.Fatalf("%s: %v", out, err)
+	}
+	for _, r := range res {
+		if len(r.Dims) != 3 || r.Dims[1] != 128 || r.Dims[2]/2 != tr.EncoderPositions {
+			t.Errorf("%gs: features %v, want [1 128 %d]", r.Seconds, r.Dims, 2*tr.EncoderPositions)
+		}
+	}
+}
