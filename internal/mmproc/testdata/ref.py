@@ -181,7 +181,8 @@ for h, w in [(28, 28), (1024, 1024), (4096, 4096), (100, 3000), (56, 56)]:
                       "min_pixels": lo, "max_pixels": hi, "tokens": qwen(h, w, 14, lo, hi)})
 # InternVL: the grid's tie rule (a larger grid of the same shape wins when the
 # image covers over half of it) and other max_dynamic_patch settings
-for h, w in [(448, 448), (449, 449), (634, 634), (635, 635), (896, 896), (1344, 1344), (1345, 1345),
+for h, w in [(448, 448), (449, 449), (633, 633), (634, 634), (635, 635), (896, 896), (950, 950), (951, 951),
+             (1344, 1344), (1345, 1345),
              (448, 896), (448, 1344), (900, 300), (1000, 1500), (480, 1600), (4096, 300)]:
     cases.append({"model": "OpenGVLab/InternVL2_5-8B", "kind": "image", "width": w, "height": h,
                   "tokens": internvl(h, w)})
