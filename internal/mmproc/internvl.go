@@ -109,8 +109,8 @@ func (v *internVL) closestGrid(w, h int) [2]int {
 	// and k:1 lie between any two such grids on one side of 1:1).
 	var grids [][2]int
 	for i := 1; i <= hi; i++ {
-		for j := 1; j <= hi; j++ {
-			if n := i * j; n >= lo && n <= hi {
+		for j := 1; i*j <= hi; j++ {
+			if i*j >= lo {
 				grids = append(grids, [2]int{i, j})
 			}
 		}

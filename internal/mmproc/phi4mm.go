@@ -63,7 +63,7 @@ func newPhi4MM(raw []byte, pre *preprocessorConfig) (*phi4MM, error) {
 	// SigLIP-so400m at 448 px, 2×2 pooling: phi4mm.py's
 	// VISION_ENCODER_TO_PROCESSING_CONFIG, which no config file changes.
 	p := &phi4MM{crop: 448, patch: 14, compression: 2, dynamicHD: positive(pre.DynamicHD, 36), audioCompression: 8, rate: 16000}
-	if p.dynamicHD > 1024 {
+	if p.dynamicHD > 256 {
 		return nil, fmt.Errorf("%w: dynamic_hd %d", ErrBadConfig, p.dynamicHD)
 	}
 	if e := cfg.EmbdLayer; e != nil && e.AudioEmbdLayer != nil && e.AudioEmbdLayer.CompressionRate > 0 {
