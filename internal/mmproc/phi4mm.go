@@ -110,17 +110,25 @@ func (p *phi4MM) grid(w, h int) (cols, rows int) {
 	return g[0], g[1]
 }
 
-// ImageTokens is vLLM's _compute_num_image_tokens.
-func (p *phi4MM) imageTokens(w, h int) int {
+// imageTokens is vLLM's _compute_num_image_tokens. An image whose scaled
+// side would be under 10 px is refused, as the HF image processor vLLM
+// runs on it raises ("the aspect ratio is very extreme").
+func (p *phi4MM) imageTokens(w, h int) (int, error) {
 	cols, rows := p.grid(w, h)
 	tw, th := cols*p.crop, rows*p.crop
 	// _get_padding_size: the image scaled to fit, the rest padding.
 	rw, rh := float64(tw)/float64(w), float64(th)/float64(h)
 	var padW, padH int
+	nw, nh := tw, th
 	if rw < rh {
-		padH = th - int(float64(h)*rw)
+		nh = int(float64(h) * rw)
+		padH = th - nh
 	} else {
-		padW = tw - int(float64(w)*rh)
+		nw = int(float64(w) * rh)
+		padW = tw - nw
+	}
+	if nw < 10 || nh < 10 {
+		return 0, fmt.Errorf("%w: the aspect ratio is very extreme (%dx%d scales to %dx%d)", ErrBadItem, w, h, nw, nh)
 	}
 	fw, fh := tw/p.patch, th/p.patch
 	switch {
@@ -132,7 +140,7 @@ func (p *phi4MM) imageTokens(w, h int) int {
 	c := p.compression
 	pw, ph := (fw+c-1)/c, (fh+c-1)/c // rounded up: a partial pool still yields a token
 	side := p.crop / p.patch / c
-	return side*side + 1 + pw*ph + ph + side
+	return side*side + 1 + pw*ph + ph + side, nil
 }
 
 // audioTokens is get_audio_num_frames and _compute_audio_embed_size on
@@ -184,7 +192,7 @@ func (p *phi4MM) replacement(it media.Item) (Replacement, error) {
 	case it.Width <= 0 || it.Height <= 0:
 		err = fmt.Errorf("%w: image without a size", ErrBadItem)
 	default:
-		n = p.imageTokens(it.Width, it.Height)
+		n, err = p.imageTokens(it.Width, it.Height)
 	}
 	if err != nil {
 		return Replacement{}, err
@@ -207,10 +215,14 @@ func (p *phi4MM) encoderFLOPs(it media.Item) (float64, error) {
 	if it.Width <= 0 || it.Height <= 0 {
 		return 0, fmt.Errorf("%w: image without a size", ErrBadItem)
 	}
+	n, err := p.imageTokens(it.Width, it.Height)
+	if err != nil {
+		return 0, err
+	}
 	cols, rows := p.grid(it.Width, it.Height)
 	crops := float64(cols*rows + 1) // and the global crop
 	side := p.crop / p.patch
-	tokens := float64(p.imageTokens(it.Width, it.Height))
+	tokens := float64(n)
 	in, o := float64(4*p.vision.hidden), float64(p.out)
 	// SigLIP on every crop's 32×32 patches, then img_projection (the
 	// pooled 4·1152 width to the LLM's, then LLM to LLM) per token.

@@ -81,7 +81,9 @@ def internvl(h, w, min_num=1, max_num=12, image_size=448, thumbnail=True):
 
 def phi4mm_image(h, w, dynamic_hd=36, crop=448, patch=14, comp=2):
     # vLLM phi4mm.py: _find_target_aspect_ratio, _get_padding_size,
-    # _compute_num_image_tokens (find_closest_aspect_ratio as InternVL's)
+    # _compute_num_image_tokens (find_closest_aspect_ratio as InternVL's);
+    # the model's Phi4MMImageProcessor, which vLLM runs on the image,
+    # refuses a scaled side under 10 px
     wc, hc = math.ceil(w / float(crop)), math.ceil(h / float(crop))
     if wc * hc > dynamic_hd:
         ratios = sorted({(i, j) for i in range(1, dynamic_hd + 1) for j in range(1, dynamic_hd + 1)
@@ -98,8 +100,12 @@ def phi4mm_image(h, w, dynamic_hd=36, crop=448, patch=14, comp=2):
     rw, rh = tw / w, th / h
     if rw < rh:
         pad_w, pad_h = 0, th - int(h * rw)
+        new_w, new_h = tw, int(h * rw)
     else:
         pad_w, pad_h = tw - int(w * rh), 0
+        new_w, new_h = int(w * rh), th
+    if min(new_h, th) < 10 or min(new_w, tw) < 10:
+        return None  # Phi4MMImageProcessor.dynamic_preprocess raises
     fw, fh = tw // patch, th // patch
     if pad_w >= patch:
         fw -= math.floor(pad_w / patch)
@@ -200,7 +206,7 @@ for secs in [0.001, 0.01, 0.025, 0.1, 0.5, 1, 7.3, 30, 30.01, 60, 299.99, 300, 3
         cases.append({"model": "Qwen/Qwen2.5-Omni-7B", "kind": "audio", "seconds": secs,
                       "rate": rate, "tokens": qwen2_audio(secs, rate, 4800000)})
 # Phi-4-multimodal: images past the 36-crop bound, and audio at four rates
-for h, w in [(448, 448), (449, 449), (448, 3000), (2688, 2688), (2689, 2689), (3000, 3000), (300, 8000),
+for h, w in [(1, 30), (30, 1), (5000, 100), (100, 5000), (448, 448), (449, 449), (448, 3000), (2688, 2688), (2689, 2689), (3000, 3000), (300, 8000),
              (8000, 300), (1000, 700), (14, 5000), (896, 897)]:
     cases.append({"model": "microsoft/Phi-4-multimodal-instruct", "kind": "image", "width": w, "height": h,
                   "tokens": phi4mm_image(h, w)})
