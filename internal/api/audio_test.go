@@ -221,6 +221,14 @@ func TestAudio_Stream(t *testing.T) {
 	if text.String() != whole.Text || finishes != 2 || !done || usage == nil || usage.PromptTokens != decoder+40*100 || usage.CompletionTokens == 0 {
 		t.Errorf("stream text %q (want %q), %d finishes (want 2), done %v, usage %+v (want prompt_tokens %d)", text.String(), whole.Text, finishes, done, usage, decoder+4000)
 	}
+	// With a prompt the decoder text starts "<|prev|>", so vLLM puts the
+	// decoder start token in front of it.
+	_, _, raw = postForm(t, url, clip, map[string]string{"stream": "true", "stream_include_usage": "true", "prompt": "Earlier words."})
+	tk = env.post("/tokenize", `{"prompt":"<|startoftranscript|><|prev|>Earlier words.<|startoftranscript|><|en|><|transcribe|><|notimestamps|>","add_special_tokens":false}`)
+	withPrev := int(jsonOf(t, tk.Body)["count"].(float64))
+	if !strings.Contains(string(raw), fmt.Sprintf(`"prompt_tokens":%d,`, withPrev+4000)) {
+		t.Errorf("stream with a prompt: want prompt_tokens %d in %s", withPrev+4000, raw[max(0, len(raw)-300):])
+	}
 	code, _, raw = postForm(t, url, clip, map[string]string{"stream": "true", "response_format": "verbose_json"})
 	if code != 400 || !strings.Contains(string(raw), "doesn't support streaming") {
 		t.Errorf("verbose_json stream: %d %s, want vLLM's 400", code, raw)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/mocker-server/mocker-server/internal/api/input"
@@ -134,6 +135,13 @@ func (sf Surface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pi
 	ar.windows, ar.window = tr.Windows(facts.Seconds), tr.WindowSeconds
 	vocab := s.Tokenizer().VocabSize()
 	decoder := s.Tokenizer().Encode(decoderPrompt(sf.Task, ar.language, prompt), false)
+	// vLLM's InputPreprocessor puts the decoder start token
+	// (<|startoftranscript|>) in front of a decoder prompt that does not
+	// begin with it: a prompt's "<|prev|>…" (preprocess.py,
+	// _prepare_decoder_input_ids_for_generation).
+	if sot := s.Tokenizer().Encode(startOfTranscript, false); !slices.Equal(decoder[:min(len(sot), len(decoder))], sot) {
+		decoder = append(sot, decoder...)
+	}
 	ar.usagePrompt = len(decoder) + tr.AudioTokens(facts.Seconds)
 	for w := range ar.windows {
 		ids := make([]uint32, 0, tr.EncoderPositions+len(decoder))
@@ -163,6 +171,9 @@ func (sf Surface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pi
 	return g, nil
 }
 
+// startOfTranscript is Whisper's decoder start token.
+const startOfTranscript = "<|startoftranscript|>"
+
 // decoderPrompt is Whisper's decoder prompt as vLLM's
 // get_generation_prompt writes it (whisper.py at d1a2e946): the previous
 // text after "<|prev|>" (vLLM's spelling, not the tokenizer's
@@ -176,7 +187,7 @@ func decoderPrompt(t Task, language, prompt string) string {
 	if t == Translate {
 		task = "<|translate|>"
 	}
-	p := "<|startoftranscript|><|" + language + "|>" + task + "<|notimestamps|>"
+	p := startOfTranscript + "<|" + language + "|>" + task + "<|notimestamps|>"
 	if prompt != "" {
 		p = "<|prev|>" + prompt + p
 	}
