@@ -42,6 +42,10 @@ type Request struct {
 	// per token), for a timing model that is an EncoderTimer;
 	// PrecomputedEmbeds marks an item whose encoder already ran.
 	MMFLOPs []float64
+	// MMWork are the encoder passes of each item of MM as operators (nil
+	// entries, or a nil slice: priced from MMFLOPs), for a timing model
+	// that is an EncoderWorkTimer.
+	MMWork []*EncoderWork
 	// Label is the caller's name for the request (the API's response id),
 	// shown by inspectors; the engine does not use it.
 	Label string
