@@ -9,6 +9,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/mmproc"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -206,8 +207,9 @@ func replaceKey(obj json.RawMessage, key string, val []byte) json.RawMessage {
 // match its items (a template that drops an item, or text that contains a
 // placeholder) is a 400, as vLLM's processor refuses it.
 //
-// flops are the items' encoder FLOPs in the same (prompt) order.
-func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]uint32, []kv.MMFeature, []float64, *wire.APIError) {
+// flops are the items' encoder FLOPs and works their encoder passes in the
+// same (prompt) order.
+func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) (ids []uint32, feats []kv.MMFeature, flops []float64, works []*engine.EncoderWork, _ *wire.APIError) {
 	type occ struct{ pos, item int }
 	var occs []occ
 	byTarget := map[string][]int{} // target → its items in order
@@ -234,14 +236,15 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]u
 		}
 		if n != len(idx) {
 			m := items[idx[0]].part.Modality
-			return nil, nil, nil, wire.ErrInvalid("messages", "Expected there to be %d prompt placeholders %q corresponding to %d %s items, but instead found %d prompt placeholders! Make sure the chat template renders every %s part.",
+			return nil, nil, nil, nil, wire.ErrInvalid("messages", "Expected there to be %d prompt placeholders %q corresponding to %d %s items, but instead found %d prompt placeholders! Make sure the chat template renders every %s part.",
 				len(idx), t, len(idx), m, n, m)
 		}
 	}
 	sort.Slice(occs, func(a, b int) bool { return occs[a].pos < occs[b].pos })
-	ids := make([]uint32, 0, len(text)/3)
-	feats := make([]kv.MMFeature, 0, len(items))
-	flops := make([]float64, 0, len(items))
+	ids = make([]uint32, 0, len(text)/3)
+	feats = make([]kv.MMFeature, 0, len(items))
+	flops = make([]float64, 0, len(items))
+	works = make([]*engine.EncoderWork, 0, len(items))
 	pos := 0
 	for k, o := range occs {
 		ids = append(ids, s.tok.Encode(text[pos:o.pos], addSpecial && k == 0)...)
@@ -250,6 +253,7 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]u
 		ids = s.appendReplacement(ids, it)
 		feats = append(feats, kv.MMFeature{Identifier: it.id, Offset: start, Length: len(ids) - start})
 		flops = append(flops, it.flops)
+		works = append(works, it.work)
 		pos = o.pos + len(it.repl.Target)
 	}
 	ids = append(ids, s.tok.Encode(text[pos:], addSpecial && len(occs) == 0)...)
@@ -258,7 +262,7 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]u
 			s.widenRange(ids, &feats[k], items[o.item].repl)
 		}
 	}
-	return ids, feats, flops, nil
+	return ids, feats, flops, works, nil
 }
 
 // widenRange extends an item's range over the tokens vLLM's placeholder
@@ -328,6 +332,6 @@ func (s *Server) TokenizeMultimodal(o wire.Object, msgs []tokenizer.Message, par
 	if e != nil {
 		return nil, e
 	}
-	ids, _, _, e := s.expandPrompt(text, items, addSpecial)
+	ids, _, _, _, e := s.expandPrompt(text, items, addSpecial)
 	return ids, e
 }
