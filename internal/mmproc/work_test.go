@@ -51,6 +51,12 @@ func TestEncoderWorkMatchesFLOPs(t *testing.T) {
 		}
 	}
 	p, _ := ForModel("Qwen/Qwen2.5-VL-7B-Instruct", ModelFiles{})
+	// A video's temporal patches are sequences of their own (the tower's
+	// cu_seqlens): 32 frames are 16 of 640×360's 46×26 patches.
+	video := media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 32, FPS: 2, Duration: 16 * time.Second}
+	if w, err := p.EncoderWork(video); err != nil || w.SeqLen != 46*26 || w.Rows != 16*w.SeqLen {
+		t.Errorf("video: work %+v, %v; want 16 sequences of 46×26 patches", w, err)
+	}
 	if w, err := p.EncoderWork(media.Item{Kind: media.KindEmbeds, EmbedTokens: 10}); w != nil || err != nil {
 		t.Errorf("embeddings: work %v, %v; want none (the client ran the encoder)", w, err)
 	}
