@@ -36,8 +36,9 @@ const encoderEWKernels = 6
 //   - each GEMM from the BF16 GEMM table at the tower's own widths and all
 //     the items' rows (a 1152-wide SigLIP layer runs well below the
 //     efficiency of the language model's 3584-wide projections the FLOP
-//     price assumes); the tower stays in BF16 whatever the language
-//     model's quantization, as vLLM leaves vision towers unquantized;
+//     price assumes); the tower is priced in BF16 whatever the language
+//     model's quantization (quantized checkpoints commonly keep their
+//     vision tower in 16 bits; an FP8 tower is priced as a BF16 one);
 //   - the attention from the context-attention table at the tower's head
 //     width and count, for the items' SeqLen-long sequences (Window-long in
 //     windowed layers), doubled: the table times causal prefill, a tower
