@@ -50,6 +50,8 @@ const encoderEWKernels = 6
 //     the GPUs, with two all-reduces of the layer's activations.
 //
 // The patch embedding, merger and projector GEMMs run unsplit.
+// aiconfigurator's own ViT model (sdk/models/vit_ops.py) builds the same
+// operators per layer and keeps the tower in BF16 too.
 func (m *Model) EncoderWorkMs(ws []*engine.EncoderWork, shards int) float64 {
 	if m.encGEMM == nil {
 		return 0
