@@ -317,7 +317,9 @@ func (c *Core) takeEncoderTime() time.Duration {
 			// costs[i] = 0: the client ran the encoder
 		case c.workTimer != nil && it.work != nil:
 			works[i] = it.work
-			costs[i] = c.workTimer.EncoderWorkMs([]*EncoderWork{it.work}, shards)
+			if dp > 1 { // its cost alone only deals the items to the GPUs
+				costs[i] = c.workTimer.EncoderWorkMs([]*EncoderWork{it.work}, shards)
+			}
 		case c.encTimer != nil && it.flops > 0:
 			costs[i] = c.encTimer.EncoderMs(it.flops, it.tokens, shards)
 		default:

@@ -246,13 +246,11 @@ func TestEncoderWorkTimerPricesThePassesItemsInOneForward(t *testing.T) {
 		if d := passDurations(h)[0]; d != tc.want {
 			t.Errorf("%s: first pass %v, want %v", tc.name, d, tc.want)
 		}
-		// Each item with work is first priced alone (to deal the items),
-		// then the forwards run.
+		// In data mode each item is first priced alone, to deal the items
+		// to the GPUs; then the forwards run.
 		priced := 0
-		for _, f := range tc.flops {
-			if f != PrecomputedEmbeds {
-				priced++
-			}
+		if tc.dp > 1 {
+			priced = len(tc.forwards)
 		}
 		if len(calls) < priced || !slices.Equal(calls[priced:], tc.forwards) {
 			t.Errorf("%s: calls %v, want %d single-item prices then forwards %v", tc.name, calls, priced, tc.forwards)
