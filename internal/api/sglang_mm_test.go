@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -19,17 +20,34 @@ import (
 // its own (SGLang splits by image_grid_thw), so two requests that differ in
 // their second image share the pages up to it; LLaVA's images are one
 // bundled item with one pad value, so they share only the pages before the
-// first image. The stored pages' token ids are the client's prompt with
-// those values in the runs.
+// first image; Qwen2-Audio's clips likewise (audio is never split). The
+// stored pages' token ids are the client's prompt with those values in the
+// runs.
 func TestMultimodal_SGLangPadsItemsAsItsProcessorGroupsThem(t *testing.T) {
 	const page = 16
+	image := func(b []byte) map[string]any {
+		return map[string]any{"type": "image_url", "image_url": map[string]any{"url": dataURL("image/png", b)}}
+	}
+	audio := func(b []byte) map[string]any {
+		return map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": base64.StdEncoding.EncodeToString(b), "format": "wav"}}
+	}
+	// Three clips of one length, so one token count: only their bytes differ.
+	clips := [3][]byte{wavBytes(2), wavBytes(2), wavBytes(2)}
+	clips[1][len(clips[1])-1] ^= 1
+	clips[2][len(clips[2])-2] ^= 1
+	pngs := [3][]byte{pngBytes(t, 256, 256, 1), pngBytes(t, 256, 256, 2), pngBytes(t, 256, 256, 3)}
 	for _, tc := range []struct {
 		name    string
 		model   string
+		kind    media.Kind
+		part    func([]byte) map[string]any
+		items   [3][]byte
+		standIn uint32 // the built-in tokenizer's placeholder id of the modality
 		bundled bool
 	}{
-		{"Qwen2.5-VL, one item per image", "Qwen/Qwen2.5-VL-7B-Instruct", false},
-		{"LLaVA-1.5, one bundled item", "llava-hf/llava-1.5-7b-hf", true},
+		{"Qwen2.5-VL, one item per image", "Qwen/Qwen2.5-VL-7B-Instruct", media.KindImage, image, pngs, tokenizer.VocabSize - 1, false},
+		{"LLaVA-1.5, one bundled item", "llava-hf/llava-1.5-7b-hf", media.KindImage, image, pngs, tokenizer.VocabSize - 1, true},
+		{"Qwen2-Audio, one bundled item", "Qwen/Qwen2-Audio-7B-Instruct", media.KindAudio, audio, clips, tokenizer.VocabSize - 2, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, map[string]any{"engine_type": "sglang", "block_size": page, "mm_processor_model": tc.model})
@@ -40,18 +58,16 @@ func TestMultimodal_SGLangPadsItemsAsItsProcessorGroupsThem(t *testing.T) {
 				m := map[string]any{"messages": []any{
 					map[string]any{"role": "system", "content": system},
 					map[string]any{"role": "user", "content": []any{
-						map[string]any{"type": "image_url", "image_url": map[string]any{"url": dataURL("image/png", img1)}},
-						map[string]any{"type": "text", "text": strings.Repeat("what is in the first picture? ", 4)}}},
+						tc.part(img1), map[string]any{"type": "text", "text": strings.Repeat("what is in the first one? ", 4)}}},
 					map[string]any{"role": "user", "content": []any{
-						map[string]any{"type": "image_url", "image_url": map[string]any{"url": dataURL("image/png", img2)}},
-						map[string]any{"type": "text", "text": "and in the second one?"}}}}}
+						tc.part(img2), map[string]any{"type": "text", "text": "and in the second one?"}}}}}
 				if !tokenize {
 					m["max_tokens"] = 1
 				}
 				b, _ := json.Marshal(m)
 				return string(b)
 			}
-			img1, img2, img3 := pngBytes(t, 256, 256, 1), pngBytes(t, 256, 256, 2), pngBytes(t, 256, 256, 3)
+			img1, img2, img3 := tc.items[0], tc.items[1], tc.items[2]
 			tk := env.post("/tokenize", body(img1, img2, true))
 			var tok struct{ Tokens []uint32 }
 			if tk.Status != 200 || json.Unmarshal([]byte(tk.Body), &tok) != nil {
@@ -60,7 +76,7 @@ func TestMultimodal_SGLangPadsItemsAsItsProcessorGroupsThem(t *testing.T) {
 			// The images' runs of the built-in tokenizer's stand-in id.
 			var runs [][2]int
 			for i, id := range tok.Tokens {
-				if id != tokenizer.VocabSize-1 {
+				if id != tc.standIn {
 					continue
 				}
 				if n := len(runs); n > 0 && runs[n-1][1] == i {
@@ -73,7 +89,7 @@ func TestMultimodal_SGLangPadsItemsAsItsProcessorGroupsThem(t *testing.T) {
 				t.Fatalf("image runs %v in a %d-token prompt", runs, len(tok.Tokens))
 			}
 			hash := func(img []byte) string {
-				h, _, err := media.Hash(media.KindImage, img, media.HashOptions{ModelID: cfg.Model})
+				h, _, err := media.Hash(tc.kind, img, media.HashOptions{ModelID: cfg.Model})
 				if err != nil {
 					t.Fatal(err)
 				}

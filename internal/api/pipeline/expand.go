@@ -254,7 +254,9 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) (exp
 		ids, embeds = s.appendReplacement(ids, it, sglang)
 		feats = append(feats, kv.MMFeature{Identifier: it.id, Offset: start, Length: len(ids) - start})
 		flops = append(flops, it.flops)
-		runs = append(runs, embeds)
+		if sglang {
+			runs = append(runs, embeds)
+		}
 		pos = o.pos + len(it.repl.Target)
 	}
 	ids = append(ids, s.tok.Encode(text[pos:], addSpecial && len(occs) == 0)...)
