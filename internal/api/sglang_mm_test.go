@@ -54,7 +54,7 @@ func TestMultimodal_SGLangPadsItemsAsItsProcessorGroupsThem(t *testing.T) {
 			rec := &kvStore{}
 			env := startServerWith(t, cfg, func(r int) engine.Options { return engine.Options{Rank: r, KVSink: rec} }, settings.Deps{})
 			system := strings.Repeat("a long system prompt that fills a few pages ", 8)
-			body := func(img1, img2 []byte, tokenize bool) string {
+			body := func(img1, img2 []byte, tokenize bool, extra ...any) string {
 				m := map[string]any{"messages": []any{
 					map[string]any{"role": "system", "content": system},
 					map[string]any{"role": "user", "content": []any{
@@ -63,6 +63,9 @@ func TestMultimodal_SGLangPadsItemsAsItsProcessorGroupsThem(t *testing.T) {
 						tc.part(img2), map[string]any{"type": "text", "text": "and in the second one?"}}}}}
 				if !tokenize {
 					m["max_tokens"] = 1
+				}
+				for i := 0; i+1 < len(extra); i += 2 {
+					m[extra[i].(string)] = extra[i+1]
 				}
 				b, _ := json.Marshal(m)
 				return string(b)
@@ -111,8 +114,8 @@ func TestMultimodal_SGLangPadsItemsAsItsProcessorGroupsThem(t *testing.T) {
 				}
 				return key
 			}
-			send := func(a, b []byte) []kv.Event {
-				if r := env.post("/v1/chat/completions", body(a, b, false)); r.Status != 200 {
+			send := func(a, b []byte, extra ...any) []kv.Event {
+				if r := env.post("/v1/chat/completions", body(a, b, false, extra...)); r.Status != 200 {
 					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 				return rec.take()
@@ -140,6 +143,16 @@ func TestMultimodal_SGLangPadsItemsAsItsProcessorGroupsThem(t *testing.T) {
 			}
 			if len(evB) == 0 || !evB[0].HasParent {
 				t.Errorf("image pair 1, 3: its first stored page has no parent")
+			}
+			// truncate_prompt_tokens cuts the prompt's start: the runs move
+			// with it, and the shifted prompt shares no page.
+			const cut = 5
+			var gotT []uint32
+			for _, e := range send(img1, img2, "truncate_prompt_tokens", len(tok.Tokens)-cut) {
+				gotT = append(gotT, e.TokenIDs...)
+			}
+			if wantT := padded(values(img1, img2))[cut:]; !slices.Equal(gotT, wantT[:len(wantT)/page*page]) {
+				t.Errorf("truncated by %d: stored token ids\n%v\nwant\n%v", cut, gotT, wantT[:len(wantT)/page*page])
 			}
 		})
 	}
