@@ -10,7 +10,7 @@ import (
 )
 
 // SGLang's multimodal items as its radix cache sees them (docs/multimodal.md,
-// "SGLang: pad values"). SGLang's processor makes one MultimodalDataItem per
+// "SGLang: pad values in the radix cache"). SGLang's processor makes one MultimodalDataItem per
 // modality holding every item of that modality, then splits it into one
 // item per image or video only when it can cut the feature tensor by the
 // item's grid (get_new_expanded_mm_items: an image item carrying
@@ -20,9 +20,9 @@ import (
 //
 // So in the mock: an image of a Qwen-VL family and an image_embeds part
 // are items of their own; the other images, all audio and all video of a
-// request are one bundled item per modality with one pad value. (A Qwen
-// video item is split only when every video is one temporal patch, which
-// vLLM's 32-frame sampling never gives; it is bundled here.)
+// request are one bundled item per modality with one pad value. (SGLang
+// splits Qwen2-/2.5-VL videos only when every clip is a single temporal
+// patch, at most two frames; the mock bundles videos always.)
 
 // sglangPads returns the pad-value runs of a prompt's items, given in
 // prompt order with each one's embed runs.
