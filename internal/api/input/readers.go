@@ -29,6 +29,9 @@ type RawPrompt struct {
 	// embeddings the client sent, no encoder time).
 	MM      []kv.MMFeature
 	MMFLOPs []float64
+	// MMPads are the items' pad-value runs the SGLang engine type keys its
+	// radix cache on (nil in vLLM mode; engine.Request.MMPads).
+	MMPads []kv.MMPad
 }
 
 // ParseMessages reads the chat messages (types only): each message's text
