@@ -244,6 +244,9 @@ func (c *Core) Submit(r *Request) {
 	}
 	s.tokens = make([]uint32, s.numPromptTokens, s.numPromptTokens+len(s.planned))
 	copy(s.tokens, r.Prompt)
+	if c.cfg.Type == EngineSGLang {
+		kv.PadRadixKey(s.tokens, r.MMPads)
+	}
 	c.kv.startChain(s)
 	if c.cfg.Speculative.Enabled() {
 		s.specKey = SequenceKey(r.Prompt, r.Choice)

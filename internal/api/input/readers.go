@@ -33,6 +33,9 @@ type RawPrompt struct {
 	// MMWork are their encoder passes as operators (nil: unknown), for the
 	// hardware timing model.
 	MMWork []*engine.EncoderWork
+	// MMPads are the items' pad-value runs the SGLang engine type keys its
+	// radix cache on (nil in vLLM mode; engine.Request.MMPads).
+	MMPads []kv.MMPad
 }
 
 // ParseMessages reads the chat messages (types only): each message's text

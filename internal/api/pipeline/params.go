@@ -94,6 +94,8 @@ type PromptSpec struct {
 	MM      []kv.MMFeature
 	MMFLOPs []float64
 	MMWork  []*engine.EncoderWork
+	// MMPads are the items' pad-value runs in IDs (SGLang mode).
+	MMPads []kv.MMPad
 }
 
 // BuildGenerate runs the phases every generation surface shares on a
@@ -161,11 +163,11 @@ func (s *Server) tokenizePrompts(in *GenInput) ([]input.RawPrompt, *wire.APIErro
 		if e != nil {
 			return nil, e
 		}
-		ids, mm, flops, works, e := s.expandPrompt(text, items, false)
+		x, e := s.expandPrompt(text, items, false)
 		if e != nil {
 			return nil, e
 		}
-		return []input.RawPrompt{{Text: text, IDs: ids, IsText: true, MM: mm, MMFLOPs: flops, MMWork: works}}, nil
+		return []input.RawPrompt{{Text: text, IDs: x.ids, IsText: true, MM: x.mm, MMFLOPs: x.flops, MMWork: x.works, MMPads: x.pads}}, nil
 	}
 	if in.Chat {
 		text, e := s.RenderChat(in.Body, in.Msgs, in.ToolsJSON, in.AddGen, in.ContFinal)
@@ -269,6 +271,7 @@ func (s *Server) checkPrompt(g *GenRequest, rp input.RawPrompt) (PromptSpec, *wi
 	}
 	ps := PromptSpec{IDs: ids, Text: rp.Text, IsText: rp.IsText, M: m}
 	ps.MM, ps.MMFLOPs, ps.MMWork = truncatedMM(rp.MM, rp.MMFLOPs, rp.MMWork, len(rp.IDs)-len(ids))
+	ps.MMPads = truncatedPads(rp.MMPads, len(rp.IDs)-len(ids))
 	if !rp.IsText || truncated {
 		ps.Text = tokenizer.DecodeLiteral(ids)
 	}
@@ -362,6 +365,23 @@ func (g *GenRequest) IncludeUsage() bool { return g.includeUsage }
 
 // ContinuousUsage reports whether every chunk of a stream carries usage.
 func (g *GenRequest) ContinuousUsage() bool { return g.continuousUsage }
+
+// truncatedPads shifts the pad-value runs by the cut tokens of a truncated
+// prompt; a run that was cut, even in part, is dropped, as truncatedMM
+// drops its item.
+func truncatedPads(pads []kv.MMPad, cut int) []kv.MMPad {
+	if cut == 0 || len(pads) == 0 {
+		return pads
+	}
+	out := make([]kv.MMPad, 0, len(pads))
+	for _, p := range pads {
+		if p.Offset >= cut {
+			p.Offset -= cut
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // truncatedMM shifts the items' runs by the cut tokens of a truncated
 // prompt; an item whose run was cut, even in part, leaves the prompt (its
