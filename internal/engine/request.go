@@ -42,6 +42,10 @@ type Request struct {
 	// per token), for a timing model that is an EncoderTimer;
 	// PrecomputedEmbeds marks an item whose encoder already ran.
 	MMFLOPs []float64
+	// MMWork are the encoder passes of each item of MM as operators (nil
+	// entries, or a nil slice: priced from MMFLOPs), for a timing model
+	// that is an EncoderWorkTimer.
+	MMWork []*EncoderWork
 	// MMPads are the runs of prompt positions the SGLang engine type keys
 	// its radix cache on by the items' pad values instead of their
 	// placeholder tokens (SGLang's pad_input_tokens: kv.PadRadixKey at

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/mmproc"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -243,6 +244,7 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) (exp
 	ids := make([]uint32, 0, len(text)/3)
 	feats := make([]kv.MMFeature, 0, len(items))
 	flops := make([]float64, 0, len(items))
+	works := make([]*engine.EncoderWork, 0, len(items))
 	var runs [][]kv.MMPad // each occurrence's embed runs (SGLang mode)
 	sglang := s.opts.SGLang != nil
 	pos := 0
@@ -254,6 +256,7 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) (exp
 		ids, embeds = s.appendReplacement(ids, it, sglang)
 		feats = append(feats, kv.MMFeature{Identifier: it.id, Offset: start, Length: len(ids) - start})
 		flops = append(flops, it.flops)
+		works = append(works, it.work)
 		if sglang {
 			runs = append(runs, embeds)
 		}
@@ -265,7 +268,7 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) (exp
 			s.widenRange(ids, &feats[k], items[o.item].repl)
 		}
 	}
-	x := expansion{ids: ids, mm: feats, flops: flops}
+	x := expansion{ids: ids, mm: feats, flops: flops, works: works}
 	if sglang && s.opts.Multimodal.Processor != nil {
 		order := make([]mmItem, len(occs))
 		for k, o := range occs {
@@ -277,12 +280,14 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) (exp
 }
 
 // expansion is a multimodal prompt's token ids and its items' runs in
-// them: vLLM's placeholder ranges (mm), the items' encoder FLOPs in the
-// same (prompt) order, and in SGLang mode the runs of pad values.
+// them: vLLM's placeholder ranges (mm), the items' encoder FLOPs and
+// encoder passes (works) in the same (prompt) order, and in SGLang mode
+// the runs of pad values.
 type expansion struct {
 	ids   []uint32
 	mm    []kv.MMFeature
 	flops []float64
+	works []*engine.EncoderWork
 	pads  []kv.MMPad
 }
 
