@@ -70,6 +70,11 @@ type Model struct {
 
 	ctx, gen grid2
 
+	// The tables a multimodal tower is priced from (encoder.go): its
+	// GEMMs at their own widths, its attention at its own head shape.
+	encGEMM *gemmGrid
+	encAttn []*attnGrid
+
 	layers, denseLayers, moeLayers int
 	slidingLayers, globalLayers    int
 	window                         float64
@@ -295,6 +300,7 @@ func (m *Model) build(ft *frameworkTables) error {
 		cs *= m.src.BF16FLOPS / m.gpu.BF16FLOPS
 		gs *= m.src.MemBW / m.gpu.MemBW
 	}
+	m.encGEMM, m.encAttn = ft.GEMM["bfloat16"], ft.Context
 	m.ctx = attnTable(cg, cs, 2)
 	m.gen = attnTable(gg, gs, 1)
 	m.slidingLayers = s.SlidingLayers

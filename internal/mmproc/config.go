@@ -43,6 +43,7 @@ type hfConfig struct {
 	NumMelBins         int `json:"num_mel_bins"`
 	MaxSourcePositions int `json:"max_source_positions"`
 	MaxTargetPositions int `json:"max_target_positions"`
+	EncoderAttnHeads   int `json:"encoder_attention_heads"`
 }
 
 // visionConfig spans the vision towers' field names.
@@ -63,6 +64,9 @@ type visionConfig struct {
 	OutHiddenSize    int     `json:"out_hidden_size"`
 	PixelShuffle     float64 `json:"pixel_shuffle_ratio"` // Llama 4
 	NumChannels      int     `json:"num_channels"`
+	NumHeads         int     `json:"num_heads"`           // Qwen
+	NumAttnHeads     int     `json:"num_attention_heads"` // SigLIP, CLIP, Pixtral, Llama 4
+	HeadDim          int     `json:"head_dim"`            // Pixtral
 }
 
 type audioConfig struct {
@@ -71,6 +75,7 @@ type audioConfig struct {
 	EncoderFFN    int `json:"encoder_ffn_dim"`
 	NumMelBins    int `json:"num_mel_bins"`
 	MaxSourcePos  int `json:"max_source_positions"`
+	AttnHeads     int `json:"encoder_attention_heads"`
 }
 
 // preprocessorConfig is the part of preprocessor_config.json (and

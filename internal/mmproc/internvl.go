@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/media"
 )
 
@@ -66,7 +67,8 @@ func newInternVL(cfg *hfConfig) (*internVL, error) {
 		}
 	}
 	h := positive(vc.HiddenSize, 1024)
-	v.enc = vit{layers: max(layers, 1), hidden: h, inter: positive(vc.IntermediateSize, 4096), patchIn: 3 * patch * patch}
+	v.enc = vit{layers: max(layers, 1), hidden: h, inter: positive(vc.IntermediateSize, 4096), patchIn: 3 * patch * patch,
+		headDim: h / positive(vc.NumAttnHeads, 16)}
 	scale := int(1 / ratio)
 	v.projIn = h * scale * scale
 	v.out = cfg.textHidden(4096)
@@ -167,6 +169,19 @@ func (v *internVL) encoderFLOPs(it media.Item) (float64, error) {
 	in, o := float64(v.projIn), float64(v.out)
 	perTile := v.enc.flops(side*side+1, 0) + 2*float64(v.perTile)*(in*o+o*o)
 	return tiles * perTile, nil
+}
+
+// encoderWork is encoderFLOPs as operators: every crop its own sequence
+// of patches and CLS, then mlp1 on its tokens.
+func (v *internVL) encoderWork(it media.Item) (*engine.EncoderWork, error) {
+	if it.Width <= 0 || it.Height <= 0 {
+		return nil, fmt.Errorf("%w: image without a size", ErrBadItem)
+	}
+	n := v.tiles(it.Width, it.Height)
+	side := v.tile / v.patch
+	seq := side*side + 1
+	tok := n * v.perTile
+	return v.enc.work(n*seq, seq, v.enc.patchEmbed(n*seq), [3]int{tok, v.out, v.projIn}, [3]int{tok, v.out, v.out}), nil
 }
 
 func (v *internVL) withKwargs(kw map[string]any) (rules, error) {

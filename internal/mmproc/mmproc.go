@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/media"
 )
 
@@ -174,6 +175,7 @@ type rules interface {
 	placeholder(k media.Kind) string
 	replacement(it media.Item) (Replacement, error)
 	encoderFLOPs(it media.Item) (float64, error)
+	encoderWork(it media.Item) (*engine.EncoderWork, error)
 }
 
 // Family returns the processor's family.
@@ -258,6 +260,19 @@ func (p *Processor) EncoderFLOPs(it media.Item) (float64, error) {
 		return 0, nil
 	}
 	return p.rules.encoderFLOPs(it)
+}
+
+// EncoderWork returns the item's encoder pass as operators, for the
+// hardware model to price the tower's own GEMMs and attention (nil for
+// embeddings: the client ran the encoder).
+func (p *Processor) EncoderWork(it media.Item) (*engine.EncoderWork, error) {
+	if err := p.check(it); err != nil {
+		return nil, err
+	}
+	if it.Kind == media.KindEmbeds {
+		return nil, nil
+	}
+	return p.rules.encoderWork(it)
 }
 
 func (p *Processor) check(it media.Item) error {

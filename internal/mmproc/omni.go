@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/media"
 )
 
@@ -133,6 +134,28 @@ func (o *qwenOmni) encoderFLOPs(it media.Item) (float64, error) {
 	P, d := float64(p), float64(a.enc.hidden)
 	conv := 2*float64(frames)*float64(3*a.mels)*d + 2*P*3*d*d
 	return conv + windowedFLOPs(a.enc, p, o.window) + 2*float64(tokens)*d*float64(a.out), nil
+}
+
+// encoderWork is encoderFLOPs as operators: the vision tower's as
+// Qwen2.5-VL's; the audio tower over the clip's positions attending within
+// windows, after its two convolutions and before the pooled projection.
+func (o *qwenOmni) encoderWork(it media.Item) (*engine.EncoderWork, error) {
+	if it.Kind != media.KindAudio {
+		return o.vision.encoderWork(it)
+	}
+	if it.Duration <= 0 {
+		return nil, fmt.Errorf("%w: audio without a duration", ErrBadItem)
+	}
+	a := o.audio
+	n := min(resampled(it, a.rate), a.nSamples)
+	frames := (n + a.hop - 1) / a.hop
+	p := floorDiv(frames-1, 2) + 1
+	tokens := max(floorDiv(p-2, 2)+1, 0)
+	d := a.enc.hidden
+	w := a.enc.work(p, p, [3]int{frames, d, 3 * a.mels}, [3]int{p, d, 3 * d}, [3]int{tokens, a.out, d})
+	// Every layer attends within its window (none over the whole clip).
+	w.Window, w.FullLayers = o.window, 0
+	return w, nil
 }
 
 // windowedFLOPs is a tower whose every layer attends within windows of w

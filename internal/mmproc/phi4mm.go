@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/media"
 )
 
@@ -71,7 +72,7 @@ func newPhi4MM(raw []byte, pre *preprocessorConfig) (*phi4MM, error) {
 	}
 	p.out = positive(cfg.HiddenSize, 3072)
 	// The image tower runs to layer_idx -2: 26 of SigLIP's 27 layers.
-	p.vision = vit{layers: 26, hidden: 1152, inter: 4304, patchIn: 3 * p.patch * p.patch}
+	p.vision = vit{layers: 26, hidden: 1152, inter: 4304, patchIn: 3 * p.patch * p.patch, headDim: 1152 / 16}
 	p.audio = conformer{dim: 1024, blocks: 24, units: 1536, mels: 80, reduction: 8}
 	if a := cfg.AudioProcessor; a != nil && a.Config != nil {
 		c := a.Config
@@ -227,6 +228,36 @@ func (p *phi4MM) encoderFLOPs(it media.Item) (float64, error) {
 	// SigLIP on every crop's 32×32 patches, then img_projection (the
 	// pooled 4·1152 width to the LLM's, then LLM to LLM) per token.
 	return crops*p.vision.flops(side*side, 0) + 2*tokens*(in*o+o*o), nil
+}
+
+// encoderWork is encoderFLOPs as operators: SigLIP per crop (each its own
+// sequence) and img_projection per token; for audio the Conformer, its
+// blocks written as a tower whose gated MLP of width 2·units + d holds
+// both feed-forward modules and the convolution module's pointwise
+// layers (3·d·(2u + d) = 6du + 3d²), then the projection per token.
+func (p *phi4MM) encoderWork(it media.Item) (*engine.EncoderWork, error) {
+	if it.Kind == media.KindAudio {
+		n, err := p.audioTokens(it)
+		if err != nil {
+			return nil, err
+		}
+		frames := floorDiv(phi4Resampled(it, p.rate)-400, 160) + 1
+		c := p.audio
+		r := max((frames+c.reduction-1)/c.reduction, 1)
+		w := &engine.EncoderWork{Rows: r, SeqLen: r, Layers: c.blocks, Hidden: c.dim, MLP: 2*c.units + c.dim,
+			HeadDim: c.dim / 16, GatedMLP: true, GEMMs: [][3]int{{n, p.out, c.dim}, {n, p.out, p.out}}}
+		return w, nil
+	}
+	n, err := p.imageTokens(it.Width, it.Height)
+	if err != nil {
+		return nil, err
+	}
+	cols, rows := p.grid(it.Width, it.Height)
+	crops := cols*rows + 1
+	side := p.crop / p.patch
+	seq := side * side
+	return p.vision.work(crops*seq, seq, p.vision.patchEmbed(crops*seq),
+		[3]int{n, p.out, 4 * p.vision.hidden}, [3]int{n, p.out, p.out}), nil
 }
 
 // conformer is Phi-4-multimodal's audio encoder shape: blocks of two

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/media"
 )
 
@@ -99,13 +100,15 @@ func newWhisper(cfg *hfConfig, pre *preprocessorConfig) (*whisper, error) {
 	}
 	w.mels = positive(ac.NumMelBins, 128)
 	w.enc = vit{layers: positive(ac.EncoderLayers, 32), hidden: positive(ac.DModel, 1280), inter: positive(ac.EncoderFFN, 5120)}
+	w.enc.headDim = w.enc.hidden / positive(ac.AttnHeads, w.enc.hidden/64) // 64-wide heads in every Whisper
 	return w, nil
 }
 
 // whisperAudio reads Whisper's encoder sizes, which sit at the top of its
 // config.json rather than under audio_config.
 func (c *hfConfig) whisperAudio() audioConfig {
-	a := audioConfig{DModel: c.DModel, EncoderLayers: c.EncoderLayers, EncoderFFN: c.EncoderFFNDim, NumMelBins: c.NumMelBins, MaxSourcePos: c.MaxSourcePositions}
+	a := audioConfig{DModel: c.DModel, EncoderLayers: c.EncoderLayers, EncoderFFN: c.EncoderFFNDim, NumMelBins: c.NumMelBins,
+		MaxSourcePos: c.MaxSourcePositions, AttnHeads: c.EncoderAttnHeads}
 	if c.AudioConfig != nil {
 		a = *c.AudioConfig
 	}
@@ -117,6 +120,13 @@ func (w *whisper) placeholder(media.Kind) string { return "" }
 
 func (w *whisper) replacement(media.Item) (Replacement, error) {
 	return Replacement{}, fmt.Errorf("%w: Whisper takes audio through /v1/audio/transcriptions and /v1/audio/translations only (vLLM has no chat placeholder for it)", ErrModality)
+}
+
+// encoderWork is one window's encoder pass as operators: the two
+// convolutions as GEMMs (kernel 3), then the layers.
+func (w *whisper) encoderWork(media.Item) (*engine.EncoderWork, error) {
+	p, d := w.t.EncoderPositions, w.enc.hidden
+	return w.enc.work(p, p, [3]int{2 * p, d, 3 * w.mels}, [3]int{p, d, 3 * d}), nil
 }
 
 // encoderFLOPs is one window's encoder pass: the two convolutions over

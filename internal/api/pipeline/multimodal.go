@@ -31,9 +31,11 @@ type mmItem struct {
 	// id is the item's identifier in block hashes: the part's uuid when it
 	// has one (vLLM uses it in place of the hash), else its mm hash.
 	id string
-	// flops is the item's encoder FLOPs (0: unknown), for the hardware
+	// flops is the item's encoder FLOPs (0: unknown), and work its encoder
+	// pass as operators (nil: unknown, or embeddings), for the hardware
 	// timing model.
 	flops float64
+	work  *engine.EncoderWork
 }
 
 // resolveMedia checks the parts against --limit-mm-per-prompt and the
@@ -194,10 +196,11 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 		id = p.UUID
 	}
 	flops, _ := mo.Processor.EncoderFLOPs(it) // 0 on error: priced per token
+	work, _ := mo.Processor.EncoderWork(it)   // nil on error: priced by its FLOPs
 	if embeds {
-		flops = engine.PrecomputedEmbeds // the client ran the encoder
+		flops, work = engine.PrecomputedEmbeds, nil // the client ran the encoder
 	}
-	return mmItem{part: p, item: it, repl: repl, id: id, flops: flops}, nil
+	return mmItem{part: p, item: it, repl: repl, id: id, flops: flops, work: work}, nil
 }
 
 func boolInt(b bool) int {
