@@ -29,6 +29,10 @@ const (
 	FamilyLlama4     Family = "llama4"
 	FamilyPixtral    Family = "pixtral"
 	FamilyQwen2Audio Family = "qwen2_audio"
+	FamilyInternVL   Family = "internvl_chat"
+	FamilyQwen25Omni Family = "qwen2_5_omni"
+	FamilyWhisper    Family = "whisper"
+	FamilyPhi4MM     Family = "phi4mm"
 )
 
 // ModelFiles are the contents of a model directory's processor files; a nil
@@ -200,6 +204,30 @@ func (p *Processor) Modalities() []media.Kind {
 func (p *Processor) Placeholder(k media.Kind) string {
 	if !p.Supports(k) {
 		return ""
+	}
+	return p.rules.placeholder(k)
+}
+
+// numberedRules is a family whose every item has its own placeholder
+// (Phi-4-multimodal's <|image_1|>, <|image_2|>, …).
+type numberedRules interface {
+	numberedTarget(k media.Kind, n int) string
+}
+
+// ItemTarget returns the placeholder the chat template renders for the
+// n-th item (from 1) of kind k in a prompt, which that item's replacement
+// takes the place of: Placeholder(k) for every family but those that
+// number their items, as vLLM's get_placeholder_str does. Image
+// embeddings count as images.
+func (p *Processor) ItemTarget(k media.Kind, n int) string {
+	if k == media.KindEmbeds {
+		k = media.KindImage
+	}
+	if !p.Supports(k) {
+		return ""
+	}
+	if nr, ok := p.rules.(numberedRules); ok {
+		return nr.numberedTarget(k, n)
 	}
 	return p.rules.placeholder(k)
 }

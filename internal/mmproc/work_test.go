@@ -28,6 +28,10 @@ func TestEncoderWorkMatchesFLOPs(t *testing.T) {
 		{"mistral-community/pixtral-12b", []media.Item{img(1024, 768)}},
 		{"mistralai/Mistral-Small-3.1-24B-Instruct-2503", []media.Item{img(1540, 1540)}},
 		{"Qwen/Qwen2-Audio-7B-Instruct", []media.Item{audio}},
+		{"OpenGVLab/InternVL3-8B", []media.Item{img(448, 448), img(1920, 1080)}},
+		{"Qwen/Qwen2.5-Omni-7B", []media.Item{img(1024, 1024), audio, {Kind: media.KindAudio, Duration: 3 * time.Minute, SampleRate: 44100}}},
+		{"openai/whisper-large-v3", []media.Item{audio}},
+		{"microsoft/Phi-4-multimodal-instruct", []media.Item{img(448, 448), img(1344, 896), img(4000, 300), audio}},
 	} {
 		p, err := ForModel(tc.model, ModelFiles{})
 		if err != nil {

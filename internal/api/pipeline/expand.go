@@ -106,6 +106,11 @@ func placeholderText(fam mmproc.Family, it mmItem, n int) string {
 		return "<|vision_start|>" + it.repl.Target + "<|vision_end|>"
 	case mmproc.FamilyQwen2Audio:
 		return "Audio " + wire.Itoa(n) + ": <|audio_bos|>" + it.repl.Target + "<|audio_eos|>"
+	case mmproc.FamilyQwen25Omni:
+		if it.part.Modality == input.ModalityAudio {
+			return "Audio " + wire.Itoa(n) + ": <|audio_bos|>" + it.repl.Target + "<|audio_eos|>"
+		}
+		return "<|vision_start|>" + it.repl.Target + "<|vision_end|>"
 	}
 	return it.repl.Target
 }

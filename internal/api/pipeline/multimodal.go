@@ -60,11 +60,17 @@ func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError
 		}
 	}
 	items := make([]mmItem, len(parts))
+	nth := map[string]int{}
 	for i, p := range parts {
 		it, e := s.resolvePart(p)
 		if e != nil {
 			return nil, e
 		}
+		// The n-th item of its modality takes the n-th placeholder, which
+		// some families number (Phi-4-multimodal's <|image_n|>).
+		key := p.Modality.LimitKey()
+		nth[key]++
+		it.repl.Target = mo.Processor.ItemTarget(it.item.Kind, nth[key])
 		items[i] = it
 	}
 	return items, nil

@@ -68,7 +68,9 @@ func splitsPerItem(fam mmproc.Family, m input.Modality) bool {
 	case input.ModalityImageEmbeds:
 		return true
 	case input.ModalityImage:
-		return fam == mmproc.FamilyQwen2VL || fam == mmproc.FamilyQwen25VL || fam == mmproc.FamilyQwen3VL
+		// Qwen2.5-Omni's images go through Qwen2VLImageProcessor too.
+		return fam == mmproc.FamilyQwen2VL || fam == mmproc.FamilyQwen25VL || fam == mmproc.FamilyQwen3VL ||
+			fam == mmproc.FamilyQwen25Omni
 	}
 	return false
 }
