@@ -91,8 +91,21 @@ func resolveHardware(cfg *Config, merged map[string]any) ([]problem, []string) {
 			return probs, nil
 		}
 	}
+	// Each engine sizes its pool its own way; gpu_memory_utilization is
+	// TensorRT-LLM's free_gpu_memory_fraction (both default 0.9) and, when
+	// given, SGLang's mem_fraction_static (else SGLang's default by TP).
+	sizing := hardware.PoolVLLM
+	switch cfg.EngineType {
+	case engine.EngineTRTLLM:
+		sizing = hardware.PoolTRTLLM
+	case engine.EngineSGLang:
+		sizing = hardware.PoolSGLang
+		if !set("gpu_memory_utilization") {
+			util = 0
+		}
+	}
 	mem, err := m.Memory(hardware.MemoryOptions{
-		GPUMemoryUtilization: util, MaxModelLen: cfg.MaxModelLen,
+		Sizing: sizing, GPUMemoryUtilization: util, MaxModelLen: cfg.MaxModelLen,
 		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens, MaxNumSeqs: cfg.MaxNumSeqs, BlockSize: cfg.EffectiveBlockSize(),
 	})
 	switch {
