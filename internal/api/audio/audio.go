@@ -111,20 +111,8 @@ func (sf Surface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pi
 	if e := o.Failed(); e != nil {
 		return nil, e
 	}
-	switch ar.format {
-	case formatJSON, formatText, formatVerboseJSON, formatSRT, formatVTT:
-	default:
-		return nil, wire.ErrInvalid("response_format", "Input should be 'json', 'text', 'srt', 'verbose_json' or 'vtt'")
-	}
-	if (in.IncludeUsage || in.Continuous) && !in.Stream {
-		param := "stream_include_usage"
-		if !in.IncludeUsage {
-			param = "stream_continuous_usage_stats"
-		}
-		return nil, wire.ErrInvalid(param, "Stream options can only be defined when `stream=True`.")
-	}
-	if in.Stream && ar.format != formatJSON && ar.format != formatText {
-		return nil, wire.ErrInvalid("response_format", "%s format doesn't support streaming case", ar.format)
+	if e := checkFormat(ar.format, in); e != nil {
+		return nil, e
 	}
 	in.HasStreamOpts = in.IncludeUsage || in.Continuous
 
@@ -169,6 +157,28 @@ func (sf Surface) Parse(s *pipeline.Server, o wire.Object, r *http.Request) (*pi
 	g.MaxFromClient = maxTokens.Set
 	g.Ext = ar
 	return g, nil
+}
+
+// checkFormat refuses a response format vLLM does not write, stream
+// options without streaming, and a streamed format that is not JSON or
+// text, with vLLM's messages.
+func checkFormat(format string, in *pipeline.GenInput) *wire.APIError {
+	switch format {
+	case formatJSON, formatText, formatVerboseJSON, formatSRT, formatVTT:
+	default:
+		return wire.ErrInvalid("response_format", "Input should be 'json', 'text', 'srt', 'verbose_json' or 'vtt'")
+	}
+	if (in.IncludeUsage || in.Continuous) && !in.Stream {
+		param := "stream_include_usage"
+		if !in.IncludeUsage {
+			param = "stream_continuous_usage_stats"
+		}
+		return wire.ErrInvalid(param, "Stream options can only be defined when `stream=True`.")
+	}
+	if in.Stream && format != formatJSON && format != formatText {
+		return wire.ErrInvalid("response_format", "%s format doesn't support streaming case", format)
+	}
+	return nil
 }
 
 // startOfTranscript is Whisper's decoder start token.
