@@ -40,6 +40,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up on one replay run after this long (its points are skipped)")
 	fs.IntVar(&o.Jobs, "jobs", 1, "replay runs at once")
 	fs.DurationVar(&o.ClientDelay, "client-delay", time.Millisecond, "closed-loop points: replay's --client-delay, a benchmark client's turnaround (0: none)")
+	fs.BoolVar(&o.MeasuredAllReduce, "measured-allreduce", false, "price every all-reduce from the GPU's measured table (default: GPUs linked over PCIe run replay --gpu-interconnect pcie at TP > 1)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/hardware"
 )
 
 // Options configure a table run. The zero value of each field but Replay
@@ -34,6 +36,12 @@ type Options struct {
 	// next request misses the pass already running); 0 sends it into that
 	// pass. The command's -client-delay defaults to 1 ms.
 	ClientDelay time.Duration
+	// MeasuredAllReduce keeps the measured all-reduce table for every
+	// point. By default a point at TP > 1 on a GPU linked over PCIe (the
+	// catalogue's PCIeGen: L40S, L4, the PCIe cards) runs with
+	// --gpu-interconnect pcie: the measured L40S table is a machine whose
+	// 4 and 8 GPUs cross CPU sockets (docs/hardware.md).
+	MeasuredAllReduce bool
 }
 
 func (o *Options) defaults() {
@@ -74,6 +82,8 @@ type runKey struct {
 	rate                float64
 	clientDelay         time.Duration
 	args                string
+	// interconnect is replay's --gpu-interconnect ("" leaves its default).
+	interconnect string
 	// maxSeqs, maxTokens and maxLen are the engine limits the benchmark
 	// ran with when the source's tool derives them (trtllmbench.go); 0
 	// leaves replay's defaults.
@@ -94,6 +104,9 @@ func (o *Options) key(p Point) runKey {
 	}
 	k := runKey{model: p.Model, gpu: p.GPU, tp: p.TP, weights: p.Weights, kv: p.KVDType, engine: p.Engine,
 		isl: p.ISL, osl: p.OSL, conc: conc, request: n, rate: p.Rate, clientDelay: delay, args: strings.Join(p.Args, " ")}
+	if g, err := hardware.Lookup(p.GPU); err == nil && g.PCIeGen > 0 && p.TP > 1 && !o.MeasuredAllReduce {
+		k.interconnect = string(hardware.InterconnectPCIe)
+	}
 	if bs, tok, ok := trtllmBenchLimits(p); ok {
 		// trtllm-bench also builds for the dataset's longest sequence.
 		isl, _ := strconv.Atoi(p.ISL)
@@ -110,6 +123,9 @@ func (k runKey) replayArgs() []string {
 	a = append(a, weightFlags[k.weights]...)
 	if k.kv == "fp8" {
 		a = append(a, "--kv-cache-dtype", "fp8")
+	}
+	if k.interconnect != "" {
+		a = append(a, "--gpu-interconnect", k.interconnect)
 	}
 	if k.rate > 0 {
 		a = append(a, "--rate", strconv.FormatFloat(k.rate, 'g', -1, 64), "--arrival", "poisson")

@@ -78,3 +78,25 @@ func TestFinetuneLimits(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A point at TP > 1 on a GPU linked over PCIe replays with
+// --gpu-interconnect pcie unless -measured-allreduce; TP 1 and NVLink GPUs
+// never do.
+func TestPCIeInterconnectArgs(t *testing.T) {
+	p := Point{Source: "trtllm-perf-overview-v0.17", Model: "meta-llama/Llama-3.1-70B-Instruct", GPU: "l40s", TP: 4,
+		Weights: "fp8", KVDType: "fp8", Engine: "trtllm", Load: LoadMax, Concurrency: 3000, Requests: 3000, ISL: "128", OSL: "128"}
+	has := func(o Options, p Point) bool {
+		return strings.Contains(strings.Join(o.key(p).replayArgs(), " "), "--gpu-interconnect pcie")
+	}
+	if !has(Options{}, p) {
+		t.Error("L40S TP 4: no --gpu-interconnect pcie")
+	}
+	if has(Options{MeasuredAllReduce: true}, p) {
+		t.Error("L40S TP 4 with MeasuredAllReduce: --gpu-interconnect pcie")
+	}
+	tp1, nvl := p, p
+	tp1.TP, nvl.GPU = 1, "h100_sxm"
+	if has(Options{}, tp1) || has(Options{}, nvl) {
+		t.Error("TP 1 or an NVLink GPU got --gpu-interconnect pcie")
+	}
+}

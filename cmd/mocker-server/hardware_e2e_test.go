@@ -136,6 +136,8 @@ func TestHardware_BadInputExitsWithOneLine(t *testing.T) {
 			"ValueError: To serve at least one request with the models's max seq len (200000)"},
 		{"explicit timing model", append([]string{"--hardware", "h100_sxm", "--timing-model", "polynomial"}, llama...),
 			"hardware h100_sxm conflicts with timing_model polynomial"},
+		{"PCIe interconnect on an NVLink GPU", append([]string{"--hardware", "h100_sxm", "-tp", "2", "--gpu-interconnect", "pcie"}, llama...),
+			"gpu interconnect pcie: h100_sxm's GPUs are not linked over PCIe"},
 		{"tensor parallel not dividing heads", append([]string{"--hardware", "h100_sxm", "-tp", "3"}, llama...),
 			"tensor parallel size 3 does not divide num_attention_heads 32"},
 	} {

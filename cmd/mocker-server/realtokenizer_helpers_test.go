@@ -216,6 +216,25 @@ type kvCollector struct {
 	sub       *testutil.ZMQSocket
 	blockSize int
 	blocks    map[uint64]kvBlock
+	// signed: the hashes are SGLang's signed int64s, kept by their bits.
+	signed bool
+}
+
+// hash reads a block hash of the publisher's kind.
+func (k *kvCollector) hash(v any) (uint64, bool) {
+	if k.signed {
+		switch i := v.(type) {
+		case int8:
+			return uint64(int64(i)), true
+		case int16:
+			return uint64(int64(i)), true
+		case int32:
+			return uint64(int64(i)), true
+		case int64:
+			return uint64(i), true
+		}
+	}
+	return e2eU64(v)
 }
 
 func newKVCollector(t *testing.T, endpoint string, blockSize int) *kvCollector {
@@ -256,10 +275,10 @@ func (k *kvCollector) take(t *testing.T, timeout time.Duration) bool {
 		var parent uint64
 		hasParent := ev["parent_block_hash"] != nil
 		if hasParent {
-			parent, _ = e2eU64(ev["parent_block_hash"])
+			parent, _ = k.hash(ev["parent_block_hash"])
 		}
 		for i, h := range hashes {
-			hash, ok := e2eU64(h)
+			hash, ok := k.hash(h)
 			if !ok {
 				t.Fatalf("block hash %#v", h)
 			}

@@ -213,8 +213,21 @@ func TestAudio_Stream(t *testing.T) {
 			usage = &struct{ PromptTokens, CompletionTokens int }{ch.Usage.PromptTokens, ch.Usage.CompletionTokens}
 		}
 	}
-	if text.String() != whole.Text || finishes != 2 || !done || usage == nil || usage.PromptTokens < 2*1500 || usage.CompletionTokens == 0 {
-		t.Errorf("stream text %q (want %q), %d finishes (want 2), done %v, usage %+v", text.String(), whole.Text, finishes, done, usage)
+	// vLLM's streamed prompt_tokens: the decoder prompt's tokens plus
+	// get_num_audio_tokens, the clip's log-mel frames (100 a second), not
+	// the windows' encoder positions.
+	tk := env.post("/tokenize", `{"prompt":"<|startoftranscript|><|en|><|transcribe|><|notimestamps|>","add_special_tokens":false}`)
+	decoder := int(jsonOf(t, tk.Body)["count"].(float64))
+	if text.String() != whole.Text || finishes != 2 || !done || usage == nil || usage.PromptTokens != decoder+40*100 || usage.CompletionTokens == 0 {
+		t.Errorf("stream text %q (want %q), %d finishes (want 2), done %v, usage %+v (want prompt_tokens %d)", text.String(), whole.Text, finishes, done, usage, decoder+4000)
+	}
+	// With a prompt the decoder text starts "<|prev|>", so vLLM puts the
+	// decoder start token in front of it.
+	_, _, raw = postForm(t, url, clip, map[string]string{"stream": "true", "stream_include_usage": "true", "prompt": "Earlier words."})
+	tk = env.post("/tokenize", `{"prompt":"<|startoftranscript|><|prev|>Earlier words.<|startoftranscript|><|en|><|transcribe|><|notimestamps|>","add_special_tokens":false}`)
+	withPrev := int(jsonOf(t, tk.Body)["count"].(float64))
+	if !strings.Contains(string(raw), fmt.Sprintf(`"prompt_tokens":%d,`, withPrev+4000)) {
+		t.Errorf("stream with a prompt: want prompt_tokens %d in %s", withPrev+4000, raw[max(0, len(raw)-300):])
 	}
 	code, _, raw = postForm(t, url, clip, map[string]string{"stream": "true", "response_format": "verbose_json"})
 	if code != 400 || !strings.Contains(string(raw), "doesn't support streaming") {

@@ -237,6 +237,21 @@ func TestMultimodal_AudioEmbeds(t *testing.T) {
 	if msg, _, _, _ := errorOf(t, r); r.Status != 400 || !strings.Contains(msg, "At most 0 audio(s)") {
 		t.Errorf("raw audio under a limit of 0: %d %s", r.Status, r.Body)
 	}
+	// Qwen2.5-Omni's vLLM replacement counts audio tokens from the audio
+	// features, which embeddings lack: refused by name.
+	omni := startServer(t, map[string]any{"enable_mm_embeds": true, "mm_processor_model": "Qwen/Qwen2.5-Omni-7B"})
+	r = omni.post("/v1/chat/completions", chatWithParts("x", audioPart("embeds_4x8_f4.pt")))
+	if msg, _, _, _ := errorOf(t, r); r.Status != 400 || !strings.Contains(msg, "audio_embeds are read for Qwen2-Audio only") {
+		t.Errorf("audio_embeds on Qwen2.5-Omni: %d %s", r.Status, r.Body)
+	}
+	// A text-only model with the limits at 0: refused, never a panic.
+	text0 := startServer(t, map[string]any{"enable_mm_embeds": true, "mm_processor_model": "none",
+		"limit_mm_per_prompt": map[string]any{"audio": 0, "image": 0}})
+	for _, part := range []map[string]any{audioPart("embeds_4x8_f4.pt"), dictPart(torchEmbeds(t, "embeds_4x8_f4.pt"), torchEmbeds(t, "grid_1x4x4.pt"))} {
+		if r := text0.post("/v1/chat/completions", chatWithParts("x", part)); r.Status != 400 {
+			t.Errorf("embeddings on a text-only model: %d %s", r.Status, r.Body)
+		}
+	}
 	off := startServer(t, map[string]any{"mm_processor_model": model})
 	r = off.post("/v1/chat/completions", chatWithParts("x", audioPart("embeds_4x8_f4.pt")))
 	if msg, _, _, _ := errorOf(t, r); r.Status != 400 || msg != "You must set `--enable-mm-embeds` to input `audio_embeds`" {

@@ -112,6 +112,10 @@ type Config struct {
 	Quantization         string  `json:"quantization"` // "" = none
 	KVCacheDtype         string  `json:"kv_cache_dtype"`
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+	// GPUInterconnect prices the tensor-parallel all-reduces: measured
+	// (the GPU's measured table) or pcie (NCCL's ring over the
+	// catalogue's PCIe generation). Not a vLLM setting.
+	GPUInterconnect string `json:"gpu_interconnect"`
 	// HardwareTiming is the model Load built from the keys above; nil
 	// without Hardware. Not a JSON key.
 	HardwareTiming *hardware.Model `json:"-"`
@@ -400,6 +404,7 @@ func Default() Config {
 		Dtype:                "auto",
 		KVCacheDtype:         "auto",
 		GPUMemoryUtilization: 0.9,
+		GPUInterconnect:      "measured",
 
 		DPSize:    1,
 		DPRouting: RouteRoundRobin,

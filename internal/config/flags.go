@@ -138,6 +138,7 @@ var flagTable = []flagSpec{
 	{name: "dtype", key: "dtype", kind: flagString, usage: "with --hardware: weight dtype: auto | bfloat16 | float16 | half", group: GroupTiming, scope: ScopeAll},
 	{name: "quantization", key: "quantization", kind: flagString, usage: "with --hardware: weight quantization: fp8 (default none, or the checkpoint's; -q)", group: GroupTiming, scope: ScopeAll},
 	{name: "kv-cache-dtype", key: "kv_cache_dtype", kind: flagString, usage: "with --hardware: KV cache dtype: auto | bfloat16 | fp8 | fp8_e4m3 | fp8_e5m2", group: GroupTiming, scope: ScopeAll},
+	{name: "gpu-interconnect", key: "gpu_interconnect", kind: flagString, usage: "with --hardware and TP > 1: all-reduce pricing: measured (the GPU's measured table) | pcie (NCCL's ring over the GPU's PCIe generation, one switch)", group: GroupTiming, scope: ScopeAll},
 	{name: "gpu-memory-utilization", key: "gpu_memory_utilization", kind: flagFloat, usage: "with --hardware: fraction of GPU memory for weights, activations and KV cache", group: GroupTiming, scope: ScopeAll},
 
 	// Reasoning.

@@ -12,7 +12,7 @@ import (
 
 // hardwareOnlyKeys are vLLM settings that only the hardware timing model
 // uses: without hardware they are accepted and reported as without effect.
-var hardwareOnlyKeys = []string{"tensor_parallel_size", "dtype", "quantization", "kv_cache_dtype", "gpu_memory_utilization"}
+var hardwareOnlyKeys = []string{"tensor_parallel_size", "dtype", "quantization", "kv_cache_dtype", "gpu_memory_utilization", "gpu_interconnect"}
 
 // resolveHardware builds the hardware timing model when hardware is set:
 // the model's shape from --model, the operator tables of the GPU and
@@ -64,9 +64,15 @@ func resolveHardware(cfg *Config, merged map[string]any) ([]problem, []string) {
 	if strings.EqualFold(quant, "none") {
 		quant = ""
 	}
+	ic, err := hardware.ParseInterconnect(cfg.GPUInterconnect)
+	if err != nil {
+		fail([]string{"gpu_interconnect"}, "hardware %s: %v", cfg.Hardware, err)
+		return probs, nil
+	}
 	m, err := hardware.New(hardware.Options{
 		GPU: cfg.Hardware, Shape: shape, TP: tp, Dtype: cfg.Dtype, Quantization: quant,
 		KVCacheDtype: cfg.KVCacheDtype, EngineType: string(cfg.EngineType), LoRARank: cfg.MaxLoRARank,
+		Interconnect: ic,
 	})
 	if err != nil {
 		fail([]string{"hardware"}, "hardware %s: %v", cfg.Hardware, err)
@@ -85,8 +91,21 @@ func resolveHardware(cfg *Config, merged map[string]any) ([]problem, []string) {
 			return probs, nil
 		}
 	}
+	// Each engine sizes its pool its own way; gpu_memory_utilization is
+	// TensorRT-LLM's free_gpu_memory_fraction (both default 0.9) and, when
+	// given, SGLang's mem_fraction_static (else SGLang's default by TP).
+	sizing := hardware.PoolVLLM
+	switch cfg.EngineType {
+	case engine.EngineTRTLLM:
+		sizing = hardware.PoolTRTLLM
+	case engine.EngineSGLang:
+		sizing = hardware.PoolSGLang
+		if !set("gpu_memory_utilization") {
+			util = 0
+		}
+	}
 	mem, err := m.Memory(hardware.MemoryOptions{
-		GPUMemoryUtilization: util, MaxModelLen: cfg.MaxModelLen,
+		Sizing: sizing, GPUMemoryUtilization: util, MaxModelLen: cfg.MaxModelLen,
 		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens, MaxNumSeqs: cfg.MaxNumSeqs, BlockSize: cfg.EffectiveBlockSize(),
 	})
 	switch {

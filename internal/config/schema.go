@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/engine"
+	"github.com/mocker-server/mocker-server/internal/hardware"
 	"github.com/mocker-server/mocker-server/internal/kv"
 )
 
@@ -86,8 +87,9 @@ var fieldOpts = map[string]fieldOpt{
 	"kv_offloading_backend":                     {enum: typedEnum(OffloadNative, OffloadLMCache)},
 	// vLLM 0.17.1's choices (vllmflags.go); the hardware model refuses,
 	// with the reason, those it has no tables for (hardware.go).
-	"dtype":          {enum: enum("auto", "bfloat16", "float", "float16", "float32", "half")},
-	"kv_cache_dtype": {enum: enum("auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc")},
+	"dtype":            {enum: enum("auto", "bfloat16", "float", "float16", "float32", "half")},
+	"kv_cache_dtype":   {enum: enum("auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc")},
+	"gpu_interconnect": {enum: typedEnum(hardware.InterconnectMeasured, hardware.InterconnectPCIe)},
 }
 
 // legacyKeys are top-level JSON keys accepted in sources but not stored in

@@ -21,7 +21,8 @@ type Core struct {
 	kv *kvManager
 	// enc is the encoder cache of multimodal items (vLLM scheduler only).
 	enc       *encoderCache
-	encTimer  EncoderTimer // prices encoder FLOPs (the hardware model); nil: per token
+	encTimer  EncoderTimer     // prices encoder FLOPs (the hardware model); nil: per token
+	workTimer EncoderWorkTimer // prices an encoder pass by its operators (the hardware model)
 	scheduler scheduler
 	timing    TimingModel
 	// passTimer is timing when it prices passes by their contents
@@ -158,6 +159,7 @@ func NewCore(cfg Config, opts CoreOptions) (*Core, error) {
 	c.passTimer, _ = timing.(PassTimer)
 	c.cachedTimer, _ = timing.(CachedPrefillTimer)
 	c.encTimer, _ = timing.(EncoderTimer)
+	c.workTimer, _ = timing.(EncoderWorkTimer)
 	if opts.KVSink == nil && opts.Inspector == nil {
 		// Nobody reads the events: count them for the metrics, and skip
 		// copying every stored block's token ids into records.
@@ -242,6 +244,9 @@ func (c *Core) Submit(r *Request) {
 	}
 	s.tokens = make([]uint32, s.numPromptTokens, s.numPromptTokens+len(s.planned))
 	copy(s.tokens, r.Prompt)
+	if c.cfg.Type == EngineSGLang {
+		kv.PadRadixKey(s.tokens, r.MMPads)
+	}
 	c.kv.startChain(s)
 	if c.cfg.Speculative.Enabled() {
 		s.specKey = SequenceKey(r.Prompt, r.Choice)

@@ -45,11 +45,13 @@ type encoderCache struct {
 	passItems  []encodeItem
 }
 
-// encodeItem is one item encoded in a pass: its placeholder tokens and
-// its encoder FLOPs (0: unknown, priced per token).
+// encodeItem is one item encoded in a pass: its placeholder tokens, its
+// encoder FLOPs (0: unknown, priced per token) and, when the caller knows
+// it, its tower's operator shape.
 type encodeItem struct {
 	tokens int
 	flops  float64
+	work   *EncoderWork
 }
 
 // EncoderTimer is implemented by a timing model that prices a multimodal
@@ -57,6 +59,42 @@ type encodeItem struct {
 // of flops FLOPs and tokens placeholder tokens on shards GPUs.
 type EncoderTimer interface {
 	EncoderMs(flops float64, tokens, shards int) float64
+}
+
+// EncoderWorkTimer is implemented by a timing model that prices an
+// encoder pass operator by operator from its shape (the hardware model);
+// the engine prefers it to EncoderTimer for an item whose request carries
+// an EncoderWork.
+type EncoderWorkTimer interface {
+	// EncoderWorkMs is the milliseconds of one forward of the tower over
+	// the items ws on shards GPUs.
+	EncoderWorkMs(ws []*EncoderWork, shards int) float64
+}
+
+// EncoderWork is one multimodal item's encoder pass as operators: a
+// transformer tower's Layers over Rows positions, then its other matrix
+// products (the patch embedding, the merger or projector). A vision
+// tower's GEMMs are narrower than the language model's and its attention
+// is bidirectional over thousands of patches, so its FLOPs alone do not
+// price it (docs/multimodal.md, "Encoder time: validation").
+type EncoderWork struct {
+	// Rows are the positions every layer runs over: all the item's
+	// patches (every tile's, every frame's) or audio frames.
+	Rows int
+	// SeqLen is the positions one full-attention layer attends over: Rows,
+	// or one tile's or frame's when each is a sequence of its own.
+	SeqLen int
+	// Window is the positions a windowed layer attends over; FullLayers of
+	// the Layers attend over SeqLen, the rest over Window (Window 0: all
+	// layers are full).
+	Window, FullLayers int
+	// Layers, Hidden (the width), MLP (the MLP's inner width) and HeadDim
+	// are the tower's.
+	Layers, Hidden, MLP, HeadDim int
+	// GatedMLP is a SwiGLU MLP: gate, up and down projections.
+	GatedMLP bool
+	// GEMMs are the tower's other matrix products, {M, N, K} each.
+	GEMMs [][3]int
 }
 
 type encoderEntry struct {
@@ -209,6 +247,9 @@ func (c *Core) scheduleEncoder(s *sequence, computed, numNew int) (int, encodePl
 		if k < len(s.req.MMFLOPs) {
 			it.flops = s.req.MMFLOPs[k]
 		}
+		if k < len(s.req.MMWork) && it.flops != PrecomputedEmbeds {
+			it.work = s.req.MMWork[k]
+		}
 		plan.items = append(plan.items, it)
 	}
 	return numNew, plan
@@ -250,12 +291,14 @@ func (c *Core) releaseEncoder(s *sequence) {
 const PrecomputedEmbeds = -1.0
 
 // takeEncoderTime returns the encoder time of the pass's items and resets
-// the pass state. An item is priced by the EncoderTimer from its FLOPs
-// (sharded over EncoderWeightShards GPUs in weights mode) when the timing
-// model has one and the item's FLOPs are known, else at
-// EncoderMsPerToken per token. In data-parallel mode the items are dealt
-// to the GPUs (largest first onto the least loaded, each at one GPU's
-// speed) and the pass waits for the busiest.
+// the pass state. Items whose tower shape is known are priced together
+// by the EncoderWorkTimer, as vLLM runs a pass's items of one modality
+// through the tower in one forward; the others one by one, by the
+// EncoderTimer from their FLOPs (sharded over EncoderWeightShards GPUs in
+// weights mode) when the timing model has one and the item's FLOPs are
+// known, else at EncoderMsPerToken per token. In data-parallel mode the
+// items are dealt to the GPUs (largest first onto the least loaded, each
+// at one GPU's speed) and the pass waits for the busiest.
 func (c *Core) takeEncoderTime() time.Duration {
 	if c.enc == nil || len(c.enc.passItems) == 0 {
 		return 0
@@ -267,35 +310,86 @@ func (c *Core) takeEncoderTime() time.Duration {
 		shards = 1
 	}
 	costs := make([]float64, len(items))
+	works := make([]*EncoderWork, len(items))
 	for i, it := range items {
-		if it.flops == PrecomputedEmbeds {
-			continue // costs[i] = 0: the client ran the encoder
-		}
-		if c.encTimer != nil && it.flops > 0 {
+		switch {
+		case it.flops == PrecomputedEmbeds:
+			// costs[i] = 0: the client ran the encoder
+		case c.workTimer != nil && it.work != nil:
+			works[i] = it.work
+			if dp > 1 { // its cost alone only deals the items to the GPUs
+				costs[i] = c.workTimer.EncoderWorkMs([]*EncoderWork{it.work}, shards)
+			}
+		case c.encTimer != nil && it.flops > 0:
 			costs[i] = c.encTimer.EncoderMs(it.flops, it.tokens, shards)
-		} else {
+		default:
 			costs[i] = float64(it.tokens) * c.cfg.MM.EncoderMsPerToken
 		}
 	}
+	// gpuMs is one GPU's time for a share of the items: the shaped ones
+	// in one forward, the rest one after another.
+	gpuMs := func(share []int) float64 {
+		ms := 0.0
+		var batch []*EncoderWork
+		for _, i := range share {
+			if works[i] != nil {
+				batch = append(batch, works[i])
+			} else {
+				ms += costs[i]
+			}
+		}
+		if len(batch) > 0 {
+			ms += c.workTimer.EncoderWorkMs(batch, shards)
+		}
+		return ms
+	}
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
 	ms := 0.0
 	if dp > 1 {
-		slices.SortFunc(costs, func(a, b float64) int { return cmp.Compare(b, a) })
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(costs[b], costs[a]) })
 		loads := make([]float64, dp)
-		for _, x := range costs {
+		shares := make([][]int, dp)
+		for _, i := range order {
 			m := 0
 			for g := range loads {
 				if loads[g] < loads[m] {
 					m = g
 				}
 			}
-			loads[m] += x
+			loads[m] += costs[i]
+			shares[m] = append(shares[m], i)
 		}
-		ms = slices.Max(loads)
+		for _, sh := range shares {
+			ms = max(ms, gpuMs(sh))
+		}
 	} else {
-		for _, x := range costs {
-			ms += x
-		}
+		ms = gpuMs(order)
 	}
 	c.enc.passTokens, c.enc.passItems = 0, items[:0]
 	return saturatingDuration(ms / c.prefillDiv * float64(time.Millisecond))
+}
+
+// FLOPs counts the work's floating-point operations, 2 per
+// multiply-accumulate: every layer's four attention projections and MLP
+// over Rows, its bidirectional attention (QKᵀ and AV) over SeqLen or
+// Window positions, and the other GEMMs.
+func (w *EncoderWork) FLOPs() float64 {
+	R, d, m := float64(w.Rows), float64(w.Hidden), float64(w.MLP)
+	mlp := 2 * d * m
+	if w.GatedMLP {
+		mlp = 3 * d * m
+	}
+	full, rest := w.Layers, 0
+	if w.Window > 0 {
+		full, rest = min(w.FullLayers, w.Layers), w.Layers-min(w.FullLayers, w.Layers)
+	}
+	seq := float64(w.SeqLen)
+	total := float64(w.Layers)*2*R*(4*d*d+mlp) + float64(full)*4*R*seq*d + float64(rest)*4*R*min(float64(w.Window), seq)*d
+	for _, g := range w.GEMMs {
+		total += 2 * float64(g[0]) * float64(g[1]) * float64(g[2])
+	}
+	return total
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -191,5 +192,84 @@ func TestPrecomputedEmbedsCostNoEncoderTime(t *testing.T) {
 	both, embeds := first(nil), first([]float64{PrecomputedEmbeds, 0})
 	if both-embeds != 40*time.Millisecond {
 		t.Errorf("first pass %v with both items encoded, %v with the embeddings precomputed: want 40ms less", both, embeds)
+	}
+}
+
+// forwardTimer prices a tower forward at 5 ms plus 1 ms per 100 rows, so
+// running items together is cheaper than one by one (the fixed 5 ms).
+type forwardTimer struct {
+	FixedTiming
+	calls *[]int // the items of each forward
+}
+
+func (f forwardTimer) EncoderWorkMs(ws []*EncoderWork, shards int) float64 {
+	*f.calls = append(*f.calls, len(ws))
+	rows := 0
+	for _, w := range ws {
+		rows += w.Rows
+	}
+	return (5 + float64(rows)/100) / float64(shards)
+}
+
+// With an EncoderWorkTimer, a pass's items with a known tower shape run
+// in one forward (vLLM batches a modality's items through the tower); in
+// data-parallel mode each GPU runs its share in one forward; an item sent
+// as embeddings has no work and costs nothing.
+func TestEncoderWorkTimerPricesThePassesItemsInOneForward(t *testing.T) {
+	work := &EncoderWork{Rows: 400, SeqLen: 400, Layers: 1, Hidden: 8, MLP: 8, HeadDim: 8}
+	for _, tc := range []struct {
+		name     string
+		dp       int
+		flops    []float64
+		want     time.Duration
+		forwards []int // the items of each forward
+	}{
+		// 10 ms prefill + 10 ms first token + one forward of 800 rows (13 ms).
+		{"weights", 0, []float64{1, 1}, 33 * time.Millisecond, []int{2}},
+		// Two GPUs, a 400-row forward each (9 ms); the pass waits for one.
+		{"data", 2, []float64{1, 1}, 29 * time.Millisecond, []int{1, 1}},
+		// The embeddings cost nothing: a forward of the image alone.
+		{"embeds", 0, []float64{PrecomputedEmbeds, 1}, 29 * time.Millisecond, []int{1}},
+	} {
+		var calls []int
+		h := encoderHarness(t, func(c *Config) {
+			c.MaxNumBatchedTokens = 256
+			c.MM.EncoderDataParallel = tc.dp
+			c.TimingModel = forwardTimer{FixedTiming{Prefill: 10, Decode: 10}, &calls}
+		})
+		r := h.request(seqTokens(1, 100), seqTokens(1000, 1))
+		r.MM = []kv.MMFeature{{Identifier: "a", Offset: 5, Length: 40}, {Identifier: "b", Offset: 50, Length: 40}}
+		r.MMFLOPs = tc.flops
+		r.MMWork = []*EncoderWork{work, work}
+		h.sim.SubmitAt(0, r)
+		h.sim.Run(0)
+		if d := passDurations(h)[0]; d != tc.want {
+			t.Errorf("%s: first pass %v, want %v", tc.name, d, tc.want)
+		}
+		// In data mode each item is first priced alone, to deal the items
+		// to the GPUs; then the forwards run.
+		priced := 0
+		if tc.dp > 1 {
+			priced = len(tc.forwards)
+		}
+		if len(calls) < priced || !slices.Equal(calls[priced:], tc.forwards) {
+			t.Errorf("%s: calls %v, want %d single-item prices then forwards %v", tc.name, calls, priced, tc.forwards)
+		}
+	}
+}
+
+// An EncoderWork counts its layers' projections and MLP over its rows,
+// its attention over its sequences (windowed layers over their window)
+// and its other GEMMs.
+func TestEncoderWorkFLOPs(t *testing.T) {
+	w := EncoderWork{Rows: 10, SeqLen: 5, Layers: 2, Hidden: 4, MLP: 8, HeadDim: 2, GEMMs: [][3]int{{3, 4, 5}}}
+	want := 2.0*2*10*(4*16+2*4*8) + 2*4*10*5*4 + 2*3*4*5
+	if got := w.FLOPs(); got != want {
+		t.Errorf("FLOPs %v, want %v", got, want)
+	}
+	w.Window, w.FullLayers, w.GatedMLP = 2, 1, true
+	want = 2.0*2*10*(4*16+3*4*8) + 1*4*10*5*4 + 1*4*10*2*4 + 2*3*4*5
+	if got := w.FLOPs(); got != want {
+		t.Errorf("windowed, gated: FLOPs %v, want %v", got, want)
 	}
 }

@@ -42,6 +42,17 @@ type Request struct {
 	// per token), for a timing model that is an EncoderTimer;
 	// PrecomputedEmbeds marks an item whose encoder already ran.
 	MMFLOPs []float64
+	// MMWork are the encoder passes of each item of MM as operators (nil
+	// entries, or a nil slice: priced from MMFLOPs), for a timing model
+	// that is an EncoderWorkTimer.
+	MMWork []*EncoderWork
+	// MMPads are the runs of prompt positions the SGLang engine type keys
+	// its radix cache on by the items' pad values instead of their
+	// placeholder tokens (SGLang's pad_input_tokens: kv.PadRadixKey at
+	// Submit); the radix keys, page hashes and KV events' token ids then
+	// carry the pad values. Other engine types key blocks by MM and ignore
+	// MMPads.
+	MMPads []kv.MMPad
 	// Label is the caller's name for the request (the API's response id),
 	// shown by inspectors; the engine does not use it.
 	Label string

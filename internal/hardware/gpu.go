@@ -27,6 +27,9 @@ type GPU struct {
 	FP4FLOPS  float64
 	// LinkBW is the GPU-to-GPU (NVLink, or PCIe) bandwidth in bytes/s.
 	LinkBW float64
+	// PCIeGen is the PCIe generation (x16) of a GPU whose GPUs talk over
+	// PCIe; 0 for NVLink GPUs. --gpu-interconnect pcie uses it.
+	PCIeGen int
 	// Tables names the embedded operator tables (data/<Tables>.json.gz);
 	// empty for a GPU without measurements.
 	Tables string
@@ -53,19 +56,19 @@ var catalogue = []GPU{
 		Source: "https://www.nvidia.com/en-us/data-center/gb200-nvl72/ (per Blackwell GPU of GB200: 186 GB HBM3e, 8 TB/s, 2.5 PFLOPS BF16 dense, NVLink 1.8 TB/s bidirectional)"},
 	{Name: "a100_sxm", MemBytes: 80 << 30, MemBW: 2.039e12, BF16FLOPS: 312e12, LinkBW: 300e9, Tables: "a100_sxm",
 		Source: "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf (A100 80GB SXM: 2,039 GB/s, 312 TFLOPS BF16, NVLink 600 GB/s bidirectional, no FP8)"},
-	{Name: "l40s", MemBytes: 45 << 30, MemBW: 864e9, BF16FLOPS: 362.05e12, FP8FLOPS: 733e12, LinkBW: 32e9, Tables: "l40s",
+	{Name: "l40s", MemBytes: 45 << 30, MemBW: 864e9, BF16FLOPS: 362.05e12, FP8FLOPS: 733e12, LinkBW: 32e9, PCIeGen: 4, Tables: "l40s",
 		Source: "https://www.nvidia.com/en-us/data-center/l40s/ (L40S: 48 GB GDDR6, 864 GB/s, 362 TFLOPS BF16 and 733 TFLOPS FP8 dense, PCIe Gen4 x16)"},
 	{Name: "gh200", MemBytes: 96 << 30, MemBW: 4.0e12, BF16FLOPS: 989e12, FP8FLOPS: 1978e12, LinkBW: 450e9, BorrowFrom: "h100_sxm",
 		Source: "https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/ (GH200 96 GB: the H100 GPU with 96 GB HBM3 at 4 TB/s, 989 TFLOPS BF16 and 1979 TFLOPS FP8 dense; NVLink 900 GB/s bidirectional)"},
-	{Name: "h100_pcie", MemBytes: 80 << 30, MemBW: 2.0e12, BF16FLOPS: 756.5e12, FP8FLOPS: 1513e12, LinkBW: 64e9, BorrowFrom: "h100_sxm",
+	{Name: "h100_pcie", MemBytes: 80 << 30, MemBW: 2.0e12, BF16FLOPS: 756.5e12, FP8FLOPS: 1513e12, LinkBW: 64e9, PCIeGen: 5, BorrowFrom: "h100_sxm",
 		Source: "https://www.nvidia.com/en-us/data-center/h100/ (H100 PCIe: 80 GB HBM2e, 2 TB/s, 756 TFLOPS BF16 dense)"},
-	{Name: "a100_pcie", MemBytes: 80 << 30, MemBW: 1.935e12, BF16FLOPS: 312e12, LinkBW: 32e9, BorrowFrom: "a100_sxm",
+	{Name: "a100_pcie", MemBytes: 80 << 30, MemBW: 1.935e12, BF16FLOPS: 312e12, LinkBW: 32e9, PCIeGen: 4, BorrowFrom: "a100_sxm",
 		Source: "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf (A100 80GB PCIe: 1,935 GB/s, 312 TFLOPS BF16)"},
 	{Name: "b300_sxm", MemBytes: 288400343040, MemBW: 7.75e12, BF16FLOPS: 2250e12, FP8FLOPS: 4500e12, FP4FLOPS: 14000e12, LinkBW: 900e9, BorrowFrom: "b200_sxm",
 		Source: "https://www.nvidia.com/en-us/data-center/dgx-b300/ (B300: 288 GB HBM3e; aiconfigurator systems/b300_sxm.yaml)"},
 	{Name: "gb300", MemBytes: 298013687808, MemBW: 8e12, BF16FLOPS: 2500e12, FP8FLOPS: 5000e12, FP4FLOPS: 15000e12, LinkBW: 900e9, BorrowFrom: "gb200",
 		Source: "https://www.nvidia.com/en-us/data-center/gb300-nvl72/ (per Blackwell Ultra GPU: 288 GB HBM3e, 8 TB/s; aiconfigurator systems/gb300.yaml)"},
-	{Name: "l4", MemBytes: 24 << 30, MemBW: 300e9, BF16FLOPS: 121e12, FP8FLOPS: 242e12, LinkBW: 32e9, BorrowFrom: "l40s",
+	{Name: "l4", MemBytes: 24 << 30, MemBW: 300e9, BF16FLOPS: 121e12, FP8FLOPS: 242e12, LinkBW: 32e9, PCIeGen: 4, BorrowFrom: "l40s",
 		Source: "https://www.nvidia.com/en-us/data-center/l4/ (L4: 24 GB GDDR6, 300 GB/s, 121 TFLOPS BF16 and 242 TFLOPS FP8 dense)"},
 }
 

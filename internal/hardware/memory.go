@@ -10,10 +10,54 @@ import (
 // memory for the cache, or not enough for one request of max_model_len.
 var ErrDoesNotFit = errors.New("model does not fit")
 
+// PoolSizing is how an engine divides a GPU's memory into its KV pool.
+type PoolSizing int
+
+const (
+	// PoolVLLM: requested = total × gpu_memory_utilization; the pool is
+	// what the weights, the profiling run's activations and the memory
+	// outside PyTorch leave of it (vllm/v1/worker/gpu_worker.py,
+	// determine_available_memory).
+	PoolVLLM PoolSizing = iota
+	// PoolTRTLLM: the pool is free_gpu_memory_fraction (default 0.9) of the
+	// memory free once weights, activations and runtime are in place
+	// (TensorRT-LLM KvCacheConfig.free_gpu_memory_fraction: "allocate 90%
+	// of free GPU memory for KV cache"); GPUMemoryUtilization is that
+	// fraction.
+	PoolTRTLLM
+	// PoolSGLang: the pool is what is available after loading the weights
+	// minus total × (1 − mem_fraction_static) (sglang/srt/model_executor/
+	// model_runner.py, profile_max_num_token); activations come out of the
+	// remainder. GPUMemoryUtilization is mem_fraction_static; 0 takes
+	// SGLang's default by TP (SGLangMemFractionStatic).
+	PoolSGLang
+)
+
+// SGLangMemFractionStatic is SGLang's default mem_fraction_static by
+// tensor-parallel size (sglang/srt/server_args.py, ServerArgs.__post_init__,
+// v0.4: 0.88 at TP 1, 0.87 at 2, 0.85 at 4, 0.81 at 8, 0.79 at 16).
+func SGLangMemFractionStatic(tp int) float64 {
+	switch {
+	case tp >= 16:
+		return 0.79
+	case tp >= 8:
+		return 0.81
+	case tp >= 4:
+		return 0.85
+	case tp >= 2:
+		return 0.87
+	}
+	return 0.88
+}
+
 // MemoryOptions are the memory settings of one rank, as vLLM names them.
 type MemoryOptions struct {
+	// Sizing is the engine's way of sizing the pool (default vLLM's).
+	Sizing PoolSizing
 	// GPUMemoryUtilization is the fraction of the GPU's memory the engine
-	// may use (vLLM's default 0.9).
+	// may use (vLLM's default 0.9); with PoolTRTLLM the fraction of the
+	// free memory for the KV cache, with PoolSGLang mem_fraction_static (0:
+	// SGLang's default).
 	GPUMemoryUtilization float64
 	// MaxModelLen is the longest sequence; one such request must fit.
 	MaxModelLen int
@@ -76,11 +120,12 @@ func (m *Model) WeightBytes() int64 {
 	return int64((float64(linear)*m.wPrec.bytes() + float64(embed)*2) / float64(m.tp))
 }
 
-// Memory computes the KV pool as vLLM sizes it: requested memory
-// (total × gpu_memory_utilization) minus weights, the profiling run's peak
-// activations and the memory outside PyTorch, divided into blocks. It
-// refuses, with vLLM's wording, a model that leaves nothing for the cache
-// or cannot hold one max_model_len request.
+// Memory computes the KV pool as the engine sizes it (o.Sizing; vLLM's by
+// default: requested memory, total × gpu_memory_utilization, minus
+// weights, the profiling run's peak activations and the memory outside
+// PyTorch), divided into blocks. It refuses, in the engine's wording, a
+// model that leaves nothing for the cache, and with vLLM's one that
+// cannot hold one max_model_len request.
 func (m *Model) Memory(o MemoryOptions) (Memory, error) {
 	s := m.shape
 	mem := Memory{Total: m.gpu.MemBytes, KVBytesPerToken: m.KVBytesPerToken()}
@@ -97,8 +142,32 @@ func (m *Model) Memory(o MemoryOptions) (Memory, error) {
 	perToken := 2 * (4*int64(s.Hidden) + int64((heads+2*kvHeads)*s.HeadDim) + 3*int64(width))
 	mem.Activations = int64(o.MaxNumBatchedTokens)*perToken + 2*int64(o.MaxNumSeqs)*int64(s.Vocab/m.tp)*4
 	mem.NonTorch = nonTorchBase + ncclMem[min(m.tp, 8)]
-	mem.KVCache = mem.Requested - mem.Weights - mem.Activations - mem.NonTorch
 	gib := func(b int64) float64 { return float64(b) / (1 << 30) }
+	switch o.Sizing {
+	case PoolTRTLLM:
+		mem.Requested = mem.Total
+		free := mem.Total - mem.Weights - mem.Activations - mem.NonTorch
+		mem.KVCache = int64(float64(free) * o.GPUMemoryUtilization)
+		if mem.KVCache <= 0 {
+			return mem, fmt.Errorf("%w: no free GPU memory for the KV cache (%s on %s, TP %d: %.2f GiB total; weights %.2f GiB, activations %.2f GiB, runtime %.2f GiB)",
+				ErrDoesNotFit, s.Name, m.gpu.Name, m.tp, gib(mem.Total), gib(mem.Weights), gib(mem.Activations), gib(mem.NonTorch))
+		}
+	case PoolSGLang:
+		f := o.GPUMemoryUtilization
+		if f <= 0 {
+			f = SGLangMemFractionStatic(m.tp)
+		}
+		mem.Requested = int64(float64(mem.Total) * f)
+		mem.KVCache = mem.Requested - mem.Weights - mem.NonTorch
+		if mem.KVCache <= 0 {
+			// sglang/srt/model_executor/model_runner.py, init_memory_pool.
+			return mem, fmt.Errorf("%w: RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "+
+				"(%s on %s, TP %d: %.2f GiB static = %.2f GiB × %.2f; weights %.2f GiB, runtime %.2f GiB)",
+				ErrDoesNotFit, s.Name, m.gpu.Name, m.tp, gib(mem.Requested), gib(mem.Total), f, gib(mem.Weights), gib(mem.NonTorch))
+		}
+	default:
+		mem.KVCache = mem.Requested - mem.Weights - mem.Activations - mem.NonTorch
+	}
 	if mem.KVCache <= 0 {
 		// vLLM v1, vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory.
 		return mem, fmt.Errorf("%w: ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine. "+

@@ -38,6 +38,9 @@ type Options struct {
 	EngineType string
 	// LoRARank is the adapters' rank for LoRA tokens' extra GEMMs; 0 = 16.
 	LoRARank int
+	// Interconnect prices the all-reduces: the measured table (the zero
+	// value) or NCCL's ring over the GPU's PCIe generation.
+	Interconnect Interconnect
 }
 
 // Model is a hardware timing model: immutable, safe for concurrent use.
@@ -50,6 +53,8 @@ type Model struct {
 	wPrec     precision // weights and GEMMs
 	fp8KV     bool
 	notes     []string
+	// interconnect prices the all-reduces (Options.Interconnect).
+	interconnect Interconnect
 
 	// Per-layer linear layers (one GPU's share).
 	qkv, o          curve
@@ -69,6 +74,11 @@ type Model struct {
 	ar              curve // nil xs when TP = 1
 
 	ctx, gen grid2
+
+	// The tables a multimodal tower is priced from (encoder.go): its
+	// GEMMs at their own widths, its attention at its own head shape.
+	encGEMM *gemmGrid
+	encAttn []*attnGrid
 
 	layers, denseLayers, moeLayers int
 	slidingLayers, globalLayers    int
@@ -95,7 +105,7 @@ func New(opts Options) (*Model, error) {
 	}
 	s := opts.Shape
 	tp := max(opts.TP, 1)
-	m := &Model{gpu: gpu, src: gpu, shape: s, tp: tp, layers: s.Layers, loraRank: opts.LoRARank}
+	m := &Model{gpu: gpu, src: gpu, shape: s, tp: tp, layers: s.Layers, loraRank: opts.LoRARank, interconnect: opts.Interconnect}
 	if m.loraRank <= 0 {
 		m.loraRank = 16
 	}
@@ -263,7 +273,13 @@ func (m *Model) build(ft *frameworkTables) error {
 	m.lmHead = gemmCurve(ft.GEMM["bfloat16"], m.src, m.gpu, bf16, s.Vocab/tp, h)
 	m.loraIn = gemmCurve(ft.GEMM["bfloat16"], m.src, m.gpu, bf16, m.loraRank, h)
 	m.loraOut = gemmCurve(ft.GEMM["bfloat16"], m.src, m.gpu, bf16, h, m.loraRank)
-	if tp > 1 {
+	if tp > 1 && m.interconnect == InterconnectPCIe {
+		c, err := pcieAllReduceCurve(m.gpu, tp)
+		if err != nil {
+			return err
+		}
+		m.ar = c
+	} else if tp > 1 {
 		if ft.AllReduce == nil {
 			return fmt.Errorf("%w for all-reduce on %s", ErrNoTables, m.src.Name)
 		}
@@ -295,6 +311,7 @@ func (m *Model) build(ft *frameworkTables) error {
 		cs *= m.src.BF16FLOPS / m.gpu.BF16FLOPS
 		gs *= m.src.MemBW / m.gpu.MemBW
 	}
+	m.encGEMM, m.encAttn = ft.GEMM["bfloat16"], ft.Context
 	m.ctx = attnTable(cg, cs, 2)
 	m.gen = attnTable(gg, gs, 1)
 	m.slidingLayers = s.SlidingLayers

@@ -214,6 +214,7 @@ func TestNew_BadInput(t *testing.T) {
 		{Options{GPU: "h100_sxm"}, "no model shape"},
 		{Options{GPU: "h100_sxm", Shape: s, Quantization: "modelopt_fp4"}, "quantization nvfp4 on h100_sxm: no operator tables for NVFP4 GEMMs"},
 		{Options{GPU: "h100_sxm", Shape: &awq}, "meta-llama/Llama-3.1-8B-Instruct is quantized with awq: no operator tables for it"},
+		{Options{GPU: "h100_sxm", Shape: s, TP: 2, Interconnect: InterconnectPCIe}, "gpu interconnect pcie: h100_sxm's GPUs are not linked over PCIe"},
 	} {
 		_, err := New(c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -24,6 +24,26 @@ type hfConfig struct {
 	VisionFeatureLayer          any    `json:"vision_feature_layer"`
 	// Mistral 3 (Pixtral vision)
 	SpatialMergeSize int `json:"spatial_merge_size"`
+	// InternVL (its language model's config is llm_config)
+	LLMConfig *struct {
+		HiddenSize int    `json:"hidden_size"`
+		ModelType  string `json:"model_type"`
+	} `json:"llm_config"`
+	MinDynamicPatch  int     `json:"min_dynamic_patch"`
+	MaxDynamicPatch  int     `json:"max_dynamic_patch"`
+	DynamicImageSize *bool   `json:"dynamic_image_size"`
+	UseThumbnail     *bool   `json:"use_thumbnail"`
+	DownsampleRatio  float64 `json:"downsample_ratio"`
+	ForceImageSize   int     `json:"force_image_size"`
+	SelectLayer      *int    `json:"select_layer"`
+	// Whisper (its encoder's sizes at the top level)
+	DModel             int `json:"d_model"`
+	EncoderLayers      int `json:"encoder_layers"`
+	EncoderFFNDim      int `json:"encoder_ffn_dim"`
+	NumMelBins         int `json:"num_mel_bins"`
+	MaxSourcePositions int `json:"max_source_positions"`
+	MaxTargetPositions int `json:"max_target_positions"`
+	EncoderAttnHeads   int `json:"encoder_attention_heads"`
 }
 
 // visionConfig spans the vision towers' field names.
@@ -44,6 +64,9 @@ type visionConfig struct {
 	OutHiddenSize    int     `json:"out_hidden_size"`
 	PixelShuffle     float64 `json:"pixel_shuffle_ratio"` // Llama 4
 	NumChannels      int     `json:"num_channels"`
+	NumHeads         int     `json:"num_heads"`           // Qwen
+	NumAttnHeads     int     `json:"num_attention_heads"` // SigLIP, CLIP, Pixtral, Llama 4
+	HeadDim          int     `json:"head_dim"`            // Pixtral
 }
 
 type audioConfig struct {
@@ -52,6 +75,7 @@ type audioConfig struct {
 	EncoderFFN    int `json:"encoder_ffn_dim"`
 	NumMelBins    int `json:"num_mel_bins"`
 	MaxSourcePos  int `json:"max_source_positions"`
+	AttnHeads     int `json:"encoder_attention_heads"`
 }
 
 // preprocessorConfig is the part of preprocessor_config.json (and
@@ -76,6 +100,8 @@ type preprocessorConfig struct {
 	ResizeToMaxCanvas *bool `json:"resize_to_max_canvas"`
 	// Pixtral
 	SpatialMergeSize int `json:"spatial_merge_size"`
+	// Phi-4-multimodal
+	DynamicHD int `json:"dynamic_hd"`
 	// Whisper-style feature extractors
 	SamplingRate int `json:"sampling_rate"`
 	HopLength    int `json:"hop_length"`
@@ -86,28 +112,39 @@ type preprocessorConfig struct {
 
 // architectureFamilies maps config.json architectures to families.
 var architectureFamilies = map[string]Family{
-	"Qwen2VLForConditionalGeneration":    FamilyQwen2VL,
-	"Qwen2_5_VLForConditionalGeneration": FamilyQwen25VL,
-	"Qwen3VLForConditionalGeneration":    FamilyQwen3VL,
-	"Qwen3VLMoeForConditionalGeneration": FamilyQwen3VL,
-	"Gemma3ForConditionalGeneration":     FamilyGemma3,
-	"LlavaForConditionalGeneration":      FamilyLlava, // Pixtral-HF when the vision tower is Pixtral
-	"Llama4ForConditionalGeneration":     FamilyLlama4,
-	"Mistral3ForConditionalGeneration":   FamilyPixtral,
-	"Qwen2AudioForConditionalGeneration": FamilyQwen2Audio,
+	"Qwen2VLForConditionalGeneration":            FamilyQwen2VL,
+	"Qwen2_5_VLForConditionalGeneration":         FamilyQwen25VL,
+	"Qwen3VLForConditionalGeneration":            FamilyQwen3VL,
+	"Qwen3VLMoeForConditionalGeneration":         FamilyQwen3VL,
+	"Gemma3ForConditionalGeneration":             FamilyGemma3,
+	"LlavaForConditionalGeneration":              FamilyLlava, // Pixtral-HF when the vision tower is Pixtral
+	"Llama4ForConditionalGeneration":             FamilyLlama4,
+	"Mistral3ForConditionalGeneration":           FamilyPixtral,
+	"Qwen2AudioForConditionalGeneration":         FamilyQwen2Audio,
+	"InternVLChatModel":                          FamilyInternVL,
+	"Qwen2_5OmniModel":                           FamilyQwen25Omni,
+	"Qwen2_5OmniForConditionalGeneration":        FamilyQwen25Omni,
+	"Qwen2_5OmniThinkerForConditionalGeneration": FamilyQwen25Omni,
+	"WhisperForConditionalGeneration":            FamilyWhisper,
+	"Phi4MMForCausalLM":                          FamilyPhi4MM,
 }
 
 var modelTypeFamilies = map[string]Family{
-	"qwen2_vl":     FamilyQwen2VL,
-	"qwen2_5_vl":   FamilyQwen25VL,
-	"qwen3_vl":     FamilyQwen3VL,
-	"qwen3_vl_moe": FamilyQwen3VL,
-	"gemma3":       FamilyGemma3,
-	"llava":        FamilyLlava,
-	"llama4":       FamilyLlama4,
-	"mistral3":     FamilyPixtral,
-	"pixtral":      FamilyPixtral,
-	"qwen2_audio":  FamilyQwen2Audio,
+	"qwen2_vl":             FamilyQwen2VL,
+	"qwen2_5_vl":           FamilyQwen25VL,
+	"qwen3_vl":             FamilyQwen3VL,
+	"qwen3_vl_moe":         FamilyQwen3VL,
+	"gemma3":               FamilyGemma3,
+	"llava":                FamilyLlava,
+	"llama4":               FamilyLlama4,
+	"mistral3":             FamilyPixtral,
+	"pixtral":              FamilyPixtral,
+	"qwen2_audio":          FamilyQwen2Audio,
+	"internvl_chat":        FamilyInternVL,
+	"qwen2_5_omni":         FamilyQwen25Omni,
+	"qwen2_5_omni_thinker": FamilyQwen25Omni,
+	"whisper":              FamilyWhisper,
+	"phi4mm":               FamilyPhi4MM,
 }
 
 func forModel(id string, files ModelFiles) (*Processor, error) {
@@ -170,6 +207,14 @@ func forModel(id string, files ModelFiles) (*Processor, error) {
 		r, err = newPixtral(&cfg, &pre)
 	case FamilyQwen2Audio:
 		r, err = newQwen2Audio(&cfg, &pre)
+	case FamilyInternVL:
+		r, err = newInternVL(&cfg)
+	case FamilyQwen25Omni:
+		r, err = newQwenOmni(files.Config, &cfg, &pre)
+	case FamilyWhisper:
+		r, err = newWhisper(&cfg, &pre)
+	case FamilyPhi4MM:
+		r, err = newPhi4MM(files.Config, &pre)
 	}
 	if err != nil {
 		return nil, err
@@ -183,6 +228,9 @@ func forModel(id string, files ModelFiles) (*Processor, error) {
 func (c *hfConfig) textHidden(def int) int {
 	if c.TextConfig != nil && c.TextConfig.HiddenSize > 0 {
 		return c.TextConfig.HiddenSize
+	}
+	if c.LLMConfig != nil && c.LLMConfig.HiddenSize > 0 {
+		return c.LLMConfig.HiddenSize
 	}
 	return def
 }

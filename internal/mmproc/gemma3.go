@@ -28,6 +28,7 @@ func newGemma3(cfg *hfConfig, pre *preprocessorConfig) (*gemma3, error) {
 	}
 	patch := positive(vc.PatchSize, 14)
 	g.enc = vit{layers: positive(vc.NumHiddenLayers, 27), hidden: positive(vc.HiddenSize, 1152), inter: positive(vc.IntermediateSize, 4304), patchIn: 3 * patch * patch}
+	g.enc.headDim = g.enc.hidden / positive(vc.NumAttnHeads, 16)
 	side := positive(vc.ImageSize, 896) / patch
 	g.patches = side * side
 	g.out = cfg.textHidden(2560)

@@ -45,6 +45,7 @@ func newLlama4(cfg *hfConfig, pre *preprocessorConfig) (*llama4, error) {
 	l.perTile = int(float64(side*side) * shuffle * shuffle)
 	l.grids = supportedGrids(l.maxTiles)
 	l.enc = vit{layers: positive(vc.NumHiddenLayers, 34), hidden: positive(vc.HiddenSize, 1408), inter: positive(vc.IntermediateSize, 5632), patchIn: 3 * patch * patch}
+	l.enc.headDim = l.enc.hidden / positive(vc.NumAttnHeads, 16)
 	l.out = cfg.textHidden(5120)
 	return l, nil
 }

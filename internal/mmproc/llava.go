@@ -37,6 +37,7 @@ func newLlava(cfg *hfConfig) (*llava, error) {
 		layers--
 	}
 	l.enc = vit{layers: max(layers, 1), hidden: positive(vc.HiddenSize, 1024), inter: positive(vc.IntermediateSize, 4096), patchIn: 3 * patch * patch}
+	l.enc.headDim = l.enc.hidden / positive(vc.NumAttnHeads, 16)
 	l.out = cfg.textHidden(4096)
 	return l, nil
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/media"
 )
 
@@ -28,6 +29,10 @@ const (
 	FamilyLlama4     Family = "llama4"
 	FamilyPixtral    Family = "pixtral"
 	FamilyQwen2Audio Family = "qwen2_audio"
+	FamilyInternVL   Family = "internvl_chat"
+	FamilyQwen25Omni Family = "qwen2_5_omni"
+	FamilyWhisper    Family = "whisper"
+	FamilyPhi4MM     Family = "phi4mm"
 )
 
 // ModelFiles are the contents of a model directory's processor files; a nil
@@ -170,6 +175,7 @@ type rules interface {
 	placeholder(k media.Kind) string
 	replacement(it media.Item) (Replacement, error)
 	encoderFLOPs(it media.Item) (float64, error)
+	encoderWork(it media.Item) (*engine.EncoderWork, error)
 }
 
 // Family returns the processor's family.
@@ -193,12 +199,28 @@ func (p *Processor) Modalities() []media.Kind {
 	return append([]media.Kind(nil), p.rules.modalities()...)
 }
 
+// AudioEmbeds reports whether the model takes audio_embeds: Qwen2-Audio,
+// whose vLLM replacement reads the feature count from audio_embeds'
+// first dimension. The other audio families' replacements read it from
+// the audio features (Qwen2.5-Omni's feature_attention_mask, Phi-4's and
+// Whisper's own), which embeddings do not have.
+func (p *Processor) AudioEmbeds() bool {
+	if p == nil {
+		return false
+	}
+	_, ok := p.rules.(*qwen2Audio)
+	return ok
+}
+
 // EmbedsGridMerge returns the spatial merge size of a Qwen-VL family
 // (Qwen2-VL, Qwen2.5-VL, Qwen3-VL), whose data parser takes image_embeds
 // in vLLM's dict form with image_grid_thw: an image of grid (t, h, w) is
 // t·h·w / merge² tokens. ok is false for every other family, whose parser
 // has no dict form.
 func (p *Processor) EmbedsGridMerge() (merge int, ok bool) {
+	if p == nil {
+		return 0, false
+	}
 	if q, isQwen := p.rules.(*qwenVL); isQwen {
 		return q.merge, true
 	}
@@ -210,6 +232,33 @@ func (p *Processor) EmbedsGridMerge() (merge int, ok bool) {
 func (p *Processor) Placeholder(k media.Kind) string {
 	if !p.Supports(k) {
 		return ""
+	}
+	return p.rules.placeholder(k)
+}
+
+// numberedRules is a family whose every item has its own placeholder
+// (Phi-4-multimodal's <|image_1|>, <|image_2|>, …).
+type numberedRules interface {
+	numberedTarget(k media.Kind, n int) string
+}
+
+// ItemTarget returns the placeholder the chat template renders for the
+// n-th item (from 1) of kind k in a prompt, which that item's replacement
+// takes the place of: Placeholder(k) for every family but those that
+// number their items, as vLLM's get_placeholder_str does. Image
+// embeddings count as images, audio embeddings as audio.
+func (p *Processor) ItemTarget(k media.Kind, n int) string {
+	switch k {
+	case media.KindEmbeds:
+		k = media.KindImage
+	case media.KindAudioEmbeds:
+		k = media.KindAudio
+	}
+	if !p.Supports(k) {
+		return ""
+	}
+	if nr, ok := p.rules.(numberedRules); ok {
+		return nr.numberedTarget(k, n)
 	}
 	return p.rules.placeholder(k)
 }
@@ -242,6 +291,19 @@ func (p *Processor) EncoderFLOPs(it media.Item) (float64, error) {
 		return 0, nil
 	}
 	return p.rules.encoderFLOPs(it)
+}
+
+// EncoderWork returns the item's encoder pass as operators, for the
+// hardware model to price the tower's own GEMMs and attention (nil for
+// embeddings: the client ran the encoder).
+func (p *Processor) EncoderWork(it media.Item) (*engine.EncoderWork, error) {
+	if err := p.check(it); err != nil {
+		return nil, err
+	}
+	if it.Kind == media.KindEmbeds || it.Kind == media.KindAudioEmbeds {
+		return nil, nil
+	}
+	return p.rules.encoderWork(it)
 }
 
 func (p *Processor) check(it media.Item) error {

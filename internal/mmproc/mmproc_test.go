@@ -21,21 +21,28 @@ type refCase struct {
 	Sizes     [][2]int `json:"sizes,omitempty"`
 	MinPixels int      `json:"min_pixels,omitempty"`
 	MaxPixels int      `json:"max_pixels,omitempty"`
+	MaxTiles  int      `json:"max_dynamic_patch,omitempty"`
 	Seconds   float64  `json:"seconds,omitempty"`
 	Rate      int      `json:"rate,omitempty"`
 	Tokens    *int     `json:"tokens"`
+	Windows   int      `json:"windows,omitempty"`
 }
 
 func (c refCase) String() string {
 	switch c.Kind {
 	case "audio":
 		return fmt.Sprintf("%s audio %gs@%d", c.Model, c.Seconds, c.Rate)
+	case "transcription":
+		return fmt.Sprintf("%s transcription of %gs", c.Model, c.Seconds)
 	case "images":
 		return fmt.Sprintf("%s images %v", c.Model, c.Sizes)
 	}
 	s := fmt.Sprintf("%s %dx%d", c.Model, c.Width, c.Height)
 	if c.MinPixels > 0 {
 		s += fmt.Sprintf(" pixels [%d, %d]", c.MinPixels, c.MaxPixels)
+	}
+	if c.MaxTiles > 0 {
+		s += fmt.Sprintf(" max_dynamic_patch %d", c.MaxTiles)
 	}
 	return s
 }
@@ -60,6 +67,15 @@ func processorFor(t testing.TB, c refCase) *Processor {
 		k := catalogue[lower(c.Model)]
 		files.Config = []byte(k.config)
 		files.PreprocessorConfig = fmt.Appendf(nil, `{"min_pixels":%d,"max_pixels":%d,"patch_size":14,"merge_size":2,"temporal_patch_size":2}`, c.MinPixels, c.MaxPixels)
+	}
+	if c.MaxTiles > 0 {
+		// The model's config.json with another max_dynamic_patch.
+		cfg := map[string]any{}
+		if err := json.Unmarshal([]byte(catalogue[lower(c.Model)].config), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		cfg["max_dynamic_patch"] = c.MaxTiles
+		files.Config, _ = json.Marshal(cfg)
 	}
 	p, err := ForModel(c.Model, files)
 	if err != nil {
@@ -105,6 +121,15 @@ func TestTokenTable(t *testing.T) {
 		case "audio":
 			d := time.Duration(c.Seconds * float64(time.Second))
 			got, err = p.Tokens(media.Item{Kind: media.KindAudio, Duration: d, SampleRate: c.Rate})
+		case "transcription":
+			tr, ok := p.Transcription()
+			if !ok {
+				t.Fatalf("%s: not a transcription model", c)
+			}
+			got = tr.AudioTokens(c.Seconds)
+			if w := tr.Windows(c.Seconds); w != c.Windows {
+				t.Errorf("%s: %d windows, want %d", c, w, c.Windows)
+			}
 		default:
 			t.Fatalf("kind %q", c.Kind)
 		}

@@ -20,8 +20,10 @@ type jsResult struct {
 }
 
 // TestTokensAgainstTransformersJS runs the image cases of cases.json (up to
-// 0.6 megapixels, to keep the run short; Llama 4 has no processor there, and
-// Qwen2-VL's rules are Qwen2.5-VL's)
+// 0.6 megapixels, to keep the run short; Llama 4, InternVL and
+// Phi-4-multimodal have no processor there, Qwen2-VL's rules are
+// Qwen2.5-VL's, and Qwen2.5-Omni's images go through its image processor,
+// Qwen2VLImageProcessor)
 // through
 // @huggingface/transformers — an independent implementation of the Hugging
 // Face processors — and compares. transformers.js differs from the Python
@@ -34,9 +36,14 @@ func TestTokensAgainstTransformersJS(t *testing.T) {
 	modules := testutil.NodeModules(t)
 	var sel []refCase
 	for _, c := range loadCases(t) {
-		if c.Kind == "image" && c.Width*c.Height <= 600_000 && !strings.HasPrefix(c.Model, "meta-llama/") && !strings.HasPrefix(c.Model, "Qwen/Qwen2-VL") {
-			sel = append(sel, c)
+		if c.Kind != "image" || c.Width*c.Height > 600_000 || strings.HasPrefix(c.Model, "meta-llama/") || strings.HasPrefix(c.Model, "Qwen/Qwen2-VL") {
+			continue
 		}
+		// transformers.js has no InternVL or Phi-4-multimodal processor.
+		if f := processorFor(t, c).Family(); f == FamilyInternVL || f == FamilyPhi4MM {
+			continue
+		}
+		sel = append(sel, c)
 	}
 	in, _ := json.Marshal(sel)
 	cmd := exec.Command("node", "testdata/jsref.mjs", modules)
@@ -71,6 +78,9 @@ func TestTokensAgainstTransformersJS(t *testing.T) {
 			continue
 		}
 		q, ok := p.rules.(*qwenVL)
+		if o, omni := p.rules.(*qwenOmni); omni {
+			q, ok = o.vision, true
+		}
 		if !ok {
 			t.Errorf("%s: Go %d (%v), transformers.js %d", r.refCase, got, err, *r.JS)
 			continue
@@ -113,3 +123,29 @@ func jsSmartResizeTokens(h, w, factor, minPx, maxPx, patch int) int {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestWhisperWindowAgainstTransformersJS checks the encoder positions of a
+// Whisper window (Transcription.EncoderPositions, and so the engine work
+// of every window) against transformers.js's WhisperFeatureExtractor:
+// every clip up to the window, 0.1 s or 30 s, is padded to the same mel
+// frames, which the encoder's stride-2 convolution halves.
+func TestWhisperWindowAgainstTransformersJS(t *testing.T) {
+	modules := testutil.NodeModules(t)
+	tr, _ := mustModel(t, "openai/whisper-large-v3", ModelFiles{}).Transcription()
+	out, err := exec.Command("node", "testdata/jswhisper.mjs", modules, "128", "0.1", "1", "10", "29.5", "30").Output()
+	if err != nil {
+		t.Fatalf("node jswhisper.mjs: %v", err)
+	}
+	var res []struct {
+		Seconds float64
+		Dims    []int
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res) != 5 {
+		t.Fatalf("%s: %v", out, err)
+	}
+	for _, r := range res {
+		if len(r.Dims) != 3 || r.Dims[1] != 128 || r.Dims[2]/2 != tr.EncoderPositions {
+			t.Errorf("%gs: features %v, want [1 128 %d]", r.Seconds, r.Dims, 2*tr.EncoderPositions)
+		}
+	}
+}

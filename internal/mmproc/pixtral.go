@@ -28,7 +28,8 @@ func newPixtral(cfg *hfConfig, pre *preprocessorConfig) (*pixtral, error) {
 	p.longest = positive(longest, vc.ImageSize, 1024)
 	out := cfg.textHidden(5120)
 	h := positive(vc.HiddenSize, 1024)
-	p.enc = vit{layers: positive(vc.NumHiddenLayers, 24), hidden: h, inter: positive(vc.IntermediateSize, 4096), gated: true, patchIn: 3 * p.patch * p.patch, mergeIn: h * p.merge * p.merge, out: out}
+	p.enc = vit{layers: positive(vc.NumHiddenLayers, 24), hidden: h, inter: positive(vc.IntermediateSize, 4096), gated: true, patchIn: 3 * p.patch * p.patch, mergeIn: h * p.merge * p.merge, out: out,
+		headDim: positive(vc.HeadDim, h/positive(vc.NumAttnHeads, 16))}
 	return p, nil
 }
 

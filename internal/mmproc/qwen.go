@@ -80,6 +80,7 @@ func newQwenVL(fam Family, cfg *hfConfig, pre, video *preprocessorConfig) (*qwen
 		q.enc = vit{layers: positive(vc.Depth, 27), hidden: positive(vc.HiddenSize, 1152), inter: positive(vc.IntermediateSize, 4304)}
 		q.enc.fullLayers = q.enc.layers
 	}
+	q.enc.headDim = q.enc.hidden / positive(vc.NumHeads, 16)
 	q.enc.patchIn = 3 * q.temporal * q.patch * q.patch
 	q.enc.mergeIn = q.enc.hidden * q.merge * q.merge
 	q.enc.out = positive(vc.OutHiddenSize, vc.HiddenSize)
@@ -179,11 +180,12 @@ func (q *qwenVL) replacement(it media.Item) (Replacement, error) {
 }
 
 func (q *qwenVL) encoderFLOPs(it media.Item) (float64, error) {
-	t, h, w, err := q.grid(it)
+	// The work's count: a video's temporal patches attend one at a time.
+	w, err := q.encoderWork(it)
 	if err != nil {
 		return 0, err
 	}
-	return q.enc.flops(t*h*w, q.merge*q.merge), nil
+	return w.FLOPs(), nil
 }
 
 // embedsReplacement is the replacement of precomputed image embeddings:

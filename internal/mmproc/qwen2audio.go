@@ -31,6 +31,7 @@ func newQwen2Audio(cfg *hfConfig, pre *preprocessorConfig) (*qwen2Audio, error) 
 		ac = &audioConfig{}
 	}
 	q.enc = vit{layers: positive(ac.EncoderLayers, 32), hidden: positive(ac.DModel, 1280), inter: positive(ac.EncoderFFN, 5120)}
+	q.enc.headDim = q.enc.hidden / positive(ac.AttnHeads, 20)
 	q.positions = positive(ac.MaxSourcePos, q.nSamples/q.hop/2)
 	q.out = cfg.textHidden(4096)
 	return q, nil

@@ -13,6 +13,7 @@ type vit struct {
 	fullLayers, window int
 	patchIn            int // inputs of the patch embedding per patch
 	mergeIn, out       int // the merger MLP's input and output widths per token
+	headDim            int // the attention heads' width
 }
 
 // mlpParams returns the weights of one layer's MLP.

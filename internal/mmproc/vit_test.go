@@ -23,6 +23,10 @@ func tower(t *testing.T, id string) vit {
 		return e
 	case *qwen2Audio:
 		return r.enc
+	case *internVL:
+		return r.enc
+	case *qwenOmni:
+		return r.vision.enc
 	default:
 		t.Fatalf("%s: no tower", id)
 		return vit{}
@@ -34,7 +38,8 @@ func tower(t *testing.T, id string) vit {
 // the Qwen2-VL and Qwen2.5-VL reports give a 675M ViT (merger included);
 // SigLIP-so400m, CLIP ViT-L/14 and the Pixtral-ViT are named for their
 // sizes (about 400M, 304M, 400M); Whisper-large's encoder, Qwen2-Audio's
-// tower, is about 635M of its 1.55B. Biases, norms and position embeddings
+// tower, is about 635M of its 1.55B; InternVL 2.5/3's InternViT-300M is
+// named for its size. Biases, norms and position embeddings
 // are outside the model, so it may fall a little short: within 8%.
 func TestTowerSizes(t *testing.T) {
 	for _, c := range []struct {
@@ -47,6 +52,8 @@ func TestTowerSizes(t *testing.T) {
 		{"llava-hf/llava-1.5-7b-hf", 304e6},
 		{"mistral-community/pixtral-12b", 400e6},
 		{"Qwen/Qwen2-Audio-7B-Instruct", 635e6},
+		{"OpenGVLab/InternVL2_5-8B", 300e6},
+		{"Qwen/Qwen2.5-Omni-7B", 675e6}, // its vision tower is Qwen2.5-VL's
 	} {
 		got := tower(t, c.id).params()
 		if err := got/c.published - 1; math.Abs(err) > 0.08 {

@@ -43,9 +43,9 @@ func segments(j *pipeline.Job) []segment {
 	out := make([]segment, len(j.Ch))
 	for i := range j.Ch {
 		text := windowText(j, i)
-		start := float64(i * windowSeconds)
+		start := float64(i * ar.window)
 		out[i] = segment{ID: i, AvgLogprob: 0, CompressionRatio: compressionRatio(text),
-			Start: start, End: math.Min(start+windowSeconds, ar.seconds), Seek: start,
+			Start: start, End: math.Min(start+float64(ar.window), ar.seconds), Seek: start,
 			Text: text, Tokens: j.Ch[i].Plan.IDs[:min(j.Ch[i].N, len(j.Ch[i].Plan.IDs))]}
 	}
 	return out
@@ -214,11 +214,11 @@ func (e *encoder) appendChunk(b []byte, text string, last bool, ch *pipeline.Cho
 	return appendEvent(b, out)
 }
 
+// usage is vLLM's streamed usage: prompt_tokens the decoder prompt's
+// tokens plus the clip's audio tokens (get_num_audio_tokens), not the
+// encoder positions the engine prices.
 func (e *encoder) usage() usage {
-	prompt := 0
-	for i := range e.j.Reqs {
-		prompt += len(e.j.Reqs[i].Prompt)
-	}
+	prompt := req(e.j).usagePrompt
 	return usage{PromptTokens: prompt, CompletionTokens: e.completion, TotalTokens: prompt + e.completion}
 }
 

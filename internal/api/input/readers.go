@@ -12,6 +12,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/api/toolcall"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
 )
@@ -29,6 +30,12 @@ type RawPrompt struct {
 	// embeddings the client sent, no encoder time).
 	MM      []kv.MMFeature
 	MMFLOPs []float64
+	// MMWork are their encoder passes as operators (nil: unknown), for the
+	// hardware timing model.
+	MMWork []*engine.EncoderWork
+	// MMPads are the items' pad-value runs the SGLang engine type keys its
+	// radix cache on (nil in vLLM mode; engine.Request.MMPads).
+	MMPads []kv.MMPad
 }
 
 // ParseMessages reads the chat messages (types only): each message's text

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/wire"
+	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/kv"
 	"github.com/mocker-server/mocker-server/internal/mmproc"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -140,6 +141,11 @@ func placeholderText(fam mmproc.Family, it mmItem, n int) string {
 		return "<|vision_start|>" + it.repl.Target + "<|vision_end|>"
 	case mmproc.FamilyQwen2Audio:
 		return "Audio " + wire.Itoa(n) + ": <|audio_bos|>" + it.repl.Target + "<|audio_eos|>"
+	case mmproc.FamilyQwen25Omni:
+		if it.part.Modality == input.ModalityAudio {
+			return "Audio " + wire.Itoa(n) + ": <|audio_bos|>" + it.repl.Target + "<|audio_eos|>"
+		}
+		return "<|vision_start|>" + it.repl.Target + "<|vision_end|>"
 	}
 	return it.repl.Target
 }
@@ -238,8 +244,9 @@ func replaceKey(obj json.RawMessage, key string, val []byte) json.RawMessage {
 // match its items (a template that drops an item, or text that contains a
 // placeholder) is a 400, as vLLM's processor refuses it.
 //
-// flops are the items' encoder FLOPs in the same (prompt) order.
-func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]uint32, []kv.MMFeature, []float64, *wire.APIError) {
+// In SGLang mode it also gives the runs SGLang's scheduler pads with the
+// items' pad values (sglangPads).
+func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) (expansion, *wire.APIError) {
 	type occ struct{ pos, item int }
 	var occs []occ
 	byTarget := map[string][]int{} // target → its items in order
@@ -266,7 +273,7 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]u
 		}
 		if n != len(idx) {
 			m := items[idx[0]].part.Modality
-			return nil, nil, nil, wire.ErrInvalid("messages", "Expected there to be %d prompt placeholders %q corresponding to %d %s items, but instead found %d prompt placeholders! Make sure the chat template renders every %s part.",
+			return expansion{}, wire.ErrInvalid("messages", "Expected there to be %d prompt placeholders %q corresponding to %d %s items, but instead found %d prompt placeholders! Make sure the chat template renders every %s part.",
 				len(idx), t, len(idx), m, n, m)
 		}
 	}
@@ -274,14 +281,22 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]u
 	ids := make([]uint32, 0, len(text)/3)
 	feats := make([]kv.MMFeature, 0, len(items))
 	flops := make([]float64, 0, len(items))
+	works := make([]*engine.EncoderWork, 0, len(items))
+	var runs [][]kv.MMPad // each occurrence's embed runs (SGLang mode)
+	sglang := s.opts.SGLang != nil
 	pos := 0
 	for k, o := range occs {
 		ids = append(ids, s.tok.Encode(text[pos:o.pos], addSpecial && k == 0)...)
 		it := items[o.item]
 		start := len(ids)
-		ids = s.appendReplacement(ids, it)
+		var embeds []kv.MMPad
+		ids, embeds = s.appendReplacement(ids, it, sglang)
 		feats = append(feats, kv.MMFeature{Identifier: it.id, Offset: start, Length: len(ids) - start})
 		flops = append(flops, it.flops)
+		works = append(works, it.work)
+		if sglang {
+			runs = append(runs, embeds)
+		}
 		pos = o.pos + len(it.repl.Target)
 	}
 	ids = append(ids, s.tok.Encode(text[pos:], addSpecial && len(occs) == 0)...)
@@ -290,7 +305,27 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) ([]u
 			s.widenRange(ids, &feats[k], items[o.item].repl)
 		}
 	}
-	return ids, feats, flops, nil
+	x := expansion{ids: ids, mm: feats, flops: flops, works: works}
+	if sglang && s.opts.Multimodal.Processor != nil {
+		order := make([]mmItem, len(occs))
+		for k, o := range occs {
+			order[k] = items[o.item]
+		}
+		x.pads = sglangPads(s.opts.Multimodal.Processor.Family(), order, runs)
+	}
+	return x, nil
+}
+
+// expansion is a multimodal prompt's token ids and its items' runs in
+// them: vLLM's placeholder ranges (mm), the items' encoder FLOPs and
+// encoder passes (works) in the same (prompt) order, and in SGLang mode
+// the runs of pad values.
+type expansion struct {
+	ids   []uint32
+	mm    []kv.MMFeature
+	flops []float64
+	works []*engine.EncoderWork
+	pads  []kv.MMPad
 }
 
 // widenRange extends an item's range over the tokens vLLM's placeholder
@@ -318,9 +353,11 @@ func (s *Server) widenRange(ids []uint32, f *kv.MMFeature, r mmproc.Replacement)
 // token text as the model's tokenizer encodes it, repeated. The built-in
 // tokenizer has no placeholder tokens: each piece's copies are the
 // stand-in id of the item's modality (mmStandIn), so the count is the
-// processor's.
-func (s *Server) appendReplacement(ids []uint32, it mmItem) []uint32 {
+// processor's. With runs it also returns the runs of the pieces the
+// encoder fills (Embed), the positions SGLang pads.
+func (s *Server) appendReplacement(ids []uint32, it mmItem, runs bool) ([]uint32, []kv.MMPad) {
 	builtin := tokenizer.IsBuiltin(s.tok)
+	var embeds []kv.MMPad
 	for _, p := range it.repl.Pieces {
 		var one []uint32
 		if builtin {
@@ -328,11 +365,15 @@ func (s *Server) appendReplacement(ids []uint32, it mmItem) []uint32 {
 		} else {
 			one = s.tok.Encode(p.Token, false)
 		}
+		start := len(ids)
 		for range p.Count {
 			ids = append(ids, one...)
 		}
+		if runs && p.Embed && len(ids) > start {
+			embeds = append(embeds, kv.MMPad{Offset: start, Length: len(ids) - start})
+		}
 	}
-	return ids
+	return ids, embeds
 }
 
 // mmStandIn is the built-in tokenizer's placeholder id of a modality: the
@@ -360,6 +401,6 @@ func (s *Server) TokenizeMultimodal(o wire.Object, msgs []tokenizer.Message, par
 	if e != nil {
 		return nil, e
 	}
-	ids, _, _, e := s.expandPrompt(text, items, addSpecial)
-	return ids, e
+	x, e := s.expandPrompt(text, items, addSpecial)
+	return x.ids, e
 }

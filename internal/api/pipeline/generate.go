@@ -214,6 +214,8 @@ func (s *Server) submit(ctx context.Context, g *GenRequest) (*Job, *wire.APIErro
 				Prompt:          ps.IDs,
 				MM:              ps.MM,
 				MMFLOPs:         ps.MMFLOPs,
+				MMWork:          ps.MMWork,
+				MMPads:          ps.MMPads,
 				PlannedOutput:   res.IDs,
 				FinishReason:    res.FinishReason,
 				MaxOutputTokens: ps.M,

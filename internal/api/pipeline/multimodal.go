@@ -31,9 +31,11 @@ type mmItem struct {
 	// id is the item's identifier in block hashes: the part's uuid when it
 	// has one (vLLM uses it in place of the hash), else its mm hash.
 	id string
-	// flops is the item's encoder FLOPs (0: unknown), for the hardware
+	// flops is the item's encoder FLOPs (0: unknown), and work its encoder
+	// pass as operators (nil: unknown, or embeddings), for the hardware
 	// timing model.
 	flops float64
+	work  *engine.EncoderWork
 }
 
 // resolveMedia checks the parts against --limit-mm-per-prompt and the
@@ -55,7 +57,8 @@ func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError
 		}
 		key := p.Modality.LimitKey()
 		counts[key]++
-		if limit, set := mo.LimitPerPrompt[key]; set && limit == 0 && p.Modality.Embeds() && mo.EnableEmbeds {
+		if limit, set := mo.LimitPerPrompt[key]; set && limit == 0 && p.Modality.Embeds() && mo.EnableEmbeds &&
+			mo.Processor != nil && mo.Processor.Supports(kindOf(key)) {
 			// vLLM's tracker lets embeddings past a limit of 0 under
 			// --enable-mm-embeds: a server that serves precomputed
 			// embeddings only sets the modality's limit to 0.
@@ -66,11 +69,17 @@ func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError
 		}
 	}
 	items := make([]mmItem, len(parts))
+	nth := map[string]int{}
 	for i, p := range parts {
 		it, e := s.resolvePart(p)
 		if e != nil {
 			return nil, e
 		}
+		// The n-th item of its modality takes the n-th placeholder, which
+		// some families number (Phi-4-multimodal's <|image_n|>).
+		key := p.Modality.LimitKey()
+		nth[key]++
+		it.repl.Target = mo.Processor.ItemTarget(it.item.Kind, nth[key])
 		items[i] = it
 	}
 	return items, nil
@@ -124,8 +133,14 @@ func kindOf(modality string) media.Kind {
 // form only where vLLM's data parser takes it (the Qwen-VL families).
 func checkEmbedsPart(mo *settings.MultimodalOptions, p input.MediaPart) *wire.APIError {
 	name := string(p.Modality)
+	if mo.Processor == nil {
+		return wire.ErrInvalid(p.Path, "%s needs a multimodal model.", name)
+	}
 	if !mo.EnableEmbeds {
 		return wire.ErrInvalid(p.Path, "You must set `--enable-mm-embeds` to input `%s`", name)
+	}
+	if p.Modality == input.ModalityAudioEmbeds && mo.Processor.Supports(media.KindAudio) && !mo.Processor.AudioEmbeds() {
+		return wire.ErrInvalid(p.Path, "audio_embeds are read for Qwen2-Audio only by mocker-server; %s's audio replacement needs the audio features.", mo.Processor.Family())
 	}
 	if p.Dict {
 		if _, ok := mo.Processor.EmbedsGridMerge(); !ok {
@@ -221,10 +236,11 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 		id = p.UUID
 	}
 	flops, _ := mo.Processor.EncoderFLOPs(it) // 0 on error: priced per token
+	work, _ := mo.Processor.EncoderWork(it)   // nil on error: priced by its FLOPs
 	if embeds {
-		flops = engine.PrecomputedEmbeds // the client ran the encoder
+		flops, work = engine.PrecomputedEmbeds, nil // the client ran the encoder
 	}
-	return mmItem{part: p, item: it, repl: repl, id: id, flops: flops}, nil
+	return mmItem{part: p, item: it, repl: repl, id: id, flops: flops, work: work}, nil
 }
 
 func boolInt(b bool) int {

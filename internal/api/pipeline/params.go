@@ -89,10 +89,13 @@ type PromptSpec struct {
 	// a chat's last message, a completion's prompt as sent (token ids as
 	// "1,2,3", as llm-d-inference-sim echoes them).
 	EchoText string
-	// MM are the prompt's multimodal items' placeholder runs in IDs, and
-	// MMFLOPs their encoder FLOPs.
+	// MM are the prompt's multimodal items' placeholder runs in IDs,
+	// MMFLOPs their encoder FLOPs and MMWork their encoder passes.
 	MM      []kv.MMFeature
 	MMFLOPs []float64
+	MMWork  []*engine.EncoderWork
+	// MMPads are the items' pad-value runs in IDs (SGLang mode).
+	MMPads []kv.MMPad
 }
 
 // BuildGenerate runs the phases every generation surface shares on a
@@ -160,11 +163,11 @@ func (s *Server) tokenizePrompts(in *GenInput) ([]input.RawPrompt, *wire.APIErro
 		if e != nil {
 			return nil, e
 		}
-		ids, mm, flops, e := s.expandPrompt(text, items, false)
+		x, e := s.expandPrompt(text, items, false)
 		if e != nil {
 			return nil, e
 		}
-		return []input.RawPrompt{{Text: text, IDs: ids, IsText: true, MM: mm, MMFLOPs: flops}}, nil
+		return []input.RawPrompt{{Text: text, IDs: x.ids, IsText: true, MM: x.mm, MMFLOPs: x.flops, MMWork: x.works, MMPads: x.pads}}, nil
 	}
 	if in.Chat {
 		text, e := s.RenderChat(in.Body, in.Msgs, in.ToolsJSON, in.AddGen, in.ContFinal)
@@ -267,7 +270,8 @@ func (s *Server) checkPrompt(g *GenRequest, rp input.RawPrompt) (PromptSpec, *wi
 		return PromptSpec{}, wire.ErrInvalid("min_tokens", "min_tokens must be less than or equal to max_tokens=%d, got %d.", m, g.minTokens)
 	}
 	ps := PromptSpec{IDs: ids, Text: rp.Text, IsText: rp.IsText, M: m}
-	ps.MM, ps.MMFLOPs = truncatedMM(rp.MM, rp.MMFLOPs, len(rp.IDs)-len(ids))
+	ps.MM, ps.MMFLOPs, ps.MMWork = truncatedMM(rp.MM, rp.MMFLOPs, rp.MMWork, len(rp.IDs)-len(ids))
+	ps.MMPads = truncatedPads(rp.MMPads, len(rp.IDs)-len(ids))
 	if !rp.IsText || truncated {
 		ps.Text = tokenizer.DecodeLiteral(ids)
 	}
@@ -362,15 +366,33 @@ func (g *GenRequest) IncludeUsage() bool { return g.includeUsage }
 // ContinuousUsage reports whether every chunk of a stream carries usage.
 func (g *GenRequest) ContinuousUsage() bool { return g.continuousUsage }
 
+// truncatedPads shifts the pad-value runs by the cut tokens of a truncated
+// prompt; a run that was cut, even in part, is dropped, as truncatedMM
+// drops its item.
+func truncatedPads(pads []kv.MMPad, cut int) []kv.MMPad {
+	if cut == 0 || len(pads) == 0 {
+		return pads
+	}
+	out := make([]kv.MMPad, 0, len(pads))
+	for _, p := range pads {
+		if p.Offset >= cut {
+			p.Offset -= cut
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // truncatedMM shifts the items' runs by the cut tokens of a truncated
 // prompt; an item whose run was cut, even in part, leaves the prompt (its
 // tokens are then ordinary ones to the block hash).
-func truncatedMM(mm []kv.MMFeature, flops []float64, cut int) ([]kv.MMFeature, []float64) {
+func truncatedMM(mm []kv.MMFeature, flops []float64, works []*engine.EncoderWork, cut int) ([]kv.MMFeature, []float64, []*engine.EncoderWork) {
 	if cut == 0 || len(mm) == 0 {
-		return mm, flops
+		return mm, flops, works
 	}
 	out := make([]kv.MMFeature, 0, len(mm))
 	var outF []float64
+	var outW []*engine.EncoderWork
 	for i, f := range mm {
 		if f.Offset >= cut {
 			f.Offset -= cut
@@ -378,7 +400,10 @@ func truncatedMM(mm []kv.MMFeature, flops []float64, cut int) ([]kv.MMFeature, [
 			if i < len(flops) {
 				outF = append(outF, flops[i])
 			}
+			if i < len(works) {
+				outW = append(outW, works[i])
+			}
 		}
 	}
-	return out, outF
+	return out, outF, outW
 }

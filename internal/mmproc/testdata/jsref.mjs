@@ -64,6 +64,8 @@ const families = {
   'Qwen/Qwen2.5-VL-7B-Instruct': (c) => qwen(14, c.min_pixels || 3136, c.max_pixels || 12845056),
   'Qwen/Qwen2-VL-7B-Instruct': () => qwen(14, 3136, 12845056),
   'Qwen/Qwen3-VL-8B-Instruct': () => qwen(16, 65536, 16777216),
+  // Qwen2.5-Omni's image processor is Qwen2VLImageProcessor with Qwen2.5-VL's bounds.
+  'Qwen/Qwen2.5-Omni-7B': () => qwen(14, 3136, 12845056),
   'google/gemma-3-4b-it': gemma3,
   'llava-hf/llava-1.5-7b-hf': llava,
   'mistral-community/pixtral-12b': () => pixtral(1024, 16, 1),

@@ -61,15 +61,102 @@ def llama4(h, w, max_tiles=16, tile=336):
         n += rows * cols * per + rows * (cols - 1) + rows
     return n
 
-def qwen2_audio(seconds, rate):
+def internvl(h, w, min_num=1, max_num=12, image_size=448, thumbnail=True):
+    # vLLM's internvl.py: get_internvl_target_ratios, find_closest_aspect_ratio,
+    # calculate_internvl_targets; 256 <IMG_CONTEXT> per crop between <img> and </img>
+    ratios = sorted({(i, j) for n in range(min_num, max_num + 1) for i in range(1, n + 1)
+                     for j in range(1, n + 1) if min_num <= i * j <= max_num}, key=lambda x: x[0] * x[1])
+    aspect = w / h
+    best_diff, best = float('inf'), (1, 1)
+    for r in ratios:
+        diff = abs(aspect - r[0] / r[1])
+        if diff < best_diff:
+            best_diff, best = diff, r
+        elif diff == best_diff and w * h > 0.5 * image_size * image_size * r[0] * r[1]:
+            best = r
+    blocks = best[0] * best[1]
+    if thumbnail and blocks != 1:
+        blocks += 1
+    return 2 + blocks * int((image_size // 14) ** 2 * 0.5 ** 2)
+
+def phi4mm_image(h, w, dynamic_hd=36, crop=448, patch=14, comp=2):
+    # vLLM phi4mm.py: _find_target_aspect_ratio, _get_padding_size,
+    # _compute_num_image_tokens (find_closest_aspect_ratio as InternVL's);
+    # the model's Phi4MMImageProcessor, which vLLM runs on the image,
+    # refuses a scaled side under 10 px
+    wc, hc = math.ceil(w / float(crop)), math.ceil(h / float(crop))
+    if wc * hc > dynamic_hd:
+        ratios = sorted({(i, j) for i in range(1, dynamic_hd + 1) for j in range(1, dynamic_hd + 1)
+                         if 1 <= i * j <= dynamic_hd}, key=lambda x: x[0] * x[1])
+        aspect, best_diff, best = w / h, float('inf'), (1, 1)
+        for r in ratios:
+            diff = abs(aspect - r[0] / r[1])
+            if diff < best_diff:
+                best_diff, best = diff, r
+            elif diff == best_diff and w * h > 0.5 * crop * crop * r[0] * r[1]:
+                best = r
+        wc, hc = best
+    tw, th = crop * wc, crop * hc
+    rw, rh = tw / w, th / h
+    if rw < rh:
+        pad_w, pad_h = 0, th - int(h * rw)
+        new_w, new_h = tw, int(h * rw)
+    else:
+        pad_w, pad_h = tw - int(w * rh), 0
+        new_w, new_h = int(w * rh), th
+    if min(new_h, th) < 10 or min(new_w, tw) < 10:
+        return None  # Phi4MMImageProcessor.dynamic_preprocess raises
+    fw, fh = tw // patch, th // patch
+    if pad_w >= patch:
+        fw -= math.floor(pad_w / patch)
+    elif pad_h >= patch:
+        fh -= math.floor(pad_h / patch)
+    pw = fw // comp + (1 if fw % comp else 0)
+    ph = fh // comp + (1 if fh % comp else 0)
+    side = crop // patch // comp
+    return side * side + 1 + pw * ph + ph + side
+
+def phi4mm_audio(seconds, rate):
+    # vLLM audio.py resample_audio_scipy (integer ratio), then phi4mm.py
+    # get_audio_num_frames and _compute_audio_embed_size (compression 8)
+    n = round(seconds * rate)
+    if rate > 16000:
+        down = rate // 16000
+        n = -(-n // down)
+    elif rate < 16000:
+        n = n * (16000 // rate)
+    frames = (n - 400) // 160 + 1
+    if frames < 1:
+        return None
+    return frames // 8 + (1 if frames % 8 else 0)
+
+def qwen2_audio(seconds, rate, n_samples=480000):
     n = round(seconds * rate)
     if rate != 16000:
         n = math.ceil(n * 16000 / rate)
-    n = min(n, 480000)
+    n = min(n, n_samples)  # WhisperFeatureExtractor truncates to n_samples
     frames = len(range(0, n, 160))  # the attention mask, every 160th sample
     conv = (frames - 1) // 2 + 1
     out = (conv - 2) // 2 + 1
     return out if out > 0 else None
+
+def whisper(seconds, rate=16000, chunk_s=30, overlap_s=1, hop=160):
+    # vLLM speech_to_text.py: _preprocess_speech_to_text, _split_audio and
+    # _find_split_point on audio whose 0.1-s windows are equally loud (the
+    # first candidate wins); whisper.py get_num_audio_tokens
+    n = round(seconds * rate)
+    duration = n / rate
+    chunk, overlap = rate * chunk_s, rate * overlap_s
+    windows = 1
+    if duration > chunk_s:
+        windows, i = 0, 0
+        while i < n:
+            if i + chunk >= n:
+                windows += 1
+                break
+            windows += 1
+            i = i + chunk - overlap  # the quietest window's start: the first
+    return windows, math.ceil(duration * rate / hop)
 
 sizes = [(1, 1), (10, 10), (27, 28), (28, 28), (29, 29), (42, 42), (56, 56), (70, 70), (100, 3),
          (224, 224), (336, 336), (480, 640), (512, 512), (600, 800), (720, 1280), (768, 1024),
@@ -86,6 +173,11 @@ for h, w in sizes:
         ("mistral-community/pixtral-12b", pixtral(h, w, 1024, 16)),
         ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", pixtral(h, w, 1540, 28)),
         ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4(h, w)),
+        ("OpenGVLab/InternVL2_5-8B", internvl(h, w)),
+        ("OpenGVLab/InternVL3-8B", internvl(h, w)),
+        # the thinker's images are Qwen2.5-VL's, behind <|IMAGE|>
+        ("Qwen/Qwen2.5-Omni-7B", qwen(h, w, 14, 3136, 12845056)),
+        ("microsoft/Phi-4-multimodal-instruct", phi4mm_image(h, w)),
     ]:
         cases.append({"model": model, "kind": "image", "width": w, "height": h, "tokens": n})
 # min/max pixel clamps set through the preprocessor config
@@ -93,14 +185,47 @@ for h, w in [(28, 28), (1024, 1024), (4096, 4096), (100, 3000), (56, 56)]:
     for lo, hi in [(256 * 28 * 28, 1280 * 28 * 28), (4 * 28 * 28, 16 * 28 * 28), (100000, 200000)]:
         cases.append({"model": "Qwen/Qwen2.5-VL-7B-Instruct", "kind": "image", "width": w, "height": h,
                       "min_pixels": lo, "max_pixels": hi, "tokens": qwen(h, w, 14, lo, hi)})
+# InternVL: the grid's tie rule (a larger grid of the same shape wins when the
+# image covers over half of it) and other max_dynamic_patch settings
+for h, w in [(448, 448), (449, 449), (633, 633), (634, 634), (635, 635), (896, 896), (950, 950), (951, 951),
+             (1344, 1344), (1345, 1345),
+             (448, 896), (448, 1344), (900, 300), (1000, 1500), (480, 1600), (4096, 300)]:
+    cases.append({"model": "OpenGVLab/InternVL2_5-8B", "kind": "image", "width": w, "height": h,
+                  "tokens": internvl(h, w)})
+    for mx in [1, 6, 24]:
+        cases.append({"model": "OpenGVLab/InternVL2_5-8B", "kind": "image", "width": w, "height": h,
+                      "max_dynamic_patch": mx, "tokens": internvl(h, w, max_num=mx)})
 for secs in [0.001, 0.01, 0.02, 0.025, 0.1, 0.5, 1, 2.5, 7.3, 10, 29.99, 30, 30.01, 60, 300]:
     for rate in [16000, 44100, 8000]:
         cases.append({"model": "Qwen/Qwen2-Audio-7B-Instruct", "kind": "audio", "seconds": secs,
                       "rate": rate, "tokens": qwen2_audio(secs, rate)})
+# Qwen2.5-Omni: Qwen2-Audio's rule with its preprocessor's 300-s window
+# (chunk_length 300, n_samples 4,800,000)
+for secs in [0.001, 0.01, 0.025, 0.1, 0.5, 1, 7.3, 30, 30.01, 60, 299.99, 300, 300.01, 360]:
+    for rate in [16000, 44100, 8000]:
+        cases.append({"model": "Qwen/Qwen2.5-Omni-7B", "kind": "audio", "seconds": secs,
+                      "rate": rate, "tokens": qwen2_audio(secs, rate, 4800000)})
+# Phi-4-multimodal: images past the 36-crop bound, and audio at four rates
+for h, w in [(1, 30), (30, 1), (5000, 100), (100, 5000), (448, 448), (449, 449), (448, 3000), (2688, 2688), (2689, 2689), (3000, 3000), (300, 8000),
+             (8000, 300), (1000, 700), (14, 5000), (896, 897)]:
+    cases.append({"model": "microsoft/Phi-4-multimodal-instruct", "kind": "image", "width": w, "height": h,
+                  "tokens": phi4mm_image(h, w)})
+for secs in [0.001, 0.02, 0.025, 0.03, 0.1, 0.5, 1, 7.3, 30, 60, 300]:
+    for rate in [16000, 44100, 8000, 22050]:
+        cases.append({"model": "microsoft/Phi-4-multimodal-instruct", "kind": "audio", "seconds": secs,
+                      "rate": rate, "tokens": phi4mm_audio(secs, rate)})
+# Whisper (openai/whisper-large-v3): the windows of a transcription and
+# the audio tokens its streamed usage adds to the decoder prompt
+for secs in [0.001, 0.01, 0.1, 1, 10, 29.99, 30, 30.01, 58.99, 59, 59.01, 60, 88, 89, 120, 300, 1500]:
+    w, t = whisper(secs)
+    cases.append({"model": "openai/whisper-large-v3", "kind": "transcription", "seconds": secs,
+                  "windows": w, "tokens": t})
 # several images in one prompt: the counts add up
 for model, f in [("Qwen/Qwen2.5-VL-7B-Instruct", lambda h, w: qwen(h, w, 14, 3136, 12845056)),
                  ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4),
-                 ("mistral-community/pixtral-12b", lambda h, w: pixtral(h, w, 1024, 16))]:
+                 ("mistral-community/pixtral-12b", lambda h, w: pixtral(h, w, 1024, 16)),
+                 ("OpenGVLab/InternVL3-8B", internvl),
+                 ("microsoft/Phi-4-multimodal-instruct", phi4mm_image)]:
     imgs = [(1024, 1024), (480, 640), (56, 56), (2160, 3840)]
     cases.append({"model": model, "kind": "images", "sizes": [[w, h] for h, w in imgs],
                   "tokens": sum(f(h, w) for h, w in imgs)})
