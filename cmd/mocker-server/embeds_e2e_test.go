@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -12,6 +13,7 @@ import (
 // as in production) with Qwen3's real tokenizer: the prompt is the image
 // prompt's, its run of 256 <|image_pad|> (a 448×448 image) replaced by as
 // many pads as the torch.save tensor has rows.
+// Qwen2.5-VL's dict form of image_embeds does the same with t·h·w/4 rows.
 func TestE2E_ImageEmbedsAreTheTensorsRows(t *testing.T) {
 	dir := tokenizerFiles(t, qwen3Package)
 	srv := e2eStartProduction(t, loadConfig(t, map[string]any{
@@ -42,12 +44,23 @@ func TestE2E_ImageEmbedsAreTheTensorsRows(t *testing.T) {
 		t.Fatalf("no 256-token image run in %v", img.PromptTokenIDs)
 	}
 	pad := img.PromptTokenIDs[start]
-	for name, rows := range map[string]int{"embeds_4x8_bf16.pt": 4, "embeds_T_8x4_f4.pt": 8} {
+	fixture := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("..", "..", "internal", "media", "testdata", name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := ask(map[string]any{"type": "image_embeds", "image_embeds": base64.StdEncoding.EncodeToString(b)})
+		return base64.StdEncoding.EncodeToString(b)
+	}
+	for name, rows := range map[string]int{"embeds_4x8_bf16.pt": 4, "embeds_T_8x4_f4.pt": 8, "embeds_16x8_f4.pt+grid_1x8x8.pt": 16} {
+		var part map[string]any
+		if embeds, grid, dict := strings.Cut(name, "+"); dict {
+			// Qwen2.5-VL's dict form: a 1×8×8 grid is 8·8/2² = 16 rows.
+			part = map[string]any{"type": "image_embeds", "image_embeds": map[string]any{
+				"image_embeds": fixture(embeds), "image_grid_thw": fixture(grid)}}
+		} else {
+			part = map[string]any{"type": "image_embeds", "image_embeds": fixture(name)}
+		}
+		got := ask(part)
 		want := slices.Concat(img.PromptTokenIDs[:start], slices.Repeat([]uint32{pad}, rows), img.PromptTokenIDs[start+256:])
 		if got.Usage.PromptTokens != img.Usage.PromptTokens-256+rows || !slices.Equal(got.PromptTokenIDs, want) {
 			t.Errorf("%s: prompt_tokens %d (image %d), ids\n %v\nwant\n %v", name, got.Usage.PromptTokens, img.Usage.PromptTokens, got.PromptTokenIDs, want)

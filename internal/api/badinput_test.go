@@ -59,7 +59,7 @@ func TestBadInput(t *testing.T) {
 		{"message without role", chat, "", `{"messages":[{"role":"user","content":"a"},{"content":"x"}]}`, nil, 400, "Bad Request", "Field required: messages[1].role", "messages[1].role"},
 		{"role not string", chat, "", `{"messages":[{"role":1,"content":"x"}]}`, nil, 400, "Bad Request", "Invalid type for field 'messages[0].role': expected string", "messages[0].role"},
 		{"image part of no URL scheme", chat, "", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, nil, 400, "BadRequestError", "The URL must be either a HTTP, data or file URL.", "messages[0].content[0]"},
-		{"unknown part type", chat, "", `{"messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"x"}}]}]}`, nil, 400, "BadRequestError", "Unsupported content part type: supported are text, image_url, input_image, input_audio, audio_url, video_url and image_embeds.", "messages[0].content[0].type"},
+		{"unknown part type", chat, "", `{"messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"x"}}]}]}`, nil, 400, "BadRequestError", "Unsupported content part type: supported are text, image_url, input_image, input_audio, audio_url, video_url, image_embeds and audio_embeds.", "messages[0].content[0].type"},
 		{"text parts ok", chat, "", `{"messages":[{"role":"user","content":[{"type":"text","text":"Hello!"}]}],"max_tokens":1}`, nil, 200, "", "", nil},
 		{"prompt empty string", compl, "", `{"prompt":""}`, nil, 400, "BadRequestError", "prompt must not be empty", "prompt"},
 		{"prompt empty list", compl, "", `{"prompt":[]}`, nil, 400, "BadRequestError", "prompt must not be empty", "prompt"},

@@ -99,7 +99,7 @@ func TestMultimodal_ImageEmbedsRefusals(t *testing.T) {
 		part []map[string]any
 		msg  string
 	}{
-		{"dict form", []map[string]any{embedsPart(map[string]any{"image_embeds": torchEmbeds(t, "embeds_4x8_f4.pt"), "image_grid_thw": "AAAA"})}, "The dict form of image_embeds"},
+		{"dict form, a grid that is no tensor", []map[string]any{embedsPart(map[string]any{"image_embeds": torchEmbeds(t, "embeds_4x8_f4.pt"), "image_grid_thw": "AAAA"})}, "The media format is not supported"},
 		{"empty", []map[string]any{embedsPart("")}, "image_embeds must be a base64 torch.save tensor"},
 		{"saved dict", []map[string]any{embedsPart(torchEmbeds(t, "embeds_dict.pt"))}, "dict"},
 		{"stacked items", []map[string]any{embedsPart(torchEmbeds(t, "embeds_2x5x8_f4.pt"))}, "holds 2 items; send one (tokens, hidden) tensor per image_embeds part"},

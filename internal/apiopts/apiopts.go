@@ -136,6 +136,7 @@ func multimodalOptions(cfg *config.Config, p *mmproc.Processor) settings.Multimo
 		AllowedLocalMediaPath: cfg.AllowedLocalMediaPath,
 		AllowedMediaDomains:   cfg.AllowedMediaDomains,
 		EnableEmbeds:          cfg.EnableMMEmbeds,
+		InterleaveStrings:     cfg.InterleaveMMStrings,
 		RemoteImageWidth:      u.ImageWidth,
 		RemoteImageHeight:     u.ImageHeight,
 		RemoteDuration:        u.AudioDuration(),

@@ -156,7 +156,8 @@ type Config struct {
 	MMProcessorCacheGB    float64         `json:"mm_processor_cache_gb"`
 	MMEncoderTPMode       MMEncoderTPMode `json:"mm_encoder_tp_mode"`
 	DisableChunkedMMInput bool            `json:"disable_chunked_mm_input"`
-	EnableMMEmbeds        bool            `json:"enable_mm_embeds"` // accept image_embeds parts, as vLLM
+	EnableMMEmbeds        bool            `json:"enable_mm_embeds"`      // accept image_embeds and audio_embeds parts, as vLLM
+	InterleaveMMStrings   bool            `json:"interleave_mm_strings"` // string-format prompts keep items where their parts are
 	// MMProcessorModel names the model whose multimodal processor applies
 	// when --model is not a multimodal model the mock knows ("none": a
 	// text-only model, media refused as vLLM refuses them).

@@ -86,3 +86,43 @@ func BenchmarkImageDataURL(b *testing.B) {
 		})
 	}
 }
+
+// benchNpy is a .npy array of 1369 × 3584 float16 (one 1024×1024 image's
+// embeddings for a 7B Qwen2.5-VL, 9.8 MB), in C or Fortran order.
+func benchNpy(fortran bool) []byte {
+	const rows, cols = 1369, 3584
+	order := "False"
+	if fortran {
+		order = "True"
+	}
+	header := "{'descr': '<f2', 'fortran_order': " + order + ", 'shape': (1369, 3584), }"
+	header += string(bytes.Repeat([]byte{' '}, 63-(10+len(header))%64)) + "\n"
+	out := append([]byte("\x93NUMPY\x01\x00"), byte(len(header)), byte(len(header)>>8))
+	out = append(out, header...)
+	body := make([]byte, rows*cols*2)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range body {
+		body[i] = byte(r.Uint32())
+	}
+	return append(out, body...)
+}
+
+// BenchmarkHashEmbeds is vLLM's hash of an embeddings payload: read the
+// tensor and hash its C-order bytes (a contiguous array is hashed in
+// place; a Fortran-order one is gathered into C order first).
+func BenchmarkHashEmbeds(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		fortran bool
+	}{{"contiguous", false}, {"fortran", true}} {
+		data := benchNpy(tc.fortran)
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, exact, err := Hash(KindEmbeds, data, HashOptions{}); err != nil || exact != Exact {
+					b.Fatal(exact, err)
+				}
+			}
+		})
+	}
+}

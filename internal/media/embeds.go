@@ -25,11 +25,39 @@ func ProbeEmbeds(data []byte) (Item, error) {
 	if bytes.HasPrefix(data, zipMagic) {
 		return probeTorch(data)
 	}
+	a, err := readNpy(data, what)
+	if err != nil {
+		return Item{}, err
+	}
+	if len(a.shape) < 2 || len(a.shape) > 3 {
+		return Item{}, fmt.Errorf("%w: %s of shape %s (want (tokens, hidden) or (items, tokens, hidden))", ErrCorrupt, what, a.shapeText)
+	}
+	it := Item{Kind: KindEmbeds, Size: len(data), EmbedTokens: int(a.shape[len(a.shape)-2])}
+	if len(a.shape) == 3 {
+		it.Frames = int(a.shape[0])
+	}
+	if it.EmbedTokens == 0 {
+		return Item{}, fmt.Errorf("%w: %s with no rows", ErrCorrupt, what)
+	}
+	return it, nil
+}
+
+// npyArray is a .npy file's header and the bytes of its elements.
+type npyArray struct {
+	descr     string // the dtype string, e.g. "<f4"
+	fortran   bool
+	shape     []uint64
+	shapeText string
+	body      []byte // exactly the elements' bytes
+}
+
+// readNpy reads a .npy header and bounds its data.
+func readNpy(data []byte, what string) (npyArray, error) {
 	if len(data) >= 2 && data[0] == 0x80 && data[1] <= 5 {
-		return Item{}, fmt.Errorf("%w: %s: a bare pickle (torch.save before torch 1.6, or _use_new_zipfile_serialization=False); save with a current torch", ErrUnsupported, what)
+		return npyArray{}, fmt.Errorf("%w: %s: a bare pickle (torch.save before torch 1.6, or _use_new_zipfile_serialization=False); save with a current torch", ErrUnsupported, what)
 	}
 	if len(data) < 10 || string(data[:6]) != string(npyMagic) {
-		return Item{}, fmt.Errorf("%w: %s that is neither a torch.save archive nor a .npy array", ErrUnsupported, what)
+		return npyArray{}, fmt.Errorf("%w: %s that is neither a torch.save archive nor a .npy array", ErrUnsupported, what)
 	}
 	var hlen, start int
 	switch data[6] {
@@ -37,59 +65,54 @@ func ProbeEmbeds(data []byte) (Item, error) {
 		hlen, start = int(binary.LittleEndian.Uint16(data[8:])), 10
 	case 2, 3:
 		if len(data) < 12 {
-			return Item{}, fmt.Errorf("%w: %s: short header", ErrCorrupt, what)
+			return npyArray{}, fmt.Errorf("%w: %s: short header", ErrCorrupt, what)
 		}
 		hlen, start = int(binary.LittleEndian.Uint32(data[8:])), 12
 	default:
-		return Item{}, fmt.Errorf("%w: %s: .npy version %d", ErrUnsupported, what, data[6])
+		return npyArray{}, fmt.Errorf("%w: %s: .npy version %d", ErrUnsupported, what, data[6])
 	}
 	if hlen < 0 || start+hlen > len(data) || hlen > 1<<16 {
-		return Item{}, fmt.Errorf("%w: %s: header of %d bytes past the data", ErrCorrupt, what, hlen)
+		return npyArray{}, fmt.Errorf("%w: %s: header of %d bytes past the data", ErrCorrupt, what, hlen)
 	}
 	header := string(data[start : start+hlen])
 	descr, ok := npyField(header, "descr")
 	if !ok {
-		return Item{}, fmt.Errorf("%w: %s: no descr", ErrCorrupt, what)
+		return npyArray{}, fmt.Errorf("%w: %s: no descr", ErrCorrupt, what)
 	}
-	size, ok := npyItemSize(strings.Trim(descr, `'"`))
+	descr = strings.Trim(descr, `'"`)
+	size, ok := npyItemSize(descr)
 	if !ok {
-		return Item{}, fmt.Errorf("%w: %s: dtype %s", ErrUnsupported, what, descr)
+		return npyArray{}, fmt.Errorf("%w: %s: dtype %s", ErrUnsupported, what, descr)
 	}
 	shapeText, ok := npyField(header, "shape")
 	if !ok || !strings.HasPrefix(shapeText, "(") {
-		return Item{}, fmt.Errorf("%w: %s: no shape", ErrCorrupt, what)
+		return npyArray{}, fmt.Errorf("%w: %s: no shape", ErrCorrupt, what)
 	}
-	var shape []uint64
+	a := npyArray{descr: descr, shapeText: shapeText}
+	if f, ok := npyField(header, "fortran_order"); ok && strings.HasPrefix(f, "True") {
+		a.fortran = true
+	}
 	for _, f := range strings.Split(strings.Trim(shapeText, "()"), ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
 		n, err := strconv.ParseUint(f, 10, 40)
-		if err != nil {
-			return Item{}, fmt.Errorf("%w: %s: shape %s", ErrCorrupt, what, shapeText)
+		if err != nil || len(a.shape) >= torchMaxDims {
+			return npyArray{}, fmt.Errorf("%w: %s: shape %s", ErrCorrupt, what, shapeText)
 		}
-		shape = append(shape, n)
-	}
-	if len(shape) < 2 || len(shape) > 3 {
-		return Item{}, fmt.Errorf("%w: %s of shape %s (want (tokens, hidden) or (items, tokens, hidden))", ErrCorrupt, what, shapeText)
+		a.shape = append(a.shape, n)
 	}
 	elems := uint64(1)
-	for _, n := range shape {
+	for _, n := range a.shape {
 		if elems = elems * n; elems > 1<<40 {
-			return Item{}, fmt.Errorf("%w: %s of shape %s", ErrTooLarge, what, shapeText)
+			return npyArray{}, fmt.Errorf("%w: %s of shape %s", ErrTooLarge, what, shapeText)
 		}
 	}
 	if have := uint64(len(data) - start - hlen); elems*size > have {
-		return Item{}, fmt.Errorf("%w: %s: shape %s needs %d bytes, %d follow the header", ErrCorrupt, what, shapeText, elems*size, have)
+		return npyArray{}, fmt.Errorf("%w: %s: shape %s needs %d bytes, %d follow the header", ErrCorrupt, what, shapeText, elems*size, have)
 	}
-	it := Item{Kind: KindEmbeds, Size: len(data), EmbedTokens: int(shape[len(shape)-2])}
-	if len(shape) == 3 {
-		it.Frames = int(shape[0])
-	}
-	if it.EmbedTokens == 0 {
-		return Item{}, fmt.Errorf("%w: %s with no rows", ErrCorrupt, what)
-	}
-	return it, nil
+	a.body = data[start+hlen : uint64(start+hlen)+elems*size]
+	return a, nil
 }
 
 // npyField returns the text of a key's value in the header's Python dict

@@ -45,5 +45,8 @@ func FuzzProbeEmbeds(f *testing.F) {
 		if err == nil && (it.EmbedTokens <= 0 || it.Kind != KindEmbeds) {
 			t.Fatalf("bad item %+v", it)
 		}
+		if err == nil {
+			Hash(KindEmbeds, data, HashOptions{}) // exact or bytes-only, never a panic
+		}
 	})
 }

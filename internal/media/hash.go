@@ -106,14 +106,12 @@ func (e Exactness) String() string {
 // (ProcessorInputs.get_mm_hashes → MultiModalHasher.hash_kwargs with the
 // model id, the item and the non-empty hash factors). Images are exact: vLLM
 // hashes an image loaded from bytes as those bytes (MediaWithBytes), so no
-// pixel is decoded and any image format is exact. Audio and video are
-// BytesOnly. The cost is one pass of the hash over data (blake3: about
-// 1 GB/s and up on one core).
+// pixel is decoded and any image format is exact. Embeddings are exact
+// when ReadTensor reads the payload: vLLM hashes the loaded tensor (its
+// dtype, shape and C-order elements), which HashEmbeds serializes the same
+// way. Audio and video are BytesOnly. The cost is one pass of the hash over
+// data (blake3: about 1 GB/s and up on one core).
 func Hash(kind Kind, data []byte, opt HashOptions) (string, Exactness, error) {
-	h, err := newHasher(opt.Algorithm)
-	if err != nil {
-		return "", 0, err
-	}
 	var modality string
 	exact := BytesOnly
 	switch kind {
@@ -123,13 +121,72 @@ func Hash(kind Kind, data []byte, opt HashOptions) (string, Exactness, error) {
 		modality = "audio"
 	case KindVideo:
 		modality = "video"
-	case KindEmbeds:
-		modality = "image"
+	case KindEmbeds, KindAudioEmbeds:
+		modality = kind.Modality()
+		if t, err := ReadTensor(data); err == nil {
+			if len(t.Shape) == 3 && t.Shape[0] == 1 {
+				// vLLM's chat parser takes a (1, tokens, hidden) batch
+				// of one as its item t[0].
+				t, _ = t.Index(0)
+			}
+			h, err := HashEmbeds(modality, []NamedTensor{{Tensor: t}}, opt)
+			return h, Exact, err
+		}
 	default:
 		return "", 0, fmt.Errorf("%w: cannot hash a %s item", ErrUnsupported, kind)
 	}
-	// The keyword arguments of hash_kwargs; the item's value is written
-	// below, as the MediaWithBytes wrapper serializes.
+	// The MediaWithBytes leaf: its serialization is
+	// iter_item_to_bytes(modality, bytes) under the outer key.
+	h, err := hashKwargs(modality, func(w *hashWriter) {
+		w.key(modality)
+		if w.framed {
+			w.raw(tagLeaf)
+		}
+		w.item(modality, bytesLeaf(data))
+	}, opt)
+	return h, exact, err
+}
+
+// NamedTensor is one tensor of an embeddings item: the item itself when
+// Name is empty, else one key of vLLM's dict form (Qwen-VL's image_embeds
+// and image_grid_thw).
+type NamedTensor struct {
+	Name   string
+	Tensor Tensor
+}
+
+// HashEmbeds returns vLLM's multimodal hash of an embeddings item of the
+// modality ("image", "audio"): one tensor (a single unnamed NamedTensor),
+// or the dict form's mapping of its tensors in the given order. vLLM's
+// MultiModalHasher.serialize_item writes a tensor as its NumPy array
+// (dtype.str, shape, C-order bytes) under the key "tensor"; a bfloat16
+// tensor, which NumPy lacks, as {original_dtype, original_shape, data: its
+// bytes as a uint8 array}.
+func HashEmbeds(modality string, parts []NamedTensor, opt HashOptions) (string, error) {
+	var v any
+	if len(parts) == 1 && parts[0].Name == "" {
+		v = tensorLeaf(parts[0].Tensor)
+	} else {
+		m := make(mapping, len(parts))
+		for i, p := range parts {
+			if p.Name == "" {
+				return "", fmt.Errorf("%w: an unnamed tensor in a dict-form item", ErrUnsupported)
+			}
+			m[i] = kv{p.Name, tensorLeaf(p.Tensor)}
+		}
+		v = m
+	}
+	return hashKwargs(modality, func(w *hashWriter) { w.item(modality, v) }, opt)
+}
+
+// hashKwargs is MultiModalHasher.hash_kwargs(model_id=…, <modality>=item,
+// **factors) with the keys in sorted order; item writes the modality's key
+// and value.
+func hashKwargs(modality string, item func(w *hashWriter), opt HashOptions) (string, error) {
+	h, err := newHasher(opt.Algorithm)
+	if err != nil {
+		return "", err
+	}
 	kw := mapping{{modality, nil}}
 	if len(opt.MediaIOKwargs) > 0 {
 		kw = append(kw, kv{"media_io_kwargs", mapping{{modality, fieldsMapping(opt.MediaIOKwargs)}}})
@@ -142,18 +199,12 @@ func Hash(kind Kind, data []byte, opt HashOptions) (string, Exactness, error) {
 	w := hashWriter{h: h, framed: opt.Scheme == SchemeFramed}
 	for _, e := range kw {
 		if e.k == modality {
-			// The outer key, then the MediaWithBytes leaf whose
-			// serialization is iter_item_to_bytes(modality, bytes).
-			w.key(modality)
-			if w.framed {
-				w.raw(tagLeaf)
-			}
-			w.item(modality, bytesLeaf(data))
+			item(&w)
 			continue
 		}
 		w.item(e.k, e.v)
 	}
-	return hex.EncodeToString(h.Sum(nil)), exact, nil
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // newHasher returns the hash vLLM's _get_hasher_factory returns for alg.
@@ -172,7 +223,15 @@ func newHasher(alg HashAlgorithm) (hash.Hash, error) {
 // The value model of the serializer: what Python's MultiModalHasher sees.
 type (
 	bytesLeaf []byte
-	kv        struct {
+	// tensorLeaf is a torch.Tensor, ndarrayLeaf the NumPy array
+	// serialize_item turns it into.
+	tensorLeaf  Tensor
+	ndarrayLeaf struct {
+		dtype string
+		shape []uint64
+		data  []byte
+	}
+	kv struct {
 		k string
 		v any
 	}
@@ -283,6 +342,10 @@ func (w *hashWriter) value(v any) {
 // bool (one byte), bytes as themselves.
 func (w *hashWriter) leaf(v any) {
 	switch x := v.(type) {
+	case tensorLeaf:
+		w.tensor(Tensor(x))
+	case ndarrayLeaf:
+		w.ndarray(x)
 	case bytesLeaf:
 		w.chunk(x)
 	case []byte:
@@ -312,6 +375,36 @@ func (w *hashWriter) leaf(v any) {
 		// Python would pickle anything else; no JSON value gets here.
 		w.chunk([]byte(fmt.Sprint(x)))
 	}
+}
+
+// tensor is serialize_item(torch.Tensor): iter_item_to_bytes("tensor",
+// tensor.numpy()), or for bfloat16 the dict of its original dtype and shape
+// and its bytes viewed as uint8.
+func (w *hashWriter) tensor(t Tensor) {
+	data := t.view.cBytes()
+	if t.Dtype == "bfloat16" {
+		shape := make([]any, len(t.Shape))
+		for i, n := range t.Shape {
+			shape[i] = int64(n)
+		}
+		w.item("tensor", mapping{
+			{"original_dtype", "torch.bfloat16"},
+			{"original_shape", shape},
+			{"data", ndarrayLeaf{dtype: "|u1", shape: []uint64{uint64(len(data))}, data: data}},
+		})
+		return
+	}
+	w.item("tensor", ndarrayLeaf{dtype: t.view.np, shape: t.view.shape, data: data})
+}
+
+// ndarray is serialize_item(np.ndarray) of an array of at least one
+// dimension: iter_item_to_bytes("ndarray", {dtype: dtype.str, shape, data}).
+func (w *hashWriter) ndarray(a ndarrayLeaf) {
+	shape := make([]any, len(a.shape))
+	for i, n := range a.shape {
+		shape[i] = int64(n)
+	}
+	w.item("ndarray", mapping{{"dtype", a.dtype}, {"shape", shape}, {"data", bytesLeaf(a.data)}})
 }
 
 func (w *hashWriter) int64(i int64) {

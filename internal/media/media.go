@@ -26,6 +26,9 @@ const (
 	// KindEmbeds is a precomputed embedding tensor (image_embeds): its
 	// token count is its first dimension, not a function of pixels.
 	KindEmbeds
+	// KindAudioEmbeds is a precomputed audio embedding tensor
+	// (audio_embeds): its token count is its first dimension.
+	KindAudioEmbeds
 )
 
 // String returns the modality's name as vLLM's limit_mm_per_prompt keys it
@@ -41,8 +44,22 @@ func (k Kind) String() string {
 		return "video"
 	case KindEmbeds:
 		return "image_embeds"
+	case KindAudioEmbeds:
+		return "audio_embeds"
 	}
 	return "unknown"
+}
+
+// Modality is the modality vLLM files the item under (the key of its
+// multimodal data and hash): embeddings are their media's modality.
+func (k Kind) Modality() string {
+	switch k {
+	case KindEmbeds:
+		return "image"
+	case KindAudioEmbeds:
+		return "audio"
+	}
+	return k.String()
 }
 
 // Format is an item's container or codec, detected from its magic bytes.

@@ -27,35 +27,73 @@ const (
 )
 
 // torchStorages maps the storage classes torch.save names (torch.<X>Storage)
-// to the dtype and element size of a floating-point embedding; any other
-// storage is ErrUnsupported (an embedding is floating point).
+// to the dtype, element size and NumPy dtype string (what tensor.numpy()
+// reports as dtype.str on a little-endian machine; bfloat16 has none). An
+// embedding is floating point; int64 and int32 are read for Qwen-VL's
+// image_grid_thw.
 var torchStorages = map[string]struct {
 	dtype string
 	size  uint64
+	np    string
 }{
-	"FloatStorage":    {"float32", 4},
-	"HalfStorage":     {"float16", 2},
-	"BFloat16Storage": {"bfloat16", 2},
-	"DoubleStorage":   {"float64", 8},
+	"FloatStorage":    {"float32", 4, "<f4"},
+	"HalfStorage":     {"float16", 2, "<f2"},
+	"BFloat16Storage": {"bfloat16", 2, ""},
+	"DoubleStorage":   {"float64", 8, "<f8"},
+	"LongStorage":     {"int64", 8, "<i8"},
+	"IntStorage":      {"int32", 4, "<i4"},
 }
 
-// probeTorch reads the shape and dtype of a tensor written by torch.save:
-// a ZIP holding <archive>/data.pkl and <archive>/data/<key>. The pickle is
-// interpreted by a restricted reader that knows only the opcodes and
-// globals torch.save writes for one dense tensor (as torch.load's
-// weights_only unpickler restricts them, but narrower): it executes
-// nothing, and any other opcode or global is ErrUnsupported. The tensor's
-// extent is checked against the storage's declared element count and the
-// storage entry's bytes (a shape the data cannot hold: ErrCorrupt). No
-// tensor data is read.
+// torchTensor is the one dense tensor of a torch.save archive: its view
+// (offset, shape and strides in elements) over its storage, and the
+// storage's bytes as they lie in the archive.
+type torchTensor struct {
+	dtype, np     string
+	size          uint64 // bytes per element
+	offset        uint64
+	shape, stride []uint64
+	storage       []byte
+}
+
+// probeTorch reads the shape and dtype of an embedding tensor written by
+// torch.save (readTorch), which must be 2-D or 3-D floating point.
 func probeTorch(data []byte) (Item, error) {
 	const what = "image_embeds"
+	t, err := readTorch(data, what)
+	if err != nil {
+		return Item{}, err
+	}
+	if t.np == "<i8" || t.np == "<i4" {
+		return Item{}, fmt.Errorf("%w: %s: a tensor of %s (torch.LongStorage or IntStorage); an embedding is floating point", ErrUnsupported, what, t.dtype)
+	}
+	if len(t.shape) < 2 || len(t.shape) > 3 {
+		return Item{}, fmt.Errorf("%w: %s of shape %v (want (tokens, hidden) or (items, tokens, hidden))", ErrCorrupt, what, t.shape)
+	}
+	it := Item{Kind: KindEmbeds, Size: len(data), EmbedTokens: int(t.shape[len(t.shape)-2]), EmbedDtype: t.dtype}
+	if len(t.shape) == 3 {
+		it.Frames = int(t.shape[0])
+	}
+	return it, nil
+}
+
+// readTorch reads the tensor of a torch.save archive: a ZIP holding
+// <archive>/data.pkl and <archive>/data/<key>. The pickle is interpreted by
+// a restricted reader that knows only the opcodes and globals torch.save
+// writes for one dense tensor (as torch.load's weights_only unpickler
+// restricts them, but narrower): it executes nothing, and any other opcode
+// or global is ErrUnsupported. The view is checked against the storage's
+// declared element count and the storage entry's bytes (a shape the data
+// cannot hold: ErrCorrupt), and may not reach more elements than the
+// storage has (an expanded view, stride 0, would make a few bytes stand for
+// any number of tokens: ErrUnsupported). Only the archive's directory and
+// pickle are read; the storage is returned as a slice of data.
+func readTorch(data []byte, what string) (torchTensor, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
-		return Item{}, fmt.Errorf("%w: %s: torch.save archive: %v", ErrCorrupt, what, err)
+		return torchTensor{}, fmt.Errorf("%w: %s: torch.save archive: %v", ErrCorrupt, what, err)
 	}
 	if len(zr.File) > torchMaxFiles {
-		return Item{}, fmt.Errorf("%w: %s: torch.save archive of %d files", ErrUnsupported, what, len(zr.File))
+		return torchTensor{}, fmt.Errorf("%w: %s: torch.save archive of %d files", ErrUnsupported, what, len(zr.File))
 	}
 	var pkl *zip.File
 	for _, f := range zr.File {
@@ -65,24 +103,24 @@ func probeTorch(data []byte) (Item, error) {
 		}
 	}
 	if pkl == nil {
-		return Item{}, fmt.Errorf("%w: %s: a ZIP without a torch.save data.pkl", ErrUnsupported, what)
+		return torchTensor{}, fmt.Errorf("%w: %s: a ZIP without a torch.save data.pkl", ErrUnsupported, what)
 	}
 	prefix := strings.TrimSuffix(pkl.Name, "data.pkl")
 	rc, err := pkl.Open()
 	if err != nil {
-		return Item{}, fmt.Errorf("%w: %s: data.pkl: %v", ErrCorrupt, what, err)
+		return torchTensor{}, fmt.Errorf("%w: %s: data.pkl: %v", ErrCorrupt, what, err)
 	}
 	code, err := io.ReadAll(io.LimitReader(rc, torchMaxPickle+1))
 	rc.Close()
 	if err != nil {
-		return Item{}, fmt.Errorf("%w: %s: data.pkl: %v", ErrCorrupt, what, err)
+		return torchTensor{}, fmt.Errorf("%w: %s: data.pkl: %v", ErrCorrupt, what, err)
 	}
 	if len(code) > torchMaxPickle {
-		return Item{}, fmt.Errorf("%w: %s: data.pkl over %d bytes", ErrTooLarge, what, torchMaxPickle)
+		return torchTensor{}, fmt.Errorf("%w: %s: data.pkl over %d bytes", ErrTooLarge, what, torchMaxPickle)
 	}
 	t, err := unpickleTensor(code)
 	if err != nil {
-		return Item{}, fmt.Errorf("%s: %w", what, err)
+		return torchTensor{}, fmt.Errorf("%s: %w", what, err)
 	}
 	var st *zip.File
 	for _, f := range zr.File {
@@ -92,41 +130,42 @@ func probeTorch(data []byte) (Item, error) {
 		}
 	}
 	if st == nil {
-		return Item{}, fmt.Errorf("%w: %s: storage %q missing from the archive", ErrCorrupt, what, t.storage.key)
+		return torchTensor{}, fmt.Errorf("%w: %s: storage %q missing from the archive", ErrCorrupt, what, t.storage.key)
 	}
 	// torch.save stores entries uncompressed; require that, so the
 	// storage's size is the bytes actually present, not a header's word.
 	off, err := st.DataOffset()
 	if err != nil || st.Method != zip.Store || st.CompressedSize64 != st.UncompressedSize64 ||
 		uint64(off) > uint64(len(data)) || st.CompressedSize64 > uint64(len(data))-uint64(off) {
-		return Item{}, fmt.Errorf("%w: %s: storage entry %s is not stored whole in the archive", ErrCorrupt, what, st.Name)
+		return torchTensor{}, fmt.Errorf("%w: %s: storage entry %s is not stored whole in the archive", ErrCorrupt, what, st.Name)
 	}
 	if t.storage.numel > torchMaxElement || t.storage.numel*t.storage.size > st.UncompressedSize64 {
-		return Item{}, fmt.Errorf("%w: %s: storage of %d %s elements in %d bytes", ErrCorrupt, what, t.storage.numel, t.storage.dtype, st.UncompressedSize64)
+		return torchTensor{}, fmt.Errorf("%w: %s: storage of %d %s elements in %d bytes", ErrCorrupt, what, t.storage.numel, t.storage.dtype, st.UncompressedSize64)
 	}
 	shape := fmt.Sprint(t.shape)
-	if len(t.shape) < 2 || len(t.shape) > 3 {
-		return Item{}, fmt.Errorf("%w: %s of shape %s (want (tokens, hidden) or (items, tokens, hidden))", ErrCorrupt, what, shape)
-	}
 	// The last element the view reaches must lie inside the storage.
-	last := t.offset
+	last, elems := t.offset, uint64(1)
 	for i, n := range t.shape {
 		if n == 0 {
-			return Item{}, fmt.Errorf("%w: %s of shape %s with no elements", ErrCorrupt, what, shape)
+			return torchTensor{}, fmt.Errorf("%w: %s of shape %s with no elements", ErrCorrupt, what, shape)
 		}
 		last += (n - 1) * t.stride[i]
-		if last > torchMaxElement {
-			return Item{}, fmt.Errorf("%w: %s of shape %s", ErrTooLarge, what, shape)
+		elems *= n
+		if last > torchMaxElement || elems > torchMaxElement {
+			return torchTensor{}, fmt.Errorf("%w: %s of shape %s", ErrTooLarge, what, shape)
 		}
 	}
 	if last >= t.storage.numel {
-		return Item{}, fmt.Errorf("%w: %s: shape %s at offset %d reaches element %d of a %d-element storage", ErrCorrupt, what, shape, t.offset, last, t.storage.numel)
+		return torchTensor{}, fmt.Errorf("%w: %s: shape %s at offset %d reaches element %d of a %d-element storage", ErrCorrupt, what, shape, t.offset, last, t.storage.numel)
 	}
-	it := Item{Kind: KindEmbeds, Size: len(data), EmbedTokens: int(t.shape[len(t.shape)-2]), EmbedDtype: t.storage.dtype}
-	if len(t.shape) == 3 {
-		it.Frames = int(t.shape[0])
+	if elems > t.storage.numel {
+		return torchTensor{}, fmt.Errorf("%w: %s: a view of shape %s over a %d-element storage repeats elements (an expanded tensor); save tensor.contiguous()", ErrUnsupported, what, shape, t.storage.numel)
 	}
-	return it, nil
+	return torchTensor{
+		dtype: t.storage.dtype, np: t.storage.np, size: t.storage.size,
+		offset: t.offset, shape: t.shape, stride: t.stride,
+		storage: data[uint64(off) : uint64(off)+t.storage.numel*t.storage.size],
+	}, nil
 }
 
 // Values of the restricted unpickler.
@@ -137,6 +176,7 @@ type (
 	pyODict   struct{} // an empty collections.OrderedDict (backward hooks)
 	pyStorage struct {
 		dtype string
+		np    string
 		size  uint64
 		key   string
 		numel uint64
@@ -235,7 +275,7 @@ func unpickleTensor(code []byte) (pyTensor, error) {
 			_, storage := torchStorages[name]
 			if g != (pyGlobal{"torch._utils", "_rebuild_tensor_v2"}) && g != (pyGlobal{"collections", "OrderedDict"}) &&
 				!(mod == "torch" && storage) {
-				return pyTensor{}, fmt.Errorf("%w: data.pkl: global %.64s.%.64s (only a dense floating-point tensor is read)", ErrUnsupported, mod, name)
+				return pyTensor{}, fmt.Errorf("%w: data.pkl: global %.64s.%.64s (only a dense floating-point or int64 tensor is read)", ErrUnsupported, mod, name)
 			}
 			if err := push(g); err != nil {
 				return pyTensor{}, err
@@ -446,7 +486,7 @@ func persistentStorage(v any) (pyStorage, error) {
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || g.module != "torch" || numel < 0 || key == "" || strings.ContainsAny(key, "/\\") {
 		return pyStorage{}, fmt.Errorf("%w: data.pkl: malformed storage reference", ErrCorrupt)
 	}
-	return pyStorage{dtype: st.dtype, size: st.size, key: key, numel: uint64(numel)}, nil
+	return pyStorage{dtype: st.dtype, np: st.np, size: st.size, key: key, numel: uint64(numel)}, nil
 }
 
 // reduce applies the two callables torch.save uses for a dense tensor.

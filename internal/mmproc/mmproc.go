@@ -199,6 +199,34 @@ func (p *Processor) Modalities() []media.Kind {
 	return append([]media.Kind(nil), p.rules.modalities()...)
 }
 
+// AudioEmbeds reports whether the model takes audio_embeds: Qwen2-Audio,
+// whose vLLM replacement reads the feature count from audio_embeds'
+// first dimension. The other audio families' replacements read it from
+// the audio features (Qwen2.5-Omni's feature_attention_mask, Phi-4's and
+// Whisper's own), which embeddings do not have.
+func (p *Processor) AudioEmbeds() bool {
+	if p == nil {
+		return false
+	}
+	_, ok := p.rules.(*qwen2Audio)
+	return ok
+}
+
+// EmbedsGridMerge returns the spatial merge size of a Qwen-VL family
+// (Qwen2-VL, Qwen2.5-VL, Qwen3-VL), whose data parser takes image_embeds
+// in vLLM's dict form with image_grid_thw: an image of grid (t, h, w) is
+// t·h·w / merge² tokens. ok is false for every other family, whose parser
+// has no dict form.
+func (p *Processor) EmbedsGridMerge() (merge int, ok bool) {
+	if p == nil {
+		return 0, false
+	}
+	if q, isQwen := p.rules.(*qwenVL); isQwen {
+		return q.merge, true
+	}
+	return 0, false
+}
+
 // Placeholder returns the text the model's chat template renders for one
 // item of kind k (the Target of its Replacement), or "" if unsupported.
 func (p *Processor) Placeholder(k media.Kind) string {
@@ -218,10 +246,13 @@ type numberedRules interface {
 // n-th item (from 1) of kind k in a prompt, which that item's replacement
 // takes the place of: Placeholder(k) for every family but those that
 // number their items, as vLLM's get_placeholder_str does. Image
-// embeddings count as images.
+// embeddings count as images, audio embeddings as audio.
 func (p *Processor) ItemTarget(k media.Kind, n int) string {
-	if k == media.KindEmbeds {
+	switch k {
+	case media.KindEmbeds:
 		k = media.KindImage
+	case media.KindAudioEmbeds:
+		k = media.KindAudio
 	}
 	if !p.Supports(k) {
 		return ""
@@ -256,7 +287,7 @@ func (p *Processor) EncoderFLOPs(it media.Item) (float64, error) {
 	if err := p.check(it); err != nil {
 		return 0, err
 	}
-	if it.Kind == media.KindEmbeds {
+	if it.Kind == media.KindEmbeds || it.Kind == media.KindAudioEmbeds {
 		return 0, nil
 	}
 	return p.rules.encoderFLOPs(it)
@@ -269,7 +300,7 @@ func (p *Processor) EncoderWork(it media.Item) (*engine.EncoderWork, error) {
 	if err := p.check(it); err != nil {
 		return nil, err
 	}
-	if it.Kind == media.KindEmbeds {
+	if it.Kind == media.KindEmbeds || it.Kind == media.KindAudioEmbeds {
 		return nil, nil
 	}
 	return p.rules.encoderWork(it)
@@ -277,8 +308,11 @@ func (p *Processor) EncoderWork(it media.Item) (*engine.EncoderWork, error) {
 
 func (p *Processor) check(it media.Item) error {
 	k := it.Kind
-	if k == media.KindEmbeds {
+	switch k {
+	case media.KindEmbeds:
 		k = media.KindImage
+	case media.KindAudioEmbeds:
+		k = media.KindAudio
 	}
 	if !p.Supports(k) {
 		return fmt.Errorf("%w: %s input for %s", ErrModality, it.Kind, p.family)

@@ -65,15 +65,23 @@ func resampled(it media.Item, target int) int {
 }
 
 func (q *qwen2Audio) replacement(it media.Item) (Replacement, error) {
-	if it.Duration <= 0 {
-		return Replacement{}, fmt.Errorf("%w: audio without a duration", ErrBadItem)
-	}
-	n := min(resampled(it, q.rate), q.nSamples)
-	frames := (n + q.hop - 1) / q.hop // the attention mask taken every hop samples
-	conv := floorDiv(frames-1, 2) + 1
-	tokens := floorDiv(conv-2, 2) + 1
-	if tokens <= 0 {
-		return Replacement{}, fmt.Errorf("%w: the audio (%v, %d samples at %d Hz) is too short to be represented inside the model", ErrBadItem, it.Duration, n, q.rate)
+	var tokens int
+	if it.Kind == media.KindAudioEmbeds {
+		// vLLM's replacement takes audio_embeds' first dimension as the
+		// feature count.
+		if tokens = it.EmbedTokens; tokens <= 0 {
+			return Replacement{}, fmt.Errorf("%w: audio embeddings without a token count", ErrBadItem)
+		}
+	} else {
+		if it.Duration <= 0 {
+			return Replacement{}, fmt.Errorf("%w: audio without a duration", ErrBadItem)
+		}
+		n := min(resampled(it, q.rate), q.nSamples)
+		frames := (n + q.hop - 1) / q.hop // the attention mask taken every hop samples
+		conv := floorDiv(frames-1, 2) + 1
+		if tokens = floorDiv(conv-2, 2) + 1; tokens <= 0 {
+			return Replacement{}, fmt.Errorf("%w: the audio (%v, %d samples at %d Hz) is too short to be represented inside the model", ErrBadItem, it.Duration, n, q.rate)
+		}
 	}
 	return Replacement{
 		Target: "<|AUDIO|>",

@@ -1,6 +1,10 @@
 package input
 
 import (
+	"maps"
+	"slices"
+	"strings"
+
 	"github.com/mocker-server/mocker-server/internal/api/wire"
 )
 
@@ -14,16 +18,24 @@ const (
 	ModalityAudio       Modality = "audio"
 	ModalityVideo       Modality = "video"
 	ModalityImageEmbeds Modality = "image_embeds"
+	ModalityAudioEmbeds Modality = "audio_embeds"
 )
 
 // LimitKey is the --limit-mm-per-prompt key the part counts against:
-// image_embeds count as images, as vLLM's tracker counts them.
+// image_embeds count as images and audio_embeds as audio, as vLLM's
+// tracker counts them.
 func (m Modality) LimitKey() string {
-	if m == ModalityImageEmbeds {
+	switch m {
+	case ModalityImageEmbeds:
 		return string(ModalityImage)
+	case ModalityAudioEmbeds:
+		return string(ModalityAudio)
 	}
 	return string(m)
 }
+
+// Embeds reports whether the part carries precomputed embeddings.
+func (m Modality) Embeds() bool { return m == ModalityImageEmbeds || m == ModalityAudioEmbeds }
 
 // MediaPart is one multimodal content part of a chat message as sent:
 // where its bytes are (URL: a data:, http(s):// or file:// URL; Data: an
@@ -33,10 +45,20 @@ type MediaPart struct {
 	Msg      int // index of the message
 	Modality Modality
 	URL      string
-	Data     string // input_audio.data, image_embeds (base64)
-	Format   string // input_audio.format ("wav", "mp3")
-	UUID     string // the part's uuid, which vLLM uses as the item's hash
-	Path     string // the part's JSON path (messages[0].content[1])
+	Data     string // input_audio.data, image_embeds or audio_embeds (base64)
+	// Grid is the dict form's image_grid_thw (base64), with Data its
+	// image_embeds; Dict marks that form (Qwen-VL's
+	// {"image_embeds": …, "image_grid_thw": …}).
+	Grid   string
+	Dict   bool
+	Format string // input_audio.format ("wav", "mp3")
+	UUID   string // the part's uuid, which vLLM uses as the item's hash
+	Path   string // the part's JSON path (messages[0].content[1])
+	// Where the part stands among its message's text parts, for vLLM's
+	// --interleave-mm-strings: TextsBefore text parts precede it, ending
+	// at byte At of the message's joined text (its text parts joined by
+	// newlines), and the message has TextsInMsg text parts.
+	TextsBefore, At, TextsInMsg int
 }
 
 // parseMediaPart reads a content part of a multimodal type into a
@@ -91,14 +113,48 @@ func parseMediaPart(o, part wire.Object, typ, path string) (mp MediaPart, ok boo
 	case "image_embeds":
 		mp.Modality = ModalityImageEmbeds
 		if raw, has := part.Raw("image_embeds"); has && len(raw) > 0 && raw[0] == '{' {
-			// vLLM's per-key form (Qwen2.5-VL: image_embeds with
-			// image_grid_thw); the count would need each model's rule.
-			o.Fail(wire.ErrInvalid(path+".image_embeds", "The dict form of image_embeds (e.g. Qwen2.5-VL's image_embeds with image_grid_thw) is not supported by mocker-server; send one base64 torch.save tensor of shape (tokens, hidden)."))
+			parseEmbedsDict(o, part, &mp)
 			return mp, true
 		}
 		mp.Data, _ = part.String("image_embeds")
+	case "audio_embeds":
+		mp.Modality = ModalityAudioEmbeds
+		if raw, has := part.Raw("audio_embeds"); has && len(raw) > 0 && raw[0] == '{' {
+			o.Fail(wire.ErrInvalid(path+".audio_embeds", "The dict form of audio_embeds is not supported by mocker-server; send one base64 torch.save tensor of shape (tokens, hidden)."))
+			return mp, true
+		}
+		mp.Data, _ = part.String("audio_embeds")
 	default:
 		return MediaPart{}, false
 	}
 	return mp, true
+}
+
+// parseEmbedsDict reads vLLM's dict form of image_embeds, each value a
+// base64 tensor. The Qwen-VL families' parser (DictEmbeddingItems) needs
+// exactly image_embeds and image_grid_thw; a missing one is vLLM's
+// message, another key (which vLLM would load and ignore) is refused.
+func parseEmbedsDict(o, part wire.Object, mp *MediaPart) {
+	path := mp.Path + ".image_embeds"
+	d, ok := part.Object("image_embeds")
+	if !ok {
+		return
+	}
+	mp.Dict = true
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(d.M)) {
+		switch k {
+		case "image_embeds", "image_grid_thw":
+		default:
+			o.Fail(wire.ErrInvalid(path+"."+k, "The dict form of image_embeds takes image_embeds and image_grid_thw; %q is not read by mocker-server.", k))
+			return
+		}
+		keys = append(keys, "'"+k+"'")
+	}
+	if !d.Has("image_embeds") || !d.Has("image_grid_thw") {
+		o.Fail(wire.ErrInvalid(path, "The data should contain the fields: {'image_embeds', 'image_grid_thw'}, but only found the following keys: {%s}", strings.Join(keys, ", ")))
+		return
+	}
+	mp.Data, _ = d.String("image_embeds")
+	mp.Grid, _ = d.String("image_grid_thw")
 }

@@ -41,7 +41,7 @@ type RawPrompt struct {
 // ParseMessages reads the chat messages (types only): each message's text
 // (its text parts joined by newlines) and, separately, its multimodal parts
 // in order (image_url, input_image, audio_url, input_audio, video_url,
-// image_embeds). It returns the path of the first part of another type, if
+// image_embeds, audio_embeds). It returns the path of the first part of another type, if
 // any, for the value check.
 func ParseMessages(o wire.Object) (msgs []tokenizer.Message, media []MediaPart, badPart string) {
 	arr, ok := o.Raw("messages")
@@ -122,6 +122,7 @@ func parseContentParts(o, m wire.Object, b *strings.Builder, path string, i int,
 					return "", false
 				}
 				mp.Msg = i
+				mp.TextsBefore, mp.At = texts, b.Len()
 				*media = append(*media, mp)
 			} else if *badPart == "" {
 				*badPart = ppath + ".type"
@@ -138,6 +139,9 @@ func parseContentParts(o, m wire.Object, b *strings.Builder, path string, i int,
 		}
 		texts++
 		b.WriteString(text)
+	}
+	for k := len(*media) - 1; k >= 0 && (*media)[k].Msg == i; k-- {
+		(*media)[k].TextsInMsg = texts
 	}
 	return b.String(), true
 }

@@ -40,7 +40,7 @@ func (s *Server) renderChat(o wire.Object, msgs []tokenizer.Message, items []mmI
 	}
 	if chat == nil {
 		if len(items) > 0 {
-			msgs = placeholderTexts(s.placeholderFamily(), msgs, items)
+			msgs = placeholderTexts(s.placeholderFamily(), msgs, items, s.opts.Multimodal.InterleaveStrings)
 		}
 		return tokenizer.RenderChat(msgs, tools, addGen, contFinal), nil
 	}
@@ -48,7 +48,7 @@ func (s *Server) renderChat(o wire.Object, msgs []tokenizer.Message, items []mmI
 	if len(items) > 0 {
 		sc, _ := chat.(interface{ StringContent() bool })
 		var e *wire.APIError
-		if messages, e = placeholderMessages(s.placeholderFamily(), messages, msgs, items, sc != nil && sc.StringContent()); e != nil {
+		if messages, e = placeholderMessages(s.placeholderFamily(), messages, msgs, items, sc != nil && sc.StringContent(), s.opts.Multimodal.InterleaveStrings); e != nil {
 			return "", e
 		}
 	}

@@ -38,7 +38,7 @@ func CheckMessages(msgs []tokenizer.Message, badPart, param string) *wire.APIErr
 	case len(msgs) == 0:
 		return wire.ErrInvalid(param, "messages must contain at least one message")
 	case badPart != "":
-		return wire.ErrInvalid(badPart, "Unsupported content part type: supported are text, image_url, input_image, input_audio, audio_url, video_url and image_embeds.")
+		return wire.ErrInvalid(badPart, "Unsupported content part type: supported are text, image_url, input_image, input_audio, audio_url, video_url, image_embeds and audio_embeds.")
 	}
 	return nil
 }

@@ -29,8 +29,11 @@ import (
 
 // placeholderTexts returns the messages with each item's placeholder text
 // in front of its message's text, "\n"-joined (vLLM's
-// _get_full_multimodal_text_prompt without interleaving).
-func placeholderTexts(fam mmproc.Family, msgs []tokenizer.Message, items []mmItem) []tokenizer.Message {
+// _get_full_multimodal_text_prompt without interleaving), or with
+// interleave (--interleave-mm-strings) where its part stands among the
+// message's text parts, every part "\n"-joined (vLLM's
+// _get_interleaved_text_prompt).
+func placeholderTexts(fam mmproc.Family, msgs []tokenizer.Message, items []mmItem, interleave bool) []tokenizer.Message {
 	out := append([]tokenizer.Message(nil), msgs...)
 	seen := map[input.Modality]int{}
 	texts := make([]string, len(items))
@@ -40,16 +43,48 @@ func placeholderTexts(fam mmproc.Family, msgs []tokenizer.Message, items []mmIte
 	}
 	for m := range out {
 		var phs []string
+		var parts []input.MediaPart
 		for i, it := range items {
 			if it.part.Msg == m {
 				phs = append(phs, texts[i])
+				parts = append(parts, it.part)
 			}
 		}
-		if len(phs) > 0 {
+		switch {
+		case len(phs) == 0:
+		case interleave:
+			out[m].Content = interleaved(out[m].Content, phs, parts)
+		default:
 			out[m].Content = strings.Join(append(phs, out[m].Content), "\n")
 		}
 	}
 	return out
+}
+
+// interleaved puts the placeholders phs of a message's media parts among
+// its text parts, whose "\n"-joined text is content: each part knows how
+// many text parts precede it and where they end in content, so the runs
+// of text between the items are slices of content.
+func interleaved(content string, phs []string, parts []input.MediaPart) string {
+	var els []string
+	prevTexts, prevAt := 0, 0
+	from := func() int { // where the text run after the previous item starts
+		if prevTexts == 0 {
+			return 0
+		}
+		return min(prevAt+1, len(content)) // past the "\n" before the next text
+	}
+	for i, p := range parts {
+		if p.TextsBefore > prevTexts && p.At >= from() && p.At <= len(content) {
+			els = append(els, content[from():p.At])
+		}
+		els = append(els, phs[i])
+		prevTexts, prevAt = p.TextsBefore, p.At
+	}
+	if last := parts[len(parts)-1]; last.TextsInMsg > prevTexts {
+		els = append(els, content[from():])
+	}
+	return strings.Join(els, "\n")
 }
 
 // placeholderMessages rewrites the raw messages of a template render: a
@@ -57,12 +92,12 @@ func placeholderTexts(fam mmproc.Family, msgs []tokenizer.Message, items []mmIte
 // the string of placeholderTexts (asString) or the list of its parts with
 // each item as {"type": "<modality>"} and each text as {"type": "text",
 // "text": …}. Other keys keep their order.
-func placeholderMessages(fam mmproc.Family, raw json.RawMessage, msgs []tokenizer.Message, items []mmItem, asString bool) (json.RawMessage, *wire.APIError) {
+func placeholderMessages(fam mmproc.Family, raw json.RawMessage, msgs []tokenizer.Message, items []mmItem, asString, interleave bool) (json.RawMessage, *wire.APIError) {
 	elems, e := wire.ParseArray(raw, "messages")
 	if e != nil {
 		return nil, e
 	}
-	texts := placeholderTexts(fam, msgs, items)
+	texts := placeholderTexts(fam, msgs, items, interleave)
 	for m := range elems {
 		var mine []mmItem
 		for _, it := range items {
@@ -151,12 +186,9 @@ func openAIParts(msg json.RawMessage, items []mmItem) ([]byte, error) {
 }
 
 // itemModality is the type vLLM gives an item's part in the "openai"
-// content format: image_embeds are images there.
+// content format: image_embeds are images there, audio_embeds audio.
 func itemModality(m input.Modality) input.Modality {
-	if m == input.ModalityImageEmbeds {
-		return input.ModalityImage
-	}
-	return m
+	return input.Modality(m.LimitKey())
 }
 
 // replaceKey returns the JSON object obj with key's value replaced by val
@@ -348,7 +380,7 @@ func (s *Server) appendReplacement(ids []uint32, it mmItem, runs bool) ([]uint32
 // last ids of its vocabulary (docs/multimodal.md).
 func mmStandIn(m input.Modality) uint32 {
 	switch m {
-	case input.ModalityAudio:
+	case input.ModalityAudio, input.ModalityAudioEmbeds:
 		return tokenizer.VocabSize - 2
 	case input.ModalityVideo:
 		return tokenizer.VocabSize - 3

@@ -46,15 +46,24 @@ func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError
 	}
 	mo := &s.opts.Multimodal
 	counts := map[string]int{}
-	var images, embeds bool
+	seen := map[input.Modality]bool{}
 	for _, p := range parts {
-		images = images || p.Modality == input.ModalityImage
-		embeds = embeds || p.Modality == input.ModalityImageEmbeds
-		if images && embeds {
+		seen[p.Modality] = true
+		if seen[input.ModalityImage] && seen[input.ModalityImageEmbeds] {
 			return nil, wire.ErrInvalid(p.Path, "Mixing raw image and embedding inputs is not allowed")
+		}
+		if seen[input.ModalityAudio] && seen[input.ModalityAudioEmbeds] {
+			return nil, wire.ErrInvalid(p.Path, "Mixing raw audio and embedding inputs is not allowed")
 		}
 		key := p.Modality.LimitKey()
 		counts[key]++
+		if limit, set := mo.LimitPerPrompt[key]; set && limit == 0 && p.Modality.Embeds() && mo.EnableEmbeds &&
+			mo.Processor != nil && mo.Processor.Supports(kindOf(key)) {
+			// vLLM's tracker lets embeddings past a limit of 0 under
+			// --enable-mm-embeds: a server that serves precomputed
+			// embeddings only sets the modality's limit to 0.
+			continue
+		}
 		if e := checkMMLimit(mo, key, counts[key]); e != nil {
 			return nil, e
 		}
@@ -113,19 +122,37 @@ func kindOf(modality string) media.Kind {
 		return media.KindVideo
 	case "image_embeds":
 		return media.KindEmbeds
+	case "audio_embeds":
+		return media.KindAudioEmbeds
 	}
 	return media.KindUnknown
 }
 
-// checkEmbedsPart applies vLLM's gate on image_embeds (--enable-mm-embeds,
-// its message) and refuses an empty payload (the dict form is refused
-// when the part is read).
+// checkEmbedsPart applies vLLM's gate on image_embeds and audio_embeds
+// (--enable-mm-embeds, its message) and refuses an empty payload; the dict
+// form only where vLLM's data parser takes it (the Qwen-VL families).
 func checkEmbedsPart(mo *settings.MultimodalOptions, p input.MediaPart) *wire.APIError {
+	name := string(p.Modality)
+	if mo.Processor == nil {
+		return wire.ErrInvalid(p.Path, "%s needs a multimodal model.", name)
+	}
 	if !mo.EnableEmbeds {
-		return wire.ErrInvalid(p.Path, "You must set `--enable-mm-embeds` to input `image_embeds`")
+		return wire.ErrInvalid(p.Path, "You must set `--enable-mm-embeds` to input `%s`", name)
+	}
+	if p.Modality == input.ModalityAudioEmbeds && mo.Processor.Supports(media.KindAudio) && !mo.Processor.AudioEmbeds() {
+		return wire.ErrInvalid(p.Path, "audio_embeds are read for Qwen2-Audio only by mocker-server; %s's audio replacement needs the audio features.", mo.Processor.Family())
+	}
+	if p.Dict {
+		if _, ok := mo.Processor.EmbedsGridMerge(); !ok {
+			return wire.ErrInvalid(p.Path+"."+name, "The dict form of image_embeds (image_embeds with image_grid_thw) is read by the Qwen2-VL, Qwen2.5-VL and Qwen3-VL processors only; %s takes one base64 torch.save tensor of shape (tokens, hidden).", mo.Processor.Family())
+		}
+		if p.Data == "" || p.Grid == "" {
+			return wire.ErrInvalid(p.Path+"."+name, "image_embeds and image_grid_thw must be base64 torch.save tensors.")
+		}
+		return nil
 	}
 	if p.Data == "" {
-		return wire.ErrInvalid(p.Path+".image_embeds", "image_embeds must be a base64 torch.save tensor of shape (tokens, hidden).")
+		return wire.ErrInvalid(p.Path+"."+name, "%s must be a base64 torch.save tensor of shape (tokens, hidden).", name)
 	}
 	return nil
 }
@@ -134,7 +161,7 @@ func checkEmbedsPart(mo *settings.MultimodalOptions, p input.MediaPart) *wire.AP
 func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 	mo := &s.opts.Multimodal
 	field := p.Path
-	embeds := p.Modality == input.ModalityImageEmbeds
+	embeds := p.Modality.Embeds()
 	if embeds {
 		if e := checkEmbedsPart(mo, p); e != nil {
 			return mmItem{}, e
@@ -156,9 +183,17 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 			it = cached
 		} else {
 			var err error
-			if embeds {
-				it, err = media.ProbeEmbeds(data)
-			} else {
+			switch {
+			case p.Dict:
+				it, e = s.resolveEmbedsDict(p, data)
+				if e != nil {
+					return mmItem{}, e
+				}
+			case embeds:
+				if it, err = media.ProbeEmbeds(data); err == nil && p.Modality == input.ModalityAudioEmbeds {
+					it.Kind = media.KindAudioEmbeds
+				}
+			default:
 				it, err = media.Probe(data)
 			}
 			if err != nil {
@@ -168,13 +203,18 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 		if want := kindOf(string(p.Modality)); it.Kind != want {
 			return mmItem{}, wire.ErrInvalid(field, "The %s part holds %s data (%s), not %s.", p.Modality, it.Kind, it.Format, want)
 		}
-		if embeds && it.Frames > 0 {
-			// One part is one item in vLLM's tracker; a stacked batch
-			// in one part has no single placeholder count.
-			return mmItem{}, wire.ErrInvalid(field, "image_embeds of shape (%d, %d, hidden) holds %d items; send one (tokens, hidden) tensor per image_embeds part.", it.Frames, it.EmbedTokens, it.Frames)
+		if embeds && it.Frames > 1 {
+			// One part is one item in vLLM's tracker: its chat parser
+			// takes a (1, tokens, hidden) batch of one as that item
+			// (deprecated), and stacks anything larger into a 4-D tensor
+			// no data parser reads.
+			return mmItem{}, wire.ErrInvalid(field, "%s of shape (%d, %d, hidden) holds %d items; send one (tokens, hidden) tensor per %s part.", p.Modality, it.Frames, it.EmbedTokens, it.Frames, p.Modality)
 		}
 		if !hit {
-			if it.Hash, _, _ = media.Hash(it.Kind, data, mo.Hash); it.Hash == "" {
+			if !p.Dict {
+				it.Hash, _, _ = media.Hash(it.Kind, data, mo.Hash)
+			}
+			if it.Hash == "" {
 				return mmItem{}, wire.ErrInvalid(field, "The %s cannot be hashed.", p.Modality)
 			}
 			s.mmCache.Put(key, it)
@@ -354,11 +394,16 @@ func (s *Server) partSource(p input.MediaPart) (partSource, *wire.APIError) {
 	}
 	if inline != "" && s.mmCache.Enabled() {
 		key = media.Fingerprint(inline)
+		if p.Data != "" {
+			// The same base64 is a different item as audio or as image
+			// embeddings, and in the dict form with another grid.
+			key = media.Fingerprint(string(p.Modality), inline, p.Grid)
+		}
 		cached, hit = s.mmCache.Get(key)
 	}
 	switch {
 	case hit:
-	case p.Data != "": // input_audio
+	case p.Data != "": // input_audio, image_embeds, audio_embeds
 		if mo.MaxItemBytes > 0 && len(p.Data)/4*3 > mo.MaxItemBytes+2 {
 			return partSource{}, tooLarge(field, len(p.Data)/4*3, mo.MaxItemBytes)
 		}
@@ -398,4 +443,73 @@ func (s *Server) partSource(p input.MediaPart) (partSource, *wire.APIError) {
 		}
 	}
 	return partSource{data: data, remote: remote, key: key, hit: hit, cached: cached}, nil
+}
+
+// resolveEmbedsDict reads vLLM's dict form of image_embeds for a Qwen-VL
+// model: {"image_embeds": (tokens, hidden), "image_grid_thw": (t, h, w)}.
+// vLLM's chat parser loads each value with torch.load, stacks the grid of
+// each part and concatenates the embeddings (_merge_embeds), and the
+// Qwen2-VL data parser splits them into items by the grid: one image of
+// t·h·w / merge² rows per grid row (_create_qwen2vl_field_factory). A
+// (3,) grid is one image; an (n, 3) grid stacks to 3-D, which the field
+// factory refuses with the message below. The item is hashed as vLLM's
+// DictEmbeddingItems hands it to the hasher: the mapping of the two
+// tensors.
+func (s *Server) resolveEmbedsDict(p input.MediaPart, data []byte) (media.Item, *wire.APIError) {
+	mo := &s.opts.Multimodal
+	field := p.Path + ".image_embeds"
+	it, err := media.ProbeEmbeds(data)
+	if err != nil {
+		return media.Item{}, mediaError(field+".image_embeds", err, mo.MaxItemBytes)
+	}
+	if it.Frames > 0 {
+		return media.Item{}, wire.ErrInvalid(field+".image_embeds", "image_embeds in the dict form must be 2-D (tokens, hidden); got a 3-D tensor.")
+	}
+	gfield := field + ".image_grid_thw"
+	_, g, err := media.ParseDataURL("data:;base64,"+p.Grid, mo.MaxItemBytes)
+	if err != nil {
+		return media.Item{}, mediaError(gfield, err, mo.MaxItemBytes)
+	}
+	grid, err := media.ReadTensor(g)
+	if err != nil {
+		return media.Item{}, mediaError(gfield, err, mo.MaxItemBytes)
+	}
+	thw, err := grid.Ints()
+	if err != nil {
+		return media.Item{}, wire.ErrInvalid(gfield, "image_grid_thw must be an integer tensor (t, h, w); got %s.", grid.Dtype)
+	}
+	switch {
+	case len(grid.Shape) == 2 && grid.Shape[1] == 3:
+		// Stacked with the other parts' grids: (1, n, 3), whose
+		// prod(-1) is 2-D.
+		return media.Item{}, wire.ErrInvalid(gfield, "size_per_item should be a 1-D tensor, but found shape: torch.Size([1, %d])", grid.Shape[0])
+	case len(grid.Shape) != 1 || grid.Shape[0] != 3:
+		return media.Item{}, wire.ErrInvalid(gfield, "image_grid_thw must be a tensor of shape (3,): (t, h, w); got shape %v.", grid.Shape)
+	}
+	merge, _ := mo.Processor.EmbedsGridMerge()
+	tokens := 1
+	for _, v := range thw {
+		if v <= 0 || v > 1<<16 {
+			return media.Item{}, wire.ErrInvalid(gfield, "image_grid_thw %v must hold three positive patch counts.", thw)
+		}
+		tokens *= int(v)
+	}
+	tokens /= merge * merge
+	if tokens != it.EmbedTokens {
+		return media.Item{}, wire.ErrInvalid(field, "image_grid_thw %v gives %d image tokens (t·h·w / %d²) but image_embeds has %d rows.", thw, tokens, merge, it.EmbedTokens)
+	}
+	embeds, err := media.ReadTensor(data)
+	if err != nil {
+		return media.Item{}, mediaError(field+".image_embeds", err, mo.MaxItemBytes)
+	}
+	// vLLM's item is a dict built by iterating a set of its keys; the
+	// mock hashes them in the order image_embeds, image_grid_thw
+	// (docs/multimodal.md).
+	it.Hash, err = media.HashEmbeds("image", []media.NamedTensor{
+		{Name: "image_embeds", Tensor: embeds}, {Name: "image_grid_thw", Tensor: grid},
+	}, mo.Hash)
+	if err != nil {
+		return media.Item{}, wire.ErrInvalid(field, "The image_embeds cannot be hashed.")
+	}
+	return it, nil
 }

@@ -65,7 +65,7 @@ func sglangPads(fam mmproc.Family, items []mmItem, runs [][]kv.MMPad) []kv.MMPad
 // (one item per part).
 func splitsPerItem(fam mmproc.Family, m input.Modality) bool {
 	switch m {
-	case input.ModalityImageEmbeds:
+	case input.ModalityImageEmbeds, input.ModalityAudioEmbeds:
 		return true
 	case input.ModalityImage:
 		// Qwen2.5-Omni's images go through Qwen2VLImageProcessor too.

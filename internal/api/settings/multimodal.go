@@ -28,9 +28,14 @@ type MultimodalOptions struct {
 	// AllowedMediaDomains is --allowed-media-domains: an http(s) URL's
 	// host must be one of them (empty: any host).
 	AllowedMediaDomains []string
-	// EnableEmbeds is --enable-mm-embeds: image_embeds parts (precomputed
-	// embeddings) are accepted; false refuses them as vLLM does.
+	// EnableEmbeds is --enable-mm-embeds: image_embeds and audio_embeds
+	// parts (precomputed embeddings) are accepted, and bypass a modality
+	// limit of 0; false refuses them as vLLM does.
 	EnableEmbeds bool
+	// InterleaveStrings is --interleave-mm-strings: in a string-content
+	// prompt each item's placeholder stays where its part stands among
+	// the message's text parts instead of going before them.
+	InterleaveStrings bool
 	// Remote* size an http(s) item the mock does not fetch: an image of
 	// RemoteImageWidth × RemoteImageHeight pixels, audio of RemoteDuration,
 	// a video of RemoteVideoFrames frames of the image size. Each such item

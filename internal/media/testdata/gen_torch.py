@@ -41,6 +41,17 @@ facts = {
     "embeds_dict.pt": save("embeds_dict.pt", {"image_embeds": torch.randn(4, 8),
                                               "image_grid_thw": torch.tensor([[1, 4, 4]])}),
     "embeds_int64.pt": save("embeds_int64.pt", torch.arange(12).reshape(3, 4)),
+    # Written after the fixtures above, so the seeded draws above stay the same.
+    "embeds_16x8_f4.pt": save("embeds_16x8_f4.pt", torch.randn(16, 8)),
+    "embeds_1x4x8_f4.pt": save("embeds_1x4x8_f4.pt", torch.randn(1, 4, 8)),
+    # An expanded view: 4 rows that are one stored row (stride 0).
+    "embeds_expand_4x8_f4.pt": save("embeds_expand_4x8_f4.pt", torch.randn(1, 8).expand(4, 8)),
+    # Qwen-VL's image_grid_thw, one image per tensor: (t, h, w) patches.
+    "grid_1x4x4.pt": save("grid_1x4x4.pt", torch.tensor([1, 4, 4])),
+    "grid_1x8x8.pt": save("grid_1x8x8.pt", torch.tensor([1, 8, 8])),
+    "grid_i4_1x4x4.pt": save("grid_i4_1x4x4.pt", torch.tensor([1, 4, 4], dtype=torch.int32)),
+    "grid_2x3.pt": save("grid_2x3.pt", torch.tensor([[1, 4, 4], [1, 4, 4]])),
+    "grid_f4_1x4x4.pt": save("grid_f4_1x4x4.pt", torch.tensor([1.0, 4.0, 4.0])),
 }
 with open(os.path.join(HERE, "torch_facts.json"), "w") as f:
     json.dump({"torch": torch.__version__, "files": facts}, f, indent=1, sort_keys=True)
