@@ -157,6 +157,27 @@ func checkEmbedsPart(mo *settings.MultimodalOptions, p input.MediaPart) *wire.AP
 	return nil
 }
 
+// probePart reads the facts of a part's bytes seen for the first time: an
+// embeddings dict, an embeddings tensor or a media file's headers.
+func (s *Server) probePart(p input.MediaPart, data []byte) (media.Item, *wire.APIError) {
+	var it media.Item
+	var err error
+	switch {
+	case p.Dict:
+		return s.resolveEmbedsDict(p, data)
+	case p.Modality.Embeds():
+		if it, err = media.ProbeEmbeds(data); err == nil && p.Modality == input.ModalityAudioEmbeds {
+			it.Kind = media.KindAudioEmbeds
+		}
+	default:
+		it, err = media.Probe(data)
+	}
+	if err != nil {
+		return media.Item{}, mediaError(p.Path, err, s.opts.Multimodal.MaxItemBytes)
+	}
+	return it, nil
+}
+
 // resolvePart finds one part's bytes and facts.
 func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 	mo := &s.opts.Multimodal
@@ -181,24 +202,8 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 	} else {
 		if hit {
 			it = cached
-		} else {
-			var err error
-			switch {
-			case p.Dict:
-				it, e = s.resolveEmbedsDict(p, data)
-				if e != nil {
-					return mmItem{}, e
-				}
-			case embeds:
-				if it, err = media.ProbeEmbeds(data); err == nil && p.Modality == input.ModalityAudioEmbeds {
-					it.Kind = media.KindAudioEmbeds
-				}
-			default:
-				it, err = media.Probe(data)
-			}
-			if err != nil {
-				return mmItem{}, mediaError(field, err, mo.MaxItemBytes)
-			}
+		} else if it, e = s.probePart(p, data); e != nil {
+			return mmItem{}, e
 		}
 		if want := kindOf(string(p.Modality)); it.Kind != want {
 			return mmItem{}, wire.ErrInvalid(field, "The %s part holds %s data (%s), not %s.", p.Modality, it.Kind, it.Format, want)
