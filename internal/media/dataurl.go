@@ -53,7 +53,8 @@ func decodeBase64(payload string, limit int) ([]byte, error) {
 	}
 	// Go's decoder skips CR and LF, which Python's validating decoder
 	// refuses.
-	if i := strings.IndexAny(payload, "\r\n"); i >= 0 {
+	// (Two IndexByte scans: IndexAny's set lookup is a byte at a time.)
+	if i := indexCRLF(payload); i >= 0 {
 		return nil, fmt.Errorf("%w: base64: non-alphabet character at %d", ErrCorrupt, i)
 	}
 	buf := make([]byte, enc.DecodedLen(n))
@@ -67,4 +68,13 @@ func decodeBase64(payload string, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, m, limit)
 	}
 	return buf[:m], nil
+}
+
+// indexCRLF is the index of the first CR or LF in s, or -1.
+func indexCRLF(s string) int {
+	i := strings.IndexByte(s, '\r')
+	if j := strings.IndexByte(s, '\n'); j >= 0 && (i < 0 || j < i) {
+		return j
+	}
+	return i
 }

@@ -6,6 +6,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -33,6 +34,11 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64) (Object, *A
 		Message: "Request body exceeds " + strconv.FormatInt(limit, 10) + " bytes"}
 	if r.ContentLength > limit {
 		return Object{}, tooLarge
+	}
+	if rb, ok := r.Body.(*Body); ok && int64(len(rb.b)) <= limit {
+		if body, ok := rb.take(); ok {
+			return parseObject(body)
+		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
@@ -63,6 +69,10 @@ func ObjectOf(v any) (Object, *APIError) {
 
 // parseObject parses body as exactly one JSON object.
 func parseObject(body []byte) (Object, *APIError) {
+	var e *APIError
+	if m, ok := splitBody(body); ok {
+		return Object{M: m, Err: &e}, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var m map[string]json.RawMessage
 	if err := dec.Decode(&m); err != nil {
@@ -82,8 +92,32 @@ func parseObject(body []byte) (Object, *APIError) {
 	if len(rest) > 0 {
 		return Object{}, ErrBadRequest("", "Invalid JSON body: invalid character %s after top-level value", quoteChar(rest[0]))
 	}
-	var e *APIError
 	return Object{M: m, Err: &e}, nil
+}
+
+// splitBody is parseObject's path for a large body that is valid JSON and
+// an object: one validating pass (validJSON) and a split of the top level,
+// where encoding/json would scan the body byte by byte twice (its
+// Decoder's read, then the decode) and copy it twice (into its buffer,
+// then into each RawMessage). Members of splitMin bytes and more alias
+// body; smaller ones are copied, so that a handler keeping a small field
+// (a stored response keeps its metadata) does not keep the whole body.
+// Anything else — an invalid body, a top level that is not an object, a
+// key with escapes — is left to encoding/json and its errors.
+func splitBody(body []byte) (map[string]json.RawMessage, bool) {
+	if len(body) < splitMin || !validJSON(body) {
+		return nil, false
+	}
+	m, ok := splitObject(body)
+	if !ok {
+		return nil, false
+	}
+	for k, v := range m {
+		if len(v) < splitMin {
+			m[k] = bytes.Clone(v)
+		}
+	}
+	return m, true
 }
 
 // quoteChar formats a byte like encoding/json's syntax errors do.
@@ -375,17 +409,24 @@ func ParseString(r json.RawMessage, path string) (string, *APIError) {
 	return s, nil
 }
 
-// plainString is the fast path of ParseString: a string without escapes,
-// control characters or invalid UTF-8 is its bytes between the quotes (a
-// multimodal data URL is megabytes of such text, which encoding/json would
-// scan twice).
+// plainString is the fast path of ParseString: a string of printable
+// ASCII without escapes is its bytes between the quotes (a multimodal data
+// URL is megabytes of such text, which encoding/json would scan twice);
+// it checks eight bytes at a time.
 func plainString(r []byte) (string, bool) {
 	n := len(r)
 	if n < 2 || r[n-1] != '"' {
 		return "", false
 	}
 	body := r[1 : n-1]
-	for _, c := range body {
+	i := 0
+	for ; i+8 <= len(body); i += 8 {
+		x := binary.LittleEndian.Uint64(body[i:])
+		if stringStop(x)|x&lanes8 != 0 {
+			return "", false
+		}
+	}
+	for _, c := range body[i:] {
 		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
 			return "", false
 		}

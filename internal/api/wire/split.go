@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // A body is validated once, by DecodeBody; its nested objects and arrays
@@ -33,7 +34,8 @@ func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
 			return nil, false
 		}
 		end, ok := skipString(raw, i)
-		if !ok || bytes.IndexByte(raw[i+1:end-1], '\\') >= 0 {
+		if !ok || bytes.IndexByte(raw[i+1:end-1], '\\') >= 0 || !utf8.Valid(raw[i+1:end-1]) {
+			// encoding/json unescapes keys and replaces invalid UTF-8.
 			return nil, false
 		}
 		key := string(raw[i+1 : end-1])
