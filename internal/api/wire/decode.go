@@ -70,8 +70,8 @@ func ObjectOf(v any) (Object, *APIError) {
 // parseObject parses body as exactly one JSON object.
 func parseObject(body []byte) (Object, *APIError) {
 	var e *APIError
-	if m, ok := splitBody(body); ok {
-		return Object{M: m, Err: &e}, nil
+	if m, big, ok := splitBody(body); ok {
+		return Object{M: m, Err: &e, big: big}, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var m map[string]json.RawMessage
@@ -104,20 +104,24 @@ func parseObject(body []byte) (Object, *APIError) {
 // (a stored response keeps its metadata) does not keep the whole body.
 // Anything else — an invalid body, a top level that is not an object, a
 // key with escapes — is left to encoding/json and its errors.
-func splitBody(body []byte) (map[string]json.RawMessage, bool) {
-	if len(body) < splitMin || !validJSON(body) {
-		return nil, false
+func splitBody(body []byte) (map[string]json.RawMessage, bigStrings, bool) {
+	if len(body) < splitMin {
+		return nil, nil, false
 	}
-	m, ok := splitObject(body)
+	ok, big := validJSON(body)
 	if !ok {
-		return nil, false
+		return nil, nil, false
+	}
+	m, ok := splitObject(body, big)
+	if !ok {
+		return nil, nil, false
 	}
 	for k, v := range m {
 		if len(v) < splitMin {
 			m[k] = bytes.Clone(v)
 		}
 	}
-	return m, true
+	return m, big, true
 }
 
 // quoteChar formats a byte like encoding/json's syntax errors do.
@@ -170,6 +174,7 @@ type Object struct {
 	M    map[string]json.RawMessage
 	path string // "" at top level, else e.g. "messages[0]"
 	Err  **APIError
+	big  bigStrings // the long strings of a large body, shared with nested objects
 }
 
 // Failed returns the first recorded error.
@@ -268,7 +273,7 @@ func (o Object) String(key string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	s, e := ParseString(r, o.Name(key))
+	s, e := parseString(r, o.Name(key), o.big)
 	if e != nil {
 		o.Fail(e)
 		return "", false
@@ -282,7 +287,7 @@ func (o Object) Array(key string) ([]json.RawMessage, bool) {
 	if !ok {
 		return nil, false
 	}
-	a, e := ParseArray(r, o.Name(key))
+	a, e := parseArray(r, o.Name(key), o.big)
 	if e != nil {
 		o.Fail(e)
 		return nil, false
@@ -306,8 +311,8 @@ func (o Object) Elem(raw json.RawMessage, path, want string) (Object, bool) {
 		return Object{}, false
 	}
 	if len(raw) >= splitMin {
-		if m, ok := splitObject(raw); ok {
-			return Object{M: m, path: path, Err: o.Err}, true
+		if m, ok := splitObject(raw, o.big); ok {
+			return Object{M: m, path: path, Err: o.Err, big: o.big}, true
 		}
 	}
 	var m map[string]json.RawMessage
@@ -395,9 +400,18 @@ func parseFloat(r json.RawMessage, path string) (Num, *APIError) {
 	return Num{F: f, I: int64(f), Raw: s, Set: true}, nil
 }
 
+// ParseString parses a string JSON value.
 func ParseString(r json.RawMessage, path string) (string, *APIError) {
+	return parseString(r, path, nil)
+}
+
+func parseString(r json.RawMessage, path string, big bigStrings) (string, *APIError) {
 	if len(r) == 0 || r[0] != '"' {
 		return "", ErrFieldType(path, "string")
+	}
+	if s, ok := big.at(r, 0); ok && s.n == len(r) && s.plain {
+		// The body's validation has checked every byte.
+		return string(r[1 : len(r)-1]), nil
 	}
 	if s, ok := plainString(r); ok {
 		return s, nil
@@ -434,12 +448,23 @@ func plainString(r []byte) (string, bool) {
 	return string(body), true
 }
 
+// ParseArray parses an array JSON value into its raw elements.
 func ParseArray(r json.RawMessage, path string) ([]json.RawMessage, *APIError) {
+	return parseArray(r, path, nil)
+}
+
+// ArrayOf parses raw, a value of o's body at path, as an array: ParseArray
+// with what o knows of its body's long strings.
+func (o Object) ArrayOf(raw json.RawMessage, path string) ([]json.RawMessage, *APIError) {
+	return parseArray(raw, path, o.big)
+}
+
+func parseArray(r json.RawMessage, path string, big bigStrings) ([]json.RawMessage, *APIError) {
 	if len(r) == 0 || r[0] != '[' {
 		return nil, ErrFieldType(path, "array")
 	}
 	if len(r) >= splitMin {
-		if a, ok := splitArray(r); ok {
+		if a, ok := splitArray(r, big); ok {
 			return a, nil
 		}
 	}

@@ -7,6 +7,11 @@ import (
 	"testing"
 )
 
+func valid(b []byte) bool {
+	ok, _ := validJSON(b)
+	return ok
+}
+
 var validCases = []string{
 	`{}`, ` {} `, "\t[ ]\r\n", `0`, `-0`, `-0.5e+10`, `1E3`, `12.25`, `true`, `false`, `null`, `""`,
 	`"\u00e9\"\\\/\b\f\n\r\t"`, `"é 😀"`, "\"\xff\xfe\"", // encoding/json takes invalid UTF-8 in strings
@@ -20,7 +25,7 @@ var validCases = []string{
 // validJSON agrees with encoding/json's json.Valid on every case.
 func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
 	for _, doc := range validCases {
-		if got, want := validJSON([]byte(doc)), json.Valid([]byte(doc)); got != want {
+		if got, want := valid([]byte(doc)), json.Valid([]byte(doc)); got != want {
 			t.Errorf("validJSON(%q) = %v, json.Valid = %v", doc, got, want)
 		}
 	}
@@ -34,7 +39,7 @@ func TestValidJSONEveryByteEveryLane(t *testing.T) {
 		for pos := range 40 {
 			doc := []byte(`"` + strings.Repeat("a", 40) + `"`)
 			doc[1+pos] = byte(c)
-			if got, want := validJSON(doc), json.Valid(doc); got != want {
+			if got, want := valid(doc), json.Valid(doc); got != want {
 				t.Fatalf("byte %#x at %d: validJSON %v, json.Valid %v", c, pos, got, want)
 			}
 		}
@@ -43,10 +48,10 @@ func TestValidJSONEveryByteEveryLane(t *testing.T) {
 
 // Nesting deeper than encoding/json's limit is left to encoding/json.
 func TestValidJSONDepth(t *testing.T) {
-	if !validJSON([]byte(strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth))) {
+	if !valid([]byte(strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth))) {
 		t.Error("the deepest nesting encoding/json takes was refused")
 	}
-	if validJSON([]byte(strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1))) {
+	if valid([]byte(strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1))) {
 		t.Error("nesting beyond encoding/json's limit was accepted")
 	}
 }
@@ -57,7 +62,7 @@ func TestParseObjectLargeBody(t *testing.T) {
 	big := strings.Repeat("QUJD", 2000)
 	body := []byte(` {"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,` +
 		big + `"}},{"type":"text","text":"hi \"there\""}]}],"n":1e2,"model":"m2"} `)
-	if _, ok := splitBody(body); !ok {
+	if _, _, ok := splitBody(body); !ok {
 		t.Fatal("a valid large object did not take the fast path")
 	}
 	o, e := ParseObject(body)
@@ -109,14 +114,14 @@ func FuzzValidJSON(f *testing.F) {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ok := validJSON(b)
+		ok, big := validJSON(b)
 		if ok != json.Valid(b) {
 			t.Fatalf("validJSON(%q) = %v, json.Valid disagrees", b, ok)
 		}
 		if !ok {
 			return
 		}
-		m, split := splitObject(b)
+		m, split := splitObject(b, big)
 		if !split {
 			return
 		}
@@ -144,5 +149,64 @@ func TestParseStringEveryByteEveryLane(t *testing.T) {
 				t.Fatalf("byte %#x at %d: %q %v, encoding/json %q %v", c, pos, got, e, want, werr)
 			}
 		}
+	}
+}
+
+// The long strings a body's validation remembers give the nested levels
+// encoding/json's values: plain ones without a second scan, ones with
+// escapes or non-ASCII bytes through the usual path.
+func TestBigStringsNested(t *testing.T) {
+	plain := strings.Repeat("QUJD", 3000)
+	escaped := strings.Repeat(`a\"b\\`, 1999)
+	utf := strings.Repeat("é", 5000)
+	body := []byte(`{"messages":[{"role":"user","content":[` +
+		`{"type":"image_url","image_url":{"url":"` + plain + `"}},` +
+		`{"type":"text","text":"` + escaped + `"},` +
+		`{"type":"text","text":"` + utf + `"}]}],"small":"x"}`)
+	ok, big := validJSON(body)
+	if !ok || len(big) != 3 {
+		t.Fatalf("valid %v, %d long strings remembered, want 3", ok, len(big))
+	}
+	for _, s := range big {
+		if s.plain != (s.n == len(plain)+2) {
+			t.Errorf("string of %d bytes: plain %v", s.n, s.plain)
+		}
+	}
+	o, e := ParseObject(body)
+	if e != nil {
+		t.Fatal(e)
+	}
+	var want struct {
+		Messages []struct {
+			Content []struct {
+				Text     string
+				ImageURL struct{ URL string } `json:"image_url"`
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &want); err != nil {
+		t.Fatal(err)
+	}
+	msgs, e := o.ArrayOf(o.M["messages"], "messages")
+	if e != nil {
+		t.Fatal(e)
+	}
+	m, _ := o.Elem(msgs[0], "messages[0]", "object")
+	parts, _ := m.Array("content")
+	img, _ := o.Elem(parts[0], "p0", "object")
+	iu, _ := img.Object("image_url")
+	url, _ := iu.String("url")
+	var texts []string
+	for i, p := range parts[1:] {
+		po, _ := o.Elem(p, "p"+Itoa(i+1), "object")
+		s, _ := po.String("text")
+		texts = append(texts, s)
+	}
+	if o.Failed() != nil {
+		t.Fatal(o.Failed())
+	}
+	c := want.Messages[0].Content
+	if url != c[0].ImageURL.URL || texts[0] != c[1].Text || texts[1] != c[2].Text {
+		t.Errorf("nested strings differ from encoding/json's")
 	}
 }
