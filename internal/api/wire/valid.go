@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/binary"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // validJSON reports whether b is one JSON value between optional
 // whitespace that encoding/json would accept, for bodies whose size makes
@@ -9,7 +12,7 @@ import "encoding/binary"
 // least as strict as encoding/json: whatever it accepts, encoding/json
 // accepts, so a caller can skip encoding/json's own pass when it returns
 // true and use encoding/json (and its error messages) when it returns
-// false. It skips string contents sixteen bytes at a time, and returns
+// false. It skips string contents with bytes.IndexByte and a check of eight bytes at a time, and returns
 // where the strings of bigString bytes or more end (nil when there are
 // none), for the splitters and ParseString of the body's nested values.
 func validJSON(b []byte) (bool, bigStrings) {
@@ -231,63 +234,98 @@ func stringStop(x uint64) uint64 {
 	return (((q - lanes1) &^ q) | ((s - lanes1) &^ s) | ((x - lanes1*0x20) &^ x)) & lanes8
 }
 
+// scanPlain sums up a run of string bytes that holds no quote and no
+// backslash: seen is every byte OR-ed (its lanes8 bits say non-ASCII),
+// ctl has a lanes8 bit set when some byte is a control character. The
+// has-less-than term is exact about whether any lane matches, so the
+// words' terms can be OR-ed and tested once, after the loop.
+func scanPlain(b []byte) (seen, ctl uint64) {
+	for len(b) >= 32 {
+		x0, x1 := binary.LittleEndian.Uint64(b[0:8]), binary.LittleEndian.Uint64(b[8:16])
+		x2, x3 := binary.LittleEndian.Uint64(b[16:24]), binary.LittleEndian.Uint64(b[24:32])
+		seen |= x0 | x1 | x2 | x3
+		ctl |= (x0-lanes1*0x20)&^x0 | (x1-lanes1*0x20)&^x1 | (x2-lanes1*0x20)&^x2 | (x3-lanes1*0x20)&^x3
+		b = b[32:]
+	}
+	for _, c := range b {
+		seen |= uint64(c)
+		if c < 0x20 {
+			ctl |= lanes8
+		}
+	}
+	return seen, ctl & lanes8
+}
+
+// escapeLen is the length of the valid escape sequence at b[i] ('\\'), 0
+// when it is not one.
+func escapeLen(b []byte, i int) int {
+	if i+1 >= len(b) {
+		return 0
+	}
+	switch b[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2
+	case 'u':
+		if i+6 > len(b) {
+			return 0
+		}
+		for _, h := range b[i+2 : i+6] {
+			if !isHex(h) {
+				return 0
+			}
+		}
+		return 6
+	}
+	return 0
+}
+
 // string checks a string from its opening quote: no control characters,
 // valid escapes. encoding/json accepts any other byte, valid UTF-8 or not.
+// It finds quotes and backslashes with bytes.IndexByte and checks the runs
+// between them with scanPlain; each byte is passed once by each.
 func (v *validator) string() bool {
 	b := v.b
 	start := v.i
 	i := start + 1
-	var seen uint64 // every byte passed, OR-ed: its high bits say non-ASCII
+	var seen, ctl uint64
 	escaped := false
 	for {
-		for i+16 <= len(b) {
-			x, y := binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])
-			if stringStop(x)|stringStop(y) != 0 {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return false
+		}
+		q += i
+		// b[i:q] holds no quote; check it up to each backslash.
+		for i <= q {
+			bs := bytes.IndexByte(b[i:q], '\\')
+			if bs < 0 {
 				break
 			}
-			seen |= x | y
-			i += 16
-		}
-		if i >= len(b) {
-			return false
-		}
-		switch c := b[i]; {
-		case c == '"':
-			v.i = i + 1
-			if n := v.i - start; n >= bigString {
-				if v.big == nil {
-					v.big = bigStrings{}
-				}
-				v.big[&b[start]] = bigStringInfo{n: n, plain: !escaped && seen&lanes8 == 0}
+			bs += i
+			s, c := scanPlain(b[i:bs])
+			seen, ctl = seen|s, ctl|c
+			n := escapeLen(b, bs)
+			if n == 0 {
+				return false
 			}
-			return true
-		case c < 0x20:
-			return false
-		case c == '\\':
 			escaped = true
-			if i+1 >= len(b) {
-				return false
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) {
-					return false
-				}
-				for _, h := range b[i+2 : i+6] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				i += 6
-			default:
-				return false
-			}
-		default:
-			seen |= uint64(c)
-			i++
+			i = bs + n
 		}
+		if i > q {
+			continue // the quote at q was escaped
+		}
+		s, c := scanPlain(b[i:q])
+		if ctl|c != 0 {
+			return false
+		}
+		v.i = q + 1
+		if n := v.i - start; n >= bigString {
+			if v.big == nil {
+				v.big = bigStrings{}
+			}
+			v.big[&b[start]] = bigStringInfo{n: n, plain: !escaped && (seen|s)&lanes8 == 0}
+		}
+		return true
 	}
 }
 
