@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // DecodeBody runs the body checks that come before any field is read
@@ -53,7 +54,8 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64) (Object, *A
 
 // ParseObject parses body as exactly one JSON object: the object the
 // shared phases read, for a front end that builds it from another
-// encoding (gRPC's structured-output constraints).
+// encoding (gRPC's structured-output constraints). The Object's values
+// (and its long strings) may alias body, which must not change afterwards.
 func ParseObject(body []byte) (Object, *APIError) { return parseObject(body) }
 
 // ObjectOf is the Object a body holding v (marshalled as JSON) would give:
@@ -410,8 +412,11 @@ func parseString(r json.RawMessage, path string, big bigStrings) (string, *APIEr
 		return "", ErrFieldType(path, "string")
 	}
 	if s, ok := big.at(r, 0); ok && s.n == len(r) && s.plain {
-		// The body's validation has checked every byte.
-		return string(r[1 : len(r)-1]), nil
+		// The body's validation has checked every byte, and the body is
+		// never written after it is read: the string can be its bytes
+		// rather than a copy of megabytes. It keeps the body alive while it
+		// lives, as a retained RawMessage of the body does.
+		return unsafe.String(&r[1], len(r)-2), nil
 	}
 	if s, ok := plainString(r); ok {
 		return s, nil
