@@ -110,33 +110,9 @@ func (e Exactness) String() string {
 // BytesOnly. The cost is one pass of the hash over data (blake3: about
 // 1 GB/s and up on one core).
 func Hash(kind Kind, data []byte, opt HashOptions) (string, Exactness, error) {
-	ih, err := NewItemHasher(kind, len(data), opt)
-	if err != nil {
-		return "", 0, err
-	}
-	ih.Write(data)
-	return ih.Sum()
-}
-
-// ItemHasher computes Hash over an item's bytes written in pieces, so that
-// a caller decoding the item chunk by chunk hashes each chunk while it is
-// still in the CPU's cache instead of reading megabytes back afterwards.
-// The item's size must be known up front (the framed layout writes it
-// before the bytes).
-type ItemHasher struct {
-	h     hash.Hash
-	w     hashWriter
-	rest  mapping // the keyword arguments that sort after the item
-	exact Exactness
-	left  int // bytes still to come
-}
-
-// NewItemHasher starts the hash of an item of kind with size bytes: the
-// arguments of Hash but the bytes, which go to Write.
-func NewItemHasher(kind Kind, size int, opt HashOptions) (*ItemHasher, error) {
 	h, err := newHasher(opt.Algorithm)
 	if err != nil {
-		return nil, err
+		return "", 0, err
 	}
 	var modality string
 	exact := BytesOnly
@@ -150,7 +126,7 @@ func NewItemHasher(kind Kind, size int, opt HashOptions) (*ItemHasher, error) {
 	case KindEmbeds:
 		modality = "image"
 	default:
-		return nil, fmt.Errorf("%w: cannot hash a %s item", ErrUnsupported, kind)
+		return "", 0, fmt.Errorf("%w: cannot hash a %s item", ErrUnsupported, kind)
 	}
 	// The keyword arguments of hash_kwargs; the item's value is written
 	// below, as the MediaWithBytes wrapper serializes.
@@ -163,46 +139,21 @@ func NewItemHasher(kind Kind, size int, opt HashOptions) (*ItemHasher, error) {
 	}
 	kw = append(kw, kv{"model_id", opt.ModelID})
 	slices.SortStableFunc(kw, func(a, b kv) int { return strings.Compare(a.k, b.k) })
-	ih := &ItemHasher{h: h, w: hashWriter{h: h, framed: opt.Scheme == SchemeFramed}, exact: exact, left: size}
-	for i, e := range kw {
-		if e.k != modality {
-			ih.w.item(e.k, e.v)
+	w := hashWriter{h: h, framed: opt.Scheme == SchemeFramed}
+	for _, e := range kw {
+		if e.k == modality {
+			// The outer key, then the MediaWithBytes leaf whose
+			// serialization is iter_item_to_bytes(modality, bytes).
+			w.key(modality)
+			if w.framed {
+				w.raw(tagLeaf)
+			}
+			w.item(modality, bytesLeaf(data))
 			continue
 		}
-		// The outer key, then the MediaWithBytes leaf whose serialization
-		// is iter_item_to_bytes(modality, bytes): its key and, framed, the
-		// leaf's tag and length; the bytes come through Write.
-		ih.w.key(modality)
-		if ih.w.framed {
-			ih.w.raw(tagLeaf)
-		}
-		ih.w.key(modality)
-		if ih.w.framed {
-			ih.w.raw(tagLeaf)
-			ih.w.length(size)
-		}
-		ih.rest = kw[i+1:]
-		break
+		w.item(e.k, e.v)
 	}
-	return ih, nil
-}
-
-// Write hashes the next piece of the item's bytes. It never fails.
-func (ih *ItemHasher) Write(p []byte) (int, error) {
-	ih.left -= len(p)
-	return ih.h.Write(p)
-}
-
-// Sum ends the hash: Hash's answer for the bytes written, which must have
-// been the size given.
-func (ih *ItemHasher) Sum() (string, Exactness, error) {
-	if ih.left != 0 {
-		return "", 0, fmt.Errorf("media: %d item bytes missing from the hash", ih.left)
-	}
-	for _, e := range ih.rest {
-		ih.w.item(e.k, e.v)
-	}
-	return hex.EncodeToString(ih.h.Sum(nil)), ih.exact, nil
+	return hex.EncodeToString(h.Sum(nil)), exact, nil
 }
 
 // newHasher returns the hash vLLM's _get_hasher_factory returns for alg.

@@ -169,12 +169,7 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 			return mmItem{}, wire.ErrInvalid(field, "image_embeds of shape (%d, %d, hidden) holds %d items; send one (tokens, hidden) tensor per image_embeds part.", it.Frames, it.EmbedTokens, it.Frames)
 		}
 		if !hit {
-			// A decoded payload was hashed as the part's modality while it
-			// was decoded; the probe has just confirmed that kind.
-			if it.Hash = src.hash; it.Hash == "" {
-				it.Hash, _, _ = media.Hash(it.Kind, data, mo.Hash)
-			}
-			if it.Hash == "" {
+			if it.Hash, _, _ = media.Hash(it.Kind, data, mo.Hash); it.Hash == "" {
 				return mmItem{}, wire.ErrInvalid(field, "The %s cannot be hashed.", p.Modality)
 			}
 			s.mmCache.Put(key, it)
@@ -340,12 +335,10 @@ func putDecodeBuf(buf *[]byte, data []byte) {
 	decodeBufs.Put(buf)
 }
 
-// partSource is where a part's bytes are: decoded (data, with their hash
-// when it was computed while decoding), an unfetched URL (remote), or a
-// processor-cache hit (cached) under key.
+// partSource is where a part's bytes are: decoded (data), an unfetched
+// URL (remote), or a processor-cache hit (cached) under key.
 type partSource struct {
 	data   []byte
-	hash   string
 	remote string
 	key    media.Key
 	hit    bool
@@ -362,13 +355,11 @@ func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.AP
 	field := p.Path
 	var (
 		data   []byte
-		sum    string
 		remote string
 		key    media.Key
 		hit    bool
 		cached media.Item
 	)
-	kind := kindOf(string(p.Modality))
 	inline := p.Data
 	if inline == "" && len(p.URL) >= 5 && strings.EqualFold(p.URL[:5], "data:") {
 		inline = p.URL
@@ -384,12 +375,12 @@ func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.AP
 			return partSource{}, tooLarge(field, len(p.Data)/4*3, mo.MaxItemBytes)
 		}
 		var err error
-		if data, sum, err = media.AppendBase64Hashed(dst, p.Data, mo.MaxItemBytes, kind, mo.Hash); err != nil {
+		if data, err = media.AppendBase64(dst, p.Data, mo.MaxItemBytes); err != nil {
 			return partSource{}, mediaError(field, err, mo.MaxItemBytes)
 		}
 	case len(p.URL) >= 5 && strings.EqualFold(p.URL[:5], "data:"):
 		var err error
-		if _, data, sum, err = media.AppendDataURLHashed(dst, p.URL, mo.MaxItemBytes, kind, mo.Hash); err != nil {
+		if _, data, err = media.AppendDataURL(dst, p.URL, mo.MaxItemBytes); err != nil {
 			return partSource{}, mediaError(field, err, mo.MaxItemBytes)
 		}
 	default:
@@ -418,5 +409,5 @@ func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.AP
 			return partSource{}, wire.ErrInvalid(field, "The URL must be either a HTTP, data or file URL.")
 		}
 	}
-	return partSource{data: data, hash: sum, remote: remote, key: key, hit: hit, cached: cached}, nil
+	return partSource{data: data, remote: remote, key: key, hit: hit, cached: cached}, nil
 }
