@@ -153,6 +153,64 @@ func BenchmarkChatFourPNGs(b *testing.B) {
 	}
 }
 
+// BenchmarkSurfacesFourPhotoPNGs is BenchmarkChatFourPNGs' photo_first
+// request on the other surfaces that take images: Anthropic's Messages
+// (base64 image blocks) and the Responses API (input_image data URLs),
+// beside chat, in process CPU per request. Both surfaces translate their
+// content into chat messages with encoding/json (decode, re-encode,
+// parse again), which costs several passes over the megabytes of base64
+// that chat's path reads once (docs/multimodal.md, "Measured cost").
+func BenchmarkSurfacesFourPhotoPNGs(b *testing.B) {
+	var photos [][]byte
+	for i := range 8 {
+		photos = append(photos, photoPNG(b, uint64(i)))
+	}
+	anth := func(p [][]byte) string {
+		var parts []any
+		for _, x := range p {
+			parts = append(parts, map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": base64.StdEncoding.EncodeToString(x)}})
+		}
+		parts = append(parts, map[string]any{"type": "text", "text": benchPrompt})
+		out, _ := json.Marshal(map[string]any{"model": "mocker-model", "max_tokens": 1, "messages": []any{map[string]any{"role": "user", "content": parts}}})
+		return string(out)
+	}
+	resp := func(p [][]byte) string {
+		var parts []any
+		for _, x := range p {
+			parts = append(parts, map[string]any{"type": "input_image", "image_url": dataURL("image/png", x)})
+		}
+		parts = append(parts, map[string]any{"type": "input_text", "text": benchPrompt})
+		out, _ := json.Marshal(map[string]any{"max_output_tokens": 1, "store": false, "input": []any{map[string]any{"role": "user", "content": parts}}})
+		return string(out)
+	}
+	for _, tc := range []struct {
+		name, path string
+		bodies     []string
+	}{
+		{"anthropic", "/v1/messages", []string{anth(photos[:4]), anth(photos[4:])}},
+		{"responses", "/v1/responses", []string{resp(photos[:4]), resp(photos[4:])}},
+		{"chat", "/v1/chat/completions", []string{chatWithImages(photos[:4]), chatWithImages(photos[4:])}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			env := startServerWith(b, testConfig(b, map[string]any{"speedup_ratio": "inf", "num_gpu_blocks": 65536,
+				"mm_processor_cache_gb": 0.02, "max_request_body_bytes": 32 << 20}),
+				func(r int) engine.Options { return engine.Options{Rank: r} }, settings.Deps{})
+			c := newRawClient(b, env.URL)
+			var reqs [][]byte
+			for _, body := range tc.bodies {
+				reqs = append(reqs, c.request(tc.path, body))
+				c.do(reqs[len(reqs)-1])
+			}
+			b.ResetTimer()
+			start := cpuTime()
+			for i := range b.N {
+				c.do(reqs[i%len(reqs)])
+			}
+			b.ReportMetric(float64((cpuTime()-start).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
 // rawClient sends pre-rendered HTTP/1.1 requests on one keep-alive
 // connection and reads the answers: the least a client can cost, so that
 // the process CPU of a benchmark is the server's (and the kernel's
