@@ -32,17 +32,20 @@ func (rb *Body) take() ([]byte, bool) {
 	return rb.b, true
 }
 
-// ReadAllSized reads r to its end like io.ReadAll, into a buffer sized for
-// size bytes (a request's Content-Length; <= 0 when unknown), so that a
-// body of megabytes is read once instead of being copied at every doubling
-// of a growing buffer.
+// ReadAllSized reads r to its end like io.ReadAll, growing its buffer
+// towards size bytes (a request's Content-Length; <= 0 when unknown) in a
+// few large steps, so that a body of megabytes is copied a few times
+// instead of at every doubling of a growing buffer. The buffer starts at
+// firstRead and grows only as bytes arrive, at most fourfold at a time:
+// a client that declares a large body and sends little gets no large
+// allocation.
 func ReadAllSized(r io.Reader, size int64) ([]byte, error) {
 	if size <= 0 {
 		return io.ReadAll(r)
 	}
 	// One byte more than announced: the read that returns io.EOF needs
 	// room not to grow the buffer.
-	b := make([]byte, 0, size+1)
+	b := make([]byte, 0, min(size+1, firstRead))
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -53,7 +56,13 @@ func ReadAllSized(r io.Reader, size int64) ([]byte, error) {
 			return b, err
 		}
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+			grown := make([]byte, len(b), max(min(size+1, 4*int64(cap(b))), int64(cap(b))+1))
+			copy(grown, b)
+			b = grown
 		}
 	}
 }
+
+// firstRead is the buffer ReadAllSized starts with: a typical request
+// body in one allocation.
+const firstRead = 64 << 10
