@@ -411,6 +411,9 @@ func TestTracePoint(t *testing.T) {
 			t.Errorf("point %s with APE %.1f %% missing from:\n%s", id, v, table)
 		}
 	}
+	if !strings.Contains(table, "| vllm | trace:run.jsonl | max (3 req.) | tpot_ms (median) |") {
+		t.Errorf("a trace point's lengths are not its file, named once:\n%s", table)
+	}
 	if !strings.Contains(table, "| t3 |") || !strings.Contains(table, "has 3 requests, the point 4") {
 		t.Errorf("a trace of 3 requests for a point of 4 not skipped:\n%s", table)
 	}
