@@ -82,6 +82,9 @@ func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError
 		it.repl.Target = mo.Processor.ItemTarget(it.item.Kind, nth[key])
 		items[i] = it
 	}
+	if e := checkEmbedsHidden(mo, items); e != nil {
+		return nil, e
+	}
 	return items, nil
 }
 
