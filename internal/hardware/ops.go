@@ -39,16 +39,17 @@ func streamGEMM(gpu GPU, p precision, m, n, k float64) float64 {
 // is the GPU the curve is for (src itself, or a GPU borrowing src's
 // efficiencies).
 //
-// No GEMM is priced below streamGEMM. aiconfigurator's GEMM collector
-// (collector/trtllm/collect_gemm.py at the tables' commit,
-// outside_loop_count) times ⌈L2 ÷ weight bytes⌉ copies of a weight back to
-// back, at most five: five copies of a weight under a fifth of L2 fit in
-// it, and a working set that only just exceeds L2 still mostly hits it. On
-// L40S (96 MB of L2 before 864 GB/s of GDDR6) 4–19 % of the grid points,
-// by engine and dtype, are timed faster than the datasheet bandwidth can
-// deliver their operands, by up to 3.5×; on the HBM GPUs only three or four
-// n = 128 shapes at m ≥ 4096 are, by under 20 %. A forward pass reads each
-// weight once, after the other layers have passed through L2.
+// No GEMM is priced below streamGEMM. aiconfigurator's GEMM collectors at
+// the tables' commit (collector/<engine>/collect_gemm.py,
+// outside_loop_count) time at most five or six copies of a weight back to
+// back (TensorRT-LLM's: ⌈L2 ÷ weight bytes⌉, at most five; vLLM's: six):
+// five copies of a weight under a fifth of L2 fit in it, and a working set
+// that only just exceeds L2 still mostly hits it. On L40S (96 MB of L2
+// before 864 GB/s of GDDR6) 4–19 % of the grid points, by engine and
+// dtype, are timed faster than the datasheet bandwidth can deliver their
+// operands, by up to 3.5×; on the HBM GPUs only three or four n = 128
+// shapes at m ≥ 4096 are, by under 20 %. A forward pass reads each weight
+// once, after the other layers have passed through L2.
 func gemmCurve(g *gemmGrid, src, target GPU, p precision, n, k int) curve {
 	c := curve{xs: toFloats(g.M), ys: make([]float64, len(g.M))}
 	j, u := bracketLog(g.N, float64(n))
