@@ -262,3 +262,15 @@ func scaleCurve(c curve, f func(x float64) float64) curve {
 	}
 	return out
 }
+
+// kvFloor is a decode attention's price: the table's ms, but never less
+// than reading the tokens' K and V from memory at the datasheet bandwidth.
+// In a pass each layer reads its own KV cache once, after the other layers
+// have passed through L2. aiconfigurator's L40S tables time 10–16 % of
+// their generation-attention cells faster than that (by up to 4.7×: the KV
+// of a small batch stays in the 96 MB L2 between repetitions), and A100's
+// TensorRT-LLM table 9 % (by up to 1.7×, at the longest contexts); the
+// Hopper and Blackwell tables none.
+func (m *Model) kvFloor(ms, tokens float64) float64 {
+	return max(ms, tokens*m.genKVMsPerToken)
+}

@@ -334,3 +334,33 @@ func TestPhysics_GEMMNeverBeatsMemoryBandwidth(t *testing.T) {
 		}
 	}
 }
+
+// A decode pass reads every sequence's KV cache once: it takes at least
+// the batch's context tokens × KV bytes per token ÷ the datasheet
+// bandwidth, whatever the attention table says (ops.go, kvFloor: L40S's
+// and A100's TensorRT-LLM tables time some cells faster than that).
+func TestPhysics_DecodeReadsItsKVCache(t *testing.T) {
+	for _, gpu := range []string{"h100_sxm", "h200_sxm", "b200_sxm", "gb200", "a100_sxm", "l40s"} {
+		g, err := Lookup(gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, engineType := range []string{"vllm", "sglang", "trtllm"} {
+			for _, c := range []struct {
+				model string
+				tp    int
+			}{{"meta-llama/Llama-3.1-8B-Instruct", 1}, {"meta-llama/Llama-3.1-70B-Instruct", 8}} {
+				m := mustNew(t, Options{GPU: gpu, Shape: known(t, c.model), TP: c.tp, EngineType: engineType})
+				for _, b := range []int{1, 16, 64, 256} {
+					for _, ctx := range []int{256, 1024, 4096, 16384} {
+						floor := 1e3 * float64(b) * float64(ctx) * float64(m.KVBytesPerToken()) / g.MemBW
+						if got := decodePass(m, b, ctx); got < floor {
+							t.Errorf("%s TP %d %s on %s: %d decodes at context %d take %.2f ms, less than reading their KV cache (%.2f ms)",
+								c.model, c.tp, engineType, gpu, b, ctx, got, floor)
+						}
+					}
+				}
+			}
+		}
+	}
+}
