@@ -285,9 +285,9 @@ func BenchmarkPassMs(b *testing.B) {
 // have evicted its weights from L2 since the previous pass. aiconfigurator's
 // L40S tables time many small weights while they sit in its 96 MB L2
 // (ops.go, gemmCurve); the model must not pass that on. Checked on every
-// measured GPU and engine for the 8B and 70B models' GEMMs at TP 1–8
-// (TP 8 splits the 70B weights into 10–60 MB pieces), at decode-sized
-// batches where the GEMMs are memory-bound.
+// measured GPU and engine for the 8B model's GEMMs at TP 1 and the 70B
+// model's at TP 8 (8–120 MB of weights per GPU), in BF16 and FP8, at
+// decode-sized batches where the GEMMs are memory-bound.
 func TestPhysics_GEMMNeverBeatsMemoryBandwidth(t *testing.T) {
 	type gemm struct {
 		name string
