@@ -33,6 +33,10 @@ func TestParseDataURL(t *testing.T) {
 		{in: "data:image/png;base64," + strings.TrimRight(b64, "="), wantErr: ErrCorrupt},
 		{in: "data:image/png;base64,@@@@", wantErr: ErrCorrupt},
 		{in: "data:image/png;base64,aGVs\nbG8", wantErr: ErrCorrupt},
+		// Go's decoder would skip these and decode "hello" and "hi".
+		{in: "data:image/png;base64,aGVs\n\n\r\nbG8=", wantErr: ErrCorrupt},
+		{in: "data:image/png;base64,aGk=\r\n\r\n", wantErr: ErrCorrupt},
+		{in: "data:image/png;base64,\r\n\r\naGk=", wantErr: ErrCorrupt},
 		{in: "data:image/png;base64,aGVsbG8=aGVsbG8=", wantErr: ErrCorrupt},
 		{in: "data:image/png;base64," + b64, limit: len(png) - 1, wantErr: ErrTooLarge},
 		{in: "data:image/png;base64," + b64, limit: len(png), mime: "image/png", wantData: png},

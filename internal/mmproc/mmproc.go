@@ -249,12 +249,7 @@ type numberedRules interface {
 // number their items, as vLLM's get_placeholder_str does. Image
 // embeddings count as images, audio embeddings as audio.
 func (p *Processor) ItemTarget(k media.Kind, n int) string {
-	switch k {
-	case media.KindEmbeds:
-		k = media.KindImage
-	case media.KindAudioEmbeds:
-		k = media.KindAudio
-	}
+	k = mediaKind(k)
 	if !p.Supports(k) {
 		return ""
 	}
@@ -288,7 +283,7 @@ func (p *Processor) EncoderFLOPs(it media.Item) (float64, error) {
 	if err := p.check(it); err != nil {
 		return 0, err
 	}
-	if it.Kind == media.KindEmbeds || it.Kind == media.KindAudioEmbeds {
+	if mediaKind(it.Kind) != it.Kind {
 		return 0, nil
 	}
 	return p.rules.encoderFLOPs(it)
@@ -301,20 +296,27 @@ func (p *Processor) EncoderWork(it media.Item) (*engine.EncoderWork, error) {
 	if err := p.check(it); err != nil {
 		return nil, err
 	}
-	if it.Kind == media.KindEmbeds || it.Kind == media.KindAudioEmbeds {
+	if mediaKind(it.Kind) != it.Kind {
 		return nil, nil
 	}
 	return p.rules.encoderWork(it)
 }
 
-func (p *Processor) check(it media.Item) error {
-	k := it.Kind
+// mediaKind is the kind of media an item of kind k stands for: image
+// embeddings count as images, audio embeddings as audio, the rest as
+// themselves.
+func mediaKind(k media.Kind) media.Kind {
 	switch k {
 	case media.KindEmbeds:
-		k = media.KindImage
+		return media.KindImage
 	case media.KindAudioEmbeds:
-		k = media.KindAudio
+		return media.KindAudio
 	}
+	return k
+}
+
+func (p *Processor) check(it media.Item) error {
+	k := mediaKind(it.Kind)
 	if !p.Supports(k) {
 		return fmt.Errorf("%w: %s input for %s", ErrModality, it.Kind, p.family)
 	}

@@ -84,7 +84,11 @@ func WithPortRuns(t testing.TB, count, runLen int, attempt func(bases []int) err
 	for range portRunAttempts {
 		bases, err := freePortRuns(count, runLen)
 		if err != nil {
-			last = err
+			// A busy loopback: say so only if no attempt ever ran, whose
+			// own failure says more.
+			if last == nil {
+				last = err
+			}
 			continue
 		}
 		if last = attempt(bases); last == nil {

@@ -193,7 +193,9 @@ func TestWithPortRuns(t *testing.T) {
 		msg := (&fakeTB{}).run(func(tb testing.TB) {
 			WithPortRuns(tb, 1, 2, func([]int) error { attempts++; return errors.New("still busy") })
 		})
-		if attempts != portRunAttempts || !strings.Contains(msg, "still busy") {
+		// Every run found is attempted; on a busy loopback a search for a
+		// run can fail too, which costs an attempt without calling it.
+		if attempts < 1 || attempts > portRunAttempts || !strings.Contains(msg, "still busy") {
 			t.Errorf("%d attempts, failure %q", attempts, msg)
 		}
 	})

@@ -174,11 +174,9 @@ func anthropicMessages(o wire.Object) (json.RawMessage, *wire.APIError) {
 		sys, _ := json.Marshal(system.String())
 		out = append([]input.ChatMessageIn{{Role: "system", Content: sys}}, out...)
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, wire.ErrInvalid("messages", "%v", err)
-	}
-	return b, nil
+	// The contents are valid JSON (the body's, or json.Marshal's): no
+	// second validation of their megabytes of image data.
+	return input.MarshalMessages(out), nil
 }
 
 // appendSystemText adds a system prompt given as a string or text blocks.

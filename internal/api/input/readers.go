@@ -51,7 +51,7 @@ func ParseMessages(o wire.Object) (msgs []tokenizer.Message, media []MediaPart, 
 		}
 		return nil, nil, ""
 	}
-	elems, e := wire.ParseArray(arr, "messages")
+	elems, e := o.ArrayOf(arr, "messages")
 	if e != nil {
 		o.Fail(e)
 		return nil, nil, ""

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -33,7 +32,7 @@ func (s *Server) ReadBodies(next http.Handler) http.Handler {
 		}
 		rc := http.NewResponseController(w)
 		armed := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
-		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		body, err := wire.ReadAllSized(io.LimitReader(r.Body, limit+1), r.ContentLength)
 		if armed && err == nil {
 			// The server's background read (which notices a client that
 			// leaves) starts at the body's end and must not inherit the
@@ -55,7 +54,7 @@ func (s *Server) ReadBodies(next http.Handler) http.Handler {
 			wire.WriteError(w, wire.ErrBadRequest("", "Invalid request body: %v", err))
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = wire.NewBody(body)
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})

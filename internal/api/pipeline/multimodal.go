@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/mocker-server/mocker-server/internal/api/input"
 	"github.com/mocker-server/mocker-server/internal/api/settings"
@@ -195,7 +196,9 @@ func (s *Server) resolvePart(p input.MediaPart, nth int) (mmItem, *wire.APIError
 			return mmItem{}, e
 		}
 	}
-	src, e := s.partSource(p, nth)
+	buf := decodeBufs.Get().(*[]byte)
+	src, e := s.partSource(p, nth, *buf)
+	defer putDecodeBuf(buf, src.data)
 	if e != nil {
 		return mmItem{}, e
 	}
@@ -378,6 +381,22 @@ func mediaError(field string, err error, limit int) *wire.APIError {
 	return wire.ErrInvalid(field, "The media item cannot be read: %s", err.Error())
 }
 
+// decodeBufs holds the buffers data URLs are decoded into (*[]byte): an
+// item's bytes are needed only until it is probed and hashed (the Item
+// keeps facts, not bytes), so one buffer serves item after item instead of
+// a fresh allocation of megabytes each. sync.Pool drops what a GC finds
+// unused, so idle buffers do not stay.
+var decodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// putDecodeBuf returns buf to decodeBufs, keeping data's array when it is
+// the larger (the decode outgrew buf).
+func putDecodeBuf(buf *[]byte, data []byte) {
+	if cap(data) > cap(*buf) {
+		*buf = data[:0]
+	}
+	decodeBufs.Put(buf)
+}
+
 // partSource is where a part's bytes are: decoded (data), an unfetched
 // URL (remote), or a processor-cache hit (cached) under key.
 type partSource struct {
@@ -391,7 +410,11 @@ type partSource struct {
 // partSource finds a part's bytes: a cache hit on the item as sent, a
 // decoded data URL or input_audio payload, a local file under
 // --allowed-local-media-path, or an http(s) URL left unfetched.
-func (s *Server) partSource(p input.MediaPart, nth int) (partSource, *wire.APIError) {
+// A part named by a uuid is looked up by it first (uuidSource; nth is
+// its index among the request's items of its modality).
+//
+// A decoded payload goes into dst's capacity when it fits.
+func (s *Server) partSource(p input.MediaPart, nth int, dst []byte) (partSource, *wire.APIError) {
 	mo := &s.opts.Multimodal
 	field := p.Path
 	byUUID, src, e := s.uuidSource(p, nth)
@@ -425,12 +448,12 @@ func (s *Server) partSource(p input.MediaPart, nth int) (partSource, *wire.APIEr
 			return partSource{}, tooLarge(field, len(p.Data)/4*3, mo.MaxItemBytes)
 		}
 		var err error
-		if _, data, err = media.ParseDataURL("data:;base64,"+p.Data, mo.MaxItemBytes); err != nil {
+		if data, err = media.AppendBase64(dst, p.Data, mo.MaxItemBytes); err != nil {
 			return partSource{}, mediaError(field, err, mo.MaxItemBytes)
 		}
 	case len(p.URL) >= 5 && strings.EqualFold(p.URL[:5], "data:"):
 		var err error
-		if _, data, err = media.ParseDataURL(p.URL, mo.MaxItemBytes); err != nil {
+		if _, data, err = media.AppendDataURL(dst, p.URL, mo.MaxItemBytes); err != nil {
 			return partSource{}, mediaError(field, err, mo.MaxItemBytes)
 		}
 	default:

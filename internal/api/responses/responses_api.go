@@ -90,11 +90,9 @@ func (rs ResponsesSurface) Parse(s *pipeline.Server, o wire.Object, r *http.Requ
 	if req.conversation, e = responsesConversation(o, req.instructions, prev); e != nil {
 		return nil, e
 	}
-	msgs, err := json.Marshal(req.conversation)
-	if err != nil {
-		return nil, wire.ErrInvalid("input", "%v", err)
-	}
-	chat["messages"] = msgs
+	// The contents are valid JSON (the body's, json.Marshal's or a stored
+	// response's): no second validation of their megabytes of image data.
+	chat["messages"] = input.MarshalMessages(req.conversation)
 	in, e := responsesInput(s, o, wire.Object{M: chat, Err: new(*wire.APIError)}, req, logprobs)
 	if e != nil {
 		return nil, e

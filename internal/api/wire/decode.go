@@ -6,6 +6,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // DecodeBody runs the body checks that come before any field is read
@@ -34,6 +36,11 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64) (Object, *A
 	if r.ContentLength > limit {
 		return Object{}, tooLarge
 	}
+	if rb, ok := r.Body.(*Body); ok && int64(len(rb.b)) <= limit {
+		if body, ok := rb.take(); ok {
+			return parseObject(body)
+		}
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -47,7 +54,8 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64) (Object, *A
 
 // ParseObject parses body as exactly one JSON object: the object the
 // shared phases read, for a front end that builds it from another
-// encoding (gRPC's structured-output constraints).
+// encoding (gRPC's structured-output constraints). The Object's values
+// (and its long strings) may alias body, which must not change afterwards.
 func ParseObject(body []byte) (Object, *APIError) { return parseObject(body) }
 
 // ObjectOf is the Object a body holding v (marshalled as JSON) would give:
@@ -63,6 +71,10 @@ func ObjectOf(v any) (Object, *APIError) {
 
 // parseObject parses body as exactly one JSON object.
 func parseObject(body []byte) (Object, *APIError) {
+	var e *APIError
+	if m, big, ok := splitBody(body); ok {
+		return Object{M: m, Err: &e, big: big}, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var m map[string]json.RawMessage
 	if err := dec.Decode(&m); err != nil {
@@ -82,8 +94,36 @@ func parseObject(body []byte) (Object, *APIError) {
 	if len(rest) > 0 {
 		return Object{}, ErrBadRequest("", "Invalid JSON body: invalid character %s after top-level value", quoteChar(rest[0]))
 	}
-	var e *APIError
 	return Object{M: m, Err: &e}, nil
+}
+
+// splitBody is parseObject's path for a large body that is valid JSON and
+// an object: one validating pass (validJSON) and a split of the top level,
+// where encoding/json would scan the body byte by byte twice (its
+// Decoder's read, then the decode) and copy it twice (into its buffer,
+// then into each RawMessage). Members of splitMin bytes and more alias
+// body; smaller ones are copied, so that a handler keeping a small field
+// (a stored response keeps its metadata) does not keep the whole body.
+// Anything else — an invalid body, a top level that is not an object, a
+// key with escapes — is left to encoding/json and its errors.
+func splitBody(body []byte) (map[string]json.RawMessage, bigStrings, bool) {
+	if len(body) < splitMin {
+		return nil, nil, false
+	}
+	ok, big := validJSON(body)
+	if !ok {
+		return nil, nil, false
+	}
+	m, ok := splitObject(body, big)
+	if !ok {
+		return nil, nil, false
+	}
+	for k, v := range m {
+		if len(v) < splitMin {
+			m[k] = bytes.Clone(v)
+		}
+	}
+	return m, big, true
 }
 
 // quoteChar formats a byte like encoding/json's syntax errors do.
@@ -136,6 +176,7 @@ type Object struct {
 	M    map[string]json.RawMessage
 	path string // "" at top level, else e.g. "messages[0]"
 	Err  **APIError
+	big  bigStrings // the long strings of a large body, shared with nested objects
 }
 
 // Failed returns the first recorded error.
@@ -234,7 +275,7 @@ func (o Object) String(key string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	s, e := ParseString(r, o.Name(key))
+	s, e := parseString(r, o.Name(key), o.big)
 	if e != nil {
 		o.Fail(e)
 		return "", false
@@ -248,7 +289,7 @@ func (o Object) Array(key string) ([]json.RawMessage, bool) {
 	if !ok {
 		return nil, false
 	}
-	a, e := ParseArray(r, o.Name(key))
+	a, e := parseArray(r, o.Name(key), o.big)
 	if e != nil {
 		o.Fail(e)
 		return nil, false
@@ -272,8 +313,8 @@ func (o Object) Elem(raw json.RawMessage, path, want string) (Object, bool) {
 		return Object{}, false
 	}
 	if len(raw) >= splitMin {
-		if m, ok := splitObject(raw); ok {
-			return Object{M: m, path: path, Err: o.Err}, true
+		if m, ok := splitObject(raw, o.big); ok {
+			return Object{M: m, path: path, Err: o.Err, big: o.big}, true
 		}
 	}
 	var m map[string]json.RawMessage
@@ -361,9 +402,21 @@ func parseFloat(r json.RawMessage, path string) (Num, *APIError) {
 	return Num{F: f, I: int64(f), Raw: s, Set: true}, nil
 }
 
+// ParseString parses a string JSON value.
 func ParseString(r json.RawMessage, path string) (string, *APIError) {
+	return parseString(r, path, nil)
+}
+
+func parseString(r json.RawMessage, path string, big bigStrings) (string, *APIError) {
 	if len(r) == 0 || r[0] != '"' {
 		return "", ErrFieldType(path, "string")
+	}
+	if s, ok := big.at(r, 0); ok && s.n == len(r) && s.plain {
+		// The body's validation has checked every byte, and the body is
+		// never written after it is read: the string can be its bytes
+		// rather than a copy of megabytes. It keeps the body alive while it
+		// lives, as a retained RawMessage of the body does.
+		return unsafe.String(&r[1], len(r)-2), nil
 	}
 	if s, ok := plainString(r); ok {
 		return s, nil
@@ -375,17 +428,24 @@ func ParseString(r json.RawMessage, path string) (string, *APIError) {
 	return s, nil
 }
 
-// plainString is the fast path of ParseString: a string without escapes,
-// control characters or invalid UTF-8 is its bytes between the quotes (a
-// multimodal data URL is megabytes of such text, which encoding/json would
-// scan twice).
+// plainString is the fast path of ParseString: a string of printable
+// ASCII without escapes is its bytes between the quotes (a multimodal data
+// URL is megabytes of such text, which encoding/json would scan twice);
+// it checks eight bytes at a time.
 func plainString(r []byte) (string, bool) {
 	n := len(r)
 	if n < 2 || r[n-1] != '"' {
 		return "", false
 	}
 	body := r[1 : n-1]
-	for _, c := range body {
+	i := 0
+	for ; i+8 <= len(body); i += 8 {
+		x := binary.LittleEndian.Uint64(body[i:])
+		if stringStop(x)|x&lanes8 != 0 {
+			return "", false
+		}
+	}
+	for _, c := range body[i:] {
 		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
 			return "", false
 		}
@@ -393,12 +453,23 @@ func plainString(r []byte) (string, bool) {
 	return string(body), true
 }
 
+// ParseArray parses an array JSON value into its raw elements.
 func ParseArray(r json.RawMessage, path string) ([]json.RawMessage, *APIError) {
+	return parseArray(r, path, nil)
+}
+
+// ArrayOf parses raw, a value of o's body at path, as an array: ParseArray
+// with what o knows of its body's long strings.
+func (o Object) ArrayOf(raw json.RawMessage, path string) ([]json.RawMessage, *APIError) {
+	return parseArray(raw, path, o.big)
+}
+
+func parseArray(r json.RawMessage, path string, big bigStrings) ([]json.RawMessage, *APIError) {
 	if len(r) == 0 || r[0] != '[' {
 		return nil, ErrFieldType(path, "array")
 	}
 	if len(r) >= splitMin {
-		if a, ok := splitArray(r); ok {
+		if a, ok := splitArray(r, big); ok {
 			return a, nil
 		}
 	}

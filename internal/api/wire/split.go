@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // A body is validated once, by DecodeBody; its nested objects and arrays
@@ -17,8 +18,9 @@ import (
 // ones cost encoding/json little, and keep its exact behaviour.
 const splitMin = 4 << 10
 
-// splitObject returns a JSON object's members (values alias raw).
-func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
+// splitObject returns a JSON object's members (values alias raw). big,
+// when the body's, lets it jump over the long strings.
+func splitObject(raw []byte, big bigStrings) (map[string]json.RawMessage, bool) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false
@@ -32,8 +34,9 @@ func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
 		if i >= len(raw) || raw[i] != '"' {
 			return nil, false
 		}
-		end, ok := skipString(raw, i)
-		if !ok || bytes.IndexByte(raw[i+1:end-1], '\\') >= 0 {
+		end, ok := skipString(raw, i, big)
+		if !ok || bytes.IndexByte(raw[i+1:end-1], '\\') >= 0 || !utf8.Valid(raw[i+1:end-1]) {
+			// encoding/json unescapes keys and replaces invalid UTF-8.
 			return nil, false
 		}
 		key := string(raw[i+1 : end-1])
@@ -42,7 +45,7 @@ func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
 			return nil, false
 		}
 		i = skipSpace(raw, i+1)
-		vend, ok := skipValue(raw, i)
+		vend, ok := skipValue(raw, i, big)
 		if !ok {
 			return nil, false
 		}
@@ -63,7 +66,7 @@ func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
 }
 
 // splitArray returns a JSON array's elements (aliasing raw).
-func splitArray(raw []byte) ([]json.RawMessage, bool) {
+func splitArray(raw []byte, big bigStrings) ([]json.RawMessage, bool) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
 		return nil, false
@@ -74,7 +77,7 @@ func splitArray(raw []byte) ([]json.RawMessage, bool) {
 		return out, skipSpace(raw, i+1) == len(raw)
 	}
 	for {
-		end, ok := skipValue(raw, i)
+		end, ok := skipValue(raw, i, big)
 		if !ok {
 			return nil, false
 		}
@@ -102,7 +105,10 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index after the string starting at b[i] ('"').
-func skipString(b []byte, i int) (int, bool) {
+func skipString(b []byte, i int, big bigStrings) (int, bool) {
+	if s, ok := big.at(b, i); ok {
+		return i + s.n, true
+	}
 	j := i + 1
 	for {
 		q := bytes.IndexByte(b[j:], '"')
@@ -122,19 +128,19 @@ func skipString(b []byte, i int) (int, bool) {
 }
 
 // skipValue returns the index after the value starting at b[i].
-func skipValue(b []byte, i int) (int, bool) {
+func skipValue(b []byte, i int, big bigStrings) (int, bool) {
 	if i >= len(b) {
 		return 0, false
 	}
 	switch b[i] {
 	case '"':
-		return skipString(b, i)
+		return skipString(b, i, big)
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				end, ok := skipString(b, j)
+				end, ok := skipString(b, j, big)
 				if !ok {
 					return 0, false
 				}

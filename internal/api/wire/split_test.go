@@ -24,7 +24,7 @@ func TestSplitAgreesWithEncodingJSON(t *testing.T) {
 			if err := json.Unmarshal([]byte(doc), &want); err != nil {
 				t.Fatal(err)
 			}
-			got, ok := splitObject([]byte(doc))
+			got, ok := splitObject([]byte(doc), nil)
 			if !ok || !reflect.DeepEqual(normRaw(got), normRaw(want)) {
 				t.Errorf("object %.80q: %v %v, want %v", doc, ok, got, want)
 			}
@@ -34,7 +34,7 @@ func TestSplitAgreesWithEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(doc), &want); err != nil {
 			t.Fatal(err)
 		}
-		got, ok := splitArray([]byte(doc))
+		got, ok := splitArray([]byte(doc), nil)
 		if !ok || len(got) != len(want) {
 			t.Fatalf("array %.80q: %v %d elements, want %d", doc, ok, len(got), len(want))
 		}
@@ -44,11 +44,11 @@ func TestSplitAgreesWithEncodingJSON(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := splitObject([]byte(`{"a\"b":1}`)); ok {
+	if _, ok := splitObject([]byte(`{"a\"b":1}`), nil); ok {
 		t.Error("a key with an escape was split")
 	}
 	for _, bad := range []string{`{"a":1`, `{"a" 1}`, `[1,2`, `{"a":"x}`} {
-		if _, ok := splitObject([]byte(bad)); ok {
+		if _, ok := splitObject([]byte(bad), nil); ok {
 			t.Errorf("%q split", bad)
 		}
 	}
