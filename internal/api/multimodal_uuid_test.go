@@ -56,6 +56,8 @@ func TestMultimodal_UUIDOnlyPartReusesTheCachedItem(t *testing.T) {
 		"image_url null":     {"type": "image_url", "image_url": nil, "uuid": "sku-1234-a"},
 		"url null":           {"type": "image_url", "image_url": map[string]any{"url": nil}, "uuid": "sku-1234-a"},
 		"empty object":       {"type": "image_url", "image_url": map[string]any{}, "uuid": "sku-1234-a"},
+		"empty url":          {"type": "image_url", "image_url": map[string]any{"url": ""}, "uuid": "sku-1234-a"},
+		"empty string":       {"type": "image_url", "image_url": "", "uuid": "sku-1234-a"},
 		"responses' type":    {"type": "input_image", "image_url": nil, "uuid": "sku-1234-a"},
 		"image before text ": {"type": "image_url", "image_url": nil, "uuid": "sku-1234-a"},
 	} {

@@ -159,21 +159,22 @@ func parseInputAudio(o, part wire.Object, mp *MediaPart) {
 
 // uuidOnlyURL reports whether a part with a uuid carries no data under
 // key: vLLM's chat parser, given a uuid, reads the part's key whatever its
-// type and accepts null, or an object whose url is null or absent, as no
-// data (chat_utils.py _parse_chat_message_content_mm_part).
+// type and accepts null, "", or an object whose url is null, "" or absent,
+// as no data (chat_utils.py _parse_chat_message_content_mm_part; the
+// parser fetches only a non-empty URL).
 func uuidOnlyURL(part wire.Object, key string) bool {
 	raw, present := part.M[key]
 	if !present {
 		return false
 	}
-	if wire.IsNull(raw) {
-		return true
+	if wire.IsNull(raw) || string(raw) == `""` {
+		return true // vLLM fetches only a non-empty URL
 	}
 	if len(raw) == 0 || raw[0] != '{' {
 		return false
 	}
 	obj, ok := part.Object(key)
-	return ok && !obj.Has("url")
+	return ok && (!obj.Has("url") || string(obj.M["url"]) == `""`)
 }
 
 // uuidOnlyEmbeds reports whether an embeddings part with a uuid has its
