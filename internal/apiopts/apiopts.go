@@ -125,6 +125,18 @@ func sglangOptions(cfg *config.Config) *settings.SGLangOptions {
 	}
 }
 
+// embedsHiddenSize is the served model's text hidden size when its
+// processor is --model's own (a model directory's config.json or the
+// catalogue's entry for the id). A stand-in --mm-processor-model says
+// nothing about the served model's width, so nothing is checked then.
+func embedsHiddenSize(cfg *config.Config, p *mmproc.Processor) int {
+	if p == nil || p.Model() != cfg.Model {
+		return 0
+	}
+	n, _ := p.TextHiddenSize()
+	return n
+}
+
 // multimodalOptions are the HTTP layer's multimodal settings.
 func multimodalOptions(cfg *config.Config, p *mmproc.Processor) settings.MultimodalOptions {
 	limits, _ := cfg.MMLimits() // validated by config.Load
@@ -136,6 +148,7 @@ func multimodalOptions(cfg *config.Config, p *mmproc.Processor) settings.Multimo
 		AllowedLocalMediaPath: cfg.AllowedLocalMediaPath,
 		AllowedMediaDomains:   cfg.AllowedMediaDomains,
 		EnableEmbeds:          cfg.EnableMMEmbeds,
+		EmbedsHiddenSize:      embedsHiddenSize(cfg, p),
 		InterleaveStrings:     cfg.InterleaveMMStrings,
 		RemoteImageWidth:      u.ImageWidth,
 		RemoteImageHeight:     u.ImageHeight,

@@ -166,6 +166,7 @@ type Processor struct {
 	family Family
 	model  string
 	rules  rules
+	hidden int // the language model's hidden size (0: unknown)
 }
 
 // rules is one family's implementation.

@@ -72,16 +72,19 @@ func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError
 	items := make([]mmItem, len(parts))
 	nth := map[string]int{}
 	for i, p := range parts {
-		it, e := s.resolvePart(p)
+		key := p.Modality.LimitKey()
+		it, e := s.resolvePart(p, nth[key])
 		if e != nil {
 			return nil, e
 		}
 		// The n-th item of its modality takes the n-th placeholder, which
 		// some families number (Phi-4-multimodal's <|image_n|>).
-		key := p.Modality.LimitKey()
 		nth[key]++
 		it.repl.Target = mo.Processor.ItemTarget(it.item.Kind, nth[key])
 		items[i] = it
+	}
+	if e := checkEmbedsHidden(mo, items); e != nil {
+		return nil, e
 	}
 	return items, nil
 }
@@ -140,6 +143,9 @@ func checkEmbedsPart(mo *settings.MultimodalOptions, p input.MediaPart) *wire.AP
 	if !mo.EnableEmbeds {
 		return wire.ErrInvalid(p.Path, "You must set `--enable-mm-embeds` to input `%s`", name)
 	}
+	if p.NoData {
+		return wire.ErrInvalid(p.Path+"."+name, "A uuid-only %s part (no data) is not supported by mocker-server: vLLM's processor passes embeddings through without caching them, so a uuid alone names nothing it kept.", name)
+	}
 	if p.Modality == input.ModalityAudioEmbeds && mo.Processor.Supports(media.KindAudio) && !mo.Processor.AudioEmbeds() {
 		return wire.ErrInvalid(p.Path, "audio_embeds are read for Qwen2-Audio only by mocker-server; %s's audio replacement needs the audio features.", mo.Processor.Family())
 	}
@@ -179,8 +185,9 @@ func (s *Server) probePart(p input.MediaPart, data []byte) (media.Item, *wire.AP
 	return it, nil
 }
 
-// resolvePart finds one part's bytes and facts.
-func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
+// resolvePart finds one part's bytes and facts; nth is the part's index
+// among the request's items of its modality.
+func (s *Server) resolvePart(p input.MediaPart, nth int) (mmItem, *wire.APIError) {
 	mo := &s.opts.Multimodal
 	field := p.Path
 	embeds := p.Modality.Embeds()
@@ -190,7 +197,7 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 		}
 	}
 	buf := decodeBufs.Get().(*[]byte)
-	src, e := s.partSource(p, *buf)
+	src, e := s.partSource(p, nth, *buf)
 	defer putDecodeBuf(buf, src.data)
 	if e != nil {
 		return mmItem{}, e
@@ -234,6 +241,7 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 	if remote != "" {
 		// vLLM hashes the fetched bytes; unfetched, the URL names the item.
 		it.Hash, _, _ = media.Hash(it.Kind, []byte(remote), mo.Hash)
+		s.keepRemoteByUUID(p, key, it)
 	}
 	repl, err := mo.Processor.Replace(it)
 	if err != nil {
@@ -402,15 +410,21 @@ type partSource struct {
 // partSource finds a part's bytes: a cache hit on the item as sent, a
 // decoded data URL or input_audio payload, a local file under
 // --allowed-local-media-path, or an http(s) URL left unfetched.
+// A part named by a uuid is looked up by it first (uuidSource; nth is
+// its index among the request's items of its modality).
 //
 // A decoded payload goes into dst's capacity when it fits.
-func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.APIError) {
+func (s *Server) partSource(p input.MediaPart, nth int, dst []byte) (partSource, *wire.APIError) {
 	mo := &s.opts.Multimodal
 	field := p.Path
+	byUUID, src, e := s.uuidSource(p, nth)
+	if e != nil || src.hit {
+		return src, e
+	}
 	var (
 		data   []byte
 		remote string
-		key    media.Key
+		key    = src.key
 		hit    bool
 		cached media.Item
 	)
@@ -418,7 +432,7 @@ func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.AP
 	if inline == "" && len(p.URL) >= 5 && strings.EqualFold(p.URL[:5], "data:") {
 		inline = p.URL
 	}
-	if inline != "" && s.mmCache.Enabled() {
+	if inline != "" && s.mmCache.Enabled() && !byUUID {
 		key = media.Fingerprint(inline)
 		if p.Data != "" {
 			// The same base64 is a different item as audio or as image
@@ -460,7 +474,7 @@ func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.AP
 				}
 				return partSource{}, wire.ErrInvalid(field, "%s", err.Error())
 			}
-			if s.mmCache.Enabled() {
+			if s.mmCache.Enabled() && !byUUID {
 				key = media.FingerprintBytes(data)
 				cached, hit = s.mmCache.Get(key)
 			}
