@@ -21,11 +21,12 @@ func prefillPass(m *Model, n int) float64 {
 // global; past it only the 12 global layers' attention keeps growing with
 // the context, and a sequence that has just entered a new chunk attends
 // to fewer positions in the chunked layers than one at its chunk's end.
+// TensorRT-LLM chunks only the prompts' attention.
 func TestPhysics_Llama4ChunkedAttentionCapsTheContext(t *testing.T) {
 	s := known(t, scout)
 	global := *s
 	global.ChunkedLayers = 0
-	for _, engineType := range []string{"vllm", "trtllm"} {
+	for _, engineType := range []string{"vllm", "sglang", "trtllm"} {
 		o := Options{GPU: "h200_sxm", Shape: s, TP: 4, Quantization: "fp8", EngineType: engineType}
 		m := mustNew(t, o)
 		o.Shape = &global
@@ -37,6 +38,16 @@ func TestPhysics_Llama4ChunkedAttentionCapsTheContext(t *testing.T) {
 		}
 		if a, b := prefillPass(m, 8192), prefillPass(g, 8192); a != b {
 			t.Errorf("%s, an 8192-token prompt: %.2f ms, all-global %.2f ms", engineType, a, b)
+		}
+		if engineType == "trtllm" {
+			// TensorRT-LLM chunks the prompts' attention only.
+			if a, b := decodePass(m, 64, 65536), decodePass(g, 64, 65536); a != b {
+				t.Errorf("trtllm, 64 decodes at context 65536: %.2f ms, all-global %.2f ms", a, b)
+			}
+			if a, b := prefillPass(m, 32768), prefillPass(g, 32768); a >= b {
+				t.Errorf("trtllm: a 32768-token prompt takes %.2f ms, all-global %.2f ms", a, b)
+			}
+			continue
 		}
 		grow := decodePass(m, 64, 65536) - decodePass(m, 64, 8192)
 		growGlobal := decodePass(g, 64, 65536) - decodePass(g, 64, 8192)

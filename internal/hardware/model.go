@@ -83,10 +83,12 @@ type Model struct {
 	layers, denseLayers, moeLayers int
 	slidingLayers, globalLayers    int
 	window                         float64
-	// chunkedLayers attend within chunks of chunk positions (Llama 4).
-	chunkedLayers int
-	chunk         float64
-	loraRank      int
+	// chunkedLayers attend within chunks of chunk positions (Llama 4);
+	// with chunkedDecodes their decodes do too, else only prompt chunks.
+	chunkedLayers  int
+	chunk          float64
+	chunkedDecodes bool
+	loraRank       int
 	// genKVMsPerToken is the time to read one token's K and V of one
 	// layer from memory at the datasheet bandwidth: the floor of a
 	// decode's attention (kvFloor).
@@ -149,6 +151,12 @@ func New(opts Options) (*Model, error) {
 		return nil, err
 	}
 	m.overheads(fw)
+	// vLLM's and SGLang's chunked local attention restricts decodes too;
+	// TensorRT-LLM applies attention_chunk_size to context requests only
+	// (docs/source/features/long-sequence.md: "chunked attention can only be
+	// applied to context requests"), its generation kernels attend to the
+	// whole sequence.
+	m.chunkedDecodes = fw != "trtllm"
 	if err := m.build(ft); err != nil {
 		return nil, err
 	}
@@ -411,13 +419,17 @@ func (m *Model) PassMs(pc *engine.PassContents) float64 {
 	if pc.Decodes > 0 {
 		b := float64(pc.Decodes)
 		avg := float64(pc.DecodeCtxSum) / b
-		glob += m.kvFloor(m.gen.at(b, avg), b*avg)
+		whole := m.kvFloor(m.gen.at(b, avg), b*avg)
+		glob += whole
 		if m.slidingLayers > 0 {
 			slide += m.kvFloor(m.gen.at(b, min(avg, m.window)), b*min(avg, m.window))
 		}
-		if m.chunkedLayers > 0 {
+		switch {
+		case m.chunkedLayers > 0 && m.chunkedDecodes:
 			span := m.chunkSpan(b, float64(pc.DecodeCtxSum), float64(pc.DecodeCtxMax))
 			chunked += m.kvFloor(m.gen.at(b, span), b*span)
+		case m.chunkedLayers > 0:
+			chunked += whole
 		}
 	}
 	total += float64(m.globalLayers)*glob + float64(m.slidingLayers)*slide + float64(m.chunkedLayers)*chunked
