@@ -166,6 +166,10 @@ type Processor struct {
 	family Family
 	model  string
 	rules  rules
+	// base is the processor as loaded, before any mm_processor_kwargs
+	// (nil: this is it), and kwargs the ones applied to it (WithKwargs).
+	base   *Processor
+	kwargs []media.Field
 }
 
 // rules is one family's implementation.
