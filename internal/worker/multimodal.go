@@ -14,8 +14,26 @@ import (
 // from --model's processor files when it is a directory, else from the
 // catalogue of known ids; a model neither names falls back to
 // --mm-processor-model ("none": nil, a text-only model). A malformed
-// processor file is a configuration error.
+// processor file is a configuration error, and so is --mm-processor-kwargs
+// that the processor refuses (applied here, as vLLM merges them into every
+// call of its processor).
 func loadMMProcessor(cfg *config.Config) (*mmproc.Processor, error) {
+	p, err := mmProcessorOf(cfg)
+	if err != nil || p == nil {
+		// A text-only model has no processor to configure: vLLM takes
+		// the flag and never calls a multimodal processor either.
+		return p, err
+	}
+	if kw := cfg.MMProcessorKwargsJSON(); kw != nil {
+		if p, err = p.WithKwargsJSON(kw); err != nil {
+			return nil, &config.Error{Problems: []string{"--mm-processor-kwargs: " + err.Error()}}
+		}
+	}
+	return p, nil
+}
+
+// mmProcessorOf finds the model's processor as loaded.
+func mmProcessorOf(cfg *config.Config) (*mmproc.Processor, error) {
 	var files mmproc.ModelFiles
 	if st, err := os.Stat(cfg.Model); err == nil && st.IsDir() {
 		read := func(name string) []byte {
