@@ -59,8 +59,10 @@ type HashOptions struct {
 	// ModelID is vLLM's model_config.model: the --model argument (a
 	// Hugging Face id or a path), not --served-model-name.
 	ModelID string
-	// MMProcessorKwargs are the request's mm_processor_kwargs merged over
-	// the server's (vLLM hashes them with every item when non-empty; the
+	// MMProcessorKwargs are the request's mm_processor_kwargs (vLLM hashes
+	// them with every item when non-empty, the request's alone: the
+	// server's --mm-processor-kwargs are merged in only when its processor
+	// is called; the
 	// other modalities' images_kwargs/videos_kwargs/audio_kwargs groups are
 	// left out of an item's hash, as vLLM leaves them out). Values
 	// are JSON values as encoding/json decodes them with UseNumber:

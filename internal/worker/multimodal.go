@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/apiopts"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/mmproc"
 )
@@ -19,15 +20,11 @@ import (
 // call of its processor).
 func loadMMProcessor(cfg *config.Config) (*mmproc.Processor, error) {
 	p, err := mmProcessorOf(cfg)
-	if err != nil || p == nil {
-		// A text-only model has no processor to configure: vLLM takes
-		// the flag and never calls a multimodal processor either.
-		return p, err
+	if err != nil {
+		return nil, err
 	}
-	if kw := cfg.MMProcessorKwargsJSON(); kw != nil {
-		if p, err = p.WithKwargsJSON(kw); err != nil {
-			return nil, &config.Error{Problems: []string{"--mm-processor-kwargs: " + err.Error()}}
-		}
+	if p, err = apiopts.ConfigureProcessor(cfg, p); err != nil {
+		return nil, &config.Error{Problems: []string{err.Error()}}
 	}
 	return p, nil
 }

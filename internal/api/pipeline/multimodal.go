@@ -40,12 +40,17 @@ type mmItem struct {
 }
 
 // resolveMedia checks the parts against --limit-mm-per-prompt and the
-// model's modalities, then resolves each. Errors are 400s naming the part.
-func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError) {
+// model's modalities, then resolves each under the request's kwargs (kw).
+// Errors are 400s naming the part.
+func (s *Server) resolveMedia(parts []input.MediaPart, kw MMKwargs) ([]mmItem, *wire.APIError) {
 	if len(parts) == 0 {
 		return nil, nil
 	}
-	mo := &s.opts.Multimodal
+	sc, e := s.mmScopeFor(kw)
+	if e != nil {
+		return nil, e
+	}
+	mo := &sc.opts
 	counts := map[string]int{}
 	seen := map[input.Modality]bool{}
 	for _, p := range parts {
@@ -72,7 +77,7 @@ func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError
 	items := make([]mmItem, len(parts))
 	nth := map[string]int{}
 	for i, p := range parts {
-		it, e := s.resolvePart(p)
+		it, e := s.resolvePart(p, sc)
 		if e != nil {
 			return nil, e
 		}
@@ -160,12 +165,12 @@ func checkEmbedsPart(mo *settings.MultimodalOptions, p input.MediaPart) *wire.AP
 
 // probePart reads the facts of a part's bytes seen for the first time: an
 // embeddings dict, an embeddings tensor or a media file's headers.
-func (s *Server) probePart(p input.MediaPart, data []byte) (media.Item, *wire.APIError) {
+func (s *Server) probePart(p input.MediaPart, sc *mmScope, data []byte) (media.Item, *wire.APIError) {
 	var it media.Item
 	var err error
 	switch {
 	case p.Dict:
-		return s.resolveEmbedsDict(p, data)
+		return s.resolveEmbedsDict(p, sc, data)
 	case p.Modality.Embeds():
 		if it, err = media.ProbeEmbeds(data); err == nil && p.Modality == input.ModalityAudioEmbeds {
 			it.Kind = media.KindAudioEmbeds
@@ -180,8 +185,8 @@ func (s *Server) probePart(p input.MediaPart, data []byte) (media.Item, *wire.AP
 }
 
 // resolvePart finds one part's bytes and facts.
-func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
-	mo := &s.opts.Multimodal
+func (s *Server) resolvePart(p input.MediaPart, sc *mmScope) (mmItem, *wire.APIError) {
+	mo := &sc.opts
 	field := p.Path
 	embeds := p.Modality.Embeds()
 	if embeds {
@@ -190,7 +195,7 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 		}
 	}
 	buf := decodeBufs.Get().(*[]byte)
-	src, e := s.partSource(p, *buf)
+	src, e := s.partSource(p, sc, *buf)
 	defer putDecodeBuf(buf, src.data)
 	if e != nil {
 		return mmItem{}, e
@@ -205,7 +210,7 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 	} else {
 		if hit {
 			it = cached
-		} else if it, e = s.probePart(p, data); e != nil {
+		} else if it, e = s.probePart(p, sc, data); e != nil {
 			return mmItem{}, e
 		}
 		if want := kindOf(string(p.Modality)); it.Kind != want {
@@ -404,8 +409,8 @@ type partSource struct {
 // --allowed-local-media-path, or an http(s) URL left unfetched.
 //
 // A decoded payload goes into dst's capacity when it fits.
-func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.APIError) {
-	mo := &s.opts.Multimodal
+func (s *Server) partSource(p input.MediaPart, sc *mmScope, dst []byte) (partSource, *wire.APIError) {
+	mo := &sc.opts
 	field := p.Path
 	var (
 		data   []byte
@@ -425,6 +430,7 @@ func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.AP
 			// embeddings, and in the dict form with another grid.
 			key = media.Fingerprint(string(p.Modality), inline, p.Grid)
 		}
+		key = sc.cacheKey(key)
 		cached, hit = s.mmCache.Get(key)
 	}
 	switch {
@@ -461,7 +467,7 @@ func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.AP
 				return partSource{}, wire.ErrInvalid(field, "%s", err.Error())
 			}
 			if s.mmCache.Enabled() {
-				key = media.FingerprintBytes(data)
+				key = sc.cacheKey(media.FingerprintBytes(data))
 				cached, hit = s.mmCache.Get(key)
 			}
 		default:
@@ -481,8 +487,8 @@ func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.AP
 // factory refuses with the message below. The item is hashed as vLLM's
 // DictEmbeddingItems hands it to the hasher: the mapping of the two
 // tensors.
-func (s *Server) resolveEmbedsDict(p input.MediaPart, data []byte) (media.Item, *wire.APIError) {
-	mo := &s.opts.Multimodal
+func (s *Server) resolveEmbedsDict(p input.MediaPart, sc *mmScope, data []byte) (media.Item, *wire.APIError) {
+	mo := &sc.opts
 	field := p.Path + ".image_embeds"
 	it, err := media.ProbeEmbeds(data)
 	if err != nil {
