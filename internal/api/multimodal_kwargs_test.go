@@ -248,6 +248,28 @@ func TestMultimodal_KwargsAreInTheItemsHash(t *testing.T) {
 	if evs := rec.take(); len(evs) != 0 {
 		t.Errorf("the image without kwargs again stored %d events", len(evs))
 	}
+	// A part's uuid names the item, but under kwargs vLLM hashes the uuid
+	// with them (_hash_mm_items).
+	withUUID := strings.Replace(body, `"type":"image_url"`, `"type":"image_url","uuid":"photo-1"`, 1)
+	for _, tc := range []struct{ body, want string }{
+		{withUUID, "photo-1"},
+		{strings.Replace(withUUID, `"max_tokens":1,`, `"max_tokens":1,"mm_processor_kwargs":`+kwText+`,`, 1), ""},
+	} {
+		if tc.want == "" {
+			fs, _ := media.FieldsFromJSON([]byte(kwText))
+			tc.want, _ = media.HashID("image", "photo-1", media.HashOptions{ModelID: cfg.Model, MMProcessorKwargs: fs})
+		}
+		promptTokensOf(t, env.post("/v1/chat/completions", tc.body))
+		_, ids := keys(rec.take())
+		if len(ids) == 0 {
+			t.Errorf("uuid %s: no extra keys stored", tc.want)
+		}
+		for _, id := range ids {
+			if id != tc.want {
+				t.Errorf("uuid part: extra key %s, want %s", id, tc.want)
+			}
+		}
+	}
 }
 
 // TestMultimodal_BadKwargsAreA400InEachSurfacesShape: kwargs the

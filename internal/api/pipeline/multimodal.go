@@ -247,6 +247,13 @@ func (s *Server) resolvePart(p input.MediaPart, sc *mmScope) (mmItem, *wire.APIE
 	id := it.Hash
 	if p.UUID != "" {
 		id = p.UUID
+		if len(mo.Hash.MMProcessorKwargs) > 0 {
+			// vLLM hashes a uuid with the request's kwargs: under them
+			// the uuid no longer names the processed item alone.
+			if id, err = media.HashID(it.Kind.Modality(), p.UUID, mo.Hash); err != nil {
+				return mmItem{}, wire.ErrInvalid(field, "The %s cannot be hashed.", p.Modality)
+			}
+		}
 	}
 	flops, _ := mo.Processor.EncoderFLOPs(it) // 0 on error: priced per token
 	work, _ := mo.Processor.EncoderWork(it)   // nil on error: priced by its FLOPs
