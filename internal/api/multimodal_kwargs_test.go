@@ -306,6 +306,14 @@ func TestMultimodal_BadKwargsAreA400InEachSurfacesShape(t *testing.T) {
 			t.Errorf("responses %s: %d %.300s", tc.kw, r.Status, r.Body)
 		}
 	}
+	// Not an object is a type error with or without media, as vLLM's
+	// request validation answers it.
+	for _, path := range []string{"/v1/chat/completions", "/tokenize"} {
+		r := env.post(path, `{"mm_processor_kwargs":[1],"messages":[{"role":"user","content":"hi"}]}`)
+		if msg, _, _, _ := errorOf(t, r); r.Status != 400 || !strings.Contains(msg, "Invalid type for field 'mm_processor_kwargs': expected object") {
+			t.Errorf("%s text only: %d %s", path, r.Status, r.Body)
+		}
+	}
 	if r := env.post("/v1/chat/completions", chatWithImage("still serving", url, 1)); r.Status != 200 {
 		t.Errorf("after bad kwargs: %d %s", r.Status, r.Body)
 	}
