@@ -270,6 +270,21 @@ func TestMultimodal_KwargsAreInTheItemsHash(t *testing.T) {
 			}
 		}
 	}
+	// The uuid alone finds the item under the kwargs it was sent with,
+	// and is vLLM's cache miss under others (its cache key is the uuid
+	// hashed with the kwargs).
+	uuidOnly := func(kw string) string {
+		b, _ := json.Marshal(map[string]any{"max_tokens": 1, "messages": []any{map[string]any{"role": "user",
+			"content": []any{map[string]any{"type": "text", "text": text},
+				map[string]any{"type": "image_url", "image_url": nil, "uuid": "photo-1"}}}}})
+		return strings.Replace(string(b), `"max_tokens":1,`, `"max_tokens":1,"mm_processor_kwargs":`+kw+`,`, 1)
+	}
+	if r := env.post("/v1/chat/completions", uuidOnly(kwText)); r.Status != 200 || rec.take() != nil {
+		t.Errorf("uuid alone under the same kwargs: %d %.200s", r.Status, r.Body)
+	}
+	if r := env.post("/v1/chat/completions", uuidOnly(`{"max_pixels": 802816}`)); r.Status != 400 || !strings.Contains(r.Body, "Cache miss for image at index 0 but data is not provided.") {
+		t.Errorf("uuid alone under other kwargs: %d %.200s", r.Status, r.Body)
+	}
 }
 
 // TestMultimodal_BadKwargsAreA400InEachSurfacesShape: kwargs the

@@ -126,6 +126,18 @@ func sglangOptions(cfg *config.Config) *settings.SGLangOptions {
 	}
 }
 
+// embedsHiddenSize is the served model's text hidden size when its
+// processor is --model's own (a model directory's config.json or the
+// catalogue's entry for the id). A stand-in --mm-processor-model says
+// nothing about the served model's width, so nothing is checked then.
+func embedsHiddenSize(cfg *config.Config, p *mmproc.Processor) int {
+	if p == nil || p.Model() != cfg.Model {
+		return 0
+	}
+	n, _ := p.TextHiddenSize()
+	return n
+}
+
 // ConfigureProcessor applies --mm-processor-kwargs to the model's
 // processor p (nil: a text-only model, which has none to configure; vLLM
 // takes the flag there too). Kwargs the processor refuses are an error
@@ -153,6 +165,7 @@ func multimodalOptions(cfg *config.Config, p *mmproc.Processor) settings.Multimo
 		AllowedLocalMediaPath: cfg.AllowedLocalMediaPath,
 		AllowedMediaDomains:   cfg.AllowedMediaDomains,
 		EnableEmbeds:          cfg.EnableMMEmbeds,
+		EmbedsHiddenSize:      embedsHiddenSize(cfg, p),
 		InterleaveStrings:     cfg.InterleaveMMStrings,
 		RemoteImageWidth:      u.ImageWidth,
 		RemoteImageHeight:     u.ImageHeight,

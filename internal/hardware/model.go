@@ -84,6 +84,10 @@ type Model struct {
 	slidingLayers, globalLayers    int
 	window                         float64
 	loraRank                       int
+	// genKVMsPerToken is the time to read one token's K and V of one
+	// layer from memory at the datasheet bandwidth: the floor of a
+	// decode's attention (kvFloor).
+	genKVMsPerToken float64
 
 	// Element-wise kernels per layer (norms, RoPE, activation): bytes
 	// moved per token, and their count.
@@ -314,6 +318,7 @@ func (m *Model) build(ft *frameworkTables) error {
 	m.encGEMM, m.encAttn = ft.GEMM["bfloat16"], ft.Context
 	m.ctx = attnTable(cg, cs, 2)
 	m.gen = attnTable(gg, gs, 1)
+	m.genKVMsPerToken = 1e3 * float64(m.KVBytesPerToken()) / float64(s.Layers) / m.gpu.MemBW
 	m.slidingLayers = s.SlidingLayers
 	m.globalLayers = s.Layers - s.SlidingLayers
 	m.window = float64(s.SlidingWindow)
@@ -392,9 +397,9 @@ func (m *Model) PassMs(pc *engine.PassContents) float64 {
 	if pc.Decodes > 0 {
 		b := float64(pc.Decodes)
 		avg := float64(pc.DecodeCtxSum) / b
-		glob += m.gen.at(b, avg)
+		glob += m.kvFloor(m.gen.at(b, avg), b*avg)
 		if m.slidingLayers > 0 {
-			slide += m.gen.at(b, min(avg, m.window))
+			slide += m.kvFloor(m.gen.at(b, min(avg, m.window)), b*min(avg, m.window))
 		}
 	}
 	total += float64(m.globalLayers)*glob + float64(m.slidingLayers)*slide

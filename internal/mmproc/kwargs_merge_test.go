@@ -58,6 +58,9 @@ func TestWithKwargsOverTheServers(t *testing.T) {
 	if got, w := count(server, 1024, 1024), want[[4]int{1024, 1024, 3136, 12544}]; got != w || w == 0 {
 		t.Errorf("server kwargs: %d, want %d", got, w)
 	}
+	if a, _ := server.TextHiddenSize(); a != 3584 || server.Model() != p.Model() || server.Family() != p.Family() {
+		t.Errorf("configured: hidden %d, model %s, family %s — the loaded processor's facts must stay", a, server.Model(), server.Family())
+	}
 	// Both bounds from the request.
 	req, err := server.WithKwargs(fields(t, `{"max_pixels": 200000, "min_pixels": 100000}`))
 	if err != nil {

@@ -77,16 +77,19 @@ func (s *Server) resolveMedia(parts []input.MediaPart, kw MMKwargs) ([]mmItem, *
 	items := make([]mmItem, len(parts))
 	nth := map[string]int{}
 	for i, p := range parts {
-		it, e := s.resolvePart(p, sc)
+		key := p.Modality.LimitKey()
+		it, e := s.resolvePart(p, sc, nth[key])
 		if e != nil {
 			return nil, e
 		}
 		// The n-th item of its modality takes the n-th placeholder, which
 		// some families number (Phi-4-multimodal's <|image_n|>).
-		key := p.Modality.LimitKey()
 		nth[key]++
 		it.repl.Target = mo.Processor.ItemTarget(it.item.Kind, nth[key])
 		items[i] = it
+	}
+	if e := checkEmbedsHidden(mo, items); e != nil {
+		return nil, e
 	}
 	return items, nil
 }
@@ -145,6 +148,9 @@ func checkEmbedsPart(mo *settings.MultimodalOptions, p input.MediaPart) *wire.AP
 	if !mo.EnableEmbeds {
 		return wire.ErrInvalid(p.Path, "You must set `--enable-mm-embeds` to input `%s`", name)
 	}
+	if p.NoData {
+		return wire.ErrInvalid(p.Path+"."+name, "A uuid-only %s part (no data) is not supported by mocker-server: vLLM's processor passes embeddings through without caching them, so a uuid alone names nothing it kept.", name)
+	}
 	if p.Modality == input.ModalityAudioEmbeds && mo.Processor.Supports(media.KindAudio) && !mo.Processor.AudioEmbeds() {
 		return wire.ErrInvalid(p.Path, "audio_embeds are read for Qwen2-Audio only by mocker-server; %s's audio replacement needs the audio features.", mo.Processor.Family())
 	}
@@ -184,8 +190,9 @@ func (s *Server) probePart(p input.MediaPart, sc *mmScope, data []byte) (media.I
 	return it, nil
 }
 
-// resolvePart finds one part's bytes and facts.
-func (s *Server) resolvePart(p input.MediaPart, sc *mmScope) (mmItem, *wire.APIError) {
+// resolvePart finds one part's bytes and facts under the request's scope
+// sc; nth is the part's index among the request's items of its modality.
+func (s *Server) resolvePart(p input.MediaPart, sc *mmScope, nth int) (mmItem, *wire.APIError) {
 	mo := &sc.opts
 	field := p.Path
 	embeds := p.Modality.Embeds()
@@ -195,7 +202,7 @@ func (s *Server) resolvePart(p input.MediaPart, sc *mmScope) (mmItem, *wire.APIE
 		}
 	}
 	buf := decodeBufs.Get().(*[]byte)
-	src, e := s.partSource(p, sc, *buf)
+	src, e := s.partSource(p, sc, nth, *buf)
 	defer putDecodeBuf(buf, src.data)
 	if e != nil {
 		return mmItem{}, e
@@ -239,6 +246,7 @@ func (s *Server) resolvePart(p input.MediaPart, sc *mmScope) (mmItem, *wire.APIE
 	if remote != "" {
 		// vLLM hashes the fetched bytes; unfetched, the URL names the item.
 		it.Hash, _, _ = media.Hash(it.Kind, []byte(remote), mo.Hash)
+		s.keepRemoteByUUID(p, key, it)
 	}
 	repl, err := mo.Processor.Replace(it)
 	if err != nil {
@@ -414,15 +422,21 @@ type partSource struct {
 // partSource finds a part's bytes: a cache hit on the item as sent, a
 // decoded data URL or input_audio payload, a local file under
 // --allowed-local-media-path, or an http(s) URL left unfetched.
+// A part named by a uuid is looked up by it first (uuidSource; nth is
+// its index among the request's items of its modality).
 //
 // A decoded payload goes into dst's capacity when it fits.
-func (s *Server) partSource(p input.MediaPart, sc *mmScope, dst []byte) (partSource, *wire.APIError) {
+func (s *Server) partSource(p input.MediaPart, sc *mmScope, nth int, dst []byte) (partSource, *wire.APIError) {
 	mo := &sc.opts
 	field := p.Path
+	byUUID, src, e := s.uuidSource(p, sc, nth)
+	if e != nil || src.hit {
+		return src, e
+	}
 	var (
 		data   []byte
 		remote string
-		key    media.Key
+		key    = src.key
 		hit    bool
 		cached media.Item
 	)
@@ -430,7 +444,7 @@ func (s *Server) partSource(p input.MediaPart, sc *mmScope, dst []byte) (partSou
 	if inline == "" && len(p.URL) >= 5 && strings.EqualFold(p.URL[:5], "data:") {
 		inline = p.URL
 	}
-	if inline != "" && s.mmCache.Enabled() {
+	if inline != "" && s.mmCache.Enabled() && !byUUID {
 		key = media.Fingerprint(inline)
 		if p.Data != "" {
 			// The same base64 is a different item as audio or as image
@@ -473,7 +487,7 @@ func (s *Server) partSource(p input.MediaPart, sc *mmScope, dst []byte) (partSou
 				}
 				return partSource{}, wire.ErrInvalid(field, "%s", err.Error())
 			}
-			if s.mmCache.Enabled() {
+			if s.mmCache.Enabled() && !byUUID {
 				key = sc.cacheKey(media.FingerprintBytes(data))
 				cached, hit = s.mmCache.Get(key)
 			}
