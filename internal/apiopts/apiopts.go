@@ -6,6 +6,7 @@
 package apiopts
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/api/settings"
@@ -135,6 +136,22 @@ func embedsHiddenSize(cfg *config.Config, p *mmproc.Processor) int {
 	}
 	n, _ := p.TextHiddenSize()
 	return n
+}
+
+// ConfigureProcessor applies --mm-processor-kwargs to the model's
+// processor p (nil: a text-only model, which has none to configure; vLLM
+// takes the flag there too). Kwargs the processor refuses are an error
+// naming the flag: the server does not start.
+func ConfigureProcessor(cfg *config.Config, p *mmproc.Processor) (*mmproc.Processor, error) {
+	kw := cfg.MMProcessorKwargsJSON()
+	if p == nil || kw == nil {
+		return p, nil
+	}
+	q, err := p.WithKwargsJSON(kw)
+	if err != nil {
+		return nil, fmt.Errorf("--mm-processor-kwargs: %w", err)
+	}
+	return q, nil
 }
 
 // multimodalOptions are the HTTP layer's multimodal settings.

@@ -27,15 +27,18 @@ func uuidKey(p input.MediaPart) media.Key {
 }
 
 // uuidSource looks a raw part with a uuid up in the item cache by its
-// uuid: byUUID reports that the part is cached under its uuid (src.key); a
-// hit is returned as src. A uuid-only part that misses (not cached, evicted,
-// or the cache off) is vLLM's cache-miss error, nth being the part's index
-// among the request's items of its modality.
-func (s *Server) uuidSource(p input.MediaPart, nth int) (byUUID bool, src partSource, e *wire.APIError) {
+// uuid under the request's kwargs (sc): byUUID reports that the part is
+// cached under its uuid (src.key); a hit is returned as src. A uuid-only
+// part that misses (not cached, evicted, or the cache off) is vLLM's
+// cache-miss error, nth being the part's index among the request's items
+// of its modality.
+func (s *Server) uuidSource(p input.MediaPart, sc *mmScope, nth int) (byUUID bool, src partSource, e *wire.APIError) {
 	if p.UUID == "" || p.Modality.Embeds() {
 		return false, partSource{}, nil
 	}
-	key := uuidKey(p)
+	// Under a request's kwargs vLLM's cache key is the uuid hashed with
+	// them (mmkwargs.go), so the same uuid under other kwargs misses.
+	key := sc.cacheKey(uuidKey(p))
 	if cached, hit := s.mmCache.Get(key); hit {
 		return true, partSource{key: key, hit: true, cached: cached}, nil
 	}

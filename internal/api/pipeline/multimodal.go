@@ -40,12 +40,17 @@ type mmItem struct {
 }
 
 // resolveMedia checks the parts against --limit-mm-per-prompt and the
-// model's modalities, then resolves each. Errors are 400s naming the part.
-func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError) {
+// model's modalities, then resolves each under the request's kwargs (kw).
+// Errors are 400s naming the part.
+func (s *Server) resolveMedia(parts []input.MediaPart, kw MMKwargs) ([]mmItem, *wire.APIError) {
 	if len(parts) == 0 {
 		return nil, nil
 	}
-	mo := &s.opts.Multimodal
+	sc, e := s.mmScopeFor(kw)
+	if e != nil {
+		return nil, e
+	}
+	mo := &sc.opts
 	counts := map[string]int{}
 	seen := map[input.Modality]bool{}
 	for _, p := range parts {
@@ -73,7 +78,7 @@ func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError
 	nth := map[string]int{}
 	for i, p := range parts {
 		key := p.Modality.LimitKey()
-		it, e := s.resolvePart(p, nth[key])
+		it, e := s.resolvePart(p, sc, nth[key])
 		if e != nil {
 			return nil, e
 		}
@@ -166,12 +171,12 @@ func checkEmbedsPart(mo *settings.MultimodalOptions, p input.MediaPart) *wire.AP
 
 // probePart reads the facts of a part's bytes seen for the first time: an
 // embeddings dict, an embeddings tensor or a media file's headers.
-func (s *Server) probePart(p input.MediaPart, data []byte) (media.Item, *wire.APIError) {
+func (s *Server) probePart(p input.MediaPart, sc *mmScope, data []byte) (media.Item, *wire.APIError) {
 	var it media.Item
 	var err error
 	switch {
 	case p.Dict:
-		return s.resolveEmbedsDict(p, data)
+		return s.resolveEmbedsDict(p, sc, data)
 	case p.Modality.Embeds():
 		if it, err = media.ProbeEmbeds(data); err == nil && p.Modality == input.ModalityAudioEmbeds {
 			it.Kind = media.KindAudioEmbeds
@@ -185,10 +190,10 @@ func (s *Server) probePart(p input.MediaPart, data []byte) (media.Item, *wire.AP
 	return it, nil
 }
 
-// resolvePart finds one part's bytes and facts; nth is the part's index
-// among the request's items of its modality.
-func (s *Server) resolvePart(p input.MediaPart, nth int) (mmItem, *wire.APIError) {
-	mo := &s.opts.Multimodal
+// resolvePart finds one part's bytes and facts under the request's scope
+// sc; nth is the part's index among the request's items of its modality.
+func (s *Server) resolvePart(p input.MediaPart, sc *mmScope, nth int) (mmItem, *wire.APIError) {
+	mo := &sc.opts
 	field := p.Path
 	embeds := p.Modality.Embeds()
 	if embeds {
@@ -197,7 +202,7 @@ func (s *Server) resolvePart(p input.MediaPart, nth int) (mmItem, *wire.APIError
 		}
 	}
 	buf := decodeBufs.Get().(*[]byte)
-	src, e := s.partSource(p, nth, *buf)
+	src, e := s.partSource(p, sc, nth, *buf)
 	defer putDecodeBuf(buf, src.data)
 	if e != nil {
 		return mmItem{}, e
@@ -212,7 +217,7 @@ func (s *Server) resolvePart(p input.MediaPart, nth int) (mmItem, *wire.APIError
 	} else {
 		if hit {
 			it = cached
-		} else if it, e = s.probePart(p, data); e != nil {
+		} else if it, e = s.probePart(p, sc, data); e != nil {
 			return mmItem{}, e
 		}
 		if want := kindOf(string(p.Modality)); it.Kind != want {
@@ -250,6 +255,13 @@ func (s *Server) resolvePart(p input.MediaPart, nth int) (mmItem, *wire.APIError
 	id := it.Hash
 	if p.UUID != "" {
 		id = p.UUID
+		if len(mo.Hash.MMProcessorKwargs) > 0 {
+			// vLLM hashes a uuid with the request's kwargs: under them
+			// the uuid no longer names the processed item alone.
+			if id, err = media.HashID(it.Kind.Modality(), p.UUID, mo.Hash); err != nil {
+				return mmItem{}, wire.ErrInvalid(field, "The %s cannot be hashed.", p.Modality)
+			}
+		}
 	}
 	flops, _ := mo.Processor.EncoderFLOPs(it) // 0 on error: priced per token
 	work, _ := mo.Processor.EncoderWork(it)   // nil on error: priced by its FLOPs
@@ -414,10 +426,10 @@ type partSource struct {
 // its index among the request's items of its modality).
 //
 // A decoded payload goes into dst's capacity when it fits.
-func (s *Server) partSource(p input.MediaPart, nth int, dst []byte) (partSource, *wire.APIError) {
-	mo := &s.opts.Multimodal
+func (s *Server) partSource(p input.MediaPart, sc *mmScope, nth int, dst []byte) (partSource, *wire.APIError) {
+	mo := &sc.opts
 	field := p.Path
-	byUUID, src, e := s.uuidSource(p, nth)
+	byUUID, src, e := s.uuidSource(p, sc, nth)
 	if e != nil || src.hit {
 		return src, e
 	}
@@ -439,6 +451,7 @@ func (s *Server) partSource(p input.MediaPart, nth int, dst []byte) (partSource,
 			// embeddings, and in the dict form with another grid.
 			key = media.Fingerprint(string(p.Modality), inline, p.Grid)
 		}
+		key = sc.cacheKey(key)
 		cached, hit = s.mmCache.Get(key)
 	}
 	switch {
@@ -475,7 +488,7 @@ func (s *Server) partSource(p input.MediaPart, nth int, dst []byte) (partSource,
 				return partSource{}, wire.ErrInvalid(field, "%s", err.Error())
 			}
 			if s.mmCache.Enabled() && !byUUID {
-				key = media.FingerprintBytes(data)
+				key = sc.cacheKey(media.FingerprintBytes(data))
 				cached, hit = s.mmCache.Get(key)
 			}
 		default:
@@ -495,8 +508,8 @@ func (s *Server) partSource(p input.MediaPart, nth int, dst []byte) (partSource,
 // factory refuses with the message below. The item is hashed as vLLM's
 // DictEmbeddingItems hands it to the hasher: the mapping of the two
 // tensors.
-func (s *Server) resolveEmbedsDict(p input.MediaPart, data []byte) (media.Item, *wire.APIError) {
-	mo := &s.opts.Multimodal
+func (s *Server) resolveEmbedsDict(p input.MediaPart, sc *mmScope, data []byte) (media.Item, *wire.APIError) {
+	mo := &sc.opts
 	field := p.Path + ".image_embeds"
 	it, err := media.ProbeEmbeds(data)
 	if err != nil {
