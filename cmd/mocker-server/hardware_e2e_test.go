@@ -134,6 +134,8 @@ func TestHardware_BadInputExitsWithOneLine(t *testing.T) {
 		{"70B BF16 on one H100", []string{"--hardware", "h100_sxm", "--model", "meta-llama/Llama-3.1-70B-Instruct"}, "ValueError: No available memory for the cache blocks."},
 		{"max_model_len beyond the KV pool", append([]string{"--hardware", "l4", "--max-model-len", "200000"}, llama...),
 			"ValueError: To serve at least one request with the models's max seq len (200000)"},
+		{"Llama 4 Scout at its 10M-position default", []string{"--hardware", "h200_sxm", "-tp", "4", "--model", "meta-llama/Llama-4-Scout-17B-16E-Instruct"},
+			"ValueError: To serve at least one request with the models's max seq len (10485760)"},
 		{"explicit timing model", append([]string{"--hardware", "h100_sxm", "--timing-model", "polynomial"}, llama...),
 			"hardware h100_sxm conflicts with timing_model polynomial"},
 		{"PCIe interconnect on an NVLink GPU", append([]string{"--hardware", "h100_sxm", "-tp", "2", "--gpu-interconnect", "pcie"}, llama...),

@@ -73,6 +73,14 @@ func startServerWith(t testing.TB, cfg *config.Config, opts func(rank int) engin
 func startServerConn(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d settings.Deps,
 	connContext func(context.Context, net.Conn) context.Context) *testEnv {
 	t.Helper()
+	return startServerEdited(t, cfg, opts, d, connContext, nil)
+}
+
+// startServerEdited is startServerConn with the server's options changed
+// by edit (nil: as production builds them) before the server starts.
+func startServerEdited(t testing.TB, cfg *config.Config, opts func(rank int) engine.Options, d settings.Deps,
+	connContext func(context.Context, net.Conn) context.Context, edit func(*settings.Options)) *testEnv {
+	t.Helper()
 	engines := make([]*engine.Engine, cfg.DPSize)
 	for r := range engines {
 		e, err := engine.New(cfg.EngineConfig(nil), opts(r))
@@ -94,7 +102,11 @@ func startServerConn(t testing.TB, cfg *config.Config, opts func(rank int) engin
 		// production, so each test also checks that it changes nothing.
 		d.HTTP = metrics.New(metrics.Options{Model: cfg.ServedName()}, "test")
 	}
-	srv := NewServer(testOptions(cfg), engines, d)
+	so := testOptions(cfg)
+	if edit != nil {
+		edit(&so)
+	}
+	srv := NewServer(so, engines, d)
 	ts := httptest.NewUnstartedServer(srv.Handler())
 	ts.Config.ConnContext = connContext // ConnContext: streams are delivered as in production
 	ts.Start()

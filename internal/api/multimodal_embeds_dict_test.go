@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mocker-server/mocker-server/internal/api/conn"
 	"github.com/mocker-server/mocker-server/internal/api/settings"
 	"github.com/mocker-server/mocker-server/internal/engine"
 	"github.com/mocker-server/mocker-server/internal/tokenizer"
@@ -41,6 +42,12 @@ func tensorVector(t *testing.T, modality, fixture, grid, model string) string {
 	return ""
 }
 
+// anyWidth turns vLLM's check of the embeddings' width off: the torch
+// fixtures the hash vectors were computed on are 4 and 8 wide, the model
+// id only names the hash's model_id, and the model's real width (3584,
+// 4096) would refuse them (TestMultimodal_EmbedsHiddenSize tests the check).
+func anyWidth(o *settings.Options) { o.Multimodal.EmbedsHiddenSize = 0 }
+
 // itemKeys sends a chat request and returns its prompt tokens and the
 // identifiers of the items in the extra keys of the blocks it stored.
 func itemKeys(t *testing.T, env *testEnv, rec *kvStore, body string) (int, []string) {
@@ -71,7 +78,8 @@ func TestMultimodal_ImageEmbedsHashIsVLLMs(t *testing.T) {
 	const model = "Qwen/Qwen2.5-VL-7B-Instruct"
 	cfg := testConfig(t, map[string]any{"model": model, "block_size": 16, "enable_mm_embeds": true})
 	rec := &kvStore{}
-	env := startServerWith(t, cfg, func(r int) engine.Options { return engine.Options{Rank: r, KVSink: rec} }, settings.Deps{})
+	env := startServerEdited(t, cfg, func(r int) engine.Options { return engine.Options{Rank: r, KVSink: rec} }, settings.Deps{},
+		conn.ConnContext, anyWidth)
 	text := strings.Repeat("a long shared question about the features ", 8)
 	ask := strings.Repeat("what are they? ", 12) // full blocks after the item
 	plain := promptTokens(t, env.post("/v1/chat/completions", chatWithSystem(text, ask)))
@@ -170,7 +178,8 @@ func TestMultimodal_AudioEmbeds(t *testing.T) {
 	cfg := testConfig(t, map[string]any{"model": model, "block_size": 16, "enable_mm_embeds": true,
 		"limit_mm_per_prompt": map[string]any{"audio": 2}})
 	rec := &kvStore{}
-	env := startServerWith(t, cfg, func(r int) engine.Options { return engine.Options{Rank: r, KVSink: rec} }, settings.Deps{})
+	env := startServerEdited(t, cfg, func(r int) engine.Options { return engine.Options{Rank: r, KVSink: rec} }, settings.Deps{},
+		conn.ConnContext, anyWidth)
 	text := strings.Repeat("listen to this and tell me what it is ", 8)
 	ask := strings.Repeat("what is it? ", 12) // full blocks after the item
 	plain := promptTokens(t, env.post("/v1/chat/completions", chatWithSystem(text, ask)))

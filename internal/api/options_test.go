@@ -16,5 +16,8 @@ func testOptions(cfg *config.Config) settings.Options {
 	if err != nil && cfg.MMProcessorModel != "none" {
 		p, _ = mmproc.ForModel(cfg.MMProcessorModel, mmproc.ModelFiles{})
 	}
+	if q, err := apiopts.ConfigureProcessor(cfg, p); err == nil {
+		p = q
+	}
 	return apiopts.FromConfig(cfg, p)
 }

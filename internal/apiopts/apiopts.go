@@ -6,6 +6,7 @@
 package apiopts
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/api/settings"
@@ -125,6 +126,34 @@ func sglangOptions(cfg *config.Config) *settings.SGLangOptions {
 	}
 }
 
+// embedsHiddenSize is the served model's text hidden size when its
+// processor is --model's own (a model directory's config.json or the
+// catalogue's entry for the id). A stand-in --mm-processor-model says
+// nothing about the served model's width, so nothing is checked then.
+func embedsHiddenSize(cfg *config.Config, p *mmproc.Processor) int {
+	if p == nil || p.Model() != cfg.Model {
+		return 0
+	}
+	n, _ := p.TextHiddenSize()
+	return n
+}
+
+// ConfigureProcessor applies --mm-processor-kwargs to the model's
+// processor p (nil: a text-only model, which has none to configure; vLLM
+// takes the flag there too). Kwargs the processor refuses are an error
+// naming the flag: the server does not start.
+func ConfigureProcessor(cfg *config.Config, p *mmproc.Processor) (*mmproc.Processor, error) {
+	kw := cfg.MMProcessorKwargsJSON()
+	if p == nil || kw == nil {
+		return p, nil
+	}
+	q, err := p.WithKwargsJSON(kw)
+	if err != nil {
+		return nil, fmt.Errorf("--mm-processor-kwargs: %w", err)
+	}
+	return q, nil
+}
+
 // multimodalOptions are the HTTP layer's multimodal settings.
 func multimodalOptions(cfg *config.Config, p *mmproc.Processor) settings.MultimodalOptions {
 	limits, _ := cfg.MMLimits() // validated by config.Load
@@ -136,6 +165,7 @@ func multimodalOptions(cfg *config.Config, p *mmproc.Processor) settings.Multimo
 		AllowedLocalMediaPath: cfg.AllowedLocalMediaPath,
 		AllowedMediaDomains:   cfg.AllowedMediaDomains,
 		EnableEmbeds:          cfg.EnableMMEmbeds,
+		EmbedsHiddenSize:      embedsHiddenSize(cfg, p),
 		InterleaveStrings:     cfg.InterleaveMMStrings,
 		RemoteImageWidth:      u.ImageWidth,
 		RemoteImageHeight:     u.ImageHeight,

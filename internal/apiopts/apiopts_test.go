@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mocker-server/mocker-server/internal/api/settings"
+	"github.com/mocker-server/mocker-server/internal/mmproc"
 	"github.com/mocker-server/mocker-server/internal/testutil/testcfg"
 )
 
@@ -72,5 +73,32 @@ func TestFromConfig_CarryEveryBudget(t *testing.T) {
 		got.MaxSequencesPerRequest != 4096 || got.MaxEmbeddingInputs != 2048 || got.MaxLoRAAdapters != 1024 ||
 		got.MaxResponsesStoreBytes != 256<<20 || got.MaxSchemaEnum == 0 {
 		t.Errorf("default budgets %+v", got)
+	}
+}
+
+// The embeddings' width is checked against the served model's hidden size
+// only when the processor is --model's own: a model directory's config or
+// a catalogue id; a stand-in --mm-processor-model gives none.
+func TestFromConfig_EmbedsHiddenSizeIsTheServedModels(t *testing.T) {
+	dir := t.TempDir()
+	flat := `{"architectures":["Qwen2_5_VLForConditionalGeneration"],"hidden_size":2048,"vision_config":{"depth":32,"hidden_size":1280,"patch_size":14,"spatial_merge_size":2,"temporal_patch_size":2}}`
+	own, err := mmproc.ForModel(dir, mmproc.ModelFiles{Config: []byte(flat)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testcfg.Load(t, map[string]any{"model": dir})
+	if got := FromConfig(cfg, own).Multimodal.EmbedsHiddenSize; got != 2048 {
+		t.Errorf("model directory: %d, want its config's 2048", got)
+	}
+	id := "Qwen/Qwen2.5-VL-7B-Instruct"
+	cat, err := mmproc.ForModel(id, mmproc.ModelFiles{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := FromConfig(testcfg.Load(t, map[string]any{"model": id}), cat).Multimodal.EmbedsHiddenSize; got != 3584 {
+		t.Errorf("catalogue id: %d, want 3584", got)
+	}
+	if got := FromConfig(testcfg.Load(t, nil), cat).Multimodal.EmbedsHiddenSize; got != 0 {
+		t.Errorf("stand-in processor for another model: %d, want 0 (unknown)", got)
 	}
 }

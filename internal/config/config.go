@@ -165,6 +165,10 @@ type Config struct {
 	MMEncoderMsPerToken float64         `json:"mm_encoder_ms_per_token"`
 	MaxMediaItemBytes   int             `json:"max_media_item_bytes"`
 	MMUnfetchedMedia    *UnfetchedMedia `json:"mm_unfetched_media"` // nil: DefaultUnfetchedMedia
+	// MMProcessorKwargs is vLLM's --mm-processor-kwargs: the model's
+	// processor settings (Qwen's max_pixels, …) every request's
+	// mm_processor_kwargs merge over (nil: none).
+	MMProcessorKwargs *MMProcessorKwargs `json:"mm_processor_kwargs"`
 
 	// Sleep mode (docs/sleep-mode.md; sleep.go).
 	EnableSleepMode    bool    `json:"enable_sleep_mode"`

@@ -92,6 +92,7 @@ var flagTable = []flagSpec{
 	{name: "mm-processor-cache-gb", key: "mm_processor_cache_gb", kind: flagFloat, usage: "multimodal processor cache in GiB: repeated items skip probing and hashing, counted by vllm:mm_cache_queries/hits (0 = off)", group: GroupServer, scope: ScopeServer},
 	{name: "mm-processor-model", key: "mm_processor_model", kind: flagString, usage: `model id whose multimodal processor applies when --model is not a multimodal model the mock knows ("none": text-only, media refused as vLLM refuses them)`, group: GroupServer, scope: ScopeServer},
 	{name: "max-media-item-bytes", key: "max_media_item_bytes", kind: flagInt, usage: "largest decoded multimodal item (data URL payload, local file), accepts 20M etc.; larger is a 400", group: GroupServer, scope: ScopeServer},
+	{name: "mm-processor-kwargs", key: "mm_processor_kwargs", kind: flagJSON, usage: `the multimodal processor's settings as vLLM's flag: {"max_pixels":401408} (Qwen-VL's min/max_pixels, images_kwargs, size; InternVL's min/max_dynamic_patch); a request's mm_processor_kwargs merge over them; a value the processor refuses fails at startup ("None": unset)`, group: GroupServer, scope: ScopeServer},
 	{name: "mm-unfetched-media", key: "mm_unfetched_media", kind: flagJSON, usage: `size of an http(s) media item, which the mock does not fetch: {"image_width":1024,"image_height":1024,"audio_seconds":10,"video_frames":16}`, group: GroupServer, scope: ScopeServer},
 
 	// Engine and scheduler.

@@ -194,7 +194,7 @@ func prepareLayer(raw map[string]any, bad map[string]bool) (map[string]any, []pr
 		if !ok {
 			continue
 		}
-		if strings.TrimSpace(s) == "null" {
+		if t := strings.TrimSpace(s); t == "null" || (t == "None" && noneUnsets[k]) {
 			m[k] = nil // --reasoning null: unset
 			continue
 		}

@@ -27,6 +27,10 @@ const (
 // vLLM's object form {"count": N, …}.
 type MMLimitSpec map[string]any
 
+// MMProcessorKwargs is --mm-processor-kwargs: keyword arguments of the
+// model's multimodal processor, as JSON values.
+type MMProcessorKwargs map[string]any
+
 // UnfetchedMedia is --mm-unfetched-media: the size the mock gives an
 // http(s) item, since it fetches nothing (each such item is counted by
 // mocker_mm_unfetched_items_total).
@@ -145,4 +149,18 @@ func (c *Config) engineMM() engine.MMConfig {
 		m.EncoderWeightShards = max(c.TensorParallelSize, 1)
 	}
 	return m
+}
+
+// MMProcessorKwargsJSON is --mm-processor-kwargs as JSON text (nil: not
+// set). Its keys are in sorted order: the server's kwargs are not part of
+// vLLM's item hash, so their order is not observable.
+func (c *Config) MMProcessorKwargsJSON() []byte {
+	if c.MMProcessorKwargs == nil {
+		return nil
+	}
+	b, err := json.Marshal(map[string]any(*c.MMProcessorKwargs))
+	if err != nil {
+		return nil // decoded from JSON, so it encodes
+	}
+	return b
 }

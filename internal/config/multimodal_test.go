@@ -52,3 +52,26 @@ func TestMultimodalFlags(t *testing.T) {
 		}
 	}
 }
+
+// --mm-processor-kwargs is the mock's own flag (vLLM's spelling, and a
+// config key): a JSON object, "None" or null unsets it, anything else is
+// a startup error.
+func TestMMProcessorKwargsFlag(t *testing.T) {
+	cfg := loadArgs(t, "--mm-processor-kwargs", `{"max_pixels": 401408, "images_kwargs": {"min_pixels": 3136}}`)
+	if got := string(cfg.MMProcessorKwargsJSON()); got != `{"images_kwargs":{"min_pixels":3136},"max_pixels":401408}` {
+		t.Errorf("kwargs %s", got)
+	}
+	for _, none := range []string{"None", "null"} {
+		if b := loadArgs(t, "--mm-processor-kwargs", none).MMProcessorKwargsJSON(); b != nil {
+			t.Errorf("%s: %s, want unset", none, b)
+		}
+	}
+	if b := loadArgs(t).MMProcessorKwargsJSON(); b != nil {
+		t.Errorf("default %s", b)
+	}
+	for _, bad := range []string{`[1]`, `{"max_pixels":`, `401408`} {
+		if _, _, err := Load(flagOptions(t, "--mm-processor-kwargs", bad)); err == nil || !strings.Contains(err.Error(), "--mm-processor-kwargs: ") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}

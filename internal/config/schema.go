@@ -100,7 +100,11 @@ var legacyKeys = map[string]bool{"is_prefill": true, "is_decode": true}
 // holding a JSON object (the CLI form, e.g. --kv-events-config '<json>').
 var jsonStringObjects = map[string]bool{"reasoning": true, "kv_events_config": true,
 	"speculative_config": true, "kv_transfer_config": true, "offload_bandwidth": true,
-	"limit_mm_per_prompt": true, "mm_unfetched_media": true}
+	"limit_mm_per_prompt": true, "mm_unfetched_media": true, "mm_processor_kwargs": true}
+
+// noneUnsets are the jsonStringObjects whose vLLM flag takes Python's
+// "None" for unset (its optional_type), as "null" unsets any of them.
+var noneUnsets = map[string]bool{"mm_processor_kwargs": true}
 
 // normalizeEnum lowercases s and replaces "-" with "_".
 func normalizeEnum(s string) string {

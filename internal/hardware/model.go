@@ -83,7 +83,16 @@ type Model struct {
 	layers, denseLayers, moeLayers int
 	slidingLayers, globalLayers    int
 	window                         float64
-	loraRank                       int
+	// chunkedLayers attend within chunks of chunk positions (Llama 4);
+	// with chunkedDecodes their decodes do too, else only prompt chunks.
+	chunkedLayers  int
+	chunk          float64
+	chunkedDecodes bool
+	loraRank       int
+	// genKVMsPerToken is the time to read one token's K and V of one
+	// layer from memory at the datasheet bandwidth: the floor of a
+	// decode's attention (kvFloor).
+	genKVMsPerToken float64
 
 	// Element-wise kernels per layer (norms, RoPE, activation): bytes
 	// moved per token, and their count.
@@ -142,6 +151,12 @@ func New(opts Options) (*Model, error) {
 		return nil, err
 	}
 	m.overheads(fw)
+	// vLLM's and SGLang's chunked local attention restricts decodes too;
+	// TensorRT-LLM applies attention_chunk_size to context requests only
+	// (docs/source/features/long-sequence.md: "chunked attention can only be
+	// applied to context requests"), its generation kernels attend to the
+	// whole sequence.
+	m.chunkedDecodes = fw != "trtllm"
 	if err := m.build(ft); err != nil {
 		return nil, err
 	}
@@ -314,16 +329,22 @@ func (m *Model) build(ft *frameworkTables) error {
 	m.encGEMM, m.encAttn = ft.GEMM["bfloat16"], ft.Context
 	m.ctx = attnTable(cg, cs, 2)
 	m.gen = attnTable(gg, gs, 1)
+	m.genKVMsPerToken = 1e3 * float64(m.KVBytesPerToken()) / float64(s.Layers) / m.gpu.MemBW
 	m.slidingLayers = s.SlidingLayers
-	m.globalLayers = s.Layers - s.SlidingLayers
+	m.chunkedLayers = s.ChunkedLayers
+	m.globalLayers = s.Layers - s.SlidingLayers - s.ChunkedLayers
 	m.window = float64(s.SlidingWindow)
+	m.chunk = float64(s.AttentionChunk)
 
 	// Element-wise kernels: two fused residual-add + RMSNorm (read x and
 	// the residual, write both: 4 × hidden), RoPE on q and k (read and
 	// write), and the SiLU·mul of the MLP (read 2 × width, write 1).
+	// The MLP's width is the layers' mean: dense layers Intermediate
+	// wide, MoE layers top-k experts plus the shared ones.
 	width := s.Intermediate / tp
-	if m.moeLayers > 0 && m.denseLayers == 0 {
-		width = s.MoE.TopK * s.MoE.Intermediate / tp
+	if m.moeLayers > 0 {
+		moeWidth := (s.MoE.TopK*s.MoE.Intermediate + s.MoE.SharedIntermediate) / tp
+		width = (m.denseLayers*width + m.moeLayers*moeWidth) / s.Layers
 	}
 	m.ewBytesPerToken = 2 * (2*4*float64(h) + 2*float64((heads+kvHeads)*s.HeadDim) + 3*float64(width))
 	m.ewKernels = 4
@@ -372,9 +393,9 @@ func (m *Model) PassMs(pc *engine.PassContents) float64 {
 
 	// Attention: prompt chunks as one batched causal kernel of equal
 	// work, decodes at their mean context.
-	var glob, slide float64
+	var glob, slide, chunked float64
 	if n := len(pc.Prefills); n > 0 {
-		var wg, ws float64
+		var wg, ws, wc float64
 		for _, p := range pc.Prefills {
 			q, c := float64(p.NewTokens), float64(p.CachedTokens)
 			span := c + q/2
@@ -382,22 +403,36 @@ func (m *Model) PassMs(pc *engine.PassContents) float64 {
 			if m.window > 0 {
 				ws += q * min(span, m.window)
 			}
+			if m.chunk > 0 {
+				wc += chunkWork(c+q, m.chunk) - chunkWork(c, m.chunk)
+			}
 		}
 		nb := float64(n)
 		glob += m.ctx.at(nb, math.Sqrt(2*wg/nb))
 		if m.slidingLayers > 0 {
 			slide += m.ctx.at(nb, math.Sqrt(2*ws/nb))
 		}
+		if m.chunkedLayers > 0 {
+			chunked += m.ctx.at(nb, math.Sqrt(2*wc/nb))
+		}
 	}
 	if pc.Decodes > 0 {
 		b := float64(pc.Decodes)
 		avg := float64(pc.DecodeCtxSum) / b
-		glob += m.gen.at(b, avg)
+		whole := m.kvFloor(m.gen.at(b, avg), b*avg)
+		glob += whole
 		if m.slidingLayers > 0 {
-			slide += m.gen.at(b, min(avg, m.window))
+			slide += m.kvFloor(m.gen.at(b, min(avg, m.window)), b*min(avg, m.window))
+		}
+		switch {
+		case m.chunkedLayers > 0 && m.chunkedDecodes:
+			span := m.chunkSpan(b, float64(pc.DecodeCtxSum), float64(pc.DecodeCtxMax))
+			chunked += m.kvFloor(m.gen.at(b, span), b*span)
+		case m.chunkedLayers > 0:
+			chunked += whole
 		}
 	}
-	total += float64(m.globalLayers)*glob + float64(m.slidingLayers)*slide
+	total += float64(m.globalLayers)*glob + float64(m.slidingLayers)*slide + float64(m.chunkedLayers)*chunked
 
 	// Logits for the sequences that sample this pass.
 	total += m.lmHead.at(float64(pc.Decodes + pc.DraftTokens + len(pc.Prefills)))
@@ -414,6 +449,32 @@ func (m *Model) PassMs(pc *engine.PassContents) float64 {
 		total += m.prefillPassMs
 	}
 	return total
+}
+
+// chunkWork is the attention work of the first n positions of a sequence
+// in a chunked-attention layer: a position attends to the positions of its
+// chunk up to itself, so full chunks cost chunk²/2 each and the last one
+// r²/2 (the continuous count a global layer's q·(c + q/2) also takes: the
+// two agree within the first chunk).
+func chunkWork(n, chunk float64) float64 {
+	full := math.Floor(n / chunk)
+	r := n - full*chunk
+	return full*chunk*chunk/2 + r*r/2
+}
+
+// chunkSpan is the mean number of positions a chunked-attention layer's
+// decode attends to, for b decodes whose contexts sum to sum and reach at
+// most maxCtx. A context c sees c − its chunk's start; when every context
+// lies in one chunk (the shortest is at least sum − (b−1)·maxCtx) that is
+// exact, else the decodes are taken as spread over their chunks: half a
+// chunk each.
+func (m *Model) chunkSpan(b, sum, maxCtx float64) float64 {
+	lo := max(1, sum-(b-1)*maxCtx)
+	start := math.Floor((lo-1)/m.chunk) * m.chunk
+	if math.Floor((maxCtx-1)/m.chunk)*m.chunk == start {
+		return sum/b - start
+	}
+	return m.chunk / 2
 }
 
 // moeMs is one MoE layer's experts for T tokens (shared experts, router

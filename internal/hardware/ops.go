@@ -22,8 +22,15 @@ const (
 // whichever is longer. Weights take the precision's bytes, activations 2.
 func roofGEMM(gpu GPU, p precision, m, n, k float64) float64 {
 	compute := 2 * m * n * k / gpu.flops(p)
-	memory := ((m*k+m*n)*2 + n*k*p.bytes()) / gpu.MemBW
-	return 1e3 * max(compute, memory)
+	return max(1e3*compute, streamGEMM(gpu, p, m, n, k))
+}
+
+// streamGEMM is the time in ms to move a GEMM's weights and activations
+// through HBM once at the datasheet bandwidth: the floor of a GEMM in a
+// forward pass, where each layer's weights come from HBM because the
+// model's other layers have evicted them from L2 since the last pass.
+func streamGEMM(gpu GPU, p precision, m, n, k float64) float64 {
+	return 1e3 * ((m*k+m*n)*2 + n*k*p.bytes()) / gpu.MemBW
 }
 
 // gemmCurve is the latency of an m × n × k GEMM over the table's m axis
@@ -31,12 +38,25 @@ func roofGEMM(gpu GPU, p precision, m, n, k float64) float64 {
 // interpolated in log n and log k and clamped at the grid's edges; target
 // is the GPU the curve is for (src itself, or a GPU borrowing src's
 // efficiencies).
+//
+// No GEMM is priced below streamGEMM. aiconfigurator's GEMM collectors at
+// the tables' commit (collector/<engine>/collect_gemm.py,
+// outside_loop_count) time at most five or six copies of a weight back to
+// back (TensorRT-LLM's: ⌈L2 ÷ weight bytes⌉, at most five; vLLM's: six):
+// five copies of a weight under a fifth of L2 fit in it, and a working set
+// that only just exceeds L2 still mostly hits it. On L40S (96 MB of L2
+// before 864 GB/s of GDDR6) 4–19 % of the grid points, by engine and
+// dtype, are timed faster than the datasheet bandwidth can deliver their
+// operands, by up to 3.5×; on the HBM GPUs only three or four n = 128
+// shapes at m ≥ 4096 are, by under 20 %. A forward pass reads each weight
+// once, after the other layers have passed through L2.
 func gemmCurve(g *gemmGrid, src, target GPU, p precision, n, k int) curve {
 	c := curve{xs: toFloats(g.M), ys: make([]float64, len(g.M))}
 	j, u := bracketLog(g.N, float64(n))
 	l, v := bracketLog(g.K, float64(k))
 	for i, m := range g.M {
-		c.ys[i] = roofGEMM(target, p, float64(m), float64(n), float64(k)) / gemmEff(g, src, p, i, j, u, l, v)
+		fm, fn, fk := float64(m), float64(n), float64(k)
+		c.ys[i] = max(roofGEMM(target, p, fm, fn, fk)/gemmEff(g, src, p, i, j, u, l, v), streamGEMM(target, p, fm, fn, fk))
 	}
 	return c
 }
@@ -241,4 +261,16 @@ func scaleCurve(c curve, f func(x float64) float64) curve {
 		out.ys[i] *= f(x)
 	}
 	return out
+}
+
+// kvFloor is a decode attention's price: the table's ms, but never less
+// than reading the tokens' K and V from memory at the datasheet bandwidth.
+// In a pass each layer reads its own KV cache once, after the other layers
+// have passed through L2. aiconfigurator's L40S tables time 10–16 % of
+// their generation-attention cells faster than that (by up to 4.7×: the KV
+// of a small batch stays in the 96 MB L2 between repetitions), and A100's
+// TensorRT-LLM table 9 % (by up to 1.7×, at the longest contexts); the
+// Hopper and Blackwell tables none.
+func (m *Model) kvFloor(ms, tokens float64) float64 {
+	return max(ms, tokens*m.genKVMsPerToken)
 }

@@ -279,3 +279,88 @@ func BenchmarkPassMs(b *testing.B) {
 		})
 	}
 }
+
+// A GEMM in a forward pass is never faster than streaming its weights and
+// activations from memory at the datasheet bandwidth: the other layers
+// have evicted its weights from L2 since the previous pass. aiconfigurator's
+// L40S tables time many small weights while they sit in its 96 MB L2
+// (ops.go, gemmCurve); the model must not pass that on. Checked on every
+// measured GPU and engine for the 8B model's GEMMs at TP 1 and the 70B
+// model's at TP 8 (8–120 MB of weights per GPU), in BF16 and FP8, at
+// decode-sized batches where the GEMMs are memory-bound.
+func TestPhysics_GEMMNeverBeatsMemoryBandwidth(t *testing.T) {
+	type gemm struct {
+		name string
+		c    *curve
+		n, k int
+	}
+	for _, gpu := range []string{"h100_sxm", "h200_sxm", "b200_sxm", "gb200", "a100_sxm", "l40s"} {
+		for _, engineType := range []string{"vllm", "sglang", "trtllm"} {
+			for _, c := range []struct {
+				model string
+				tp    int
+				quant string
+			}{
+				{"meta-llama/Llama-3.1-8B-Instruct", 1, ""},
+				{"meta-llama/Llama-3.1-8B-Instruct", 1, "fp8"},
+				{"meta-llama/Llama-3.1-70B-Instruct", 8, ""},
+				{"meta-llama/Llama-3.1-70B-Instruct", 8, "fp8"},
+			} {
+				if c.quant == "fp8" && gpu == "a100_sxm" {
+					continue
+				}
+				s := known(t, c.model)
+				m := mustNew(t, Options{GPU: gpu, Shape: s, TP: c.tp, Quantization: c.quant, EngineType: engineType})
+				g, err := Lookup(gpu)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h, heads, kv, hd := s.Hidden, s.Heads/c.tp, max(1, s.KVHeads/c.tp), s.HeadDim
+				for _, x := range []gemm{
+					{"qkv", &m.qkv, (heads + 2*kv) * hd, h},
+					{"o", &m.o, h, heads * hd},
+					{"gate_up", &m.gateUp, 2 * s.Intermediate / c.tp, h},
+					{"down", &m.down, h, s.Intermediate / c.tp},
+				} {
+					for _, T := range []float64{1, 8, 32, 128} {
+						floor := streamGEMM(g, m.wPrec, T, float64(x.n), float64(x.k))
+						if got := x.c.at(T); got < floor*(1-1e-9) {
+							t.Errorf("%s %s TP %d %s on %s: %s at %v tokens costs %.4f ms, below streaming its %d×%d weights at the datasheet bandwidth (%.4f ms)",
+								c.model, c.quant, c.tp, engineType, gpu, x.name, T, got, x.n, x.k, floor)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// A decode pass reads every sequence's KV cache once: it takes at least
+// the batch's context tokens × KV bytes per token ÷ the datasheet
+// bandwidth, whatever the attention table says (ops.go, kvFloor: L40S's
+// and A100's TensorRT-LLM tables time some cells faster than that).
+func TestPhysics_DecodeReadsItsKVCache(t *testing.T) {
+	for _, gpu := range []string{"h100_sxm", "h200_sxm", "b200_sxm", "gb200", "a100_sxm", "l40s"} {
+		g, err := Lookup(gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, engineType := range []string{"vllm", "sglang", "trtllm"} {
+			for _, c := range []struct {
+				model string
+				tp    int
+			}{{"meta-llama/Llama-3.1-8B-Instruct", 1}, {"meta-llama/Llama-3.1-70B-Instruct", 8}} {
+				m := mustNew(t, Options{GPU: gpu, Shape: known(t, c.model), TP: c.tp, EngineType: engineType})
+				for _, b := range []int{1, 16, 64, 256} {
+					for _, ctx := range []int{256, 1024, 4096, 16384} {
+						floor := 1e3 * float64(b) * float64(ctx) * float64(m.KVBytesPerToken()) / g.MemBW
+						if got := decodePass(m, b, ctx); got < floor {
+							t.Errorf("%s TP %d %s on %s: %d decodes at context %d take %.2f ms, less than reading their KV cache (%.2f ms)",
+								c.model, c.tp, engineType, gpu, b, ctx, got, floor)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -32,7 +32,7 @@ func ProbeEmbeds(data []byte) (Item, error) {
 	if len(a.shape) < 2 || len(a.shape) > 3 {
 		return Item{}, fmt.Errorf("%w: %s of shape %s (want (tokens, hidden) or (items, tokens, hidden))", ErrCorrupt, what, a.shapeText)
 	}
-	it := Item{Kind: KindEmbeds, Size: len(data), EmbedTokens: int(a.shape[len(a.shape)-2])}
+	it := Item{Kind: KindEmbeds, Size: len(data), EmbedTokens: int(a.shape[len(a.shape)-2]), EmbedHidden: int(a.shape[len(a.shape)-1])}
 	if len(a.shape) == 3 {
 		it.Frames = int(a.shape[0])
 	}

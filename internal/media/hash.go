@@ -59,12 +59,13 @@ type HashOptions struct {
 	// ModelID is vLLM's model_config.model: the --model argument (a
 	// Hugging Face id or a path), not --served-model-name.
 	ModelID string
-	// MMProcessorKwargs are the request's mm_processor_kwargs merged over
-	// the server's (vLLM hashes them with every item when non-empty; the
-	// other modalities' images_kwargs/videos_kwargs/audio_kwargs groups are
-	// left out of an item's hash, as vLLM leaves them out). Values
-	// are JSON values as encoding/json decodes them with UseNumber:
-	// json.Number, string, bool, nil, []any, map[string]any.
+	// MMProcessorKwargs are the request's mm_processor_kwargs, which vLLM
+	// hashes with every item when non-empty: the request's alone (the
+	// server's --mm-processor-kwargs are merged in only when its processor
+	// is called), and without the other modalities'
+	// images_kwargs/videos_kwargs/audio_kwargs groups. Values are JSON
+	// values as encoding/json decodes them with UseNumber: json.Number,
+	// string, bool, nil, []any, map[string]any.
 	MMProcessorKwargs []Field
 	// MediaIOKwargs are the modality's media_io_kwargs, hashed like
 	// MMProcessorKwargs when non-empty.

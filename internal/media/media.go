@@ -157,6 +157,9 @@ type Item struct {
 	// EmbedDtype is an image_embeds tensor's element type as torch names
 	// it ("float32", "float16", "bfloat16", "float64").
 	EmbedDtype string
+	// EmbedHidden is an embeddings tensor's last dimension: the width of
+	// each row, which must be the language model's hidden size.
+	EmbedHidden int
 	// Size is the length in bytes of the encoded item.
 	Size int
 	// Hash is the item's multimodal hash (hex), for the caller to set from

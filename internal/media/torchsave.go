@@ -69,7 +69,8 @@ func probeTorch(data []byte) (Item, error) {
 	if len(t.shape) < 2 || len(t.shape) > 3 {
 		return Item{}, fmt.Errorf("%w: %s of shape %v (want (tokens, hidden) or (items, tokens, hidden))", ErrCorrupt, what, t.shape)
 	}
-	it := Item{Kind: KindEmbeds, Size: len(data), EmbedTokens: int(t.shape[len(t.shape)-2]), EmbedDtype: t.dtype}
+	it := Item{Kind: KindEmbeds, Size: len(data), EmbedTokens: int(t.shape[len(t.shape)-2]), EmbedDtype: t.dtype,
+		EmbedHidden: int(t.shape[len(t.shape)-1])}
 	if len(t.shape) == 3 {
 		it.Frames = int(t.shape[0])
 	}

@@ -219,7 +219,7 @@ func forModel(id string, files ModelFiles) (*Processor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Processor{family: fam, model: id, rules: r}, nil
+	return &Processor{family: fam, model: id, rules: r, hidden: textHiddenSize(files.Config, fam)}, nil
 }
 
 // textHidden is the language model's hidden size (text_config.hidden_size),

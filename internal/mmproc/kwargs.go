@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/mocker-server/mocker-server/internal/media"
 )
@@ -14,10 +15,14 @@ type kwargsRules interface {
 	withKwargs(kw map[string]any) (rules, error)
 }
 
-// WithKwargs returns the processor as a request's mm_processor_kwargs
-// (media.FieldsFromJSON) configure it, as vLLM merges them over the
-// model's processor settings: Qwen's min_pixels and max_pixels (flat or
-// under images_kwargs, or size.shortest_edge/longest_edge), Gemma 3's
+// WithKwargs returns the processor as mm_processor_kwargs
+// (media.FieldsFromJSON) configure it: fs merged over the kwargs the
+// receiver already has (a request's over the server's --mm-processor-kwargs,
+// as vLLM's MultiModalConfig.merge_mm_processor_kwargs does: a top-level
+// key of fs replaces the receiver's whole value) and applied to the
+// processor as loaded. What the kwargs change: Qwen's min_pixels and
+// max_pixels (flat or under images_kwargs, or size.shortest_edge/
+// longest_edge), InternVL's dynamic patch bounds, Gemma 3's
 // do_pan_and_scan (true is ErrBadConfig: not modelled). Keys a family does
 // not take are dropped, as vLLM drops kwargs its processor does not
 // accept. The receiver is unchanged; with no kwargs it is returned as is.
@@ -25,18 +30,56 @@ func (p *Processor) WithKwargs(fs []media.Field) (*Processor, error) {
 	if len(fs) == 0 {
 		return p, nil
 	}
-	kr, ok := p.rules.(kwargsRules)
-	if !ok {
-		return p, nil
+	base := p
+	if p.base != nil {
+		base = p.base
 	}
-	kw := flattenKwargs(fs)
-	r, err := kr.withKwargs(kw)
-	if err != nil {
-		return nil, err
+	merged := MergeKwargs(p.kwargs, fs)
+	q := *base
+	q.base, q.kwargs = base, merged
+	if kr, ok := base.rules.(kwargsRules); ok {
+		r, err := kr.withKwargs(flattenKwargs(merged))
+		if err != nil {
+			return nil, err
+		}
+		q.rules = r
 	}
-	q := *p
-	q.rules = r
 	return &q, nil
+}
+
+// WithKwargsJSON is WithKwargs of a JSON object's text (--mm-processor-kwargs);
+// text that is not a JSON object is ErrBadConfig.
+func (p *Processor) WithKwargsJSON(b []byte) (*Processor, error) {
+	fs, err := media.FieldsFromJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mm_processor_kwargs: %v", ErrBadConfig, err)
+	}
+	return p.WithKwargs(fs)
+}
+
+// Kwargs returns the mm_processor_kwargs the processor was configured
+// with (nil: none). The slice must not be modified.
+func (p *Processor) Kwargs() []media.Field { return p.kwargs }
+
+// MergeKwargs is Python's dict union base | over for kwargs in key order:
+// base's keys in their order, each replaced by over's value when over has
+// it, then over's other keys in theirs. Nested mappings are not merged
+// (vLLM's union is shallow).
+func MergeKwargs(base, over []media.Field) []media.Field {
+	if len(base) == 0 {
+		return over
+	}
+	out := make([]media.Field, 0, len(base)+len(over))
+	out = append(out, base...)
+	for _, f := range over {
+		i := slices.IndexFunc(out, func(g media.Field) bool { return g.Key == f.Key })
+		if i >= 0 {
+			out[i].Value = f.Value
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // flattenKwargs merges the modality-scoped images_kwargs over the flat

@@ -166,6 +166,11 @@ type Processor struct {
 	family Family
 	model  string
 	rules  rules
+	hidden int // the language model's hidden size (0: unknown)
+	// base is the processor as loaded, before any mm_processor_kwargs
+	// (nil: this is it), and kwargs the ones applied to it (WithKwargs).
+	base   *Processor
+	kwargs []media.Field
 }
 
 // rules is one family's implementation.

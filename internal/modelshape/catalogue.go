@@ -61,6 +61,27 @@ var known = map[string]Shape{
 		TiedEmbed: true, SlidingWindow: 1024, SlidingLayers: 52},
 	"deepseek-ai/DeepSeek-V3": deepSeekV3,
 	"deepseek-ai/DeepSeek-R1": deepSeekV3,
+	// Llama 4's text_config (TensorRT-LLM's tests keep a copy of
+	// Maverick's, tests/unittest/_torch/modeling/test_modeling_llama_min_latency.py,
+	// LLAMA_4_MAVERICK_TWO_LAYER_CONFIG, at b35ac1b6, with 2 of its 48
+	// layers; Scout's differs in 16 experts, interleave_moe_layer_step 1
+	// and max_position_embeddings 10485760, as copies in other projects'
+	// tests show):
+	// one routed expert and one shared expert, both 8192 wide, in every
+	// layer (Scout) or every second one (Maverick, whose other layers are
+	// 16384-wide dense MLPs); three of every four layers attend within
+	// chunks of 8192 positions, the fourth globally.
+	"meta-llama/Llama-4-Scout-17B-16E-Instruct":     llama4(16, 1, 10485760),
+	"meta-llama/Llama-4-Maverick-17B-128E-Instruct": llama4(128, 2, 1048576),
+}
+
+// llama4 is a Llama 4 text model with experts routed experts in every
+// step-th layer.
+func llama4(experts, step, maxPos int) Shape {
+	return Shape{Architecture: "Llama4ForConditionalGeneration", Family: FamilyLlama4,
+		Layers: 48, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, Intermediate: 16384, Vocab: 202048, MaxPosition: maxPos,
+		AttentionChunk: 8192, ChunkedLayers: 36,
+		MoE: MoE{Experts: experts, TopK: 1, Intermediate: 8192, SharedIntermediate: 8192, DenseLayers: 48 - 48/step}}
 }
 
 var deepSeekV3 = Shape{Architecture: "DeepseekV3ForCausalLM", Family: FamilyDeepSeekV3,
@@ -86,6 +107,8 @@ var aliases = map[string]string{
 	"mistralai/Mixtral-8x22B-Instruct-v0.1":   "mistralai/Mixtral-8x22B-v0.1",
 	"deepseek-ai/DeepSeek-V3-0324":            "deepseek-ai/DeepSeek-V3",
 	"deepseek-ai/DeepSeek-R1-0528":            "deepseek-ai/DeepSeek-R1",
+	"meta-llama/Llama-4-Scout-17B-16E":        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+	"meta-llama/Llama-4-Maverick-17B-128E":    "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
 }
 
 // fp8Checkpoints are the official FP8 releases of catalogue models: the
@@ -109,6 +132,10 @@ var fp8PerChannel = map[string]struct{ base, method string }{
 	"nvidia/Llama-3.1-70B-Instruct-FP8":      {"meta-llama/Llama-3.1-70B-Instruct", "modelopt"},
 	"nvidia/Llama-3.1-405B-Instruct-FP8":     {"meta-llama/Llama-3.1-405B-Instruct", "modelopt"},
 	"nvidia/Llama-3.3-70B-Instruct-FP8":      {"meta-llama/Llama-3.3-70B-Instruct", "modelopt"},
+	// NVIDIA's ModelOpt FP8 releases of Llama 4 (the published Llama 4
+	// points of TensorRT-LLM's perf-overview run them).
+	"nvidia/Llama-4-Scout-17B-16E-Instruct-FP8":     {"meta-llama/Llama-4-Scout-17B-16E-Instruct", "modelopt"},
+	"nvidia/Llama-4-Maverick-17B-128E-Instruct-FP8": {"meta-llama/Llama-4-Maverick-17B-128E-Instruct", "modelopt"},
 }
 
 // Known returns the catalogue shape of a model id (case-insensitive), and

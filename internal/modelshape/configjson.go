@@ -111,6 +111,18 @@ func (f fields) intOr(key string, def int) (int, error) {
 	return f.int(key)
 }
 
+// intList reads an optional list of integers; ok reports whether it is
+// there.
+func (f fields) intList(key string) (list []int, ok bool, err error) {
+	if !f.has(key) {
+		return nil, false, nil
+	}
+	if err := json.Unmarshal(f[key], &list); err != nil {
+		return nil, false, fmt.Errorf("field %q: want a list of integers, got %s", key, f[key])
+	}
+	return list, true, nil
+}
+
 func (f fields) str(key string) string {
 	var s string
 	if f.has(key) {
@@ -333,7 +345,79 @@ func parseFamily(s *Shape, f fields) error {
 			}
 		}
 		s.HeadDim = a.QKNopeDim + a.QKRopeDim
+	case FamilyLlama4:
+		return parseLlama4(s, f)
 	}
+	return nil
+}
+
+// parseLlama4 reads Llama 4's text_config. Its intermediate_size is the
+// width of one expert (and of the shared expert every token also runs),
+// intermediate_size_mlp that of the dense layers; the MoE layers are
+// moe_layers, by default every interleave_moe_layer_step-th layer
+// (transformers' Llama4TextConfig: range(step−1, layers, step)); a layer
+// whose no_rope_layers entry is 1 uses RoPE and, with
+// attention_chunk_size, chunked local attention (vLLM's Llama4Attention,
+// use_chunked_local_attn), by default (an absent or empty list) all but
+// every no_rope_layer_interval-th (4) layer.
+func parseLlama4(s *Shape, f fields) error {
+	var err error
+	m := &s.MoE
+	m.Intermediate = s.Intermediate
+	m.SharedIntermediate = m.Intermediate
+	if s.Intermediate, err = f.int("intermediate_size_mlp"); err != nil {
+		return err
+	}
+	if m.Experts, err = f.int("num_local_experts"); err != nil {
+		return err
+	}
+	if m.TopK, err = f.int("num_experts_per_tok"); err != nil {
+		return err
+	}
+	moeLayers := s.Layers
+	if list, ok, err := f.intList("moe_layers"); err != nil {
+		return err
+	} else if ok {
+		moeLayers = len(list)
+	} else {
+		step, err := f.intOr("interleave_moe_layer_step", 1)
+		if err != nil {
+			return err
+		}
+		if step < 1 {
+			return fmt.Errorf("field \"interleave_moe_layer_step\": want ≥ 1, got %d", step)
+		}
+		moeLayers = s.Layers / step
+	}
+	m.DenseLayers = s.Layers - moeLayers
+	if s.AttentionChunk, err = f.intOr("attention_chunk_size", 0); err != nil {
+		return err
+	}
+	switch {
+	case s.AttentionChunk < 0:
+		return fmt.Errorf("field \"attention_chunk_size\": want ≥ 0, got %d", s.AttentionChunk)
+	case s.AttentionChunk == 0:
+		return nil // every layer attends globally
+	}
+	// An empty no_rope_layers takes the default, as transformers does.
+	if list, _, err := f.intList("no_rope_layers"); err != nil {
+		return err
+	} else if len(list) > 0 {
+		for _, v := range list {
+			if v != 0 {
+				s.ChunkedLayers++
+			}
+		}
+		return nil
+	}
+	interval, err := f.intOr("no_rope_layer_interval", 4)
+	if err != nil {
+		return err
+	}
+	if interval < 1 {
+		return fmt.Errorf("field \"no_rope_layer_interval\": want ≥ 1, got %d", interval)
+	}
+	s.ChunkedLayers = s.Layers - s.Layers/interval
 	return nil
 }
 

@@ -21,6 +21,7 @@ const (
 	FamilyMixtral    Family = "mixtral"
 	FamilyQwen3MoE   Family = "qwen3_moe"
 	FamilyDeepSeekV3 Family = "deepseek_v3"
+	FamilyLlama4     Family = "llama4"
 )
 
 // architectures maps the config.json "architectures" names to families.
@@ -35,6 +36,8 @@ var architectures = map[string]Family{
 	"MixtralForCausalLM":             FamilyMixtral,
 	"Qwen3MoeForCausalLM":            FamilyQwen3MoE,
 	"DeepseekV3ForCausalLM":          FamilyDeepSeekV3,
+	"Llama4ForConditionalGeneration": FamilyLlama4,
+	"Llama4ForCausalLM":              FamilyLlama4,
 }
 
 // Shape is a model's shape. Sizes are per model (before tensor
@@ -74,6 +77,13 @@ type Shape struct {
 	// SlidingLayers how many of the Layers use it.
 	SlidingWindow int
 	SlidingLayers int
+	// AttentionChunk is Llama 4's attention_chunk_size (0 = none):
+	// ChunkedLayers of the Layers attend only to the earlier positions of
+	// their own chunk of that many positions (chunked local attention; a
+	// position at p sees p mod AttentionChunk earlier ones), the others to
+	// the whole sequence.
+	AttentionChunk int
+	ChunkedLayers  int
 
 	MoE MoE
 	MLA MLA
@@ -86,8 +96,10 @@ type MoE struct {
 	Intermediate int // per-expert width
 	// Shared experts run for every token, SharedIntermediate wide in all.
 	SharedIntermediate int
-	// DenseLayers leading layers keep a dense MLP (DeepSeek's
-	// first_k_dense_replace).
+	// DenseLayers of the layers keep a dense MLP Intermediate wide:
+	// DeepSeek's leading first_k_dense_replace, Qwen3-MoE's
+	// mlp_only_layers, the layers between Llama 4 Maverick's interleaved
+	// MoE layers.
 	DenseLayers int
 }
 
@@ -102,6 +114,17 @@ type MLA struct {
 
 // IsMoE reports whether the model has routed experts.
 func (s *Shape) IsMoE() bool { return s.MoE.Experts > 0 }
+
+// ActiveParams counts the weights one token passes through: Params with
+// only the top-k routed experts of each MoE layer (the shared experts and
+// the router included).
+func (s *Shape) ActiveParams() int64 {
+	if !s.IsMoE() {
+		return s.Params()
+	}
+	idle := int64(s.MoE.Experts-s.MoE.TopK) * 3 * int64(s.Hidden) * int64(s.MoE.Intermediate)
+	return s.Params() - int64(s.MoELayers())*idle
+}
 
 // IsMLA reports whether the model uses latent attention.
 func (s *Shape) IsMLA() bool { return s.MLA.KVLoRARank > 0 }
@@ -184,6 +207,13 @@ func (s *Shape) Validate() error {
 	if s.IsMoE() && (s.MoE.TopK <= 0 || s.MoE.TopK > s.MoE.Experts || s.MoE.Intermediate <= 0) {
 		return fmt.Errorf("model %s: experts %d, experts per token %d, expert width %d are inconsistent",
 			s.Name, s.MoE.Experts, s.MoE.TopK, s.MoE.Intermediate)
+	}
+	if s.MoE.DenseLayers < 0 || s.MoE.DenseLayers > s.Layers || s.SlidingLayers+s.ChunkedLayers > s.Layers {
+		return fmt.Errorf("model %s: %d dense, %d sliding-window and %d chunked-attention layers do not fit in %d layers",
+			s.Name, s.MoE.DenseLayers, s.SlidingLayers, s.ChunkedLayers, s.Layers)
+	}
+	if s.ChunkedLayers > 0 && s.AttentionChunk <= 0 {
+		return fmt.Errorf("model %s: attention_chunk_size must be > 0 with %d chunked-attention layers, got %d", s.Name, s.ChunkedLayers, s.AttentionChunk)
 	}
 	if s.Heads%s.KVHeads != 0 {
 		return fmt.Errorf("model %s: num_attention_heads %d is not a multiple of num_key_value_heads %d", s.Name, s.Heads, s.KVHeads)

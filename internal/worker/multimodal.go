@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mocker-server/mocker-server/internal/apiopts"
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/mmproc"
 )
@@ -14,8 +15,22 @@ import (
 // from --model's processor files when it is a directory, else from the
 // catalogue of known ids; a model neither names falls back to
 // --mm-processor-model ("none": nil, a text-only model). A malformed
-// processor file is a configuration error.
+// processor file is a configuration error, and so is --mm-processor-kwargs
+// that the processor refuses (applied here, as vLLM merges them into every
+// call of its processor).
 func loadMMProcessor(cfg *config.Config) (*mmproc.Processor, error) {
+	p, err := mmProcessorOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if p, err = apiopts.ConfigureProcessor(cfg, p); err != nil {
+		return nil, &config.Error{Problems: []string{err.Error()}}
+	}
+	return p, nil
+}
+
+// mmProcessorOf finds the model's processor as loaded.
+func mmProcessorOf(cfg *config.Config) (*mmproc.Processor, error) {
 	var files mmproc.ModelFiles
 	if st, err := os.Stat(cfg.Model); err == nil && st.IsDir() {
 		read := func(name string) []byte {

@@ -163,6 +163,7 @@ func HandleTokenize(s *pipeline.Server) http.Handler {
 			addGen := o.Bool("add_generation_prompt", true)
 			contFinal := o.Bool("continue_final_message", false)
 			addSpecial = o.Bool("add_special_tokens", false)
+			kw := pipeline.ReadMMKwargs(o)
 			if e := o.Failed(); e == nil {
 				if e := pipeline.CheckMessages(msgs, badPart, ""); e != nil {
 					o.Fail(e)
@@ -173,7 +174,7 @@ func HandleTokenize(s *pipeline.Server) http.Handler {
 			}
 			if e := o.Failed(); e == nil && len(parts) > 0 {
 				var re *wire.APIError
-				if mmIDs, re = s.TokenizeMultimodal(o, msgs, parts, tools, addGen, contFinal, addSpecial); re != nil {
+				if mmIDs, re = s.TokenizeMultimodal(o, msgs, parts, kw, tools, addGen, contFinal, addSpecial); re != nil {
 					o.Fail(re)
 				}
 			} else if e == nil {

@@ -53,6 +53,11 @@ type MediaPart struct {
 	Dict   bool
 	Format string // input_audio.format ("wav", "mp3")
 	UUID   string // the part's uuid, which vLLM uses as the item's hash
+	// NoData marks a uuid-only part: it has a uuid and its data field is
+	// present but empty (null, {"url": null}, an input_audio without
+	// data), naming an item the processor cache holds from an earlier
+	// request (vLLM's chat parser hands the processor None for it).
+	NoData bool
 	Path   string // the part's JSON path (messages[0].content[1])
 	// Where the part stands among its message's text parts, for vLLM's
 	// --interleave-mm-strings: TextsBefore text parts precede it, ending
@@ -68,6 +73,10 @@ func parseMediaPart(o, part wire.Object, typ, path string) (mp MediaPart, ok boo
 	mp.Path = path
 	mp.UUID, _ = part.String("uuid")
 	urlOf := func(key string) string {
+		if mp.UUID != "" && uuidOnlyURL(part, key) {
+			mp.NoData = true
+			return ""
+		}
 		raw, has := part.Raw(key)
 		if !has {
 			o.Fail(wire.ErrFieldRequired(path + "." + key))
@@ -96,22 +105,13 @@ func parseMediaPart(o, part wire.Object, typ, path string) (mp MediaPart, ok boo
 	case "video_url":
 		mp.Modality, mp.URL = ModalityVideo, urlOf("video_url")
 	case "input_audio":
-		mp.Modality = ModalityAudio
-		ia, has := part.Object("input_audio")
-		if !has {
-			if o.Failed() == nil {
-				o.Fail(wire.ErrFieldRequired(path + ".input_audio"))
-			}
-			return mp, true
-		}
-		if !ia.Has("data") {
-			o.Fail(wire.ErrFieldRequired(path + ".input_audio.data"))
-			return mp, true
-		}
-		mp.Data, _ = ia.String("data")
-		mp.Format, _ = ia.String("format")
+		parseInputAudio(o, part, &mp)
 	case "image_embeds":
 		mp.Modality = ModalityImageEmbeds
+		if mp.UUID != "" && uuidOnlyEmbeds(part, typ) {
+			mp.NoData = true
+			return mp, true
+		}
 		if raw, has := part.Raw("image_embeds"); has && len(raw) > 0 && raw[0] == '{' {
 			parseEmbedsDict(o, part, &mp)
 			return mp, true
@@ -119,6 +119,10 @@ func parseMediaPart(o, part wire.Object, typ, path string) (mp MediaPart, ok boo
 		mp.Data, _ = part.String("image_embeds")
 	case "audio_embeds":
 		mp.Modality = ModalityAudioEmbeds
+		if mp.UUID != "" && uuidOnlyEmbeds(part, typ) {
+			mp.NoData = true
+			return mp, true
+		}
 		if raw, has := part.Raw("audio_embeds"); has && len(raw) > 0 && raw[0] == '{' {
 			o.Fail(wire.ErrInvalid(path+".audio_embeds", "The dict form of audio_embeds is not supported by mocker-server; send one base64 torch.save tensor of shape (tokens, hidden)."))
 			return mp, true
@@ -128,6 +132,56 @@ func parseMediaPart(o, part wire.Object, typ, path string) (mp MediaPart, ok boo
 		return MediaPart{}, false
 	}
 	return mp, true
+}
+
+// parseInputAudio reads an input_audio part's data and format.
+func parseInputAudio(o, part wire.Object, mp *MediaPart) {
+	mp.Modality = ModalityAudio
+	ia, has := part.Object("input_audio")
+	if has && mp.UUID != "" && (!ia.Has("data") || string(ia.M["data"]) == `""`) {
+		// vLLM: "If a UUID is provided, audio data may be empty."
+		mp.NoData = true
+		return
+	}
+	if !has {
+		if o.Failed() == nil {
+			o.Fail(wire.ErrFieldRequired(mp.Path + ".input_audio"))
+		}
+		return
+	}
+	if !ia.Has("data") {
+		o.Fail(wire.ErrFieldRequired(mp.Path + ".input_audio.data"))
+		return
+	}
+	mp.Data, _ = ia.String("data")
+	mp.Format, _ = ia.String("format")
+}
+
+// uuidOnlyURL reports whether a part with a uuid carries no data under
+// key: vLLM's chat parser, given a uuid, reads the part's key whatever its
+// type and accepts null, "", or an object whose url is null, "" or absent,
+// as no data (chat_utils.py _parse_chat_message_content_mm_part; the
+// parser fetches only a non-empty URL).
+func uuidOnlyURL(part wire.Object, key string) bool {
+	raw, present := part.M[key]
+	if !present {
+		return false
+	}
+	if wire.IsNull(raw) || string(raw) == `""` {
+		return true // vLLM fetches only a non-empty URL
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	obj, ok := part.Object(key)
+	return ok && (!obj.Has("url") || string(obj.M["url"]) == `""`)
+}
+
+// uuidOnlyEmbeds reports whether an embeddings part with a uuid has its
+// field present and null (vLLM: "could be None if UUID is provided").
+func uuidOnlyEmbeds(part wire.Object, key string) bool {
+	raw, present := part.M[key]
+	return present && wire.IsNull(raw)
 }
 
 // parseEmbedsDict reads vLLM's dict form of image_embeds, each value a

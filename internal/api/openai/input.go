@@ -27,7 +27,7 @@ var (
 	chatFields = wire.SetOf(append(slices.Clone(commonFields),
 		"messages", "max_completion_tokens", "top_logprobs", "add_generation_prompt",
 		"continue_final_message", "tools", "tool_choice", "parallel_tool_calls",
-		"chat_template", "chat_template_kwargs", "documents", "reasoning_effort")...)
+		"chat_template", "chat_template_kwargs", "documents", "reasoning_effort", "mm_processor_kwargs")...)
 	completionFields = wire.SetOf(append(slices.Clone(commonFields),
 		"prompt", "suffix", "best_of", "add_special_tokens")...)
 )
@@ -66,6 +66,7 @@ func readGenInput(o wire.Object, chat bool, vocabSize int) *pipeline.GenInput {
 	in := &pipeline.GenInput{Chat: chat, Body: o}
 	if chat {
 		in.Msgs, in.Media, in.BadPart = input.ParseMessages(o)
+		in.MMKwargs = pipeline.ReadMMKwargs(o)
 		if a, ok := o.Kind("tools", "array"); ok {
 			in.ToolsJSON = wire.CompactJSON(a)
 		}

@@ -390,10 +390,11 @@ func mmStandIn(m input.Modality) uint32 {
 
 // TokenizeMultimodal renders and tokenizes chat messages with multimodal
 // parts as a generation request does (/tokenize with messages): the
-// placeholders expanded to the items' tokens.
-func (s *Server) TokenizeMultimodal(o wire.Object, msgs []tokenizer.Message, parts []input.MediaPart, tools []byte,
-	addGen, contFinal, addSpecial bool) ([]uint32, *wire.APIError) {
-	items, e := s.resolveMedia(parts)
+// placeholders expanded to the items' tokens, under the body's
+// mm_processor_kwargs kw (vLLM's TokenizeChatRequest has the field).
+func (s *Server) TokenizeMultimodal(o wire.Object, msgs []tokenizer.Message, parts []input.MediaPart, kw MMKwargs,
+	tools []byte, addGen, contFinal, addSpecial bool) ([]uint32, *wire.APIError) {
+	items, e := s.resolveMedia(parts, kw)
 	if e != nil {
 		return nil, e
 	}

@@ -40,12 +40,17 @@ type mmItem struct {
 }
 
 // resolveMedia checks the parts against --limit-mm-per-prompt and the
-// model's modalities, then resolves each. Errors are 400s naming the part.
-func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError) {
+// model's modalities, then resolves each under the request's kwargs (kw).
+// Errors are 400s naming the part.
+func (s *Server) resolveMedia(parts []input.MediaPart, kw MMKwargs) ([]mmItem, *wire.APIError) {
 	if len(parts) == 0 {
 		return nil, nil
 	}
-	mo := &s.opts.Multimodal
+	sc, e := s.mmScopeFor(kw)
+	if e != nil {
+		return nil, e
+	}
+	mo := &sc.opts
 	counts := map[string]int{}
 	seen := map[input.Modality]bool{}
 	for _, p := range parts {
@@ -72,16 +77,19 @@ func (s *Server) resolveMedia(parts []input.MediaPart) ([]mmItem, *wire.APIError
 	items := make([]mmItem, len(parts))
 	nth := map[string]int{}
 	for i, p := range parts {
-		it, e := s.resolvePart(p)
+		key := p.Modality.LimitKey()
+		it, e := s.resolvePart(p, sc, nth[key])
 		if e != nil {
 			return nil, e
 		}
 		// The n-th item of its modality takes the n-th placeholder, which
 		// some families number (Phi-4-multimodal's <|image_n|>).
-		key := p.Modality.LimitKey()
 		nth[key]++
 		it.repl.Target = mo.Processor.ItemTarget(it.item.Kind, nth[key])
 		items[i] = it
+	}
+	if e := checkEmbedsHidden(mo, items); e != nil {
+		return nil, e
 	}
 	return items, nil
 }
@@ -140,6 +148,9 @@ func checkEmbedsPart(mo *settings.MultimodalOptions, p input.MediaPart) *wire.AP
 	if !mo.EnableEmbeds {
 		return wire.ErrInvalid(p.Path, "You must set `--enable-mm-embeds` to input `%s`", name)
 	}
+	if p.NoData {
+		return wire.ErrInvalid(p.Path+"."+name, "A uuid-only %s part (no data) is not supported by mocker-server: vLLM's processor passes embeddings through without caching them, so a uuid alone names nothing it kept.", name)
+	}
 	if p.Modality == input.ModalityAudioEmbeds && mo.Processor.Supports(media.KindAudio) && !mo.Processor.AudioEmbeds() {
 		return wire.ErrInvalid(p.Path, "audio_embeds are read for Qwen2-Audio only by mocker-server; %s's audio replacement needs the audio features.", mo.Processor.Family())
 	}
@@ -160,12 +171,12 @@ func checkEmbedsPart(mo *settings.MultimodalOptions, p input.MediaPart) *wire.AP
 
 // probePart reads the facts of a part's bytes seen for the first time: an
 // embeddings dict, an embeddings tensor or a media file's headers.
-func (s *Server) probePart(p input.MediaPart, data []byte) (media.Item, *wire.APIError) {
+func (s *Server) probePart(p input.MediaPart, sc *mmScope, data []byte) (media.Item, *wire.APIError) {
 	var it media.Item
 	var err error
 	switch {
 	case p.Dict:
-		return s.resolveEmbedsDict(p, data)
+		return s.resolveEmbedsDict(p, sc, data)
 	case p.Modality.Embeds():
 		if it, err = media.ProbeEmbeds(data); err == nil && p.Modality == input.ModalityAudioEmbeds {
 			it.Kind = media.KindAudioEmbeds
@@ -179,9 +190,10 @@ func (s *Server) probePart(p input.MediaPart, data []byte) (media.Item, *wire.AP
 	return it, nil
 }
 
-// resolvePart finds one part's bytes and facts.
-func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
-	mo := &s.opts.Multimodal
+// resolvePart finds one part's bytes and facts under the request's scope
+// sc; nth is the part's index among the request's items of its modality.
+func (s *Server) resolvePart(p input.MediaPart, sc *mmScope, nth int) (mmItem, *wire.APIError) {
+	mo := &sc.opts
 	field := p.Path
 	embeds := p.Modality.Embeds()
 	if embeds {
@@ -190,7 +202,7 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 		}
 	}
 	buf := decodeBufs.Get().(*[]byte)
-	src, e := s.partSource(p, *buf)
+	src, e := s.partSource(p, sc, nth, *buf)
 	defer putDecodeBuf(buf, src.data)
 	if e != nil {
 		return mmItem{}, e
@@ -205,7 +217,7 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 	} else {
 		if hit {
 			it = cached
-		} else if it, e = s.probePart(p, data); e != nil {
+		} else if it, e = s.probePart(p, sc, data); e != nil {
 			return mmItem{}, e
 		}
 		if want := kindOf(string(p.Modality)); it.Kind != want {
@@ -234,6 +246,7 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 	if remote != "" {
 		// vLLM hashes the fetched bytes; unfetched, the URL names the item.
 		it.Hash, _, _ = media.Hash(it.Kind, []byte(remote), mo.Hash)
+		s.keepRemoteByUUID(p, key, it)
 	}
 	repl, err := mo.Processor.Replace(it)
 	if err != nil {
@@ -242,6 +255,13 @@ func (s *Server) resolvePart(p input.MediaPart) (mmItem, *wire.APIError) {
 	id := it.Hash
 	if p.UUID != "" {
 		id = p.UUID
+		if len(mo.Hash.MMProcessorKwargs) > 0 {
+			// vLLM hashes a uuid with the request's kwargs: under them
+			// the uuid no longer names the processed item alone.
+			if id, err = media.HashID(it.Kind.Modality(), p.UUID, mo.Hash); err != nil {
+				return mmItem{}, wire.ErrInvalid(field, "The %s cannot be hashed.", p.Modality)
+			}
+		}
 	}
 	flops, _ := mo.Processor.EncoderFLOPs(it) // 0 on error: priced per token
 	work, _ := mo.Processor.EncoderWork(it)   // nil on error: priced by its FLOPs
@@ -402,15 +422,21 @@ type partSource struct {
 // partSource finds a part's bytes: a cache hit on the item as sent, a
 // decoded data URL or input_audio payload, a local file under
 // --allowed-local-media-path, or an http(s) URL left unfetched.
+// A part named by a uuid is looked up by it first (uuidSource; nth is
+// its index among the request's items of its modality).
 //
 // A decoded payload goes into dst's capacity when it fits.
-func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.APIError) {
-	mo := &s.opts.Multimodal
+func (s *Server) partSource(p input.MediaPart, sc *mmScope, nth int, dst []byte) (partSource, *wire.APIError) {
+	mo := &sc.opts
 	field := p.Path
+	byUUID, src, e := s.uuidSource(p, sc, nth)
+	if e != nil || src.hit {
+		return src, e
+	}
 	var (
 		data   []byte
 		remote string
-		key    media.Key
+		key    = src.key
 		hit    bool
 		cached media.Item
 	)
@@ -418,13 +444,14 @@ func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.AP
 	if inline == "" && len(p.URL) >= 5 && strings.EqualFold(p.URL[:5], "data:") {
 		inline = p.URL
 	}
-	if inline != "" && s.mmCache.Enabled() {
+	if inline != "" && s.mmCache.Enabled() && !byUUID {
 		key = media.Fingerprint(inline)
 		if p.Data != "" {
 			// The same base64 is a different item as audio or as image
 			// embeddings, and in the dict form with another grid.
 			key = media.Fingerprint(string(p.Modality), inline, p.Grid)
 		}
+		key = sc.cacheKey(key)
 		cached, hit = s.mmCache.Get(key)
 	}
 	switch {
@@ -460,8 +487,8 @@ func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.AP
 				}
 				return partSource{}, wire.ErrInvalid(field, "%s", err.Error())
 			}
-			if s.mmCache.Enabled() {
-				key = media.FingerprintBytes(data)
+			if s.mmCache.Enabled() && !byUUID {
+				key = sc.cacheKey(media.FingerprintBytes(data))
 				cached, hit = s.mmCache.Get(key)
 			}
 		default:
@@ -481,8 +508,8 @@ func (s *Server) partSource(p input.MediaPart, dst []byte) (partSource, *wire.AP
 // factory refuses with the message below. The item is hashed as vLLM's
 // DictEmbeddingItems hands it to the hasher: the mapping of the two
 // tensors.
-func (s *Server) resolveEmbedsDict(p input.MediaPart, data []byte) (media.Item, *wire.APIError) {
-	mo := &s.opts.Multimodal
+func (s *Server) resolveEmbedsDict(p input.MediaPart, sc *mmScope, data []byte) (media.Item, *wire.APIError) {
+	mo := &sc.opts
 	field := p.Path + ".image_embeds"
 	it, err := media.ProbeEmbeds(data)
 	if err != nil {

@@ -155,7 +155,7 @@ func (s *Server) BuildGenerateMeta(in *GenInput, m Meta) (*GenRequest, *wire.API
 // the text prompts of a completions request (phase 9).
 func (s *Server) tokenizePrompts(in *GenInput) ([]input.RawPrompt, *wire.APIError) {
 	if in.Chat && len(in.Media) > 0 {
-		items, e := s.resolveMedia(in.Media)
+		items, e := s.resolveMedia(in.Media, in.MMKwargs)
 		if e != nil {
 			return nil, e
 		}

@@ -34,7 +34,10 @@ type GenInput struct {
 	MsgsParam string // the surface's name of messages ("" = messages)
 	BadPart   string // path of a content part of no known type
 	// Media are the messages' multimodal parts in order (multimodal.go).
-	Media     []input.MediaPart
+	Media []input.MediaPart
+	// MMKwargs are the request's mm_processor_kwargs (ReadMMKwargs), for
+	// its media.
+	MMKwargs  MMKwargs
 	ToolsJSON []byte // the tools the template renders (compact JSON)
 	AddGen    bool
 	ContFinal bool

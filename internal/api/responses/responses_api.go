@@ -124,6 +124,7 @@ func responsesInput(s *pipeline.Server, o, body wire.Object, req *responsesReque
 	in.CacheSalt, in.HasSalt = o.String("cache_salt")
 	in.BodyID, _ = o.String("request_id")
 	in.IncludeStr = o.Bool("include_stop_str_in_output", false)
+	in.MMKwargs = pipeline.ReadMMKwargs(o)
 	if logprobs {
 		// vLLM samples logprobs only when the output text's are included;
 		// top_logprobs (default 0) is then the number of alternatives.

@@ -32,6 +32,11 @@ type MultimodalOptions struct {
 	// parts (precomputed embeddings) are accepted, and bypass a modality
 	// limit of 0; false refuses them as vLLM does.
 	EnableEmbeds bool
+	// EmbedsHiddenSize is the served model's text hidden size, which every
+	// image_embeds and audio_embeds row must match as vLLM requires; 0:
+	// not known (a stand-in --mm-processor-model, or a config that does
+	// not give it), not checked.
+	EmbedsHiddenSize int
 	// InterleaveStrings is --interleave-mm-strings: in a string-content
 	// prompt each item's placeholder stays where its part stands among
 	// the message's text parts instead of going before them.

@@ -56,7 +56,13 @@ func ReadAllSized(r io.Reader, size int64) ([]byte, error) {
 			return b, err
 		}
 		if len(b) == cap(b) {
-			grown := make([]byte, len(b), max(min(size+1, 4*int64(cap(b))), int64(cap(b))+1))
+			// Towards the declared size; past it (a reader longer
+			// than announced), on by the same factor.
+			next := 4 * int64(cap(b))
+			if int64(cap(b)) < size+1 {
+				next = min(next, size+1)
+			}
+			grown := make([]byte, len(b), next)
 			copy(grown, b)
 			b = grown
 		}
