@@ -105,6 +105,15 @@ func fakeReplay(args []string) int {
 	}
 	// A uniform:MIN:MAX length counts as its upper bound.
 	isl, osl := fakeLength(islS), fakeLength(oslS)
+	if fs.NArg() == 1 {
+		// A trace: its requests all at once, its longest lengths.
+		var err error
+		if requests, isl, osl, err = fakeTrace(fs.Arg(0)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		c = float64(requests)
+	}
 	f := fakeSummary(isl, osl, c, tp)
 	completed := requests
 	if model == "reject/model" {
@@ -122,6 +131,26 @@ func fakeReplay(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// fakeTrace reads a trace: its number of requests and its longest input
+// and output lengths.
+func fakeTrace(path string) (n, isl, osl int, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			In  int `json:"input_length"`
+			Out int `json:"output_length"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return 0, 0, 0, err
+		}
+		n, isl, osl = n+1, max(isl, r.In), max(osl, r.Out)
+	}
+	return n, isl, osl, nil
 }
 
 func fakeLength(s string) int {
@@ -275,7 +304,10 @@ func TestBadPointsExitTwo(t *testing.T) {
 		want       string
 	}{
 		{"bad metric", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,,speed,mean,5,\n", nil, `points.csv:2: metric "speed" is unknown`},
-		{"bad length", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,normal:5:1,10,closed,1,,,ttft_ms,mean,5,\n", nil, "isl must be N or uniform:MIN:MAX"},
+		{"bad length", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,normal:5:1,10,closed,1,,,ttft_ms,mean,5,\n", nil, "isl must be N, uniform:MIN:MAX"},
+		{"missing trace", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,trace:nope.jsonl,trace:nope.jsonl,max,3,,3,ttft_ms,mean,5,\n", nil, `trace "nope.jsonl": not a readable file`},
+		{"trace and length", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,trace:nope.jsonl,10,max,3,,3,ttft_ms,mean,5,\n", nil, "isl and osl both trace:FILE"},
+		{"closed trace", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,trace:nope.jsonl,trace:nope.jsonl,closed,3,,3,ttft_ms,mean,5,\n", nil, "a trace point is load max"},
 		{"zero tp", "a,s,t,m,h100_sxm,0,fp8,auto,vllm,10,10,closed,1,,,ttft_ms,mean,5,\n", nil, "tp must be an integer ≥ 1"},
 		{"negative value", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,closed,1,,,ttft_ms,mean,-5,\n", nil, "value must be a number > 0"},
 		{"max without requests", "a,s,t,m,h100_sxm,1,fp8,auto,vllm,10,10,max,1,,,output_tok_s,total,5,\n", nil, "needs its number of requests"},
@@ -315,7 +347,7 @@ func TestPublishedPointsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	points, err := ReadPoints(f, "published.csv")
+	points, err := ReadPoints(f, f.Name()) // its traces are relative to its directory
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,5 +375,54 @@ func TestSlowReplaySkipped(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "| s1 | slow/model |") || !strings.Contains(out.String(), "replay did not finish within 300ms") {
 		t.Errorf("slow replay not skipped with its reason:\n%s", out.String())
+	}
+}
+
+// TestTracePoint: a trace:FILE point replays the file (relative to the
+// points file) instead of synthetic lengths, with the point's serve flags,
+// and a trace whose request count is not the point's is skipped.
+func TestTracePoint(t *testing.T) {
+	bin, log := useFakeReplay(t)
+	points := writePoints(t, ""+
+		"t1,s,t,m/one,a100_sxm,2,bf16,auto,vllm,trace:run.jsonl,trace:run.jsonl,max,3,,3,tpot_ms,median,20,--max-num-seqs 1024\n"+
+		"t2,s,t,m/one,a100_sxm,2,bf16,auto,vllm,trace:run.jsonl,trace:run.jsonl,max,3,,3,output_tok_s,total,100,--max-num-seqs 1024\n"+
+		"t3,s,t,m/one,a100_sxm,2,bf16,auto,vllm,trace:run.jsonl,trace:run.jsonl,max,4,,4,ttft_ms,mean,5,\n")
+	trace := filepath.Join(filepath.Dir(points), "run.jsonl")
+	lines := `{"timestamp": 0, "input_length": 100, "output_length": 7}
+{"timestamp": 0, "input_length": 400, "output_length": 30}
+{"timestamp": 0, "input_length": 20, "output_length": 1}
+`
+	if err := os.WriteFile(trace, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"-points", points, "-replay", bin}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	table := out.String()
+	// The fake prices a trace as its 3 requests at once with its longest
+	// lengths: ITL p50 = 10 + 3/10 + 0.5 = 10.8 against 20 → 46 %.
+	f := fakeSummary(400, 30, 3, 2)
+	if math.Abs(f.itlP50-10.8) > 1e-9 {
+		t.Fatalf("fake ITL p50 %g, hand-computed 10.8", f.itlP50)
+	}
+	for id, v := range map[string]float64{"t1": ape(f.itlP50, 20), "t2": ape(f.tokS, 100)} {
+		if !strings.Contains(table, fmt.Sprintf("| %.1f %% |", v)) || !strings.Contains(table, "| "+id+" |") {
+			t.Errorf("point %s with APE %.1f %% missing from:\n%s", id, v, table)
+		}
+	}
+	if !strings.Contains(table, "| vllm | trace:run.jsonl | max (3 req.) | tpot_ms (median) |") {
+		t.Errorf("a trace point's lengths are not its file, named once:\n%s", table)
+	}
+	if !strings.Contains(table, "| t3 |") || !strings.Contains(table, "has 3 requests, the point 4") {
+		t.Errorf("a trace of 3 requests for a point of 4 not skipped:\n%s", table)
+	}
+	calls, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "replay --json --no-progress --hardware a100_sxm --model m/one --tensor-parallel-size 2 --engine-type vllm --dtype bfloat16 --max-num-seqs 1024 " + trace
+	if got := strings.Split(strings.TrimSpace(string(calls)), "\n"); len(got) != 2 || (got[0] != want && got[1] != want) {
+		t.Errorf("replay runs %q, want two, one of them %q", got, want)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -78,8 +80,12 @@ type Point struct {
 	Engine            string
 	// ISL and OSL are the prompt and output lengths in replay's
 	// --input-len syntax: N, or uniform:MIN:MAX for a benchmark's random
-	// lengths (SGLang's bench_serving draws uniformly from [1, N]).
-	ISL, OSL    string
+	// lengths (SGLang's bench_serving draws uniformly from [1, N]); or
+	// both trace:FILE, the per-request lengths of the source's run.
+	ISL, OSL string
+	// Trace is the path of the trace file of a trace:FILE point, resolved
+	// against the points file's directory; empty for a synthetic point.
+	Trace       string
 	Load        Load
 	Concurrency int
 	// Rate is the arrival rate in requests/s of a LoadRate point.
@@ -122,7 +128,7 @@ func ReadPoints(r io.Reader, name string) ([]Point, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		p, err := parsePoint(rec)
+		p, err := parsePoint(rec, filepath.Dir(name))
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 		}
@@ -147,7 +153,14 @@ var columnIndex = func() map[string]int {
 	return m
 }()
 
-func parsePoint(rec []string) (Point, error) {
+// tracePrefix marks a point whose lengths are a trace file's, request by
+// request: a benchmark over a dataset (ShareGPT) that recorded every
+// request's prompt and output length.
+const tracePrefix = "trace:"
+
+// parsePoint parses one record; dir is the points file's directory, which
+// a trace:FILE length is relative to.
+func parsePoint(rec []string, dir string) (Point, error) {
 	f := func(col string) string { return strings.TrimSpace(rec[columnIndex[col]]) }
 	var errs []error
 	positive := func(col string, optional bool) int {
@@ -166,13 +179,17 @@ func parsePoint(rec []string) (Point, error) {
 		Metric: Metric(f("metric")), Statistic: f("statistic"), Args: strings.Fields(f("args"))}
 	p.TP = positive("tp", false)
 	p.ISL, p.OSL = f("isl"), f("osl")
-	for col, v := range map[string]string{"isl": p.ISL, "osl": p.OSL} {
-		if !validLength(v) {
-			errs = append(errs, fmt.Errorf("%s must be N or uniform:MIN:MAX with 1 ≤ MIN ≤ MAX, got %q", col, v))
-		}
-	}
 	p.Concurrency = positive("concurrency", p.Load != LoadClosed)
 	p.Requests = positive("requests", true)
+	if file, ok := strings.CutPrefix(p.ISL, tracePrefix); ok || strings.HasPrefix(p.OSL, tracePrefix) {
+		errs = append(errs, checkTrace(&p, file, dir)...)
+	} else {
+		for col, v := range map[string]string{"isl": p.ISL, "osl": p.OSL} {
+			if !validLength(v) {
+				errs = append(errs, fmt.Errorf("%s must be N, uniform:MIN:MAX with 1 ≤ MIN ≤ MAX or trace:FILE, got %q", col, v))
+			}
+		}
+	}
 	if s := f("rate"); s != "" {
 		r, err := strconv.ParseFloat(s, 64)
 		if err != nil || !(r > 0) || math.IsInf(r, 0) {
@@ -222,6 +239,32 @@ func parsePoint(rec []string) (Point, error) {
 		errs = append(errs, errors.New("a max-throughput point needs its number of requests"))
 	}
 	return p, errors.Join(errs...)
+}
+
+// checkTrace checks a trace:FILE point and sets its Trace: both lengths
+// name the same file, which exists; every request is queued at once (the
+// file's timestamps say when, and a benchmark at request rate "inf" sends
+// them all at once), as many as the point's requests and concurrency.
+func checkTrace(p *Point, file, dir string) []error {
+	var errs []error
+	if p.ISL != p.OSL || file == "" {
+		errs = append(errs, fmt.Errorf("a trace point has isl and osl both trace:FILE, the same file; got %q and %q", p.ISL, p.OSL))
+	}
+	if p.Load != LoadMax || p.Requests == 0 || p.Concurrency != p.Requests {
+		errs = append(errs, errors.New("a trace point is load max with concurrency = requests = the trace's requests"))
+	}
+	if file == "" {
+		return errs
+	}
+	path := file
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, file)
+	}
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		errs = append(errs, fmt.Errorf("trace %q: not a readable file (relative to the points file's directory)", file))
+	}
+	p.Trace = path
+	return errs
 }
 
 // validLength reports whether s is a length N ≥ 1 or uniform:MIN:MAX with

@@ -78,10 +78,12 @@ type runKey struct {
 	tp                  int
 	weights, kv, engine string
 	isl, osl            string
-	conc, request       int
-	rate                float64
-	clientDelay         time.Duration
-	args                string
+	// trace is the trace file replayed instead of synthetic lengths.
+	trace         string
+	conc, request int
+	rate          float64
+	clientDelay   time.Duration
+	args          string
 	// interconnect is replay's --gpu-interconnect ("" leaves its default).
 	interconnect string
 	// maxSeqs, maxTokens and maxLen are the engine limits the benchmark
@@ -102,8 +104,11 @@ func (o *Options) key(p Point) runKey {
 	case LoadRate:
 		conc, delay = 0, 0 // an open loop
 	}
+	if p.Trace != "" {
+		conc, delay = 0, 0 // the trace's timestamps are the arrivals
+	}
 	k := runKey{model: p.Model, gpu: p.GPU, tp: p.TP, weights: p.Weights, kv: p.KVDType, engine: p.Engine,
-		isl: p.ISL, osl: p.OSL, conc: conc, request: n, rate: p.Rate, clientDelay: delay, args: strings.Join(p.Args, " ")}
+		isl: p.ISL, osl: p.OSL, trace: p.Trace, conc: conc, request: n, rate: p.Rate, clientDelay: delay, args: strings.Join(p.Args, " ")}
 	if g, err := hardware.Lookup(p.GPU); err == nil && g.PCIeGen > 0 && p.TP > 1 && !o.MeasuredAllReduce {
 		k.interconnect = string(hardware.InterconnectPCIe)
 	}
@@ -126,6 +131,10 @@ func (k runKey) replayArgs() []string {
 	}
 	if k.interconnect != "" {
 		a = append(a, "--gpu-interconnect", k.interconnect)
+	}
+	if k.trace != "" {
+		// The trace is the workload: its lengths and arrivals.
+		return append(append(a, strings.Fields(k.args)...), k.trace)
 	}
 	if k.rate > 0 {
 		a = append(a, "--rate", strconv.FormatFloat(k.rate, 'g', -1, 64), "--arrival", "poisson")
@@ -218,6 +227,10 @@ func Predict(ctx context.Context, points []Point, o Options) ([]Result, error) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			s, skip, err := o.replay(ctx, k.replayArgs())
+			if s != nil && k.trace != "" && s.Requests != k.request {
+				// A trace that is not the source's run compares nothing.
+				s, skip = nil, fmt.Sprintf("trace %s has %d requests, the point %d", k.trace, s.Requests, k.request)
+			}
 			outs[i] = outcome{s, skip, err}
 		}()
 	}

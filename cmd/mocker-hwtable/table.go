@@ -122,8 +122,8 @@ func WriteTable(w io.Writer, results []Result, pointsFile string) error {
 	b.WriteString("\n## Points\n\n| id | model | GPU | TP | weights / KV | engine | ISL / OSL | load | metric | published | predicted | APE |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range done {
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s / %s | %s | %s / %s | %s | %s (%s) | %s | %s | %.1f %% |\n",
-			r.ID, r.Model, r.GPU, r.TP, r.Weights, r.KVDType, r.Engine, r.ISL, r.OSL, load(r.Point),
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s / %s | %s | %s | %s | %s (%s) | %s | %s | %.1f %% |\n",
+			r.ID, r.Model, r.GPU, r.TP, r.Weights, r.KVDType, r.Engine, lengths(r.Point), load(r.Point),
 			r.Metric, r.Statistic, num(r.Value), num(r.Predicted), r.APE)
 	}
 
@@ -149,12 +149,21 @@ func WriteTable(w io.Writer, results []Result, pointsFile string) error {
 		}
 		for _, g := range groups {
 			r := g.r
-			fmt.Fprintf(&b, "| %s | %s | %s | %d | %s / %s | %s | %s / %s | %s | %s |\n", strings.Join(g.ids, ", "), r.Model, r.GPU, r.TP,
-				r.Weights, r.KVDType, r.Engine, r.ISL, r.OSL, load(r.Point), strings.ReplaceAll(r.Skipped, "|", "\\|"))
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %s / %s | %s | %s | %s | %s |\n", strings.Join(g.ids, ", "), r.Model, r.GPU, r.TP,
+				r.Weights, r.KVDType, r.Engine, lengths(r.Point), load(r.Point), strings.ReplaceAll(r.Skipped, "|", "\\|"))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// lengths is a point's ISL / OSL cell; a trace point's lengths are its
+// file's, named once.
+func lengths(p Point) string {
+	if p.Trace != "" {
+		return p.ISL
+	}
+	return p.ISL + " / " + p.OSL
 }
 
 func load(p Point) string {
