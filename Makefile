@@ -36,7 +36,8 @@ run: build
 # The whole suite: vet, race-enabled Go tests (including the configs/ and
 # Grafana dashboard checks), the cross-language KV-event check against
 # a live server, the Helm chart / manifests / compose fleet checks, a few
-# seconds of every fuzz target, and the replay HTML report in headless Chromium.
+# seconds of the request, configuration, JSON-validation and media-header
+# fuzz targets, and the replay HTML report in headless Chromium.
 test: check-proto test-go check-events chart-test fuzz-short check-replay-html check-pd-timing check-calibrate check-ui
 
 # The reference renderers the chat template tests compare against: Debian's
@@ -124,7 +125,7 @@ manifests:
 # here (make fuzz FUZZTIME=10m, or FUZZTIME=1000000x for a count).
 FUZZTIME ?= 60s
 fuzz-short: deps
-	FUZZTIME=3s scripts/fuzz.sh FuzzGenerateHandler FuzzSurfaceHandlers FuzzLoad FuzzLoadProfile FuzzEncodeRoundTrip FuzzSSEParser
+	FUZZTIME=3s scripts/fuzz.sh FuzzGenerateHandler FuzzSurfaceHandlers FuzzLoad FuzzLoadProfile FuzzEncodeRoundTrip FuzzSSEParser FuzzValidJSON FuzzProbe
 
 fuzz: deps
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

@@ -3,8 +3,8 @@
 # duration such as 3s or 10m, or a count such as 1000000x): the targets
 # named as arguments, or all of them. Their seed corpora also run in every
 # plain `go test`. `make test` runs the request, configuration, profile,
-# KV-event and SSE targets for 3 s each; `make fuzz` runs all of them
-# (FUZZTIME=60s by default).
+# KV-event, SSE, JSON-validation and media-header targets for 3 s each;
+# `make fuzz` runs all of them (FUZZTIME=60s by default).
 #
 #   FUZZTIME=1000000x scripts/fuzz.sh FuzzGenerateHandler   # one target
 set -euo pipefail
@@ -36,6 +36,15 @@ targets=(
 	"./internal/kvtransfer FuzzSideChannelBody"          # side-channel bodies: a 4xx JSON error naming no engine id, or the exact handoff
 	"./internal/grpcfront/sglang FuzzGenInput"           # SGLang GenerateRequests: a 400, or an input with every id in the vocabulary
 	"./internal/grpcfront/sglang FuzzDecodeKVBatch"      # the SubscribeKvEvents bridge: any payload, bounded memory, no panic
+	"./internal/api FuzzPoolingHandlers"                 # score, rerank, classify and pooling bodies through the real handlers
+	"./internal/api/audio FuzzDecodeMultipart"           # transcription forms: a 4xx, or a form within the body limit
+	"./internal/api/wire FuzzValidJSON"                  # the large-body JSON validator: never accepts what encoding/json refuses
+	"./internal/media FuzzProbe"                         # media headers: a fact or an error, nothing allocated from declared sizes
+	"./internal/media FuzzParseDataURL"                  # data URLs: bounded before allocation
+	"./internal/media FuzzProbeEmbeds"                   # embeddings payloads (torch.save, .npy)
+	"./internal/media FuzzProbeEmbedsTorch"              # torch.save archives
+	"./internal/media FuzzUnpickleTensor"                # the restricted pickle reader
+	"./internal/mmproc FuzzForModel"                     # model configs: a processor or an error
 )
 wanted=" $* "
 for t in "${targets[@]}"; do
