@@ -92,6 +92,10 @@ type preprocessorConfig struct {
 		Height       int `json:"height"`
 		Width        int `json:"width"`
 	} `json:"size"`
+	// Qwen3-VL's video processor: its frame sampling
+	FPS       float64 `json:"fps"`
+	MinFrames int     `json:"min_frames"`
+	MaxFrames int     `json:"max_frames"`
 	// Gemma 3
 	ImageSeqLength int   `json:"image_seq_length"`
 	DoPanAndScan   *bool `json:"do_pan_and_scan"`

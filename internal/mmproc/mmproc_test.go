@@ -26,6 +26,8 @@ type refCase struct {
 	Rate      int      `json:"rate,omitempty"`
 	Tokens    *int     `json:"tokens"`
 	Windows   int      `json:"windows,omitempty"`
+	Frames    int      `json:"frames,omitempty"`
+	FPS       float64  `json:"fps,omitempty"`
 }
 
 func (c refCase) String() string {
@@ -36,6 +38,8 @@ func (c refCase) String() string {
 		return fmt.Sprintf("%s transcription of %gs", c.Model, c.Seconds)
 	case "images":
 		return fmt.Sprintf("%s images %v", c.Model, c.Sizes)
+	case "video":
+		return fmt.Sprintf("%s video %dx%d, %d frames at %g fps", c.Model, c.Width, c.Height, c.Frames, c.FPS)
 	}
 	s := fmt.Sprintf("%s %dx%d", c.Model, c.Width, c.Height)
 	if c.MinPixels > 0 {
@@ -118,6 +122,8 @@ func TestTokenTable(t *testing.T) {
 				n, e := p.Tokens(media.Item{Kind: media.KindImage, Width: s[0], Height: s[1]})
 				got, err = got+n, errors.Join(err, e)
 			}
+		case "video":
+			got, err = p.Tokens(media.Item{Kind: media.KindVideo, Width: c.Width, Height: c.Height, Frames: c.Frames, FPS: c.FPS})
 		case "audio":
 			d := time.Duration(c.Seconds * float64(time.Second))
 			got, err = p.Tokens(media.Item{Kind: media.KindAudio, Duration: d, SampleRate: c.Rate})

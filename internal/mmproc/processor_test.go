@@ -267,3 +267,34 @@ func TestWithKwargs(t *testing.T) {
 		t.Errorf("llava: %v", err)
 	}
 }
+
+// Qwen3-VL video: a 10-s clip of 300 frames at 30 fps is 32 loader frames,
+// 16 temporal patches, each "<t seconds>" then its pads between markers;
+// a clip of 10 frames at 10 fps is resampled at 2 fps to the 4-frame
+// minimum; a single frame is refused, as the video processor refuses it.
+func TestQwen3Video(t *testing.T) {
+	p := mustModel(t, "Qwen/Qwen3-VL-8B-Instruct", ModelFiles{})
+	r, err := p.Replace(media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 300, FPS: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 32 frames of 640×360 within 25,165,824 px: 640×352 → 40×22 patches, 220 tokens a patch.
+	if r.Target != "<|vision_start|><|video_pad|><|vision_end|>" || r.Embeds() != 16*220 {
+		t.Fatalf("target %q, %d embeds; want 16×220", r.Target, r.Embeds())
+	}
+	// Frames 0 and 9 (linspace(0, 299, 32) truncated): (0 + 0.3)/2 = 0.15 s → "0.1".
+	if got := r.Pieces[0].Token + r.Pieces[1].Token + r.Pieces[2].Token + r.Pieces[3].Token + r.Pieces[4].Token + r.Pieces[5].Token; got != "<0.1 seconds>" {
+		t.Errorf("first timestamp %q", got)
+	}
+	if !strings.HasSuffix(r.Text(), "<9.8 seconds><|vision_start|>"+strings.Repeat("<|video_pad|>", 220)+"<|vision_end|>") {
+		t.Errorf("last patch: …%q", r.Text()[len(r.Text())-120:])
+	}
+	short, err := p.Tokens(media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 10, FPS: 10})
+	// 4 frames, 0 3 6 9: min_pixels 4096 … 640×352; stamps 0.1 s and 0.8 s.
+	if want := 2 * (6 + 1 + 220 + 1); err != nil || short != want {
+		t.Errorf("10 frames at 10 fps: %d, %v; want %d", short, err, want)
+	}
+	if _, err := p.Tokens(media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 1, FPS: 1}); !errors.Is(err, ErrBadItem) {
+		t.Errorf("one frame: %v, want ErrBadItem", err)
+	}
+}

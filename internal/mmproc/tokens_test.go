@@ -27,12 +27,21 @@ func TestPiecesAreSingleTokens(t *testing.T) {
 		}
 		p := mustModel(t, c.model, ModelFiles{})
 		for _, k := range p.Modalities() {
-			it := media.Item{Kind: k, Width: 640, Height: 480, Frames: 8}
+			// A video of 8 frames at 0.5 fps: Qwen3-VL's timestamps reach two digits.
+			it := media.Item{Kind: k, Width: 640, Height: 480, Frames: 8, FPS: 0.5}
 			r, err := p.Replace(it)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, pc := range append(r.Pieces, Piece{Token: r.Target}) {
+			target := Piece{Token: r.Target}
+			if r.Target == qwen3VideoTarget {
+				// Qwen3-VL replaces the template's markers with the pad.
+				if ids := tok.Encode(r.Target, false); len(ids) != 3 {
+					t.Errorf("%s: %q encodes to %v", c.model, r.Target, ids)
+				}
+				target = Piece{Token: "<|video_pad|>"}
+			}
+			for _, pc := range append(r.Pieces, target) {
 				if ids := tok.Encode(pc.Token, false); len(ids) != 1 {
 					t.Errorf("%s: %q encodes to %v", c.model, pc.Token, ids)
 				}

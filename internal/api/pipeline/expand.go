@@ -138,6 +138,9 @@ func placeholderMessages(fam mmproc.Family, raw json.RawMessage, msgs []tokenize
 func placeholderText(fam mmproc.Family, it mmItem, n int) string {
 	switch fam {
 	case mmproc.FamilyQwen2VL, mmproc.FamilyQwen25VL, mmproc.FamilyQwen3VL:
+		if strings.HasPrefix(it.repl.Target, "<|vision_start|>") {
+			return it.repl.Target // Qwen3-VL video: the target is the markers and the pad
+		}
 		return "<|vision_start|>" + it.repl.Target + "<|vision_end|>"
 	case mmproc.FamilyQwen2Audio:
 		return "Audio " + wire.Itoa(n) + ": <|audio_bos|>" + it.repl.Target + "<|audio_eos|>"

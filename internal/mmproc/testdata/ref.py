@@ -158,6 +158,58 @@ def whisper(seconds, rate=16000, chunk_s=30, overlap_s=1, hop=160):
             i = i + chunk - overlap  # the quietest window's start: the first
     return windows, math.ceil(duration * rate / hop)
 
+def linspace(total, n, conv):
+    # np.linspace(0, total - 1, n): i * step, the endpoint exact
+    if n == 1:
+        return [0]
+    step = (total - 1) / (n - 1)
+    out = [conv(i * step) for i in range(n)]
+    out[-1] = total - 1
+    return out
+
+def qwen3_video(w, h, frames, fps, loader_frames=32, sample_fps=2, min_frames=4, max_frames=768,
+                min_px=4096, max_px=25165824, factor=32, patch=16):
+    # vLLM's OpenCV loader takes 32 frames of a longer clip (int() of
+    # linspace) and hands a shorter clip whole to Qwen3VLVideoProcessor,
+    # which samples it at 2 fps (round() of linspace).
+    if frames > loader_frames:
+        idx = linspace(frames, loader_frames, int)
+    else:
+        n = int(frames / fps * sample_fps)
+        n = min(max(n, min_frames), max_frames, frames)
+        idx = linspace(frames, n, round)
+    n = len(idx)
+    if n < 2:
+        return None  # smart_resize: t must be larger than temporal_factor
+    # the video smart_resize
+    if h < factor or w < factor:
+        scale = max(factor / h, factor / w)
+        h, w = int(h * scale), int(w * scale)
+    if max(h, w) / min(h, w) > 200:
+        return None
+    hb, wb = round(h / factor) * factor, round(w / factor) * factor
+    tb = round(n / 2) * 2
+    if tb * hb * wb > max_px:
+        beta = math.sqrt(n * h * w / max_px)
+        hb = max(factor, math.floor(h / beta / factor) * factor)
+        wb = max(factor, math.floor(w / beta / factor) * factor)
+    elif tb * hb * wb < min_px:
+        beta = math.sqrt(min_px / (n * h * w))
+        hb = math.ceil(h * beta / factor) * factor
+        wb = math.ceil(w * beta / factor) * factor
+    per_frame = (hb // patch) * (wb // patch) // 4
+    if len(idx) % 2:
+        idx = idx + [idx[-1]]
+    total = 0
+    for i in range(0, len(idx), 2):
+        t = (idx[i] / fps + idx[i + 1] / fps) / 2
+        # f"<{t:.1f} seconds>" in Qwen's vocabulary: each digit a token
+        # (the pre-tokenizer's \p{N} rule), "<", ".", " seconds", ">" one each
+        text = "%.1f" % t
+        total += sum(c.isdigit() for c in text) + 4
+        total += 1 + per_frame + 1  # <|vision_start|> pads <|vision_end|>
+    return total
+
 sizes = [(1, 1), (10, 10), (27, 28), (28, 28), (29, 29), (42, 42), (56, 56), (70, 70), (100, 3),
          (224, 224), (336, 336), (480, 640), (512, 512), (600, 800), (720, 1280), (768, 1024),
          (1000, 1), (1024, 1024), (1080, 1920), (1123, 797), (1536, 1536), (2048, 2048),
@@ -229,5 +281,11 @@ for model, f in [("Qwen/Qwen2.5-VL-7B-Instruct", lambda h, w: qwen(h, w, 14, 313
     imgs = [(1024, 1024), (480, 640), (56, 56), (2160, 3840)]
     cases.append({"model": model, "kind": "images", "sizes": [[w, h] for h, w in imgs],
                   "tokens": sum(f(h, w) for h, w in imgs)})
+# Qwen3-VL video: clips of 1 to 9000 frames at 1 to 60 fps, tiny to 4K
+for w, h in [(64, 64), (640, 360), (1920, 1080), (3840, 2160), (20, 4000), (1280, 720), (16, 16)]:
+    for frames, fps in [(1, 1), (2, 1), (3, 30), (7, 7), (10, 10), (25, 10), (32, 30), (33, 30),
+                        (300, 30), (301, 29.97), (900, 30), (9000, 30), (48, 24), (120, 60)]:
+        cases.append({"model": "Qwen/Qwen3-VL-8B-Instruct", "kind": "video", "width": w, "height": h,
+                      "frames": frames, "fps": fps, "tokens": qwen3_video(w, h, frames, fps)})
 json.dump(cases, __import__("sys").stdout, indent=0)
 print()
