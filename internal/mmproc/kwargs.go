@@ -22,7 +22,7 @@ type kwargsRules interface {
 // key of fs replaces the receiver's whole value) and applied to the
 // processor as loaded. What the kwargs change: Qwen's min_pixels and
 // max_pixels (flat or under images_kwargs, or size.shortest_edge/
-// longest_edge), InternVL's dynamic patch bounds, Gemma 3's
+// longest_edge), Qwen3-VL's video fps, InternVL's dynamic patch bounds, Gemma 3's
 // do_pan_and_scan (true is ErrBadConfig: not modelled). Keys a family does
 // not take are dropped, as vLLM drops kwargs its processor does not
 // accept. The receiver is unchanged; with no kwargs it is returned as is.
@@ -156,7 +156,52 @@ func (q *qwenVL) withKwargs(kw map[string]any) (rules, error) {
 	if c.minPixels > c.maxPixels {
 		return nil, fmt.Errorf("%w: mm_processor_kwargs min_pixels %d > max_pixels %d", ErrBadConfig, c.minPixels, c.maxPixels)
 	}
+	if q.fam == FamilyQwen3VL {
+		// Qwen3-VL's video processor samples a clip the loader read whole
+		// at fps frames a second, and vLLM times the frames with it.
+		fps, ok, err := fpsKwarg(kw)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			c.sampleFPS = fps
+		}
+	}
 	return &c, nil
+}
+
+// fpsKwarg reads a positive fps, flat or under videos_kwargs (which wins,
+// as the HF processor's modality kwargs do).
+func fpsKwarg(kw map[string]any) (float64, bool, error) {
+	v, ok := kw["fps"]
+	if sub, isObj := kw["videos_kwargs"].([]media.Field); isObj {
+		for _, f := range sub {
+			if f.Key == "fps" {
+				v, ok = f.Value, true
+			}
+		}
+	}
+	if !ok || v == nil {
+		return 0, false, nil
+	}
+	var f float64
+	switch x := v.(type) {
+	case json.Number:
+		var err error
+		if f, err = x.Float64(); err != nil {
+			return 0, false, fmt.Errorf("%w: mm_processor_kwargs fps=%v", ErrBadConfig, v)
+		}
+	case float64:
+		f = x
+	case int:
+		f = float64(x)
+	default:
+		return 0, false, fmt.Errorf("%w: mm_processor_kwargs fps=%v is not a number", ErrBadConfig, v)
+	}
+	if !(f > 0) || f > 1e6 {
+		return 0, false, fmt.Errorf("%w: mm_processor_kwargs fps=%v is not a positive number", ErrBadConfig, v)
+	}
+	return f, true, nil
 }
 
 func (g *gemma3) withKwargs(kw map[string]any) (rules, error) {

@@ -298,3 +298,32 @@ func TestQwen3Video(t *testing.T) {
 		t.Errorf("one frame: %v, want ErrBadItem", err)
 	}
 }
+
+// A request's fps kwarg resamples a clip the loader read whole: 10 frames
+// over 1 s at 8 fps are 8 frames (4 patches), at 0.5 fps the 4-frame
+// minimum; a clip the loader sampled (over 32 frames) keeps its 32.
+func TestQwen3VideoFPSKwarg(t *testing.T) {
+	p := mustModel(t, "Qwen/Qwen3-VL-8B-Instruct", ModelFiles{})
+	short := media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 10, FPS: 10}
+	long := media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 300, FPS: 30}
+	base, _ := p.Replace(long)
+	for _, c := range []struct {
+		kw      string
+		patches int
+	}{{`{"fps": 8}`, 4}, {`{"videos_kwargs": {"fps": 0.5}}`, 2}, {`{"fps": 2}`, 2}} {
+		q, err := p.WithKwargsJSON([]byte(c.kw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := q.Replace(short)
+		if err != nil || strings.Count(r.Text(), "<|vision_start|>") != c.patches {
+			t.Errorf("%s: %d patches, %v; want %d", c.kw, strings.Count(r.Text(), "<|vision_start|>"), err, c.patches)
+		}
+		if l, _ := q.Replace(long); l.Text() != base.Text() {
+			t.Errorf("%s changed a loader-sampled clip", c.kw)
+		}
+	}
+	if _, err := p.WithKwargsJSON([]byte(`{"fps": -1}`)); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("fps -1: %v", err)
+	}
+}
