@@ -26,6 +26,7 @@ const (
 	FamilyQwen3VL    Family = "qwen3_vl"
 	FamilyGemma3     Family = "gemma3"
 	FamilyLlava      Family = "llava"
+	FamilyLlavaNext  Family = "llava_next"
 	FamilyLlama4     Family = "llama4"
 	FamilyPixtral    Family = "pixtral"
 	FamilyQwen2Audio Family = "qwen2_audio"

@@ -327,3 +327,37 @@ func TestQwen3VideoFPSKwarg(t *testing.T) {
 		t.Errorf("fps -1: %v", err)
 	}
 }
+
+// LLaVA-NeXT: the canvas choice and the unpadding, worked by hand. A 1×2
+// canvas (336×672) for a square image keeps 24×24 of its 24×48 features;
+// 2000×3000 (w×h) takes 672×672 (2×2 crops), 48×48 features, of which the
+// width keeps int(round(2000·48/3000, 7)) = 32 → padding 8 a side → 48×32
+// + 48 newlines + the base 576 = 2160. Embeddings count their rows.
+func TestLlavaNext(t *testing.T) {
+	for _, id := range []string{"llava-hf/llava-v1.6-mistral-7b-hf", "llava-hf/llava-v1.6-vicuna-7b-hf"} {
+		p := mustModel(t, id, ModelFiles{})
+		if p.Family() != FamilyLlavaNext || p.Placeholder(media.KindImage) != "<image>" || p.Supports(media.KindVideo) {
+			t.Fatalf("%s: family %s", id, p.Family())
+		}
+		for _, c := range []struct{ w, h, want int }{{336, 336, 1176}, {2000, 3000, 2160}} {
+			if n, err := p.Tokens(img(c.w, c.h)); err != nil || n != c.want {
+				t.Errorf("%s %dx%d: %d, %v; want %d", id, c.w, c.h, n, err, c.want)
+			}
+		}
+		if n, err := p.Tokens(media.Item{Kind: media.KindEmbeds, EmbedTokens: 2928}); err != nil || n != 2928 {
+			t.Errorf("embeds: %d, %v", n, err)
+		}
+	}
+	// A model directory's own canvases: one 336×336 canvas leaves the base
+	// view and one crop: 576 + 24·24 + 24.
+	p, err := ForModel("dir", ModelFiles{Config: []byte(`{"architectures":["LlavaNextForConditionalGeneration"],"image_grid_pinpoints":[[336,336]]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := p.Tokens(img(1000, 1000)); n != 1176 {
+		t.Errorf("one canvas: %d, want 1176", n)
+	}
+	if _, err := ForModel("dir", ModelFiles{Config: []byte(`{"architectures":["LlavaNextForConditionalGeneration"],"image_grid_pinpoints":[[336]]}`)}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("a bad canvas: %v", err)
+	}
+}

@@ -210,6 +210,29 @@ def qwen3_video(w, h, frames, fps, loader_frames=32, sample_fps=2, min_frames=4,
         total += 1 + per_frame + 1  # <|vision_start|> pads <|vision_end|>
     return total
 
+LLAVA_NEXT_PINPOINTS = [(336, 672), (672, 336), (672, 672), (1008, 336), (336, 1008)]
+
+def llava_next(h, w, pinpoints=LLAVA_NEXT_PINPOINTS, tile=336, npatches=24):
+    # transformers' select_best_resolution
+    best, max_eff, min_waste = None, 0, float("inf")
+    for ch, cw in pinpoints:
+        scale = min(cw / w, ch / h)
+        dw, dh = int(w * scale), int(h * scale)
+        eff = min(dw * dh, w * h)
+        waste = cw * ch - eff
+        if eff > max_eff or (eff == max_eff and waste < min_waste):
+            best, max_eff, min_waste = (ch, cw), eff, waste
+    gh, gw = best[0] // tile, best[1] // tile
+    # vLLM's _get_num_unpadded_features
+    cur_h, cur_w = npatches * gh, npatches * gw
+    if w / h > cur_w / cur_h:
+        new_h = int(round(h * (cur_w / w), 7))
+        cur_h -= 2 * ((cur_h - new_h) // 2)
+    else:
+        new_w = int(round(w * (cur_h / h), 7))
+        cur_w -= 2 * ((cur_w - new_w) // 2)
+    return 576 + cur_h * cur_w + cur_h  # base view + unpadded grid + newlines
+
 sizes = [(1, 1), (10, 10), (27, 28), (28, 28), (29, 29), (42, 42), (56, 56), (70, 70), (100, 3),
          (224, 224), (336, 336), (480, 640), (512, 512), (600, 800), (720, 1280), (768, 1024),
          (1000, 1), (1024, 1024), (1080, 1920), (1123, 797), (1536, 1536), (2048, 2048),
@@ -222,6 +245,7 @@ for h, w in sizes:
         ("Qwen/Qwen3-VL-8B-Instruct", qwen(h, w, 16, 65536, 16777216)),
         ("google/gemma-3-4b-it", gemma3(h, w)),
         ("llava-hf/llava-1.5-7b-hf", llava(h, w)),
+        ("llava-hf/llava-v1.6-mistral-7b-hf", llava_next(h, w)),
         ("mistral-community/pixtral-12b", pixtral(h, w, 1024, 16)),
         ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", pixtral(h, w, 1540, 28)),
         ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4(h, w)),
@@ -277,10 +301,17 @@ for model, f in [("Qwen/Qwen2.5-VL-7B-Instruct", lambda h, w: qwen(h, w, 14, 313
                  ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4),
                  ("mistral-community/pixtral-12b", lambda h, w: pixtral(h, w, 1024, 16)),
                  ("OpenGVLab/InternVL3-8B", internvl),
+                 ("llava-hf/llava-v1.6-mistral-7b-hf", llava_next),
                  ("microsoft/Phi-4-multimodal-instruct", phi4mm_image)]:
     imgs = [(1024, 1024), (480, 640), (56, 56), (2160, 3840)]
     cases.append({"model": model, "kind": "images", "sizes": [[w, h] for h, w in imgs],
                   "tokens": sum(f(h, w) for h, w in imgs)})
+# LLaVA-NeXT: the canvas choice at its ties and the unpadding's rounding
+for h, w in [(336, 336), (336, 672), (672, 336), (500, 1000), (1000, 500), (337, 673), (400, 1200),
+             (1200, 400), (300, 1001), (1008, 1008), (2000, 3000), (3000, 2000), (672, 1008), (999, 333),
+             (7, 3000), (3000, 7), (1, 2), (2, 1), (447, 891), (768, 1366)]:
+    cases.append({"model": "llava-hf/llava-v1.6-vicuna-7b-hf", "kind": "image", "width": w, "height": h,
+                  "tokens": llava_next(h, w)})
 # Qwen3-VL video: clips of 1 to 9000 frames at 1 to 60 fps, tiny to 4K
 for w, h in [(64, 64), (640, 360), (1920, 1080), (3840, 2160), (20, 4000), (1280, 720), (16, 16)]:
     for frames, fps in [(1, 1), (2, 1), (3, 30), (7, 7), (10, 10), (25, 10), (32, 30), (33, 30),
