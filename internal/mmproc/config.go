@@ -99,8 +99,11 @@ type preprocessorConfig struct {
 	MinFrames int     `json:"min_frames"`
 	MaxFrames int     `json:"max_frames"`
 	// Gemma 3
-	ImageSeqLength int   `json:"image_seq_length"`
-	DoPanAndScan   *bool `json:"do_pan_and_scan"`
+	ImageSeqLength        int     `json:"image_seq_length"`
+	DoPanAndScan          *bool   `json:"do_pan_and_scan"`
+	PanAndScanMinCropSize int     `json:"pan_and_scan_min_crop_size"`
+	PanAndScanMaxNumCrops int     `json:"pan_and_scan_max_num_crops"`
+	PanAndScanMinRatio    float64 `json:"pan_and_scan_min_ratio_to_activate"`
 	// Llama 4
 	MaxPatches        int   `json:"max_patches"`
 	ResizeToMaxCanvas *bool `json:"resize_to_max_canvas"`

@@ -23,7 +23,7 @@ type kwargsRules interface {
 // processor as loaded. What the kwargs change: Qwen's min_pixels and
 // max_pixels (flat or under images_kwargs, or size.shortest_edge/
 // longest_edge), Qwen3-VL's video fps, InternVL's dynamic patch bounds, Gemma 3's
-// do_pan_and_scan (true is ErrBadConfig: not modelled). Keys a family does
+// do_pan_and_scan and its pan_and_scan_* settings. Keys a family does
 // not take are dropped, as vLLM drops kwargs its processor does not
 // accept. The receiver is unchanged; with no kwargs it is returned as is.
 func (p *Processor) WithKwargs(fs []media.Field) (*Processor, error) {
@@ -181,6 +181,15 @@ func fpsKwarg(kw map[string]any) (float64, bool, error) {
 			}
 		}
 	}
+	if !ok {
+		return 0, false, nil
+	}
+	return floatKwarg(map[string]any{"fps": v}, "fps")
+}
+
+// floatKwarg reads a positive number kwarg.
+func floatKwarg(kw map[string]any, key string) (float64, bool, error) {
+	v, ok := kw[key]
 	if !ok || v == nil {
 		return 0, false, nil
 	}
@@ -189,24 +198,46 @@ func fpsKwarg(kw map[string]any) (float64, bool, error) {
 	case json.Number:
 		var err error
 		if f, err = x.Float64(); err != nil {
-			return 0, false, fmt.Errorf("%w: mm_processor_kwargs fps=%v", ErrBadConfig, v)
+			return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v", ErrBadConfig, key, v)
 		}
 	case float64:
 		f = x
 	case int:
 		f = float64(x)
 	default:
-		return 0, false, fmt.Errorf("%w: mm_processor_kwargs fps=%v is not a number", ErrBadConfig, v)
+		return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v is not a number", ErrBadConfig, key, v)
 	}
 	if !(f > 0) || f > 1e6 {
-		return 0, false, fmt.Errorf("%w: mm_processor_kwargs fps=%v is not a positive number", ErrBadConfig, v)
+		return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v is not a positive number", ErrBadConfig, key, v)
 	}
 	return f, true, nil
 }
 
 func (g *gemma3) withKwargs(kw map[string]any) (rules, error) {
-	if b, ok := kw["do_pan_and_scan"].(bool); ok && b {
-		return nil, fmt.Errorf("%w: Gemma 3 with do_pan_and_scan is not modelled", ErrBadConfig)
+	c := *g
+	switch v := kw["do_pan_and_scan"].(type) {
+	case nil:
+	case bool:
+		c.pan.on = v
+	default:
+		return nil, fmt.Errorf("%w: mm_processor_kwargs do_pan_and_scan=%v is not a boolean", ErrBadConfig, v)
 	}
-	return g, nil
+	n, ok, err := intKwarg(kw, "pan_and_scan_min_crop_size")
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		c.pan.minCrop = n
+	}
+	if n, ok, err = intKwarg(kw, "pan_and_scan_max_num_crops"); err != nil {
+		return nil, err
+	} else if ok {
+		c.pan.maxCrops = n
+	}
+	if r, ok, err := floatKwarg(kw, "pan_and_scan_min_ratio_to_activate"); err != nil {
+		return nil, err
+	} else if ok {
+		c.pan.minRatio = r
+	}
+	return &c, nil
 }

@@ -27,6 +27,7 @@ type refCase struct {
 	Tokens    *int     `json:"tokens"`
 	Windows   int      `json:"windows,omitempty"`
 	Frames    int      `json:"frames,omitempty"`
+	PanScan   bool     `json:"do_pan_and_scan,omitempty"`
 	FPS       float64  `json:"fps,omitempty"`
 }
 
@@ -47,6 +48,9 @@ func (c refCase) String() string {
 	}
 	if c.MaxTiles > 0 {
 		s += fmt.Sprintf(" max_dynamic_patch %d", c.MaxTiles)
+	}
+	if c.PanScan {
+		s += " do_pan_and_scan"
 	}
 	return s
 }
@@ -84,6 +88,11 @@ func processorFor(t testing.TB, c refCase) *Processor {
 	p, err := ForModel(c.Model, files)
 	if err != nil {
 		t.Fatalf("%s: %v", c.Model, err)
+	}
+	if c.PanScan {
+		if p, err = p.WithKwargsJSON([]byte(`{"do_pan_and_scan": true}`)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return p
 }

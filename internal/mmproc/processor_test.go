@@ -119,7 +119,7 @@ func TestForModelErrors(t *testing.T) {
 		{"d", ModelFiles{Config: []byte(`{"architectures":`)}, ErrBadConfig},
 		{"d", ModelFiles{Config: []byte(`{"model_type":"qwen2_5_vl"}`), PreprocessorConfig: []byte(`[1]`)}, ErrBadConfig},
 		{"d", ModelFiles{Config: []byte(`{"model_type":"qwen2_5_vl"}`), PreprocessorConfig: []byte(`{"min_pixels":9000,"max_pixels":100}`)}, ErrBadConfig},
-		{"d", ModelFiles{Config: []byte(`{"model_type":"gemma3"}`), PreprocessorConfig: []byte(`{"do_pan_and_scan":true}`)}, ErrBadConfig},
+		{"d", ModelFiles{Config: []byte(`{"model_type":"gemma3"}`), PreprocessorConfig: []byte(`{"do_pan_and_scan":"yes"}`)}, ErrBadConfig},
 		{"d", ModelFiles{Config: []byte(`{"model_type":"llava","vision_feature_select_strategy":"odd"}`)}, ErrBadConfig},
 	}
 	for _, c := range cases {
@@ -257,12 +257,14 @@ func TestWithKwargs(t *testing.T) {
 		}
 	}
 	g := mustModel(t, "google/gemma-3-4b-it", ModelFiles{})
-	fs, _ := media.FieldsFromJSON([]byte(`{"do_pan_and_scan": true}`))
-	if _, err := g.WithKwargs(fs); !errors.Is(err, ErrBadConfig) {
-		t.Errorf("pan and scan: %v", err)
+	for _, kw := range []string{`{"do_pan_and_scan": 1}`, `{"pan_and_scan_max_num_crops": 0}`, `{"pan_and_scan_min_ratio_to_activate": "x"}`} {
+		fs, _ := media.FieldsFromJSON([]byte(kw))
+		if _, err := g.WithKwargs(fs); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%s: %v", kw, err)
+		}
 	}
 	// Keys a family does not take are dropped, as vLLM drops them.
-	fs, _ = media.FieldsFromJSON([]byte(`{"min_pixels": 1}`))
+	fs, _ := media.FieldsFromJSON([]byte(`{"min_pixels": 1}`))
 	if q, err := mustModel(t, "llava-hf/llava-1.5-7b-hf", ModelFiles{}).WithKwargs(fs); err != nil || q == nil {
 		t.Errorf("llava: %v", err)
 	}

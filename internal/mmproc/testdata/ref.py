@@ -233,6 +233,28 @@ def llava_next(h, w, pinpoints=LLAVA_NEXT_PINPOINTS, tile=336, npatches=24):
         cur_w -= 2 * ((cur_w - new_w) // 2)
     return 576 + cur_h * cur_w + cur_h  # base view + unpadded grid + newlines
 
+def gemma3_pan_and_scan(h, w, min_crop=256, max_crops=4, min_ratio=1.2):
+    # vLLM's Gemma3ProcessingInfo.get_num_crops
+    if w >= h:
+        if w / h < min_ratio:
+            return 260
+        n = max(2, min(int(math.floor(w / min_crop)), int(math.floor(w / h + 0.5))))
+        nw, nh = min(max_crops, n), 1
+    else:
+        if h / w < min_ratio:
+            return 260
+        n = max(2, min(int(math.floor(h / min_crop)), int(math.floor(h / w + 0.5))))
+        nw, nh = 1, min(max_crops, n)
+    if min(int(math.ceil(w / nw)), int(math.ceil(h / nh))) < min_crop:
+        return 260
+    crops = nw * nh
+    # "Here is the original image " + seq + " and here are some crops to
+    # help you see better " + " ".join([seq] * crops): in Gemma 3's
+    # vocabulary the words are 6 + 10 tokens ("Here", " is", …, " image",
+    # " "; " and", …, " better"), each " " before a seq one more, and each
+    # seq "\n\n" <start_of_image> 256 × <image_soft_token> <end_of_image> "\n\n"
+    return 6 + 260 + 10 + crops * (1 + 260)
+
 sizes = [(1, 1), (10, 10), (27, 28), (28, 28), (29, 29), (42, 42), (56, 56), (70, 70), (100, 3),
          (224, 224), (336, 336), (480, 640), (512, 512), (600, 800), (720, 1280), (768, 1024),
          (1000, 1), (1024, 1024), (1080, 1920), (1123, 797), (1536, 1536), (2048, 2048),
@@ -312,6 +334,13 @@ for h, w in [(336, 336), (336, 672), (672, 336), (500, 1000), (1000, 500), (337,
              (7, 3000), (3000, 7), (1, 2), (2, 1), (447, 891), (768, 1366)]:
     cases.append({"model": "llava-hf/llava-v1.6-vicuna-7b-hf", "kind": "image", "width": w, "height": h,
                   "tokens": llava_next(h, w)})
+# Gemma 3 with do_pan_and_scan: the ratio threshold, the crop count's two
+# bounds and the minimum crop size
+for h, w in [(400, 479), (400, 480), (400, 481), (500, 1000), (400, 1000), (400, 1200), (300, 3000),
+             (1000, 400), (100, 2000), (255, 2000), (256, 2000), (600, 700), (1080, 1920), (2000, 300),
+             (512, 1536), (511, 1536), (1, 1), (13, 2601), (4096, 1024), (3000, 40)]:
+    cases.append({"model": "google/gemma-3-4b-it", "kind": "image", "width": w, "height": h,
+                  "do_pan_and_scan": True, "tokens": gemma3_pan_and_scan(h, w)})
 # Qwen3-VL video: clips of 1 to 9000 frames at 1 to 60 fps, tiny to 4K
 for w, h in [(64, 64), (640, 360), (1920, 1080), (3840, 2160), (20, 4000), (1280, 720), (16, 16)]:
     for frames, fps in [(1, 1), (2, 1), (3, 30), (7, 7), (10, 10), (25, 10), (32, 30), (33, 30),
