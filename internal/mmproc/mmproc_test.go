@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -154,5 +155,30 @@ func TestTokenTable(t *testing.T) {
 		case c.Tokens != nil && (err != nil || got != *c.Tokens):
 			t.Errorf("%s: got %d, %v; want %d", c, got, err, *c.Tokens)
 		}
+	}
+}
+
+// ApplyMergesIndexed fuses as ApplyMerges does and maps every original
+// position to its token after the fusion: a Gemma-like prompt "u \n" +
+// [\n\n B S S E \n\n] + "\n t" keeps a 6-token range starting at the fused
+// "\n\n\n" and ending at the other one.
+func TestApplyMergesIndexed(t *testing.T) {
+	vocab := map[string]uint32{"u": 1, "\n": 2, "\n\n": 3, "\n\n\n": 4, "\n\n\n\n": 5, "B": 6, "S": 7, "E": 8, "t": 9}
+	id := func(s string) (uint32, bool) { v, ok := vocab[s]; return v, ok }
+	ids := []uint32{1, 2, 3, 6, 7, 7, 8, 3, 2, 9}
+	out, pos := ApplyMergesIndexed(ids, gemmaNewlineMerges, id)
+	if want := []uint32{1, 4, 6, 7, 7, 8, 4, 9}; !slices.Equal(out, want) {
+		t.Fatalf("merged %v, want %v", out, want)
+	}
+	if want := []int{0, 1, 1, 2, 3, 4, 5, 6, 6, 7}; !slices.Equal(pos, want) {
+		t.Errorf("positions %v, want %v", pos, want)
+	}
+	if again := ApplyMerges(slices.Clone(ids), gemmaNewlineMerges, id); !slices.Equal(again, out) {
+		t.Errorf("ApplyMerges gives %v", again)
+	}
+	// The range of the replacement (original [2, 8)) starts at pos[2] = 1 and
+	// its 6 tokens end on the second fused token.
+	if s := out[pos[2] : pos[2]+6]; s[0] != 4 || s[5] != 4 {
+		t.Errorf("range %v", s)
 	}
 }
