@@ -363,3 +363,25 @@ func TestLlavaNext(t *testing.T) {
 		t.Errorf("a bad canvas: %v", err)
 	}
 }
+
+// A Qwen3-VL directory's video_preprocessor_config.json sets the video
+// bounds and the sampling: at fps 1 with min_frames 2, 10 frames over 1 s
+// are 2 frames, one temporal patch; max_pixels 2·256·256 makes each
+// 640×360 frame 320×192 (10×6 merged tokens).
+func TestQwen3VideoDirectoryConfig(t *testing.T) {
+	k := catalogue["qwen/qwen3-vl-8b-instruct"]
+	p, err := ForModel("dir", ModelFiles{Config: []byte(k.config), PreprocessorConfig: []byte(k.preprocessor),
+		VideoPreprocessorConfig: []byte(`{"size":{"shortest_edge":4096,"longest_edge":131072},"fps":1,"min_frames":2,"max_frames":768}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.Replace(media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 10, FPS: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Frames 0 and 9: (0/10 + 9/10)/2 is a double just above 0.45, so "0.5",
+	// as Python's "%.1f" prints it.
+	if want := "<0.5 seconds><|vision_start|>" + strings.Repeat("<|video_pad|>", 60) + "<|vision_end|>"; r.Text() != want {
+		t.Errorf("got %q…, want %q…", r.Text()[:40], want[:40])
+	}
+}
