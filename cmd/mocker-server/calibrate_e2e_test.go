@@ -271,7 +271,10 @@ func TestCalibrateProfileRoundTrip(t *testing.T) {
 	}
 	// The fixed truth: prefill 8 ms (+ a 3 ms decode in the same pass),
 	// decode 3 ms everywhere; the fit must find it (loosely: a loaded
-	// machine, or the race detector, adds noise).
+	// machine, or the race detector, adds noise — one late server adds to
+	// every measured prefill, so the prefill bound is one-sided wider:
+	// 10.02 ms was fitted once under -race at load 5; TestCalibrateRecovers-
+	// KnownTruth, run alone by make check-calibrate, holds the tight bounds).
 	m, err := engine.NewInterpolatedTiming(loaded)
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +282,7 @@ func TestCalibrateProfileRoundTrip(t *testing.T) {
 	if d := m.DecodeMs(2000, 0, 500); math.Abs(d-3) > 0.6 {
 		t.Errorf("fitted decode at (2000, 500) = %.2f ms, true 3", d)
 	}
-	if p := m.PrefillMs(2048); math.Abs(p-8) > 2 {
+	if p := m.PrefillMs(2048); p < 6 || p > 11 {
 		t.Errorf("fitted prefill at 2048 = %.2f ms, true 8", p)
 	}
 	cfg2 := loadConfig(t, map[string]any{"planner_profile_data": out, "speedup_ratio": 1})

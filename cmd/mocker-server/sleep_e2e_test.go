@@ -174,7 +174,13 @@ func TestE2E_SleepLevel1AbortsClearsAndWakesInModeledTime(t *testing.T) {
 	if code, body := sleepDo(t, srv, http.MethodGet, "/is_sleeping", ""); code != 200 || body != `{"is_sleeping":true}` {
 		t.Fatalf("/is_sleeping asleep: %d %s", code, body)
 	}
-	m := srv.e2eScrape(t)
+	// The gauges follow the engine's stats, published after the sleep
+	// took effect: wait for them before reading the rest.
+	var m *e2eExposition
+	testutil.WaitFor(t, 5*time.Second, "the sleep-state gauge to show the sleep", func() bool {
+		m = srv.e2eScrape(t)
+		return m.value("vllm:engine_sleep_state", map[string]string{"sleep_state": "awake"}) == 0
+	})
 	for series, want := range map[string]float64{"awake": 0, "weights_offloaded": 1, "discard_all": 0} {
 		if got := m.value("vllm:engine_sleep_state", map[string]string{"sleep_state": series}); got != want {
 			t.Errorf("vllm:engine_sleep_state{sleep_state=%q} = %v, want %v", series, got, want)
@@ -224,9 +230,7 @@ func TestE2E_SleepLevel1AbortsClearsAndWakesInModeledTime(t *testing.T) {
 	if code, body := sleepDo(t, srv, http.MethodGet, "/is_sleeping", ""); body != `{"is_sleeping":false}` {
 		t.Fatalf("/is_sleeping after the wake-up: %d %s", code, body)
 	}
-	if got := srv.e2eScrape(t).value("vllm:engine_sleep_state", map[string]string{"sleep_state": "awake"}); got != 1 {
-		t.Errorf("awake after the wake-up = %v", got)
-	}
+	waitSleepGauge(t, srv, "awake")
 }
 
 func TestE2E_SleepLevel2WakesByTags(t *testing.T) {
@@ -235,9 +239,7 @@ func TestE2E_SleepLevel2WakesByTags(t *testing.T) {
 		t.Fatalf("POST /sleep?level=2: %d %s", code, body)
 	}
 	waitCleared(t, sub)
-	if got := srv.e2eScrape(t).value("vllm:engine_sleep_state", map[string]string{"sleep_state": "discard_all"}); got != 1 {
-		t.Errorf("discard_all after a level-2 sleep = %v", got)
-	}
+	waitSleepGauge(t, srv, "discard_all")
 	// The weights alone: 2 GB from disk at 2 GB/s, 1 s; the KV cache is
 	// still asleep, so the engine is too.
 	start := time.Now()
@@ -350,4 +352,14 @@ func TestE2E_SleepWaitLetsTheRunningRequestFinish(t *testing.T) {
 	if _, body := sleepDo(t, srv, http.MethodGet, "/is_sleeping", ""); body != `{"is_sleeping":true}` {
 		t.Errorf("/is_sleeping after the drain: %s", body)
 	}
+}
+
+// waitSleepGauge waits for vllm:engine_sleep_state's series state to read
+// 1: the gauges follow the engine's published stats, a moment after the
+// HTTP answer of /sleep or /wake_up.
+func waitSleepGauge(t *testing.T, srv *running, state string) {
+	t.Helper()
+	testutil.WaitFor(t, 5*time.Second, "vllm:engine_sleep_state{sleep_state="+state+"} = 1", func() bool {
+		return srv.e2eScrape(t).value("vllm:engine_sleep_state", map[string]string{"sleep_state": state}) == 1
+	})
 }

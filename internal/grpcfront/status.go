@@ -68,3 +68,16 @@ func NotGenerating(s *pipeline.Server) error {
 	}
 	return status.Error(codes.FailedPrecondition, pipeline.NotGeneratingMessage)
 }
+
+// NotEmbedding is FAILED_PRECONDITION for an Embed call on a server whose
+// model has no embedding task (--runner generate), where the HTTP API has
+// no /v1/embeddings: message is the service's own words (SGLang's
+// tokenizer manager refuses an embedding request to a generation model
+// with a ValueError; vLLM's servicer has no Embed). nil when the model
+// embeds (--runner auto or an embedding pooling model).
+func NotEmbedding(s *pipeline.Server, message string) error {
+	if s.Opts().Pooling.Embeds() {
+		return nil
+	}
+	return status.Error(codes.FailedPrecondition, message)
+}

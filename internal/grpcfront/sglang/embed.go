@@ -13,6 +13,11 @@ import (
 	pb "github.com/mocker-server/mocker-server/internal/grpcfront/sglang/sglangpb"
 )
 
+// NotEmbeddingMessage is SGLang's refusal of an embedding request to a
+// generation model (TokenizerManager, a ValueError), given when the mock
+// serves the model with --runner generate.
+const NotEmbeddingMessage = "This model does not appear to be an embedding model by default. Please add `--is-embedding` when launching the server or try another model."
+
 // Embed computes the embedding of a tokenized input as /v1/embeddings
 // does: the input is a prefill-only engine sequence (it queues, costs
 // prefill time, fills and reuses the prefix cache, shows in the metrics
@@ -21,6 +26,9 @@ import (
 func (sv *Service) Embed(ctx context.Context, req *pb.EmbedRequest) (*pb.EmbedResponse, error) {
 	if e := sv.gate(); e != nil {
 		return nil, grpcfront.Status(e)
+	}
+	if err := grpcfront.NotEmbedding(sv.s, NotEmbeddingMessage); err != nil {
+		return nil, err
 	}
 	if req.GetTokenized() == nil {
 		return nil, status.Error(codes.InvalidArgument, "Tokenized input must be provided")

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/grpcfront/sglang"
 	pb "github.com/mocker-server/mocker-server/internal/grpcfront/sglang/sglangpb"
 )
 
@@ -62,5 +63,30 @@ func TestGenerativeModelSaysSo(t *testing.T) {
 	}
 	if got := e.httpGenerate(t, ids(10, 4), 3); len(got) == 0 || len(got) > 3 {
 		t.Fatalf("HTTP /generate: %d ids", len(got))
+	}
+}
+
+// TestGenerationRunnerRefusesEmbed: under --runner generate, where HTTP
+// has no /v1/embeddings, Embed is FAILED_PRECONDITION with SGLang's own
+// refusal of an embedding request to a generation model, and no engine
+// work is done; Generate still serves.
+func TestGenerationRunnerRefusesEmbed(t *testing.T) {
+	e := start(t, map[string]any{"runner": "generate"}, workerOpts())
+	_, err := e.c.Embed(ctx(t), &pb.EmbedRequest{RequestId: "e", Tokenized: &pb.TokenizedInput{InputIds: ids(10, 4)}})
+	if st := status.Convert(err); st.Code() != codes.FailedPrecondition || st.Message() != sglang.NotEmbeddingMessage {
+		t.Fatalf("Embed under --runner generate: %v, want FAILED_PRECONDITION %q", err, sglang.NotEmbeddingMessage)
+	}
+	if st := e.postJSON(t, "/v1/embeddings", map[string]any{"input": []uint32{10, 11, 12, 13}}, nil); st != http.StatusNotFound {
+		t.Fatalf("/v1/embeddings under --runner generate: %d, want 404", st)
+	}
+	if got := e.usedTokens(t); got != 0 {
+		t.Fatalf("the refused Embed used %d KV tokens", got)
+	}
+	s, err := e.c.Generate(ctx(t), &pb.GenerateRequest{RequestId: "g", Tokenized: &pb.TokenizedInput{InputIds: ids(10, 4)}, SamplingParams: sampling(3)})
+	if err == nil {
+		_, _, err = collect(s)
+	}
+	if err != nil {
+		t.Fatalf("Generate under --runner generate: %v", err)
 	}
 }

@@ -8,6 +8,11 @@ import (
 	"github.com/mocker-server/mocker-server/internal/grpcfront/vllm/vllmpb"
 )
 
+// NotEmbeddingMessage answers Embed on a model with no embedding task
+// (--runner generate, or a classifying pooling model): vLLM's servicer
+// answers UNIMPLEMENTED for every Embed, so the words are the mock's.
+const NotEmbeddingMessage = "This model does not support embeddings: mocker-server serves /v1/embeddings and Embed under --runner auto or for an embedding pooling model."
+
 // Embed computes the embedding of pre-tokenized input on the engine, as
 // /v1/embeddings does for the same ids: a prefill-only sequence (it queues,
 // costs prefill time, fills and reuses the prefix cache, shows in metrics
@@ -17,6 +22,9 @@ import (
 func (v *Service) Embed(ctx context.Context, req *vllmpb.EmbedRequest) (*vllmpb.EmbedResponse, error) {
 	if e := v.s.Admission(); e != nil {
 		return nil, grpcfront.Status(e)
+	}
+	if err := grpcfront.NotEmbedding(v.s, NotEmbeddingMessage); err != nil {
+		return nil, err
 	}
 	m := metaOf(ctx)
 	g, e := embeddings.TokenRequest(v.s, m, req.GetTokenized().GetInputIds(), req.GetRequestId())

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mocker-server/mocker-server/internal/api/pipeline"
+	"github.com/mocker-server/mocker-server/internal/grpcfront/vllm"
 	"github.com/mocker-server/mocker-server/internal/grpcfront/vllm/vllmpb"
 )
 
@@ -58,5 +59,36 @@ func TestGenerativeModelSaysSo(t *testing.T) {
 			t.Fatalf("%s: Generate %v, %d ids", runner, err, len(g.ids()))
 		}
 		cancel()
+	}
+}
+
+// TestGenerationRunnerRefusesEmbed: under --runner generate, where HTTP
+// has no /v1/embeddings, Embed is FAILED_PRECONDITION before any engine
+// work; under --runner auto it serves (and /v1/embeddings exists).
+func TestGenerationRunnerRefusesEmbed(t *testing.T) {
+	for _, tc := range []struct {
+		runner string
+		serves bool
+	}{{"generate", false}, {"auto", true}} {
+		e := start(t, map[string]any{"runner": tc.runner})
+		ctx := ctxTimeout(t, 30*time.Second)
+		r, err := e.client.Embed(ctx, &vllmpb.EmbedRequest{RequestId: "e", Tokenized: &vllmpb.TokenizedInput{InputIds: seq(1, 4)}})
+		st := e.post(t, "/v1/embeddings", `{"input":[1,2,3,4]}`, nil)
+		if tc.serves {
+			if err != nil || len(r.GetEmbedding()) == 0 || st != http.StatusOK {
+				t.Fatalf("%s: Embed %v (%d components), /v1/embeddings %d", tc.runner, err, len(r.GetEmbedding()), st)
+			}
+			continue
+		}
+		if s := status.Convert(err); s.Code() != codes.FailedPrecondition || s.Message() != vllm.NotEmbeddingMessage {
+			t.Fatalf("%s: Embed %v, want FAILED_PRECONDITION %q", tc.runner, err, vllm.NotEmbeddingMessage)
+		}
+		if st != http.StatusNotFound {
+			t.Fatalf("%s: /v1/embeddings %d, want 404", tc.runner, st)
+		}
+		si, err := e.client.GetServerInfo(ctx, &vllmpb.GetServerInfoRequest{})
+		if err != nil || si.GetActiveRequests() != 0 {
+			t.Fatalf("GetServerInfo: %v, active %d", err, si.GetActiveRequests())
+		}
 	}
 }
