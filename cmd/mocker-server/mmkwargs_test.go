@@ -18,8 +18,8 @@ func TestRun_MMProcessorKwargsTheProcessorRefusesFailAtStartup(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"serve", "google/gemma-3-4b-it", "--mm-processor-kwargs", `{"do_pan_and_scan": true}`},
-			"mocker-server: --mm-processor-kwargs: bad multimodal processor config: Gemma 3 with do_pan_and_scan is not modelled"},
+		{[]string{"serve", "google/gemma-3-4b-it", "--mm-processor-kwargs", `{"do_pan_and_scan": "yes"}`},
+			"mocker-server: --mm-processor-kwargs: bad multimodal processor config: mm_processor_kwargs do_pan_and_scan=yes is not a boolean"},
 		{[]string{"serve", "Qwen/Qwen2.5-VL-7B-Instruct", "--mm-processor-kwargs", `{"max_pixels": 1.5}`},
 			"mocker-server: --mm-processor-kwargs: bad multimodal processor config: mm_processor_kwargs max_pixels=1.5 is not a positive integer"},
 		{[]string{"serve", "Qwen/Qwen2.5-VL-7B-Instruct", "--mm-processor-kwargs", `{"min_pixels": 900000, "max_pixels": 401408}`},

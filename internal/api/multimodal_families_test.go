@@ -36,7 +36,13 @@ func audioPart(wav []byte) map[string]any {
 //     one, 2×2-pooled SigLIP features with a newline per row and a
 //     separator — (w·h+1)·256 + 1 + (h+1)·16 for an image of w×h whole
 //     crops (vLLM's own example: 1344×896 is 1841) — and audio as 25-ms
-//     frames every 10 ms compressed 8 to 1: 1 s is 98 frames, 13 tokens.
+//     frames every 10 ms compressed 8 to 1: 1 s is 98 frames, 13 tokens;
+//   - LLaVA-NeXT: the 336-px base view's 576 features, plus the canvas
+//     of image_grid_pinpoints that keeps most of the image (the least
+//     waste among equals) in 24×24-feature crops, the letterbox padding
+//     cut and one newline per row: 336×336 takes the 336×672 canvas
+//     (1×2 crops, 24×48), keeps 24×24, so 576 + 576 + 24 = 1176; 1000×500
+//     fills the 672-wide canvas, 576 + 24·48 + 24 = 1752.
 //
 // With the built-in tokenizer the placeholder is one line of its own, so
 // the prompt is the text's tokens, one newline and the item's tokens.
@@ -55,6 +61,8 @@ func TestMultimodal_MoreFamiliesCountAsTheirProcessors(t *testing.T) {
 		{"microsoft/Phi-4-multimodal-instruct", imagePart(dataURL("image/png", pngBytes(t, 1344, 896, 3))), 1841},
 		{"microsoft/Phi-4-multimodal-instruct", imagePart(dataURL("image/png", pngBytes(t, 448, 448, 3))), 545},
 		{"microsoft/Phi-4-multimodal-instruct", audioPart(wavBytes(1)), 13},
+		{"llava-hf/llava-v1.6-mistral-7b-hf", imagePart(dataURL("image/png", pngBytes(t, 336, 336, 3))), 1176},
+		{"llava-hf/llava-v1.6-mistral-7b-hf", imagePart(dataURL("image/png", pngBytes(t, 1000, 500, 3))), 1752},
 	}
 	envs := map[string]*testEnv{}
 	for _, c := range cases {

@@ -303,7 +303,7 @@ func TestMultimodal_BadKwargsAreA400InEachSurfacesShape(t *testing.T) {
 		{env, `{"min_pixels": 900000, "max_pixels": 3136}`, "min_pixels 900000 > max_pixels 3136", "BadRequestError"},
 		// A field of the wrong type is the request's validation error.
 		{env, `"max_pixels=3136"`, "Invalid type for field 'mm_processor_kwargs': expected object", "Bad Request"},
-		{gemma, `{"do_pan_and_scan": true}`, "Gemma 3 with do_pan_and_scan is not modelled", "BadRequestError"},
+		{gemma, `{"do_pan_and_scan": "yes"}`, "mm_processor_kwargs do_pan_and_scan=yes is not a boolean", "BadRequestError"},
 	} {
 		chat := strings.Replace(chatWithImage("Describe it.", url, 1), `"max_tokens":1,`, `"max_tokens":1,"mm_processor_kwargs":`+tc.kw+`,`, 1)
 		r := tc.env.post("/v1/chat/completions", chat)

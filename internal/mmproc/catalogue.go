@@ -24,7 +24,10 @@ const (
 	qwenOmniConfig = `{"architectures":["Qwen2_5OmniModel"],"model_type":"qwen2_5_omni","thinker_config":{"architectures":["Qwen2_5OmniThinkerForConditionalGeneration"],"audio_config":{"d_model":1280,"encoder_layers":32,"encoder_ffn_dim":5120,"num_mel_bins":128,"max_source_positions":1500,"n_window":100,"output_dim":3584},"vision_config":{` + qwen25VLVision + `,"out_hidden_size":3584},"text_config":{"hidden_size":3584}}}`
 	qwenOmniPre    = `{"min_pixels":3136,"max_pixels":12845056,"patch_size":14,"temporal_patch_size":2,"merge_size":2,"feature_size":128,"sampling_rate":16000,"hop_length":160,"chunk_length":300,"n_samples":4800000}`
 	whisperPre     = `{"chunk_length":30,"feature_size":128,"hop_length":160,"n_samples":480000,"sampling_rate":16000}`
-	llama4Pre      = `{"max_patches":16,"resize_to_max_canvas":false,"size":{"height":336,"width":336}}`
+	// LLaVA-NeXT (llava-v1.6) as llava-hf publishes it: LLaVA-1.5's CLIP
+	// tower and the five anyres canvases.
+	llavaNextConfig = `{"architectures":["LlavaNextForConditionalGeneration"],"model_type":"llava_next","image_grid_pinpoints":[[336,672],[672,336],[672,672],[1008,336],[336,1008]],"vision_feature_select_strategy":"default","vision_feature_layer":-2,"vision_config":{"model_type":"clip_vision_model","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":336,"patch_size":14},"text_config":{"hidden_size":4096}}`
+	llama4Pre       = `{"max_patches":16,"resize_to_max_canvas":false,"size":{"height":336,"width":336}}`
 )
 
 // catalogue holds the known model ids, lowercased, for a --model that is
@@ -46,6 +49,8 @@ var catalogue = map[string]known{
 	"google/gemma-3-27b-it":                         {`{"architectures":["Gemma3ForConditionalGeneration"],` + gemma3Vision + `,"text_config":{"hidden_size":5376}}`, `{}`},
 	"llava-hf/llava-1.5-7b-hf":                      {`{"architectures":["LlavaForConditionalGeneration"],"vision_feature_select_strategy":"default","vision_feature_layer":-2,"vision_config":{"model_type":"clip_vision_model","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":336,"patch_size":14},"text_config":{"hidden_size":4096}}`, `{}`},
 	"llava-hf/llava-1.5-13b-hf":                     {`{"architectures":["LlavaForConditionalGeneration"],"vision_feature_select_strategy":"default","vision_feature_layer":-2,"vision_config":{"model_type":"clip_vision_model","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":336,"patch_size":14},"text_config":{"hidden_size":5120}}`, `{}`},
+	"llava-hf/llava-v1.6-mistral-7b-hf":             {llavaNextConfig, `{}`},
+	"llava-hf/llava-v1.6-vicuna-7b-hf":              {llavaNextConfig, `{}`},
 	"meta-llama/llama-4-scout-17b-16e-instruct":     {llama4Config, llama4Pre},
 	"meta-llama/llama-4-maverick-17b-128e-instruct": {llama4Config, llama4Pre},
 	"mistral-community/pixtral-12b":                 {`{"architectures":["LlavaForConditionalGeneration"],"vision_config":{"model_type":"pixtral","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":1024,"patch_size":16},"text_config":{"hidden_size":5120}}`, `{"patch_size":{"height":16,"width":16},"size":{"longest_edge":1024}}`},

@@ -22,6 +22,8 @@ type hfConfig struct {
 	// LLaVA
 	VisionFeatureSelectStrategy string `json:"vision_feature_select_strategy"`
 	VisionFeatureLayer          any    `json:"vision_feature_layer"`
+	// LLaVA-NeXT: the (height, width) canvases of anyres
+	ImageGridPinpoints [][]int `json:"image_grid_pinpoints"`
 	// Mistral 3 (Pixtral vision)
 	SpatialMergeSize int `json:"spatial_merge_size"`
 	// InternVL (its language model's config is llm_config)
@@ -92,9 +94,16 @@ type preprocessorConfig struct {
 		Height       int `json:"height"`
 		Width        int `json:"width"`
 	} `json:"size"`
+	// Qwen3-VL's video processor: its frame sampling
+	FPS       float64 `json:"fps"`
+	MinFrames int     `json:"min_frames"`
+	MaxFrames int     `json:"max_frames"`
 	// Gemma 3
-	ImageSeqLength int   `json:"image_seq_length"`
-	DoPanAndScan   *bool `json:"do_pan_and_scan"`
+	ImageSeqLength        int     `json:"image_seq_length"`
+	DoPanAndScan          *bool   `json:"do_pan_and_scan"`
+	PanAndScanMinCropSize int     `json:"pan_and_scan_min_crop_size"`
+	PanAndScanMaxNumCrops int     `json:"pan_and_scan_max_num_crops"`
+	PanAndScanMinRatio    float64 `json:"pan_and_scan_min_ratio_to_activate"`
 	// Llama 4
 	MaxPatches        int   `json:"max_patches"`
 	ResizeToMaxCanvas *bool `json:"resize_to_max_canvas"`
@@ -118,6 +127,7 @@ var architectureFamilies = map[string]Family{
 	"Qwen3VLMoeForConditionalGeneration":         FamilyQwen3VL,
 	"Gemma3ForConditionalGeneration":             FamilyGemma3,
 	"LlavaForConditionalGeneration":              FamilyLlava, // Pixtral-HF when the vision tower is Pixtral
+	"LlavaNextForConditionalGeneration":          FamilyLlavaNext,
 	"Llama4ForConditionalGeneration":             FamilyLlama4,
 	"Mistral3ForConditionalGeneration":           FamilyPixtral,
 	"Qwen2AudioForConditionalGeneration":         FamilyQwen2Audio,
@@ -136,6 +146,7 @@ var modelTypeFamilies = map[string]Family{
 	"qwen3_vl_moe":         FamilyQwen3VL,
 	"gemma3":               FamilyGemma3,
 	"llava":                FamilyLlava,
+	"llava_next":           FamilyLlavaNext,
 	"llama4":               FamilyLlama4,
 	"mistral3":             FamilyPixtral,
 	"pixtral":              FamilyPixtral,
@@ -201,6 +212,8 @@ func forModel(id string, files ModelFiles) (*Processor, error) {
 		r, err = newGemma3(&cfg, &pre)
 	case FamilyLlava:
 		r, err = newLlava(&cfg)
+	case FamilyLlavaNext:
+		r, err = newLlavaNext(&cfg)
 	case FamilyLlama4:
 		r, err = newLlama4(&cfg, &pre)
 	case FamilyPixtral:

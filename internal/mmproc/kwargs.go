@@ -22,8 +22,8 @@ type kwargsRules interface {
 // key of fs replaces the receiver's whole value) and applied to the
 // processor as loaded. What the kwargs change: Qwen's min_pixels and
 // max_pixels (flat or under images_kwargs, or size.shortest_edge/
-// longest_edge), InternVL's dynamic patch bounds, Gemma 3's
-// do_pan_and_scan (true is ErrBadConfig: not modelled). Keys a family does
+// longest_edge), Qwen3-VL's video fps, InternVL's dynamic patch bounds, Gemma 3's
+// do_pan_and_scan and its pan_and_scan_* settings. Keys a family does
 // not take are dropped, as vLLM drops kwargs its processor does not
 // accept. The receiver is unchanged; with no kwargs it is returned as is.
 func (p *Processor) WithKwargs(fs []media.Field) (*Processor, error) {
@@ -156,12 +156,88 @@ func (q *qwenVL) withKwargs(kw map[string]any) (rules, error) {
 	if c.minPixels > c.maxPixels {
 		return nil, fmt.Errorf("%w: mm_processor_kwargs min_pixels %d > max_pixels %d", ErrBadConfig, c.minPixels, c.maxPixels)
 	}
+	if q.fam == FamilyQwen3VL {
+		// Qwen3-VL's video processor samples a clip the loader read whole
+		// at fps frames a second, and vLLM times the frames with it.
+		fps, ok, err := fpsKwarg(kw)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			c.sampleFPS = fps
+		}
+	}
 	return &c, nil
 }
 
-func (g *gemma3) withKwargs(kw map[string]any) (rules, error) {
-	if b, ok := kw["do_pan_and_scan"].(bool); ok && b {
-		return nil, fmt.Errorf("%w: Gemma 3 with do_pan_and_scan is not modelled", ErrBadConfig)
+// fpsKwarg reads a positive fps, flat or under videos_kwargs (which wins,
+// as the HF processor's modality kwargs do).
+func fpsKwarg(kw map[string]any) (float64, bool, error) {
+	v, ok := kw["fps"]
+	if sub, isObj := kw["videos_kwargs"].([]media.Field); isObj {
+		for _, f := range sub {
+			if f.Key == "fps" {
+				v, ok = f.Value, true
+			}
+		}
 	}
-	return g, nil
+	if !ok {
+		return 0, false, nil
+	}
+	return floatKwarg(map[string]any{"fps": v}, "fps")
+}
+
+// floatKwarg reads a positive number kwarg.
+func floatKwarg(kw map[string]any, key string) (float64, bool, error) {
+	v, ok := kw[key]
+	if !ok || v == nil {
+		return 0, false, nil
+	}
+	var f float64
+	switch x := v.(type) {
+	case json.Number:
+		var err error
+		if f, err = x.Float64(); err != nil {
+			return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v", ErrBadConfig, key, v)
+		}
+	case float64:
+		f = x
+	case int:
+		f = float64(x)
+	default:
+		return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v is not a number", ErrBadConfig, key, v)
+	}
+	if !(f > 0) || f > 1e6 {
+		return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v is not a positive number", ErrBadConfig, key, v)
+	}
+	return f, true, nil
+}
+
+func (g *gemma3) withKwargs(kw map[string]any) (rules, error) {
+	c := *g
+	switch v := kw["do_pan_and_scan"].(type) {
+	case nil:
+	case bool:
+		c.pan.on = v
+	default:
+		return nil, fmt.Errorf("%w: mm_processor_kwargs do_pan_and_scan=%v is not a boolean", ErrBadConfig, v)
+	}
+	n, ok, err := intKwarg(kw, "pan_and_scan_min_crop_size")
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		c.pan.minCrop = n
+	}
+	if n, ok, err = intKwarg(kw, "pan_and_scan_max_num_crops"); err != nil {
+		return nil, err
+	} else if ok {
+		c.pan.maxCrops = n
+	}
+	if r, ok, err := floatKwarg(kw, "pan_and_scan_min_ratio_to_activate"); err != nil {
+		return nil, err
+	} else if ok {
+		c.pan.minRatio = r
+	}
+	return &c, nil
 }

@@ -112,7 +112,20 @@ func TestWithKwargsOverTheServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gs.WithKwargs(fields(t, `{"do_pan_and_scan": true}`)); !errors.Is(err, ErrBadConfig) {
-		t.Errorf("pan and scan from a request: %v", err)
+	// A request's true over the server's false turns pan-and-scan on: a
+	// 1000×500 image (ratio 2) gains two 500-px crops: 260 + 16 text tokens
+	// and 261 a crop (a space and the crop's sequence).
+	on, err := gs.WithKwargs(fields(t, `{"do_pan_and_scan": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := on.Tokens(img(1000, 500)); n != 276+2*261 {
+		t.Errorf("pan and scan from a request: %d tokens, want %d", n, 276+2*261)
+	}
+	if n, _ := gs.Tokens(img(1000, 500)); n != 260 {
+		t.Errorf("the server's false: %d tokens, want 260", n)
+	}
+	if _, err := gs.WithKwargs(fields(t, `{"do_pan_and_scan": "yes"}`)); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("a string do_pan_and_scan: %v", err)
 	}
 }

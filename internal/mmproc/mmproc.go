@@ -26,6 +26,7 @@ const (
 	FamilyQwen3VL    Family = "qwen3_vl"
 	FamilyGemma3     Family = "gemma3"
 	FamilyLlava      Family = "llava"
+	FamilyLlavaNext  Family = "llava_next"
 	FamilyLlama4     Family = "llama4"
 	FamilyPixtral    Family = "pixtral"
 	FamilyQwen2Audio Family = "qwen2_audio"
@@ -118,6 +119,45 @@ func ApplyMerges(ids []uint32, merges []Merge, id func(token string) (uint32, bo
 		ids = out
 	}
 	return ids
+}
+
+// ApplyMergesIndexed is ApplyMerges that also returns where each of the
+// original ids went: pos[i] is the index in the result of the token that
+// holds ids[i] (a fused pair's two ids map to the fused token). A
+// placeholder range that started at ids[i] starts at pos[i] after the
+// merge with its length unchanged, as vLLM's _find_mm_placeholders maps
+// it back through the fused tokens. ids is left unchanged.
+func ApplyMergesIndexed(ids []uint32, merges []Merge, id func(token string) (uint32, bool)) ([]uint32, []int) {
+	pos := make([]int, len(ids))
+	for i := range pos {
+		pos[i] = i
+	}
+	cur := append([]uint32(nil), ids...)
+	for _, m := range merges {
+		a, ok1 := id(m.First)
+		b, ok2 := id(m.Second)
+		c, ok3 := id(m.Into)
+		if !ok1 || !ok2 || !ok3 {
+			continue
+		}
+		out := make([]uint32, 0, len(cur))
+		moved := make([]int, len(cur)) // cur index → out index
+		for i := 0; i < len(cur); i++ {
+			moved[i] = len(out)
+			if i+1 < len(cur) && cur[i] == a && cur[i+1] == b {
+				moved[i+1] = len(out)
+				out = append(out, c)
+				i++
+				continue
+			}
+			out = append(out, cur[i])
+		}
+		for i := range pos {
+			pos[i] = moved[pos[i]]
+		}
+		cur = out
+	}
+	return cur, pos
 }
 
 // Len returns the number of pieces' tokens, counting each Piece.Token as

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ type refCase struct {
 	Rate      int      `json:"rate,omitempty"`
 	Tokens    *int     `json:"tokens"`
 	Windows   int      `json:"windows,omitempty"`
+	Frames    int      `json:"frames,omitempty"`
+	PanScan   bool     `json:"do_pan_and_scan,omitempty"`
+	FPS       float64  `json:"fps,omitempty"`
 }
 
 func (c refCase) String() string {
@@ -36,6 +40,8 @@ func (c refCase) String() string {
 		return fmt.Sprintf("%s transcription of %gs", c.Model, c.Seconds)
 	case "images":
 		return fmt.Sprintf("%s images %v", c.Model, c.Sizes)
+	case "video":
+		return fmt.Sprintf("%s video %dx%d, %d frames at %g fps", c.Model, c.Width, c.Height, c.Frames, c.FPS)
 	}
 	s := fmt.Sprintf("%s %dx%d", c.Model, c.Width, c.Height)
 	if c.MinPixels > 0 {
@@ -43,6 +49,9 @@ func (c refCase) String() string {
 	}
 	if c.MaxTiles > 0 {
 		s += fmt.Sprintf(" max_dynamic_patch %d", c.MaxTiles)
+	}
+	if c.PanScan {
+		s += " do_pan_and_scan"
 	}
 	return s
 }
@@ -81,6 +90,11 @@ func processorFor(t testing.TB, c refCase) *Processor {
 	if err != nil {
 		t.Fatalf("%s: %v", c.Model, err)
 	}
+	if c.PanScan {
+		if p, err = p.WithKwargsJSON([]byte(`{"do_pan_and_scan": true}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return p
 }
 
@@ -118,6 +132,8 @@ func TestTokenTable(t *testing.T) {
 				n, e := p.Tokens(media.Item{Kind: media.KindImage, Width: s[0], Height: s[1]})
 				got, err = got+n, errors.Join(err, e)
 			}
+		case "video":
+			got, err = p.Tokens(media.Item{Kind: media.KindVideo, Width: c.Width, Height: c.Height, Frames: c.Frames, FPS: c.FPS})
 		case "audio":
 			d := time.Duration(c.Seconds * float64(time.Second))
 			got, err = p.Tokens(media.Item{Kind: media.KindAudio, Duration: d, SampleRate: c.Rate})
@@ -139,5 +155,30 @@ func TestTokenTable(t *testing.T) {
 		case c.Tokens != nil && (err != nil || got != *c.Tokens):
 			t.Errorf("%s: got %d, %v; want %d", c, got, err, *c.Tokens)
 		}
+	}
+}
+
+// ApplyMergesIndexed fuses as ApplyMerges does and maps every original
+// position to its token after the fusion: a Gemma-like prompt "u \n" +
+// [\n\n B S S E \n\n] + "\n t" keeps a 6-token range starting at the fused
+// "\n\n\n" and ending at the other one.
+func TestApplyMergesIndexed(t *testing.T) {
+	vocab := map[string]uint32{"u": 1, "\n": 2, "\n\n": 3, "\n\n\n": 4, "\n\n\n\n": 5, "B": 6, "S": 7, "E": 8, "t": 9}
+	id := func(s string) (uint32, bool) { v, ok := vocab[s]; return v, ok }
+	ids := []uint32{1, 2, 3, 6, 7, 7, 8, 3, 2, 9}
+	out, pos := ApplyMergesIndexed(ids, gemmaNewlineMerges, id)
+	if want := []uint32{1, 4, 6, 7, 7, 8, 4, 9}; !slices.Equal(out, want) {
+		t.Fatalf("merged %v, want %v", out, want)
+	}
+	if want := []int{0, 1, 1, 2, 3, 4, 5, 6, 6, 7}; !slices.Equal(pos, want) {
+		t.Errorf("positions %v, want %v", pos, want)
+	}
+	if again := ApplyMerges(slices.Clone(ids), gemmaNewlineMerges, id); !slices.Equal(again, out) {
+		t.Errorf("ApplyMerges gives %v", again)
+	}
+	// The range of the replacement (original [2, 8)) starts at pos[2] = 1 and
+	// its 6 tokens end on the second fused token.
+	if s := out[pos[2] : pos[2]+6]; s[0] != 4 || s[5] != 4 {
+		t.Errorf("range %v", s)
 	}
 }

@@ -119,7 +119,7 @@ func TestForModelErrors(t *testing.T) {
 		{"d", ModelFiles{Config: []byte(`{"architectures":`)}, ErrBadConfig},
 		{"d", ModelFiles{Config: []byte(`{"model_type":"qwen2_5_vl"}`), PreprocessorConfig: []byte(`[1]`)}, ErrBadConfig},
 		{"d", ModelFiles{Config: []byte(`{"model_type":"qwen2_5_vl"}`), PreprocessorConfig: []byte(`{"min_pixels":9000,"max_pixels":100}`)}, ErrBadConfig},
-		{"d", ModelFiles{Config: []byte(`{"model_type":"gemma3"}`), PreprocessorConfig: []byte(`{"do_pan_and_scan":true}`)}, ErrBadConfig},
+		{"d", ModelFiles{Config: []byte(`{"model_type":"gemma3"}`), PreprocessorConfig: []byte(`{"do_pan_and_scan":"yes"}`)}, ErrBadConfig},
 		{"d", ModelFiles{Config: []byte(`{"model_type":"llava","vision_feature_select_strategy":"odd"}`)}, ErrBadConfig},
 	}
 	for _, c := range cases {
@@ -257,13 +257,131 @@ func TestWithKwargs(t *testing.T) {
 		}
 	}
 	g := mustModel(t, "google/gemma-3-4b-it", ModelFiles{})
-	fs, _ := media.FieldsFromJSON([]byte(`{"do_pan_and_scan": true}`))
-	if _, err := g.WithKwargs(fs); !errors.Is(err, ErrBadConfig) {
-		t.Errorf("pan and scan: %v", err)
+	for _, kw := range []string{`{"do_pan_and_scan": 1}`, `{"pan_and_scan_max_num_crops": 0}`, `{"pan_and_scan_min_ratio_to_activate": "x"}`} {
+		fs, _ := media.FieldsFromJSON([]byte(kw))
+		if _, err := g.WithKwargs(fs); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%s: %v", kw, err)
+		}
 	}
 	// Keys a family does not take are dropped, as vLLM drops them.
-	fs, _ = media.FieldsFromJSON([]byte(`{"min_pixels": 1}`))
+	fs, _ := media.FieldsFromJSON([]byte(`{"min_pixels": 1}`))
 	if q, err := mustModel(t, "llava-hf/llava-1.5-7b-hf", ModelFiles{}).WithKwargs(fs); err != nil || q == nil {
 		t.Errorf("llava: %v", err)
+	}
+}
+
+// Qwen3-VL video: a 10-s clip of 300 frames at 30 fps is 32 loader frames,
+// 16 temporal patches, each "<t seconds>" then its pads between markers;
+// a clip of 10 frames at 10 fps is resampled at 2 fps to the 4-frame
+// minimum; a single frame is refused, as the video processor refuses it.
+func TestQwen3Video(t *testing.T) {
+	p := mustModel(t, "Qwen/Qwen3-VL-8B-Instruct", ModelFiles{})
+	r, err := p.Replace(media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 300, FPS: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 32 frames of 640×360 within 25,165,824 px: 640×352 → 40×22 patches, 220 tokens a patch.
+	if r.Target != "<|vision_start|><|video_pad|><|vision_end|>" || r.Embeds() != 16*220 {
+		t.Fatalf("target %q, %d embeds; want 16×220", r.Target, r.Embeds())
+	}
+	// Frames 0 and 9 (linspace(0, 299, 32) truncated): (0 + 0.3)/2 = 0.15 s → "0.1".
+	if got := r.Pieces[0].Token + r.Pieces[1].Token + r.Pieces[2].Token + r.Pieces[3].Token + r.Pieces[4].Token + r.Pieces[5].Token; got != "<0.1 seconds>" {
+		t.Errorf("first timestamp %q", got)
+	}
+	if !strings.HasSuffix(r.Text(), "<9.8 seconds><|vision_start|>"+strings.Repeat("<|video_pad|>", 220)+"<|vision_end|>") {
+		t.Errorf("last patch: …%q", r.Text()[len(r.Text())-120:])
+	}
+	short, err := p.Tokens(media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 10, FPS: 10})
+	// 4 frames, 0 3 6 9: min_pixels 4096 … 640×352; stamps 0.1 s and 0.8 s.
+	if want := 2 * (6 + 1 + 220 + 1); err != nil || short != want {
+		t.Errorf("10 frames at 10 fps: %d, %v; want %d", short, err, want)
+	}
+	if _, err := p.Tokens(media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 1, FPS: 1}); !errors.Is(err, ErrBadItem) {
+		t.Errorf("one frame: %v, want ErrBadItem", err)
+	}
+}
+
+// A request's fps kwarg resamples a clip the loader read whole: 10 frames
+// over 1 s at 8 fps are 8 frames (4 patches), at 0.5 fps the 4-frame
+// minimum; a clip the loader sampled (over 32 frames) keeps its 32.
+func TestQwen3VideoFPSKwarg(t *testing.T) {
+	p := mustModel(t, "Qwen/Qwen3-VL-8B-Instruct", ModelFiles{})
+	short := media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 10, FPS: 10}
+	long := media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 300, FPS: 30}
+	base, _ := p.Replace(long)
+	for _, c := range []struct {
+		kw      string
+		patches int
+	}{{`{"fps": 8}`, 4}, {`{"videos_kwargs": {"fps": 0.5}}`, 2}, {`{"fps": 2}`, 2}} {
+		q, err := p.WithKwargsJSON([]byte(c.kw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := q.Replace(short)
+		if err != nil || strings.Count(r.Text(), "<|vision_start|>") != c.patches {
+			t.Errorf("%s: %d patches, %v; want %d", c.kw, strings.Count(r.Text(), "<|vision_start|>"), err, c.patches)
+		}
+		if l, _ := q.Replace(long); l.Text() != base.Text() {
+			t.Errorf("%s changed a loader-sampled clip", c.kw)
+		}
+	}
+	if _, err := p.WithKwargsJSON([]byte(`{"fps": -1}`)); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("fps -1: %v", err)
+	}
+}
+
+// LLaVA-NeXT: the canvas choice and the unpadding, worked by hand. A 1×2
+// canvas (336×672) for a square image keeps 24×24 of its 24×48 features;
+// 2000×3000 (w×h) takes 672×672 (2×2 crops), 48×48 features, of which the
+// width keeps int(round(2000·48/3000, 7)) = 32 → padding 8 a side → 48×32
+// + 48 newlines + the base 576 = 2160. Embeddings count their rows.
+func TestLlavaNext(t *testing.T) {
+	for _, id := range []string{"llava-hf/llava-v1.6-mistral-7b-hf", "llava-hf/llava-v1.6-vicuna-7b-hf"} {
+		p := mustModel(t, id, ModelFiles{})
+		if p.Family() != FamilyLlavaNext || p.Placeholder(media.KindImage) != "<image>" || p.Supports(media.KindVideo) {
+			t.Fatalf("%s: family %s", id, p.Family())
+		}
+		for _, c := range []struct{ w, h, want int }{{336, 336, 1176}, {2000, 3000, 2160}} {
+			if n, err := p.Tokens(img(c.w, c.h)); err != nil || n != c.want {
+				t.Errorf("%s %dx%d: %d, %v; want %d", id, c.w, c.h, n, err, c.want)
+			}
+		}
+		if n, err := p.Tokens(media.Item{Kind: media.KindEmbeds, EmbedTokens: 2928}); err != nil || n != 2928 {
+			t.Errorf("embeds: %d, %v", n, err)
+		}
+	}
+	// A model directory's own canvases: one 336×336 canvas leaves the base
+	// view and one crop: 576 + 24·24 + 24.
+	p, err := ForModel("dir", ModelFiles{Config: []byte(`{"architectures":["LlavaNextForConditionalGeneration"],"image_grid_pinpoints":[[336,336]]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := p.Tokens(img(1000, 1000)); n != 1176 {
+		t.Errorf("one canvas: %d, want 1176", n)
+	}
+	if _, err := ForModel("dir", ModelFiles{Config: []byte(`{"architectures":["LlavaNextForConditionalGeneration"],"image_grid_pinpoints":[[336]]}`)}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("a bad canvas: %v", err)
+	}
+}
+
+// A Qwen3-VL directory's video_preprocessor_config.json sets the video
+// bounds and the sampling: at fps 1 with min_frames 2, 10 frames over 1 s
+// are 2 frames, one temporal patch; max_pixels 2·256·256 makes each
+// 640×360 frame 320×192 (10×6 merged tokens).
+func TestQwen3VideoDirectoryConfig(t *testing.T) {
+	k := catalogue["qwen/qwen3-vl-8b-instruct"]
+	p, err := ForModel("dir", ModelFiles{Config: []byte(k.config), PreprocessorConfig: []byte(k.preprocessor),
+		VideoPreprocessorConfig: []byte(`{"size":{"shortest_edge":4096,"longest_edge":131072},"fps":1,"min_frames":2,"max_frames":768}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.Replace(media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 10, FPS: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Frames 0 and 9: (0/10 + 9/10)/2 is a double just above 0.45, so "0.5",
+	// as Python's "%.1f" prints it.
+	if want := "<0.5 seconds><|vision_start|>" + strings.Repeat("<|video_pad|>", 60) + "<|vision_end|>"; r.Text() != want {
+		t.Errorf("got %q…, want %q…", r.Text()[:40], want[:40])
 	}
 }

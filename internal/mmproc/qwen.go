@@ -17,6 +17,10 @@ type qwenVL struct {
 	minPixels, maxPixels   int
 	videoMin, videoMax     int
 	videoFrames            int // frames vLLM's video loader samples
+	// Qwen3-VL's video processor samples a clip the loader read whole
+	// at sampleFPS frames a second, within [minFrames, maxFrames].
+	sampleFPS            float64
+	minFrames, maxFrames int
 
 	enc vit
 }
@@ -47,6 +51,12 @@ func newQwenVL(fam Family, cfg *hfConfig, pre, video *preprocessorConfig) (*qwen
 	q.minPixels = positive(pre.MinPixels, shortest, defMin)
 	q.maxPixels = positive(pre.MaxPixels, longest, defMax)
 	q.videoMin, q.videoMax = 128*28*28, 768*28*28
+	if fam == FamilyQwen3VL {
+		// The published video_preprocessor_config.json of the Qwen3-VL
+		// models (Qwen3VLVideoProcessor; its class defaults differ).
+		q.videoMin, q.videoMax = 4096, 25165824
+		q.sampleFPS, q.minFrames, q.maxFrames = 2, 4, 768
+	}
 	if video != nil {
 		var vs, vl int
 		if video.Size != nil {
@@ -54,6 +64,11 @@ func newQwenVL(fam Family, cfg *hfConfig, pre, video *preprocessorConfig) (*qwen
 		}
 		q.videoMin = positive(video.MinPixels, vs, q.videoMin)
 		q.videoMax = positive(video.MaxPixels, vl, q.videoMax)
+		if video.FPS > 0 {
+			q.sampleFPS = video.FPS
+		}
+		q.minFrames = positive(video.MinFrames, q.minFrames)
+		q.maxFrames = positive(video.MaxFrames, q.maxFrames)
 	}
 	if q.minPixels > q.maxPixels {
 		return nil, fmt.Errorf("%w: min_pixels %d > max_pixels %d", ErrBadConfig, q.minPixels, q.maxPixels)
@@ -91,14 +106,19 @@ func newQwenVL(fam Family, cfg *hfConfig, pre, video *preprocessorConfig) (*qwen
 }
 
 func (q *qwenVL) modalities() []media.Kind {
-	if q.fam == FamilyQwen3VL {
-		return []media.Kind{media.KindImage}
-	}
 	return []media.Kind{media.KindImage, media.KindVideo}
 }
 
+// qwen3VideoTarget is what vLLM's Qwen3-VL processor replaces for a video:
+// the template's whole <|vision_start|><|video_pad|><|vision_end|>, since
+// its replacement puts a timestamp before each frame's own markers.
+const qwen3VideoTarget = "<|vision_start|><|video_pad|><|vision_end|>"
+
 func (q *qwenVL) placeholder(k media.Kind) string {
-	if k == media.KindVideo {
+	switch {
+	case k == media.KindVideo && q.fam == FamilyQwen3VL:
+		return qwen3VideoTarget
+	case k == media.KindVideo:
 		return "<|video_pad|>"
 	}
 	return "<|image_pad|>"
@@ -140,6 +160,14 @@ func (q *qwenVL) grid(it media.Item) (t, h, w int, err error) {
 		return 0, 0, 0, fmt.Errorf("%w: %s without a size", ErrBadItem, it.Kind)
 	}
 	factor := q.patch * q.merge
+	if it.Kind == media.KindVideo && q.fam == FamilyQwen3VL {
+		n := len(q.qwen3Frames(it))
+		rh, rw, err := videoSmartResize(n, it.Height, it.Width, q.temporal, factor, q.videoMin, q.videoMax)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		return (n + q.temporal - 1) / q.temporal, rh / q.patch, rw / q.patch, nil
+	}
 	if it.Kind == media.KindVideo {
 		n := q.sampledFrames(it)
 		rh, rw, err := SmartResize(it.Height, it.Width, factor, q.videoMin, q.videoMax)
@@ -174,6 +202,9 @@ func (q *qwenVL) replacement(it media.Item) (Replacement, error) {
 	t, h, w, err := q.grid(it)
 	if err != nil {
 		return Replacement{}, err
+	}
+	if it.Kind == media.KindVideo && q.fam == FamilyQwen3VL {
+		return q.qwen3VideoReplacement(it, h*w/(q.merge*q.merge))
 	}
 	n := t * h * w / (q.merge * q.merge)
 	return Replacement{Target: target, Pieces: []Piece{{Token: target, Count: n, Embed: true}}}, nil

