@@ -111,16 +111,16 @@ func flattenKwargs(fs []media.Field) map[string]any {
 	return kw
 }
 
-// intKwarg reads an integer kwarg (a JSON number with an integral value).
-func intKwarg(kw map[string]any, key string) (int, bool, error) {
+// numberKwarg reads a kwarg that must be a number (a JSON number as
+// FieldsFromJSON gives it, or a Go number); ok is false when it is absent
+// or null.
+func numberKwarg(kw map[string]any, key string) (f float64, ok bool, err error) {
 	v, ok := kw[key]
 	if !ok || v == nil {
 		return 0, false, nil
 	}
-	var f float64
 	switch x := v.(type) {
 	case json.Number:
-		var err error
 		if f, err = x.Float64(); err != nil {
 			return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v", ErrBadConfig, key, v)
 		}
@@ -131,8 +131,17 @@ func intKwarg(kw map[string]any, key string) (int, bool, error) {
 	default:
 		return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v is not a number", ErrBadConfig, key, v)
 	}
+	return f, true, nil
+}
+
+// intKwarg reads an integer kwarg (a JSON number with an integral value).
+func intKwarg(kw map[string]any, key string) (int, bool, error) {
+	f, ok, err := numberKwarg(kw, key)
+	if !ok || err != nil {
+		return 0, false, err
+	}
 	if f != math.Trunc(f) || f < 1 || f > 1<<40 {
-		return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v is not a positive integer", ErrBadConfig, key, v)
+		return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v is not a positive integer", ErrBadConfig, key, kw[key])
 	}
 	return int(f), true, nil
 }
@@ -189,26 +198,12 @@ func fpsKwarg(kw map[string]any) (float64, bool, error) {
 
 // floatKwarg reads a positive number kwarg.
 func floatKwarg(kw map[string]any, key string) (float64, bool, error) {
-	v, ok := kw[key]
-	if !ok || v == nil {
-		return 0, false, nil
-	}
-	var f float64
-	switch x := v.(type) {
-	case json.Number:
-		var err error
-		if f, err = x.Float64(); err != nil {
-			return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v", ErrBadConfig, key, v)
-		}
-	case float64:
-		f = x
-	case int:
-		f = float64(x)
-	default:
-		return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v is not a number", ErrBadConfig, key, v)
+	f, ok, err := numberKwarg(kw, key)
+	if !ok || err != nil {
+		return 0, false, err
 	}
 	if !(f > 0) || f > 1e6 {
-		return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v is not a positive number", ErrBadConfig, key, v)
+		return 0, false, fmt.Errorf("%w: mm_processor_kwargs %s=%v is not a positive number", ErrBadConfig, key, kw[key])
 	}
 	return f, true, nil
 }

@@ -95,34 +95,10 @@ type Replacement struct {
 // Merge fuses the token First followed by the token Second into Into.
 type Merge struct{ First, Second, Into string }
 
-// ApplyMerges fuses, in order, every non-overlapping occurrence of each
-// merge's pair in ids (left to right, as vLLM's replace_token_matches
+// ApplyMergesIndexed fuses, in order, every non-overlapping occurrence of
+// each merge's pair in ids (left to right, as vLLM's replace_token_matches
 // does), looking tokens up with id; a merge whose tokens the vocabulary
-// lacks is skipped. It returns the new ids, reusing the slice.
-func ApplyMerges(ids []uint32, merges []Merge, id func(token string) (uint32, bool)) []uint32 {
-	for _, m := range merges {
-		a, ok1 := id(m.First)
-		b, ok2 := id(m.Second)
-		c, ok3 := id(m.Into)
-		if !ok1 || !ok2 || !ok3 {
-			continue
-		}
-		out := ids[:0]
-		for i := 0; i < len(ids); i++ {
-			if i+1 < len(ids) && ids[i] == a && ids[i+1] == b {
-				out = append(out, c)
-				i++
-				continue
-			}
-			out = append(out, ids[i])
-		}
-		ids = out
-	}
-	return ids
-}
-
-// ApplyMergesIndexed is ApplyMerges that also returns where each of the
-// original ids went: pos[i] is the index in the result of the token that
+// lacks is skipped. It also returns where each of the original ids went: pos[i] is the index in the result of the token that
 // holds ids[i] (a fused pair's two ids map to the fused token). A
 // placeholder range that started at ids[i] starts at pos[i] after the
 // merge with its length unchanged, as vLLM's _find_mm_placeholders maps

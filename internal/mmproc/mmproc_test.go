@@ -173,9 +173,6 @@ func TestApplyMergesIndexed(t *testing.T) {
 	if want := []int{0, 1, 1, 2, 3, 4, 5, 6, 6, 7}; !slices.Equal(pos, want) {
 		t.Errorf("positions %v, want %v", pos, want)
 	}
-	if again := ApplyMerges(slices.Clone(ids), gemmaNewlineMerges, id); !slices.Equal(again, out) {
-		t.Errorf("ApplyMerges gives %v", again)
-	}
 	// The range of the replacement (original [2, 8)) starts at pos[2] = 1 and
 	// its 6 tokens end on the second fused token.
 	if s := out[pos[2] : pos[2]+6]; s[0] != 4 || s[5] != 4 {

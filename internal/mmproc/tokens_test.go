@@ -94,7 +94,7 @@ func TestGemmaNewlineMerges(t *testing.T) {
 		}
 		ids = append(ids, tok.Encode(c[1], false)...)
 		spliced := len(ids)
-		ids = ApplyMerges(ids, r.Merges, tok.TokenID)
+		ids, _ = ApplyMergesIndexed(ids, r.Merges, tok.TokenID)
 		if !slices.Equal(ids, want) {
 			t.Errorf("%q … %q: %d ids after merging (%d spliced), the joined text has %d", c[0], c[1], len(ids), spliced, len(want))
 		}
