@@ -88,7 +88,7 @@ type Replacement struct {
 	// token once the replacement is spliced into the prompt's token ids,
 	// so the ids equal what the tokenizer gives for the joined text (Gemma
 	// 3: a "\n" or "\n\n" of the template next to the replacement's
-	// "\n\n"). Apply them with ApplyMerges; empty for other families.
+	// "\n\n"). Apply them with ApplyMergesIndexed; empty for other families.
 	Merges []Merge
 }
 

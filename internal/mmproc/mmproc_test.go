@@ -158,7 +158,7 @@ func TestTokenTable(t *testing.T) {
 	}
 }
 
-// ApplyMergesIndexed fuses as ApplyMerges does and maps every original
+// ApplyMergesIndexed fuses the pairs and maps every original
 // position to its token after the fusion: a Gemma-like prompt "u \n" +
 // [\n\n B S S E \n\n] + "\n t" keeps a 6-token range starting at the fused
 // "\n\n\n" and ending at the other one.

