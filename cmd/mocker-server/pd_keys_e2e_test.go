@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mocker-server/mocker-server/internal/testutil"
 )
 
 // bearer adds an API key to every request of a client.
@@ -55,10 +57,13 @@ func TestPDSideChannelNeedsTheAPIKey(t *testing.T) {
 		t.Fatalf("prefill = %d, %v, %+v", resp.StatusCode, err, pr)
 	}
 	release := fmt.Sprintf(`{"remote_engine_id":%q,"remote_request_id":%q}`, pr.KVTransferParams.EngineID, pr.KVTransferParams.RequestID)
-	held := heldBlocks(t, prefill)
-	if held == 0 {
-		t.Fatal("the prefill holds no blocks")
-	}
+	// mocker_kv_held_blocks follows the engine's published stats, a
+	// moment after the prefill's answer.
+	var held float64
+	testutil.WaitFor(t, 5*time.Second, "the prefill to hold the handoff's blocks", func() bool {
+		held = heldBlocks(t, prefill)
+		return held > 0
+	})
 	for _, auth := range []string{"", "Bearer wrong"} {
 		req, _ := http.NewRequest(http.MethodPost, prefill.url+"/kv_transfer/release",
 			strings.NewReader(release))
