@@ -140,6 +140,33 @@ def qwen2_audio(seconds, rate, n_samples=480000):
     out = (conv - 2) // 2 + 1
     return out if out > 0 else None
 
+def omni_video_with_audio(w, h, frames, seconds, rate, seconds_per_chunk=2, tokens_per_second=25):
+    """Qwen2.5-Omni's video under use_audio_in_video: vLLM's
+    omni_get_updates_use_audio_in_video, its whole token list counted."""
+    # Qwen2.5-VL's video grid under vLLM's defaults: the loader's 32 frames
+    # at most, two per temporal patch, frames resized to multiples of 28
+    # within [128*28*28, 768*28*28] pixels, 2x2 merged
+    n = min(frames, 32)
+    r = smart_resize(h, w, 28, 128 * 28 * 28, 768 * 28 * 28)
+    grid_t, grid_h, grid_w = -(-n // 2), r[0] // 14, r[1] // 14
+    # the sound track's tokens as an audio clip's, with no refusal of none
+    audio_len = qwen2_audio(seconds, rate, 4800000) or 0
+    per_chunk = int(tokens_per_second * seconds_per_chunk)
+    t_index = [int(i * 1.0 * tokens_per_second) for i in range(grid_t)]  # second_per_grid 1.0
+    ranges = [[] for _ in range(max(t_index) // per_chunk + 1)]
+    for x in t_index:
+        ranges[x // per_chunk].append(x)
+    updates = ["<|audio_bos|>"]
+    added = 0
+    for chunk in ranges:
+        updates += ["<|VIDEO|>"] * (len(chunk) * grid_h * grid_w // 4)
+        a = min(per_chunk, audio_len - added)
+        updates += ["<|AUDIO|>"] * a
+        added += a
+    updates += ["<|AUDIO|>"] * (audio_len - added)
+    updates.append("<|audio_eos|>")
+    return len(updates)
+
 def whisper(seconds, rate=16000, chunk_s=30, overlap_s=1, hop=160):
     # vLLM speech_to_text.py: _preprocess_speech_to_text, _split_audio and
     # _find_split_point on audio whose 0.1-s windows are equally loud (the
@@ -347,5 +374,15 @@ for w, h in [(64, 64), (640, 360), (1920, 1080), (3840, 2160), (20, 4000), (1280
                         (300, 30), (301, 29.97), (900, 30), (9000, 30), (48, 24), (120, 60)]:
         cases.append({"model": "Qwen/Qwen3-VL-8B-Instruct", "kind": "video", "width": w, "height": h,
                       "frames": frames, "fps": fps, "tokens": qwen3_video(w, h, frames, fps)})
+# Qwen2.5-Omni video with its sound track (use_audio_in_video): frames and
+# audio of equal and unequal lengths, audio past the 300-s window, and a
+# sound track too short to give a token
+for w, h, frames, secs, rate in [(640, 360, 300, 10, 48000), (64, 64, 10, 1, 44100), (1920, 1080, 7, 1, 16000),
+                                 (1280, 720, 900, 30, 48000), (640, 480, 60, 2, 48000), (640, 480, 60, 61.5, 44100),
+                                 (320, 240, 2, 400, 16000), (640, 360, 3, 0.01, 48000), (4096, 2160, 1, 5, 22050),
+                                 (640, 360, 64, 4.1, 8000), (640, 360, 5000, 300.01, 48000)]:
+    cases.append({"model": "Qwen/Qwen2.5-Omni-7B", "kind": "video", "width": w, "height": h, "frames": frames,
+                  "seconds": secs, "rate": rate, "use_audio_in_video": True,
+                  "tokens": omni_video_with_audio(w, h, frames, secs, rate)})
 json.dump(cases, __import__("sys").stdout, indent=0)
 print()
