@@ -42,7 +42,13 @@ func audioPart(wav []byte) map[string]any {
 //     waste among equals) in 24×24-feature crops, the letterbox padding
 //     cut and one newline per row: 336×336 takes the 336×672 canvas
 //     (1×2 crops, 24×48), keeps 24×24, so 576 + 576 + 24 = 1176; 1000×500
-//     fills the 672-wide canvas, 576 + 24·48 + 24 = 1752.
+//     fills the 672-wide canvas, 576 + 24·48 + 24 = 1752;
+//   - LLaVA-OneVision: the same on SigLIP's 27×27 features of 384-px
+//     views (729, no CLS) over 1×1 to 6×6 crops: 384×384 is 729 + 27·27
+//   - 27 = 1485; 640×480 takes 2×2 crops (768×768: the smallest canvas
+//     holding it unshrunk), 54×54 whose height keeps int(480·54/640) = 40,
+//     so 729 + 40·54 + 40 = 2929 (under nine crops' worth, no downscale);
+//     a 16-frame video is 16 × 14·14 pooled features and one newline, 3137.
 //
 // With the built-in tokenizer the placeholder is one line of its own, so
 // the prompt is the text's tokens, one newline and the item's tokens.
@@ -63,6 +69,9 @@ func TestMultimodal_MoreFamiliesCountAsTheirProcessors(t *testing.T) {
 		{"microsoft/Phi-4-multimodal-instruct", audioPart(wavBytes(1)), 13},
 		{"llava-hf/llava-v1.6-mistral-7b-hf", imagePart(dataURL("image/png", pngBytes(t, 336, 336, 3))), 1176},
 		{"llava-hf/llava-v1.6-mistral-7b-hf", imagePart(dataURL("image/png", pngBytes(t, 1000, 500, 3))), 1752},
+		{"llava-hf/llava-onevision-qwen2-7b-ov-hf", imagePart(dataURL("image/png", pngBytes(t, 384, 384, 3))), 1485},
+		{"llava-hf/llava-onevision-qwen2-7b-ov-hf", imagePart(dataURL("image/png", pngBytes(t, 640, 480, 3))), 2929},
+		{"llava-hf/llava-onevision-qwen2-7b-ov-hf", map[string]any{"type": "video_url", "video_url": map[string]any{"url": dataURL("video/mp4", mp4Video(640, 360, 16, 1))}}, 3137},
 	}
 	envs := map[string]*testEnv{}
 	for _, c := range cases {

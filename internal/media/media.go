@@ -151,6 +151,10 @@ type Item struct {
 	// video's average frame rate, frames per second.
 	Frames int
 	FPS    float64
+	// AudioDuration and AudioSampleRate describe a video's first sound
+	// track, from its media header (zero: the video has none).
+	AudioDuration   time.Duration
+	AudioSampleRate int
 	// EmbedTokens is the first dimension of an image_embeds tensor: the
 	// number of placeholder tokens it stands for.
 	EmbedTokens int

@@ -90,6 +90,9 @@ func ProbeLimits(data []byte, lim Limits) (Item, error) {
 	if lim.MaxDuration > 0 && it.Duration > lim.MaxDuration {
 		return Item{}, fmt.Errorf("%w: %s lasts %v, limit %v", ErrTooLarge, it.Format, it.Duration, lim.MaxDuration)
 	}
+	if lim.MaxDuration > 0 && it.AudioDuration > lim.MaxDuration {
+		return Item{}, fmt.Errorf("%w: %s's sound track lasts %v, limit %v", ErrTooLarge, it.Format, it.AudioDuration, lim.MaxDuration)
+	}
 	return it, nil
 }
 

@@ -95,27 +95,12 @@ func probeMP4(data []byte) (Item, error) {
 		if t.typ != "trak" {
 			continue
 		}
-		hdlr, ok := mp4Find(data, t, "mdia", "hdlr")
-		if !ok || hdlr.end-hdlr.start < 12 || string(data[hdlr.start+8:hdlr.start+12]) != "vide" {
+		if mp4Handler(data, t) != "vide" {
 			continue
 		}
-		mdhd, ok := mp4Find(data, t, "mdia", "mdhd")
-		if !ok || mdhd.end-mdhd.start < 24 {
-			return Item{}, corrupt(f, "video track without a media header")
-		}
-		var scale, dur uint64
-		if data[mdhd.start] == 1 {
-			if mdhd.end-mdhd.start < 36 {
-				return Item{}, corrupt(f, "short media header")
-			}
-			scale = uint64(binary.BigEndian.Uint32(data[mdhd.start+20:]))
-			dur = binary.BigEndian.Uint64(data[mdhd.start+24:])
-		} else {
-			scale = uint64(binary.BigEndian.Uint32(data[mdhd.start+12:]))
-			dur = uint64(binary.BigEndian.Uint32(data[mdhd.start+16:]))
-		}
-		if scale == 0 {
-			return Item{}, corrupt(f, "media timescale 0")
+		scale, dur, err := mp4MediaHeader(data, t, "video")
+		if err != nil {
+			return Item{}, err
 		}
 		stsd, ok := mp4Find(data, t, "mdia", "minf", "stbl", "stsd")
 		// stsd: version/flags, entry count, then the first sample entry:
@@ -142,7 +127,67 @@ func probeMP4(data []byte) (Item, error) {
 		if it.Duration > 24*time.Hour {
 			return Item{}, corrupt(f, "duration %v", it.Duration)
 		}
+		if it.AudioDuration, it.AudioSampleRate, err = mp4SoundTrack(data, traks); err != nil {
+			return Item{}, err
+		}
 		return it, nil
 	}
 	return Item{}, corrupt(f, "no video track")
+}
+
+// mp4Handler is a track's handler type ("vide", "soun"), or "" when its
+// hdlr box is missing or short.
+func mp4Handler(data []byte, trak mp4Box) string {
+	hdlr, ok := mp4Find(data, trak, "mdia", "hdlr")
+	if !ok || hdlr.end-hdlr.start < 12 {
+		return ""
+	}
+	return string(data[hdlr.start+8 : hdlr.start+12])
+}
+
+// mp4MediaHeader reads a track's mdhd: its timescale (ticks a second) and
+// its duration in those ticks. A missing, short or zero-timescale header
+// is corrupt.
+func mp4MediaHeader(data []byte, trak mp4Box, what string) (scale, dur uint64, err error) {
+	const f = FormatMP4
+	mdhd, ok := mp4Find(data, trak, "mdia", "mdhd")
+	if !ok || mdhd.end-mdhd.start < 24 {
+		return 0, 0, corrupt(f, "%s track without a media header", what)
+	}
+	if data[mdhd.start] == 1 {
+		if mdhd.end-mdhd.start < 36 {
+			return 0, 0, corrupt(f, "short %s media header", what)
+		}
+		scale = uint64(binary.BigEndian.Uint32(data[mdhd.start+20:]))
+		dur = binary.BigEndian.Uint64(data[mdhd.start+24:])
+	} else {
+		scale = uint64(binary.BigEndian.Uint32(data[mdhd.start+12:]))
+		dur = uint64(binary.BigEndian.Uint32(data[mdhd.start+16:]))
+	}
+	if scale == 0 {
+		return 0, 0, corrupt(f, "%s media timescale 0", what)
+	}
+	return scale, dur, nil
+}
+
+// mp4SoundTrack reads the first sound track's duration from its media
+// header, and its timescale, which for audio is the sample rate by
+// convention (ISO/IEC 14496-12). No sound track is (0, 0, nil); one whose
+// header lies is corrupt, as the video track's is.
+func mp4SoundTrack(data []byte, traks []mp4Box) (time.Duration, int, error) {
+	for _, t := range traks {
+		if t.typ != "trak" || mp4Handler(data, t) != "soun" {
+			continue
+		}
+		scale, dur, err := mp4MediaHeader(data, t, "sound")
+		if err != nil {
+			return 0, 0, err
+		}
+		d := samplesDuration(dur, int(min(scale, 1<<31-1)))
+		if d < 0 || d > 24*time.Hour {
+			return 0, 0, corrupt(FormatMP4, "sound track duration %v", d)
+		}
+		return d, int(min(scale, 1<<31-1)), nil
+	}
+	return 0, 0, nil
 }

@@ -27,7 +27,11 @@ const (
 	// LLaVA-NeXT (llava-v1.6) as llava-hf publishes it: LLaVA-1.5's CLIP
 	// tower and the five anyres canvases.
 	llavaNextConfig = `{"architectures":["LlavaNextForConditionalGeneration"],"model_type":"llava_next","image_grid_pinpoints":[[336,672],[672,336],[672,672],[1008,336],[336,1008]],"vision_feature_select_strategy":"default","vision_feature_layer":-2,"vision_config":{"model_type":"clip_vision_model","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":336,"patch_size":14},"text_config":{"hidden_size":4096}}`
-	llama4Pre       = `{"max_patches":16,"resize_to_max_canvas":false,"size":{"height":336,"width":336}}`
+	// LLaVA-OneVision (Qwen2-7B) as llava-hf publishes it: SigLIP-so400m
+	// at 384 px cut to 26 layers, the "full" feature strategy and the 36
+	// anyres_max_9 canvases of 1×1 to 6×6 384-px crops.
+	llavaOVConfig = `{"architectures":["LlavaOnevisionForConditionalGeneration"],"model_type":"llava_onevision","image_grid_pinpoints":[[384,384],[384,768],[384,1152],[384,1536],[384,1920],[384,2304],[768,384],[768,768],[768,1152],[768,1536],[768,1920],[768,2304],[1152,384],[1152,768],[1152,1152],[1152,1536],[1152,1920],[1152,2304],[1536,384],[1536,768],[1536,1152],[1536,1536],[1536,1920],[1536,2304],[1920,384],[1920,768],[1920,1152],[1920,1536],[1920,1920],[1920,2304],[2304,384],[2304,768],[2304,1152],[2304,1536],[2304,1920],[2304,2304]],"vision_feature_select_strategy":"full","vision_feature_layer":-1,"vision_config":{"model_type":"siglip_vision_model","hidden_size":1152,"intermediate_size":4304,"num_hidden_layers":26,"num_attention_heads":16,"image_size":384,"patch_size":14},"text_config":{"hidden_size":3584}}`
+	llama4Pre     = `{"max_patches":16,"resize_to_max_canvas":false,"size":{"height":336,"width":336}}`
 )
 
 // catalogue holds the known model ids, lowercased, for a --model that is
@@ -51,6 +55,7 @@ var catalogue = map[string]known{
 	"llava-hf/llava-1.5-13b-hf":                     {`{"architectures":["LlavaForConditionalGeneration"],"vision_feature_select_strategy":"default","vision_feature_layer":-2,"vision_config":{"model_type":"clip_vision_model","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":336,"patch_size":14},"text_config":{"hidden_size":5120}}`, `{}`},
 	"llava-hf/llava-v1.6-mistral-7b-hf":             {llavaNextConfig, `{}`},
 	"llava-hf/llava-v1.6-vicuna-7b-hf":              {llavaNextConfig, `{}`},
+	"llava-hf/llava-onevision-qwen2-7b-ov-hf":       {llavaOVConfig, `{}`},
 	"meta-llama/llama-4-scout-17b-16e-instruct":     {llama4Config, llama4Pre},
 	"meta-llama/llama-4-maverick-17b-128e-instruct": {llama4Config, llama4Pre},
 	"mistral-community/pixtral-12b":                 {`{"architectures":["LlavaForConditionalGeneration"],"vision_config":{"model_type":"pixtral","hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"image_size":1024,"patch_size":16},"text_config":{"hidden_size":5120}}`, `{"patch_size":{"height":16,"width":16},"size":{"longest_edge":1024}}`},

@@ -128,6 +128,7 @@ var architectureFamilies = map[string]Family{
 	"Gemma3ForConditionalGeneration":             FamilyGemma3,
 	"LlavaForConditionalGeneration":              FamilyLlava, // Pixtral-HF when the vision tower is Pixtral
 	"LlavaNextForConditionalGeneration":          FamilyLlavaNext,
+	"LlavaOnevisionForConditionalGeneration":     FamilyLlavaOV,
 	"Llama4ForConditionalGeneration":             FamilyLlama4,
 	"Mistral3ForConditionalGeneration":           FamilyPixtral,
 	"Qwen2AudioForConditionalGeneration":         FamilyQwen2Audio,
@@ -147,6 +148,7 @@ var modelTypeFamilies = map[string]Family{
 	"gemma3":               FamilyGemma3,
 	"llava":                FamilyLlava,
 	"llava_next":           FamilyLlavaNext,
+	"llava_onevision":      FamilyLlavaOV,
 	"llama4":               FamilyLlama4,
 	"mistral3":             FamilyPixtral,
 	"pixtral":              FamilyPixtral,
@@ -214,6 +216,8 @@ func forModel(id string, files ModelFiles) (*Processor, error) {
 		r, err = newLlava(&cfg)
 	case FamilyLlavaNext:
 		r, err = newLlavaNext(&cfg)
+	case FamilyLlavaOV:
+		r, err = newLlavaOneVision(&cfg)
 	case FamilyLlama4:
 		r, err = newLlama4(&cfg, &pre)
 	case FamilyPixtral:

@@ -14,6 +14,7 @@ func TestTextHiddenSize(t *testing.T) {
 		"google/gemma-3-4b-it": 2560, "google/gemma-3-12b-it": 3840, "google/gemma-3-27b-it": 5376,
 		"llava-hf/llava-1.5-7b-hf": 4096, "llava-hf/llava-1.5-13b-hf": 5120,
 		"llava-hf/llava-v1.6-mistral-7b-hf": 4096, "llava-hf/llava-v1.6-vicuna-7b-hf": 4096,
+		"llava-hf/llava-onevision-qwen2-7b-ov-hf":   3584,
 		"meta-llama/llama-4-scout-17b-16e-instruct": 5120, "meta-llama/llama-4-maverick-17b-128e-instruct": 5120,
 		"mistral-community/pixtral-12b": 5120, "mistralai/mistral-small-3.1-24b-instruct-2503": 5120,
 		"opengvlab/internvl2_5-8b": 4096, "opengvlab/internvl3-8b": 3584,

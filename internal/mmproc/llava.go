@@ -2,16 +2,20 @@ package mmproc
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/mocker-server/mocker-server/internal/media"
 )
 
 // llava is LLaVA-1.5: a CLIP tower on a fixed 336×336 crop, every patch
 // one token (the CLS position dropped by the "default" feature strategy).
+// A SigLIP tower (LLaVA-OneVision's) has no CLS position.
 type llava struct {
 	tokens int
-	enc    vit
-	out    int
+	// positions is the tower's sequence per view: the patches and CLS.
+	positions int
+	enc       vit
+	out       int
 }
 
 func newLlava(cfg *hfConfig) (*llava, error) {
@@ -21,11 +25,15 @@ func newLlava(cfg *hfConfig) (*llava, error) {
 	}
 	patch, size := positive(vc.PatchSize, 14), positive(vc.ImageSize, 336)
 	side := size / patch
-	l := &llava{tokens: side * side}
+	cls := 1
+	if strings.Contains(vc.ModelType, "siglip") {
+		cls = 0
+	}
+	l := &llava{tokens: side*side + cls, positions: side*side + cls}
 	switch cfg.VisionFeatureSelectStrategy {
 	case "", "default":
+		l.tokens-- // vLLM drops the first position, CLS or not
 	case "full":
-		l.tokens++ // the CLS position too
 	default:
 		return nil, fmt.Errorf("%w: vision_feature_select_strategy %q", ErrBadConfig, cfg.VisionFeatureSelectStrategy)
 	}
@@ -58,5 +66,5 @@ func (l *llava) replacement(it media.Item) (Replacement, error) {
 func (l *llava) encoderFLOPs(media.Item) (float64, error) {
 	d, o := float64(l.enc.hidden), float64(l.out)
 	// The tower over the patches and CLS, then the two-layer projector.
-	return l.enc.flops(l.tokens+1, 0) + 2*float64(l.tokens)*(d*o+o*o), nil
+	return l.enc.flops(l.positions, 0) + 2*float64(l.tokens)*(d*o+o*o), nil
 }

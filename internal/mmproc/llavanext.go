@@ -125,7 +125,7 @@ func (l *llavaNext) encoderWork(it media.Item) (*engine.EncoderWork, error) {
 	_, crops := l.tokens(it.Width, it.Height)
 	n := crops + 1
 	b := l.base
-	p := b.tokens + 1 // each view's patches and CLS: a sequence of its own
+	p := b.positions // each view's patches and CLS: a sequence of its own
 	rows := n * b.tokens
 	return b.enc.work(n*p, p, b.enc.patchEmbed(n*(p-1)), [3]int{rows, b.out, b.enc.hidden}, [3]int{rows, b.out, b.out}), nil
 }

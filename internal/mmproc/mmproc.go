@@ -27,6 +27,7 @@ const (
 	FamilyGemma3     Family = "gemma3"
 	FamilyLlava      Family = "llava"
 	FamilyLlavaNext  Family = "llava_next"
+	FamilyLlavaOV    Family = "llava_onevision"
 	FamilyLlama4     Family = "llama4"
 	FamilyPixtral    Family = "pixtral"
 	FamilyQwen2Audio Family = "qwen2_audio"

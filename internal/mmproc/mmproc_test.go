@@ -30,6 +30,9 @@ type refCase struct {
 	Frames    int      `json:"frames,omitempty"`
 	PanScan   bool     `json:"do_pan_and_scan,omitempty"`
 	FPS       float64  `json:"fps,omitempty"`
+	// AudioInVideo: the video's sound track (Seconds at Rate) is used
+	// (Qwen2.5-Omni's use_audio_in_video).
+	AudioInVideo bool `json:"use_audio_in_video,omitempty"`
 }
 
 func (c refCase) String() string {
@@ -41,6 +44,9 @@ func (c refCase) String() string {
 	case "images":
 		return fmt.Sprintf("%s images %v", c.Model, c.Sizes)
 	case "video":
+		if c.AudioInVideo {
+			return fmt.Sprintf("%s video %dx%d, %d frames, with %gs@%d of audio", c.Model, c.Width, c.Height, c.Frames, c.Seconds, c.Rate)
+		}
 		return fmt.Sprintf("%s video %dx%d, %d frames at %g fps", c.Model, c.Width, c.Height, c.Frames, c.FPS)
 	}
 	s := fmt.Sprintf("%s %dx%d", c.Model, c.Width, c.Height)
@@ -95,6 +101,11 @@ func processorFor(t testing.TB, c refCase) *Processor {
 			t.Fatal(err)
 		}
 	}
+	if c.AudioInVideo {
+		if p, err = p.WithKwargsJSON([]byte(`{"use_audio_in_video": true}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return p
 }
 
@@ -133,7 +144,11 @@ func TestTokenTable(t *testing.T) {
 				got, err = got+n, errors.Join(err, e)
 			}
 		case "video":
-			got, err = p.Tokens(media.Item{Kind: media.KindVideo, Width: c.Width, Height: c.Height, Frames: c.Frames, FPS: c.FPS})
+			v := media.Item{Kind: media.KindVideo, Width: c.Width, Height: c.Height, Frames: c.Frames, FPS: c.FPS}
+			if c.AudioInVideo {
+				v.AudioDuration, v.AudioSampleRate = time.Duration(c.Seconds*float64(time.Second)), c.Rate
+			}
+			got, err = p.Tokens(v)
 		case "audio":
 			d := time.Duration(c.Seconds * float64(time.Second))
 			got, err = p.Tokens(media.Item{Kind: media.KindAudio, Duration: d, SampleRate: c.Rate})

@@ -20,6 +20,14 @@ type qwenOmni struct {
 	// window is the audio tower's attention window in positions after
 	// its conv (n_window × 2 mel frames, halved).
 	window int
+	// audioInVideo is mm_processor_kwargs' use_audio_in_video: a video's
+	// sound track is interleaved with its frames (videoWithAudio).
+	audioInVideo bool
+	// secondsPerChunk (thinker_config.seconds_per_chunk) and
+	// tokensPerSecond (vision_config.tokens_per_second) cut that
+	// interleaving into chunks.
+	secondsPerChunk float64
+	tokensPerSecond float64
 }
 
 // omniConfig is config.json's thinker_config (or the thinker's own
@@ -50,7 +58,11 @@ func newQwenOmni(raw []byte, cfg *hfConfig, pre *preprocessorConfig) (*qwenOmni,
 		audioRaw = *outer.ThinkerConfig
 	}
 	var extra struct {
-		AudioConfig *omniAudioConfig `json:"audio_config"`
+		AudioConfig     *omniAudioConfig `json:"audio_config"`
+		SecondsPerChunk float64          `json:"seconds_per_chunk"`
+		VisionConfig    *struct {
+			TokensPerSecond float64 `json:"tokens_per_second"`
+		} `json:"vision_config"`
 	}
 	_ = json.Unmarshal(audioRaw, &extra) // the same bytes parsed above
 	vision, err := newQwenVL(FamilyQwen25VL, th, pre, nil)
@@ -67,7 +79,15 @@ func newQwenOmni(raw []byte, cfg *hfConfig, pre *preprocessorConfig) (*qwenOmni,
 	if err != nil {
 		return nil, err
 	}
-	o := &qwenOmni{vision: vision, audio: audio, window: 100}
+	// vLLM's defaults: 2-s chunks (the model's config), 25 temporal
+	// positions a second (getattr's default in vLLM).
+	o := &qwenOmni{vision: vision, audio: audio, window: 100, secondsPerChunk: 2, tokensPerSecond: 25}
+	if extra.SecondsPerChunk > 0 {
+		o.secondsPerChunk = extra.SecondsPerChunk
+	}
+	if vc := extra.VisionConfig; vc != nil && vc.TokensPerSecond > 0 {
+		o.tokensPerSecond = vc.TokensPerSecond
+	}
 	audio.out = th.textHidden(3584)
 	if ac := extra.AudioConfig; ac != nil {
 		if ac.NWindow > 0 {
@@ -97,6 +117,9 @@ func (o *qwenOmni) placeholder(k media.Kind) string {
 func (o *qwenOmni) replacement(it media.Item) (Replacement, error) {
 	var r Replacement
 	var err error
+	if it.Kind == media.KindVideo && o.audioInVideo {
+		return o.videoWithAudio(it)
+	}
 	if it.Kind == media.KindAudio {
 		r, err = o.audio.replacement(it)
 		// vLLM's Omni replacement is the audio tokens alone.
@@ -167,14 +190,18 @@ func windowedFLOPs(v vit, p, w int) float64 {
 }
 
 func (o *qwenOmni) withKwargs(kw map[string]any) (rules, error) {
-	if b, ok := kw["use_audio_in_video"].(bool); ok && b {
-		return nil, fmt.Errorf("%w: Qwen2.5-Omni with use_audio_in_video is not modelled", ErrBadConfig)
+	c := *o
+	switch v := kw["use_audio_in_video"].(type) {
+	case nil:
+	case bool:
+		c.audioInVideo = v
+	default:
+		return nil, fmt.Errorf("%w: mm_processor_kwargs use_audio_in_video=%v is not a boolean", ErrBadConfig, v)
 	}
 	v, err := o.vision.withKwargs(kw)
 	if err != nil {
 		return nil, err
 	}
-	c := *o
 	c.vision = v.(*qwenVL)
 	return &c, nil
 }

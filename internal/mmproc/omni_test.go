@@ -3,6 +3,7 @@ package mmproc
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestQwenOmni(t *testing.T) {
 	if r, err := p.Replace(v); err != nil || r.Target != "<|VIDEO|>" || r.Len() != 16*13*23 {
 		t.Errorf("video: %+v, %v", r, err)
 	}
-	// mm_processor_kwargs: the pixel bounds apply; use_audio_in_video is refused, not ignored.
+	// mm_processor_kwargs: the pixel bounds apply; use_audio_in_video must be a boolean.
 	fs, _ := media.FieldsFromJSON([]byte(`{"max_pixels": 1003520}`))
 	q, err := p.WithKwargs(fs)
 	if err != nil {
@@ -52,9 +53,9 @@ func TestQwenOmni(t *testing.T) {
 	if n, _ := q.Tokens(img(4096, 4096)); n != 1225 {
 		t.Errorf("max_pixels kwarg: %d", n)
 	}
-	fs, _ = media.FieldsFromJSON([]byte(`{"use_audio_in_video": true}`))
+	fs, _ = media.FieldsFromJSON([]byte(`{"use_audio_in_video": "yes"}`))
 	if _, err := p.WithKwargs(fs); !errors.Is(err, ErrBadConfig) {
-		t.Errorf("use_audio_in_video: %v", err)
+		t.Errorf("use_audio_in_video \"yes\": %v", err)
 	}
 	// The audio tower runs on the clip's own length: cost grows with it
 	// (unlike Qwen2-Audio's padded window) and stops at the 300-s cut.
@@ -92,5 +93,59 @@ func TestQwenOmni(t *testing.T) {
 		PreprocessorConfig: []byte(`{"chunk_length":300,"n_samples":4800000}`)})
 	if n, _ := th.Tokens(media.Item{Kind: media.KindAudio, Duration: time.Minute, SampleRate: 16000}); n != 1500 {
 		t.Errorf("thinker config: %d", n)
+	}
+}
+
+// use_audio_in_video: the video's replacement interleaves its frames with
+// its sound track's tokens in 2-s chunks between <|audio_bos|> and
+// <|audio_eos|>; a video without sound is refused, and false undoes a
+// server-wide true.
+func TestQwenOmniAudioInVideo(t *testing.T) {
+	p := mustModel(t, "Qwen/Qwen2.5-Omni-7B", ModelFiles{})
+	on, err := p.WithKwargsJSON([]byte(`{"use_audio_in_video": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 640×360 over 10 s: 32 frames, 16 temporal patches of 13×23 = 299
+	// tokens, one a second; 10 s of audio at 48 kHz is 250 tokens. Chunks
+	// of 2 s hold two patches and 50 audio tokens: five chunks carry the
+	// audio, the last three chunks none.
+	v := media.Item{Kind: media.KindVideo, Width: 640, Height: 360, Frames: 300, Duration: 10 * time.Second,
+		AudioDuration: 10 * time.Second, AudioSampleRate: 48000}
+	r, err := on.Replace(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Piece{{"<|audio_bos|>", 1, false}}
+	for k := range 8 {
+		want = append(want, Piece{"<|VIDEO|>", 2 * 299, true})
+		if k < 5 {
+			want = append(want, Piece{"<|AUDIO|>", 50, true})
+		}
+	}
+	want = append(want, Piece{"<|audio_eos|>", 1, false})
+	if r.Target != "<|VIDEO|>" || !slices.Equal(r.Pieces, want) {
+		t.Fatalf("pieces %+v", r.Pieces)
+	}
+	// Audio longer than the frames' chunks: the rest follows the last one.
+	v.AudioDuration = 60 * time.Second
+	r, _ = on.Replace(v)
+	if last := r.Pieces[len(r.Pieces)-2]; last != (Piece{"<|AUDIO|>", 1500 - 8*50, true}) || r.Len() != 16*299+1500+2 {
+		t.Errorf("60 s of audio: %+v, %d tokens", last, r.Len())
+	}
+	v.AudioDuration = 0
+	if _, err := on.Replace(v); !errors.Is(err, ErrBadItem) {
+		t.Errorf("silent video: %v", err)
+	}
+	off, err := on.WithKwargsJSON([]byte(`{"use_audio_in_video": false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := off.Tokens(v); err != nil || n != 16*299 {
+		t.Errorf("use_audio_in_video false: %d, %v", n, err)
+	}
+	// Images and audio items are unchanged by it.
+	if n, _ := on.Tokens(img(1024, 1024)); n != 1369 {
+		t.Errorf("image under use_audio_in_video: %d", n)
 	}
 }

@@ -54,7 +54,7 @@ func (g *gemma3) encoderWork(it media.Item) (*engine.EncoderWork, error) {
 }
 
 func (l *llava) encoderWork(media.Item) (*engine.EncoderWork, error) {
-	p := l.tokens + 1 // the patches and CLS
+	p := l.positions // the patches and CLS
 	return l.enc.work(p, p, l.enc.patchEmbed(p-1), [3]int{l.tokens, l.out, l.enc.hidden}, [3]int{l.tokens, l.out, l.out}), nil
 }
 

@@ -140,6 +140,33 @@ def qwen2_audio(seconds, rate, n_samples=480000):
     out = (conv - 2) // 2 + 1
     return out if out > 0 else None
 
+def omni_video_with_audio(w, h, frames, seconds, rate, seconds_per_chunk=2, tokens_per_second=25):
+    """Qwen2.5-Omni's video under use_audio_in_video: vLLM's
+    omni_get_updates_use_audio_in_video, its whole token list counted."""
+    # Qwen2.5-VL's video grid under vLLM's defaults: the loader's 32 frames
+    # at most, two per temporal patch, frames resized to multiples of 28
+    # within [128*28*28, 768*28*28] pixels, 2x2 merged
+    n = min(frames, 32)
+    r = smart_resize(h, w, 28, 128 * 28 * 28, 768 * 28 * 28)
+    grid_t, grid_h, grid_w = -(-n // 2), r[0] // 14, r[1] // 14
+    # the sound track's tokens as an audio clip's, with no refusal of none
+    audio_len = qwen2_audio(seconds, rate, 4800000) or 0
+    per_chunk = int(tokens_per_second * seconds_per_chunk)
+    t_index = [int(i * 1.0 * tokens_per_second) for i in range(grid_t)]  # second_per_grid 1.0
+    ranges = [[] for _ in range(max(t_index) // per_chunk + 1)]
+    for x in t_index:
+        ranges[x // per_chunk].append(x)
+    updates = ["<|audio_bos|>"]
+    added = 0
+    for chunk in ranges:
+        updates += ["<|VIDEO|>"] * (len(chunk) * grid_h * grid_w // 4)
+        a = min(per_chunk, audio_len - added)
+        updates += ["<|AUDIO|>"] * a
+        added += a
+    updates += ["<|AUDIO|>"] * (audio_len - added)
+    updates.append("<|audio_eos|>")
+    return len(updates)
+
 def whisper(seconds, rate=16000, chunk_s=30, overlap_s=1, hop=160):
     # vLLM speech_to_text.py: _preprocess_speech_to_text, _split_audio and
     # _find_split_point on audio whose 0.1-s windows are equally loud (the
@@ -233,6 +260,39 @@ def llava_next(h, w, pinpoints=LLAVA_NEXT_PINPOINTS, tile=336, npatches=24):
         cur_w -= 2 * ((cur_w - new_w) // 2)
     return 576 + cur_h * cur_w + cur_h  # base view + unpadded grid + newlines
 
+# LLaVA-OneVision's canvases (anyres_max_9 in llava-hf's config.json):
+# 1x1 to 6x6 crops of 384 px, rows first
+LLAVA_OV_PINPOINTS = [(384 * i, 384 * j) for i in range(1, 7) for j in range(1, 7)]
+
+def llava_onevision(h, w, tile=384, npatches=27, base=729):
+    # LLaVA-NeXT's select_best_resolution and unpadding, on SigLIP's 27x27
+    # features (no CLS; the "full" strategy keeps all 729), then vLLM's
+    # LlavaOnevisionProcessingInfo._get_num_unpadded_features max-9 step
+    best, max_eff, min_waste = None, 0, float("inf")
+    for ch, cw in LLAVA_OV_PINPOINTS:
+        scale = min(cw / w, ch / h)
+        dw, dh = int(w * scale), int(h * scale)
+        eff = min(dw * dh, w * h)
+        waste = cw * ch - eff
+        if eff > max_eff or (eff == max_eff and waste < min_waste):
+            best, max_eff, min_waste = (ch, cw), eff, waste
+    cur_h, cur_w = npatches * (best[0] // tile), npatches * (best[1] // tile)
+    if w / h > cur_w / cur_h:
+        new_h = int(round(h * (cur_w / w), 7))
+        cur_h -= 2 * ((cur_h - new_h) // 2)
+    else:
+        new_w = int(round(w * (cur_h / h), 7))
+        cur_w -= 2 * ((cur_w - new_w) // 2)
+    feats, rows = cur_h * cur_w, cur_h
+    ratio = math.sqrt(cur_h * cur_w / (9 * npatches ** 2))
+    if ratio > 1.1:
+        feats, rows = int(cur_h // ratio) * int(cur_w // ratio), int(cur_h // ratio)
+    return base + feats + rows
+
+def llava_onevision_video(frames, loader_frames=32):
+    # every sampled frame's 27x27 features pooled 2x2 (ceil: 14x14), one newline
+    return min(frames, loader_frames) * math.ceil(27 / 2) ** 2 + 1
+
 def gemma3_pan_and_scan(h, w, min_crop=256, max_crops=4, min_ratio=1.2):
     # vLLM's Gemma3ProcessingInfo.get_num_crops
     if w >= h:
@@ -268,6 +328,7 @@ for h, w in sizes:
         ("google/gemma-3-4b-it", gemma3(h, w)),
         ("llava-hf/llava-1.5-7b-hf", llava(h, w)),
         ("llava-hf/llava-v1.6-mistral-7b-hf", llava_next(h, w)),
+        ("llava-hf/llava-onevision-qwen2-7b-ov-hf", llava_onevision(h, w)),
         ("mistral-community/pixtral-12b", pixtral(h, w, 1024, 16)),
         ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", pixtral(h, w, 1540, 28)),
         ("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4(h, w)),
@@ -347,5 +408,24 @@ for w, h in [(64, 64), (640, 360), (1920, 1080), (3840, 2160), (20, 4000), (1280
                         (300, 30), (301, 29.97), (900, 30), (9000, 30), (48, 24), (120, 60)]:
         cases.append({"model": "Qwen/Qwen3-VL-8B-Instruct", "kind": "video", "width": w, "height": h,
                       "frames": frames, "fps": fps, "tokens": qwen3_video(w, h, frames, fps)})
+# Qwen2.5-Omni video with its sound track (use_audio_in_video): frames and
+# audio of equal and unequal lengths, audio past the 300-s window, and a
+# sound track too short to give a token
+for w, h, frames, secs, rate in [(640, 360, 300, 10, 48000), (64, 64, 10, 1, 44100), (1920, 1080, 7, 1, 16000),
+                                 (1280, 720, 900, 30, 48000), (640, 480, 60, 2, 48000), (640, 480, 60, 61.5, 44100),
+                                 (320, 240, 2, 400, 16000), (640, 360, 3, 0.01, 48000), (4096, 2160, 1, 5, 22050),
+                                 (640, 360, 64, 4.1, 8000), (640, 360, 5000, 300.01, 48000)]:
+    cases.append({"model": "Qwen/Qwen2.5-Omni-7B", "kind": "video", "width": w, "height": h, "frames": frames,
+                  "seconds": secs, "rate": rate, "use_audio_in_video": True,
+                  "tokens": omni_video_with_audio(w, h, frames, secs, rate)})
+# LLaVA-OneVision: canvases' edges and the max-9 downscale's threshold
+for h, w in [(384, 384), (385, 385), (768, 768), (1152, 1152), (1153, 944), (944, 1153), (1536, 1536),
+             (2304, 2304), (2305, 2305), (384, 2304), (2304, 384), (600, 800), (720, 1280), (1080, 1920),
+             (3000, 100), (100, 3000), (5000, 5000), (1, 1), (7, 4000), (1000, 1001)]:
+    cases.append({"model": "llava-hf/llava-onevision-qwen2-7b-ov-hf", "kind": "image", "width": w, "height": h,
+                  "tokens": llava_onevision(h, w)})
+for w, h, frames in [(640, 360, 1), (640, 360, 16), (1920, 1080, 32), (64, 64, 33), (1280, 720, 900)]:
+    cases.append({"model": "llava-hf/llava-onevision-qwen2-7b-ov-hf", "kind": "video", "width": w, "height": h,
+                  "frames": frames, "fps": 30, "tokens": llava_onevision_video(frames)})
 json.dump(cases, __import__("sys").stdout, indent=0)
 print()
