@@ -72,9 +72,18 @@ func (l *llavaNext) bestResolution(h, w int) (int, int) {
 // tokens returns the image's features: base, unpadded grid and newlines,
 // and the crops the grid has.
 func (l *llavaNext) tokens(w, h int) (n, crops int) {
+	curH, curW, crops := l.unpaddedGrid(w, h)
+	return l.base.tokens + curH*curW + curH, crops
+}
+
+// unpaddedGrid returns the feature rows and columns of a w×h image's
+// crops after vLLM's unpadding (_get_num_unpadded_features: the padding
+// the best resolution added around the image's aspect ratio is cut), and
+// the number of crops.
+func (l *llavaNext) unpaddedGrid(w, h int) (curH, curW, crops int) {
 	bh, bw := l.bestResolution(h, w)
 	gh, gw := bh/l.tile, bw/l.tile
-	curH, curW := l.npatches*gh, l.npatches*gw
+	curH, curW = l.npatches*gh, l.npatches*gw
 	if float64(w)/float64(h) > float64(curW)/float64(curH) {
 		newH := pyRound7Int(float64(h) * (float64(curW) / float64(w)))
 		curH -= 2 * ((curH - newH) / 2)
@@ -82,7 +91,7 @@ func (l *llavaNext) tokens(w, h int) (n, crops int) {
 		newW := pyRound7Int(float64(w) * (float64(curH) / float64(h)))
 		curW -= 2 * ((curW - newW) / 2)
 	}
-	return l.base.tokens + curH*curW + curH, gh * gw
+	return curH, curW, gh * gw
 }
 
 // pyRound7Int is Python's int(round(x, 7)) for x ≥ 0: x correctly rounded

@@ -48,23 +48,14 @@ func (l *llavaOneVision) placeholder(k media.Kind) string {
 // max-9-downscaled grid with its newlines, and the crops the grid has.
 func (l *llavaOneVision) tokens(w, h int) (n, crops int) {
 	x := l.next
-	bh, bw := x.bestResolution(h, w)
-	gh, gw := bh/x.tile, bw/x.tile
-	curH, curW := x.npatches*gh, x.npatches*gw
-	if float64(w)/float64(h) > float64(curW)/float64(curH) {
-		newH := pyRound7Int(float64(h) * (float64(curW) / float64(w)))
-		curH -= 2 * ((curH - newH) / 2)
-	} else {
-		newW := pyRound7Int(float64(w) * (float64(curH) / float64(h)))
-		curW -= 2 * ((curW - newW) / 2)
-	}
+	curH, curW, crops := x.unpaddedGrid(w, h)
 	feats, rows := curH*curW, curH
 	ratio := math.Sqrt(float64(curH*curW) / float64(9*x.npatches*x.npatches))
 	if ratio > 1.1 {
 		fh, fw := int(pyFloorDiv(float64(curH), ratio)), int(pyFloorDiv(float64(curW), ratio))
 		feats, rows = fh*fw, fh
 	}
-	return x.base.tokens + feats + rows, gh * gw
+	return x.base.tokens + feats + rows, crops
 }
 
 // pyFloorDiv is Python's float a // b for b > 0 (CPython's float_floor_div:
