@@ -100,3 +100,33 @@ func TestMMProcessorKwargsConfigureTheServedProcessor(t *testing.T) {
 		t.Errorf("--mm-processor-kwargs changed the image by %d tokens, want %d (%v)", got, want, counts)
 	}
 }
+
+// TestMMProcessorKwargsWithoutAProcessorSaysSo: with no multimodal
+// processor (--mm-processor-model none, a text model) the flag has nothing
+// to configure; the worker says so once at startup instead of nothing, and
+// says nothing when a processor takes the flag.
+func TestMMProcessorKwargsWithoutAProcessorSaysSo(t *testing.T) {
+	for _, tc := range []struct {
+		overlay map[string]any
+		warns   bool
+	}{
+		{map[string]any{"mm_processor_model": "none", "mm_processor_kwargs": `{"max_pixels": 200000}`}, true},
+		{map[string]any{"mm_processor_kwargs": `{"max_pixels": 200000}`}, false},
+	} {
+		var log bytes.Buffer
+		cfg := testcfg.Load(t, tc.overlay)
+		opts, err := Production(cfg, Options{Stderr: &log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := New(cfg, opts)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		w.Stop()
+		said := strings.Contains(log.String(), "no effect without a multimodal processor (--mm-processor-model none): --mm-processor-kwargs")
+		if said != tc.warns {
+			t.Errorf("%v: warned %v, want %v\n%s", tc.overlay, said, tc.warns, log.String())
+		}
+	}
+}

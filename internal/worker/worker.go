@@ -137,6 +137,11 @@ func (w *Worker) Start() error {
 	if w.files, err = w.opts.Loaders.load(w.cfg); err != nil {
 		return err
 	}
+	if w.files.mm == nil && w.cfg.MMProcessorKwargs != nil && w.opts.Logger != nil {
+		// vLLM takes the flag for a text-only model too; here it has no
+		// processor to configure, so say so once instead of nothing.
+		w.opts.Logger.Warn("accepted, no effect without a multimodal processor (--mm-processor-model none): --mm-processor-kwargs")
+	}
 	w.started0 = time.Now()
 	if err := w.startLocked(nil); err != nil {
 		return err
