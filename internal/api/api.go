@@ -79,12 +79,6 @@ const (
 	TaskClassify                   = settings.TaskClassify
 )
 
-// NewPoolingOptions maps the configuration's runner and pooling task
-// (internal/api/settings).
-func NewPoolingOptions(runner, task string, numLabels int) PoolingOptions {
-	return settings.NewPoolingOptions(runner, task, numLabels)
-}
-
 // ErrShuttingDown is what a generation request waiting for its engine gets
 // when the server stops (internal/api/pipeline).
 var ErrShuttingDown = pipeline.ErrShuttingDown

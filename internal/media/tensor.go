@@ -78,15 +78,6 @@ func npyView(a npyArray) (torchTensor, error) {
 
 func dtype2size(descr string) int { return int(descr[2] - '0') }
 
-// Elements returns the number of elements.
-func (t Tensor) Elements() int {
-	n := 1
-	for _, d := range t.Shape {
-		n *= d
-	}
-	return n
-}
-
 // Ints returns an integer (int64 or int32) tensor's elements in C order.
 func (t Tensor) Ints() ([]int64, error) {
 	b := t.view.cBytes()
