@@ -245,6 +245,10 @@ func TestTableAgainstFakeReplay(t *testing.T) {
 	if !strings.Contains(table, wantAll) {
 		t.Errorf("want slice row %q in:\n%s", wantAll, table)
 	}
+	// Every point here has source "s": its slice is the whole table's.
+	if wantSource := strings.Replace(wantAll, "| all |", "| source s |", 1); !strings.Contains(table, wantSource) {
+		t.Errorf("want slice row %q in:\n%s", wantSource, table)
+	}
 	for _, row := range []string{
 		"| gpu h200_sxm | 19.0 % (n=2) ✗ | 16.0 % (n=1) ✗ | — | — | 0 |", // TPOT/ITL: median(21.1, 16.8)
 		"| gpu h100_sxm | 10.0 % (n=1) ✗ | 10.0 % (n=2) ✓ | 5.1 % (n=1) ✓ | — | 2 |",

@@ -31,8 +31,10 @@ type slice struct {
 	keep func(Result) bool
 }
 
-// slices are the table's rows: everything, then per GPU, engine, model
-// and load, each in sorted order.
+// slices are the table's rows: everything, then per GPU, engine, model,
+// load and source, each in sorted order. The source slice separates engine
+// releases: each source measured one release line (the points' README names
+// it), and the same engine moves by tens of percent between releases.
 func slices(results []Result) []slice {
 	out := []slice{{"all", func(Result) bool { return true }}}
 	by := func(label string, get func(Result) string) {
@@ -53,6 +55,7 @@ func slices(results []Result) []slice {
 	by("engine", func(r Result) string { return r.Engine })
 	by("model", func(r Result) string { return r.Model })
 	by("load", func(r Result) string { return string(r.Load) })
+	by("source", func(r Result) string { return r.Source })
 	return out
 }
 
