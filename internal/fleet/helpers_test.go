@@ -52,15 +52,6 @@ func newKVSub(t *testing.T, endpoint string) *kvSub {
 	return &kvSub{sub: testutil.NewZMQSub(t, nil, endpoint, false, "")}
 }
 
-// settle services the socket for d so that the subscription reaches the
-// publisher before the workload starts (slow joiner).
-func (s *kvSub) settle(t *testing.T, d time.Duration) {
-	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		s.take(t, 20*time.Millisecond)
-	}
-}
-
 // take receives one batch within timeout; false when none came.
 func (s *kvSub) take(t *testing.T, timeout time.Duration) bool {
 	t.Helper()

@@ -465,15 +465,9 @@ func (h *leafHeap) Pop() any {
 	return x
 }
 
-// RadixPageDigest is SGLang's chained page digest: SHA-256(prior page's
-// digest ‖ the page's token ids as little-endian uint32), where prior is nil
-// for a sequence's first page.
-func RadixPageDigest(prior *[sha256.Size]byte, page []uint32) [sha256.Size]byte {
-	var scratch []byte
-	return pageDigest(&scratch, prior, page)
-}
-
-// pageDigest is RadixPageDigest with a reusable input buffer.
+// pageDigest is SGLang's chained page digest: SHA-256(prior page's digest ‖
+// the page's token ids as little-endian uint32), where prior is nil for a
+// sequence's first page; scratch is a reusable input buffer.
 func pageDigest(scratch *[]byte, prior *[sha256.Size]byte, page []uint32) [sha256.Size]byte {
 	buf := (*scratch)[:0]
 	if prior != nil {

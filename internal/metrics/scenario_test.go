@@ -1,15 +1,11 @@
 package metrics
 
 import (
-	"bytes"
-	"io"
 	"testing"
 
 	"github.com/mocker-server/mocker-server/internal/config"
 	"github.com/mocker-server/mocker-server/internal/engine"
 )
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // rank0 are the label pairs of rank 0's vLLM children.
 var rank0 = []string{"model_name", "mocker-model", "engine", "0"}

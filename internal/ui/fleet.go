@@ -175,6 +175,3 @@ func FleetHandler(f *Fleet, keys []string) http.Handler {
 	mux.HandleFunc("/ui/", a.wrap(notFoundPage, true))
 	return mux
 }
-
-// Viewers returns the number of fleet streams open.
-func (f *Fleet) Viewers() int { return int(f.viewers.open.Load()) }

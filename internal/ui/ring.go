@@ -39,9 +39,3 @@ func (r *ring[T]) each(f func(T)) {
 		f(v)
 	}
 }
-
-// reset empties the ring.
-func (r *ring[T]) reset() {
-	clear(r.items)
-	r.next, r.full = 0, false
-}
