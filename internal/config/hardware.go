@@ -82,6 +82,9 @@ func resolveHardware(cfg *Config, merged map[string]any) ([]problem, []string) {
 	for _, n := range m.Notes() {
 		warns = append(warns, "hardware: "+n)
 	}
+	if cfg.EngineType == engine.EngineVLLM {
+		applyVLLMBatchDefaults(cfg, m.GPU(), set)
+	}
 	if !set("max_model_len") {
 		cfg.MaxModelLen = shape.MaxPosition
 		if !cfg.EnableChunkedPrefill && cfg.MaxNumBatchedTokens < cfg.MaxModelLen {
@@ -131,6 +134,31 @@ func resolveHardware(cfg *Config, merged map[string]any) ([]problem, []string) {
 		cfg.SleepWeightsGB = float64(m.WeightBytes()) / 1e9
 	}
 	return nil, warns
+}
+
+// applyVLLMBatchDefaults gives max_num_seqs and max_num_batched_tokens the
+// defaults `vllm serve` picks for the GPU when they are not set
+// (vllm/engine/arg_utils.py, the OpenAI API server's entries of EngineArgs's
+// batch defaults — _set_default_args in v0.9–v0.11, get_batch_defaults on
+// main — asserted by vLLM's test_defaults_with_usage_context): 1024
+// sequences and 8192 tokens on a GPU
+// of at least 70 GiB whose name does not contain "a100" (H100, H200, B200,
+// GB200, GH200: a larger token budget slowed A100, vLLM PR 17885), 256 and
+// 2048 on any other; the sequence limit never exceeds the token budget.
+// Without --hardware the mock keeps its own defaults (256 and 8192). The
+// token budget is left alone without chunked prefill, where it must cover
+// max_model_len.
+func applyVLLMBatchDefaults(cfg *Config, gpu hardware.GPU, set func(string) bool) {
+	seqs, tokens := 256, 2048
+	if gpu.MemBytes >= 70<<30 && !strings.Contains(strings.ToLower(gpu.Name), "a100") {
+		seqs, tokens = 1024, 8192
+	}
+	if !set("max_num_batched_tokens") && cfg.EnableChunkedPrefill {
+		cfg.MaxNumBatchedTokens = tokens
+	}
+	if !set("max_num_seqs") {
+		cfg.MaxNumSeqs = min(seqs, cfg.MaxNumBatchedTokens)
+	}
 }
 
 // sglangMaxRunningRequests is the running-batch limit SGLang derives from

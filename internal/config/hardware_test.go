@@ -132,6 +132,35 @@ func TestHardware_SGLangRunningLimitFollowsPool(t *testing.T) {
 	}
 }
 
+// Under --engine-type vllm with --hardware, max_num_seqs and
+// max_num_batched_tokens default to what `vllm serve` picks on that GPU:
+// 1024 and 8192 on 70 GiB or more unless it is an A100, else 256 and 2048.
+// Explicit values win, the sequence limit stays within the token budget,
+// and other engines and runs without --hardware keep the mock's 256 / 8192.
+func TestHardware_VLLMBatchDefaultsFollowGPU(t *testing.T) {
+	for _, c := range []struct {
+		args         []string
+		seqs, tokens int
+	}{
+		{[]string{"--hardware", "h100_sxm"}, 1024, 8192},
+		{[]string{"--hardware", "h200_sxm"}, 1024, 8192},
+		{[]string{"--hardware", "a100_sxm"}, 256, 2048},
+		{[]string{"--hardware", "l40s"}, 256, 2048},
+		{[]string{"--hardware", "h100_sxm", "--max-num-seqs", "64"}, 64, 8192},
+		{[]string{"--hardware", "a100_sxm", "--max-num-batched-tokens", "16384"}, 256, 16384},
+		{[]string{"--hardware", "h100_sxm", "--max-num-batched-tokens", "512"}, 512, 512},
+		{[]string{"--hardware", "h100_sxm", "--engine-type", "trtllm"}, 256, 8192},
+		{nil, 256, 8192},
+	} {
+		args := append([]string{"--model", "meta-llama/Llama-3.1-8B-Instruct"}, c.args...)
+		cfg, _ := mustLoad(t, noEnv(flagOptions(t, args...)))
+		if cfg.MaxNumSeqs != c.seqs || cfg.MaxNumBatchedTokens != c.tokens {
+			t.Errorf("%v: max_num_seqs %d, max_num_batched_tokens %d; want %d, %d",
+				c.args, cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens, c.seqs, c.tokens)
+		}
+	}
+}
+
 func TestSGLangMaxRunningRequests(t *testing.T) {
 	for _, c := range []struct {
 		pool int64
