@@ -131,16 +131,21 @@ func (m *Model) Memory(o MemoryOptions) (Memory, error) {
 	mem := Memory{Total: m.gpu.MemBytes, KVBytesPerToken: m.KVBytesPerToken()}
 	mem.Requested = int64(float64(mem.Total) * o.GPUMemoryUtilization)
 	mem.Weights = m.WeightBytes()
-	// Activations of a max_num_batched_tokens forward pass: hidden states
-	// and residual, q/k/v, the MLP's two halves and its output, in 16 bits;
-	// plus float32 logits (and their softmax) for max_num_seqs sequences.
+	// The profiling run's peak: a max_num_batched_tokens forward pass
+	// (hidden states and residual, q/k/v, the MLP's two halves and its
+	// output, in 16 bits), then the sampler over max_num_seqs rows (float32
+	// logits and their softmax) while the pass's hidden states are still
+	// held. The two run one after the other (vLLM's profile_run: _dummy_run,
+	// then _dummy_sampler_run), so the peak is the larger, not the sum.
 	heads, kvHeads := s.Heads/m.tp, max(1, s.KVHeads/m.tp)
 	width := s.Intermediate / m.tp
 	if s.IsMoE() {
 		width = max(width, s.MoE.TopK*s.MoE.Intermediate/m.tp)
 	}
 	perToken := 2 * (4*int64(s.Hidden) + int64((heads+2*kvHeads)*s.HeadDim) + 3*int64(width))
-	mem.Activations = int64(o.MaxNumBatchedTokens)*perToken + 2*int64(o.MaxNumSeqs)*int64(s.Vocab/m.tp)*4
+	forward := int64(o.MaxNumBatchedTokens) * perToken
+	sampler := int64(o.MaxNumBatchedTokens)*2*int64(s.Hidden) + 2*int64(o.MaxNumSeqs)*int64(s.Vocab/m.tp)*4
+	mem.Activations = max(forward, sampler)
 	mem.NonTorch = nonTorchBase + ncclMem[min(m.tp, 8)]
 	gib := func(b int64) float64 { return float64(b) / (1 << 30) }
 	switch o.Sizing {

@@ -83,3 +83,30 @@ func TestMemory_SGLangStatic(t *testing.T) {
 		t.Errorf("70B BF16 on one H100 under SGLang: %v", err)
 	}
 }
+
+// The profiling run's activations are the larger of its two phases, by
+// hand for Llama 3.1 8B on one GPU (32 heads, 8 KV heads, head_dim 128,
+// hidden 4096, MLP 14336, vocab 128256): the forward pass of 8192 tokens
+// holds 2 × (4·4096 + 48·128 + 3·14336) = 131,072 bytes a token = 1 GiB; the
+// sampler holds that pass's hidden states (8192 × 4096 × 2 bytes) and two
+// float32 vocab rows per sequence. At 256 sequences the forward pass sets
+// the peak; at vLLM's 1024 on an H100 the sampler does. A sum would count
+// both.
+func TestMemory_ActivationsArePeakOfForwardOrSampler(t *testing.T) {
+	m := mustNew(t, Options{GPU: "h100_sxm", Shape: known(t, "meta-llama/Llama-3.1-8B-Instruct"), TP: 1})
+	for _, c := range []struct {
+		seqs int
+		want int64
+	}{
+		{256, 1 << 30},
+		{1024, 8192*4096*2 + 2*1024*128256*4},
+	} {
+		mem, err := m.Memory(MemoryOptions{GPUMemoryUtilization: 0.9, MaxModelLen: 8192, MaxNumBatchedTokens: 8192, MaxNumSeqs: c.seqs, BlockSize: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mem.Activations != c.want {
+			t.Errorf("max_num_seqs %d: activations %d bytes, want %d", c.seqs, mem.Activations, c.want)
+		}
+	}
+}
