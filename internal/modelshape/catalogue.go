@@ -27,6 +27,8 @@ var known = map[string]Shape{
 		Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 29568, Vocab: 152064, MaxPosition: 32768},
 	"Qwen/Qwen3-8B": {Architecture: "Qwen3ForCausalLM", Family: FamilyQwen3,
 		Layers: 36, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 12288, Vocab: 151936, MaxPosition: 40960},
+	"Qwen/Qwen3-14B": {Architecture: "Qwen3ForCausalLM", Family: FamilyQwen3,
+		Layers: 40, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, Intermediate: 17408, Vocab: 151936, MaxPosition: 40960},
 	"Qwen/Qwen3-32B": {Architecture: "Qwen3ForCausalLM", Family: FamilyQwen3,
 		Layers: 64, Hidden: 5120, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 25600, Vocab: 151936, MaxPosition: 40960},
 	"Qwen/Qwen3-30B-A3B": {Architecture: "Qwen3MoeForCausalLM", Family: FamilyQwen3MoE,
@@ -117,6 +119,7 @@ var aliases = map[string]string{
 // aiconfigurator's copies in model_configs/ show).
 var fp8Checkpoints = map[string]string{
 	"Qwen/Qwen3-8B-FP8":        "Qwen/Qwen3-8B",
+	"Qwen/Qwen3-14B-FP8":       "Qwen/Qwen3-14B",
 	"Qwen/Qwen3-32B-FP8":       "Qwen/Qwen3-32B",
 	"Qwen/Qwen3-30B-A3B-FP8":   "Qwen/Qwen3-30B-A3B",
 	"Qwen/Qwen3-235B-A22B-FP8": "Qwen/Qwen3-235B-A22B",

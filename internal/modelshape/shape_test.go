@@ -24,6 +24,7 @@ func TestKnown_ParameterCountsMatchModelCards(t *testing.T) {
 		{"Qwen/Qwen2.5-7B-Instruct", 7.61, 0.01},
 		{"Qwen/Qwen2.5-72B-Instruct", 72.7, 0.01},
 		{"Qwen/Qwen3-8B", 8.2, 0.01},
+		{"Qwen/Qwen3-14B", 14.8, 0.01},
 		{"Qwen/Qwen3-32B", 32.8, 0.01},
 		{"Qwen/Qwen3-30B-A3B", 30.5, 0.01},
 		{"Qwen/Qwen3-235B-A22B", 235, 0.01},
