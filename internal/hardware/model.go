@@ -98,9 +98,6 @@ type Model struct {
 	// moved per token, and their count.
 	ewBytesPerToken float64
 	ewKernels       float64
-	// prefillPassMs is the engine's host-side dispatch cost of a pass with
-	// prompt tokens (engine overheads, overheads.go).
-	prefillPassMs float64
 }
 
 // New builds the model for opts.
@@ -150,7 +147,6 @@ func New(opts Options) (*Model, error) {
 	if err := m.dtypes(opts, ft); err != nil {
 		return nil, err
 	}
-	m.overheads(fw)
 	// vLLM's and SGLang's chunked local attention restricts decodes too;
 	// TensorRT-LLM applies attention_chunk_size to context requests only
 	// (docs/source/features/long-sequence.md: "chunked attention can only be
@@ -444,9 +440,6 @@ func (m *Model) PassMs(pc *engine.PassContents) float64 {
 		// Shrink and expand around the attention and MLP projections of
 		// every layer (four pairs), once per adapter in the pass.
 		total += a * 4 * float64(m.layers) * (m.loraIn.at(per) + m.loraOut.at(per))
-	}
-	if len(pc.Prefills) > 0 {
-		total += m.prefillPassMs
 	}
 	return total
 }
