@@ -15,8 +15,8 @@
 # bundled with bookworm's python3-grpc-tools 1.14 predates them);
 # python3-pil, python3-numpy and b3sum for the multimodal references.
 # With --browser, what the replay HTML check needs: Debian's chromium, node
-# and npm. With --proto, protoc (Debian's protobuf-compiler) for make proto
-# and its check.
+# and npm. With --proto, protoc (Debian's protobuf-compiler, and libprotobuf-dev
+# for its well-known types) for make proto and its check.
 #
 # Running as root on Debian/Ubuntu, missing packages are installed with
 # apt-get (non-interactive). Otherwise the script prints ONE line saying
@@ -58,6 +58,10 @@ if [ "${1:-}" = "--python" ]; then
   /usr/bin/python3 -c 'import google.protobuf' >/dev/null 2>&1 || want+=(python3-protobuf)
   /usr/bin/python3 -c 'import grpc_tools' >/dev/null 2>&1 || want+=(python3-grpc-tools)
   command -v protoc >/dev/null 2>&1 || want+=(protobuf-compiler)
+  # protoc's well-known types (google/protobuf/timestamp.proto, struct.proto,
+  # which the SGLang proto imports) come with libprotobuf-dev, only a
+  # recommendation of protobuf-compiler, which --no-install-recommends skips.
+  [ -f /usr/include/google/protobuf/timestamp.proto ] || want+=(libprotobuf-dev)
   command -v grpc_python_plugin >/dev/null 2>&1 || want+=(protobuf-compiler-grpc)
 fi
 if [ "${1:-}" = "--browser" ]; then
@@ -67,6 +71,7 @@ if [ "${1:-}" = "--browser" ]; then
 fi
 if [ "${1:-}" = "--proto" ]; then
   command -v protoc >/dev/null 2>&1 || want+=(protobuf-compiler)
+  [ -f /usr/include/google/protobuf/timestamp.proto ] || want+=(libprotobuf-dev)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 
