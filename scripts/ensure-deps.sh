@@ -13,7 +13,8 @@
 # grpc_python_plugin (protobuf-compiler, protobuf-compiler-grpc), which
 # generate the stubs of protos that use proto3 optional fields (the protoc
 # bundled with bookworm's python3-grpc-tools 1.14 predates them);
-# python3-pil, python3-numpy and b3sum for the multimodal references.
+# python3-pil, python3-numpy, python3-torch and b3sum for the multimodal
+# references.
 # With --browser, what the replay HTML check needs: Debian's chromium, node
 # and npm. With --proto, protoc (Debian's protobuf-compiler, and libprotobuf-dev
 # for its well-known types) for make proto and its check.
@@ -51,6 +52,9 @@ if [ "${1:-}" = "--python" ]; then
   # The multimodal references (internal/media and internal/mmproc testdata):
   # PIL and NumPy, and b3sum for the blake3 digest.
   /usr/bin/python3 -c 'import PIL, numpy' >/dev/null 2>&1 || want+=(python3-pil python3-numpy)
+  # torch for the embeddings-tensor hash reference (internal/media/testdata/
+  # hashref.py loads tensors as vLLM does); about a minute to install.
+  /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || want+=(python3-torch)
   command -v b3sum >/dev/null 2>&1 || want+=(b3sum)
   command -v curl >/dev/null 2>&1 || want+=(curl)
   command -v jq >/dev/null 2>&1 || want+=(jq)
