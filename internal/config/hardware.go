@@ -141,13 +141,12 @@ func resolveHardware(cfg *Config, merged map[string]any) ([]problem, []string) {
 // (vllm/engine/arg_utils.py, the OpenAI API server's entries of EngineArgs's
 // batch defaults — _set_default_args in v0.9–v0.11, get_batch_defaults on
 // main — asserted by vLLM's test_defaults_with_usage_context): 1024
-// sequences and 8192 tokens on a GPU
-// of at least 70 GiB whose name does not contain "a100" (H100, H200, B200,
-// GB200, GH200: a larger token budget slowed A100, vLLM PR 17885), 256 and
-// 2048 on any other; the sequence limit never exceeds the token budget.
-// Without --hardware the mock keeps its own defaults (256 and 8192). The
-// token budget is left alone without chunked prefill, where it must cover
-// max_model_len.
+// sequences and 8192 tokens on a GPU of at least 70 GiB whose name does not
+// contain "a100" (H100, H200, B200, GB200, GH200; a larger token budget
+// slowed A100, vLLM PR 17885), 256 and 2048 on any other; the sequence limit
+// never exceeds the token budget. Without --hardware the mock keeps its own
+// defaults (256 and 8192). The token budget is left alone without chunked
+// prefill, where it must cover max_model_len.
 func applyVLLMBatchDefaults(cfg *Config, gpu hardware.GPU, set func(string) bool) {
 	seqs, tokens := 256, 2048
 	if gpu.MemBytes >= 70<<30 && !strings.Contains(strings.ToLower(gpu.Name), "a100") {
