@@ -255,7 +255,7 @@ func runDocCommands(t *testing.T, dir string, commands [][]string) {
 			if sub != "fleet" && (sub == "serve" || strings.HasPrefix(sub, "-")) {
 				sub = "serve"
 			}
-			testutil.WithPortRuns(t, len(portFlags)+1, 32, func(bases []int) error {
+			testutil.WithPortRuns(t, len(portFlags)+1, portRunLength(args), func(bases []int) error {
 				ported := withFreePorts(args, bases)
 				if sub != "serve" && sub != "fleet" {
 					// replay, calibrate --dry-run, …: commands that end by
@@ -266,6 +266,20 @@ func runDocCommands(t *testing.T, dir string, commands [][]string) {
 			})
 		})
 	}
+}
+
+// portRunLength is how many consecutive free ports each port flag of a doc
+// command gets: a fleet numbers its workers' ports up from each base, so a
+// run must hold one per worker (docs/ui.md's 64-worker fleet put worker 32's
+// HTTP port on the admin port with runs of 32).
+func portRunLength(args []string) int {
+	n := 32
+	if i := slices.Index(args, "--workers"); i >= 0 && i+1 < len(args) {
+		if w, err := strconv.Atoi(args[i+1]); err == nil && w > n {
+			n = w
+		}
+	}
+	return n
 }
 
 // errPortTaken asks WithPortRuns for other ports.
