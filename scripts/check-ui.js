@@ -15,7 +15,7 @@
 //    /metrics' counters over the same 5 s of steady load, and idle, the
 //    totals shown equal generation_tokens_total and request_success_total;
 //  - fleet page (64 workers): every tile updates; the browser's CPU use is
-//    reported (FLEET_CPU_MAX, default 20 % of one core, is enforced); with
+//    reported (FLEET_CPU_MAX, default 30 % of one core, is enforced); with
 //    workers killed, paused (health failing), draining and slowed through
 //    the admin API, every tile's condition and health equal /workers', each
 //    has its own word, the totals count them, and no tile text wraps;
@@ -276,7 +276,11 @@ async function fleetPage(browser) {
   check(workers.length === 64 && stale.length === 0,
     `every one of 64 tiles got ≥ 10 updates and showed ≥ 3 new values and its running requests in 10 s (stale: ${stale.join(",") || "none"})`);
   console.log(`fleet page, 64 workers: browser CPU ${(100 * cpu).toFixed(1)} % of one core`);
-  const max = Number(process.env.FLEET_CPU_MAX || 20);
+  // 30 %: the budget is absolute and machines of the same kind differ
+  // several times in speed; the unchanged page measured under 20 % on the
+  // machine the budget was set on and 24–27 % on a slower one (2026-12-02,
+  // the previous release and this one alike).
+  const max = Number(process.env.FLEET_CPU_MAX || 30);
   check(100 * cpu < max, `fleet page CPU ${(100 * cpu).toFixed(1)} % < ${max} % of one core`);
   await page.screenshot({ path: path.join(out, "fleet.png") });
   await Promise.all(load);
