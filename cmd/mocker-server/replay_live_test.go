@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -48,8 +49,11 @@ var liveOverlay = map[string]any{"speedup_ratio": 10, "timing_model": "fixed",
 // 459 ms replayed, with 30 ms passes; 405–435 against 599 with 100 ms), so
 // the closed loop is compared without it (make check-replay-live), where
 // the longer pass leaves margin for a loaded machine's turnaround.
-var closedLoopOverlay = map[string]any{"speedup_ratio": 10, "timing_model": "fixed",
-	"fixed_prefill_ms": 2000, "fixed_decode_ms": 1000}
+var closedLoopOverlay = func() map[string]any {
+	o := maps.Clone(liveOverlay)
+	o["fixed_decode_ms"] = 1000
+	return o
+}()
 
 // TestReplay_AgreesWithLiveServer runs one workload twice — live, with
 // mocker-bench's load generator (internal/loadgen) against a real serve at
@@ -117,11 +121,10 @@ func compareLiveAndReplay(t *testing.T, cfg *config.Config, url string, sc liveS
 	if sc.clients > 0 {
 		// First requests 50 ms apart (0, 50, 100, 150 ms), inside the
 		// first request's 200 ms prefill pass with 50 ms to spare on both
-		// sides: the first request may be admitted up to 50 ms late (a busy
-		// machine running the race detector took longer than the 10 ms
-		// spacing this had, and the others joined its pass) and the last
-		// may arrive up to 50 ms late, and each still lands in the pass
-		// replay puts it in.
+		// sides: the first request may be admitted up to 50 ms late and the
+		// last may arrive up to 50 ms late, and each still lands in the pass
+		// replay puts it in (with 10 ms spacing, a late first admission let
+		// the others join its pass).
 		lc.Concurrency, lc.Ramp = sc.clients, time.Duration(sc.clients)*50*time.Millisecond
 	}
 	live, err := loadgen.Run(context.Background(), lc, loadgen.Options{})
