@@ -26,6 +26,15 @@
 set -euo pipefail
 
 want=()
+
+# want_protoc: protoc and its well-known types (google/protobuf/timestamp.proto,
+# struct.proto, which the SGLang proto imports), which come with
+# libprotobuf-dev, only a recommendation of protobuf-compiler, skipped by
+# --no-install-recommends.
+want_protoc() {
+  command -v protoc >/dev/null 2>&1 || want+=(protobuf-compiler)
+  [ -f /usr/include/google/protobuf/timestamp.proto ] || want+=(libprotobuf-dev)
+}
 if ! command -v go >/dev/null 2>&1; then
   echo "go not found on PATH: install Go 1.26 (https://go.dev/dl/) and add it to PATH (e.g. /usr/local/go/bin)" >&2
   exit 1
@@ -61,11 +70,7 @@ if [ "${1:-}" = "--python" ]; then
   /usr/bin/python3 -c 'import grpc' >/dev/null 2>&1 || want+=(python3-grpcio)
   /usr/bin/python3 -c 'import google.protobuf' >/dev/null 2>&1 || want+=(python3-protobuf)
   /usr/bin/python3 -c 'import grpc_tools' >/dev/null 2>&1 || want+=(python3-grpc-tools)
-  command -v protoc >/dev/null 2>&1 || want+=(protobuf-compiler)
-  # protoc's well-known types (google/protobuf/timestamp.proto, struct.proto,
-  # which the SGLang proto imports) come with libprotobuf-dev, only a
-  # recommendation of protobuf-compiler, which --no-install-recommends skips.
-  [ -f /usr/include/google/protobuf/timestamp.proto ] || want+=(libprotobuf-dev)
+  want_protoc
   command -v grpc_python_plugin >/dev/null 2>&1 || want+=(protobuf-compiler-grpc)
 fi
 if [ "${1:-}" = "--browser" ]; then
@@ -74,8 +79,7 @@ if [ "${1:-}" = "--browser" ]; then
   command -v npm >/dev/null 2>&1 || want+=(npm)
 fi
 if [ "${1:-}" = "--proto" ]; then
-  command -v protoc >/dev/null 2>&1 || want+=(protobuf-compiler)
-  [ -f /usr/include/google/protobuf/timestamp.proto ] || want+=(libprotobuf-dev)
+  want_protoc
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 
